@@ -1,0 +1,31 @@
+{
+  # palisade_asan=1 (set by `node scripts/build-native.mjs --asan`) builds a Debug addon
+  # with AddressSanitizer and UndefinedBehaviorSanitizer; run node with libasan preloaded.
+  'variables': { 'palisade_asan%': 0 },
+  'targets': [
+    {
+      'target_name': 'palisade',
+      'sources': [
+        'native/addon.cc',
+        'native/common/errors.cc',
+        'native/selector/parser.cc',
+        'native/selector/canonical.cc',
+        'native/selector/selector_napi.cc',
+        'native/labelindex/program.cc',
+        'native/labelindex/label_index.cc',
+        'native/labelindex/label_index_napi.cc',
+      ],
+      'include_dirs': [ 'native' ],
+      'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],
+      'defines': [ 'NAPI_VERSION=8', 'NODE_ADDON_API_DISABLE_DEPRECATED' ],
+      'cflags_cc': [ '-std=c++17', '-Wall', '-Wextra', '-Wno-unused-parameter', '-fvisibility=hidden' ],
+      'libraries': [ '-lcrypto' ],
+      'conditions': [
+        [ 'palisade_asan==1', {
+          'cflags_cc': [ '-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined' ],
+          'ldflags': [ '-fsanitize=address,undefined' ],
+        } ],
+      ],
+    },
+  ],
+}

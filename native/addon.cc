@@ -1,0 +1,37 @@
+// Registration only: each subsystem defines its own classes and functions.
+#include <napi.h>
+#include <openssl/opensslv.h>
+
+#include "common/errors.h"
+#include "labelindex/label_index_napi.h"
+#include "selector/selector_napi.h"
+
+namespace {
+
+// setup({ NativeError, SelectorError }): the TS error classes native code constructs.
+Napi::Value Setup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsObject()) {
+    throw palisade::MakeNativeError(env, "EINVAL", "setup", "expected { NativeError, SelectorError }");
+  }
+  Napi::Object o = info[0].As<Napi::Object>();
+  palisade::AddonData& d = palisade::Data(env);
+  if (o.Get("NativeError").IsFunction()) d.nativeError = Napi::Persistent(o.Get("NativeError").As<Napi::Function>());
+  if (o.Get("SelectorError").IsFunction()) {
+    d.selectorError = Napi::Persistent(o.Get("SelectorError").As<Napi::Function>());
+  }
+  return env.Undefined();
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  env.SetInstanceData(new palisade::AddonData());
+  exports.Set("setup", Napi::Function::New(env, Setup, "setup"));
+  exports.Set("NativeSelector", palisade::selector::SelectorWrap::Init(env));
+  exports.Set("LabelIndex", palisade::labelindex::LabelIndexWrap::Init(env));
+  exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(palisade, Init)

@@ -1,0 +1,435 @@
+#include "labelindex/label_index.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace palisade::labelindex {
+
+namespace {
+
+template <typename T>
+void SwapRemoveValue(std::vector<T>& v, T value) {
+  auto it = std::find(v.begin(), v.end(), value);
+  if (it == v.end()) return;
+  *it = v.back();
+  v.pop_back();
+}
+
+}  // namespace
+
+// ---- parents ---------------------------------------------------------------------------
+
+void LabelIndex::UpsertParent(uint32_t id, std::vector<Label> labels) {
+  if (id >= parents_.size()) parents_.resize(id + 1);
+  Parent& p = parents_[id];
+  if (p.hasLabels && p.labels == labels) return;
+  if (!p.hasLabels) ++liveParents_;
+  p.hasLabels = true;
+  p.labels = std::move(labels);
+  for (size_t i = 0; i < parents_[id].items.size(); ++i) Rematch(parents_[id].items[i], false);
+}
+
+void LabelIndex::DeleteParent(uint32_t id) {
+  if (id >= parents_.size() || !parents_[id].hasLabels) return;
+  Parent& p = parents_[id];
+  p.hasLabels = false;
+  p.labels.clear();
+  p.labels.shrink_to_fit();
+  --liveParents_;
+  // Items keep listing the parent: it may come back, and their order must survive.
+  for (size_t i = 0; i < parents_[id].items.size(); ++i) Rematch(parents_[id].items[i], false);
+}
+
+void LabelIndex::LinkParents(uint32_t item) {
+  Item& it = items_[item];
+  it.parentPos.resize(it.parents.size());
+  for (size_t j = 0; j < it.parents.size(); ++j) {
+    const uint32_t p = it.parents[j];
+    if (p >= parents_.size()) parents_.resize(p + 1);
+    it.parentPos[j] = static_cast<uint32_t>(parents_[p].items.size());
+    parents_[p].items.push_back(item);
+  }
+}
+
+void LabelIndex::UnlinkParents(uint32_t item) {
+  Item& it = items_[item];
+  for (size_t j = 0; j < it.parents.size(); ++j) {
+    const uint32_t p = it.parents[j];
+    std::vector<uint32_t>& v = parents_[p].items;
+    const uint32_t pos = it.parentPos[j];
+    const uint32_t last = v.back();
+    v[pos] = last;
+    v.pop_back();
+    if (last != item) {
+      Item& moved = items_[last];
+      for (size_t k = 0; k < moved.parents.size(); ++k) {
+        if (moved.parents[k] == p) {
+          moved.parentPos[k] = pos;
+          break;
+        }
+      }
+    }
+  }
+  it.parents.clear();
+  it.parentPos.clear();
+}
+
+// ---- items -----------------------------------------------------------------------------
+
+void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents) {
+  if (id >= items_.size()) items_.resize(id + 1);
+  std::vector<uint32_t> unique;
+  unique.reserve(parents.size());
+  for (uint32_t p : parents) {
+    if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+  }
+  Item& it = items_[id];
+  const bool fresh = !it.live;
+  if (!fresh && it.own == labels && it.parents == unique) return;
+  if (fresh) {
+    it.live = true;
+    it.livePos = static_cast<uint32_t>(liveItems_.size());
+    liveItems_.push_back(id);
+  }
+  if (fresh || it.parents != unique) {
+    UnlinkParents(id);
+    items_[id].parents = std::move(unique);
+    LinkParents(id);
+  }
+  items_[id].own = std::move(labels);
+  Rematch(id, fresh);
+}
+
+void LabelIndex::DeleteItem(uint32_t id) {
+  if (id >= items_.size() || !items_[id].live) return;
+  Item& it = items_[id];
+  for (uint32_t s : it.matches) changes_.push_back({s, id, false});
+  for (const EffLabel& l : it.eff) RemoveFromLabelIndex(id, l);
+  UnlinkParents(id);
+  const uint32_t pos = items_[id].livePos;
+  const uint32_t last = liveItems_.back();
+  liveItems_[pos] = last;
+  liveItems_.pop_back();
+  if (last != id) items_[last].livePos = pos;
+  items_[id] = Item{};
+}
+
+std::vector<Label> LabelIndex::MergedLabels(const Item& it) const {
+  std::vector<Label> out = it.own;
+  std::vector<Label> next;
+  for (uint32_t p : it.parents) {
+    const std::vector<Label>& pl = parents_[p].labels;
+    if (pl.empty()) continue;
+    // Merge two key-sorted lists; on equal keys the earlier source (own labels, then
+    // earlier parents) wins, which is Calico's inheritance rule.
+    next.clear();
+    next.reserve(out.size() + pl.size());
+    size_t i = 0, j = 0;
+    while (i < out.size() || j < pl.size()) {
+      if (j == pl.size() || (i < out.size() && out[i].key < pl[j].key)) {
+        next.push_back(out[i++]);
+      } else if (i == out.size() || pl[j].key < out[i].key) {
+        next.push_back(pl[j++]);
+      } else {
+        next.push_back(out[i++]);
+        ++j;
+      }
+    }
+    out.swap(next);
+  }
+  return out;
+}
+
+void LabelIndex::AddToLabelIndex(uint32_t item, EffLabel& l) {
+  std::vector<uint32_t>& kv = itemsByKV_[KV(l.key, l.value)];
+  l.kvPos = static_cast<uint32_t>(kv.size());
+  kv.push_back(item);
+  if (l.key >= itemsByKey_.size()) itemsByKey_.resize(l.key + 1);
+  std::vector<uint32_t>& kb = itemsByKey_[l.key];
+  l.keyPos = static_cast<uint32_t>(kb.size());
+  kb.push_back(item);
+}
+
+namespace {
+
+template <typename Vec>
+auto* FindEff(Vec& eff, uint32_t key) {
+  auto it = std::lower_bound(eff.begin(), eff.end(), key, [](const auto& e, uint32_t k) { return e.key < k; });
+  return &*it;  // callers only ask for keys the item is known to hold
+}
+
+}  // namespace
+
+void LabelIndex::RemoveFromLabelIndex(uint32_t item, const EffLabel& l) {
+  auto f = itemsByKV_.find(KV(l.key, l.value));
+  std::vector<uint32_t>& kv = f->second;
+  uint32_t last = kv.back();
+  kv[l.kvPos] = last;
+  kv.pop_back();
+  if (last != item) FindEff(items_[last].eff, l.key)->kvPos = l.kvPos;
+  if (kv.empty()) itemsByKV_.erase(f);
+
+  std::vector<uint32_t>& kb = itemsByKey_[l.key];
+  last = kb.back();
+  kb[l.keyPos] = last;
+  kb.pop_back();
+  if (last != item) FindEff(items_[last].eff, l.key)->keyPos = l.keyPos;
+}
+
+void LabelIndex::SetEffective(uint32_t item, const std::vector<Label>& merged) {
+  // Walk old and new label lists together; only labels that changed touch the index.
+  std::vector<EffLabel> old;
+  old.swap(items_[item].eff);
+  std::vector<EffLabel> now;
+  now.reserve(merged.size());
+  size_t i = 0, j = 0;
+  // While `now` is being built the item's stored list is empty. Position fix-ups only
+  // ever target other items: an item occurs once per bucket, so removing it never moves
+  // itself.
+  while (i < old.size() || j < merged.size()) {
+    if (j == merged.size() || (i < old.size() && old[i].key < merged[j].key)) {
+      RemoveFromLabelIndex(item, old[i]);
+      ++i;
+    } else if (i == old.size() || merged[j].key < old[i].key) {
+      EffLabel e{merged[j].key, merged[j].value, 0, 0};
+      AddToLabelIndex(item, e);
+      now.push_back(e);
+      ++j;
+    } else {
+      if (old[i].value == merged[j].value) {
+        now.push_back(old[i]);
+      } else {
+        RemoveFromLabelIndex(item, old[i]);
+        EffLabel e{merged[j].key, merged[j].value, 0, 0};
+        AddToLabelIndex(item, e);
+        now.push_back(e);
+      }
+      ++i;
+      ++j;
+    }
+  }
+  items_[item].eff.swap(now);
+}
+
+void LabelIndex::Rematch(uint32_t item, bool force) {
+  {
+    const std::vector<EffLabel>& eff = items_[item].eff;
+    std::vector<Label> merged = MergedLabels(items_[item]);
+    bool same = merged.size() == eff.size();
+    for (size_t k = 0; same && k < merged.size(); ++k) {
+      same = merged[k].key == eff[k].key && merged[k].value == eff[k].value;
+    }
+    if (same && !force) return;
+    if (!same) SetEffective(item, merged);
+  }
+  Item& it = items_[item];
+  const EffLabel* labels = it.eff.data();
+  const size_t n = it.eff.size();
+  scratch_.clear();
+  auto consider = [&](const std::vector<uint32_t>& sels) {
+    for (uint32_t s : sels) {
+      if (sels_[s].program.Matches(labels, n, strings_)) scratch_.push_back(s);
+    }
+  };
+  for (size_t k = 0; k < n; ++k) {
+    auto f = selsByKV_.find(KV(labels[k].key, labels[k].value));
+    if (f != selsByKV_.end()) consider(f->second);
+    if (labels[k].key < selsByKey_.size()) consider(selsByKey_[labels[k].key]);
+  }
+  consider(unindexedSels_);
+  std::sort(scratch_.begin(), scratch_.end());
+
+  const std::vector<uint32_t>& old = it.matches;
+  size_t a = 0, b = 0;
+  while (a < old.size() || b < scratch_.size()) {
+    if (b == scratch_.size() || (a < old.size() && old[a] < scratch_[b])) {
+      changes_.push_back({old[a++], item, false});
+    } else if (a == old.size() || scratch_[b] < old[a]) {
+      changes_.push_back({scratch_[b++], item, true});
+    } else {
+      ++a;
+      ++b;
+    }
+  }
+  it.matches.swap(scratch_);
+}
+
+// ---- selectors -------------------------------------------------------------------------
+
+void LabelIndex::Place(uint32_t sel) {
+  Sel& s = sels_[sel];
+  // Rank: fewest candidate items now; on a tie (e.g. an empty index) a key=value
+  // restriction beats a bare key, and fewer values beat more.
+  using Rank = std::tuple<size_t, int, size_t>;
+  Rank best{SIZE_MAX, 2, 0};
+  s.mode = Mode::Unindexed;
+  for (auto& [key, r] : s.program.Restrictions()) {
+    if (r.hasValues) {
+      if (r.values.empty()) {
+        s.mode = Mode::Never;
+        break;
+      }
+      size_t cost = 0;
+      for (uint32_t v : r.values) {
+        auto f = itemsByKV_.find(KV(key, v));
+        if (f != itemsByKV_.end()) cost += f->second.size();
+      }
+      Rank rank{cost, 0, r.values.size()};
+      if (rank < best) {
+        best = rank;
+        s.mode = Mode::ByValues;
+        s.key = key;
+        s.values = r.values;
+      }
+    } else if (r.present) {
+      Rank rank{key < itemsByKey_.size() ? itemsByKey_[key].size() : 0, 1, 0};
+      if (rank < best) {
+        best = rank;
+        s.mode = Mode::ByKey;
+        s.key = key;
+        s.values.clear();
+      }
+    }
+  }
+  switch (s.mode) {
+    case Mode::ByValues:
+      for (uint32_t v : s.values) selsByKV_[KV(s.key, v)].push_back(sel);
+      break;
+    case Mode::ByKey:
+      if (s.key >= selsByKey_.size()) selsByKey_.resize(s.key + 1);
+      selsByKey_[s.key].push_back(sel);
+      break;
+    case Mode::Unindexed:
+      unindexedSels_.push_back(sel);
+      break;
+    case Mode::Never:
+      break;
+  }
+}
+
+void LabelIndex::Unplace(uint32_t sel) {
+  Sel& s = sels_[sel];
+  switch (s.mode) {
+    case Mode::ByValues:
+      for (uint32_t v : s.values) {
+        auto f = selsByKV_.find(KV(s.key, v));
+        SwapRemoveValue(f->second, sel);
+        if (f->second.empty()) selsByKV_.erase(f);
+      }
+      break;
+    case Mode::ByKey:
+      SwapRemoveValue(selsByKey_[s.key], sel);
+      break;
+    case Mode::Unindexed:
+      SwapRemoveValue(unindexedSels_, sel);
+      break;
+    case Mode::Never:
+      break;
+  }
+}
+
+template <typename F>
+void LabelIndex::ForEachCandidate(const Sel& s, F&& f) const {
+  switch (s.mode) {
+    case Mode::ByValues:
+      for (uint32_t v : s.values) {
+        auto found = itemsByKV_.find(KV(s.key, v));
+        if (found == itemsByKV_.end()) continue;
+        for (uint32_t item : found->second) f(item);
+      }
+      break;
+    case Mode::ByKey:
+      if (s.key < itemsByKey_.size()) {
+        for (uint32_t item : itemsByKey_[s.key]) f(item);
+      }
+      break;
+    case Mode::Unindexed:
+      for (uint32_t item : liveItems_) f(item);
+      break;
+    case Mode::Never:
+      break;
+  }
+}
+
+std::vector<uint32_t> LabelIndex::CurrentMatches(uint32_t sel) const {
+  std::vector<uint32_t> out;
+  ForEachCandidate(sels_[sel], [&](uint32_t item) {
+    const std::vector<uint32_t>& m = items_[item].matches;
+    if (std::binary_search(m.begin(), m.end(), sel)) out.push_back(item);
+  });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const std::string& canonical) {
+  if (id >= sels_.size()) sels_.resize(id + 1);
+  if (sels_[id].live && sels_[id].canonical == canonical) return;
+  std::vector<uint32_t> old;
+  if (sels_[id].live) {
+    old = CurrentMatches(id);
+    Unplace(id);
+  } else {
+    sels_[id].live = true;
+    ++liveSels_;
+  }
+  Sel& s = sels_[id];
+  s.program.Compile(root, strings_);
+  s.canonical = canonical;
+  Place(id);
+
+  std::vector<uint32_t> now;
+  ForEachCandidate(s, [&](uint32_t item) {
+    const std::vector<EffLabel>& eff = items_[item].eff;
+    if (s.program.Matches(eff.data(), eff.size(), strings_)) now.push_back(item);
+  });
+  std::sort(now.begin(), now.end());
+
+  size_t a = 0, b = 0;
+  while (a < old.size() || b < now.size()) {
+    if (b == now.size() || (a < old.size() && old[a] < now[b])) {
+      std::vector<uint32_t>& m = items_[old[a]].matches;
+      m.erase(std::lower_bound(m.begin(), m.end(), id));
+      changes_.push_back({id, old[a++], false});
+    } else if (a == old.size() || now[b] < old[a]) {
+      std::vector<uint32_t>& m = items_[now[b]].matches;
+      m.insert(std::lower_bound(m.begin(), m.end(), id), id);
+      changes_.push_back({id, now[b++], true});
+    } else {
+      ++a;
+      ++b;
+    }
+  }
+}
+
+void LabelIndex::DeleteSelector(uint32_t id) {
+  if (id >= sels_.size() || !sels_[id].live) return;
+  for (uint32_t item : CurrentMatches(id)) {
+    std::vector<uint32_t>& m = items_[item].matches;
+    m.erase(std::lower_bound(m.begin(), m.end(), id));
+    changes_.push_back({id, item, false});
+  }
+  Unplace(id);
+  sels_[id] = Sel{};
+  --liveSels_;
+}
+
+Stats LabelIndex::GetStats() const {
+  Stats st;
+  st.items = liveItems_.size();
+  st.parents = liveParents_;
+  st.selectors = liveSels_;
+  st.strings = strings_.Size();
+  for (uint32_t item : liveItems_) st.matches += items_[item].matches.size();
+  for (const Sel& s : sels_) {
+    if (!s.live) continue;
+    switch (s.mode) {
+      case Mode::ByValues: ++st.selectorsByValue; break;
+      case Mode::ByKey: ++st.selectorsByKey; break;
+      case Mode::Unindexed: ++st.selectorsUnindexed; break;
+      case Mode::Never: ++st.selectorsNever; break;
+    }
+  }
+  return st;
+}
+
+}  // namespace palisade::labelindex

@@ -1,0 +1,119 @@
+// Felix's InheritIndex, rebuilt for speed: items (endpoints, network sets) carry their own
+// labels and an ordered list of parents (profiles) whose labels they inherit; selectors
+// are matched against the merged ("effective") labels. Every mutation appends the match
+// transitions it causes to `Changes()`, in the order they happened.
+//
+// Instead of testing every selector against every item, each selector is filed under the
+// most selective label restriction it implies (a key=value set, else a key that must be
+// present); only selectors with no restriction are scanned for every item. Items are
+// filed by key and by key=value so a new selector visits only its candidate items.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "labelindex/interner.h"
+#include "labelindex/program.h"
+#include "selector/ast.h"
+
+namespace palisade::labelindex {
+
+// IDs are dense array indices chosen by the caller; this bounds the arrays.
+constexpr uint32_t kMaxId = 1u << 24;
+
+struct Change {
+  uint32_t selector;
+  uint32_t item;
+  bool started;
+};
+
+struct Stats {
+  size_t items = 0, parents = 0, selectors = 0, matches = 0, strings = 0;
+  size_t selectorsByValue = 0, selectorsByKey = 0, selectorsUnindexed = 0, selectorsNever = 0;
+};
+
+class LabelIndex {
+ public:
+  Interner& Strings() { return strings_; }
+
+  // `labels` must be sorted by key with unique keys.
+  void UpsertParent(uint32_t id, std::vector<Label> labels);
+  void DeleteParent(uint32_t id);
+  void UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents);
+  void DeleteItem(uint32_t id);
+  // `canonical` identifies the expression; re-upserting the same one is a no-op.
+  void UpsertSelector(uint32_t id, const selector::Node& root, const std::string& canonical);
+  void DeleteSelector(uint32_t id);
+
+  std::vector<Change>& Changes() { return changes_; }
+  Stats GetStats() const;
+
+  // For tests: the selectors an item currently matches, sorted.
+  const std::vector<uint32_t>* MatchesOf(uint32_t item) const {
+    return item < items_.size() && items_[item].live ? &items_[item].matches : nullptr;
+  }
+
+ private:
+  struct EffLabel {
+    uint32_t key;
+    uint32_t value;
+    uint32_t kvPos;   // position of this item in itemsByKV_[key=value]
+    uint32_t keyPos;  // position of this item in itemsByKey_[key]
+  };
+  struct Item {
+    bool live = false;
+    std::vector<Label> own;
+    std::vector<uint32_t> parents;    // de-duplicated, inheritance order
+    std::vector<uint32_t> parentPos;  // position of this item in parents_[p].items
+    std::vector<EffLabel> eff;        // sorted by key
+    std::vector<uint32_t> matches;    // sorted selector IDs
+    uint32_t livePos = 0;
+  };
+  struct Parent {
+    bool hasLabels = false;
+    std::vector<Label> labels;
+    std::vector<uint32_t> items;  // items that list this parent
+  };
+  enum class Mode : uint8_t { Unindexed, ByKey, ByValues, Never };
+  struct Sel {
+    bool live = false;
+    Program program;
+    std::string canonical;
+    Mode mode = Mode::Unindexed;
+    uint32_t key = 0;
+    std::vector<uint32_t> values;
+  };
+
+  static uint64_t KV(uint32_t k, uint32_t v) { return (uint64_t(k) << 32) | v; }
+
+  void LinkParents(uint32_t item);
+  void UnlinkParents(uint32_t item);
+  std::vector<Label> MergedLabels(const Item& it) const;
+  void SetEffective(uint32_t item, const std::vector<Label>& merged);
+  void AddToLabelIndex(uint32_t item, EffLabel& l);
+  void RemoveFromLabelIndex(uint32_t item, const EffLabel& l);
+  void Rematch(uint32_t item, bool force);
+  void Place(uint32_t sel);
+  void Unplace(uint32_t sel);
+  template <typename F> void ForEachCandidate(const Sel& s, F&& f) const;
+  std::vector<uint32_t> CurrentMatches(uint32_t sel) const;
+
+  Interner strings_;
+  std::vector<Item> items_;
+  std::vector<Parent> parents_;
+  std::vector<Sel> sels_;
+  std::vector<uint32_t> liveItems_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> itemsByKV_;
+  std::vector<std::vector<uint32_t>> itemsByKey_;  // indexed by key string ID
+  std::unordered_map<uint64_t, std::vector<uint32_t>> selsByKV_;
+  std::vector<std::vector<uint32_t>> selsByKey_;   // indexed by key string ID
+  std::vector<uint32_t> unindexedSels_;
+  std::vector<Change> changes_;
+  std::vector<uint32_t> scratch_;
+  size_t liveParents_ = 0;
+  size_t liveSels_ = 0;
+};
+
+}  // namespace palisade::labelindex

@@ -1,0 +1,192 @@
+#include "labelindex/label_index_napi.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/errors.h"
+#include "labelindex/ops.h"
+#include "selector/selector_napi.h"
+
+namespace palisade::labelindex {
+namespace {
+
+// Walks a batch without applying it. Returns an empty string when every op is well formed
+// and every reference is in range, so a bad batch is refused before anything changes.
+std::string ValidateBatch(const uint32_t* w, size_t n, size_t nStrings, size_t nSelectors) {
+  size_t i = 0;
+  auto need = [&](size_t words) { return i + words <= n; };
+  auto at = [&](size_t start) { return " (op at word " + std::to_string(start) + ")"; };
+  while (i < n) {
+    const size_t start = i;
+    const uint32_t op = w[i++];
+    if (!need(1)) return "truncated op" + at(start);
+    const uint32_t id = w[i++];
+    if (id >= kMaxId) return "id " + std::to_string(id) + " is out of range" + at(start);
+    switch (op) {
+      case ops::kDeleteParent:
+      case ops::kDeleteItem:
+      case ops::kDeleteSelector:
+        break;
+      case ops::kUpsertSelector:
+        if (!need(1)) return "truncated selector op" + at(start);
+        if (w[i++] >= nSelectors) return "selector reference out of range" + at(start);
+        break;
+      case ops::kUpsertParent:
+      case ops::kUpsertItem: {
+        const bool item = op == ops::kUpsertItem;
+        if (!need(item ? 2 : 1)) return "truncated label op" + at(start);
+        const uint32_t nLabels = w[i++];
+        const uint32_t nParents = item ? w[i++] : 0;
+        if (nLabels > n || nParents > n || !need(size_t(nLabels) * 2 + nParents)) {
+          return "label or parent count runs past the batch" + at(start);
+        }
+        for (uint32_t k = 0; k < nLabels * 2; ++k) {
+          if (w[i++] >= nStrings) return "string reference out of range" + at(start);
+        }
+        for (uint32_t k = 0; k < nParents; ++k) {
+          if (w[i++] >= kMaxId) return "parent id out of range" + at(start);
+        }
+        break;
+      }
+      default:
+        return "unknown opcode " + std::to_string(op) + at(start);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Napi::Function LabelIndexWrap::Init(Napi::Env env) {
+  return DefineClass(env, "LabelIndex",
+                     {
+                         InstanceMethod<&LabelIndexWrap::Apply>("apply"),
+                         InstanceMethod<&LabelIndexWrap::GetStats>("stats"),
+                         InstanceMethod<&LabelIndexWrap::MatchesOf>("matchesOf"),
+                     });
+}
+
+LabelIndexWrap::LabelIndexWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<LabelIndexWrap>(info) {}
+
+Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "labelIndex.apply", [&]() -> Napi::Value {
+    if (info.Length() < 3 || !info[0].IsTypedArray() || !info[1].IsArray() || !info[2].IsArray()) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "expected (Uint32Array, string[], NativeSelector[])");
+    }
+    Napi::TypedArray ta = info[0].As<Napi::TypedArray>();
+    if (ta.TypedArrayType() != napi_uint32_array) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "ops must be a Uint32Array");
+    }
+    Napi::Uint32Array opsArr = ta.As<Napi::Uint32Array>();
+    const uint32_t* w = opsArr.Data();
+    const size_t n = opsArr.ElementLength();
+    Napi::Array strings = info[1].As<Napi::Array>();
+    Napi::Array selArr = info[2].As<Napi::Array>();
+
+    std::vector<const selector::Parsed*> sels(selArr.Length());
+    for (uint32_t k = 0; k < sels.size(); ++k) {
+      sels[k] = selector::SelectorWrap::From(env, selArr.Get(k));
+      if (!sels[k]) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "not a NativeSelector at index " + std::to_string(k));
+    }
+    std::vector<std::string> fresh(strings.Length());
+    for (uint32_t k = 0; k < fresh.size(); ++k) {
+      Napi::Value v = strings.Get(k);
+      if (!v.IsString()) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "label strings must be strings");
+      fresh[k] = v.As<Napi::String>().Utf8Value();
+    }
+    const std::string problem = ValidateBatch(w, n, callerStrings_.size() + fresh.size(), sels.size());
+    if (!problem.empty()) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "malformed batch: " + problem);
+
+    for (const std::string& s : fresh) callerStrings_.push_back(index_.Strings().Intern(s));
+
+    std::vector<Label> labels;
+    std::vector<uint32_t> parents;
+    size_t i = 0;
+    while (i < n) {
+      const uint32_t op = w[i++];
+      const uint32_t id = w[i++];
+      switch (op) {
+        case ops::kDeleteParent: index_.DeleteParent(id); break;
+        case ops::kDeleteItem: index_.DeleteItem(id); break;
+        case ops::kDeleteSelector: index_.DeleteSelector(id); break;
+        case ops::kUpsertSelector: {
+          const selector::Parsed* p = sels[w[i++]];
+          index_.UpsertSelector(id, p->root, p->canonical);
+          break;
+        }
+        default: {  // kUpsertParent, kUpsertItem (validated above)
+          const bool item = op == ops::kUpsertItem;
+          const uint32_t nLabels = w[i++];
+          const uint32_t nParents = item ? w[i++] : 0;
+          labels.clear();
+          for (uint32_t k = 0; k < nLabels; ++k, i += 2) {
+            labels.push_back({callerStrings_[w[i]], callerStrings_[w[i + 1]]});
+          }
+          std::stable_sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key < b.key; });
+          labels.erase(std::unique(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key == b.key; }),
+                       labels.end());
+          if (item) {
+            parents.assign(w + i, w + i + nParents);
+            i += nParents;
+            index_.UpsertItem(id, labels, parents);
+          } else {
+            index_.UpsertParent(id, labels);
+          }
+          break;
+        }
+      }
+    }
+
+    std::vector<Change>& changes = index_.Changes();
+    const size_t c = changes.size();
+    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, c * 9);
+    uint8_t* base = static_cast<uint8_t*>(out.Data());
+    uint32_t* selOut = reinterpret_cast<uint32_t*>(base);
+    uint32_t* itemOut = reinterpret_cast<uint32_t*>(base + c * 4);
+    uint8_t* startedOut = base + c * 8;
+    for (size_t k = 0; k < c; ++k) {
+      selOut[k] = changes[k].selector;
+      itemOut[k] = changes[k].item;
+      startedOut[k] = changes[k].started ? 1 : 0;
+    }
+    changes.clear();
+    if (changes.capacity() > (1u << 20)) changes.shrink_to_fit();  // don't pin a cold-start's peak
+    return out;
+  });
+}
+
+Napi::Value LabelIndexWrap::GetStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "labelIndex.stats", [&]() -> Napi::Value {
+    const Stats st = index_.GetStats();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("items", double(st.items));
+    o.Set("parents", double(st.parents));
+    o.Set("selectors", double(st.selectors));
+    o.Set("matches", double(st.matches));
+    o.Set("strings", double(st.strings));
+    o.Set("selectorsByValue", double(st.selectorsByValue));
+    o.Set("selectorsByKey", double(st.selectorsByKey));
+    o.Set("selectorsUnindexed", double(st.selectorsUnindexed));
+    o.Set("selectorsNever", double(st.selectorsNever));
+    return o;
+  });
+}
+
+Napi::Value LabelIndexWrap::MatchesOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "labelIndex.matchesOf", [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber()) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.matchesOf", "item id must be a number");
+    }
+    const std::vector<uint32_t>* m = index_.MatchesOf(info[0].As<Napi::Number>().Uint32Value());
+    if (!m) return env.Null();
+    Napi::Uint32Array out = Napi::Uint32Array::New(env, m->size());
+    std::copy(m->begin(), m->end(), out.Data());
+    return out;
+  });
+}
+
+}  // namespace palisade::labelindex

@@ -1,0 +1,216 @@
+// Standalone test of the native core (selector parser, canonical form, UID, evaluation,
+// label index) with no Node-API in the way, so it can run under AddressSanitizer,
+// UndefinedBehaviorSanitizer, LeakSanitizer and valgrind. Usage: core_test [iterations]
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "labelindex/label_index.h"
+#include "selector/canonical.h"
+#include "selector/evaluate.h"
+#include "selector/parser.h"
+
+using namespace palisade;
+
+static int g_pass = 0, g_fail = 0;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (cond) {                                            \
+      ++g_pass;                                            \
+    } else {                                               \
+      ++g_fail;                                            \
+      std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      std::fprintf(stderr, __VA_ARGS__);                   \
+      std::fprintf(stderr, "\n");                          \
+    }                                                      \
+  } while (0)
+
+using Labels = std::map<std::string, std::string>;
+
+static bool Eval(const selector::Node& n, const Labels& labels) {
+  auto lookup = [&](const std::string& k, std::string_view* v) {
+    auto it = labels.find(k);
+    if (it == labels.end()) return false;
+    *v = it->second;
+    return true;
+  };
+  return selector::Evaluate(n, lookup);
+}
+
+static void TestCanonical() {
+  struct Case { const char* in; const char* canon; const char* uid; };
+  const Case cases[] = {
+      {"", "all()", "s:5y5I3VdRZfDU01O--xXAPx2yxCQQqMf0M6IWug"},
+      {" all() ", "all()", "s:5y5I3VdRZfDU01O--xXAPx2yxCQQqMf0M6IWug"},
+      {" (all() )", "all()", "s:5y5I3VdRZfDU01O--xXAPx2yxCQQqMf0M6IWug"},
+      {"! (has( b)||! has(a ))", "!(has(b) || !has(a))", "s:Iss0uCleLYv1GSv_pNm7hAO58kE9jAx1NKyG3Q"},
+      {"! (a == \"b\"&&! c != \"d\")", "!(a == \"b\" && !c != \"d\")", "s:lh3haoY1ikTRkd4UZu0nWSaIBknYLPJLX16d-w"},
+      {"a startswith '\"'", "a starts with '\"'", nullptr},
+      {"a in {\"z\", \"z\", \"x\", \"y\", \"x\", \"a\"}", "a in {\"a\", \"x\", \"y\", \"z\"}", nullptr},
+  };
+  for (const Case& c : cases) {
+    selector::Node n;
+    selector::ParseError err;
+    const bool ok = selector::Parse(c.in, n, err);
+    CHECK(ok, "parse %s: %s", c.in, err.message.c_str());
+    if (!ok) continue;
+    const std::string canon = selector::Canonical(n);
+    CHECK(canon == c.canon, "canonical of %s: got %s", c.in, canon.c_str());
+    if (c.uid) CHECK(selector::UniqueId(canon) == c.uid, "uid of %s", c.in);
+  }
+  const char* bad[] = {"b == b", "'b1' == b", "b", "a b", "!", "foo == \"bar\" &", "foo in {\"\", ||",
+                       "\"FOO", "(", "(a == \"foo\"", ")", "()", "%", "a ", "has(foo) &&", "a\n== \"b\""};
+  for (const char* b : bad) {
+    selector::Node n;
+    selector::ParseError err;
+    CHECK(!selector::Parse(b, n, err), "accepted bad selector %s", b);
+  }
+  // Deep nesting must be refused, not overflow the stack.
+  std::string deep(100000, '(');
+  selector::Node n;
+  selector::ParseError err;
+  CHECK(!selector::Parse(deep, n, err), "accepted 100000 parens");
+}
+
+// ---- randomized differential test of the label index ----------------------------------
+
+struct Model {
+  std::map<uint32_t, std::pair<Labels, std::vector<uint32_t>>> items;
+  std::map<uint32_t, Labels> parents;
+  std::map<uint32_t, selector::Node> sels;
+};
+
+static const char* kKeys[] = {"app", "tier", "env", "a", "b", "zone"};
+static const char* kVals[] = {"x", "y", "web", "db", "", "xy", "\"q\""};
+
+static std::string RandomSelector(std::mt19937& rng, int depth = 0) {
+  auto key = [&] { return std::string(kKeys[rng() % 6]); };
+  auto val = [&] {
+    std::string v = kVals[rng() % 7];
+    return v.find('"') == std::string::npos ? "\"" + v + "\"" : "'" + v + "'";
+  };
+  switch (rng() % (depth > 2 ? 9 : 12)) {
+    case 0: return key() + " == " + val();
+    case 1: return key() + " != " + val();
+    case 2: return "has(" + key() + ")";
+    case 3: return "!has(" + key() + ")";
+    case 4: return key() + " in {" + val() + ", " + val() + "}";
+    case 5: return key() + " not in {" + val() + "}";
+    case 6: return key() + " contains " + val();
+    case 7: return key() + " starts with " + val();
+    case 8: return rng() % 3 ? key() + " ends with " + val() : "all()";
+    case 9: return "(" + RandomSelector(rng, depth + 1) + " && " + RandomSelector(rng, depth + 1) + ")";
+    case 10: return "(" + RandomSelector(rng, depth + 1) + " || " + RandomSelector(rng, depth + 1) + ")";
+    default: return "!(" + RandomSelector(rng, depth + 1) + ")";
+  }
+}
+
+static Labels RandomLabels(std::mt19937& rng) {
+  Labels l;
+  const int n = rng() % 4;
+  for (int i = 0; i < n; ++i) l[kKeys[rng() % 6]] = kVals[rng() % 7];
+  return l;
+}
+
+static std::vector<labelindex::Label> ToIds(labelindex::LabelIndex& idx, const Labels& l) {
+  std::vector<labelindex::Label> out;
+  for (auto& [k, v] : l) out.push_back({idx.Strings().Intern(k), idx.Strings().Intern(v)});
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.key < b.key; });
+  return out;
+}
+
+static Labels Effective(const Model& m, uint32_t item) {
+  Labels out = m.items.at(item).first;
+  for (uint32_t p : m.items.at(item).second) {
+    auto f = m.parents.find(p);
+    if (f == m.parents.end()) continue;
+    for (auto& [k, v] : f->second) out.emplace(k, v);  // emplace keeps the first
+  }
+  return out;
+}
+
+static void TestIndexRandom(int iterations, unsigned seed) {
+  std::mt19937 rng(seed);
+  labelindex::LabelIndex idx;
+  Model m;
+  std::set<std::pair<uint32_t, uint32_t>> seen;  // (selector, item) built from Changes()
+  int checks = 0;
+  for (int it = 0; it < iterations; ++it) {
+    const int op = rng() % 10;
+    if (op < 3) {
+      const uint32_t id = rng() % 40;
+      Labels l = RandomLabels(rng);
+      std::vector<uint32_t> parents;
+      for (int k = rng() % 3; k > 0; --k) parents.push_back(rng() % 5);
+      std::vector<uint32_t> dedup;
+      for (uint32_t p : parents) if (std::find(dedup.begin(), dedup.end(), p) == dedup.end()) dedup.push_back(p);
+      m.items[id] = {l, dedup};
+      idx.UpsertItem(id, ToIds(idx, l), parents);
+    } else if (op == 3) {
+      const uint32_t id = rng() % 40;
+      m.items.erase(id);
+      idx.DeleteItem(id);
+    } else if (op == 4) {
+      const uint32_t id = rng() % 5;
+      Labels l = RandomLabels(rng);
+      m.parents[id] = l;
+      idx.UpsertParent(id, ToIds(idx, l));
+    } else if (op == 5) {
+      const uint32_t id = rng() % 5;
+      m.parents.erase(id);
+      idx.DeleteParent(id);
+    } else if (op < 9) {
+      const uint32_t id = rng() % 30;
+      selector::Node n;
+      selector::ParseError err;
+      const std::string text = RandomSelector(rng);
+      if (!selector::Parse(text, n, err)) {
+        CHECK(false, "random selector did not parse: %s (%s)", text.c_str(), err.message.c_str());
+        continue;
+      }
+      idx.UpsertSelector(id, n, selector::Canonical(n));
+      m.sels[id] = n;
+    } else {
+      const uint32_t id = rng() % 30;
+      m.sels.erase(id);
+      idx.DeleteSelector(id);
+    }
+    for (const labelindex::Change& c : idx.Changes()) {
+      const auto key = std::make_pair(c.selector, c.item);
+      if (c.started) {
+        CHECK(seen.insert(key).second, "duplicate start %u/%u", c.selector, c.item);
+      } else {
+        CHECK(seen.erase(key) == 1, "stop without start %u/%u", c.selector, c.item);
+      }
+    }
+    idx.Changes().clear();
+    std::set<std::pair<uint32_t, uint32_t>> expect;
+    for (auto& [item, _] : m.items) {
+      const Labels eff = Effective(m, item);
+      for (auto& [sel, node] : m.sels) {
+        if (Eval(node, eff)) expect.emplace(sel, item);
+      }
+    }
+    ++checks;
+    if (expect != seen) {
+      CHECK(false, "iteration %d: index state diverged (%zu expected, %zu seen)", it, expect.size(), seen.size());
+      return;
+    }
+  }
+  CHECK(checks == iterations, "ran %d checks", checks);
+  const labelindex::Stats st = idx.GetStats();
+  CHECK(st.matches == seen.size(), "stats.matches %zu vs %zu", st.matches, seen.size());
+}
+
+int main(int argc, char** argv) {
+  const int iterations = argc > 1 ? std::atoi(argv[1]) : 3000;
+  TestCanonical();
+  for (unsigned seed = 1; seed <= 4; ++seed) TestIndexRandom(iterations, seed);
+  std::printf("%d passed, %d failed\n", g_pass, g_fail);
+  return g_fail == 0 ? 0 : 1;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Builds the native addon with node-gyp against the headers of the running node
+// (node-gyp must never download headers). Flags:
+//   --debug   build/Debug instead of build/Release
+//   --asan    build/Debug with AddressSanitizer + UBSan (see README, "Debugging the addon")
+//   --force   reconfigure and rebuild from scratch
+//   --out=DIR build in DIR (which gets links to binding.gyp, native/ and node_modules/)
+//             instead of the project's own build/, leaving that one untouched
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Set(process.argv.slice(2));
+const asan = args.has('--asan');
+const debug = asan || args.has('--debug');
+const mode = asan ? 'asan' : debug ? 'debug' : 'release';
+
+const nodedir = resolve(dirname(process.execPath), '..');
+if (!existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) {
+  console.error(`build-native: Node headers not found under ${nodedir}/include/node; ` +
+    'install the headers of this node (they ship with the nodejs package)');
+  process.exit(1);
+}
+
+const outArg = process.argv.find((a) => a.startsWith('--out='));
+const workdir = outArg ? resolve(outArg.slice(6)) : root;
+if (workdir !== root) {
+  mkdirSync(workdir, { recursive: true });
+  for (const name of ['binding.gyp', 'native', 'node_modules']) {
+    const link = join(workdir, name);
+    if (!existsSync(link)) symlinkSync(join(root, name), link);
+  }
+}
+
+const require = createRequire(import.meta.url);
+const gyp = require.resolve('node-gyp/bin/node-gyp.js');
+const run = (argv) => {
+  const r = spawnSync(process.execPath, [gyp, ...argv], { cwd: workdir, stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+};
+
+// Reconfigure only when the mode changes: a fresh configure rewrites the makefiles and
+// would cost a full rebuild every time.
+const stamp = join(workdir, 'build', '.palisade-mode');
+const configured = existsSync(join(workdir, 'build', 'Makefile')) && existsSync(stamp) &&
+  readFileSync(stamp, 'utf8') === mode;
+if (!configured || args.has('--force')) {
+  run(['configure', `--nodedir=${nodedir}`, ...(debug ? ['--debug'] : []), '--', `-Dpalisade_asan=${asan ? 1 : 0}`]);
+  mkdirSync(join(workdir, 'build'), { recursive: true });
+  writeFileSync(stamp, mode);
+}
+run(['build', `--nodedir=${nodedir}`, ...(debug ? ['--debug'] : []), `--jobs=${cpus().length}`]);

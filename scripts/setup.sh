@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Makes a fresh Debian 12 + Node 20 machine ready: installs the Debian packages and npm
+# modules that are missing, then builds the native addon and the TypeScript. Cheap to
+# re-run: every step skips what is already done.
+#   --with-test-tools   also install what the test suite needs (valgrind)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if (( node_major < 20 )); then
+  log "Node >= 20 is required (found $(node --version))"
+  exit 1
+fi
+
+# Build: compiler, node-gyp's python, OpenSSL for SHA-224 (selector UIDs).
+pkgs=(g++ make python3 libssl-dev)
+if [[ ${1:-} == --with-test-tools ]]; then
+  pkgs+=(valgrind)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  sudo=()
+  if (( $(id -u) != 0 )); then
+    if command -v sudo >/dev/null; then sudo=(sudo); else
+      log "need root (or sudo) to install: ${missing[*]}"
+      exit 1
+    fi
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  log "installing npm modules (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+log "building the native addon"
+node scripts/build-native.mjs >/dev/null
+log "compiling TypeScript"
+npx --no-install tsc -p .

@@ -1,0 +1,52 @@
+// `palisade <command>`: the command-line entry point. Commands grow with the project;
+// each lives in src/commands/ and is wired here.
+
+import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
+import { VERSION } from './version.js';
+
+const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-policy agent
+
+Usage: palisade <command> [options]
+
+Commands:
+  selector   parse a Calico selector, print its canonical form, UID and IP-set name,
+             and evaluate it against labels
+  version    print the version
+  help       print this help
+
+Examples:
+  palisade selector "app == 'web' && tier in {'fe', 'be'}" --labels app=web,tier=fe
+  palisade selector --demo
+  palisade version
+
+Exit codes: 0 success, 1 the command failed (e.g. the selector did not match with
+--check), 2 bad usage or invalid input.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'selector':
+      return runSelector(rest);
+    case 'version':
+    case '--version':
+    case '-v':
+      console.log(VERSION);
+      return 0;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h': {
+      const topic = rest[0];
+      if (topic === 'selector') console.log(SELECTOR_USAGE);
+      else console.log(USAGE);
+      return command === undefined ? 2 : 0;
+    }
+    default:
+      console.error(`palisade: unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+
+const code = await main(process.argv.slice(2));
+process.exitCode = code;

@@ -1,0 +1,34 @@
+// Hand-written types of the raw addon (build/<type>/palisade.node). Only src/native/
+// sees these; everything else uses the typed wrappers next to this file.
+
+export interface RawSelector {
+  readonly canonical: string;
+  readonly uid: string;
+  evaluate(labels: Readonly<Record<string, string>>): boolean;
+}
+
+export interface RawLabelIndexStats {
+  items: number;
+  parents: number;
+  selectors: number;
+  matches: number;
+  strings: number;
+  selectorsByValue: number;
+  selectorsByKey: number;
+  selectorsUnindexed: number;
+  selectorsNever: number;
+}
+
+export interface RawLabelIndex {
+  /** Applies one batch (see native/labelindex/ops.h); returns packed match transitions. */
+  apply(ops: Uint32Array, newStrings: string[], selectors: RawSelector[]): ArrayBuffer;
+  stats(): RawLabelIndexStats;
+  matchesOf(item: number): Uint32Array | null;
+}
+
+export interface RawModule {
+  setup(classes: { NativeError: Function; SelectorError: Function }): void;
+  NativeSelector: new (text: string) => RawSelector;
+  LabelIndex: new () => RawLabelIndex;
+  opensslVersion: string;
+}

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { LabelIndex, MAX_ID, NativeError, parseSelector } from 'palisade';
+
+import { describeChanges, MatchSet } from '../helpers/match-set.js';
+
+const sel = (s: string) => parseSelector(s);
+
+describe('LabelIndex: every operator through the index', () => {
+  const items: Record<number, Record<string, string>> = {
+    1: { app: 'web', tier: 'fe', version: 'v1.2' },
+    2: { app: 'db', tier: 'be' },
+    3: { app: 'web', tier: 'be', canary: 'true' },
+    4: {},
+  };
+  const cases: Array<[string, number[]]> = [
+    ['app == "web"', [1, 3]],
+    ['app != "web"', [2, 4]],
+    ['app in {"db", "cache"}', [2]],
+    ['app not in {"db"}', [1, 3, 4]],
+    ['has(canary)', [3]],
+    ['!has(canary)', [1, 2, 4]],
+    ['version contains ".2"', [1]],
+    ['version starts with "v1"', [1]],
+    ['app ends with "eb"', [1, 3]],
+    ['all()', [1, 2, 3, 4]],
+    ['', [1, 2, 3, 4]],
+    ['global()', [1, 2, 3, 4]],
+    ['app == "web" && tier == "be"', [3]],
+    ['app == "db" || has(canary)', [2, 3]],
+    ['!(app == "web")', [2, 4]],
+    ['app == "web" && app == "db"', []],
+    ['app in {}', []],
+    ['(app == "web" || app == "db") && !has(canary)', [1, 2]],
+  ];
+  for (const [text, expected] of cases) {
+    for (const order of ['items first', 'selector first'] as const) {
+      it(`${JSON.stringify(text)} (${order})`, () => {
+        const idx = new LabelIndex();
+        const set = new MatchSet();
+        const addItems = () => {
+          for (const [id, labels] of Object.entries(items)) idx.upsertItem(Number(id), labels);
+        };
+        if (order === 'items first') {
+          addItems();
+          set.apply(idx.flush());
+          idx.upsertSelector(7, sel(text));
+        } else {
+          idx.upsertSelector(7, sel(text));
+          set.apply(idx.flush());
+          addItems();
+        }
+        set.apply(idx.flush());
+        assert.deepEqual(set.sorted(), expected.map((i) => `7/${i}`).sort());
+        for (const i of expected) assert.deepEqual([...(idx.matchesOf(i) ?? [])], [7]);
+      });
+    }
+  }
+});
+
+describe('LabelIndex: inheritance from parents', () => {
+  it('own labels win, then the first parent with the key', () => {
+    const idx = new LabelIndex();
+    const set = new MatchSet();
+    idx.upsertParent(10, { env: 'prod', team: 'a' });
+    idx.upsertParent(11, { env: 'dev', team: 'b', zone: 'z1' });
+    idx.upsertItem(1, { team: 'own' }, [10, 11]);
+    idx.upsertSelector(1, sel('env == "prod"'));
+    idx.upsertSelector(2, sel('team == "own"'));
+    idx.upsertSelector(3, sel('zone == "z1"'));
+    idx.upsertSelector(4, sel('team == "a" || team == "b"'));
+    set.apply(idx.flush());
+    assert.deepEqual(set.sorted(), ['1/1', '2/1', '3/1']);
+  });
+
+  it('follows parent label changes, deletes and re-adds', () => {
+    const idx = new LabelIndex();
+    const set = new MatchSet();
+    idx.upsertSelector(1, sel('env == "prod"'));
+    idx.upsertSelector(2, sel('!has(env)'));
+    idx.upsertItem(1, {}, [10]);
+    idx.upsertItem(2, { env: 'dev' }, [10]);
+    set.apply(idx.flush());
+    assert.deepEqual(set.sorted(), ['2/1'], 'parent not known yet: no labels from it');
+
+    idx.upsertParent(10, { env: 'prod' });
+    assert.deepEqual(describeChanges(idx.flush()), ['+1/1', '-2/1']);
+
+    idx.upsertParent(10, { env: 'prod' });
+    assert.equal(idx.flush().length, 0, 'same labels again: no change');
+
+    idx.upsertParent(10, { env: 'staging' });
+    assert.deepEqual(describeChanges(idx.flush()), ['-1/1']);
+
+    idx.deleteParent(10);
+    assert.deepEqual(describeChanges(idx.flush()), ['+2/1']);
+
+    idx.upsertParent(10, { env: 'prod' });
+    assert.deepEqual(describeChanges(idx.flush()), ['+1/1', '-2/1']);
+    assert.equal(idx.stats().parents, 1);
+  });
+
+  it('re-evaluates when an item changes its parent list or order', () => {
+    const idx = new LabelIndex();
+    idx.upsertParent(1, { env: 'prod' });
+    idx.upsertParent(2, { env: 'dev' });
+    idx.upsertSelector(5, sel('env == "dev"'));
+    idx.upsertItem(9, {}, [1, 2]);
+    assert.equal(idx.flush().length, 0);
+    idx.upsertItem(9, {}, [2, 1]);
+    assert.deepEqual(describeChanges(idx.flush()), ['+5/9']);
+    idx.upsertItem(9, {}, [1]);
+    assert.deepEqual(describeChanges(idx.flush()), ['-5/9']);
+    idx.upsertItem(9, { env: 'dev' }, [1]);
+    assert.deepEqual(describeChanges(idx.flush()), ['+5/9']);
+    idx.upsertItem(9, { env: 'dev' }, [1, 1, 2]);
+    assert.equal(idx.flush().length, 0, 'duplicate parents do not change inheritance');
+  });
+});
+
+describe('LabelIndex: deletes', () => {
+  it('deleting an item stops all its matches', () => {
+    const idx = new LabelIndex();
+    idx.upsertSelector(1, sel('has(a)'));
+    idx.upsertSelector(2, sel('all()'));
+    idx.upsertItem(3, { a: '1' });
+    assert.deepEqual(describeChanges(idx.flush()), ['+1/3', '+2/3']);
+    idx.deleteItem(3);
+    assert.deepEqual(describeChanges(idx.flush()), ['-1/3', '-2/3']);
+    idx.deleteItem(3);
+    assert.equal(idx.flush().length, 0, 'deleting twice is harmless');
+    assert.equal(idx.matchesOf(3), null);
+    assert.equal(idx.stats().items, 0);
+  });
+
+  it('deleting a selector stops all its matches', () => {
+    const idx = new LabelIndex();
+    for (let i = 0; i < 5; i++) idx.upsertItem(i, { app: i % 2 ? 'odd' : 'even' });
+    idx.upsertSelector(4, sel('app == "even"'));
+    assert.deepEqual(describeChanges(idx.flush()), ['+4/0', '+4/2', '+4/4']);
+    idx.deleteSelector(4);
+    assert.deepEqual(describeChanges(idx.flush()), ['-4/0', '-4/2', '-4/4']);
+    idx.deleteSelector(4);
+    assert.equal(idx.flush().length, 0);
+    assert.equal(idx.stats().selectors, 0);
+  });
+
+  it('changing a selector emits only the difference', () => {
+    const idx = new LabelIndex();
+    for (let i = 0; i < 4; i++) idx.upsertItem(i, { n: String(i) });
+    idx.upsertSelector(1, sel('n in {"0", "1", "2"}'));
+    idx.flush();
+    idx.upsertSelector(1, sel('n in {"1", "2", "3"}'));
+    assert.deepEqual(describeChanges(idx.flush()), ['+1/3', '-1/0']);
+    idx.upsertSelector(1, sel("n in {'3', '2', '1'}"));
+    assert.equal(idx.flush().length, 0, 'same canonical selector: no change');
+  });
+
+  it('a deleted then re-added item matches again', () => {
+    const idx = new LabelIndex();
+    idx.upsertSelector(1, sel('a == "x"'));
+    idx.upsertItem(1, { a: 'x' });
+    idx.deleteItem(1);
+    idx.upsertItem(1, { a: 'x' });
+    const set = new MatchSet();
+    set.apply(idx.flush());
+    assert.deepEqual(set.sorted(), ['1/1'], 'one batch: transitions in order add up');
+  });
+});
+
+describe('LabelIndex: batches and validation', () => {
+  it('one flush returns the transitions of every queued call', () => {
+    const idx = new LabelIndex();
+    for (let i = 0; i < 1000; i++) idx.upsertItem(i, { mod: String(i % 10) });
+    idx.upsertSelector(0, sel('mod == "3"'));
+    idx.upsertSelector(1, sel('mod in {"3", "4"}'));
+    assert.ok(idx.pendingWords > 0);
+    const c = idx.flush();
+    assert.equal(idx.pendingWords, 0);
+    assert.equal(c.length, 300);
+    assert.equal(idx.stats().matches, 300);
+  });
+
+  it('rejects bad ids and labels in TypeScript before queueing anything', () => {
+    const idx = new LabelIndex();
+    assert.throws(() => idx.upsertItem(-1, {}), RangeError);
+    assert.throws(() => idx.upsertItem(MAX_ID, {}), RangeError);
+    assert.throws(() => idx.upsertItem(1.5, {}), RangeError);
+    assert.throws(() => idx.upsertItem(1, {}, [Number.NaN]), RangeError);
+    assert.throws(() => idx.upsertParent(1, { a: 2 as unknown as string }), TypeError);
+    assert.throws(() => idx.upsertItem(1, { a: 'x', b: null as unknown as string }), TypeError);
+    assert.equal(idx.pendingWords, 0, 'nothing half-queued');
+    assert.equal(idx.flush().length, 0);
+  });
+
+  it('native code refuses a malformed batch with EINVAL and changes nothing', async () => {
+    const { native } = await import('../../src/native/load.js');
+    const raw = new native.LabelIndex();
+    const s = new native.NativeSelector('a == "x"');
+    // A good op followed by a truncated one: neither may be applied.
+    const bad = new Uint32Array([3, 1, 1, 0, 0, 1, 5, 2]);
+    assert.throws(
+      () => raw.apply(bad, ['a', 'x'], [s]),
+      (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && /truncated/.test(e.message),
+    );
+    assert.equal(raw.stats().items, 0);
+    assert.throws(() => raw.apply(new Uint32Array([3, 1, 1, 0, 0, 7]), ['a', 'x'], []), /string reference/);
+    assert.throws(() => raw.apply(new Uint32Array([5, 1, 0]), [], [{} as never]), /not a NativeSelector/);
+    assert.throws(() => raw.apply(new Uint32Array([4, 1 << 24]), [], []), /out of range/);
+    assert.throws(() => raw.apply(new Int32Array([4, 1]) as unknown as Uint32Array, [], []), /Uint32Array/);
+    assert.throws(() => raw.apply(new Uint32Array([3, 1, 0xffffffff, 0]), [], []), /past the batch/);
+    // The strings of a refused batch were not taken, so a correct retry works.
+    const ok = raw.apply(new Uint32Array([3, 1, 1, 0, 0, 1, 5, 2, 0]), ['a', 'x'], [s]);
+    assert.equal(ok.byteLength, 9);
+  });
+
+  it('stats describe where selectors were filed', () => {
+    const idx = new LabelIndex();
+    idx.upsertSelector(1, sel('a == "x"'));
+    idx.upsertSelector(2, sel('a in {"x", "y"} && b != "z"'));
+    idx.upsertSelector(3, sel('has(a)'));
+    idx.upsertSelector(4, sel('a != "x"'));
+    idx.upsertSelector(5, sel('a == "x" && a == "y"'));
+    idx.flush();
+    const st = idx.stats();
+    assert.equal(st.selectors, 5);
+    assert.equal(st.selectorsByValue, 2);
+    assert.equal(st.selectorsByKey, 1);
+    assert.equal(st.selectorsUnindexed, 1);
+    assert.equal(st.selectorsNever, 1);
+  });
+});

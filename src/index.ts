@@ -1,5 +1,5 @@
 // Public API of palisade: `import { parseSelector, LabelIndex } from 'palisade'`.
 export { NativeError, SelectorError } from './native/errors.js';
 export { parseSelector, Selector, type Labels } from './native/selector.js';
-export { LabelIndex, MAX_ID, type MatchChanges, type LabelIndexStats } from './native/label-index.js';
+export { LabelIndex, MatchChanges, MAX_ID, type LabelIndexStats } from './native/label-index.js';
 export { VERSION } from './version.js';

@@ -90,6 +90,10 @@ void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::v
     it.live = true;
     it.livePos = static_cast<uint32_t>(liveItems_.size());
     liveItems_.push_back(id);
+    if (liveItems_.size() >= replanAt_) {
+      Replan();
+      replanAt_ = liveItems_.size() * 2;
+    }
   }
   if (fresh || it.parents != unique) {
     UnlinkParents(id);
@@ -103,7 +107,7 @@ void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::v
 void LabelIndex::DeleteItem(uint32_t id) {
   if (id >= items_.size() || !items_[id].live) return;
   Item& it = items_[id];
-  for (uint32_t s : it.matches) changes_.push_back({s, id, false});
+  for (uint32_t s : it.matches) Emit(s, id, false);
   for (const EffLabel& l : it.eff) RemoveFromLabelIndex(id, l);
   UnlinkParents(id);
   const uint32_t pos = items_[id].livePos;
@@ -228,7 +232,7 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
   scratch_.clear();
   auto consider = [&](const std::vector<uint32_t>& sels) {
     for (uint32_t s : sels) {
-      if (sels_[s].program.Matches(labels, n, strings_)) scratch_.push_back(s);
+      if (Matches(sels_[s], it.eff)) scratch_.push_back(s);
     }
   };
   for (size_t k = 0; k < n; ++k) {
@@ -243,9 +247,9 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
   size_t a = 0, b = 0;
   while (a < old.size() || b < scratch_.size()) {
     if (b == scratch_.size() || (a < old.size() && old[a] < scratch_[b])) {
-      changes_.push_back({old[a++], item, false});
+      Emit(old[a++], item, false);
     } else if (a == old.size() || scratch_[b] < old[a]) {
-      changes_.push_back({scratch_[b++], item, true});
+      Emit(scratch_[b++], item, true);
     } else {
       ++a;
       ++b;
@@ -256,48 +260,53 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
 
 // ---- selectors -------------------------------------------------------------------------
 
-void LabelIndex::Place(uint32_t sel) {
-  Sel& s = sels_[sel];
-  // Rank: fewest candidate items now; on a tie (e.g. an empty index) a key=value
-  // restriction beats a bare key, and fewer values beat more.
+// Chooses where to file a selector: the option with the fewest candidate items right
+// now; on a tie (e.g. an empty index) a key=value option beats a bare key, and fewer
+// values beat more. Matches do not depend on the choice, only the work to find them.
+LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
+  Placement p;
+  if (s.never) {
+    p.mode = Mode::Never;
+    return p;
+  }
   using Rank = std::tuple<size_t, int, size_t>;
   Rank best{SIZE_MAX, 2, 0};
-  s.mode = Mode::Unindexed;
-  for (auto& [key, r] : s.program.Restrictions()) {
-    if (r.hasValues) {
-      if (r.values.empty()) {
-        s.mode = Mode::Never;
-        break;
-      }
-      size_t cost = 0;
-      for (uint32_t v : r.values) {
-        auto f = itemsByKV_.find(KV(key, v));
+  const Option* chosen = nullptr;
+  for (const Option& o : s.options) {
+    size_t cost = 0;
+    if (o.byValues) {
+      for (uint32_t v : o.values) {
+        auto f = itemsByKV_.find(KV(o.key, v));
         if (f != itemsByKV_.end()) cost += f->second.size();
       }
-      Rank rank{cost, 0, r.values.size()};
-      if (rank < best) {
-        best = rank;
-        s.mode = Mode::ByValues;
-        s.key = key;
-        s.values = r.values;
-      }
-    } else if (r.present) {
-      Rank rank{key < itemsByKey_.size() ? itemsByKey_[key].size() : 0, 1, 0};
-      if (rank < best) {
-        best = rank;
-        s.mode = Mode::ByKey;
-        s.key = key;
-        s.values.clear();
-      }
+    } else if (o.key < itemsByKey_.size()) {
+      cost = itemsByKey_[o.key].size();
+    }
+    const Rank rank{cost, o.byValues ? 0 : 1, o.values.size()};
+    if (rank < best) {
+      best = rank;
+      chosen = &o;
     }
   }
-  switch (s.mode) {
+  if (chosen) {
+    p.mode = chosen->byValues ? Mode::ByValues : Mode::ByKey;
+    p.key = chosen->key;
+    p.values = chosen->values;
+    const CompiledNode& root = s.program.Root();
+    using selector::Op;
+    p.exact = root.key == p.key && (p.mode == Mode::ByValues ? root.op == Op::Eq || root.op == Op::In : root.op == Op::Has);
+  }
+  return p;
+}
+
+void LabelIndex::Place(uint32_t sel, const Placement& p) {
+  switch (p.mode) {
     case Mode::ByValues:
-      for (uint32_t v : s.values) selsByKV_[KV(s.key, v)].push_back(sel);
+      for (uint32_t v : p.values) selsByKV_[KV(p.key, v)].push_back(sel);
       break;
     case Mode::ByKey:
-      if (s.key >= selsByKey_.size()) selsByKey_.resize(s.key + 1);
-      selsByKey_[s.key].push_back(sel);
+      if (p.key >= selsByKey_.size()) selsByKey_.resize(p.key + 1);
+      selsByKey_[p.key].push_back(sel);
       break;
     case Mode::Unindexed:
       unindexedSels_.push_back(sel);
@@ -307,18 +316,17 @@ void LabelIndex::Place(uint32_t sel) {
   }
 }
 
-void LabelIndex::Unplace(uint32_t sel) {
-  Sel& s = sels_[sel];
-  switch (s.mode) {
+void LabelIndex::Unplace(uint32_t sel, const Placement& p) {
+  switch (p.mode) {
     case Mode::ByValues:
-      for (uint32_t v : s.values) {
-        auto f = selsByKV_.find(KV(s.key, v));
+      for (uint32_t v : p.values) {
+        auto f = selsByKV_.find(KV(p.key, v));
         SwapRemoveValue(f->second, sel);
         if (f->second.empty()) selsByKV_.erase(f);
       }
       break;
     case Mode::ByKey:
-      SwapRemoveValue(selsByKey_[s.key], sel);
+      SwapRemoveValue(selsByKey_[p.key], sel);
       break;
     case Mode::Unindexed:
       SwapRemoveValue(unindexedSels_, sel);
@@ -328,19 +336,31 @@ void LabelIndex::Unplace(uint32_t sel) {
   }
 }
 
+void LabelIndex::Replan() {
+  for (uint32_t id = 0; id < sels_.size(); ++id) {
+    Sel& s = sels_[id];
+    if (!s.live || s.options.empty()) continue;
+    Placement next = Plan(s);
+    if (next == s.placed) continue;  // `exact` follows from the rest
+    Unplace(id, s.placed);
+    Place(id, next);
+    s.placed = std::move(next);
+  }
+}
+
 template <typename F>
-void LabelIndex::ForEachCandidate(const Sel& s, F&& f) const {
-  switch (s.mode) {
+void LabelIndex::ForEachCandidate(const Placement& p, F&& f) const {
+  switch (p.mode) {
     case Mode::ByValues:
-      for (uint32_t v : s.values) {
-        auto found = itemsByKV_.find(KV(s.key, v));
+      for (uint32_t v : p.values) {
+        auto found = itemsByKV_.find(KV(p.key, v));
         if (found == itemsByKV_.end()) continue;
         for (uint32_t item : found->second) f(item);
       }
       break;
     case Mode::ByKey:
-      if (s.key < itemsByKey_.size()) {
-        for (uint32_t item : itemsByKey_[s.key]) f(item);
+      if (p.key < itemsByKey_.size()) {
+        for (uint32_t item : itemsByKey_[p.key]) f(item);
       }
       break;
     case Mode::Unindexed:
@@ -353,7 +373,7 @@ void LabelIndex::ForEachCandidate(const Sel& s, F&& f) const {
 
 std::vector<uint32_t> LabelIndex::CurrentMatches(uint32_t sel) const {
   std::vector<uint32_t> out;
-  ForEachCandidate(sels_[sel], [&](uint32_t item) {
+  ForEachCandidate(sels_[sel].placed, [&](uint32_t item) {
     const std::vector<uint32_t>& m = items_[item].matches;
     if (std::binary_search(m.begin(), m.end(), sel)) out.push_back(item);
   });
@@ -367,7 +387,7 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   std::vector<uint32_t> old;
   if (sels_[id].live) {
     old = CurrentMatches(id);
-    Unplace(id);
+    Unplace(id, sels_[id].placed);
   } else {
     sels_[id].live = true;
     ++liveSels_;
@@ -375,12 +395,19 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   Sel& s = sels_[id];
   s.program.Compile(root, strings_);
   s.canonical = canonical;
-  Place(id);
+  s.options.clear();
+  s.never = false;
+  for (auto& [key, r] : s.program.Restrictions()) {
+    if (r.hasValues && r.values.empty()) s.never = true;
+    if (r.hasValues) s.options.push_back({key, true, std::move(r.values)});
+    else if (r.present) s.options.push_back({key, false, {}});
+  }
+  s.placed = Plan(s);
+  Place(id, s.placed);
 
   std::vector<uint32_t> now;
-  ForEachCandidate(s, [&](uint32_t item) {
-    const std::vector<EffLabel>& eff = items_[item].eff;
-    if (s.program.Matches(eff.data(), eff.size(), strings_)) now.push_back(item);
+  ForEachCandidate(s.placed, [&](uint32_t item) {
+    if (Matches(s, items_[item].eff)) now.push_back(item);
   });
   std::sort(now.begin(), now.end());
 
@@ -389,11 +416,11 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
     if (b == now.size() || (a < old.size() && old[a] < now[b])) {
       std::vector<uint32_t>& m = items_[old[a]].matches;
       m.erase(std::lower_bound(m.begin(), m.end(), id));
-      changes_.push_back({id, old[a++], false});
+      Emit(id, old[a++], false);
     } else if (a == old.size() || now[b] < old[a]) {
       std::vector<uint32_t>& m = items_[now[b]].matches;
       m.insert(std::lower_bound(m.begin(), m.end(), id), id);
-      changes_.push_back({id, now[b++], true});
+      Emit(id, now[b++], true);
     } else {
       ++a;
       ++b;
@@ -406,9 +433,9 @@ void LabelIndex::DeleteSelector(uint32_t id) {
   for (uint32_t item : CurrentMatches(id)) {
     std::vector<uint32_t>& m = items_[item].matches;
     m.erase(std::lower_bound(m.begin(), m.end(), id));
-    changes_.push_back({id, item, false});
+    Emit(id, item, false);
   }
-  Unplace(id);
+  Unplace(id, sels_[id].placed);
   sels_[id] = Sel{};
   --liveSels_;
 }
@@ -422,7 +449,7 @@ Stats LabelIndex::GetStats() const {
   for (uint32_t item : liveItems_) st.matches += items_[item].matches.size();
   for (const Sel& s : sels_) {
     if (!s.live) continue;
-    switch (s.mode) {
+    switch (s.placed.mode) {
       case Mode::ByValues: ++st.selectorsByValue; break;
       case Mode::ByKey: ++st.selectorsByKey; break;
       case Mode::Unindexed: ++st.selectorsUnindexed; break;

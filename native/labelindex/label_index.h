@@ -23,11 +23,9 @@ namespace palisade::labelindex {
 // IDs are dense array indices chosen by the caller; this bounds the arrays.
 constexpr uint32_t kMaxId = 1u << 24;
 
-struct Change {
-  uint32_t selector;
-  uint32_t item;
-  bool started;
-};
+// Match transitions are packed two words each: selector ID, then item ID with bit 31 set
+// when the match started (clear when it stopped). Item IDs stay below kMaxId < 2^31.
+constexpr uint32_t kStartedBit = 1u << 31;
 
 struct Stats {
   size_t items = 0, parents = 0, selectors = 0, matches = 0, strings = 0;
@@ -47,7 +45,8 @@ class LabelIndex {
   void UpsertSelector(uint32_t id, const selector::Node& root, const std::string& canonical);
   void DeleteSelector(uint32_t id);
 
-  std::vector<Change>& Changes() { return changes_; }
+  // Transitions since the caller last took them (see kStartedBit for the layout).
+  std::vector<uint32_t>& Changes() { return changes_; }
   Stats GetStats() const;
 
   // For tests: the selectors an item currently matches, sorted.
@@ -77,16 +76,39 @@ class LabelIndex {
     std::vector<uint32_t> items;  // items that list this parent
   };
   enum class Mode : uint8_t { Unindexed, ByKey, ByValues, Never };
+  // One way a selector could be filed: under a key that must be present, or under the
+  // key=value pairs one of which it requires.
+  struct Option {
+    uint32_t key;
+    bool byValues;
+    std::vector<uint32_t> values;
+  };
+  struct Placement {
+    Mode mode = Mode::Unindexed;
+    uint32_t key = 0;
+    std::vector<uint32_t> values;  // ByValues only
+    // The selector is nothing but the restriction it is filed under (k == v, k in {..},
+    // has(k)): every candidate matches and evaluation is skipped.
+    bool exact = false;
+    bool operator==(const Placement& o) const { return mode == o.mode && key == o.key && values == o.values; }
+  };
   struct Sel {
     bool live = false;
     Program program;
     std::string canonical;
-    Mode mode = Mode::Unindexed;
-    uint32_t key = 0;
-    std::vector<uint32_t> values;
+    std::vector<Option> options;  // from the program's label restrictions
+    bool never = false;           // a restriction no label can meet
+    Placement placed;             // where it is filed now
   };
 
   static uint64_t KV(uint32_t k, uint32_t v) { return (uint64_t(k) << 32) | v; }
+  void Emit(uint32_t sel, uint32_t item, bool started) {
+    changes_.push_back(sel);
+    changes_.push_back(started ? item | kStartedBit : item);
+  }
+  bool Matches(const Sel& s, const std::vector<EffLabel>& eff) const {
+    return s.placed.exact || s.program.Matches(eff.data(), eff.size(), strings_);
+  }
 
   void LinkParents(uint32_t item);
   void UnlinkParents(uint32_t item);
@@ -95,9 +117,11 @@ class LabelIndex {
   void AddToLabelIndex(uint32_t item, EffLabel& l);
   void RemoveFromLabelIndex(uint32_t item, const EffLabel& l);
   void Rematch(uint32_t item, bool force);
-  void Place(uint32_t sel);
-  void Unplace(uint32_t sel);
-  template <typename F> void ForEachCandidate(const Sel& s, F&& f) const;
+  Placement Plan(const Sel& s) const;
+  void Place(uint32_t sel, const Placement& p);
+  void Unplace(uint32_t sel, const Placement& p);
+  void Replan();
+  template <typename F> void ForEachCandidate(const Placement& p, F&& f) const;
   std::vector<uint32_t> CurrentMatches(uint32_t sel) const;
 
   Interner strings_;
@@ -110,10 +134,13 @@ class LabelIndex {
   std::unordered_map<uint64_t, std::vector<uint32_t>> selsByKV_;
   std::vector<std::vector<uint32_t>> selsByKey_;   // indexed by key string ID
   std::vector<uint32_t> unindexedSels_;
-  std::vector<Change> changes_;
+  std::vector<uint32_t> changes_;
   std::vector<uint32_t> scratch_;
   size_t liveParents_ = 0;
   size_t liveSels_ = 0;
+  // Placement is decided from bucket sizes; when the item count has doubled since the
+  // last plan (e.g. selectors arrived before the items) every selector is re-planned.
+  size_t replanAt_ = 64;
 };
 
 }  // namespace palisade::labelindex

@@ -11,6 +11,8 @@
 namespace palisade::labelindex {
 namespace {
 
+constexpr size_t kCopyBelowBytes = 64 * 1024;
+
 // Walks a batch without applying it. Returns an empty string when every op is well formed
 // and every reference is in range, so a bad batch is refused before anything changes.
 std::string ValidateBatch(const uint32_t* w, size_t n, size_t nStrings, size_t nSelectors) {
@@ -139,20 +141,28 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
       }
     }
 
-    std::vector<Change>& changes = index_.Changes();
-    const size_t c = changes.size();
-    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, c * 9);
-    uint8_t* base = static_cast<uint8_t*>(out.Data());
-    uint32_t* selOut = reinterpret_cast<uint32_t*>(base);
-    uint32_t* itemOut = reinterpret_cast<uint32_t*>(base + c * 4);
-    uint8_t* startedOut = base + c * 8;
-    for (size_t k = 0; k < c; ++k) {
-      selOut[k] = changes[k].selector;
-      itemOut[k] = changes[k].item;
-      startedOut[k] = changes[k].started ? 1 : 0;
+    // Hand the transition buffer to JS without copying: the ArrayBuffer owns it and frees
+    // it when collected. V8 is told about the memory so a big batch drives GC.
+    std::vector<uint32_t>& changes = index_.Changes();
+    const size_t size = changes.size() * sizeof(uint32_t);
+    if (size <= kCopyBelowBytes) {
+      // Small results (every steady-state update) are cheaper copied than finalized.
+      Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, size);
+      if (size) std::memcpy(out.Data(), changes.data(), size);
+      changes.clear();
+      return out;
     }
-    changes.clear();
-    if (changes.capacity() > (1u << 20)) changes.shrink_to_fit();  // don't pin a cold-start's peak
+    auto* owned = new std::vector<uint32_t>(std::move(changes));
+    changes = {};
+    const int64_t bytes = static_cast<int64_t>(owned->capacity() * sizeof(uint32_t));
+    Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
+    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(
+        env, owned->data(), owned->size() * sizeof(uint32_t),
+        [bytes](Napi::Env e, void*, std::vector<uint32_t>* v) {
+          Napi::MemoryManagement::AdjustExternalMemory(e, -bytes);
+          delete v;
+        },
+        owned);
     return out;
   });
 }

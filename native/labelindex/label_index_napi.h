@@ -1,7 +1,7 @@
 // JS class LabelIndex: one apply() call per batch. The batch is a Uint32Array of
 // opcodes over integer IDs (see ops.h), plus the label strings first seen in this batch
 // and the NativeSelector objects it upserts; the result is one ArrayBuffer of match
-// transitions.
+// transitions, two uint32 words each (see kStartedBit in label_index.h).
 #pragma once
 
 #include <napi.h>

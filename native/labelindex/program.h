@@ -46,6 +46,8 @@ class Program {
 
   std::map<uint32_t, Restriction> Restrictions() const { return RestrictionsOf(root_); }
 
+  const CompiledNode& Root() const { return nodes_[root_]; }
+
  private:
   uint32_t Add(const selector::Node& n, Interner& strings);
   std::map<uint32_t, Restriction> RestrictionsOf(uint32_t idx) const;

@@ -180,12 +180,14 @@ static void TestIndexRandom(int iterations, unsigned seed) {
       m.sels.erase(id);
       idx.DeleteSelector(id);
     }
-    for (const labelindex::Change& c : idx.Changes()) {
-      const auto key = std::make_pair(c.selector, c.item);
-      if (c.started) {
-        CHECK(seen.insert(key).second, "duplicate start %u/%u", c.selector, c.item);
+    const std::vector<uint32_t>& ch = idx.Changes();
+    for (size_t k = 0; k < ch.size(); k += 2) {
+      const uint32_t sel = ch[k], item = ch[k + 1] & ~labelindex::kStartedBit;
+      const auto key = std::make_pair(sel, item);
+      if (ch[k + 1] & labelindex::kStartedBit) {
+        CHECK(seen.insert(key).second, "duplicate start %u/%u", sel, item);
       } else {
-        CHECK(seen.erase(key) == 1, "stop without start %u/%u", c.selector, c.item);
+        CHECK(seen.erase(key) == 1, "stop without start %u/%u", sel, item);
       }
     }
     idx.Changes().clear();

@@ -13,17 +13,44 @@ const OP_DELETE_ITEM = 4;
 const OP_UPSERT_SELECTOR = 5;
 const OP_DELETE_SELECTOR = 6;
 
+const STARTED_BIT = 0x8000_0000;
+
 /**
- * The match transitions one flush caused, as parallel arrays: entry i says selector
- * `selectorIds[i]` started (`started[i] === 1`) or stopped matching item `itemIds[i]`.
- * Transitions are in the order they happened; applying them in order gives the
- * index's state.
+ * The match transitions one flush caused, packed as in native code: two words each,
+ * the selector ID, then the item ID with bit 31 set when the match started. They are in
+ * the order they happened; applying them in order gives the index's state. The buffer
+ * is native memory handed over without a copy.
  */
-export interface MatchChanges {
+export class MatchChanges {
+  /** [selector, item | started << 31] pairs. */
+  readonly packed: Uint32Array;
   readonly length: number;
-  readonly selectorIds: Uint32Array;
-  readonly itemIds: Uint32Array;
-  readonly started: Uint8Array;
+
+  constructor(packed: Uint32Array) {
+    this.packed = packed;
+    this.length = packed.length >>> 1;
+  }
+
+  selectorId(i: number): number {
+    return this.packed[2 * i] as number;
+  }
+
+  itemId(i: number): number {
+    return ((this.packed[2 * i + 1] as number) & ~STARTED_BIT) >>> 0;
+  }
+
+  /** True when the match started, false when it stopped. */
+  started(i: number): boolean {
+    return ((this.packed[2 * i + 1] as number) & STARTED_BIT) !== 0;
+  }
+
+  forEach(fn: (selectorId: number, itemId: number, started: boolean) => void): void {
+    const p = this.packed;
+    for (let i = 0; i < p.length; i += 2) {
+      const w = p[i + 1] as number;
+      fn(p[i] as number, (w & ~STARTED_BIT) >>> 0, (w & STARTED_BIT) !== 0);
+    }
+  }
 }
 
 export type LabelIndexStats = RawLabelIndexStats;
@@ -124,13 +151,7 @@ export class LabelIndex {
     this.#selectors = [];
     const buf = this.#raw.apply(ops, strings, selectors);
     this.#newStrings = [];
-    const n = buf.byteLength / 9;
-    return {
-      length: n,
-      selectorIds: new Uint32Array(buf, 0, n),
-      itemIds: new Uint32Array(buf, n * 4, n),
-      started: new Uint8Array(buf, n * 8, n),
-    };
+    return new MatchChanges(new Uint32Array(buf));
   }
 
   stats(): LabelIndexStats {

@@ -20,7 +20,7 @@ export interface RawLabelIndexStats {
 }
 
 export interface RawLabelIndex {
-  /** Applies one batch (see native/labelindex/ops.h); returns packed match transitions. */
+  /** Applies one batch (see native/labelindex/ops.h); returns [selector, item|started<<31] pairs. */
   apply(ops: Uint32Array, newStrings: string[], selectors: RawSelector[]): ArrayBuffer;
   stats(): RawLabelIndexStats;
   matchesOf(item: number): Uint32Array | null;

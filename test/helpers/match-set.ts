@@ -6,8 +6,8 @@ export class MatchSet {
 
   apply(c: MatchChanges): void {
     for (let i = 0; i < c.length; i++) {
-      const key = `${c.selectorIds[i]}/${c.itemIds[i]}`;
-      if (c.started[i] === 1) {
+      const key = `${c.selectorId(i)}/${c.itemId(i)}`;
+      if (c.started(i)) {
         if (this.pairs.has(key)) throw new Error(`match ${key} started twice`);
         this.pairs.add(key);
       } else {
@@ -24,6 +24,6 @@ export class MatchSet {
 /** Changes as sorted "+sel/item" / "-sel/item" strings, for exact assertions. */
 export function describeChanges(c: MatchChanges): string[] {
   const out: string[] = [];
-  for (let i = 0; i < c.length; i++) out.push(`${c.started[i] ? '+' : '-'}${c.selectorIds[i]}/${c.itemIds[i]}`);
+  c.forEach((s, i, started) => out.push(`${started ? '+' : '-'}${s}/${i}`));
   return out.sort();
 }

@@ -1,0 +1,58 @@
+// Every bench ends with report(): a table on stdout and bench/results/<name>.json, an
+// object of named figures (plus the targets and whether each was met).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type Figures = Record<string, number | string>;
+
+/** A target: figure name, comparison and bound, e.g. ['build_s', '<=', 1.5]. */
+export type Target = [name: string, op: '<=' | '>=', bound: number];
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+function fmt(v: number | string): string {
+  if (typeof v === 'string') return v;
+  if (Number.isInteger(v)) return v.toLocaleString('en-US');
+  return v >= 100 ? v.toFixed(1) : v >= 1 ? v.toFixed(3) : v.toPrecision(3);
+}
+
+export function report(name: string, figures: Figures, targets: Target[] = []): void {
+  const verdicts: Record<string, string> = {};
+  for (const [fig, op, bound] of targets) {
+    const v = figures[fig];
+    const ok = typeof v === 'number' && (op === '<=' ? v <= bound : v >= bound);
+    verdicts[fig] = `${ok ? 'met' : 'MISSED'} (target ${op} ${bound})`;
+  }
+  const rows = Object.entries(figures).map(([k, v]) => [k, fmt(v), verdicts[k] ?? '']);
+  const w0 = Math.max(...rows.map((r) => r[0]!.length), 6);
+  const w1 = Math.max(...rows.map((r) => r[1]!.length), 5);
+  console.log(`\n## bench: ${name}\n`);
+  console.log(`| ${'figure'.padEnd(w0)} | ${'value'.padStart(w1)} | target |`);
+  console.log(`|${'-'.repeat(w0 + 2)}|${'-'.repeat(w1 + 2)}|--------|`);
+  for (const [k, v, t] of rows) console.log(`| ${k!.padEnd(w0)} | ${v!.padStart(w1)} | ${t} |`);
+  const file = join(root, 'bench', 'results', `${name}.json`);
+  mkdirSync(dirname(file), { recursive: true });
+  const targetsJson = Object.fromEntries(targets.map(([f, op, b]) => [f, { op, bound: b, verdict: verdicts[f] }]));
+  writeFileSync(file, JSON.stringify({ ...figures, targets: targetsJson, node: process.version, date: new Date().toISOString() }, null, 2) + '\n');
+  console.log(`\nwrote ${file}`);
+}
+
+/** Percentile of an ascending-sorted array (nearest rank). */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i] as number;
+}
+
+export function peakRssMb(): number {
+  return process.resourceUsage().maxRSS / 1024;
+}
+
+export function nowNs(): bigint {
+  return process.hrtime.bigint();
+}
+
+export function log(msg: string): void {
+  console.error(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+}

@@ -1,0 +1,37 @@
+// `npm run bench [-- name...]`: runs each bench in its own node process (so peak RSS is
+// the bench's own) and exits non-zero if any of them crashed. Targets missed are reported
+// in each bench's table, not turned into a failure: benches measure, tests judge.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// name -> [compiled file, arguments]
+const BENCHES: Record<string, [string, string[]]> = {
+  labelindex: ['labelindex.js', ['realistic']],
+  'labelindex-heavy': ['labelindex.js', ['heavy']],
+};
+
+const here = dirname(fileURLToPath(import.meta.url));
+const wanted = process.argv.slice(2);
+for (const w of wanted) {
+  if (!(w in BENCHES)) {
+    console.error(`bench: unknown bench "${w}"; known: ${Object.keys(BENCHES).join(', ')}`);
+    process.exit(2);
+  }
+}
+let failed = 0;
+for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
+  const [script, args] = BENCHES[name]!;
+  const file = join(here, script);
+  if (!existsSync(file)) {
+    console.error(`bench: ${file} missing (not built?)`);
+    process.exit(2);
+  }
+  const r = spawnSync(process.execPath, [file, ...args], { stdio: 'inherit' });
+  if (r.status !== 0) {
+    console.error(`bench: ${name} failed (exit ${r.status ?? r.signal})`);
+    failed++;
+  }
+}
+process.exit(failed ? 1 : 0);

@@ -25,6 +25,8 @@ void LabelIndex::UpsertParent(uint32_t id, std::vector<Label> labels) {
   if (p.hasLabels && p.labels == labels) return;
   if (!p.hasLabels) ++liveParents_;
   p.hasLabels = true;
+  RefLabels(labels);
+  UnrefLabels(p.labels);
   p.labels = std::move(labels);
   for (size_t i = 0; i < parents_[id].items.size(); ++i) Rematch(parents_[id].items[i], false);
 }
@@ -33,6 +35,7 @@ void LabelIndex::DeleteParent(uint32_t id) {
   if (id >= parents_.size() || !parents_[id].hasLabels) return;
   Parent& p = parents_[id];
   p.hasLabels = false;
+  UnrefLabels(p.labels);
   p.labels.clear();
   p.labels.shrink_to_fit();
   --liveParents_;
@@ -78,8 +81,8 @@ void LabelIndex::UnlinkParents(uint32_t item) {
 
 void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents) {
   if (id >= items_.size()) items_.resize(id + 1);
-  std::vector<uint32_t> unique;
-  unique.reserve(parents.size());
+  std::vector<uint32_t>& unique = parentsTmp_;
+  unique.clear();
   for (uint32_t p : parents) {
     if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
   }
@@ -97,9 +100,11 @@ void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::v
   }
   if (fresh || it.parents != unique) {
     UnlinkParents(id);
-    items_[id].parents = std::move(unique);
+    items_[id].parents = unique;
     LinkParents(id);
   }
+  RefLabels(labels);
+  UnrefLabels(items_[id].own);
   items_[id].own = std::move(labels);
   Rematch(id, fresh);
 }
@@ -109,6 +114,7 @@ void LabelIndex::DeleteItem(uint32_t id) {
   Item& it = items_[id];
   for (uint32_t s : it.matches) Emit(s, id, false);
   for (const EffLabel& l : it.eff) RemoveFromLabelIndex(id, l);
+  UnrefLabels(it.own);
   UnlinkParents(id);
   const uint32_t pos = items_[id].livePos;
   const uint32_t last = liveItems_.back();
@@ -118,40 +124,61 @@ void LabelIndex::DeleteItem(uint32_t id) {
   items_[id] = Item{};
 }
 
-std::vector<Label> LabelIndex::MergedLabels(const Item& it) const {
-  std::vector<Label> out = it.own;
-  std::vector<Label> next;
+void LabelIndex::MergeLabels(const Item& it) {
+  merged_.assign(it.own.begin(), it.own.end());
   for (uint32_t p : it.parents) {
     const std::vector<Label>& pl = parents_[p].labels;
     if (pl.empty()) continue;
     // Merge two key-sorted lists; on equal keys the earlier source (own labels, then
     // earlier parents) wins, which is Calico's inheritance rule.
-    next.clear();
-    next.reserve(out.size() + pl.size());
+    mergeTmp_.clear();
     size_t i = 0, j = 0;
-    while (i < out.size() || j < pl.size()) {
-      if (j == pl.size() || (i < out.size() && out[i].key < pl[j].key)) {
-        next.push_back(out[i++]);
-      } else if (i == out.size() || pl[j].key < out[i].key) {
-        next.push_back(pl[j++]);
+    while (i < merged_.size() || j < pl.size()) {
+      if (j == pl.size() || (i < merged_.size() && merged_[i].key < pl[j].key)) {
+        mergeTmp_.push_back(merged_[i++]);
+      } else if (i == merged_.size() || pl[j].key < merged_[i].key) {
+        mergeTmp_.push_back(pl[j++]);
       } else {
-        next.push_back(out[i++]);
+        mergeTmp_.push_back(merged_[i++]);
         ++j;
       }
     }
-    out.swap(next);
+    merged_.swap(mergeTmp_);
   }
-  return out;
 }
 
 void LabelIndex::AddToLabelIndex(uint32_t item, EffLabel& l) {
   std::vector<uint32_t>& kv = itemsByKV_[KV(l.key, l.value)];
   l.kvPos = static_cast<uint32_t>(kv.size());
   kv.push_back(item);
-  if (l.key >= itemsByKey_.size()) itemsByKey_.resize(l.key + 1);
+  if (!Wanted(l.key)) return;
   std::vector<uint32_t>& kb = itemsByKey_[l.key];
   l.keyPos = static_cast<uint32_t>(kb.size());
   kb.push_back(item);
+}
+
+void LabelIndex::WantKey(uint32_t key, int delta) {
+  if (key >= keyWant_.size()) {
+    keyWant_.resize(key + 1);
+    itemsByKey_.resize(key + 1);
+  }
+  const bool was = keyWant_[key] != 0;
+  keyWant_[key] += delta;
+  const bool now = keyWant_[key] != 0;
+  if (was == now) return;
+  std::vector<uint32_t>& kb = itemsByKey_[key];
+  if (!now) {
+    std::vector<uint32_t>().swap(kb);
+    return;
+  }
+  // Newly wanted: one pass over the items builds the bucket.
+  for (uint32_t item : liveItems_) {
+    std::vector<EffLabel>& eff = items_[item].eff;
+    auto e = std::lower_bound(eff.begin(), eff.end(), key, [](const EffLabel& x, uint32_t k) { return x.key < k; });
+    if (e == eff.end() || e->key != key) continue;
+    e->keyPos = static_cast<uint32_t>(kb.size());
+    kb.push_back(item);
+  }
 }
 
 namespace {
@@ -165,14 +192,15 @@ auto* FindEff(Vec& eff, uint32_t key) {
 }  // namespace
 
 void LabelIndex::RemoveFromLabelIndex(uint32_t item, const EffLabel& l) {
-  auto f = itemsByKV_.find(KV(l.key, l.value));
-  std::vector<uint32_t>& kv = f->second;
+  const uint64_t kvKey = KV(l.key, l.value);
+  std::vector<uint32_t>& kv = *itemsByKV_.Find(kvKey);
   uint32_t last = kv.back();
   kv[l.kvPos] = last;
   kv.pop_back();
   if (last != item) FindEff(items_[last].eff, l.key)->kvPos = l.kvPos;
-  if (kv.empty()) itemsByKV_.erase(f);
+  if (kv.empty()) itemsByKV_.Erase(kvKey);
 
+  if (!Wanted(l.key)) return;
   std::vector<uint32_t>& kb = itemsByKey_[l.key];
   last = kb.back();
   kb[l.keyPos] = last;
@@ -180,21 +208,30 @@ void LabelIndex::RemoveFromLabelIndex(uint32_t item, const EffLabel& l) {
   if (last != item) FindEff(items_[last].eff, l.key)->keyPos = l.keyPos;
 }
 
-void LabelIndex::SetEffective(uint32_t item, const std::vector<Label>& merged) {
+uint64_t LabelIndex::SetEffective(uint32_t item, bool* referenced) {
+  uint64_t changed = 0;
+  auto touch = [&](uint32_t key) {
+    changed |= KeyBit(key);
+    if (Referenced(key)) *referenced = true;
+  };
   // Walk old and new label lists together; only labels that changed touch the index.
-  std::vector<EffLabel> old;
-  old.swap(items_[item].eff);
-  std::vector<EffLabel> now;
-  now.reserve(merged.size());
-  size_t i = 0, j = 0;
-  // While `now` is being built the item's stored list is empty. Position fix-ups only
+  // While the new list is built the item's stored list is empty. Position fix-ups only
   // ever target other items: an item occurs once per bucket, so removing it never moves
   // itself.
+  std::vector<EffLabel>& old = effOld_;
+  old.swap(items_[item].eff);
+  items_[item].eff.clear();
+  std::vector<EffLabel>& now = effNew_;
+  now.clear();
+  const std::vector<Label>& merged = merged_;
+  size_t i = 0, j = 0;
   while (i < old.size() || j < merged.size()) {
     if (j == merged.size() || (i < old.size() && old[i].key < merged[j].key)) {
+      touch(old[i].key);
       RemoveFromLabelIndex(item, old[i]);
       ++i;
     } else if (i == old.size() || merged[j].key < old[i].key) {
+      touch(merged[j].key);
       EffLabel e{merged[j].key, merged[j].value, 0, 0};
       AddToLabelIndex(item, e);
       now.push_back(e);
@@ -203,6 +240,7 @@ void LabelIndex::SetEffective(uint32_t item, const std::vector<Label>& merged) {
       if (old[i].value == merged[j].value) {
         now.push_back(old[i]);
       } else {
+        touch(old[i].key);
         RemoveFromLabelIndex(item, old[i]);
         EffLabel e{merged[j].key, merged[j].value, 0, 0};
         AddToLabelIndex(item, e);
@@ -212,33 +250,55 @@ void LabelIndex::SetEffective(uint32_t item, const std::vector<Label>& merged) {
       ++j;
     }
   }
-  items_[item].eff.swap(now);
+  // Keep the item's own allocation: copy into it rather than trading buffers.
+  items_[item].eff.swap(old);
+  items_[item].eff.assign(now.begin(), now.end());
+  return changed;
 }
 
 void LabelIndex::Rematch(uint32_t item, bool force) {
+  uint64_t changed = ~uint64_t(0);  // a new item: everything is "changed"
   {
     const std::vector<EffLabel>& eff = items_[item].eff;
-    std::vector<Label> merged = MergedLabels(items_[item]);
-    bool same = merged.size() == eff.size();
-    for (size_t k = 0; same && k < merged.size(); ++k) {
-      same = merged[k].key == eff[k].key && merged[k].value == eff[k].value;
+    MergeLabels(items_[item]);
+    bool same = merged_.size() == eff.size();
+    for (size_t k = 0; same && k < merged_.size(); ++k) {
+      same = merged_[k].key == eff[k].key && merged_[k].value == eff[k].value;
     }
     if (same && !force) return;
-    if (!same) SetEffective(item, merged);
+    if (!same) {
+      bool referenced = false;
+      const uint64_t diff = SetEffective(item, &referenced);
+      if (!force) {
+        // Only labels no selector mentions changed (a new pod-template-hash, say).
+        if (!referenced) return;
+        changed = diff;
+      }
+    }
   }
   Item& it = items_[item];
   const EffLabel* labels = it.eff.data();
   const size_t n = it.eff.size();
   scratch_.clear();
+  // Matches of selectors that mention no changed key carry over; only the others are
+  // evaluated (they are found among the candidates if they can match at all).
+  // A new item evaluates every candidate, including those that mention no key (all()).
+  const bool everything = changed == ~uint64_t(0);
+  if (!everything) {
+    for (uint32_t s : it.matches) {
+      if (!(hot_[s].keyMask & changed)) scratch_.push_back(s);
+    }
+  }
   auto consider = [&](const std::vector<uint32_t>& sels) {
     for (uint32_t s : sels) {
-      if (Matches(sels_[s], it.eff)) scratch_.push_back(s);
+      if ((everything || (hot_[s].keyMask & changed)) && Matches(s, it.eff)) scratch_.push_back(s);
     }
   };
   for (size_t k = 0; k < n; ++k) {
-    auto f = selsByKV_.find(KV(labels[k].key, labels[k].value));
-    if (f != selsByKV_.end()) consider(f->second);
-    if (labels[k].key < selsByKey_.size()) consider(selsByKey_[labels[k].key]);
+    const uint32_t key = labels[k].key;
+    if (key >= keyHasSels_.size() || !keyHasSels_[key]) continue;
+    if (const std::vector<uint32_t>* f = selsByKV_.Find(KV(key, labels[k].value))) consider(*f);
+    if (key < selsByKey_.size()) consider(selsByKey_[key]);
   }
   consider(unindexedSels_);
   std::sort(scratch_.begin(), scratch_.end());
@@ -276,11 +336,10 @@ LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
     size_t cost = 0;
     if (o.byValues) {
       for (uint32_t v : o.values) {
-        auto f = itemsByKV_.find(KV(o.key, v));
-        if (f != itemsByKV_.end()) cost += f->second.size();
+        if (const std::vector<uint32_t>* f = itemsByKV_.Find(KV(o.key, v))) cost += f->size();
       }
-    } else if (o.key < itemsByKey_.size()) {
-      cost = itemsByKey_[o.key].size();
+    } else {
+      cost = itemsByKey_[o.key].size();  // wanted: this very option keeps it so
     }
     const Rank rank{cost, o.byValues ? 0 : 1, o.values.size()};
     if (rank < best) {
@@ -300,6 +359,13 @@ LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
 }
 
 void LabelIndex::Place(uint32_t sel, const Placement& p) {
+  if (p.mode == Mode::ByValues || p.mode == Mode::ByKey) {
+    if (p.key >= keySels_.size()) {
+      keySels_.resize(p.key + 1);
+      keyHasSels_.resize(p.key + 1);
+    }
+    if (keySels_[p.key]++ == 0) keyHasSels_[p.key] = true;
+  }
   switch (p.mode) {
     case Mode::ByValues:
       for (uint32_t v : p.values) selsByKV_[KV(p.key, v)].push_back(sel);
@@ -317,12 +383,13 @@ void LabelIndex::Place(uint32_t sel, const Placement& p) {
 }
 
 void LabelIndex::Unplace(uint32_t sel, const Placement& p) {
+  if ((p.mode == Mode::ByValues || p.mode == Mode::ByKey) && --keySels_[p.key] == 0) keyHasSels_[p.key] = false;
   switch (p.mode) {
     case Mode::ByValues:
       for (uint32_t v : p.values) {
-        auto f = selsByKV_.find(KV(p.key, v));
-        SwapRemoveValue(f->second, sel);
-        if (f->second.empty()) selsByKV_.erase(f);
+        std::vector<uint32_t>& bucket = *selsByKV_.Find(KV(p.key, v));
+        SwapRemoveValue(bucket, sel);
+        if (bucket.empty()) selsByKV_.Erase(KV(p.key, v));
       }
       break;
     case Mode::ByKey:
@@ -345,6 +412,7 @@ void LabelIndex::Replan() {
     Unplace(id, s.placed);
     Place(id, next);
     s.placed = std::move(next);
+    SetHot(id);
   }
 }
 
@@ -353,15 +421,13 @@ void LabelIndex::ForEachCandidate(const Placement& p, F&& f) const {
   switch (p.mode) {
     case Mode::ByValues:
       for (uint32_t v : p.values) {
-        auto found = itemsByKV_.find(KV(p.key, v));
-        if (found == itemsByKV_.end()) continue;
-        for (uint32_t item : found->second) f(item);
+        if (const std::vector<uint32_t>* found = itemsByKV_.Find(KV(p.key, v))) {
+          for (uint32_t item : *found) f(item);
+        }
       }
       break;
     case Mode::ByKey:
-      if (p.key < itemsByKey_.size()) {
-        for (uint32_t item : itemsByKey_[p.key]) f(item);
-      }
+      for (uint32_t item : itemsByKey_[p.key]) f(item);
       break;
     case Mode::Unindexed:
       for (uint32_t item : liveItems_) f(item);
@@ -393,21 +459,38 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
     ++liveSels_;
   }
   Sel& s = sels_[id];
-  s.program.Compile(root, strings_);
+  // Take the new program's references before dropping the old one's.
+  Program next;
+  next.Compile(root, strings_);
+  next.ForEachString([&](uint32_t str) { strings_.Ref(str); });
+  s.program.ForEachString([&](uint32_t str) { strings_.Unref(str); });
+  CountKeyRefs(next, +1);
+  CountKeyRefs(s.program, -1);
+  s.program = std::move(next);
   s.canonical = canonical;
-  s.options.clear();
+  // New options' keys are wanted before the old ones are released, so a key both use
+  // keeps its bucket.
+  std::vector<Option> options;
   s.never = false;
   for (auto& [key, r] : s.program.Restrictions()) {
     if (r.hasValues && r.values.empty()) s.never = true;
-    if (r.hasValues) s.options.push_back({key, true, std::move(r.values)});
-    else if (r.present) s.options.push_back({key, false, {}});
+    if (r.hasValues) options.push_back({key, true, std::move(r.values)});
+    else if (r.present) options.push_back({key, false, {}});
   }
+  for (const Option& o : options) {
+    if (!o.byValues) WantKey(o.key, +1);
+  }
+  for (const Option& o : s.options) {
+    if (!o.byValues) WantKey(o.key, -1);
+  }
+  s.options = std::move(options);
   s.placed = Plan(s);
   Place(id, s.placed);
+  SetHot(id);
 
   std::vector<uint32_t> now;
   ForEachCandidate(s.placed, [&](uint32_t item) {
-    if (Matches(s, items_[item].eff)) now.push_back(item);
+    if (Matches(id, items_[item].eff)) now.push_back(item);
   });
   std::sort(now.begin(), now.end());
 
@@ -436,7 +519,13 @@ void LabelIndex::DeleteSelector(uint32_t id) {
     Emit(id, item, false);
   }
   Unplace(id, sels_[id].placed);
+  for (const Option& o : sels_[id].options) {
+    if (!o.byValues) WantKey(o.key, -1);
+  }
+  sels_[id].program.ForEachString([&](uint32_t str) { strings_.Unref(str); });
+  CountKeyRefs(sels_[id].program, -1);
   sels_[id] = Sel{};
+  hot_[id] = SelHot{};
   --liveSels_;
 }
 
@@ -445,7 +534,7 @@ Stats LabelIndex::GetStats() const {
   st.items = liveItems_.size();
   st.parents = liveParents_;
   st.selectors = liveSels_;
-  st.strings = strings_.Size();
+  st.strings = strings_.Live();
   for (uint32_t item : liveItems_) st.matches += items_[item].matches.size();
   for (const Sel& s : sels_) {
     if (!s.live) continue;

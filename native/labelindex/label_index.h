@@ -11,9 +11,9 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "labelindex/flat_map.h"
 #include "labelindex/interner.h"
 #include "labelindex/program.h"
 #include "selector/ast.h"
@@ -47,6 +47,11 @@ class LabelIndex {
 
   // Transitions since the caller last took them (see kStartedBit for the layout).
   std::vector<uint32_t>& Changes() { return changes_; }
+
+  // Frees strings nothing refers to any more; call between batches. onFree(id) runs
+  // before each string goes.
+  template <typename F>
+  void CollectStrings(F&& onFree) { strings_.Collect(onFree); }
   Stats GetStats() const;
 
   // For tests: the selectors an item currently matches, sorted.
@@ -59,7 +64,7 @@ class LabelIndex {
     uint32_t key;
     uint32_t value;
     uint32_t kvPos;   // position of this item in itemsByKV_[key=value]
-    uint32_t keyPos;  // position of this item in itemsByKey_[key]
+    uint32_t keyPos;  // position of this item in itemsByKey_[key], while that key is wanted
   };
   struct Item {
     bool live = false;
@@ -102,18 +107,60 @@ class LabelIndex {
   };
 
   static uint64_t KV(uint32_t k, uint32_t v) { return (uint64_t(k) << 32) | v; }
+  void RefLabels(const std::vector<Label>& l) {
+    for (const Label& x : l) {
+      strings_.Ref(x.key);
+      strings_.Ref(x.value);
+    }
+  }
+  void UnrefLabels(const std::vector<Label>& l) {
+    for (const Label& x : l) {
+      strings_.Unref(x.key);
+      strings_.Unref(x.value);
+    }
+  }
   void Emit(uint32_t sel, uint32_t item, bool started) {
     changes_.push_back(sel);
     changes_.push_back(started ? item | kStartedBit : item);
   }
-  bool Matches(const Sel& s, const std::vector<EffLabel>& eff) const {
-    return s.placed.exact || s.program.Matches(eff.data(), eff.size(), strings_);
+  // The hot part of a selector, dense by ID: matching a candidate reads this, then (unless
+  // exact) its program's nodes, and nothing else of the Sel.
+  struct SelHot {
+    ProgramView program;
+    uint64_t keyMask = 0;  // KeyBit() of every key the selector mentions
+    bool exact = false;
+  };
+  // A selector whose mentioned keys did not change evaluates as before; one 64-bit mask
+  // per selector tells (conservatively) whether it mentions any changed key.
+  static uint64_t KeyBit(uint32_t key) { return uint64_t(1) << (key & 63); }
+  bool Matches(uint32_t sel, const std::vector<EffLabel>& eff) const {
+    const SelHot& h = hot_[sel];
+    return h.exact || h.program.Matches(eff.data(), eff.size(), strings_);
   }
+  void SetHot(uint32_t sel) {
+    if (sel >= hot_.size()) hot_.resize(sel + 1);
+    uint64_t mask = 0;
+    sels_[sel].program.ForEachKey([&](uint32_t key) { mask |= KeyBit(key); });
+    hot_[sel] = {sels_[sel].program.View(), mask, sels_[sel].placed.exact};
+  }
+  void CountKeyRefs(const Program& p, int delta) {
+    p.ForEachKey([&](uint32_t key) {
+      if (key >= keyRefs_.size()) {
+        keyRefs_.resize(key + 1);
+        keyReferenced_.resize(key + 1);
+      }
+      keyRefs_[key] += delta;
+      keyReferenced_[key] = keyRefs_[key] != 0;
+    });
+  }
+  bool Referenced(uint32_t key) const { return key < keyReferenced_.size() && keyReferenced_[key]; }
 
   void LinkParents(uint32_t item);
   void UnlinkParents(uint32_t item);
-  std::vector<Label> MergedLabels(const Item& it) const;
-  void SetEffective(uint32_t item, const std::vector<Label>& merged);
+  void MergeLabels(const Item& it);  // into merged_
+  // From merged_; returns KeyBit()s of the keys whose value changed, with bit 0 of
+  // `referenced` set when any selector mentions one of them.
+  uint64_t SetEffective(uint32_t item, bool* referenced);
   void AddToLabelIndex(uint32_t item, EffLabel& l);
   void RemoveFromLabelIndex(uint32_t item, const EffLabel& l);
   void Rematch(uint32_t item, bool force);
@@ -128,14 +175,33 @@ class LabelIndex {
   std::vector<Item> items_;
   std::vector<Parent> parents_;
   std::vector<Sel> sels_;
+  std::vector<SelHot> hot_;
   std::vector<uint32_t> liveItems_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> itemsByKV_;
+  FlatMap<std::vector<uint32_t>> itemsByKV_;
+  // Items by key, kept only for "wanted" keys: those some selector could be filed under
+  // by presence (has(k), k contains "x"...). Keys like `app` that selectors only ever use
+  // with values never pay for a 100,000-item bucket on every relabel.
   std::vector<std::vector<uint32_t>> itemsByKey_;  // indexed by key string ID
-  std::unordered_map<uint64_t, std::vector<uint32_t>> selsByKV_;
+  std::vector<uint32_t> keyWant_;                  // selectors with a by-key option per key
+  void WantKey(uint32_t key, int delta);
+  bool Wanted(uint32_t key) const { return key < keyWant_.size() && keyWant_[key] != 0; }
+  FlatMap<std::vector<uint32_t>> selsByKV_;
   std::vector<std::vector<uint32_t>> selsByKey_;   // indexed by key string ID
   std::vector<uint32_t> unindexedSels_;
+  // Selectors filed under each key (by value or by key), and a bitset of keys with any:
+  // the update path probes the buckets only for the few keys that have selectors.
+  std::vector<uint32_t> keySels_;
+  std::vector<bool> keyHasSels_;
+  // How many selectors mention each key anywhere; a label change on a key no selector
+  // mentions cannot change any match.
+  std::vector<uint32_t> keyRefs_;
+  std::vector<bool> keyReferenced_;
   std::vector<uint32_t> changes_;
+  // Reused buffers: the update path allocates nothing in the steady state.
   std::vector<uint32_t> scratch_;
+  std::vector<Label> merged_, mergeTmp_;
+  std::vector<EffLabel> effOld_, effNew_;
+  std::vector<uint32_t> parentsTmp_;
   size_t liveParents_ = 0;
   size_t liveSels_ = 0;
   // Placement is decided from bucket sizes; when the item count has doubled since the

@@ -12,10 +12,12 @@ namespace palisade::labelindex {
 namespace {
 
 constexpr size_t kCopyBelowBytes = 64 * 1024;
+constexpr uint32_t kNoString = UINT32_MAX;
 
 // Walks a batch without applying it. Returns an empty string when every op is well formed
 // and every reference is in range, so a bad batch is refused before anything changes.
-std::string ValidateBatch(const uint32_t* w, size_t n, size_t nStrings, size_t nSelectors) {
+template <typename Defined>
+std::string ValidateBatch(const uint32_t* w, size_t n, Defined&& defined, size_t nSelectors) {
   size_t i = 0;
   auto need = [&](size_t words) { return i + words <= n; };
   auto at = [&](size_t start) { return " (op at word " + std::to_string(start) + ")"; };
@@ -44,7 +46,7 @@ std::string ValidateBatch(const uint32_t* w, size_t n, size_t nStrings, size_t n
           return "label or parent count runs past the batch" + at(start);
         }
         for (uint32_t k = 0; k < nLabels * 2; ++k) {
-          if (w[i++] >= nStrings) return "string reference out of range" + at(start);
+          if (!defined(w[i++])) return "reference to an undefined string" + at(start);
         }
         for (uint32_t k = 0; k < nParents; ++k) {
           if (w[i++] >= kMaxId) return "parent id out of range" + at(start);
@@ -74,34 +76,74 @@ LabelIndexWrap::LabelIndexWrap(const Napi::CallbackInfo& info) : Napi::ObjectWra
 Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "labelIndex.apply", [&]() -> Napi::Value {
-    if (info.Length() < 3 || !info[0].IsTypedArray() || !info[1].IsArray() || !info[2].IsArray()) {
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "expected (Uint32Array, string[], NativeSelector[])");
+    if (info.Length() < 5 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsArray() ||
+        !info[3].IsArray() || !info[4].IsArray()) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply",
+                            "expected (Uint32Array, Uint32Array, string[], NativeSelector[], number[])");
     }
-    Napi::TypedArray ta = info[0].As<Napi::TypedArray>();
-    if (ta.TypedArrayType() != napi_uint32_array) {
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "ops must be a Uint32Array");
-    }
-    Napi::Uint32Array opsArr = ta.As<Napi::Uint32Array>();
+    auto u32 = [&](Napi::Value v, const char* what) {
+      Napi::TypedArray ta = v.As<Napi::TypedArray>();
+      if (ta.TypedArrayType() != napi_uint32_array) {
+        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", std::string(what) + " must be a Uint32Array");
+      }
+      return ta.As<Napi::Uint32Array>();
+    };
+    Napi::Uint32Array opsArr = u32(info[0], "ops");
+    Napi::Uint32Array newIds = u32(info[1], "newStringIds");
     const uint32_t* w = opsArr.Data();
     const size_t n = opsArr.ElementLength();
-    Napi::Array strings = info[1].As<Napi::Array>();
-    Napi::Array selArr = info[2].As<Napi::Array>();
+    Napi::Array strings = info[2].As<Napi::Array>();
+    Napi::Array selArr = info[3].As<Napi::Array>();
+    Napi::Array released = info[4].As<Napi::Array>();
 
     std::vector<const selector::Parsed*> sels(selArr.Length());
     for (uint32_t k = 0; k < sels.size(); ++k) {
       sels[k] = selector::SelectorWrap::From(env, selArr.Get(k));
       if (!sels[k]) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "not a NativeSelector at index " + std::to_string(k));
     }
+    if (strings.Length() != newIds.ElementLength()) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "newStringIds and newStrings differ in length");
+    }
     std::vector<std::string> fresh(strings.Length());
     for (uint32_t k = 0; k < fresh.size(); ++k) {
       Napi::Value v = strings.Get(k);
       if (!v.IsString()) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "label strings must be strings");
       fresh[k] = v.As<Napi::String>().Utf8Value();
+      const uint32_t id = newIds[k];
+      if (id >= kMaxId) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string id out of range");
+      if (id < callerStrings_.size() && callerStrings_[id] != kNoString) {
+        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string id " + std::to_string(id) + " is already defined");
+      }
     }
-    const std::string problem = ValidateBatch(w, n, callerStrings_.size() + fresh.size(), sels.size());
-    if (!problem.empty()) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "malformed batch: " + problem);
 
-    for (const std::string& s : fresh) callerStrings_.push_back(index_.Strings().Intern(s));
+    // Define this batch's strings, then check the ops against them; undo the definitions
+    // if the batch is refused so that nothing changes.
+    std::vector<uint32_t> staged;
+    for (uint32_t k = 0; k < fresh.size(); ++k) {
+      const uint32_t id = newIds[k];
+      const uint32_t nid = index_.Strings().Intern(fresh[k]);
+      if (id >= callerStrings_.size()) callerStrings_.resize(id + 1, kNoString);
+      if (nid >= nativeToCaller_.size()) nativeToCaller_.resize(nid + 1, kNoString);
+      if (callerStrings_[id] != kNoString || nativeToCaller_[nid] != kNoString) {
+        for (uint32_t s : staged) {
+          nativeToCaller_[callerStrings_[s]] = kNoString;
+          callerStrings_[s] = kNoString;
+        }
+        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string \"" + fresh[k] + "\" is defined twice");
+      }
+      callerStrings_[id] = nid;
+      nativeToCaller_[nid] = id;
+      staged.push_back(id);
+    }
+    auto defined = [&](uint32_t ref) { return ref < callerStrings_.size() && callerStrings_[ref] != kNoString; };
+    const std::string problem = ValidateBatch(w, n, defined, sels.size());
+    if (!problem.empty()) {
+      for (uint32_t s : staged) {
+        nativeToCaller_[callerStrings_[s]] = kNoString;
+        callerStrings_[s] = kNoString;
+      }
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "malformed batch: " + problem);
+    }
 
     std::vector<Label> labels;
     std::vector<uint32_t> parents;
@@ -140,6 +182,15 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
         }
       }
     }
+
+    uint32_t nReleased = 0;
+    index_.CollectStrings([&](uint32_t nid) {
+      const uint32_t c = nid < nativeToCaller_.size() ? nativeToCaller_[nid] : kNoString;
+      if (c == kNoString) return;  // a selector-only string
+      released.Set(nReleased++, Napi::Number::New(env, c));
+      callerStrings_[c] = kNoString;
+      nativeToCaller_[nid] = kNoString;
+    });
 
     // Hand the transition buffer to JS without copying: the ArrayBuffer owns it and frees
     // it when collected. V8 is told about the memory so a big batch drives GC.

@@ -1,7 +1,11 @@
-// JS class LabelIndex: one apply() call per batch. The batch is a Uint32Array of
-// opcodes over integer IDs (see ops.h), plus the label strings first seen in this batch
-// and the NativeSelector objects it upserts; the result is one ArrayBuffer of match
-// transitions, two uint32 words each (see kStartedBit in label_index.h).
+// JS class LabelIndex: one apply() call per batch:
+//   apply(ops: Uint32Array, newStringIds: Uint32Array, newStrings: string[],
+//         selectors: NativeSelector[], released: number[]) -> ArrayBuffer
+// `ops` are opcodes over integer IDs (see ops.h); label strings are referred to by the
+// caller's string IDs, each defined once by (newStringIds[i], newStrings[i]). The result
+// holds the match transitions, two uint32 words each (see kStartedBit in label_index.h);
+// `released` receives the caller string IDs no label or selector uses any more: the
+// caller forgets those strings and may reuse the IDs.
 #pragma once
 
 #include <napi.h>
@@ -23,7 +27,9 @@ class LabelIndexWrap : public Napi::ObjectWrap<LabelIndexWrap> {
   Napi::Value MatchesOf(const Napi::CallbackInfo& info);
 
   LabelIndex index_;
-  std::vector<uint32_t> callerStrings_;  // caller's string ID -> this index's string ID
+  // The caller's string IDs and the index's own, both ways; kNoString where unmapped.
+  std::vector<uint32_t> callerStrings_;
+  std::vector<uint32_t> nativeToCaller_;
 };
 
 }  // namespace palisade::labelindex

@@ -34,24 +34,21 @@ struct Restriction {
   std::vector<uint32_t> values;  // sorted value IDs
 };
 
-class Program {
- public:
-  void Compile(const selector::Node& root, Interner& strings);
+// Raw pointers into a Program's arrays: what evaluation needs, small enough to keep in a
+// dense per-selector table so matching touches one cache line before the nodes.
+struct ProgramView {
+  const CompiledNode* nodes = nullptr;
+  const uint32_t* kids = nullptr;
+  const uint32_t* values = nullptr;
+  uint32_t root = 0;
 
   // `labels` is sorted by key. Each entry is any struct with `key` and `value` members.
   template <typename L>
   bool Matches(const L* labels, size_t n, const Interner& strings) const {
-    return Eval(root_, labels, n, strings);
+    return Eval(root, labels, n, strings);
   }
 
-  std::map<uint32_t, Restriction> Restrictions() const { return RestrictionsOf(root_); }
-
-  const CompiledNode& Root() const { return nodes_[root_]; }
-
  private:
-  uint32_t Add(const selector::Node& n, Interner& strings);
-  std::map<uint32_t, Restriction> RestrictionsOf(uint32_t idx) const;
-
   template <typename L>
   static const L* Find(const L* labels, size_t n, uint32_t key) {
     if (n <= 8) {
@@ -73,29 +70,29 @@ class Program {
     size_t lo = c.begin, hi = c.end;
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      if (values_[mid] < v) lo = mid + 1; else hi = mid;
+      if (values[mid] < v) lo = mid + 1; else hi = mid;
     }
-    return lo < c.end && values_[lo] == v;
+    return lo < c.end && values[lo] == v;
   }
 
   template <typename L>
   bool Eval(uint32_t idx, const L* labels, size_t n, const Interner& strings) const {
-    const CompiledNode& c = nodes_[idx];
+    const CompiledNode& c = nodes[idx];
     using selector::Op;
     switch (c.op) {
       case Op::All:
       case Op::Global:
         return true;
       case Op::Not:
-        return !Eval(kids_[c.begin], labels, n, strings);
+        return !Eval(kids[c.begin], labels, n, strings);
       case Op::And:
         for (uint32_t i = c.begin; i < c.end; ++i) {
-          if (!Eval(kids_[i], labels, n, strings)) return false;
+          if (!Eval(kids[i], labels, n, strings)) return false;
         }
         return true;
       case Op::Or:
         for (uint32_t i = c.begin; i < c.end; ++i) {
-          if (Eval(kids_[i], labels, n, strings)) return true;
+          if (Eval(kids[i], labels, n, strings)) return true;
         }
         return false;
       default:
@@ -126,6 +123,55 @@ class Program {
         return false;
     }
   }
+};
+
+class Program {
+ public:
+  void Compile(const selector::Node& root, Interner& strings);
+
+  ProgramView View() const { return {nodes_.data(), kids_.data(), values_.data(), root_}; }
+
+  template <typename L>
+  bool Matches(const L* labels, size_t n, const Interner& strings) const {
+    return View().Matches(labels, n, strings);
+  }
+
+  std::map<uint32_t, Restriction> Restrictions() const { return RestrictionsOf(root_); }
+
+  const CompiledNode& Root() const { return nodes_[root_]; }
+
+  // Every label key the program mentions (with repeats).
+  template <typename F>
+  void ForEachKey(F&& f) const {
+    for (const CompiledNode& c : nodes_) {
+      switch (c.op) {
+        case selector::Op::All: case selector::Op::Global: case selector::Op::Not:
+        case selector::Op::And: case selector::Op::Or: break;
+        default: f(c.key); break;
+      }
+    }
+  }
+
+  // Every string ID the program refers to (with repeats), for reference counting.
+  template <typename F>
+  void ForEachString(F&& f) const {
+    using selector::Op;
+    for (const CompiledNode& c : nodes_) {
+      switch (c.op) {
+        case Op::All: case Op::Global: case Op::Not: case Op::And: case Op::Or: break;
+        case Op::Has: f(c.key); break;
+        case Op::In: case Op::NotIn:
+          f(c.key);
+          for (uint32_t i = c.begin; i < c.end; ++i) f(values_[i]);
+          break;
+        default: f(c.key); f(c.value); break;
+      }
+    }
+  }
+
+ private:
+  uint32_t Add(const selector::Node& n, Interner& strings);
+  std::map<uint32_t, Restriction> RestrictionsOf(uint32_t idx) const;
 
   std::vector<CompiledNode> nodes_;
   std::vector<uint32_t> kids_;

@@ -191,6 +191,7 @@ static void TestIndexRandom(int iterations, unsigned seed) {
       }
     }
     idx.Changes().clear();
+    if (rng() % 4 == 0) idx.CollectStrings([](uint32_t) {});  // between some batches only
     std::set<std::pair<uint32_t, uint32_t>> expect;
     for (auto& [item, _] : m.items) {
       const Labels eff = Effective(m, item);
@@ -207,6 +208,16 @@ static void TestIndexRandom(int iterations, unsigned seed) {
   CHECK(checks == iterations, "ran %d checks", checks);
   const labelindex::Stats st = idx.GetStats();
   CHECK(st.matches == seen.size(), "stats.matches %zu vs %zu", st.matches, seen.size());
+  // Tear everything down: every match stops and every string is freed.
+  for (auto& [id, _] : m.items) idx.DeleteItem(id);
+  for (auto& [id, _] : m.parents) idx.DeleteParent(id);
+  for (auto& [id, _] : m.sels) idx.DeleteSelector(id);
+  const std::vector<uint32_t>& ch = idx.Changes();
+  for (size_t k = 0; k < ch.size(); k += 2) seen.erase({ch[k], ch[k + 1] & ~labelindex::kStartedBit});
+  CHECK(seen.empty(), "%zu matches left after deleting everything", seen.size());
+  idx.Changes().clear();
+  idx.CollectStrings([](uint32_t) {});
+  CHECK(idx.GetStats().strings == 0, "%zu strings left after deleting everything", idx.GetStats().strings);
 }
 
 int main(int argc, char** argv) {

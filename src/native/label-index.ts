@@ -61,17 +61,6 @@ function checkId(kind: string, id: number): void {
   }
 }
 
-// Checked before anything is queued, so a bad label never leaves half an op behind.
-function labelKeys(labels: Labels): string[] {
-  const keys = Object.keys(labels);
-  for (const k of keys) {
-    if (typeof labels[k] !== 'string') {
-      throw new TypeError(`LabelIndex: label ${JSON.stringify(k)} must have a string value, got ${typeof labels[k]}`);
-    }
-  }
-  return keys;
-}
-
 /**
  * Felix's label inheritance index, native: items (endpoints, network sets) with their
  * own labels and an ordered list of parents (profiles) they inherit labels from, and
@@ -81,20 +70,31 @@ function labelKeys(labels: Labels): string[] {
  */
 export class LabelIndex {
   readonly #raw: RawLabelIndex = new native.LabelIndex();
+  // Label strings cross as IDs; each is sent as text once. Native code reports the IDs
+  // of strings nothing uses any more, which are forgotten here and reused.
   readonly #stringIds = new Map<string, number>();
+  readonly #strings: Array<string | undefined> = [];
+  readonly #freeStringIds: number[] = [];
+  #newStringIds = new Uint32Array(256);
   #newStrings: string[] = [];
+  readonly #released: number[] = [];
+  // Per label key: its string ID and the last value seen with it. Most label values repeat
+  // from one upsert of an item to the next, so this skips the big string map; entries
+  // are checked against #strings, so an ID freed and reused never aliases.
+  readonly #keyCache = new Map<string, { id: number; value: string; valueId: number }>();
   #ops = new Uint32Array(4096);
   #len = 0;
   #selectors: RawSelector[] = [];
 
   upsertParent(id: number, labels: Labels): void {
     checkId('parent', id);
-    const keys = labelKeys(labels);
+    const keys = Object.keys(labels);
+    const start = this.#len;
     this.#reserve(3 + keys.length * 2);
     this.#ops[this.#len++] = OP_UPSERT_PARENT;
     this.#ops[this.#len++] = id;
     this.#ops[this.#len++] = keys.length;
-    this.#pushLabels(labels, keys);
+    this.#pushLabels(labels, keys, start);
   }
 
   deleteParent(id: number): void {
@@ -106,13 +106,14 @@ export class LabelIndex {
   upsertItem(id: number, labels: Labels, parents: readonly number[] = []): void {
     checkId('item', id);
     for (const p of parents) checkId('parent', p);
-    const keys = labelKeys(labels);
+    const keys = Object.keys(labels);
+    const start = this.#len;
     this.#reserve(4 + keys.length * 2 + parents.length);
     this.#ops[this.#len++] = OP_UPSERT_ITEM;
     this.#ops[this.#len++] = id;
     this.#ops[this.#len++] = keys.length;
     this.#ops[this.#len++] = parents.length;
-    this.#pushLabels(labels, keys);
+    this.#pushLabels(labels, keys, start);
     for (const p of parents) this.#ops[this.#len++] = p;
   }
 
@@ -149,13 +150,25 @@ export class LabelIndex {
     // new strings stay queued because their IDs are already handed out.
     this.#len = 0;
     this.#selectors = [];
-    const buf = this.#raw.apply(ops, strings, selectors);
+    const released = this.#released;
+    released.length = 0;
+    const buf = this.#raw.apply(ops, this.#newStringIds.subarray(0, strings.length), strings, selectors, released);
     this.#newStrings = [];
+    for (const id of released) {
+      this.#stringIds.delete(this.#strings[id] as string);
+      this.#strings[id] = undefined;
+      this.#freeStringIds.push(id);
+    }
     return new MatchChanges(new Uint32Array(buf));
   }
 
   stats(): LabelIndexStats {
     return this.#raw.stats();
+  }
+
+  /** Label strings the TypeScript side holds IDs for (for tests and metrics). */
+  get internedStrings(): number {
+    return this.#stringIds.size;
   }
 
   /** The selectors an item matches now (after the last flush), sorted; null if unknown. */
@@ -170,18 +183,40 @@ export class LabelIndex {
     this.#ops[this.#len++] = id;
   }
 
-  #pushLabels(labels: Labels, keys: string[]): void {
+  // A bad value drops the whole op (back to `start`), so nothing half-queued is sent.
+  #pushLabels(labels: Labels, keys: string[], start: number): void {
     for (const k of keys) {
-      this.#ops[this.#len++] = this.#intern(k);
-      this.#ops[this.#len++] = this.#intern(labels[k] as string);
+      const v = labels[k];
+      if (typeof v !== 'string') {
+        this.#len = start;
+        throw new TypeError(`LabelIndex: label ${JSON.stringify(k)} must have a string value, got ${typeof v}`);
+      }
+      let e = this.#keyCache.get(k);
+      if (e === undefined || this.#strings[e.id] !== k) {
+        e = { id: this.#intern(k), value: v, valueId: this.#intern(v) };
+        this.#keyCache.set(k, e);
+      } else if (e.value !== v || this.#strings[e.valueId] !== v) {
+        e.value = v;
+        e.valueId = this.#intern(v);
+      }
+      this.#ops[this.#len++] = e.id;
+      this.#ops[this.#len++] = e.valueId;
     }
   }
 
   #intern(s: string): number {
     let id = this.#stringIds.get(s);
     if (id === undefined) {
-      id = this.#stringIds.size;
+      id = this.#freeStringIds.pop() ?? this.#strings.length;
       this.#stringIds.set(s, id);
+      this.#strings[id] = s;
+      const n = this.#newStrings.length;
+      if (n === this.#newStringIds.length) {
+        const grown = new Uint32Array(n * 2);
+        grown.set(this.#newStringIds);
+        this.#newStringIds = grown;
+      }
+      this.#newStringIds[n] = id;
       this.#newStrings.push(s);
     }
     return id;

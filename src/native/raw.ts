@@ -20,8 +20,17 @@ export interface RawLabelIndexStats {
 }
 
 export interface RawLabelIndex {
-  /** Applies one batch (see native/labelindex/ops.h); returns [selector, item|started<<31] pairs. */
-  apply(ops: Uint32Array, newStrings: string[], selectors: RawSelector[]): ArrayBuffer;
+  /**
+   * Applies one batch (see native/labelindex/label_index_napi.h and ops.h); returns
+   * [selector, item|started<<31] pairs and fills `released` with freed string IDs.
+   */
+  apply(
+    ops: Uint32Array,
+    newStringIds: Uint32Array,
+    newStrings: string[],
+    selectors: RawSelector[],
+    released: number[],
+  ): ArrayBuffer;
   stats(): RawLabelIndexStats;
   matchesOf(item: number): Uint32Array | null;
 }

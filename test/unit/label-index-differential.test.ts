@@ -58,11 +58,19 @@ function expected(m: Model): string[] {
   return out.sort();
 }
 
-function run(seed: number, steps: number, batch: number): void {
+function run(seed: number, steps: number, batch: number, padKeys = 0): void {
   const rng = new Rng(seed);
   const idx = new LabelIndex();
   const set = new MatchSet();
   const m: Model = { items: new Map(), parents: new Map(), sels: new Map() };
+  if (padKeys) {
+    // An item holding many unrelated keys pushes the real keys' string IDs past 64, so
+    // the index's 64-bit key masks collide, as they do in a real cluster.
+    const pad: LabelMap = {};
+    for (let i = 0; i < padKeys; i++) pad[`pad-${i}`] = `v${i}`;
+    m.items.set(999, { labels: pad, parents: [] });
+    idx.upsertItem(999, pad);
+  }
   const parsed = new Map<string, Selector>();
   for (let step = 0; step < steps; step++) {
     for (let b = 0; b < batch; b++) {
@@ -111,4 +119,5 @@ describe('differential: label index', () => {
   it('one op per flush: 3,000 steps', () => run(1, 3000, 1));
   it('batches of 25 ops per flush: 400 steps', () => run(2, 400, 25));
   it('batches of 200 ops per flush: 60 steps', () => run(3, 60, 200));
+  it('key IDs past 64 (colliding key masks): 2,000 steps', () => run(4, 2000, 1, 200));
 });

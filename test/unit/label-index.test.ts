@@ -169,6 +169,56 @@ describe('LabelIndex: deletes', () => {
   });
 });
 
+describe('LabelIndex: string lifetime', () => {
+  it('frees label strings nothing uses any more and reuses their IDs', () => {
+    const idx = new LabelIndex();
+    idx.upsertSelector(1, sel('app == "web"'));
+    for (let i = 0; i < 100; i++) idx.upsertItem(i, { app: 'web', 'pod-template-hash': `h${i}` });
+    idx.flush();
+    // app, web, pod-template-hash and 100 hashes
+    assert.equal(idx.internedStrings, 103);
+    assert.equal(idx.stats().strings, 103);
+    // Churn: every pod gets a new hash; the old ones must go.
+    for (let round = 1; round <= 5; round++) {
+      for (let i = 0; i < 100; i++) idx.upsertItem(i, { app: 'web', 'pod-template-hash': `h${round}-${i}` });
+      idx.flush();
+      assert.equal(idx.internedStrings, 103, `round ${round}`);
+      assert.equal(idx.stats().strings, 103, `round ${round}`);
+    }
+    for (let i = 0; i < 100; i++) idx.deleteItem(i);
+    idx.flush();
+    assert.equal(idx.stats().strings, 2, 'the selector keeps "app" and "web"');
+    assert.equal(idx.internedStrings, 2, 'their IDs stay valid while they live');
+    idx.deleteSelector(1);
+    idx.flush();
+    assert.equal(idx.stats().strings, 0);
+    assert.equal(idx.internedStrings, 0);
+  });
+
+  it('a string freed and used again in one batch survives', () => {
+    const idx = new LabelIndex();
+    idx.upsertSelector(1, sel('a == "x"'));
+    idx.deleteSelector(1);
+    idx.upsertItem(1, { a: 'x' });
+    idx.deleteItem(1);
+    idx.upsertItem(2, { a: 'x' });
+    idx.upsertSelector(3, sel('a == "x"'));
+    assert.deepEqual(describeChanges(idx.flush()), ['+3/2']);
+    idx.upsertParent(1, { a: 'x' });
+    idx.deleteItem(2);
+    idx.flush();
+    assert.equal(idx.internedStrings, 2, 'the parent still uses them');
+    idx.deleteParent(1);
+    idx.deleteSelector(3);
+    idx.flush();
+    assert.equal(idx.internedStrings, 0);
+    assert.equal(idx.stats().strings, 0);
+    idx.upsertItem(5, { a: 'x' });
+    idx.upsertSelector(6, sel('has(a)'));
+    assert.deepEqual(describeChanges(idx.flush()), ['+6/5'], 'reused IDs work');
+  });
+});
+
 describe('LabelIndex: batches and validation', () => {
   it('one flush returns the transitions of every queued call', () => {
     const idx = new LabelIndex();
@@ -198,21 +248,31 @@ describe('LabelIndex: batches and validation', () => {
     const { native } = await import('../../src/native/load.js');
     const raw = new native.LabelIndex();
     const s = new native.NativeSelector('a == "x"');
+    const ids = (...v: number[]) => new Uint32Array(v);
+    const rel: number[] = [];
+    const einval = (re: RegExp) => (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message);
     // A good op followed by a truncated one: neither may be applied.
-    const bad = new Uint32Array([3, 1, 1, 0, 0, 1, 5, 2]);
-    assert.throws(
-      () => raw.apply(bad, ['a', 'x'], [s]),
-      (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && /truncated/.test(e.message),
-    );
+    assert.throws(() => raw.apply(ids(3, 1, 1, 0, 0, 1, 5, 2), ids(0, 1), ['a', 'x'], [s], rel), einval(/truncated/));
     assert.equal(raw.stats().items, 0);
-    assert.throws(() => raw.apply(new Uint32Array([3, 1, 1, 0, 0, 7]), ['a', 'x'], []), /string reference/);
-    assert.throws(() => raw.apply(new Uint32Array([5, 1, 0]), [], [{} as never]), /not a NativeSelector/);
-    assert.throws(() => raw.apply(new Uint32Array([4, 1 << 24]), [], []), /out of range/);
-    assert.throws(() => raw.apply(new Int32Array([4, 1]) as unknown as Uint32Array, [], []), /Uint32Array/);
-    assert.throws(() => raw.apply(new Uint32Array([3, 1, 0xffffffff, 0]), [], []), /past the batch/);
+    assert.throws(() => raw.apply(ids(3, 1, 1, 0, 0, 7), ids(0, 1), ['a', 'x'], [], rel), einval(/undefined string/));
+    assert.throws(() => raw.apply(ids(5, 1, 0), ids(), [], [{} as never], rel), einval(/not a NativeSelector/));
+    assert.throws(() => raw.apply(ids(4, 1 << 24), ids(), [], [], rel), einval(/out of range/));
+    assert.throws(() => raw.apply(new Int32Array([4, 1]) as unknown as Uint32Array, ids(), [], [], rel), einval(/Uint32Array/));
+    assert.throws(() => raw.apply(ids(3, 1, 0xffffffff, 0), ids(), [], [], rel), einval(/past the batch/));
+    assert.throws(() => raw.apply(ids(), ids(0, 1), ['a', 'a'], [], rel), einval(/defined twice/));
+    assert.throws(() => raw.apply(ids(), ids(0), ['a', 'b'], [], rel), einval(/differ in length/));
     // The strings of a refused batch were not taken, so a correct retry works.
-    const ok = raw.apply(new Uint32Array([3, 1, 1, 0, 0, 1, 5, 2, 0]), ['a', 'x'], [s]);
+    const ok = raw.apply(ids(3, 1, 1, 0, 0, 1, 5, 2, 0), ids(0, 1), ['a', 'x'], [s], rel);
     assert.deepEqual([...new Uint32Array(ok)], [2, (1 | 0x8000_0000) >>> 0]);
+    assert.throws(() => raw.apply(ids(), ids(1), ['y'], [], rel), einval(/already defined/));
+    // While the selector still uses "a" and "x", deleting the item releases nothing...
+    raw.apply(ids(4, 1), ids(), [], [], rel);
+    assert.deepEqual(rel, []);
+    assert.equal(raw.stats().strings, 2);
+    // ...deleting the selector frees both and hands their IDs back.
+    raw.apply(ids(6, 2), ids(), [], [], rel);
+    assert.deepEqual(rel.sort(), [0, 1]);
+    assert.equal(raw.stats().strings, 0);
   });
 
   it('stats describe where selectors were filed', () => {

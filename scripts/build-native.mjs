@@ -38,8 +38,10 @@ if (workdir !== root) {
 
 const require = createRequire(import.meta.url);
 const gyp = require.resolve('node-gyp/bin/node-gyp.js');
+// node-gyp's info lines are noise on every build; warnings and errors still show.
+const loglevel = process.env.PALISADE_BUILD_VERBOSE ? 'info' : 'warn';
 const run = (argv) => {
-  const r = spawnSync(process.execPath, [gyp, ...argv], { cwd: workdir, stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [gyp, ...argv, `--loglevel=${loglevel}`], { cwd: workdir, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
 

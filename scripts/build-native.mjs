@@ -41,7 +41,12 @@ const gyp = require.resolve('node-gyp/bin/node-gyp.js');
 // node-gyp's info lines are noise on every build; warnings and errors still show.
 const loglevel = process.env.PALISADE_BUILD_VERBOSE ? 'info' : 'warn';
 const run = (argv) => {
-  const r = spawnSync(process.execPath, [gyp, ...argv, `--loglevel=${loglevel}`], { cwd: workdir, stdio: 'inherit' });
+  // The flag goes right after the command: anything after `--` is handed to gyp itself.
+  const [command, ...rest] = argv;
+  const r = spawnSync(process.execPath, [gyp, command, `--loglevel=${loglevel}`, ...rest], {
+    cwd: workdir,
+    stdio: 'inherit',
+  });
   if (r.status !== 0) process.exit(r.status ?? 1);
 };
 

@@ -4,7 +4,7 @@
 import { LabelIndex, parseSelector, type Selector } from 'palisade';
 
 import { Rng } from '../test/helpers/rng.js';
-import { log, nowNs, peakRssMb, percentile, report } from './lib/report.js';
+import { calibrationMs, log, nowNs, peakRssMb, percentile, report } from './lib/report.js';
 import { type LabelWorkload, LabelWorkloadGenerator, type Profile } from './workloads/labels.js';
 
 const ITEMS = 100_000;
@@ -40,6 +40,7 @@ function build(
 }
 
 function main(profile: Profile): void {
+  const calibration = calibrationMs();
   const name = profile === 'realistic' ? 'labelindex' : `labelindex-${profile}`;
   log(`generating ${profile} workload: ${ITEMS} items, ${PARENTS} parents, ${SELECTORS} selectors`);
   const gen = new LabelWorkloadGenerator(profile, PARENTS);
@@ -143,6 +144,7 @@ function main(profile: Profile): void {
       selector_delete_p99_us: del.p99,
       parent_update_p50_ms: parent.p50,
       rss_mb: rssMb,
+      machine_calibration_ms: calibration,
     },
     [
       ['build_s', '<=', 1.5],

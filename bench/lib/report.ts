@@ -56,3 +56,25 @@ export function nowNs(): bigint {
 export function log(msg: string): void {
   console.error(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 }
+
+/**
+ * A fixed CPU + memory workload (sort 1M doubles, 200k Map inserts and lookups), timed
+ * in ms. This shared machine's speed drifts by tens of percent over an hour; reporting
+ * this beside a bench's figures lets runs be compared.
+ */
+export function calibrationMs(): number {
+  const t0 = performance.now();
+  const a = new Float64Array(1_000_000);
+  let x = 12345;
+  for (let i = 0; i < a.length; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    a[i] = x;
+  }
+  a.sort();
+  const m = new Map<string, number>();
+  for (let i = 0; i < 200_000; i++) m.set(`k${(i * 7919) % 200_000}`, i);
+  let sum = 0;
+  for (let i = 0; i < 200_000; i++) sum += m.get(`k${i}`) ?? 0;
+  if (sum < 0) console.log(sum);
+  return performance.now() - t0;
+}

@@ -148,37 +148,18 @@ void LabelIndex::MergeLabels(const Item& it) {
 }
 
 void LabelIndex::AddToLabelIndex(uint32_t item, EffLabel& l) {
-  std::vector<uint32_t>& kv = itemsByKV_[KV(l.key, l.value)];
-  l.kvPos = static_cast<uint32_t>(kv.size());
-  kv.push_back(item);
-  if (!Wanted(l.key)) return;
-  std::vector<uint32_t>& kb = itemsByKey_[l.key];
-  l.keyPos = static_cast<uint32_t>(kb.size());
-  kb.push_back(item);
-}
-
-void LabelIndex::WantKey(uint32_t key, int delta) {
-  if (key >= keyWant_.size()) {
-    keyWant_.resize(key + 1);
-    itemsByKey_.resize(key + 1);
+  KVBucket& b = itemsByKV_[KV(l.key, l.value)];
+  if (l.key >= valuesByKey_.size()) {
+    valuesByKey_.resize(l.key + 1);
+    keyItems_.resize(l.key + 1);
   }
-  const bool was = keyWant_[key] != 0;
-  keyWant_[key] += delta;
-  const bool now = keyWant_[key] != 0;
-  if (was == now) return;
-  std::vector<uint32_t>& kb = itemsByKey_[key];
-  if (!now) {
-    std::vector<uint32_t>().swap(kb);
-    return;
+  if (b.items.empty()) {
+    b.valuePos = static_cast<uint32_t>(valuesByKey_[l.key].size());
+    valuesByKey_[l.key].push_back(l.value);
   }
-  // Newly wanted: one pass over the items builds the bucket.
-  for (uint32_t item : liveItems_) {
-    std::vector<EffLabel>& eff = items_[item].eff;
-    auto e = std::lower_bound(eff.begin(), eff.end(), key, [](const EffLabel& x, uint32_t k) { return x.key < k; });
-    if (e == eff.end() || e->key != key) continue;
-    e->keyPos = static_cast<uint32_t>(kb.size());
-    kb.push_back(item);
-  }
+  l.kvPos = static_cast<uint32_t>(b.items.size());
+  b.items.push_back(item);
+  ++keyItems_[l.key];
 }
 
 namespace {
@@ -193,19 +174,20 @@ auto* FindEff(Vec& eff, uint32_t key) {
 
 void LabelIndex::RemoveFromLabelIndex(uint32_t item, const EffLabel& l) {
   const uint64_t kvKey = KV(l.key, l.value);
-  std::vector<uint32_t>& kv = *itemsByKV_.Find(kvKey);
-  uint32_t last = kv.back();
-  kv[l.kvPos] = last;
-  kv.pop_back();
+  KVBucket& b = *itemsByKV_.Find(kvKey);
+  const uint32_t last = b.items.back();
+  b.items[l.kvPos] = last;
+  b.items.pop_back();
   if (last != item) FindEff(items_[last].eff, l.key)->kvPos = l.kvPos;
-  if (kv.empty()) itemsByKV_.Erase(kvKey);
-
-  if (!Wanted(l.key)) return;
-  std::vector<uint32_t>& kb = itemsByKey_[l.key];
-  last = kb.back();
-  kb[l.keyPos] = last;
-  kb.pop_back();
-  if (last != item) FindEff(items_[last].eff, l.key)->keyPos = l.keyPos;
+  --keyItems_[l.key];
+  if (!b.items.empty()) return;
+  std::vector<uint32_t>& values = valuesByKey_[l.key];
+  const uint32_t pos = b.valuePos;
+  const uint32_t moved = values.back();
+  values[pos] = moved;
+  values.pop_back();
+  if (moved != l.value) itemsByKV_.Find(KV(l.key, moved))->valuePos = pos;
+  itemsByKV_.Erase(kvKey);
 }
 
 uint64_t LabelIndex::SetEffective(uint32_t item, bool* referenced) {
@@ -232,7 +214,7 @@ uint64_t LabelIndex::SetEffective(uint32_t item, bool* referenced) {
       ++i;
     } else if (i == old.size() || merged[j].key < old[i].key) {
       touch(merged[j].key);
-      EffLabel e{merged[j].key, merged[j].value, 0, 0};
+      EffLabel e{merged[j].key, merged[j].value, 0};
       AddToLabelIndex(item, e);
       now.push_back(e);
       ++j;
@@ -242,7 +224,7 @@ uint64_t LabelIndex::SetEffective(uint32_t item, bool* referenced) {
       } else {
         touch(old[i].key);
         RemoveFromLabelIndex(item, old[i]);
-        EffLabel e{merged[j].key, merged[j].value, 0, 0};
+        EffLabel e{merged[j].key, merged[j].value, 0};
         AddToLabelIndex(item, e);
         now.push_back(e);
       }
@@ -336,10 +318,10 @@ LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
     size_t cost = 0;
     if (o.byValues) {
       for (uint32_t v : o.values) {
-        if (const std::vector<uint32_t>* f = itemsByKV_.Find(KV(o.key, v))) cost += f->size();
+        if (const KVBucket* f = itemsByKV_.Find(KV(o.key, v))) cost += f->items.size();
       }
-    } else {
-      cost = itemsByKey_[o.key].size();  // wanted: this very option keeps it so
+    } else if (o.key < keyItems_.size()) {
+      cost = keyItems_[o.key];
     }
     const Rank rank{cost, o.byValues ? 0 : 1, o.values.size()};
     if (rank < best) {
@@ -421,13 +403,17 @@ void LabelIndex::ForEachCandidate(const Placement& p, F&& f) const {
   switch (p.mode) {
     case Mode::ByValues:
       for (uint32_t v : p.values) {
-        if (const std::vector<uint32_t>* found = itemsByKV_.Find(KV(p.key, v))) {
-          for (uint32_t item : *found) f(item);
+        if (const KVBucket* found = itemsByKV_.Find(KV(p.key, v))) {
+          for (uint32_t item : found->items) f(item);
         }
       }
       break;
     case Mode::ByKey:
-      for (uint32_t item : itemsByKey_[p.key]) f(item);
+      if (p.key < valuesByKey_.size()) {
+        for (uint32_t v : valuesByKey_[p.key]) {
+          for (uint32_t item : itemsByKV_.Find(KV(p.key, v))->items) f(item);
+        }
+      }
       break;
     case Mode::Unindexed:
       for (uint32_t item : liveItems_) f(item);
@@ -468,22 +454,13 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   CountKeyRefs(s.program, -1);
   s.program = std::move(next);
   s.canonical = canonical;
-  // New options' keys are wanted before the old ones are released, so a key both use
-  // keeps its bucket.
-  std::vector<Option> options;
+  s.options.clear();
   s.never = false;
   for (auto& [key, r] : s.program.Restrictions()) {
     if (r.hasValues && r.values.empty()) s.never = true;
-    if (r.hasValues) options.push_back({key, true, std::move(r.values)});
-    else if (r.present) options.push_back({key, false, {}});
+    if (r.hasValues) s.options.push_back({key, true, std::move(r.values)});
+    else if (r.present) s.options.push_back({key, false, {}});
   }
-  for (const Option& o : options) {
-    if (!o.byValues) WantKey(o.key, +1);
-  }
-  for (const Option& o : s.options) {
-    if (!o.byValues) WantKey(o.key, -1);
-  }
-  s.options = std::move(options);
   s.placed = Plan(s);
   Place(id, s.placed);
   SetHot(id);
@@ -519,9 +496,6 @@ void LabelIndex::DeleteSelector(uint32_t id) {
     Emit(id, item, false);
   }
   Unplace(id, sels_[id].placed);
-  for (const Option& o : sels_[id].options) {
-    if (!o.byValues) WantKey(o.key, -1);
-  }
   sels_[id].program.ForEachString([&](uint32_t str) { strings_.Unref(str); });
   CountKeyRefs(sels_[id].program, -1);
   sels_[id] = Sel{};

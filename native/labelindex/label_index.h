@@ -63,8 +63,11 @@ class LabelIndex {
   struct EffLabel {
     uint32_t key;
     uint32_t value;
-    uint32_t kvPos;   // position of this item in itemsByKV_[key=value]
-    uint32_t keyPos;  // position of this item in itemsByKey_[key], while that key is wanted
+    uint32_t kvPos;  // position of this item in itemsByKV_[key=value].items
+  };
+  struct KVBucket {
+    std::vector<uint32_t> items;
+    uint32_t valuePos = 0;  // position of the value in valuesByKey_[key]
   };
   struct Item {
     bool live = false;
@@ -177,14 +180,12 @@ class LabelIndex {
   std::vector<Sel> sels_;
   std::vector<SelHot> hot_;
   std::vector<uint32_t> liveItems_;
-  FlatMap<std::vector<uint32_t>> itemsByKV_;
-  // Items by key, kept only for "wanted" keys: those some selector could be filed under
-  // by presence (has(k), k contains "x"...). Keys like `app` that selectors only ever use
-  // with values never pay for a 100,000-item bucket on every relabel.
-  std::vector<std::vector<uint32_t>> itemsByKey_;  // indexed by key string ID
-  std::vector<uint32_t> keyWant_;                  // selectors with a by-key option per key
-  void WantKey(uint32_t key, int delta);
-  bool Wanted(uint32_t key) const { return key < keyWant_.size() && keyWant_[key] != 0; }
+  FlatMap<KVBucket> itemsByKV_;
+  // There are no per-key item lists (a relabel would pay a position fix-up in a
+  // 100,000-item list per label): a key's items are the union of its key=value buckets,
+  // reached through the values it currently has, and counted for filing decisions.
+  std::vector<std::vector<uint32_t>> valuesByKey_;  // indexed by key string ID
+  std::vector<uint32_t> keyItems_;                  // items holding each key
   FlatMap<std::vector<uint32_t>> selsByKV_;
   std::vector<std::vector<uint32_t>> selsByKey_;   // indexed by key string ID
   std::vector<uint32_t> unindexedSels_;

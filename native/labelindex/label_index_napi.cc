@@ -76,10 +76,10 @@ LabelIndexWrap::LabelIndexWrap(const Napi::CallbackInfo& info) : Napi::ObjectWra
 Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "labelIndex.apply", [&]() -> Napi::Value {
-    if (info.Length() < 5 || !info[0].IsTypedArray() || !info[1].IsTypedArray() || !info[2].IsArray() ||
-        !info[3].IsArray() || !info[4].IsArray()) {
+    if (info.Length() < 6 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray() ||
+        !info[3].IsArray() || !info[4].IsArray() || !info[5].IsArray()) {
       throw MakeNativeError(env, "EINVAL", "labelIndex.apply",
-                            "expected (Uint32Array, Uint32Array, string[], NativeSelector[], number[])");
+                            "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[], number[])");
     }
     auto u32 = [&](Napi::Value v, const char* what) {
       Napi::TypedArray ta = v.As<Napi::TypedArray>();
@@ -88,21 +88,26 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
       }
       return ta.As<Napi::Uint32Array>();
     };
+    // The buffers are the caller's whole, reused arrays; only their first words count.
     Napi::Uint32Array opsArr = u32(info[0], "ops");
-    Napi::Uint32Array newIds = u32(info[1], "newStringIds");
+    const double opsLength = info[1].As<Napi::Number>().DoubleValue();
+    if (!(opsLength >= 0 && opsLength <= double(opsArr.ElementLength()))) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "ops length out of range");
+    }
+    Napi::Uint32Array newIds = u32(info[2], "newStringIds");
     const uint32_t* w = opsArr.Data();
-    const size_t n = opsArr.ElementLength();
-    Napi::Array strings = info[2].As<Napi::Array>();
-    Napi::Array selArr = info[3].As<Napi::Array>();
-    Napi::Array released = info[4].As<Napi::Array>();
+    const size_t n = static_cast<size_t>(opsLength);
+    Napi::Array strings = info[3].As<Napi::Array>();
+    Napi::Array selArr = info[4].As<Napi::Array>();
+    Napi::Array released = info[5].As<Napi::Array>();
 
     std::vector<const selector::Parsed*> sels(selArr.Length());
     for (uint32_t k = 0; k < sels.size(); ++k) {
       sels[k] = selector::SelectorWrap::From(env, selArr.Get(k));
       if (!sels[k]) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "not a NativeSelector at index " + std::to_string(k));
     }
-    if (strings.Length() != newIds.ElementLength()) {
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "newStringIds and newStrings differ in length");
+    if (strings.Length() > newIds.ElementLength()) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "more newStrings than newStringIds");
     }
     std::vector<std::string> fresh(strings.Length());
     for (uint32_t k = 0; k < fresh.size(); ++k) {
@@ -196,6 +201,7 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
     // it when collected. V8 is told about the memory so a big batch drives GC.
     std::vector<uint32_t>& changes = index_.Changes();
     const size_t size = changes.size() * sizeof(uint32_t);
+    if (size == 0) return env.Undefined();  // the common steady-state answer, allocation-free
     if (size <= kCopyBelowBytes) {
       // Small results (every steady-state update) are cheaper copied than finalized.
       Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, size);

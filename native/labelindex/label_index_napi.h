@@ -1,9 +1,11 @@
 // JS class LabelIndex: one apply() call per batch:
-//   apply(ops: Uint32Array, newStringIds: Uint32Array, newStrings: string[],
-//         selectors: NativeSelector[], released: number[]) -> ArrayBuffer
-// `ops` are opcodes over integer IDs (see ops.h); label strings are referred to by the
-// caller's string IDs, each defined once by (newStringIds[i], newStrings[i]). The result
-// holds the match transitions, two uint32 words each (see kStartedBit in label_index.h);
+//   apply(ops: Uint32Array, opsLength: number, newStringIds: Uint32Array,
+//         newStrings: string[], selectors: NativeSelector[], released: number[])
+//     -> ArrayBuffer | undefined
+// The first opsLength words of `ops` are opcodes over integer IDs (see ops.h); label
+// strings are referred to by the caller's string IDs, each defined once by
+// (newStringIds[i], newStrings[i]). The result holds the match transitions, two uint32
+// words each (see kStartedBit in label_index.h), or is undefined when there are none;
 // `released` receives the caller string IDs no label or selector uses any more: the
 // caller forgets those strings and may reuse the IDs.
 #pragma once

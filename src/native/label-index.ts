@@ -53,6 +53,8 @@ export class MatchChanges {
   }
 }
 
+const NO_CHANGES = Object.freeze(new MatchChanges(new Uint32Array(0)));
+
 export type LabelIndexStats = RawLabelIndexStats;
 
 function checkId(kind: string, id: number): void {
@@ -143,23 +145,24 @@ export class LabelIndex {
 
   /** Sends every queued mutation to the native index in one call. */
   flush(): MatchChanges {
-    const ops = this.#ops.subarray(0, this.#len);
+    const ops = this.#ops;
+    const opsLength = this.#len;
     const selectors = this.#selectors;
     const strings = this.#newStrings;
     // A batch that native code refuses changes nothing there, so it is dropped here too;
     // new strings stay queued because their IDs are already handed out.
     this.#len = 0;
-    this.#selectors = [];
+    if (selectors.length) this.#selectors = [];
     const released = this.#released;
     released.length = 0;
-    const buf = this.#raw.apply(ops, this.#newStringIds.subarray(0, strings.length), strings, selectors, released);
-    this.#newStrings = [];
+    const buf = this.#raw.apply(ops, opsLength, this.#newStringIds, strings, selectors, released);
+    if (strings.length) this.#newStrings = [];
     for (const id of released) {
       this.#stringIds.delete(this.#strings[id] as string);
       this.#strings[id] = undefined;
       this.#freeStringIds.push(id);
     }
-    return new MatchChanges(new Uint32Array(buf));
+    return buf === undefined ? NO_CHANGES : new MatchChanges(new Uint32Array(buf));
   }
 
   stats(): LabelIndexStats {

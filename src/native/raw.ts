@@ -22,15 +22,17 @@ export interface RawLabelIndexStats {
 export interface RawLabelIndex {
   /**
    * Applies one batch (see native/labelindex/label_index_napi.h and ops.h); returns
-   * [selector, item|started<<31] pairs and fills `released` with freed string IDs.
+   * [selector, item|started<<31] pairs (undefined for none) and fills `released` with
+   * freed string IDs.
    */
   apply(
     ops: Uint32Array,
+    opsLength: number,
     newStringIds: Uint32Array,
     newStrings: string[],
     selectors: RawSelector[],
     released: number[],
-  ): ArrayBuffer;
+  ): ArrayBuffer | undefined;
   stats(): RawLabelIndexStats;
   matchesOf(item: number): Uint32Array | null;
 }

@@ -6,7 +6,8 @@
 // Instead of testing every selector against every item, each selector is filed under the
 // most selective label restriction it implies (a key=value set, else a key that must be
 // present); only selectors with no restriction are scanned for every item. Items are
-// filed by key and by key=value so a new selector visits only its candidate items.
+// filed by key=value so a new selector visits only its candidate items. See
+// docs/native-core.md for the whole design.
 #pragma once
 
 #include <cstdint>
@@ -161,8 +162,8 @@ class LabelIndex {
   void LinkParents(uint32_t item);
   void UnlinkParents(uint32_t item);
   void MergeLabels(const Item& it);  // into merged_
-  // From merged_; returns KeyBit()s of the keys whose value changed, with bit 0 of
-  // `referenced` set when any selector mentions one of them.
+  // From merged_; returns the KeyBit()s of the keys whose value changed and sets
+  // *referenced when any selector mentions one of them.
   uint64_t SetEffective(uint32_t item, bool* referenced);
   void AddToLabelIndex(uint32_t item, EffLabel& l);
   void RemoveFromLabelIndex(uint32_t item, const EffLabel& l);

@@ -235,44 +235,35 @@ class Parser {
   // Guards the C++ stack against pathological nesting such as 100,000 '('.
   static constexpr int kMaxDepth = 256;
 
-  bool OrExpr(Node& out, ParseError& err, int depth) {
+  // `next (sep next)*`: one operand stays itself, more become one node of `op`, in source
+  // order (Calico does not flatten or reorder).
+  bool Chain(Node& out, ParseError& err, int depth, Tok sep, Op op,
+             bool (Parser::*next)(Node&, ParseError&, int)) {
     Node first;
-    if (!AndExpr(first, err, depth)) return false;
-    if (toks_[i_].kind != Tok::Or) {
+    if (!(this->*next)(first, err, depth)) return false;
+    if (toks_[i_].kind != sep) {
       out = std::move(first);
       return true;
     }
     Node n;
-    n.op = Op::Or;
+    n.op = op;
     n.children.push_back(std::move(first));
-    while (toks_[i_].kind == Tok::Or) {
+    while (toks_[i_].kind == sep) {
       ++i_;
-      Node next;
-      if (!AndExpr(next, err, depth)) return false;
-      n.children.push_back(std::move(next));
+      Node operand;
+      if (!(this->*next)(operand, err, depth)) return false;
+      n.children.push_back(std::move(operand));
     }
     out = std::move(n);
     return true;
   }
 
+  bool OrExpr(Node& out, ParseError& err, int depth) {
+    return Chain(out, err, depth, Tok::Or, Op::Or, &Parser::AndExpr);
+  }
+
   bool AndExpr(Node& out, ParseError& err, int depth) {
-    Node first;
-    if (!Operation(first, err, depth)) return false;
-    if (toks_[i_].kind != Tok::And) {
-      out = std::move(first);
-      return true;
-    }
-    Node n;
-    n.op = Op::And;
-    n.children.push_back(std::move(first));
-    while (toks_[i_].kind == Tok::And) {
-      ++i_;
-      Node next;
-      if (!Operation(next, err, depth)) return false;
-      n.children.push_back(std::move(next));
-    }
-    out = std::move(n);
-    return true;
+    return Chain(out, err, depth, Tok::And, Op::And, &Parser::Operation);
   }
 
   bool Operation(Node& out, ParseError& err, int depth) {

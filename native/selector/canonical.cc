@@ -87,6 +87,11 @@ void Base64UrlNoPad(const unsigned char* data, size_t len, std::string& out) {
 
 }  // namespace
 
+void PrefixLabels(Node& n, const std::string& prefix) {
+  if (!n.label.empty()) n.label.insert(0, prefix);
+  for (Node& c : n.children) PrefixLabels(c, prefix);
+}
+
 std::string Canonical(const Node& root) {
   std::string out;
   out.reserve(64);

@@ -12,6 +12,10 @@ namespace palisade::selector {
 // operand, set members sorted and de-duplicated.
 std::string Canonical(const Node& root);
 
+// Prefixes every label name in the tree (Calico's PrefixVisitor), e.g. "pcns." for
+// namespace selectors.
+void PrefixLabels(Node& n, const std::string& prefix);
+
 // "s:" + base64url-no-pad(SHA-224("s:" + canonical)), as Calico's hash.MakeUniqueID.
 // Returns an empty string only if the digest itself failed (OpenSSL refused).
 std::string UniqueId(const std::string& canonical);

@@ -47,6 +47,7 @@ Napi::Function SelectorWrap::Init(Napi::Env env) {
                          InstanceAccessor<&SelectorWrap::Canonical>("canonical"),
                          InstanceAccessor<&SelectorWrap::Uid>("uid"),
                          InstanceMethod<&SelectorWrap::Evaluate>("evaluate"),
+                         InstanceMethod<&SelectorWrap::Prefixed>("prefixed"),
                      });
 }
 
@@ -102,6 +103,22 @@ Napi::Value SelectorWrap::Evaluate(const Napi::CallbackInfo& info) {
       return true;
     };
     return Napi::Boolean::New(env, selector::Evaluate(parsed_->root, lookup));
+  });
+}
+
+}  // namespace palisade::selector
+
+namespace palisade::selector {
+
+Napi::Value SelectorWrap::Prefixed(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "prefixed", [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsString()) {
+      throw MakeNativeError(env, "EINVAL", "prefixed", "prefix must be a string");
+    }
+    Node copy = parsed_->root;
+    PrefixLabels(copy, info[0].As<Napi::String>().Utf8Value());
+    return Napi::String::New(env, selector::Canonical(copy));
   });
 }
 

@@ -28,6 +28,7 @@ class SelectorWrap : public Napi::ObjectWrap<SelectorWrap> {
   Napi::Value Canonical(const Napi::CallbackInfo& info);
   Napi::Value Uid(const Napi::CallbackInfo& info);
   Napi::Value Evaluate(const Napi::CallbackInfo& info);
+  Napi::Value Prefixed(const Napi::CallbackInfo& info);
 
   std::shared_ptr<const Parsed> parsed_;
 };

@@ -5,6 +5,8 @@ export interface RawSelector {
   readonly canonical: string;
   readonly uid: string;
   evaluate(labels: Readonly<Record<string, string>>): boolean;
+  /** Canonical form with every label name prefixed. */
+  prefixed(prefix: string): string;
 }
 
 export interface RawLabelIndexStats {

@@ -29,6 +29,14 @@ export class Selector {
     return this.raw.evaluate(labels instanceof Map ? Object.fromEntries(labels) : (labels as Labels));
   }
 
+  /**
+   * The canonical form with `prefix` put before every label name, as Calico's
+   * PrefixVisitor does for namespace ("pcns.") and service-account ("pcsa.") selectors.
+   */
+  prefixed(prefix: string): string {
+    return this.raw.prefixed(prefix);
+  }
+
   toString(): string {
     return this.canonical;
   }

@@ -1,0 +1,103 @@
+// CIDR parsing and normalisation, as Calico's cnet.ParseCIDROrIP + Network(): a bare
+// address is a /32 (or /128), and host bits are masked off ("10.0.0.5/8" -> "10.0.0.0/8").
+import { isIPv4, isIPv6 } from 'node:net';
+
+export interface Cidr {
+  version: 4 | 6;
+  /** Network address, canonical text form. */
+  address: string;
+  prefix: number;
+  /** `${address}/${prefix}` */
+  text: string;
+}
+
+function v4ToInt(a: string): number {
+  return a.split('.').reduce((n, p) => n * 256 + Number(p), 0);
+}
+
+function intToV4(n: number): string {
+  return [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
+}
+
+function v6ToBig(a: string): bigint {
+  let head = a;
+  let tail = '';
+  const dbl = a.indexOf('::');
+  if (dbl >= 0) {
+    head = a.slice(0, dbl);
+    tail = a.slice(dbl + 2);
+  }
+  const parse = (s: string): number[] => {
+    if (s === '') return [];
+    const out: number[] = [];
+    for (const part of s.split(':')) {
+      if (part.includes('.')) {
+        const v4 = v4ToInt(part);
+        out.push((v4 >>> 16) & 0xffff, v4 & 0xffff);
+      } else {
+        out.push(parseInt(part, 16));
+      }
+    }
+    return out;
+  };
+  const h = parse(head);
+  const t = parse(tail);
+  const groups = dbl >= 0 ? [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t] : h;
+  return groups.reduce((n, g) => (n << 16n) | BigInt(g), 0n);
+}
+
+// RFC 5952 text: lower case, longest run (>= 2) of zero groups as "::".
+function bigToV6(n: bigint): string {
+  const g: number[] = [];
+  for (let i = 7; i >= 0; i--) g.push(Number((n >> BigInt(i * 16)) & 0xffffn));
+  let bestStart = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8; ) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen && j - i >= 2) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  if (bestStart < 0) return hex.join(':');
+  return hex.slice(0, bestStart).join(':') + '::' + hex.slice(bestStart + bestLen).join(':');
+}
+
+/** Parses "a.b.c.d[/n]" or an IPv6 address with optional prefix; undefined if invalid. */
+export function parseCidr(text: string): Cidr | undefined {
+  const slash = text.indexOf('/');
+  const addr = slash < 0 ? text : text.slice(0, slash);
+  const prefixText = slash < 0 ? undefined : text.slice(slash + 1);
+  const version = isIPv4(addr) ? 4 : isIPv6(addr) && !addr.includes('%') ? 6 : 0;
+  if (version === 0) return undefined;
+  const bits = version === 4 ? 32 : 128;
+  let prefix = bits;
+  if (prefixText !== undefined) {
+    if (!/^\d{1,3}$/.test(prefixText)) return undefined;
+    prefix = Number(prefixText);
+    if (prefix > bits) return undefined;
+  }
+  let address: string;
+  if (version === 4) {
+    const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+    address = intToV4((v4ToInt(addr) & mask) >>> 0);
+  } else {
+    const mask = prefix === 0 ? 0n : ((1n << 128n) - 1n) ^ ((1n << BigInt(128 - prefix)) - 1n);
+    address = bigToV6(v6ToBig(addr) & mask);
+  }
+  return { version, address, prefix, text: `${address}/${prefix}` };
+}
+
+/** Parses a bare IP address (no prefix); undefined if invalid. */
+export function parseIp(text: string): { version: 4 | 6; address: string } | undefined {
+  if (text.includes('/')) return undefined;
+  const c = parseCidr(text);
+  return c && { version: c.version, address: c.address };
+}

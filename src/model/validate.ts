@@ -1,0 +1,97 @@
+// Validation of one v3 resource. A bad resource yields a ValidationError naming the
+// resource, the field path and what was expected; the caller drops it (Felix's
+// validation filter turns it into a delete) and nothing else is affected.
+import type { z } from 'zod';
+
+import { KINDS, type Kind, NAMESPACED_KINDS, type Resource, schemas } from './schemas.js';
+
+export interface ResourceRef {
+  kind: string;
+  name?: string;
+  namespace?: string;
+}
+
+export interface FieldIssue {
+  /** e.g. "spec.ingress[0].destination.ports[1]" */
+  path: string;
+  message: string;
+}
+
+export function describeRef(ref: ResourceRef): string {
+  const name = ref.name ?? '<no name>';
+  return `${ref.kind || '<no kind>'} ${ref.namespace ? `${ref.namespace}/` : ''}${name}`;
+}
+
+export class ValidationError extends Error {
+  readonly code = 'EVALIDATION';
+  readonly resource: ResourceRef;
+  readonly issues: readonly FieldIssue[];
+  /** Where it came from, e.g. "policies.yaml document 2", when the caller knows. */
+  readonly source: string | undefined;
+
+  constructor(resource: ResourceRef, issues: FieldIssue[], source?: string) {
+    const first = issues[0] ?? { path: '', message: 'invalid' };
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    super(`${source ? `${source}: ` : ''}${describeRef(resource)}: ${first.path || '<resource>'}: ${first.message}${more}`);
+    this.name = 'ValidationError';
+    this.resource = resource;
+    this.issues = issues;
+    this.source = source;
+  }
+}
+
+export type ValidationResult =
+  | { ok: true; resource: Resource; warnings: string[] }
+  | { ok: false; error: ValidationError };
+
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+function refOf(input: unknown): ResourceRef {
+  const o = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  const meta = (typeof o.metadata === 'object' && o.metadata !== null ? o.metadata : {}) as Record<string, unknown>;
+  const ref: ResourceRef = { kind: typeof o.kind === 'string' ? o.kind : '' };
+  if (typeof meta.name === 'string') ref.name = meta.name;
+  if (typeof meta.namespace === 'string') ref.namespace = meta.namespace;
+  return ref;
+}
+
+function issuesOf(err: z.ZodError): FieldIssue[] {
+  return err.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
+}
+
+/** Rules' `http` matches need an L7 proxy Felix does not have: accepted, ignored, said. */
+function warningsOf(resource: Resource): string[] {
+  const warnings: string[] = [];
+  const spec = resource.spec as { ingress?: Array<{ http?: unknown }>; egress?: Array<{ http?: unknown }> };
+  for (const dir of ['ingress', 'egress'] as const) {
+    spec[dir]?.forEach((r, i) => {
+      if (r.http !== undefined) {
+        warnings.push(`${describeRef(refOf(resource))}: spec.${dir}[${i}].http is accepted but ignored (no L7 enforcement)`);
+      }
+    });
+  }
+  return warnings;
+}
+
+export function validateResource(input: unknown, source?: string): ValidationResult {
+  const ref = refOf(input);
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    return { ok: false, error: new ValidationError(ref, [{ path: '', message: 'expected an object' }], source) };
+  }
+  if (!KINDS.includes(ref.kind as Kind)) {
+    const message = ref.kind ? `unknown kind "${ref.kind}"; expected one of ${KINDS.join(', ')}` : 'missing kind';
+    return { ok: false, error: new ValidationError(ref, [{ path: 'kind', message }], source) };
+  }
+  const kind = ref.kind as Kind;
+  if (NAMESPACED_KINDS.has(kind) && ref.namespace === undefined) {
+    return { ok: false, error: new ValidationError(ref, [{ path: 'metadata.namespace', message: `a ${kind} needs a namespace` }], source) };
+  }
+  const parsed = schemas[kind].safeParse(input);
+  if (!parsed.success) return { ok: false, error: new ValidationError(ref, issuesOf(parsed.error), source) };
+  const resource = parsed.data as Resource;
+  return { ok: true, resource, warnings: warningsOf(resource) };
+}

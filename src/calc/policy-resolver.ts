@@ -1,0 +1,94 @@
+// PolicyResolver, as Felix's: for each local endpoint, the ordered tiers of the policies
+// that match it (tiers with no matching policy are left out). Matches arrive from the
+// ActiveRulesCalculator; order comes from the PolicySorter. Work is deferred to flush():
+// only endpoints whose matches changed (or all, when the order changed) are recomputed.
+import type { TierInfo } from '../proto/messages.js';
+import type { PolicyMeta, PolicySorter } from './policy-sorter.js';
+
+/** An endpoint's policies as the dataplane wants them (host endpoints use every list). */
+export interface EndpointTiers {
+  /** Policies that are neither untracked nor pre-DNAT. */
+  tiers: TierInfo[];
+  untrackedTiers: TierInfo[];
+  preDnatTiers: TierInfo[];
+  /** Normal policies that also apply to forwarded traffic. */
+  forwardTiers: TierInfo[];
+}
+
+// A tier without a Tier resource has no default action; the dataplane denies, as Felix.
+function tierInfo(name: string, defaultAction: string, policies: PolicyMeta[]): TierInfo | undefined {
+  if (policies.length === 0) return undefined;
+  return {
+    name,
+    ingressPolicies: policies.filter((p) => p.ingress).map((p) => p.name),
+    egressPolicies: policies.filter((p) => p.egress).map((p) => p.name),
+    defaultAction: defaultAction || 'Deny',
+  };
+}
+
+export class PolicyResolver {
+  readonly #sorter: PolicySorter;
+  readonly #matches = new Map<string, Set<string>>(); // endpoint -> policy IDs
+  readonly #endpoints = new Set<string>();
+  readonly #dirty = new Set<string>();
+  #allDirty = false;
+
+  constructor(sorter: PolicySorter) {
+    this.#sorter = sorter;
+  }
+
+  onEndpointUpdate(endpointId: string, present: boolean): void {
+    if (present) this.#endpoints.add(endpointId);
+    else this.#endpoints.delete(endpointId);
+    this.#dirty.add(endpointId);
+  }
+
+  onPolicyMatch(policyId: string, endpointId: string): void {
+    let m = this.#matches.get(endpointId);
+    if (!m) this.#matches.set(endpointId, (m = new Set()));
+    m.add(policyId);
+    this.#dirty.add(endpointId);
+  }
+
+  onPolicyMatchStopped(policyId: string, endpointId: string): void {
+    const m = this.#matches.get(endpointId);
+    if (!m) return;
+    m.delete(policyId);
+    if (m.size === 0) this.#matches.delete(endpointId);
+    this.#dirty.add(endpointId);
+  }
+
+  /** The sort order or a policy's metadata changed: every endpoint is recomputed. */
+  onSortChanged(): void {
+    this.#allDirty = true;
+  }
+
+  /** Calls emit(endpoint, tiers) for each endpoint to update; tiers undefined for one gone. */
+  flush(emit: (endpointId: string, tiers: EndpointTiers | undefined) => void): void {
+    const ids = this.#allDirty ? new Set([...this.#endpoints, ...this.#dirty]) : this.#dirty;
+    const sorted = this.#sorter.sorted();
+    for (const id of ids) emit(id, this.#endpoints.has(id) ? this.#resolve(id, sorted) : undefined);
+    this.#dirty.clear();
+    this.#allDirty = false;
+  }
+
+  #resolve(endpointId: string, sorted: ReturnType<PolicySorter['sorted']>): EndpointTiers {
+    const out: EndpointTiers = { tiers: [], untrackedTiers: [], preDnatTiers: [], forwardTiers: [] };
+    const mine = this.#matches.get(endpointId);
+    if (!mine) return out;
+    for (const tier of sorted) {
+      const matched = tier.policies.filter((p) => mine.has(p.name));
+      if (matched.length === 0) continue;
+      const normal = matched.filter((p) => !p.doNotTrack && !p.preDNAT);
+      const push = (list: TierInfo[], ps: PolicyMeta[]) => {
+        const t = tierInfo(tier.name, tier.defaultAction, ps);
+        if (t) list.push(t);
+      };
+      push(out.tiers, normal);
+      push(out.untrackedTiers, matched.filter((p) => p.doNotTrack));
+      push(out.preDnatTiers, matched.filter((p) => p.preDNAT && !p.doNotTrack));
+      push(out.forwardTiers, normal.filter((p) => p.applyOnForward));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,165 @@
+// ActiveRulesCalculator, as Felix's: a policy is active while its selector matches at
+// least one local endpoint, a profile while a local endpoint lists it. Active ones go to
+// the RuleScanner; policy/endpoint matches go to the PolicyResolver. A profile that an
+// endpoint lists but that does not exist is sent as deny-all rules (fail closed).
+// Matching runs in the native LabelIndex: local endpoints are items whose parents are
+// their profiles (so profiles' labelsToApply are inherited), policies are selectors.
+import type { InternalPolicy, InternalProfile, InternalRule } from '../model/internal.js';
+import { LabelIndex } from '../native/label-index.js';
+import { parseSelector } from '../native/selector.js';
+import { IdAllocator } from './id-allocator.js';
+
+export interface ActiveRulesListener {
+  onPolicyActive(name: string, policy: InternalPolicy): void;
+  onPolicyInactive(name: string): void;
+  onProfileActive(name: string, profile: InternalProfile): void;
+  onProfileInactive(name: string): void;
+  onPolicyMatch(policyName: string, endpointId: string): void;
+  onPolicyMatchStopped(policyName: string, endpointId: string): void;
+}
+
+const denyAll: InternalRule = {
+  action: 'deny',
+  srcNets: [],
+  notSrcNets: [],
+  dstNets: [],
+  notDstNets: [],
+  srcSelector: '',
+  notSrcSelector: '',
+  dstSelector: '',
+  notDstSelector: '',
+  srcPorts: [],
+  notSrcPorts: [],
+  dstPorts: [],
+  notDstPorts: [],
+};
+
+/** What Felix sends for a profile that is referenced but missing. */
+export function missingProfile(name: string): InternalProfile {
+  return { name, labels: {}, inboundRules: [{ ...denyAll }], outboundRules: [{ ...denyAll }] };
+}
+
+export class ActiveRulesCalculator {
+  readonly #listener: ActiveRulesListener;
+  readonly #index = new LabelIndex();
+  readonly #endpointIds = new IdAllocator();
+  readonly #profileIds = new IdAllocator();
+  readonly #policyIds = new IdAllocator();
+  readonly #policies = new Map<string, InternalPolicy>();
+  readonly #profiles = new Map<string, InternalProfile>();
+  readonly #endpointProfiles = new Map<string, string[]>();
+  readonly #profileUsers = new Map<string, number>();
+  readonly #policyMatches = new Map<string, number>();
+  /** Policies whose definition changed (re-sent if active). */
+  readonly #changedPolicies = new Set<string>();
+  /** Policies whose match count moved (sent only if that flips them). */
+  readonly #dirtyPolicies = new Set<string>();
+  readonly #activePolicies = new Set<string>();
+  readonly #changedProfiles = new Set<string>();
+  readonly #dirtyProfiles = new Set<string>();
+  readonly #activeProfiles = new Set<string>();
+  // Removed endpoints keep their index ID until the flush has reported their last matches.
+  readonly #removedEndpoints: string[] = [];
+
+  constructor(listener: ActiveRulesListener) {
+    this.#listener = listener;
+  }
+
+  onLocalEndpointUpdate(id: string, labels: Readonly<Record<string, string>>, profileIds: readonly string[]): void {
+    const old = this.#endpointProfiles.get(id) ?? [];
+    for (const p of profileIds) this.#useProfile(p, +1);
+    for (const p of old) this.#useProfile(p, -1);
+    this.#endpointProfiles.set(id, [...profileIds]);
+    this.#index.upsertItem(
+      this.#endpointIds.id(id),
+      labels,
+      profileIds.map((p) => this.#profileIds.id(p)),
+    );
+  }
+
+  onLocalEndpointRemove(id: string): void {
+    const old = this.#endpointProfiles.get(id);
+    if (!old) return;
+    for (const p of old) this.#useProfile(p, -1);
+    this.#endpointProfiles.delete(id);
+    this.#index.deleteItem(this.#endpointIds.id(id));
+    this.#removedEndpoints.push(id);
+  }
+
+  onPolicyUpdate(name: string, policy: InternalPolicy | undefined): void {
+    const old = this.#policies.get(name);
+    if (policy) {
+      this.#policies.set(name, policy);
+      if (!old || old.selector !== policy.selector) {
+        this.#index.upsertSelector(this.#policyIds.id(name), parseSelector(policy.selector));
+      }
+    } else if (old) {
+      this.#policies.delete(name);
+      this.#index.deleteSelector(this.#policyIds.id(name));
+    }
+    this.#changedPolicies.add(name);
+  }
+
+  onProfileUpdate(name: string, profile: InternalProfile | undefined): void {
+    if (profile) {
+      this.#profiles.set(name, profile);
+      this.#index.upsertParent(this.#profileIds.id(name), profile.labels);
+    } else if (this.#profiles.delete(name)) {
+      this.#index.deleteParent(this.#profileIds.id(name));
+    }
+    this.#changedProfiles.add(name);
+  }
+
+  /** Runs the batched matching and tells the listener what changed. */
+  flush(): void {
+    const changes = this.#index.flush();
+    changes.forEach((sel, item, started) => {
+      const policy = this.#policyIds.key(sel);
+      const endpoint = this.#endpointIds.key(item);
+      const n = (this.#policyMatches.get(policy) ?? 0) + (started ? 1 : -1);
+      if (n) this.#policyMatches.set(policy, n);
+      else this.#policyMatches.delete(policy);
+      this.#dirtyPolicies.add(policy);
+      if (started) this.#listener.onPolicyMatch(policy, endpoint);
+      else this.#listener.onPolicyMatchStopped(policy, endpoint);
+    });
+    for (const name of new Set([...this.#changedPolicies, ...this.#dirtyPolicies])) {
+      const p = this.#policies.get(name);
+      const active = p !== undefined && this.#policyMatches.has(name);
+      const was = this.#activePolicies.has(name);
+      if (active && (!was || this.#changedPolicies.has(name))) {
+        this.#activePolicies.add(name);
+        this.#listener.onPolicyActive(name, p);
+      } else if (!active && was) {
+        this.#activePolicies.delete(name);
+        this.#listener.onPolicyInactive(name);
+      }
+      if (!p && !this.#policyMatches.has(name)) this.#policyIds.release(name);
+    }
+    for (const name of new Set([...this.#changedProfiles, ...this.#dirtyProfiles])) {
+      const active = this.#profileUsers.has(name);
+      const was = this.#activeProfiles.has(name);
+      if (active && (!was || this.#changedProfiles.has(name))) {
+        this.#activeProfiles.add(name);
+        this.#listener.onProfileActive(name, this.#profiles.get(name) ?? missingProfile(name));
+      } else if (!active && was) {
+        this.#activeProfiles.delete(name);
+        this.#listener.onProfileInactive(name);
+      }
+    }
+    this.#changedPolicies.clear();
+    this.#dirtyPolicies.clear();
+    this.#changedProfiles.clear();
+    this.#dirtyProfiles.clear();
+    for (const id of this.#removedEndpoints.splice(0)) {
+      if (!this.#endpointProfiles.has(id)) this.#endpointIds.release(id);
+    }
+  }
+
+  #useProfile(name: string, delta: number): void {
+    const n = (this.#profileUsers.get(name) ?? 0) + delta;
+    if ((n > 0) !== this.#profileUsers.has(name)) this.#dirtyProfiles.add(name);
+    if (n > 0) this.#profileUsers.set(name, n);
+    else this.#profileUsers.delete(name);
+  }
+}

@@ -1,0 +1,232 @@
+// EventSequencer, as Felix's: collects the calc graph's outputs between flushes, coalesces
+// them per key, and emits dataplane messages in an order the dataplane can apply safely:
+// config; IP sets created (whole) and changed (deltas) before the policies that use them;
+// policies and profiles before endpoints; then removals in reverse, IP sets last. The
+// InSync message goes out once, at the end of the first flush after the datastore synced.
+import type {
+  HostEndpoint,
+  HostEndpointID,
+  IPSetType,
+  Policy,
+  PolicyID,
+  Profile,
+  ToDataplane,
+  WorkloadEndpoint,
+  WorkloadEndpointID,
+} from '../proto/messages.js';
+
+type EndpointMsg =
+  | { kind: 'wep'; id: WorkloadEndpointID; endpoint: WorkloadEndpoint }
+  | { kind: 'hep'; id: HostEndpointID; endpoint: HostEndpoint };
+
+const policyKey = (id: PolicyID) => `${id.tier}\u0000${id.name}`;
+
+export class EventSequencer {
+  // IP sets: full membership of every active set, mirrored so a (re)created set is sent whole.
+  readonly #sets = new Map<string, { type: IPSetType; members: Set<string> }>();
+  readonly #sentSets = new Set<string>();
+  readonly #setsToSend = new Set<string>();
+  readonly #deltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
+  readonly #setsToRemove = new Set<string>();
+
+  readonly #policies = new Map<string, { id: PolicyID; policy: Policy }>();
+  readonly #sentPolicies = new Map<string, PolicyID>();
+  readonly #policiesToSend = new Set<string>();
+  readonly #policiesToRemove = new Map<string, PolicyID>();
+
+  readonly #profiles = new Map<string, Profile>();
+  readonly #sentProfiles = new Set<string>();
+  readonly #profilesToSend = new Set<string>();
+  readonly #profilesToRemove = new Set<string>();
+
+  readonly #endpoints = new Map<string, EndpointMsg>();
+  readonly #sentEndpoints = new Map<string, EndpointMsg>();
+  readonly #endpointsToSend = new Set<string>();
+  readonly #endpointsToRemove = new Map<string, EndpointMsg>();
+
+  #config: Record<string, string> | undefined;
+  readonly #pools = new Map<string, { cidr: string; masquerade: boolean } | undefined>();
+  readonly #hosts = new Map<string, string | undefined>();
+  #inSyncPending = false;
+  #inSyncSent = false;
+
+  // ---- IP sets ----
+
+  onIPSetAdded(id: string, type: IPSetType): void {
+    this.#sets.set(id, { type, members: new Set() });
+    this.#setsToSend.add(id);
+    this.#deltas.delete(id);
+    this.#setsToRemove.delete(id);
+  }
+
+  onIPSetRemoved(id: string): void {
+    this.#sets.delete(id);
+    this.#setsToSend.delete(id);
+    this.#deltas.delete(id);
+    if (this.#sentSets.has(id)) this.#setsToRemove.add(id);
+  }
+
+  onMembersAdded(id: string, members: string[]): void {
+    const set = this.#sets.get(id);
+    if (!set) return;
+    for (const m of members) set.members.add(m);
+    if (this.#setsToSend.has(id)) return;
+    const d = this.#delta(id);
+    for (const m of members) if (!d.removed.delete(m)) d.added.add(m);
+  }
+
+  onMembersRemoved(id: string, members: string[]): void {
+    const set = this.#sets.get(id);
+    if (!set) return;
+    for (const m of members) set.members.delete(m);
+    if (this.#setsToSend.has(id)) return;
+    const d = this.#delta(id);
+    for (const m of members) if (!d.added.delete(m)) d.removed.add(m);
+  }
+
+  // ---- policies and profiles ----
+
+  onPolicyActive(id: PolicyID, policy: Policy): void {
+    const k = policyKey(id);
+    this.#policies.set(k, { id, policy });
+    this.#policiesToSend.add(k);
+    this.#policiesToRemove.delete(k);
+  }
+
+  onPolicyInactive(id: PolicyID): void {
+    const k = policyKey(id);
+    this.#policies.delete(k);
+    this.#policiesToSend.delete(k);
+    const sent = this.#sentPolicies.get(k);
+    if (sent) this.#policiesToRemove.set(k, sent);
+  }
+
+  onProfileActive(name: string, profile: Profile): void {
+    this.#profiles.set(name, profile);
+    this.#profilesToSend.add(name);
+    this.#profilesToRemove.delete(name);
+  }
+
+  onProfileInactive(name: string): void {
+    this.#profiles.delete(name);
+    this.#profilesToSend.delete(name);
+    if (this.#sentProfiles.has(name)) this.#profilesToRemove.add(name);
+  }
+
+  // ---- endpoints ----
+
+  onWorkloadEndpointUpdate(key: string, id: WorkloadEndpointID, endpoint: WorkloadEndpoint | undefined): void {
+    this.#endpointUpdate(key, endpoint && { kind: 'wep', id, endpoint });
+  }
+
+  onHostEndpointUpdate(key: string, id: HostEndpointID, endpoint: HostEndpoint | undefined): void {
+    this.#endpointUpdate(key, endpoint && { kind: 'hep', id, endpoint });
+  }
+
+  // ---- pass-through ----
+
+  onConfigUpdate(config: Record<string, string>): void {
+    this.#config = config;
+  }
+
+  onIpamPoolUpdate(id: string, pool: { cidr: string; masquerade: boolean } | undefined): void {
+    this.#pools.set(id, pool);
+  }
+
+  onHostMetadataUpdate(hostname: string, ipv4Addr: string | undefined): void {
+    this.#hosts.set(hostname, ipv4Addr);
+  }
+
+  onInSync(): void {
+    if (!this.#inSyncSent) this.#inSyncPending = true;
+  }
+
+  flush(): ToDataplane[] {
+    const out: ToDataplane[] = [];
+    if (this.#config) out.push({ type: 'ConfigUpdate', config: this.#config });
+    this.#config = undefined;
+    for (const [hostname, ipv4Addr] of this.#hosts) {
+      if (ipv4Addr !== undefined) out.push({ type: 'HostMetadataUpdate', hostname, ipv4Addr });
+    }
+    for (const [id, pool] of this.#pools) if (pool) out.push({ type: 'IPAMPoolUpdate', id, pool });
+
+    for (const id of this.#setsToSend) {
+      const s = this.#sets.get(id) as { type: IPSetType; members: Set<string> };
+      out.push({ type: 'IPSetUpdate', id, members: [...s.members].sort(), ipsetType: s.type });
+      this.#sentSets.add(id);
+    }
+    for (const [id, d] of this.#deltas) {
+      if (d.added.size || d.removed.size) {
+        out.push({ type: 'IPSetDeltaUpdate', id, addedMembers: [...d.added].sort(), removedMembers: [...d.removed].sort() });
+      }
+    }
+    for (const k of this.#policiesToSend) {
+      const { id, policy } = this.#policies.get(k) as { id: PolicyID; policy: Policy };
+      out.push({ type: 'ActivePolicyUpdate', id, policy });
+      this.#sentPolicies.set(k, id);
+    }
+    for (const name of this.#profilesToSend) {
+      out.push({ type: 'ActiveProfileUpdate', id: { name }, profile: this.#profiles.get(name) as Profile });
+      this.#sentProfiles.add(name);
+    }
+    for (const k of this.#endpointsToSend) {
+      const e = this.#endpoints.get(k) as EndpointMsg;
+      out.push(e.kind === 'wep' ? { type: 'WorkloadEndpointUpdate', id: e.id, endpoint: e.endpoint } : { type: 'HostEndpointUpdate', id: e.id, endpoint: e.endpoint });
+      this.#sentEndpoints.set(k, e);
+    }
+    for (const [k, e] of this.#endpointsToRemove) {
+      out.push(e.kind === 'wep' ? { type: 'WorkloadEndpointRemove', id: e.id } : { type: 'HostEndpointRemove', id: e.id });
+      this.#sentEndpoints.delete(k);
+    }
+    for (const name of this.#profilesToRemove) {
+      out.push({ type: 'ActiveProfileRemove', id: { name } });
+      this.#sentProfiles.delete(name);
+    }
+    for (const [k, id] of this.#policiesToRemove) {
+      out.push({ type: 'ActivePolicyRemove', id });
+      this.#sentPolicies.delete(k);
+    }
+    for (const id of this.#setsToRemove) {
+      out.push({ type: 'IPSetRemove', id });
+      this.#sentSets.delete(id);
+    }
+    for (const [id, pool] of this.#pools) if (!pool) out.push({ type: 'IPAMPoolRemove', id });
+    for (const [hostname, ipv4Addr] of this.#hosts) if (ipv4Addr === undefined) out.push({ type: 'HostMetadataRemove', hostname });
+    if (this.#inSyncPending) {
+      out.push({ type: 'InSync' });
+      this.#inSyncPending = false;
+      this.#inSyncSent = true;
+    }
+    this.#setsToSend.clear();
+    this.#deltas.clear();
+    this.#setsToRemove.clear();
+    this.#policiesToSend.clear();
+    this.#policiesToRemove.clear();
+    this.#profilesToSend.clear();
+    this.#profilesToRemove.clear();
+    this.#endpointsToSend.clear();
+    this.#endpointsToRemove.clear();
+    this.#pools.clear();
+    this.#hosts.clear();
+    return out;
+  }
+
+  #delta(id: string) {
+    let d = this.#deltas.get(id);
+    if (!d) this.#deltas.set(id, (d = { added: new Set(), removed: new Set() }));
+    return d;
+  }
+
+  #endpointUpdate(key: string, msg: EndpointMsg | undefined): void {
+    if (msg) {
+      this.#endpoints.set(key, msg);
+      this.#endpointsToSend.add(key);
+      this.#endpointsToRemove.delete(key);
+      return;
+    }
+    this.#endpoints.delete(key);
+    this.#endpointsToSend.delete(key);
+    const sent = this.#sentEndpoints.get(key);
+    if (sent) this.#endpointsToRemove.set(key, sent);
+  }
+}

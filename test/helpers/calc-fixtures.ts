@@ -1,0 +1,82 @@
+// Builders for v3 resources used by the calc-graph tests.
+import { model } from 'palisade';
+
+import { CalcGraph } from '../../src/calc/calc-graph.js';
+import { DataplaneState } from './dataplane-state.js';
+
+export type Res = { apiVersion: string; kind: string; metadata: Record<string, unknown>; spec: Record<string, unknown> };
+const V3 = 'projectcalico.org/v3';
+
+export const wep = (name: string, node: string, ip: string, labels: Record<string, string>, extra: Record<string, unknown> = {}, ns = 'prod'): Res => ({
+  apiVersion: V3,
+  kind: 'WorkloadEndpoint',
+  metadata: { name: `${node}-k8s-${name}-eth0`, namespace: ns, labels },
+  spec: {
+    node,
+    orchestrator: 'k8s',
+    pod: name,
+    endpoint: 'eth0',
+    interfaceName: `cali${name.padEnd(11, '0').slice(0, 11)}`,
+    ipNetworks: [ip],
+    profiles: [`kns.${ns}`],
+    ...extra,
+  },
+});
+export const np = (name: string, spec: Record<string, unknown>, ns = 'prod'): Res => ({ apiVersion: V3, kind: 'NetworkPolicy', metadata: { name, namespace: ns }, spec });
+export const gnp = (name: string, spec: Record<string, unknown>): Res => ({ apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name }, spec });
+export const tier = (name: string, order?: number, defaultAction?: string): Res => ({
+  apiVersion: V3,
+  kind: 'Tier',
+  metadata: { name },
+  spec: { ...(order === undefined ? {} : { order }), ...(defaultAction ? { defaultAction } : {}) },
+});
+export const profile = (name: string, labels: Record<string, string>, rules: Record<string, unknown> = {}): Res => ({
+  apiVersion: V3,
+  kind: 'Profile',
+  metadata: { name },
+  spec: { labelsToApply: labels, ...rules },
+});
+export const gns = (name: string, nets: string[], labels: Record<string, string>): Res => ({
+  apiVersion: V3,
+  kind: 'GlobalNetworkSet',
+  metadata: { name, labels },
+  spec: { nets },
+});
+
+export function refOf(r: Res): model.ResourceRef {
+  const ref: model.ResourceRef = { kind: r.kind, name: r.metadata.name as string };
+  if (r.metadata.namespace) ref.namespace = r.metadata.namespace as string;
+  return ref;
+}
+
+/** A calc graph for host "node1" with a model dataplane fed on every flush. */
+export class Harness {
+  readonly graph = new CalcGraph('node1');
+  readonly dp = new DataplaneState();
+  readonly log: string[] = [];
+
+  constructor(inSync = true) {
+    if (inSync) this.graph.onStatus('in-sync');
+  }
+
+  put(...rs: Res[]): this {
+    for (const r of rs) {
+      const v = model.validateResource(r);
+      if (!v.ok) throw v.error;
+      this.graph.onUpdate(refOf(r), v.resource);
+    }
+    return this;
+  }
+
+  del(...rs: Res[]): this {
+    for (const r of rs) this.graph.onUpdate(refOf(r), undefined);
+    return this;
+  }
+
+  flush(): ReturnType<CalcGraph['flush']> {
+    const msgs = this.graph.flush();
+    for (const m of msgs) this.log.push(m.type);
+    this.dp.apply(msgs);
+    return msgs;
+  }
+}

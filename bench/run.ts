@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 const BENCHES: Record<string, [string, string[]]> = {
   labelindex: ['labelindex.js', ['realistic']],
   'labelindex-heavy': ['labelindex.js', ['heavy']],
+  calcgraph: ['calcgraph.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -28,7 +29,7 @@ for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
     console.error(`bench: ${file} missing (not built?)`);
     process.exit(2);
   }
-  const r = spawnSync(process.execPath, [file, ...args], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', file, ...args], { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error(`bench: ${name} failed (exit ${r.status ?? r.signal})`);
     failed++;

@@ -4,7 +4,8 @@
 // endpoint lists but that does not exist is sent as deny-all rules (fail closed).
 // Matching runs in the native LabelIndex: local endpoints are items whose parents are
 // their profiles (so profiles' labelsToApply are inherited), policies are selectors.
-import type { InternalPolicy, InternalProfile, InternalRule } from '../model/internal.js';
+import { matchAllRule } from '../model/convert.js';
+import type { InternalPolicy, InternalProfile } from '../model/internal.js';
 import { LabelIndex } from '../native/label-index.js';
 import { parseSelector } from '../native/selector.js';
 import { IdAllocator } from './id-allocator.js';
@@ -18,25 +19,10 @@ export interface ActiveRulesListener {
   onPolicyMatchStopped(policyName: string, endpointId: string): void;
 }
 
-const denyAll: InternalRule = {
-  action: 'deny',
-  srcNets: [],
-  notSrcNets: [],
-  dstNets: [],
-  notDstNets: [],
-  srcSelector: '',
-  notSrcSelector: '',
-  dstSelector: '',
-  notDstSelector: '',
-  srcPorts: [],
-  notSrcPorts: [],
-  dstPorts: [],
-  notDstPorts: [],
-};
 
 /** What Felix sends for a profile that is referenced but missing. */
 export function missingProfile(name: string): InternalProfile {
-  return { name, labels: {}, inboundRules: [{ ...denyAll }], outboundRules: [{ ...denyAll }] };
+  return { name, labels: {}, inboundRules: [matchAllRule('deny')], outboundRules: [matchAllRule('deny')] };
 }
 
 export class ActiveRulesCalculator {

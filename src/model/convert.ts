@@ -27,6 +27,25 @@ import {
 import { parseCidr, parseIp } from './net.js';
 import type { EntityRule, ResourceOf, Rule } from './schemas.js';
 
+/** A rule that matches everything, with `action`; fields set later narrow it. */
+export function matchAllRule(action: InternalRule['action']): InternalRule {
+  return {
+    action,
+    srcNets: [],
+    notSrcNets: [],
+    dstNets: [],
+    notDstNets: [],
+    srcSelector: '',
+    notSrcSelector: '',
+    dstSelector: '',
+    notDstSelector: '',
+    srcPorts: [],
+    notSrcPorts: [],
+    dstPorts: [],
+    notDstPorts: [],
+  };
+}
+
 const prefixSelector = (s: string, prefix: string) => parseSelector(s).prefixed(prefix);
 
 /** `(current) && prefixed(extra)`, as Calico's prefixAndAppendSelector. */

@@ -4,27 +4,13 @@ import { describe, it } from 'node:test';
 
 import { parseSelector } from 'palisade';
 
+import { matchAllRule } from '../../src/model/convert.js';
 import type { InternalPolicy, InternalRule } from '../../src/model/internal.js';
 import { type IPSetData, RuleScanner } from '../../src/calc/rule-scanner.js';
 import { makeUniqueId } from '../../src/calc/unique-id.js';
 
 function rule(over: Partial<InternalRule>): InternalRule {
-  return {
-    action: 'allow',
-    srcNets: [],
-    notSrcNets: [],
-    dstNets: [],
-    notDstNets: [],
-    srcSelector: '',
-    notSrcSelector: '',
-    dstSelector: '',
-    notDstSelector: '',
-    srcPorts: [],
-    notSrcPorts: [],
-    dstPorts: [],
-    notDstPorts: [],
-    ...over,
-  };
+  return { ...matchAllRule('allow'), ...over };
 }
 
 function policy(inbound: InternalRule[], outbound: InternalRule[] = []): InternalPolicy {

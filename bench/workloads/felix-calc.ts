@@ -18,13 +18,13 @@ const V3 = 'projectcalico.org/v3' as const;
 let labelSeed = 0;
 let nextIp = 0x0a000001;
 
+// Every value is a fresh string (a template literal), as a decoder would make it.
 function labels(): Record<string, string> {
   labelSeed++;
   const l: Record<string, string> = {};
   for (const n of [10, 11, 20, 30, 40]) l[`one-in-${n}`] = `value-${labelSeed % n}`;
   l[MARKERS[labelSeed % MARKERS.length] as string] = 'true';
-  // As Felix's bench: a JSON round trip makes every string a fresh one, as decoding does.
-  return JSON.parse(JSON.stringify(l)) as Record<string, string>;
+  return l;
 }
 
 function ip(): string {
@@ -32,18 +32,20 @@ function ip(): string {
   return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}/32`;
 }
 
+/** The n-th endpoint on `host`; each call builds a new resource, as a syncer decodes one. */
+export function endpoint(n: number, host: string): ResourceOf<'WorkloadEndpoint'> {
+  const ns = `namespace-${n % NAMESPACES}`;
+  return {
+    apiVersion: V3,
+    kind: 'WorkloadEndpoint',
+    // join() makes flat strings, as a decoder does (a template literal makes a rope).
+    metadata: { name: [host, '-k8s-wep--', n, '-eth0'].join(''), namespace: ns, labels: labels() },
+    spec: { node: host, orchestrator: 'k8s', workload: `wep-${n}`, endpoint: 'eth0', ipNetworks: [ip()], profiles: [`kns.${ns}`] },
+  };
+}
+
 export function endpoints(count: number, host: string): Array<ResourceOf<'WorkloadEndpoint'>> {
-  const out: Array<ResourceOf<'WorkloadEndpoint'>> = [];
-  for (let n = 0; n < count; n++) {
-    const ns = `namespace-${n % NAMESPACES}`;
-    out.push({
-      apiVersion: V3,
-      kind: 'WorkloadEndpoint',
-      metadata: { name: `${host}-k8s-wep--${n}-eth0`, namespace: ns, labels: labels() },
-      spec: { node: host, orchestrator: 'k8s', workload: `wep-${n}`, endpoint: 'eth0', ipNetworks: [ip()], profiles: [`kns.${ns}`] },
-    });
-  }
-  return out;
+  return Array.from({ length: count }, (_, n) => endpoint(n, host));
 }
 
 export function profiles(): Array<ResourceOf<'Profile'>> {

@@ -21,6 +21,7 @@ import {
   convertProfile,
   convertTier,
   convertWorkloadEndpoint,
+  workloadEndpointMembership,
 } from '../model/convert.js';
 import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
 import { parseCidr, parseIp } from '../model/net.js';
@@ -29,7 +30,7 @@ import type { ResourceRef } from '../model/validate.js';
 import type { PolicyID, ToDataplane } from '../proto/messages.js';
 import { ActiveRulesCalculator } from './active-rules.js';
 import { EventSequencer } from './event-sequencer.js';
-import { IPSetMemberCalculator } from './ipset-members.js';
+import { IPSetMemberCalculator, type MemberSource } from './ipset-members.js';
 import { type EndpointTiers, PolicyResolver } from './policy-resolver.js';
 import { policyMeta, PolicySorter } from './policy-sorter.js';
 import { RuleScanner } from './rule-scanner.js';
@@ -60,8 +61,10 @@ export class CalcGraph {
   /** The PolicyID each active policy was last sent under (a tier change retires it). */
   readonly #activeIds = new Map<string, PolicyID>();
   readonly #localEndpoints = new Map<string, LocalEndpoint>();
-  /** v3 resource -> the key(s) it is known by inside the graph. */
-  readonly #keysByRef = new Map<string, string>();
+  /** Local endpoints' member-source key -> their Felix endpoint key. */
+  readonly #localKeys = new Map<string, string>();
+  /** IPPool resource -> the pool ID it was sent under. */
+  readonly #poolIds = new Map<string, string>();
   readonly #felixConfig = new Map<string, Record<string, unknown>>();
   #status: SyncStatus = 'wait-for-datastore';
 
@@ -142,13 +145,22 @@ export class CalcGraph {
         break;
       }
       case 'WorkloadEndpoint': {
-        const ep = resource && convertWorkloadEndpoint(resource as ResourceOf<'WorkloadEndpoint'>);
-        this.#onEndpoint(ref, ep && { kind: 'wep', ep }, ep && workloadEndpointKey(ep));
+        const w = resource as ResourceOf<'WorkloadEndpoint'> | undefined;
+        if (w && (w.spec.node ?? '') !== this.hostname) {
+          // Another node's endpoint (nearly all of them): only its IP-set membership matters.
+          const m = workloadEndpointMembership(w);
+          const nets = m && (m.ipv6Nets.length ? [...m.ipv4Nets, ...m.ipv6Nets] : m.ipv4Nets);
+          this.#onEndpoint(ref, m && nets && { labels: m.labels, parents: m.profileIds, nets, ports: m.ports }, undefined);
+          break;
+        }
+        const ep = w && convertWorkloadEndpoint(w);
+        this.#onEndpoint(ref, ep && this.#sourceOf({ kind: 'wep', ep }), ep && { key: workloadEndpointKey(ep), local: { kind: 'wep', ep } });
         break;
       }
       case 'HostEndpoint': {
         const ep = resource && convertHostEndpoint(resource as ResourceOf<'HostEndpoint'>);
-        this.#onEndpoint(ref, ep && { kind: 'hep', ep }, ep && hostEndpointKey(ep));
+        const local = ep && ep.key.hostname === this.hostname ? { key: hostEndpointKey(ep), local: { kind: 'hep' as const, ep } } : undefined;
+        this.#onEndpoint(ref, ep && this.#sourceOf({ kind: 'hep', ep }), local);
         break;
       }
       case 'NetworkSet':
@@ -164,15 +176,15 @@ export class CalcGraph {
         break;
       }
       case 'IPPool': {
-        const old = this.#keysByRef.get(refKey(ref));
+        const old = this.#poolIds.get(refKey(ref));
         const pool = resource && convertIpPool(resource as ResourceOf<'IPPool'>);
         const id = pool && pool.cidr.replace('/', '-');
         if (old && old !== id) this.#sequencer.onIpamPoolUpdate(old, undefined);
         if (pool && id) {
-          this.#keysByRef.set(refKey(ref), id);
+          this.#poolIds.set(refKey(ref), id);
           this.#sequencer.onIpamPoolUpdate(id, { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled });
         } else {
-          this.#keysByRef.delete(refKey(ref));
+          this.#poolIds.delete(refKey(ref));
         }
         break;
       }
@@ -212,35 +224,40 @@ export class CalcGraph {
     if (changed) this.#resolver.onSortChanged();
   }
 
-  #onEndpoint(ref: ResourceRef, next: LocalEndpoint | undefined, key: string | undefined): void {
-    const rk = refKey(ref);
-    const oldKey = this.#keysByRef.get(rk);
-    if (oldKey && oldKey !== key) {
-      this.#members.onSourceRemove(oldKey);
-      if (this.#localEndpoints.delete(oldKey)) {
-        this.#activeRules.onLocalEndpointRemove(oldKey);
-        this.#resolver.onEndpointUpdate(oldKey, false);
-      }
+  #sourceOf(e: LocalEndpoint): MemberSource {
+    const nets =
+      e.kind === 'wep'
+        ? e.ep.ipv6Nets.length
+          ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets]
+          : e.ep.ipv4Nets
+        : [...e.ep.expectedIpv4Addrs.map((a) => `${a}/32`), ...e.ep.expectedIpv6Addrs.map((a) => `${parseIp(a)?.address ?? a}/128`)];
+    return { labels: e.ep.labels, parents: e.ep.profileIds, nets, ports: e.ep.ports };
+  }
+
+  // Every endpoint in the cluster is an IP-set member source, known by its resource name
+  // (the short key keeps 250,000 of them cheap); local ones are also known by their
+  // Felix endpoint key, which the rest of the graph and the dataplane use.
+  #onEndpoint(ref: ResourceRef, source: MemberSource | undefined, local: { key: string; local: LocalEndpoint } | undefined): void {
+    // join() builds a flat string; a template literal would keep a tree of parts alive.
+    const sourceKey = ref.kind === 'WorkloadEndpoint' ? ['w:', ref.namespace ?? '', '/', ref.name].join('') : `h:${ref.name}`;
+    const oldKey = this.#localKeys.get(sourceKey);
+    if (oldKey !== undefined && oldKey !== local?.key) {
+      this.#localKeys.delete(sourceKey);
+      this.#localEndpoints.delete(oldKey);
+      this.#activeRules.onLocalEndpointRemove(oldKey);
+      this.#resolver.onEndpointUpdate(oldKey, false);
     }
-    if (!next || !key) {
-      this.#keysByRef.delete(rk);
+    if (!source) {
+      this.#members.onSourceRemove(sourceKey);
       return;
     }
-    this.#keysByRef.set(rk, key);
-    const nets =
-      next.kind === 'wep'
-        ? [...next.ep.ipv4Nets, ...next.ep.ipv6Nets]
-        : [...next.ep.expectedIpv4Addrs.map((a) => `${a}/32`), ...next.ep.expectedIpv6Addrs.map((a) => `${parseIp(a)?.address ?? a}/128`)];
-    this.#members.onSourceUpdate(key, { labels: next.ep.labels, parents: next.ep.profileIds, nets, ports: next.ep.ports });
-    const local = next.ep.key.hostname === this.hostname;
-    if (local) {
-      this.#localEndpoints.set(key, next);
-      this.#activeRules.onLocalEndpointUpdate(key, next.ep.labels, next.ep.profileIds);
-      this.#resolver.onEndpointUpdate(key, true);
-    } else if (this.#localEndpoints.delete(key)) {
-      this.#activeRules.onLocalEndpointRemove(key);
-      this.#resolver.onEndpointUpdate(key, false);
-    }
+    this.#members.onSourceUpdate(sourceKey, source);
+    if (!local) return;
+    const { key, local: next } = local;
+    this.#localKeys.set(sourceKey, key);
+    this.#localEndpoints.set(key, next);
+    this.#activeRules.onLocalEndpointUpdate(key, next.ep.labels, next.ep.profileIds);
+    this.#resolver.onEndpointUpdate(key, true);
   }
 
   #emitEndpoint(key: string, tiers: EndpointTiers | undefined): void {

@@ -22,10 +22,12 @@ type EndpointMsg =
 const policyKey = (id: PolicyID) => `${id.tier}\u0000${id.name}`;
 
 export class EventSequencer {
-  // IP sets: full membership of every active set, mirrored so a (re)created set is sent whole.
-  readonly #sets = new Map<string, { type: IPSetType; members: Set<string> }>();
+  // IP sets: the type of every active set; a set (re)created in this batch is sent whole,
+  // with the members added since, so full membership is never mirrored here (the member
+  // calculator re-adds every member of a set it activates).
+  readonly #setTypes = new Map<string, IPSetType>();
   readonly #sentSets = new Set<string>();
-  readonly #setsToSend = new Set<string>();
+  readonly #setsToSend = new Map<string, Set<string>>();
   readonly #deltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
   readonly #setsToRemove = new Set<string>();
 
@@ -53,33 +55,37 @@ export class EventSequencer {
   // ---- IP sets ----
 
   onIPSetAdded(id: string, type: IPSetType): void {
-    this.#sets.set(id, { type, members: new Set() });
-    this.#setsToSend.add(id);
+    this.#setTypes.set(id, type);
+    this.#setsToSend.set(id, new Set());
     this.#deltas.delete(id);
     this.#setsToRemove.delete(id);
   }
 
   onIPSetRemoved(id: string): void {
-    this.#sets.delete(id);
+    this.#setTypes.delete(id);
     this.#setsToSend.delete(id);
     this.#deltas.delete(id);
     if (this.#sentSets.has(id)) this.#setsToRemove.add(id);
   }
 
   onMembersAdded(id: string, members: string[]): void {
-    const set = this.#sets.get(id);
-    if (!set) return;
-    for (const m of members) set.members.add(m);
-    if (this.#setsToSend.has(id)) return;
+    if (!this.#setTypes.has(id)) return;
+    const whole = this.#setsToSend.get(id);
+    if (whole) {
+      for (const m of members) whole.add(m);
+      return;
+    }
     const d = this.#delta(id);
     for (const m of members) if (!d.removed.delete(m)) d.added.add(m);
   }
 
   onMembersRemoved(id: string, members: string[]): void {
-    const set = this.#sets.get(id);
-    if (!set) return;
-    for (const m of members) set.members.delete(m);
-    if (this.#setsToSend.has(id)) return;
+    if (!this.#setTypes.has(id)) return;
+    const whole = this.#setsToSend.get(id);
+    if (whole) {
+      for (const m of members) whole.delete(m);
+      return;
+    }
     const d = this.#delta(id);
     for (const m of members) if (!d.added.delete(m)) d.removed.add(m);
   }
@@ -150,14 +156,13 @@ export class EventSequencer {
     }
     for (const [id, pool] of this.#pools) if (pool) out.push({ type: 'IPAMPoolUpdate', id, pool });
 
-    for (const id of this.#setsToSend) {
-      const s = this.#sets.get(id) as { type: IPSetType; members: Set<string> };
-      out.push({ type: 'IPSetUpdate', id, members: [...s.members].sort(), ipsetType: s.type });
+    for (const [id, members] of this.#setsToSend) {
+      out.push({ type: 'IPSetUpdate', id, members: [...members], ipsetType: this.#setTypes.get(id) as IPSetType });
       this.#sentSets.add(id);
     }
     for (const [id, d] of this.#deltas) {
       if (d.added.size || d.removed.size) {
-        out.push({ type: 'IPSetDeltaUpdate', id, addedMembers: [...d.added].sort(), removedMembers: [...d.removed].sort() });
+        out.push({ type: 'IPSetDeltaUpdate', id, addedMembers: [...d.added], removedMembers: [...d.removed] });
       }
     }
     for (const k of this.#policiesToSend) {

@@ -3,6 +3,12 @@
 // selector matches. A selector set gets the sources' CIDRs; a named-port set gets
 // "ip,proto:port" for each host address of an endpoint with that port. Members are
 // reference-counted (two sources may share one) so each add/remove is reported once.
+//
+// Memory is what limits this node (Felix's benchmark has 250,000 sources), so state is
+// dense and indexed by the native item ID: per source only its addresses, named ports and
+// the sets it is in; labels live in the native index only. What a source gives a set is
+// not stored but recomputed from the source's snapshot, so a flush diffs the snapshot
+// from before the batch against the one after it.
 import type { EndpointPort } from '../model/internal.js';
 import { LabelIndex } from '../native/label-index.js';
 import { parseSelector } from '../native/selector.js';
@@ -26,23 +32,43 @@ export interface IPSetMemberListener {
   onMembersRemoved(id: string, members: string[]): void;
 }
 
+/** One activation of a set; a set deactivated and re-activated gets a new one. */
+interface SetState {
+  readonly num: number;
+  readonly data: IPSetData;
+  /** member -> number of sources contributing it */
+  readonly refs: Map<string, number>;
+}
+
+/** A source as it was before the current batch touched it. */
+interface Before {
+  nets: readonly string[] | undefined;
+  ports: readonly EndpointPort[];
+  sets: readonly SetState[];
+}
+
+const NO_PORTS: readonly EndpointPort[] = Object.freeze([]);
+const NO_SETS: readonly SetState[] = Object.freeze([]);
+const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 6: 'tcp', 17: 'udp', 132: 'sctp' };
+
 function hostAddress(cidr: string): string | undefined {
-  const [addr, prefix] = cidr.split('/');
-  return (prefix === '32' && !addr?.includes(':')) || prefix === '128' ? addr : undefined;
+  const slash = cidr.indexOf('/');
+  const prefix = cidr.slice(slash + 1);
+  const addr = cidr.slice(0, slash);
+  return (prefix === '32' && !addr.includes(':')) || prefix === '128' ? addr : undefined;
 }
 
 function portMatches(p: EndpointPort, protocol: string | undefined): boolean {
-  const proto = typeof p.protocol === 'number' ? ({ 6: 'tcp', 17: 'udp', 132: 'sctp' } as Record<number, string>)[p.protocol] : p.protocol;
-  return proto === protocol;
+  return (typeof p.protocol === 'number' ? PROTOCOL_NAMES[p.protocol] : p.protocol) === protocol;
 }
 
-export function membersOf(set: IPSetData, src: MemberSource): string[] {
+export function membersOf(set: IPSetData, nets: readonly string[], ports: readonly EndpointPort[]): readonly string[] {
   if (set.service) return []; // Kubernetes services are not in this datastore
-  if (!set.namedPort) return [...src.nets];
+  if (!set.namedPort) return nets;
   const out: string[] = [];
-  for (const port of src.ports) {
+  for (const port of ports) {
     if (port.name !== set.namedPort || !portMatches(port, set.namedPortProtocol)) continue;
-    for (const n of src.nets) {
+    for (const n of nets) {
       const a = hostAddress(n);
       if (a) out.push(`${a},${set.namedPortProtocol}:${port.port}`);
     }
@@ -56,16 +82,17 @@ export class IPSetMemberCalculator {
   readonly #sourceIds = new IdAllocator();
   readonly #setIds = new IdAllocator();
   readonly #profileIds = new IdAllocator();
-  readonly #sources = new Map<string, MemberSource>();
-  readonly #sets = new Map<string, IPSetData>();
-  /** set -> member -> number of sources contributing it */
-  readonly #refs = new Map<string, Map<string, number>>();
-  /** set -> matched source -> the members it contributes (possibly none) */
-  readonly #contrib = new Map<string, Map<string, string[]>>();
-  /** source -> the sets matching it */
-  readonly #setsOf = new Map<string, Set<string>>();
-  readonly #dirtySources = new Set<string>();
-  readonly #removedSources: string[] = [];
+  /** By set number: the live activation. */
+  readonly #sets: Array<SetState | undefined> = [];
+  /** By source number: addresses (undefined: no such source), named ports, sets it is in. */
+  readonly #nets: Array<readonly string[] | undefined> = [];
+  readonly #ports: Array<readonly EndpointPort[]> = [];
+  readonly #setsOf: Array<SetState[] | undefined> = [];
+  /** Sources the current batch touched, in order, marked in #touchedMark. */
+  #touched: number[] = [];
+  #touchedMark = new Uint8Array(1024);
+  /** The state before this batch of touched sources that existed (new ones need none). */
+  readonly #before = new Map<number, Before>();
   readonly #removedSets: string[] = [];
 
   constructor(listener: IPSetMemberListener) {
@@ -73,39 +100,43 @@ export class IPSetMemberCalculator {
   }
 
   onIPSetActive(set: IPSetData): void {
-    this.#sets.set(set.uid, set);
-    this.#refs.set(set.uid, new Map());
-    this.#contrib.set(set.uid, new Map());
+    const num = this.#setIds.id(set.uid);
+    this.#sets[num] = { num, data: set, refs: new Map() };
     this.#listener.onIPSetAdded(set.uid, set.type);
     if (set.service) return;
-    this.#index.upsertSelector(this.#setIds.id(set.uid), set.selector ?? parseSelector('all()'));
+    this.#index.upsertSelector(num, set.selector ?? parseSelector('all()'));
   }
 
   onIPSetInactive(set: IPSetData): void {
-    this.#sets.delete(set.uid);
-    this.#refs.delete(set.uid);
-    for (const key of this.#contrib.get(set.uid)?.keys() ?? []) this.#setsOf.get(key)?.delete(set.uid);
-    this.#contrib.delete(set.uid);
+    const num = this.#setIds.get(set.uid);
+    if (num === undefined || !this.#sets[num]) return;
+    // Its sources still list this activation until the index reports the matches ended;
+    // a dead activation contributes nothing meanwhile.
+    this.#sets[num] = undefined;
     this.#listener.onIPSetRemoved(set.uid);
-    if (set.service) return;
-    this.#index.deleteSelector(this.#setIds.id(set.uid));
+    if (!set.service) this.#index.deleteSelector(num);
     this.#removedSets.push(set.uid);
   }
 
   onSourceUpdate(key: string, src: MemberSource): void {
-    this.#sources.set(key, src);
+    const num = this.#sourceIds.id(key);
+    this.#touch(num);
+    this.#nets[num] = src.nets;
+    this.#ports[num] = src.ports.length ? src.ports : NO_PORTS;
     this.#index.upsertItem(
-      this.#sourceIds.id(key),
+      num,
       src.labels,
       src.parents.map((p) => this.#profileIds.id(p)),
     );
-    this.#dirtySources.add(key);
   }
 
   onSourceRemove(key: string): void {
-    if (!this.#sources.delete(key)) return;
-    this.#index.deleteItem(this.#sourceIds.id(key));
-    this.#removedSources.push(key);
+    const num = this.#sourceIds.get(key);
+    if (num === undefined || this.#nets[num] === undefined) return;
+    this.#touch(num);
+    this.#nets[num] = undefined;
+    this.#ports[num] = NO_PORTS;
+    this.#index.deleteItem(num);
   }
 
   onProfileLabels(name: string, labels: Readonly<Record<string, string>> | undefined): void {
@@ -114,67 +145,106 @@ export class IPSetMemberCalculator {
   }
 
   flush(): void {
-    this.#index.flush().forEach((setNum, srcNum, started) => {
-      const uid = this.#setIds.key(setNum);
-      const key = this.#sourceIds.key(srcNum);
-      if (!this.#sets.has(uid)) return; // the set went inactive in this batch
-      const src = this.#sources.get(key);
-      if (started && src) this.#contribute(key, uid, membersOf(this.#sets.get(uid) as IPSetData, src), true);
-      else this.#contribute(key, uid, [], false);
-    });
-    // Sources whose addresses or ports changed: redo what they give the sets they are in.
-    for (const key of this.#dirtySources) {
-      const src = this.#sources.get(key);
-      if (!src) continue;
-      for (const uid of [...(this.#setsOf.get(key) ?? [])]) {
-        this.#contribute(key, uid, membersOf(this.#sets.get(uid) as IPSetData, src), true);
+    const changes = this.#index.flush();
+    const sets = this.#sets;
+    const setsOf = this.#setsOf;
+    for (let i = 0; i < changes.length; i++) {
+      const src = changes.itemId(i);
+      const setNum = changes.selectorId(i);
+      if (changes.started(i)) {
+        const state = sets[setNum];
+        if (!state) continue; // deactivated later in this batch
+        this.#touch(src);
+        const list = setsOf[src];
+        if (list) list.push(state);
+        else setsOf[src] = [state];
+        continue;
       }
+      const list = setsOf[src];
+      if (!list) continue;
+      // The oldest activation of that number first: a stop pairs with the earliest start.
+      const at = list.findIndex((s) => s.num === setNum);
+      if (at < 0) continue;
+      // Leaving a dead activation changes no members (its set is gone), so the source
+      // need not be settled for it: deactivating a big set stays cheap.
+      if (sets[setNum] === list[at]) this.#touch(src);
+      list.splice(at, 1);
+      if (!list.length) setsOf[src] = undefined;
     }
-    this.#dirtySources.clear();
-    for (const key of this.#removedSources.splice(0)) {
-      if (this.#sources.has(key)) continue; // re-added in the same batch
-      for (const uid of [...(this.#setsOf.get(key) ?? [])]) this.#contribute(key, uid, [], false);
-      this.#setsOf.delete(key);
-      this.#sourceIds.release(key);
+    const touched = this.#touched;
+    this.#touched = [];
+    for (const src of touched) {
+      this.#touchedMark[src] = 0;
+      this.#settle(src, this.#before.get(src) ?? null);
     }
-    for (const uid of this.#removedSets.splice(0)) if (!this.#sets.has(uid)) this.#setIds.release(uid);
+    this.#before.clear();
+    for (const uid of this.#removedSets.splice(0)) {
+      const num = this.#setIds.get(uid);
+      if (num !== undefined && !sets[num]) this.#setIds.release(uid);
+    }
   }
 
-  /** Records that `key` now gives `members` to set `uid` (`matched` false: no longer in it). */
-  #contribute(key: string, uid: string, members: string[], matched: boolean): void {
-    const bySource = this.#contrib.get(uid);
-    const refs = this.#refs.get(uid);
-    if (!bySource || !refs) return;
-    const before = bySource.get(key) ?? [];
-    let sets = this.#setsOf.get(key);
-    if (matched) {
-      bySource.set(key, members);
-      if (!sets) this.#setsOf.set(key, (sets = new Set()));
-      sets.add(uid);
-    } else {
-      bySource.delete(key);
-      sets?.delete(uid);
+  // Records the source's state before this batch, once per batch.
+  #touch(src: number): void {
+    if (src >= this.#touchedMark.length) {
+      const grown = new Uint8Array(Math.max(src + 1, this.#touchedMark.length * 2));
+      grown.set(this.#touchedMark);
+      this.#touchedMark = grown;
     }
-    const added: string[] = [];
-    const removed: string[] = [];
-    const now = new Set(members);
-    const was = new Set(before);
-    for (const m of now) {
-      if (was.has(m)) continue;
-      const n = (refs.get(m) ?? 0) + 1;
-      refs.set(m, n);
-      if (n === 1) added.push(m);
+    if (this.#touchedMark[src]) return;
+    this.#touchedMark[src] = 1;
+    this.#touched.push(src);
+    const nets = this.#nets[src];
+    const list = this.#setsOf[src];
+    if (nets !== undefined || list) this.#before.set(src, { nets, ports: this.#ports[src] ?? NO_PORTS, sets: list ? [...list] : NO_SETS });
+  }
+
+  // Diffs what the source gave each live set before the batch against what it gives now.
+  #settle(src: number, before: Before | null): void {
+    const nets = this.#nets[src];
+    const ports = this.#ports[src] ?? NO_PORTS;
+    const now = this.#setsOf[src] ?? NO_SETS;
+    const sets = this.#sets;
+    for (const state of now) {
+      if (sets[state.num] !== state) continue;
+      const had = before && before.nets && before.sets.includes(state) ? membersOf(state.data, before.nets, before.ports) : [];
+      this.#apply(state, had, nets ? membersOf(state.data, nets, ports) : []);
     }
-    for (const m of was) {
-      if (now.has(m)) continue;
-      const n = (refs.get(m) ?? 0) - 1;
-      if (n > 0) refs.set(m, n);
-      else {
-        refs.delete(m);
-        removed.push(m);
+    if (before?.nets) {
+      for (const state of before.sets) {
+        if (sets[state.num] !== state || now.includes(state)) continue;
+        this.#apply(state, membersOf(state.data, before.nets, before.ports), []);
       }
     }
-    if (added.length) this.#listener.onMembersAdded(uid, added);
-    if (removed.length) this.#listener.onMembersRemoved(uid, removed);
+    if (nets === undefined) {
+      this.#setsOf[src] = undefined;
+      this.#sourceIds.release(this.#sourceIds.key(src));
+    } else if (now.length && now.some((s) => sets[s.num] !== s)) {
+      this.#setsOf[src] = now.filter((s) => sets[s.num] === s);
+    }
+  }
+
+  #apply(state: SetState, had: readonly string[], has: readonly string[]): void {
+    if (had === has) return;
+    const refs = state.refs;
+    let added: string[] | undefined;
+    let removed: string[] | undefined;
+    for (const m of has) {
+      if (had.includes(m)) continue;
+      const n = refs.get(m);
+      refs.set(m, (n ?? 0) + 1);
+      if (n === undefined) (added ??= []).push(m);
+    }
+    for (const m of had) {
+      if (has.includes(m)) continue;
+      const n = refs.get(m) ?? 0;
+      if (n > 1) refs.set(m, n - 1);
+      else {
+        refs.delete(m);
+        (removed ??= []).push(m);
+      }
+    }
+    if (added) this.#listener.onMembersAdded(state.data.uid, added);
+    if (removed) this.#listener.onMembersRemoved(state.data.uid, removed);
   }
 }

@@ -3,7 +3,14 @@
 // ActiveRulesCalculator; order comes from the PolicySorter. Work is deferred to flush():
 // only endpoints whose matches changed (or all, when the order changed) are recomputed.
 import type { TierInfo } from '../proto/messages.js';
-import type { PolicyMeta, PolicySorter } from './policy-sorter.js';
+import type { PolicyMeta, PolicySorter, SortedTier } from './policy-sorter.js';
+
+interface Ranks {
+  sorted: readonly SortedTier[];
+  rank: Map<string, number>;
+  meta: PolicyMeta[];
+  tier: number[];
+}
 
 /** An endpoint's policies as the dataplane wants them (host endpoints use every list). */
 export interface EndpointTiers {
@@ -32,6 +39,7 @@ export class PolicyResolver {
   readonly #endpoints = new Set<string>();
   readonly #dirty = new Set<string>();
   #allDirty = false;
+  #rankCache: Ranks | undefined;
 
   constructor(sorter: PolicySorter) {
     this.#sorter = sorter;
@@ -72,17 +80,45 @@ export class PolicyResolver {
     this.#allDirty = false;
   }
 
-  #resolve(endpointId: string, sorted: ReturnType<PolicySorter['sorted']>): EndpointTiers {
+  // Every policy's place in the total order (tier, then policy), rebuilt when the order
+  // changes: an endpoint then sorts its own few hundred matches instead of scanning all.
+  #ranks(sorted: readonly SortedTier[]): Ranks {
+    if (this.#rankCache?.sorted !== sorted) {
+      const rank = new Map<string, number>();
+      const meta: PolicyMeta[] = [];
+      const tier: number[] = [];
+      sorted.forEach((t, ti) => {
+        for (const p of t.policies) {
+          rank.set(p.name, meta.length);
+          meta.push(p);
+          tier.push(ti);
+        }
+      });
+      this.#rankCache = { sorted, rank, meta, tier };
+    }
+    return this.#rankCache;
+  }
+
+  #resolve(endpointId: string, sorted: readonly SortedTier[]): EndpointTiers {
     const out: EndpointTiers = { tiers: [], untrackedTiers: [], preDnatTiers: [], forwardTiers: [] };
     const mine = this.#matches.get(endpointId);
     if (!mine) return out;
-    for (const tier of sorted) {
-      const matched = tier.policies.filter((p) => mine.has(p.name));
-      if (matched.length === 0) continue;
+    const { rank, meta, tier } = this.#ranks(sorted);
+    const order: number[] = [];
+    for (const name of mine) {
+      const r = rank.get(name);
+      if (r !== undefined) order.push(r);
+    }
+    order.sort((a, b) => a - b);
+    for (let i = 0; i < order.length; ) {
+      const ti = tier[order[i] as number] as number;
+      const matched: PolicyMeta[] = [];
+      for (; i < order.length && tier[order[i] as number] === ti; i++) matched.push(meta[order[i] as number] as PolicyMeta);
+      const t = sorted[ti] as SortedTier;
       const normal = matched.filter((p) => !p.doNotTrack && !p.preDNAT);
       const push = (list: TierInfo[], ps: PolicyMeta[]) => {
-        const t = tierInfo(tier.name, tier.defaultAction, ps);
-        if (t) list.push(t);
+        const info = tierInfo(t.name, t.defaultAction, ps);
+        if (info) list.push(info);
       };
       push(out.tiers, normal);
       push(out.untrackedTiers, matched.filter((p) => p.doNotTrack));

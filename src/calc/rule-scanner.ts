@@ -2,7 +2,7 @@
 // into dataplane rules whose selectors, named ports and services are replaced by IP-set
 // IDs, and reference-counts those IP sets across all active rules, reporting when one
 // becomes active (first user) or inactive (last user gone).
-import type { InternalPolicy, InternalProfile, InternalRule, PortSpec } from '../model/internal.js';
+import { type InternalPolicy, type InternalProfile, type InternalRule, none, orNone, type PortSpec } from '../model/internal.js';
 import { parseSelector, type Selector } from '../native/selector.js';
 import type { IPSetType, PortRange, Protocol, Rule } from '../proto/messages.js';
 import { makeUniqueId } from './unique-id.js';
@@ -53,7 +53,7 @@ function split(ports: PortSpec[]): { numeric: PortRange[]; named: string[] } {
     if ('name' in p) named.push(p.name);
     else numeric.push({ first: p.first, last: p.last });
   }
-  return { numeric, named };
+  return { numeric: orNone(numeric), named };
 }
 
 function protocolOf(p: string | number | undefined): Protocol | undefined {
@@ -183,6 +183,7 @@ export class RuleScanner {
     const notDstPorts = split(r.notDstPorts);
 
     const use = (list: IPSetData[]): string[] => {
+      if (!list.length) return none();
       for (const s of list) sets.set(s.uid, s);
       return list.map((s) => s.uid);
     };
@@ -202,20 +203,20 @@ export class RuleScanner {
 
     const out: Rule = {
       action: r.action,
-      srcNet: [...r.srcNets],
+      srcNet: orNone([...r.srcNets]),
       srcPorts: srcPorts.numeric,
       srcNamedPortIpSetIds: use(named(srcPorts.named, src)),
       srcIpSetIds: use(srcSelSets),
-      dstNet: [...r.dstNets],
+      dstNet: orNone([...r.dstNets]),
       dstPorts: dstPorts.numeric,
       dstNamedPortIpSetIds: use(named(dstPorts.named, dst)),
       dstIpSetIds: use(selSets(dst, dstPorts)),
       dstIpPortSetIds: use(dstIpPortSets),
-      notSrcNet: [...r.notSrcNets],
+      notSrcNet: orNone([...r.notSrcNets]),
       notSrcPorts: notSrcPorts.numeric,
       notSrcNamedPortIpSetIds: use(named(notSrcPorts.named, src)),
       notSrcIpSetIds: use(notSrc ? [selectorSet(notSrc)] : []),
-      notDstNet: [...r.notDstNets],
+      notDstNet: orNone([...r.notDstNets]),
       notDstPorts: notDstPorts.numeric,
       notDstNamedPortIpSetIds: use(named(notDstPorts.named, dst)),
       notDstIpSetIds: use(notDst ? [selectorSet(notDst)] : []),

@@ -4,17 +4,19 @@
 // service-account selectors, Pass -> next-tier, the default tier, profiles' labelsToApply,
 // and workload endpoints' namespace / service-account labels. Input must be validated.
 import { parseSelector } from '../native/selector.js';
-import type {
-  EndpointPort,
-  InternalHostEndpoint,
-  InternalIpPool,
-  InternalNetworkSet,
-  InternalPolicy,
-  InternalProfile,
-  InternalRule,
-  InternalTier,
-  InternalWorkloadEndpoint,
-  PortSpec,
+import {
+  type EndpointPort,
+  type InternalHostEndpoint,
+  type InternalIpPool,
+  type InternalNetworkSet,
+  type InternalPolicy,
+  type InternalProfile,
+  type InternalRule,
+  type InternalTier,
+  type InternalWorkloadEndpoint,
+  none,
+  orNone,
+  type PortSpec,
 } from './internal.js';
 import {
   DEFAULT_TIER,
@@ -31,18 +33,18 @@ import type { EntityRule, ResourceOf, Rule } from './schemas.js';
 export function matchAllRule(action: InternalRule['action']): InternalRule {
   return {
     action,
-    srcNets: [],
-    notSrcNets: [],
-    dstNets: [],
-    notDstNets: [],
+    srcNets: none(),
+    notSrcNets: none(),
+    dstNets: none(),
+    notDstNets: none(),
     srcSelector: '',
     notSrcSelector: '',
     dstSelector: '',
     notDstSelector: '',
-    srcPorts: [],
-    notSrcPorts: [],
-    dstPorts: [],
-    notDstPorts: [],
+    srcPorts: none(),
+    notSrcPorts: none(),
+    dstPorts: none(),
+    notDstPorts: none(),
   };
 }
 
@@ -89,11 +91,13 @@ function entitySelector(e: EntityRule | undefined, ns: string): string {
 }
 
 function nets(list: string[] | undefined): string[] {
-  return (list ?? []).map((n) => (parseCidr(n) as NonNullable<ReturnType<typeof parseCidr>>).text);
+  if (!list?.length) return none();
+  return list.map((n) => (parseCidr(n) as NonNullable<ReturnType<typeof parseCidr>>).text);
 }
 
 function ports(list: Array<number | string> | undefined): PortSpec[] {
-  return (list ?? []).map((p) => {
+  if (!list?.length) return none();
+  return list.map((p) => {
     if (typeof p === 'number') return { first: p, last: p };
     const range = /^(\d+):(\d+)$/.exec(p);
     if (range) return { first: Number(range[1]), last: Number(range[2]) };
@@ -219,34 +223,54 @@ export function convertProfile(p: ResourceOf<'Profile'>): InternalProfile {
 }
 
 function endpointPorts(list: Array<{ name?: string | undefined; protocol: string | number; port: number }> | undefined): EndpointPort[] {
+  if (!list?.length) return none();
   // Felix has no use for unnamed ports (the CNI plugin records them); Calico drops them too.
-  return (list ?? [])
+  return list
     .filter((p) => p.name)
     .map((p) => ({ name: p.name as string, protocol: protocolV1(p.protocol) as string | number, port: p.port }));
 }
 
+/** Parses CIDRs into normalised IPv4 and IPv6 lists, each exactly sized (or shared empty). */
+function cidrsByFamily(list: readonly string[]): [string[], string[]] {
+  const parsed = list.map((n) => parseCidr(n) as NonNullable<ReturnType<typeof parseCidr>>);
+  let v4 = 0;
+  for (const c of parsed) if (c.version === 4) v4++;
+  if (v4 === parsed.length) return [orNone(parsed.map((c) => c.text)), none()];
+  if (v4 === 0) return [none(), parsed.map((c) => c.text)];
+  return [parsed.filter((c) => c.version === 4).map((c) => c.text), parsed.filter((c) => c.version === 6).map((c) => c.text)];
+}
+
 /**
- * A WorkloadEndpoint for Felix, or undefined when it has no IP networks yet (Calico
- * filters those out: no rules can be rendered for it).
+ * The part of a WorkloadEndpoint that every node needs, local or not: what it gives IP
+ * sets (labels as Calico scopes them, profiles, addresses, named ports). Undefined when
+ * it has no IP networks yet (Calico filters those out).
  */
-export function convertWorkloadEndpoint(w: ResourceOf<'WorkloadEndpoint'>): InternalWorkloadEndpoint | undefined {
+export function workloadEndpointMembership(
+  w: ResourceOf<'WorkloadEndpoint'>,
+): Pick<InternalWorkloadEndpoint, 'labels' | 'profileIds' | 'ipv4Nets' | 'ipv6Nets' | 'ports'> | undefined {
   const s = w.spec;
   if (!s.ipNetworks?.length) return undefined;
-  const ns = w.metadata.namespace;
   // No endpoint may claim another namespace's or service account's labels.
   const labels: Record<string, string> = {};
-  for (const [k, v] of Object.entries(w.metadata.labels ?? {})) {
-    if (!k.startsWith(NAMESPACE_LABEL_PREFIX) && !k.startsWith(SERVICE_ACCOUNT_LABEL_PREFIX)) labels[k] = v;
+  const own = w.metadata.labels;
+  if (own) {
+    for (const k in own) {
+      if (!k.startsWith(NAMESPACE_LABEL_PREFIX) && !k.startsWith(SERVICE_ACCOUNT_LABEL_PREFIX)) labels[k] = own[k] as string;
+    }
   }
-  labels[LABEL_NAMESPACE] = ns;
+  labels[LABEL_NAMESPACE] = w.metadata.namespace;
   if (s.orchestrator) labels[LABEL_ORCHESTRATOR] = s.orchestrator;
   if (s.serviceAccountName) labels[LABEL_SERVICE_ACCOUNT] = s.serviceAccountName;
-  const v4: string[] = [];
-  const v6: string[] = [];
-  for (const n of s.ipNetworks) {
-    const c = parseCidr(n) as NonNullable<ReturnType<typeof parseCidr>>;
-    (c.version === 4 ? v4 : v6).push(c.text);
-  }
+  const [ipv4Nets, ipv6Nets] = cidrsByFamily(s.ipNetworks);
+  return { labels, profileIds: s.profiles?.length ? [...s.profiles] : none(), ipv4Nets, ipv6Nets, ports: endpointPorts(s.ports) };
+}
+
+/** A WorkloadEndpoint for Felix, or undefined when it has no IP networks yet. */
+export function convertWorkloadEndpoint(w: ResourceOf<'WorkloadEndpoint'>): InternalWorkloadEndpoint | undefined {
+  const m = workloadEndpointMembership(w);
+  if (!m) return undefined;
+  const s = w.spec;
+  const ns = w.metadata.namespace;
   const nat4: Array<{ intIp: string; extIp: string }> = [];
   const nat6: Array<{ intIp: string; extIp: string }> = [];
   for (const n of s.ipNATs ?? []) {
@@ -263,13 +287,13 @@ export function convertWorkloadEndpoint(w: ResourceOf<'WorkloadEndpoint'>): Inte
     },
     state: 'active',
     name: s.interfaceName ?? '',
-    profileIds: [...(s.profiles ?? [])],
-    ipv4Nets: v4,
-    ipv6Nets: v6,
+    profileIds: m.profileIds,
+    ipv4Nets: m.ipv4Nets,
+    ipv6Nets: m.ipv6Nets,
     ipv4Nat: nat4,
     ipv6Nat: nat6,
-    labels,
-    ports: endpointPorts(s.ports),
+    labels: m.labels,
+    ports: m.ports,
     allowSpoofedSourcePrefixes: nets(s.allowSpoofedSourcePrefixes),
   };
   if (s.mac) out.mac = s.mac.toLowerCase().replaceAll('-', ':');

@@ -2,6 +2,22 @@
 // processors hand Felix after converting v3 resources. Field names follow Felix's
 // model.Rule / model.Policy / model.WorkloadEndpoint.
 
+const EMPTY: readonly never[] = Object.freeze([]);
+
+/**
+ * One shared empty list. A rule has a dozen lists, nearly all empty, and a node holds
+ * tens of thousands of rules, so empty ones are not allocated each time; the array is
+ * frozen, so code that tried to push to it would throw instead of corrupting others.
+ */
+export function none<T>(): T[] {
+  return EMPTY as unknown as T[];
+}
+
+/** `list`, or the shared empty list when it is empty. */
+export function orNone<T>(list: T[]): T[] {
+  return list.length ? list : none();
+}
+
 export type PortSpec = { first: number; last: number } | { name: string };
 
 export interface InternalRule {

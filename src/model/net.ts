@@ -84,6 +84,9 @@ export function parseCidr(text: string): Cidr | undefined {
     prefix = Number(prefixText);
     if (prefix > bits) return undefined;
   }
+  // Node's isIPv4 admits no leading zeros, so a valid host address is already canonical
+  // (the common case: endpoint addresses; no need to build new strings).
+  if (version === 4 && prefix === 32) return { version, address: addr, prefix, text: slash < 0 ? `${addr}/32` : text };
   let address: string;
   if (version === 4) {
     const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;

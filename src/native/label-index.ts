@@ -157,6 +157,8 @@ export class LabelIndex {
     released.length = 0;
     const buf = this.#raw.apply(ops, opsLength, this.#newStringIds, strings, selectors, released);
     if (strings.length) this.#newStrings = [];
+    // A snapshot's batch grows the buffer to tens of MB; don't keep that for small batches.
+    if (ops.length > 1 << 20) this.#ops = new Uint32Array(4096);
     for (const id of released) {
       this.#stringIds.delete(this.#strings[id] as string);
       this.#strings[id] = undefined;

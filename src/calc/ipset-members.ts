@@ -47,6 +47,8 @@ interface Before {
   sets: readonly SetState[];
 }
 
+/** Queued index words that trigger an early hand-over (4 MB of ops). */
+const DRAIN_WORDS = 1 << 20;
 const NO_PORTS: readonly EndpointPort[] = Object.freeze([]);
 const NO_SETS: readonly SetState[] = Object.freeze([]);
 const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 6: 'tcp', 17: 'udp', 132: 'sctp' };
@@ -95,8 +97,12 @@ export class IPSetMemberCalculator {
   readonly #before = new Map<number, Before>();
   readonly #removedSets: string[] = [];
 
-  constructor(listener: IPSetMemberListener) {
+  readonly #drainWords: number;
+
+  /** `drainWords`: queued index words that trigger an early hand-over (tests use tiny ones). */
+  constructor(listener: IPSetMemberListener, drainWords = DRAIN_WORDS) {
     this.#listener = listener;
+    this.#drainWords = drainWords;
   }
 
   onIPSetActive(set: IPSetData): void {
@@ -128,6 +134,7 @@ export class IPSetMemberCalculator {
       src.labels,
       src.parents.map((p) => this.#profileIds.id(p)),
     );
+    this.#maybeDrain();
   }
 
   onSourceRemove(key: string): void {
@@ -145,6 +152,28 @@ export class IPSetMemberCalculator {
   }
 
   flush(): void {
+    this.#drainIndex();
+    const touched = this.#touched;
+    this.#touched = [];
+    for (const src of touched) {
+      this.#touchedMark[src] = 0;
+      this.#settle(src, this.#before.get(src) ?? null);
+    }
+    this.#before.clear();
+    for (const uid of this.#removedSets.splice(0)) {
+      const num = this.#setIds.get(uid);
+      if (num !== undefined && !this.#sets[num]) this.#setIds.release(uid);
+    }
+  }
+
+  // A snapshot queues a quarter of a million items; sending them to the index in slices
+  // keeps the op buffer small. Matches may be taken early: the batch is settled, against
+  // each source's state before it, only in flush().
+  #maybeDrain(): void {
+    if (this.#index.pendingWords >= this.#drainWords) this.#drainIndex();
+  }
+
+  #drainIndex(): void {
     const changes = this.#index.flush();
     const sets = this.#sets;
     const setsOf = this.#setsOf;
@@ -170,17 +199,6 @@ export class IPSetMemberCalculator {
       if (sets[setNum] === list[at]) this.#touch(src);
       list.splice(at, 1);
       if (!list.length) setsOf[src] = undefined;
-    }
-    const touched = this.#touched;
-    this.#touched = [];
-    for (const src of touched) {
-      this.#touchedMark[src] = 0;
-      this.#settle(src, this.#before.get(src) ?? null);
-    }
-    this.#before.clear();
-    for (const uid of this.#removedSets.splice(0)) {
-      const num = this.#setIds.get(uid);
-      if (num !== undefined && !sets[num]) this.#setIds.release(uid);
     }
   }
 

@@ -78,10 +78,10 @@ function expected(sets: Map<string, IPSetData>, sources: Map<string, MemberSourc
   return out;
 }
 
-function run(seed: number, steps: number): void {
+function run(seed: number, steps: number, drainWords?: number): void {
   const rng = new Rng(seed);
   const rec = new Recorder();
-  const calc = new IPSetMemberCalculator(rec);
+  const calc = new IPSetMemberCalculator(rec, drainWords);
   const sets = new Map<string, IPSetData>();
   const sources = new Map<string, MemberSource>();
   const profiles = new Map<string, Record<string, string>>();
@@ -135,5 +135,9 @@ function run(seed: number, steps: number): void {
 describe('calc: IPSetMemberCalculator', () => {
   it('matches a brute-force recomputation over 200 random histories', () => {
     for (let seed = 1; seed <= 200; seed++) run(seed, 150);
+  });
+
+  it('gives the same results when the index is drained early, mid-batch', () => {
+    for (let seed = 1; seed <= 200; seed++) run(seed, 150, 1 + (seed % 40));
   });
 });

@@ -1,7 +1,9 @@
 // `palisade <command>`: the command-line entry point. Commands grow with the project;
 // each lives in src/commands/ and is wired here.
 
+import { CONFIG_USAGE, runConfig } from './commands/config.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
+import { runSync, SYNC_USAGE } from './commands/sync.js';
 import { VERSION } from './version.js';
 
 const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-policy agent
@@ -9,24 +11,35 @@ const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-polic
 Usage: palisade <command> [options]
 
 Commands:
+  sync       read the datastore and print the dataplane messages the calc graph
+             computes for this node (programs nothing)
+  config     print the effective configuration and the source of each value
   selector   parse a Calico selector, print its canonical form, UID and IP-set name,
              and evaluate it against labels
   version    print the version
   help       print this help
 
 Examples:
+  palisade sync --datastore-dir examples/ --hostname node1 --once
+  palisade config --local
   palisade selector "app == 'web' && tier in {'fe', 'be'}" --labels app=web,tier=fe
   palisade selector --demo
   palisade version
 
+Run "palisade help <command>" for a command's options.
+
 Exit codes: 0 success, 1 the command failed (e.g. the selector did not match with
---check), 2 bad usage or invalid input.`;
+--check), 2 bad usage or invalid input, 129 a configuration change needs a restart.`;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'selector':
       return runSelector(rest);
+    case 'sync':
+      return runSync(rest);
+    case 'config':
+      return runConfig(rest);
     case 'version':
     case '--version':
     case '-v':
@@ -37,8 +50,8 @@ export async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
-      if (topic === 'selector') console.log(SELECTOR_USAGE);
-      else console.log(USAGE);
+      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE };
+      console.log((topic && usages[topic]) ?? USAGE);
       return command === undefined ? 2 : 0;
     }
     default:

@@ -27,6 +27,7 @@ import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } f
 import { parseCidr, parseIp } from '../model/net.js';
 import type { Resource, ResourceOf } from '../model/schemas.js';
 import type { ResourceRef } from '../model/validate.js';
+import type { SyncStatus } from '../datastore/types.js';
 import type { PolicyID, ToDataplane } from '../proto/messages.js';
 import { ActiveRulesCalculator } from './active-rules.js';
 import { EventSequencer } from './event-sequencer.js';
@@ -35,7 +36,7 @@ import { type EndpointTiers, PolicyResolver } from './policy-resolver.js';
 import { policyMeta, PolicySorter } from './policy-sorter.js';
 import { RuleScanner } from './rule-scanner.js';
 
-export type SyncStatus = 'wait-for-datastore' | 'resync-in-progress' | 'in-sync';
+export type { SyncStatus };
 
 type LocalEndpoint = { kind: 'wep'; ep: InternalWorkloadEndpoint } | { kind: 'hep'; ep: InternalHostEndpoint };
 

@@ -1,0 +1,158 @@
+// Our own small etcd interface (what the syncer needs: a paged, consistent list and a
+// watch), implemented with the etcd3 package. Retrying is the syncer's business: the
+// package's retry and circuit-breaker policies are replaced by pass-through ones, since
+// an open breaker would hide a recovered etcd for seconds.
+import { readFileSync } from 'node:fs';
+
+import { Etcd3, type IOptions, Range, type Watcher } from 'etcd3';
+
+export interface EtcdTlsFiles {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
+
+export interface EtcdClientOptions extends EtcdTlsFiles {
+  endpoints: string[];
+  /** Per-request and dial timeout. */
+  timeoutMs: number;
+}
+
+export interface KeyValue {
+  key: string;
+  value: string;
+  modRevision: string;
+}
+
+export interface WatchEvent {
+  type: 'put' | 'delete';
+  key: string;
+  /** Absent for a delete. */
+  value?: string;
+  modRevision: string;
+}
+
+export interface WatchHandlers {
+  onEvents(events: WatchEvent[], revision: string): void;
+  /** The watch ended: the connection was lost, or etcd cancelled it (compacted: true when its start revision was compacted). */
+  onLost(err: Error, compacted: boolean): void;
+}
+
+export interface WatchHandle {
+  cancel(): Promise<void>;
+}
+
+export interface EtcdClient {
+  /** Every key under `prefix` at one revision, read in pages. */
+  list(prefix: string, pageSize?: number): Promise<{ revision: string; kvs: KeyValue[] }>;
+  /** Watches `prefix` from `startRevision` on. */
+  watch(prefix: string, startRevision: string, handlers: WatchHandlers): Promise<WatchHandle>;
+  close(): void;
+}
+
+/** The smallest policy etcd3 accepts: run the call once. */
+const passThrough = {
+  execute: <T>(fn: (context: { signal: AbortSignal; attempt: number }) => PromiseLike<T> | T) =>
+    Promise.resolve().then(() => fn({ signal: new AbortController().signal, attempt: 0 })),
+};
+
+function prefixEnd(prefix: string): Buffer {
+  const b = Buffer.from(prefix);
+  for (let i = b.length - 1; i >= 0; i--) {
+    if ((b[i] as number) < 0xff) {
+      const out = b.subarray(0, i + 1);
+      out[i] = (out[i] as number) + 1;
+      return out;
+    }
+  }
+  return Buffer.from([0]);
+}
+
+export class Etcd3Client implements EtcdClient {
+  readonly #etcd: Etcd3;
+
+  constructor(opts: EtcdClientOptions) {
+    const o: IOptions = {
+      hosts: opts.endpoints,
+      dialTimeout: opts.timeoutMs,
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + opts.timeoutMs }),
+      faultHandling: { host: () => passThrough as never, global: passThrough as never },
+      grpcOptions: {
+        // Whole-prefix pages can be large; and dead peers must be noticed (keepalive).
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+        'grpc.keepalive_time_ms': 10_000,
+        'grpc.keepalive_timeout_ms': 5_000,
+        'grpc.keepalive_permit_without_calls': 1,
+      },
+    };
+    if (opts.caFile || opts.certFile || opts.keyFile) {
+      const creds: NonNullable<IOptions['credentials']> = {
+        rootCertificate: opts.caFile ? readFileSync(opts.caFile) : (undefined as unknown as Buffer),
+      };
+      if (opts.certFile) creds.certChain = readFileSync(opts.certFile);
+      if (opts.keyFile) creds.privateKey = readFileSync(opts.keyFile);
+      o.credentials = creds;
+    }
+    this.#etcd = new Etcd3(o);
+  }
+
+  async list(prefix: string, pageSize = 1000): Promise<{ revision: string; kvs: KeyValue[] }> {
+    const end = prefixEnd(prefix);
+    const kvs: KeyValue[] = [];
+    let start: Buffer = Buffer.from(prefix);
+    let revision: string | undefined;
+    for (;;) {
+      let q = this.#etcd.getAll().inRange(new Range(start, end)).limit(pageSize);
+      if (revision) q = q.revision(revision);
+      const res = await q.exec();
+      revision ??= res.header.revision;
+      for (const kv of res.kvs) kvs.push({ key: kv.key.toString(), value: kv.value.toString(), modRevision: kv.mod_revision });
+      const last = res.kvs[res.kvs.length - 1];
+      if (!res.more || !last) break;
+      start = Buffer.concat([last.key, Buffer.from([0])]);
+    }
+    return { revision, kvs };
+  }
+
+  async watch(prefix: string, startRevision: string, handlers: WatchHandlers): Promise<WatchHandle> {
+    let done = false;
+    const watcher: Watcher = await this.#etcd.watch().prefix(prefix).startRevision(startRevision).create();
+    const lost = (err: Error, compacted: boolean) => {
+      if (done) return;
+      done = true;
+      watcher.removeAllListeners();
+      watcher.on('error', () => {});
+      void watcher.cancel().catch(() => {});
+      handlers.onLost(err, compacted);
+    };
+    watcher.on('data', (res) => {
+      if (done) return;
+      if (res.compact_revision && res.compact_revision !== '0') {
+        lost(new Error(`watch revision ${startRevision} was compacted (compact revision ${res.compact_revision})`), true);
+        return;
+      }
+      const events: WatchEvent[] = res.events.map((ev) => {
+        const e: WatchEvent = { type: ev.type === 'Delete' ? 'delete' : 'put', key: ev.kv.key.toString(), modRevision: ev.kv.mod_revision };
+        if (ev.type !== 'Delete') e.value = ev.kv.value.toString();
+        return e;
+      });
+      if (events.length) handlers.onEvents(events, res.header.revision);
+    });
+    watcher.on('disconnected', (err: Error) => lost(err, false));
+    watcher.on('error', (err: Error) => lost(err, /compact/i.test(err.message)));
+    watcher.on('end', () => lost(new Error('watch ended'), false));
+    return {
+      cancel: async () => {
+        if (done) return;
+        done = true;
+        watcher.removeAllListeners();
+        watcher.on('error', () => {});
+        await watcher.cancel().catch(() => {});
+      },
+    };
+  }
+
+  close(): void {
+    this.#etcd.close();
+  }
+}

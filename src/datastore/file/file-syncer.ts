@@ -1,0 +1,287 @@
+// The file datastore (the embedded default): a directory (and its subdirectories) of
+// calicoctl-style YAML/JSON files. The first scan reports in-sync; then inotify (through
+// fs.watch) triggers a debounced rescan that re-reads only files whose inode, size or
+// mtime changed, and precise updates and deletes go out. An editor's write-to-temp-then-
+// rename is just another change. Nothing is deleted by a typo: a file that stops parsing,
+// or a resource that stops validating, keeps its last good resources until it is fixed.
+// A resource defined in two files is taken from the first file in path order.
+import { type FSWatcher, watch } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+
+import type { Logger } from '../../log.js';
+import type { Resource } from '../../model/schemas.js';
+import { validateResource } from '../../model/validate.js';
+import { keyOf } from '../keys.js';
+import type { Syncer, SyncerCallbacks, Update } from '../types.js';
+import { isResourceFile, parseResourceFile } from './parse.js';
+
+export interface FileSyncerOptions {
+  dir: string;
+  log: Logger;
+  /** Delay between a change notification and the rescan (bursts coalesce). */
+  debounceMs?: number;
+  /** Full rescan period, a safety net for missed notifications (0: none). */
+  pollMs?: number;
+}
+
+interface Good {
+  resource: Resource;
+  source: string;
+  json: string;
+}
+
+interface FileState {
+  sig: string;
+  /** key -> the last good version this file gave (kept while the file is broken). */
+  entries: Map<string, Good>;
+  /** Problems reported for the file's current content (reported once). */
+  problems: Set<string>;
+}
+
+function rawKey(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const o = value as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } };
+  if (typeof o.kind !== 'string' || typeof o.metadata?.name !== 'string') return undefined;
+  return keyOf({ kind: o.kind, name: o.metadata.name, ...(typeof o.metadata.namespace === 'string' ? { namespace: o.metadata.namespace } : {}) });
+}
+
+export class FileSyncer implements Syncer {
+  readonly #dir: string;
+  readonly #log: Logger;
+  readonly #debounceMs: number;
+  readonly #pollMs: number;
+  readonly #files = new Map<string, FileState>();
+  /** What was delivered: key -> {json, file}. */
+  readonly #emitted = new Map<string, { json: string; file: string }>();
+  readonly #duplicates = new Set<string>();
+  #cb: SyncerCallbacks | undefined;
+  #watcher: FSWatcher | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  #scanning: Promise<void> | undefined;
+  #again = false;
+  #inSync = false;
+  #stopped = false;
+  #missingReported = false;
+  #revision = 0;
+
+  constructor(opts: FileSyncerOptions) {
+    this.#dir = opts.dir;
+    this.#log = opts.log.child({ datastore: 'file', dir: opts.dir });
+    this.#debounceMs = opts.debounceMs ?? 25;
+    this.#pollMs = opts.pollMs ?? 5000;
+  }
+
+  start(callbacks: SyncerCallbacks): void {
+    this.#cb = callbacks;
+    callbacks.onStatusUpdated('wait-for-datastore');
+    this.#schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearTimeout(this.#poll);
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    await this.#scanning;
+  }
+
+  #schedule(delay: number): void {
+    if (this.#stopped) return;
+    if (this.#scanning) {
+      this.#again = true;
+      return;
+    }
+    if (this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#scanning = this.#scan()
+        .catch((e: unknown) => this.#log.error({ err: e }, 'file datastore scan failed'))
+        .finally(() => {
+          this.#scanning = undefined;
+          if (this.#again) {
+            this.#again = false;
+            this.#schedule(this.#debounceMs);
+          }
+        });
+    }, delay);
+  }
+
+  #ensureWatch(): boolean {
+    if (this.#watcher) return true;
+    try {
+      this.#watcher = watch(this.#dir, { recursive: true }, () => this.#schedule(this.#debounceMs));
+      this.#watcher.on('error', (err) => {
+        this.#log.warn({ err }, 'watch on the datastore directory failed; rescanning');
+        this.#watcher?.close();
+        this.#watcher = undefined;
+        this.#schedule(this.#debounceMs);
+      });
+      return true;
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') this.#log.warn({ err }, 'cannot watch the datastore directory');
+      return false;
+    }
+  }
+
+  async #listFiles(): Promise<Map<string, string> | undefined> {
+    const out = new Map<string, string>();
+    const walk = async (dir: string): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true });
+      for (const e of entries) {
+        if (e.name.startsWith('.')) continue;
+        const path = join(dir, e.name);
+        if (e.isDirectory()) await walk(path);
+        else if (isResourceFile(e.name)) {
+          try {
+            const s = await stat(path);
+            if (s.isFile()) out.set(relative(this.#dir, path), `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`);
+          } catch {
+            // Gone between readdir and stat: it is simply not there.
+          }
+        }
+      }
+    };
+    try {
+      await walk(this.#dir);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return undefined;
+      throw e;
+    }
+    return out;
+  }
+
+  async #scan(): Promise<void> {
+    const watching = this.#ensureWatch();
+    const listing = await this.#listFiles();
+    if (this.#stopped) return;
+    clearTimeout(this.#poll);
+    if (!listing) {
+      // No directory: keep what was delivered (like a lost connection) and wait for it.
+      if (!this.#missingReported) {
+        this.#log.warn(this.#inSync ? 'datastore directory disappeared; keeping the last state' : 'datastore directory does not exist yet; waiting for it');
+        this.#missingReported = true;
+      }
+      this.#poll = setTimeout(() => this.#schedule(0), 1000);
+      return;
+    }
+    if (this.#missingReported) this.#log.info('datastore directory is back');
+    this.#missingReported = false;
+    if (!watching) this.#poll = setTimeout(() => this.#schedule(0), 1000);
+    else if (this.#pollMs > 0) this.#poll = setTimeout(() => this.#schedule(0), this.#pollMs);
+
+    if (!this.#inSync) this.#cb?.onStatusUpdated('resync-in-progress');
+    for (const name of [...this.#files.keys()]) if (!listing.has(name)) this.#files.delete(name);
+    for (const [name, sig] of listing) {
+      const old = this.#files.get(name);
+      if (old?.sig === sig) continue;
+      await this.#load(name, sig, old);
+      if (this.#stopped) return;
+    }
+    this.#deliver();
+    if (!this.#inSync) {
+      this.#inSync = true;
+      this.#log.info({ files: this.#files.size, resources: this.#emitted.size }, 'file datastore loaded');
+      this.#cb?.onStatusUpdated('in-sync');
+    }
+  }
+
+  async #load(name: string, sig: string, old: FileState | undefined): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(join(this.#dir, name), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.#files.delete(name);
+        return;
+      }
+      throw e;
+    }
+    const state: FileState = { sig, entries: new Map(), problems: new Set() };
+    const report = (message: string) => {
+      state.problems.add(message);
+      if (!old?.problems.has(message)) this.#log.warn({ file: name }, message);
+    };
+    const parsed = parseResourceFile(name, text);
+    if (!parsed.ok) {
+      // Keep every resource the file had until it parses again.
+      report(`${parsed.error}; keeping the file's last good resources`);
+      this.#files.set(name, { ...state, entries: old?.entries ?? new Map() });
+      return;
+    }
+    for (const { value, source } of parsed.entries) {
+      const r = validateResource(value, source);
+      if (!r.ok) {
+        const key = rawKey(value);
+        const last = key ? old?.entries.get(key) : undefined;
+        if (key && last) {
+          state.entries.set(key, last);
+          report(`invalid resource: ${r.error.message}; keeping its last good version`);
+        } else {
+          report(`invalid resource skipped: ${r.error.message}`);
+        }
+        continue;
+      }
+      for (const w of r.warnings) report(`${source}: ${w}`);
+      const key = keyOf({
+        kind: r.resource.kind,
+        name: r.resource.metadata.name,
+        ...('namespace' in r.resource.metadata ? { namespace: r.resource.metadata.namespace as string } : {}),
+      }) as string;
+      if (state.entries.has(key)) {
+        report(`${source}: ${key} is defined twice in the file; the first one is used`);
+        continue;
+      }
+      state.entries.set(key, { resource: r.resource, source, json: JSON.stringify(value) });
+    }
+    if (old?.problems.size && !state.problems.size) this.#log.info({ file: name }, 'file is valid again');
+    this.#files.set(name, state);
+  }
+
+  // The winning definition of each key (first file in path order) against what was sent.
+  #deliver(): void {
+    const want = new Map<string, { good: Good; file: string }>();
+    for (const name of [...this.#files.keys()].sort()) {
+      for (const [key, good] of this.#files.get(name)?.entries ?? []) {
+        const have = want.get(key);
+        if (!have) {
+          want.set(key, { good, file: name });
+        } else {
+          const id = `${key}\u0000${name}`;
+          if (!this.#duplicates.has(id)) {
+            this.#duplicates.add(id);
+            this.#log.warn({ key, file: name, using: have.file }, `${key} is also defined in ${name}; using ${have.file}`);
+          }
+        }
+      }
+    }
+    const updates: Update[] = [];
+    const revision = String(this.#revision + 1);
+    for (const [key, { good, file }] of want) {
+      const sent = this.#emitted.get(key);
+      if (sent && sent.json === good.json) {
+        if (sent.file !== file) sent.file = file;
+        continue;
+      }
+      this.#emitted.set(key, { json: good.json, file });
+      updates.push({ key, value: good.resource, validated: good.resource, revision, source: good.source });
+    }
+    for (const key of [...this.#emitted.keys()]) {
+      if (want.has(key)) continue;
+      this.#emitted.delete(key);
+      updates.push({ key, value: null, revision });
+    }
+    for (const id of this.#duplicates) {
+      const [key, file] = id.split('\u0000') as [string, string];
+      if (!this.#files.get(file)?.entries.has(key) || want.get(key)?.file === file) this.#duplicates.delete(id);
+    }
+    if (updates.length) {
+      this.#revision++;
+      this.#cb?.onUpdates(updates);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+// The contract every datastore meets, as Felix's api.Syncer: batches of updates (key,
+// value or null for a delete, revision) and sync-status changes, delivered in order; a
+// syncer delivers all updates it has before it reports a new status.
+import type { Resource } from '../model/schemas.js';
+
+export type SyncStatus = 'wait-for-datastore' | 'resync-in-progress' | 'in-sync';
+
+export interface Update {
+  /** Calico's key: /calico/resources/v3/projectcalico.org/<plural>/[<namespace>/]<name> */
+  key: string;
+  /** The decoded v3 resource (unvalidated), or null for a delete. */
+  value: unknown;
+  /** The datastore's revision of this value (etcd's mod revision; a counter for files). */
+  revision: string;
+  /** Where the value came from, for error messages ("policies.yaml document 2"). */
+  source?: string;
+  /** Why the stored value could not be decoded (value is then null but this is no delete). */
+  decodeError?: string;
+  /** The value, already validated by the syncer (the file datastore validates to keep last-good values). */
+  validated?: Resource;
+}
+
+export interface SyncerCallbacks {
+  onUpdates(updates: Update[]): void;
+  onStatusUpdated(status: SyncStatus): void;
+}
+
+export interface Syncer {
+  /** Starts listing and watching; callbacks run on the event loop, in order. */
+  start(callbacks: SyncerCallbacks): void;
+  /** Stops watching and releases connections, timers and watches. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,35 @@
+// The process logger: pino, JSON lines on stderr (stdout is for command output), with
+// Felix's severities. Synchronous writes, so nothing is lost when the process exits
+// right after logging (the restart exit, a fatal error).
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/** Felix's LogSeverityScreen values -> pino levels. */
+const LEVELS: Record<string, pino.LevelWithSilent> = {
+  Debug: 'debug',
+  Info: 'info',
+  Warning: 'warn',
+  Error: 'error',
+  Fatal: 'fatal',
+  None: 'silent',
+};
+
+export function levelFor(severity: string): pino.LevelWithSilent {
+  return LEVELS[severity] ?? 'info';
+}
+
+export function createLogger(opts: { severity?: string; destination?: pino.DestinationStream } = {}): Logger {
+  return pino(
+    {
+      level: levelFor(opts.severity ?? 'Info'),
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    opts.destination ?? pino.destination({ fd: 2, sync: true }),
+  );
+}
+
+/** A logger that drops everything (library default, tests). */
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -47,7 +47,7 @@ export function parseResourceFile(name: string, text: string): FileParse {
     const err = doc.errors[0];
     if (err) {
       const where = err.linePos?.[0] ? ` (line ${err.linePos[0].line}, column ${err.linePos[0].col})` : '';
-      return { ok: false, error: `${name} document ${i + 1}: invalid YAML${where}: ${err.message.split('\n')[0]}` };
+      return { ok: false, error: `${name} document ${i + 1}: invalid YAML${where}: ${(err.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}` };
     }
     expand(doc.toJS({ maxAliasCount: 100 }), `${name} document ${i + 1}`, out);
   }

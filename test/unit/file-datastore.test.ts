@@ -1,0 +1,222 @@
+// The file datastore: initial load and in-sync, precise updates and deletes for file
+// adds, edits, deletes, renames and an editor's write-then-rename; parse and validation
+// failures reported once and never deleting anything; lists, JSON, subdirectories,
+// duplicates, and a directory that appears late or disappears.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+
+import { stringify } from 'yaml';
+
+import { FileSyncer } from '../../src/datastore/file/file-syncer.js';
+import { keyOf } from '../../src/datastore/keys.js';
+import { parseResourceFile } from '../../src/datastore/file/parse.js';
+import { createLogger } from '../../src/log.js';
+import { gnp, np, profile, type Res, wep } from '../helpers/calc-fixtures.js';
+import { SyncerRecorder } from '../helpers/syncer-recorder.js';
+
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'palisade-fileds-'));
+  dirs.push(d);
+  return d;
+}
+
+/** A logger whose lines the test can read. */
+function captureLog() {
+  const lines: Array<Record<string, unknown>> = [];
+  const dest = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+      cb();
+    },
+  });
+  return { log: createLogger({ severity: 'Debug', destination: dest }), lines, warnings: () => lines.filter((l) => l.level === 'warn').map((l) => String(l.msg)) };
+}
+
+const yaml = (...rs: Res[]) => rs.map((r) => stringify(r)).join('---\n');
+const key = (r: Res) => keyOf({ kind: r.kind, name: r.metadata.name as string, ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) }) as string;
+
+async function started(dir: string, opts: { pollMs?: number } = {}) {
+  const cap = captureLog();
+  const syncer = new FileSyncer({ dir, log: cap.log, pollMs: opts.pollMs ?? 0 });
+  const rec = new SyncerRecorder();
+  syncer.start(rec);
+  return { syncer, rec, ...cap };
+}
+
+const pol = np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow' }] });
+const prof = profile('kns.prod', { 'pcns.env': 'prod' });
+const ep = wep('web-0', 'node1', '10.65.0.10', { app: 'web' });
+
+describe('file datastore: parsing', () => {
+  it('multi-document YAML, List kinds and JSON, numbered from 1', () => {
+    const p1 = parseResourceFile('a.yaml', `${yaml(pol)}---\n---\n${stringify({ apiVersion: 'projectcalico.org/v3', kind: 'NetworkPolicyList', items: [pol, pol] })}`);
+    assert.ok(p1.ok);
+    assert.deepEqual(p1.entries.map((e) => e.source), ['a.yaml document 1', 'a.yaml document 3 item 1', 'a.yaml document 3 item 2']);
+    const p2 = parseResourceFile('b.json', JSON.stringify({ kind: 'List', items: [prof] }));
+    assert.ok(p2.ok);
+    assert.equal(p2.entries[0]?.source, 'b.json document 1 item 1');
+    const bad = parseResourceFile('c.yaml', `${yaml(pol)}---\nkind: [unclosed\n`);
+    assert.ok(!bad.ok);
+    assert.match(bad.error, /^c\.yaml document 2: invalid YAML \(line \d+, column \d+\)/);
+    assert.ok(parseResourceFile('empty.yaml', '# nothing\n').ok);
+  });
+});
+
+describe('file datastore: syncing', () => {
+  it('loads the directory, reports in-sync, then turns file changes into precise updates', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'policy.yaml'), yaml(pol));
+    mkdirSync(join(dir, 'endpoints'));
+    writeFileSync(join(dir, 'endpoints', 'eps.json'), JSON.stringify({ kind: 'List', items: [ep, prof] }));
+    writeFileSync(join(dir, 'README.md'), 'not a resource');
+    const { syncer, rec } = await started(dir);
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 5000, 'in-sync');
+      assert.deepEqual(rec.statuses, ['wait-for-datastore', 'resync-in-progress', 'in-sync']);
+      assert.deepEqual([...rec.state.keys()].sort(), [key(pol), key(prof), key(ep)].sort());
+      assert.equal(rec.batches.length, 1, 'the initial load is one batch, before in-sync');
+
+      // Edit one resource in a multi-resource file: exactly one update.
+      rec.clear();
+      const pol2 = np('web', { selector: "app == 'web'", ingress: [{ action: 'Deny' }] });
+      const other = gnp('global-deny', { selector: 'all()', egress: [{ action: 'Deny' }] });
+      writeFileSync(join(dir, 'policy.yaml'), yaml(pol2, other));
+      await rec.waitFor(() => rec.state.has(key(other)), 3000, 'the edit');
+      assert.deepEqual(rec.updates.map((u) => [u.key, u.value === null ? 'delete' : 'update']).sort(), [
+        [key(other), 'update'],
+        [key(pol), 'update'],
+      ]);
+      assert.equal((rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action, 'Deny');
+
+      // An unchanged rewrite (touch) changes nothing.
+      rec.clear();
+      writeFileSync(join(dir, 'policy.yaml'), yaml(pol2, other));
+      // Delete a resource from a file, then a whole file.
+      writeFileSync(join(dir, 'policy.yaml'), yaml(pol2));
+      await rec.waitFor(() => !rec.state.has(key(other)), 3000, 'the removal');
+      rmSync(join(dir, 'endpoints', 'eps.json'));
+      await rec.waitFor(() => !rec.state.has(key(ep)) && !rec.state.has(key(prof)), 3000, 'the file delete');
+      assert.deepEqual(rec.updates.map((u) => [u.key, u.value === null]).sort(), [
+        [key(other), true],
+        [key(prof), true],
+        [key(ep), true],
+      ].sort());
+
+      // A rename of a file holding the same resources: nothing to deliver.
+      rec.clear();
+      renameSync(join(dir, 'policy.yaml'), join(dir, 'renamed.yml'));
+      writeFileSync(join(dir, 'marker.yaml'), yaml(prof));
+      await rec.waitFor(() => rec.state.has(key(prof)), 3000, 'the marker');
+      assert.deepEqual(rec.updates.map((u) => u.key), [key(prof)], 'the rename itself delivered nothing');
+
+      // An editor's save: write a temp file, then rename it over the original.
+      rec.clear();
+      const pol3 = np('web', { selector: "app == 'web2'", ingress: [{ action: 'Allow' }] });
+      writeFileSync(join(dir, '.renamed.yml.swp'), yaml(pol3));
+      writeFileSync(join(dir, 'renamed.yml~'), yaml(pol3));
+      writeFileSync(join(dir, 'renamed.yml.tmp'), yaml(pol3));
+      renameSync(join(dir, 'renamed.yml.tmp'), join(dir, 'renamed.yml'));
+      await rec.waitFor(() => (rec.state.get(key(pol)) as { spec: { selector: string } } | undefined)?.spec.selector === "app == 'web2'", 3000, 'the save');
+      assert.deepEqual(rec.updates.map((u) => u.key), [key(pol)]);
+      assert.deepEqual(rec.statuses, ['wait-for-datastore', 'resync-in-progress', 'in-sync'], 'in-sync once');
+    } finally {
+      await syncer.stop();
+    }
+  });
+
+  it('a file that stops parsing, or a resource that stops validating, keeps its last good state; each reported once', async () => {
+    const dir = tempDir();
+    const good2 = gnp('allow-dns', { selector: 'all()', egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] });
+    writeFileSync(join(dir, 'a.yaml'), yaml(pol, good2));
+    writeFileSync(join(dir, 'b.yaml'), yaml(prof));
+    const { syncer, rec, warnings } = await started(dir);
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'));
+      rec.clear();
+      // A YAML syntax error: nothing in the file is deleted.
+      writeFileSync(join(dir, 'a.yaml'), `${yaml(pol)}---\nspec: [oops\n`);
+      writeFileSync(join(dir, 'b.yaml'), yaml(prof, ep));
+      await rec.waitFor(() => rec.state.has(key(ep)), 3000, 'the other file');
+      assert.deepEqual(rec.updates.map((u) => u.key), [key(ep)], 'only b.yaml changed anything');
+      assert.ok(rec.state.has(key(pol)) && rec.state.has(key(good2)));
+      const parseWarnings = () => warnings().filter((w) => w.includes('a.yaml document 2: invalid YAML'));
+      await rec.waitFor(() => parseWarnings().length === 1, 3000, 'the parse warning');
+
+      // A typo in a field: the last good version stays; the other resources update.
+      const badPol = np('web', { selector: "app == 'web'", ingress: [{ action: 'Allw' }] });
+      const good2b = gnp('allow-dns', { selector: 'all()', egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [5353] } }] });
+      writeFileSync(join(dir, 'a.yaml'), yaml(badPol, good2b));
+      await rec.waitFor(() => JSON.stringify(rec.state.get(key(good2))).includes('5353'), 3000, 'the good resource');
+      assert.equal((rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action, 'Allow');
+      const fieldWarnings = () => warnings().filter((w) => w.includes('spec.ingress[0].action') && w.includes('keeping its last good version'));
+      assert.equal(fieldWarnings().length, 1);
+      assert.match(fieldWarnings()[0] ?? '', /a\.yaml document 1: NetworkPolicy prod\/web: spec\.ingress\[0\]\.action/);
+      // Another edit elsewhere in the file: the same problem is not reported again.
+      writeFileSync(join(dir, 'a.yaml'), yaml(badPol, good2));
+      await rec.waitFor(() => !JSON.stringify(rec.state.get(key(good2))).includes('5353'), 3000, 'the revert');
+      assert.equal(fieldWarnings().length, 1, 'reported once');
+      assert.equal(parseWarnings().length, 1, 'reported once');
+
+      // A brand-new invalid resource is skipped, and nothing else is affected.
+      writeFileSync(join(dir, 'c.yaml'), yaml(np('new', { selector: 'bad ==' })));
+      await rec.waitFor(() => warnings().some((w) => w.includes('invalid resource skipped') && w.includes('NetworkPolicy prod/new')), 3000, 'the skip warning');
+      assert.ok(![...rec.state.keys()].some((k) => k.endsWith('/prod/new')));
+
+      // Fixed: the new version goes out.
+      writeFileSync(join(dir, 'a.yaml'), yaml(np('web', { selector: "app == 'web'", ingress: [{ action: 'Deny' }] }), good2));
+      await rec.waitFor(() => (rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action === 'Deny', 3000, 'the fix');
+    } finally {
+      await syncer.stop();
+    }
+  });
+
+  it('a resource in two files comes from the first in path order; the other takes over when it goes', async () => {
+    const dir = tempDir();
+    const v1 = profile('kns.dup', { v: '1' });
+    const v2 = profile('kns.dup', { v: '2' });
+    writeFileSync(join(dir, 'a.yaml'), yaml(v1));
+    writeFileSync(join(dir, 'b.yaml'), yaml(v2));
+    const { syncer, rec, warnings } = await started(dir);
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'));
+      const labels = () => (rec.state.get(key(v1)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v;
+      assert.equal(labels(), '1');
+      assert.ok(warnings().some((w) => w.includes('also defined in b.yaml; using a.yaml')));
+      rmSync(join(dir, 'a.yaml'));
+      await rec.waitFor(() => labels() === '2', 3000, 'the takeover');
+    } finally {
+      await syncer.stop();
+    }
+  });
+
+  it('waits for a missing directory, and keeps its state if the directory disappears', async () => {
+    const parent = tempDir();
+    const dir = join(parent, 'later');
+    const { syncer, rec, warnings } = await started(dir);
+    try {
+      await rec.waitFor(() => warnings().some((w) => w.includes('does not exist yet')), 3000, 'the warning');
+      assert.deepEqual(rec.statuses, ['wait-for-datastore']);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'p.yaml'), yaml(prof));
+      await rec.waitFor(() => rec.statuses.includes('in-sync') && rec.state.has(key(prof)), 5000, 'the late load');
+      rec.clear();
+      rmSync(dir, { recursive: true });
+      await rec.waitFor(() => warnings().some((w) => w.includes('disappeared')), 5000, 'the disappearance');
+      assert.equal(rec.updates.length, 0, 'nothing deleted');
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'p.yaml'), yaml(profile('kns.prod', { changed: 'yes' })));
+      await rec.waitFor(() => JSON.stringify(rec.state.get(key(prof))).includes('changed'), 5000, 'the return');
+    } finally {
+      await syncer.stop();
+    }
+  });
+});

@@ -1,0 +1,97 @@
+// Calico's key layout, and the validation filter between syncer and calc graph.
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+
+import { keyOf, refOfKey } from '../../src/datastore/keys.js';
+import type { SyncStatus } from '../../src/datastore/types.js';
+import { ValidationFilter } from '../../src/datastore/validation-filter.js';
+import { createLogger } from '../../src/log.js';
+import type { Resource } from '../../src/model/schemas.js';
+import type { ResourceRef } from '../../src/model/validate.js';
+import { np, profile } from '../helpers/calc-fixtures.js';
+
+describe('datastore: keys', () => {
+  it('round-trips every kind in Calico layout', () => {
+    const cases: Array<[ResourceRef, string]> = [
+      [{ kind: 'NetworkPolicy', namespace: 'prod', name: 'web' }, '/calico/resources/v3/projectcalico.org/networkpolicies/prod/web'],
+      [{ kind: 'GlobalNetworkPolicy', name: 'g' }, '/calico/resources/v3/projectcalico.org/globalnetworkpolicies/g'],
+      [{ kind: 'WorkloadEndpoint', namespace: 'ns', name: 'n-k8s-p-eth0' }, '/calico/resources/v3/projectcalico.org/workloadendpoints/ns/n-k8s-p-eth0'],
+      [{ kind: 'IPPool', name: 'default-ipv4-ippool' }, '/calico/resources/v3/projectcalico.org/ippools/default-ipv4-ippool'],
+      [{ kind: 'FelixConfiguration', name: 'default' }, '/calico/resources/v3/projectcalico.org/felixconfigurations/default'],
+      [{ kind: 'Node', name: 'node1' }, '/calico/resources/v3/projectcalico.org/nodes/node1'],
+    ];
+    for (const [ref, key] of cases) {
+      assert.equal(keyOf(ref), key);
+      assert.deepEqual(refOfKey(key), ref);
+    }
+    assert.equal(keyOf({ kind: 'NetworkPolicy', name: 'x' }), undefined, 'namespaced kinds need a namespace');
+    assert.equal(keyOf({ kind: 'Pod', name: 'x' }), undefined);
+    for (const bad of ['/calico/resources/v3/projectcalico.org/pods/x', '/calico/resources/v3/projectcalico.org/networkpolicies/x', '/other/x', '/calico/resources/v3/projectcalico.org/tiers/a/b']) {
+      assert.equal(refOfKey(bad), undefined, bad);
+    }
+  });
+});
+
+describe('datastore: ValidationFilter', () => {
+  function setup() {
+    const got: Array<[string, string | undefined]> = [];
+    const statuses: SyncStatus[] = [];
+    const warnings: string[] = [];
+    const dest = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        for (const l of chunk.toString().split('\n')) if (l.trim()) warnings.push(String((JSON.parse(l) as { msg: string }).msg));
+        cb();
+      },
+    });
+    const filter = new ValidationFilter(
+      {
+        onUpdate: (ref: ResourceRef, r: Resource | undefined) => got.push([`${ref.kind}/${ref.namespace ?? ''}/${ref.name}`, r ? JSON.stringify(r.spec) : undefined]),
+        onStatus: (s) => statuses.push(s),
+      },
+      createLogger({ severity: 'Warning', destination: dest }),
+    );
+    return { filter, got, statuses, warnings };
+  }
+  const k = (r: { kind: string; metadata: Record<string, unknown> }) => keyOf({ kind: r.kind, name: r.metadata.name as string, ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) }) as string;
+
+  it('passes valid values, turns invalid ones into deletes, and reports each problem once', () => {
+    const { filter, got, statuses, warnings } = setup();
+    const good = np('web', { selector: "app == 'web'" });
+    const bad = np('web', { selector: "app == 'web" });
+    filter.onUpdates([{ key: k(good), value: good, revision: '1' }]);
+    filter.onUpdates([{ key: k(bad), value: bad, revision: '2', source: 'etcd x' }]);
+    filter.onUpdates([{ key: k(bad), value: bad, revision: '3', source: 'etcd x' }]);
+    filter.onStatusUpdated('in-sync');
+    assert.deepEqual(got.map(([r, v]) => [r, v === undefined]), [
+      ['NetworkPolicy/prod/web', false],
+      ['NetworkPolicy/prod/web', true],
+      ['NetworkPolicy/prod/web', true],
+    ]);
+    assert.deepEqual(statuses, ['in-sync']);
+    assert.equal(warnings.filter((w) => w.includes('spec.selector')).length, 1, 'reported once');
+    assert.equal(filter.invalidCount, 1);
+    filter.onUpdates([{ key: k(good), value: good, revision: '4' }]);
+    assert.equal(filter.invalidCount, 0);
+    assert.equal(got.at(-1)?.[1] !== undefined, true);
+  });
+
+  it('refuses a value that names another resource, undecodable values, and keys outside the layout', () => {
+    const { filter, got, warnings } = setup();
+    const p = profile('a', {});
+    filter.onUpdates([
+      { key: '/calico/resources/v3/projectcalico.org/profiles/b', value: p, revision: '1' },
+      { key: '/calico/resources/v3/projectcalico.org/profiles/c', value: null, revision: '2', decodeError: 'value is not JSON: Unexpected token' },
+      { key: '/calico/foo', value: p, revision: '3' },
+      { key: '/calico/resources/v3/projectcalico.org/profiles/d', value: null, revision: '4' },
+    ]);
+    assert.deepEqual(got, [
+      ['Profile//b', undefined],
+      ['Profile//c', undefined],
+      ['Profile//d', undefined],
+    ]);
+    assert.ok(warnings.some((w) => w.includes('names a different resource')));
+    assert.ok(warnings.some((w) => w.includes('not JSON')));
+    assert.ok(warnings.some((w) => w.includes('outside')));
+  });
+});

@@ -2,7 +2,8 @@
 # Makes a fresh Debian 12 + Node 20 machine ready: installs the Debian packages and npm
 # modules that are missing, then builds the native addon and the TypeScript. Cheap to
 # re-run: every step skips what is already done.
-#   --with-test-tools   also install what the test suite needs (valgrind)
+#   --with-test-tools   also install what the test suite needs (valgrind; etcd-server,
+#                       etcd-client and openssl for the etcd datastore tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,7 @@ fi
 # Build: compiler, node-gyp's python, OpenSSL for SHA-224 (selector UIDs).
 pkgs=(g++ make python3 libssl-dev)
 if [[ ${1:-} == --with-test-tools ]]; then
-  pkgs+=(valgrind)
+  pkgs+=(valgrind etcd-server etcd-client openssl)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

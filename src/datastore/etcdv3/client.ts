@@ -116,7 +116,9 @@ export class Etcd3Client implements EtcdClient {
 
   async watch(prefix: string, startRevision: string, handlers: WatchHandlers): Promise<WatchHandle> {
     let done = false;
-    const watcher: Watcher = await this.#etcd.watch().prefix(prefix).startRevision(startRevision).create();
+    // Listeners go on before the watch is attached: a connection lost while it is being
+    // created must be seen too (etcd3 would otherwise quietly resume it).
+    const watcher: Watcher = this.#etcd.watch().prefix(prefix).startRevision(startRevision).watcher();
     const lost = (err: Error, compacted: boolean) => {
       if (done) return;
       done = true;
@@ -141,6 +143,12 @@ export class Etcd3Client implements EtcdClient {
     watcher.on('disconnected', (err: Error) => lost(err, false));
     watcher.on('error', (err: Error) => lost(err, /compact/i.test(err.message)));
     watcher.on('end', () => lost(new Error('watch ended'), false));
+    await new Promise<void>((resolve) => {
+      if (done) resolve();
+      watcher.once('connected', () => resolve());
+      watcher.once('disconnected', () => resolve());
+      watcher.once('error', () => resolve());
+    });
     return {
       cancel: async () => {
         if (done) return;

@@ -67,9 +67,11 @@ export class EtcdSyncer implements Syncer {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#wake?.();
-    await this.#watch?.cancel();
+    this.#generation++;
+    const watch = this.#watch;
     this.#watch = undefined;
+    this.#wake?.();
+    await watch?.cancel();
     await this.#running;
     this.#client.close();
   }
@@ -94,13 +96,15 @@ export class EtcdSyncer implements Syncer {
   async #syncLoop(): Promise<void> {
     let delay = this.#backoff.min;
     let first = true;
+    let failures = 0;
     while (!this.#stopped) {
       let revision: string;
       try {
-        if (!first) this.#setStatus('resync-in-progress');
         const t0 = Date.now();
         const listed = await this.#client.list(this.#prefix);
         if (this.#stopped) return;
+        if (failures > 1) this.#log.info({ failures }, 'the datastore is reachable again');
+        failures = 0;
         this.#setStatus('resync-in-progress');
         const changes = this.#applyList(listed.kvs, listed.revision);
         revision = listed.revision;
@@ -110,8 +114,12 @@ export class EtcdSyncer implements Syncer {
         if (this.#stopped) return;
       } catch (e) {
         if (this.#stopped) return;
-        this.#log.warn({ err: (e as Error).message, retryInMs: delay }, 'cannot list the datastore; retrying');
-        if (first || this.#status !== 'in-sync') this.#setStatus('wait-for-datastore');
+        // The first failure of a run is a warning; the retries after it are debug.
+        failures++;
+        const msg = (e as Error).message;
+        if (failures === 1) this.#log.warn({ err: msg }, 'cannot list the datastore; retrying with backoff');
+        else this.#log.debug({ err: msg, failures, retryInMs: delay }, 'cannot list the datastore; retrying');
+        this.#setStatus('wait-for-datastore');
         await this.#sleep(delay);
         delay = Math.min(delay * 2, this.#backoff.max);
         continue;

@@ -1,0 +1,86 @@
+// `palisade sync` and `palisade config` as an operator runs them: the in-sync state as
+// JSON lines, invalid resources on stderr, and Felix's exit code 129 when the datastore
+// changes a parameter that needs a restart (but not for LogSeverityScreen).
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { stringify } from 'yaml';
+
+import { np, profile, wep } from '../helpers/calc-fixtures.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function datastore(): string {
+  const d = mkdtempSync(join(tmpdir(), 'palisade-cli-'));
+  dirs.push(d);
+  writeFileSync(
+    join(d, 'app.yaml'),
+    [profile('kns.prod', {}), wep('web-0', 'node1', '10.65.0.10', { app: 'web' }), np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow' }] }), np('typo', { selector: "app == 'web", ingress: [] })]
+      .map((r) => stringify(r))
+      .join('---\n'),
+  );
+  return d;
+}
+
+const felixConfig = (spec: Record<string, unknown>) => stringify({ apiVersion: 'projectcalico.org/v3', kind: 'FelixConfiguration', metadata: { name: 'default' }, spec });
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+
+describe('cli: palisade sync and config', () => {
+  it('sync --once --json prints the in-sync state and reports invalid resources on stderr', () => {
+    const dir = datastore();
+    const r = spawnSync(process.execPath, [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1', '--once', '--json'], { encoding: 'utf8', env: cleanEnv });
+    assert.equal(r.status, 0, r.stderr);
+    const msgs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    assert.deepEqual(msgs.map((m) => m.type), ['ActivePolicyUpdate', 'ActiveProfileUpdate', 'WorkloadEndpointUpdate', 'InSync']);
+    assert.match(r.stderr, /app\.yaml document 4: NetworkPolicy prod\/typo: spec\.selector: invalid selector/);
+  });
+
+  it('exits 129 when a FelixConfiguration change needs a restart, not for LogSeverityScreen', async () => {
+    const dir = datastore();
+    writeFileSync(join(dir, 'felix.yaml'), felixConfig({ healthPort: 9200 }));
+    const child = spawn(process.execPath, [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1'], { env: cleanEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const until = async (pred: () => boolean, what: string) => {
+      for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 25));
+      assert.ok(pred(), `timed out waiting for ${what}; stdout: ${out}; stderr: ${err}`);
+    };
+    try {
+      await until(() => /InSync=1/.test(out), 'in-sync');
+      writeFileSync(join(dir, 'felix.yaml'), felixConfig({ healthPort: 9200, logSeverityScreen: 'Debug' }));
+      await until(() => /applied without a restart/.test(err), 'the live change');
+      assert.equal(child.exitCode, null);
+      writeFileSync(join(dir, 'felix.yaml'), felixConfig({ healthPort: 9300, logSeverityScreen: 'Debug' }));
+      assert.equal(await exited, 129);
+      assert.match(err, /configuration changed \(HealthPort\); restarting/);
+    } finally {
+      child.kill();
+    }
+  });
+
+  it('config --local shows values and their sources; a bad env value falls back with a warning', () => {
+    const r = spawnSync(process.execPath, [BIN, 'config', '--local', '--json', '--hostname', 'n1'], {
+      encoding: 'utf8',
+      env: { ...cleanEnv, FELIX_HEALTHPORT: 'x', FELIX_PROMETHEUSMETRICSPORT: '9191' },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const rows = JSON.parse(r.stdout) as Array<{ name: string; value: unknown; source: string }>;
+    const get = (n: string) => rows.find((x) => x.name === n);
+    assert.deepEqual(get('HealthPort'), { name: 'HealthPort', value: 9099, source: 'default' });
+    assert.deepEqual(get('PrometheusMetricsPort'), { name: 'PrometheusMetricsPort', value: 9191, source: 'env FELIX_PROMETHEUSMETRICSPORT' });
+    assert.deepEqual(get('FelixHostname'), { name: 'FelixHostname', value: 'n1', source: 'flag for FelixHostname' });
+    assert.match(r.stderr, /HealthPort from env FELIX_HEALTHPORT \(\\?"x\\?"\): expected an integer/);
+  });
+});

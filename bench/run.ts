@@ -11,6 +11,7 @@ const BENCHES: Record<string, [string, string[]]> = {
   labelindex: ['labelindex.js', ['realistic']],
   'labelindex-heavy': ['labelindex.js', ['heavy']],
   calcgraph: ['calcgraph.js', []],
+  filesync: ['filesync.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

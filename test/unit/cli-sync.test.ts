@@ -3,25 +3,21 @@
 // changes a parameter that needs a restart (but not for LogSeverityScreen).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { stringify } from 'yaml';
 
 import { np, profile, wep } from '../helpers/calc-fixtures.js';
+import { tempDirs } from '../helpers/temp.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('cli');
 
 function datastore(): string {
-  const d = mkdtempSync(join(tmpdir(), 'palisade-cli-'));
-  dirs.push(d);
+  const d = tempDir();
   writeFileSync(
     join(d, 'app.yaml'),
     [profile('kns.prod', {}), wep('web-0', 'node1', '10.65.0.10', { app: 'web' }), np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow' }] }), np('typo', { selector: "app == 'web", ingress: [] })]

@@ -3,11 +3,10 @@
 // failures reported once and never deleting anything; lists, JSON, subdirectories,
 // duplicates, and a directory that appears late or disappears.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
 import { stringify } from 'yaml';
 
@@ -17,17 +16,9 @@ import { parseResourceFile } from '../../src/datastore/file/parse.js';
 import { createLogger } from '../../src/log.js';
 import { gnp, np, profile, type Res, wep } from '../helpers/calc-fixtures.js';
 import { SyncerRecorder } from '../helpers/syncer-recorder.js';
+import { tempDirs } from '../helpers/temp.js';
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'palisade-fileds-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('fileds');
 
 /** A logger whose lines the test can read. */
 function captureLog() {

@@ -2,6 +2,7 @@
 // each lives in src/commands/ and is wired here.
 
 import { CONFIG_USAGE, runConfig } from './commands/config.js';
+import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
 import { runSync, SYNC_USAGE } from './commands/sync.js';
 import { VERSION } from './version.js';
@@ -13,6 +14,8 @@ Usage: palisade <command> [options]
 Commands:
   sync       read the datastore and print the dataplane messages the calc graph
              computes for this node (programs nothing)
+  plan       print the complete ruleset palisade would program on this host
+             (nftables, or ipset + iptables-restore input); touches nothing
   config     print the effective configuration and the source of each value
   selector   parse a Calico selector, print its canonical form, UID and IP-set name,
              and evaluate it against labels
@@ -21,6 +24,7 @@ Commands:
 
 Examples:
   palisade sync --datastore-dir examples/ --hostname node1 --once
+  palisade plan --datastore-dir examples/ --hostname node1 --dataplane nftables
   palisade config --local
   palisade selector "app == 'web' && tier in {'fe', 'be'}" --labels app=web,tier=fe
   palisade selector --demo
@@ -40,6 +44,8 @@ export async function main(argv: string[]): Promise<number> {
       return runSync(rest);
     case 'config':
       return runConfig(rest);
+    case 'plan':
+      return runPlan(rest);
     case 'version':
     case '--version':
     case '-v':
@@ -50,7 +56,7 @@ export async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
-      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE };
+      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE };
       console.log((topic && usages[topic]) ?? USAGE);
       return command === undefined ? 2 : 0;
     }

@@ -1,0 +1,107 @@
+// `palisade plan`: the complete ruleset the agent would program for a host, as nft input
+// or as `ipset restore` + `iptables-restore` input. Reads the datastore, runs the calc
+// graph to in-sync, renders; touches no kernel state.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { syncOnce } from '../agent/sync-once.js';
+import type { Config } from '../config/params.js';
+import { DesiredState } from '../dataplane/desired-state.js';
+import { renderIpsets, renderIptables } from '../dataplane/render/iptables-text.js';
+import { renderNft } from '../dataplane/render/nft-text.js';
+import { families, renderRuleset } from '../dataplane/render/ruleset.js';
+import { createLogger } from '../log.js';
+import { configFromFlags, DATASTORE_FLAGS, DATASTORE_FLAGS_USAGE, UsageError } from './datastore-flags.js';
+
+export const PLAN_USAGE = `Usage: palisade plan [options]
+
+Prints the complete ruleset palisade would program on this host, touching no kernel
+state: nftables input (loads with "nft -f"), or for --dataplane iptables the
+"ipset restore" input followed by "iptables-restore --noflush" and
+"ip6tables-restore --noflush" input. Invalid resources are reported on stderr and
+skipped.
+
+Options:
+${DATASTORE_FLAGS_USAGE}
+  --dataplane MODE        nftables or iptables (default: from NFTablesMode; Auto = nftables)
+  --output-dir DIR        write one file per input (calico.nft, or ipsets.txt, iptables.txt,
+                          ip6tables.txt) instead of printing
+  --timeout SECONDS       give up if the datastore is not in sync by then (default 60)
+
+Examples:
+  palisade plan --datastore-type file --datastore-dir examples/ --hostname node1
+  palisade plan --datastore-dir examples/ --hostname node1 --dataplane iptables
+  palisade plan --datastore-dir examples/ --hostname node1 | nft -c -f -
+
+Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad usage.`;
+
+export interface PlanFiles {
+  [file: string]: string;
+}
+
+export function planFiles(state: DesiredState, config: Config, mode: 'nftables' | 'iptables'): PlanFiles {
+  const fams = families(config);
+  if (mode === 'nftables') return { 'calico.nft': fams.map((f) => renderNft(renderRuleset(state, config, f, 'nftables'))).join('\n') };
+  const files: PlanFiles = { 'ipsets.txt': '' };
+  for (const f of fams) {
+    const rs = renderRuleset(state, config, f, 'iptables');
+    files['ipsets.txt'] += renderIpsets(rs, config.MaxIpsetSize);
+    files[f === 4 ? 'iptables.txt' : 'ip6tables.txt'] = renderIptables(rs, config.ChainInsertMode as 'Insert' | 'Append');
+  }
+  return files;
+}
+
+const HEADERS: Record<string, string> = {
+  'ipsets.txt': '# ipset restore',
+  'iptables.txt': '# iptables-restore --noflush',
+  'ip6tables.txt': '# ip6tables-restore --noflush',
+};
+
+export async function runPlan(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { ...DATASTORE_FLAGS, dataplane: { type: 'string' }, 'output-dir': { type: 'string' }, timeout: { type: 'string' } },
+      strict: true,
+    }));
+  } catch (e) {
+    console.error(`palisade plan: ${(e as Error).message}\n\n${PLAN_USAGE}`);
+    return 2;
+  }
+  const log = createLogger();
+  let config;
+  const timeoutS = values.timeout === undefined ? 60 : Number(values.timeout);
+  try {
+    if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError(`--timeout: expected a positive number of seconds, got "${values.timeout}"`);
+    if (values.dataplane !== undefined && values.dataplane !== 'nftables' && values.dataplane !== 'iptables') {
+      throw new UsageError(`--dataplane: expected nftables or iptables, got "${values.dataplane}"`);
+    }
+    config = configFromFlags(values, log);
+  } catch (e) {
+    console.error(`palisade plan: ${(e as Error).message}`);
+    return 2;
+  }
+  log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
+  let msgs;
+  try {
+    msgs = await syncOnce(config, log, timeoutS);
+  } catch (e) {
+    log.error((e as Error).message);
+    return 1;
+  }
+  const state = new DesiredState();
+  state.apply(msgs);
+  const mode = (values.dataplane as 'nftables' | 'iptables' | undefined) ?? (config.config.NFTablesMode === 'Disabled' ? 'iptables' : 'nftables');
+  const files = planFiles(state, config.config, mode);
+  if (values['output-dir']) {
+    mkdirSync(values['output-dir'], { recursive: true });
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(values['output-dir'], name), text);
+  } else if (mode === 'nftables') {
+    process.stdout.write(files['calico.nft'] as string);
+  } else {
+    for (const [name, text] of Object.entries(files)) process.stdout.write(`${HEADERS[name]}\n${text}`);
+  }
+  return 0;
+}

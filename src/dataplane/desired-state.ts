@@ -1,0 +1,121 @@
+// What the calc graph has asked for, kept by applying its messages in order: the input of
+// rendering. Tolerant where the model dataplane in the tests is strict (a remove of what is
+// absent is ignored), and it records which keys changed so an apply can be incremental.
+import type { HostEndpoint, IPAMPool, IPSetType, Policy, Profile, ToDataplane, WorkloadEndpoint } from '../proto/messages.js';
+
+export interface DesiredIPSet {
+  type: IPSetType;
+  members: Set<string>;
+}
+
+export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'config';
+
+export class DesiredState {
+  readonly ipsets = new Map<string, DesiredIPSet>();
+  /** Keyed "tier/name". */
+  readonly policies = new Map<string, { tier: string; name: string; policy: Policy }>();
+  readonly profiles = new Map<string, Profile>();
+  /** Keyed "orchestrator/workload/endpoint". */
+  readonly weps = new Map<string, WorkloadEndpoint>();
+  readonly heps = new Map<string, HostEndpoint>();
+  readonly pools = new Map<string, IPAMPool>();
+  config: Record<string, string> = {};
+  inSync = false;
+  /** Keys changed since the last takeDirty(), by kind. */
+  #dirty = new Map<Dirty, Set<string>>();
+
+  apply(msgs: Iterable<ToDataplane>): void {
+    for (const m of msgs) this.#one(m);
+  }
+
+  takeDirty(): Map<Dirty, Set<string>> {
+    const d = this.#dirty;
+    this.#dirty = new Map();
+    return d;
+  }
+
+  #mark(kind: Dirty, key: string): void {
+    let s = this.#dirty.get(kind);
+    if (!s) this.#dirty.set(kind, (s = new Set()));
+    s.add(key);
+  }
+
+  #one(m: ToDataplane): void {
+    switch (m.type) {
+      case 'InSync':
+        this.inSync = true;
+        return;
+      case 'ConfigUpdate':
+        this.config = m.config;
+        this.#mark('config', '');
+        return;
+      case 'IPSetUpdate':
+        this.ipsets.set(m.id, { type: m.ipsetType, members: new Set(m.members) });
+        this.#mark('ipset', m.id);
+        return;
+      case 'IPSetDeltaUpdate': {
+        const s = this.ipsets.get(m.id);
+        if (!s) return;
+        for (const x of m.removedMembers) s.members.delete(x);
+        for (const x of m.addedMembers) s.members.add(x);
+        this.#mark('ipset', m.id);
+        return;
+      }
+      case 'IPSetRemove':
+        this.ipsets.delete(m.id);
+        this.#mark('ipset', m.id);
+        return;
+      case 'ActivePolicyUpdate': {
+        const key = `${m.id.tier}/${m.id.name}`;
+        this.policies.set(key, { tier: m.id.tier, name: m.id.name, policy: m.policy });
+        this.#mark('policy', key);
+        return;
+      }
+      case 'ActivePolicyRemove': {
+        const key = `${m.id.tier}/${m.id.name}`;
+        this.policies.delete(key);
+        this.#mark('policy', key);
+        return;
+      }
+      case 'ActiveProfileUpdate':
+        this.profiles.set(m.id.name, m.profile);
+        this.#mark('profile', m.id.name);
+        return;
+      case 'ActiveProfileRemove':
+        this.profiles.delete(m.id.name);
+        this.#mark('profile', m.id.name);
+        return;
+      case 'WorkloadEndpointUpdate': {
+        const key = `${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`;
+        this.weps.set(key, m.endpoint);
+        this.#mark('wep', key);
+        return;
+      }
+      case 'WorkloadEndpointRemove': {
+        const key = `${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`;
+        this.weps.delete(key);
+        this.#mark('wep', key);
+        return;
+      }
+      case 'HostEndpointUpdate':
+        this.heps.set(m.id.endpointId, m.endpoint);
+        this.#mark('hep', m.id.endpointId);
+        return;
+      case 'HostEndpointRemove':
+        this.heps.delete(m.id.endpointId);
+        this.#mark('hep', m.id.endpointId);
+        return;
+      case 'IPAMPoolUpdate':
+        this.pools.set(m.id, m.pool);
+        this.#mark('pool', m.id);
+        return;
+      case 'IPAMPoolRemove':
+        this.pools.delete(m.id);
+        this.#mark('pool', m.id);
+        return;
+      case 'HostMetadataUpdate':
+      case 'HostMetadataRemove':
+        return;
+    }
+  }
+}

@@ -1,0 +1,112 @@
+// Endpoint chains, as Felix's rules/endpoints.go: conntrack first, then each tier (clear
+// the pass mark, jump to each policy while nothing passed, return once one accepted, drop
+// at the end of the tier unless its default action is Pass), then the profiles, then drop.
+// Untracked and pre-DNAT host-endpoint chains only mark: the filter table decides later.
+import type { HostEndpoint, TierInfo, WorkloadEndpoint } from '../../proto/messages.js';
+import { clearMark, markClear, markSet } from './blocks.js';
+import type { Marks } from './marks.js';
+import type { Rule } from './model.js';
+import { endpointChain, EP, policyChain, profileChain } from './names.js';
+import type { NamedChain } from './policy.js';
+
+type ChainKind = 'normal' | 'untracked' | 'preDnat' | 'forward';
+
+interface EndpointChainSpec {
+  name: string;
+  dir: 'in' | 'out';
+  kind: ChainKind;
+  tiers: TierInfo[];
+  profiles: string[];
+  failsafe?: 'cali-failsafe-in' | 'cali-failsafe-out' | undefined;
+  /** Workload egress: drop VXLAN and IPIP that would carry traffic around policy. */
+  dropEncap?: boolean;
+}
+
+export const conntrackRules = (): Rule[] => [
+  { match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: { k: 'accept' } },
+  { match: [{ k: 'ct', states: ['INVALID'] }], action: { k: 'drop' } },
+];
+
+function endpointRules(spec: EndpointChainSpec, marks: Marks): Rule[] {
+  const rules: Rule[] = [];
+  if (spec.kind === 'normal' || spec.kind === 'forward') rules.push(...conntrackRules());
+  rules.push({ match: [], action: clearMark(marks.accept | marks.pass) });
+  if (spec.failsafe) rules.push({ match: [], action: { k: 'jump', chain: spec.failsafe } });
+  if (spec.dropEncap) {
+    rules.push({ match: [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: 4789, last: 4789 }] }], action: { k: 'drop' }, comment: 'Drop VXLAN encapped packets originating in workloads' });
+    rules.push({ match: [{ k: 'proto', proto: 4 }], action: { k: 'drop' }, comment: 'Drop IPinIP encapped packets originating in workloads' });
+  }
+  for (const tier of spec.tiers) {
+    const policies = spec.dir === 'in' ? tier.ingressPolicies : tier.egressPolicies;
+    if (!policies.length) continue;
+    rules.push({ match: [], action: clearMark(marks.pass), comment: `Start of tier ${tier.name}` });
+    for (const p of policies) {
+      rules.push({ match: [markClear(marks.pass)], action: { k: 'jump', chain: policyChain(spec.dir, tier.name, p) } });
+      if (spec.kind === 'untracked') rules.push({ match: [markSet(marks.accept)], action: { k: 'notrack' } });
+      rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' });
+    }
+    if ((spec.kind === 'normal' || spec.kind === 'forward') && tier.defaultAction !== 'Pass') {
+      rules.push({ match: [markClear(marks.pass)], action: { k: 'drop' }, comment: 'Drop if no policies passed packet' });
+    }
+  }
+  if (spec.kind === 'forward' && !spec.tiers.some((t) => (spec.dir === 'in' ? t.ingressPolicies : t.egressPolicies).length)) {
+    rules.push({ match: [], action: { k: 'setMark', mark: marks.accept, mask: marks.accept }, comment: 'Allow forwarded traffic by default' });
+    rules.push({ match: [], action: { k: 'return' }, comment: 'Return for accepted forward traffic' });
+  }
+  if (spec.kind === 'normal') {
+    for (const p of spec.profiles) {
+      rules.push({ match: [], action: { k: 'jump', chain: profileChain(spec.dir, p) } });
+      rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if profile accepted' });
+    }
+    rules.push({ match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' });
+  }
+  return rules;
+}
+
+/** cali-tw-<iface> (ingress policy) and cali-fw-<iface> (egress); a non-active endpoint only drops. */
+export function workloadChains(ep: WorkloadEndpoint, marks: Marks): NamedChain[] {
+  const tw = endpointChain(EP.toWl, ep.name);
+  const fw = endpointChain(EP.fromWl, ep.name);
+  if (ep.state !== 'active') {
+    const drop: Rule[] = [{ match: [], action: { k: 'drop' }, comment: 'Endpoint admin disabled' }];
+    return [
+      { name: tw, rules: drop },
+      { name: fw, rules: drop },
+    ];
+  }
+  return [
+    { name: tw, rules: endpointRules({ name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds }, marks) },
+    { name: fw, rules: endpointRules({ name: fw, dir: 'out', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds, dropEncap: true }, marks) },
+  ];
+}
+
+export interface HostEndpointChains {
+  filter: NamedChain[];
+  raw: NamedChain[];
+  mangle: NamedChain[];
+}
+
+/**
+ * A host endpoint's chains: filter (cali-fh-/cali-th- with failsafes, and the forward pair
+ * cali-fhfw-/cali-thfw-), raw (untracked tiers) and mangle (pre-DNAT, ingress only).
+ */
+export function hostEndpointChains(ep: HostEndpoint, marks: Marks): HostEndpointChains {
+  const n = ep.name;
+  const spec = (prefix: string, dir: 'in' | 'out', kind: ChainKind, tiers: TierInfo[], failsafe?: EndpointChainSpec['failsafe']): NamedChain => {
+    const name = endpointChain(prefix, n);
+    return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, marks) };
+  };
+  return {
+    filter: [
+      spec(EP.fromHost, 'in', 'normal', ep.tiers, 'cali-failsafe-in'),
+      spec(EP.toHost, 'out', 'normal', ep.tiers, 'cali-failsafe-out'),
+      spec(EP.fromHostFwd, 'in', 'forward', ep.forwardTiers),
+      spec(EP.toHostFwd, 'out', 'forward', ep.forwardTiers),
+    ],
+    raw: ep.untrackedTiers.length
+      ? [spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, 'cali-failsafe-in'), spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, 'cali-failsafe-out')]
+      : [],
+    mangle: ep.preDnatTiers.length ? [spec(EP.fromHost, 'in', 'preDnat', ep.preDnatTiers, 'cali-failsafe-in')] : [],
+  };
+}
+

@@ -1,0 +1,117 @@
+// iptables rendering, as Felix writes it: `iptables-restore --noflush` input per table with
+// our chains declared (which flushes them), every rule tagged `-m comment --comment
+// "cali:<hash>"`, hooks inserted at the top of the builtin chains (ChainInsertMode Insert)
+// or appended; and `ipset restore` input for the IP sets. Verdict maps become one
+// `-i/-o <iface> -g <chain>` rule per endpoint.
+import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName, VerdictMap } from './model.js';
+import { TABLES } from './model.js';
+import { ruleHashes } from './names.js';
+
+const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
+const hex = (n: number) => `0x${(n >>> 0).toString(16)}`;
+const q = (s: string) => `"${s.replaceAll('"', '\\"')}"`;
+
+function match(m: Match, family: Family): string {
+  const not = 'neg' in m && m.neg ? '! ' : '';
+  switch (m.k) {
+    case 'proto':
+      return `${not}-p ${PROTO_NAMES[m.proto] ?? m.proto}`;
+    case 'net':
+      if (m.nets.length !== 1) throw new Error('iptables rendering needs one CIDR per match (render with the iptables style)');
+      return `${not}--${m.dir === 'src' ? 'source' : 'destination'} ${m.nets[0]}`;
+    case 'set':
+      return `-m set ${not}--match-set ${m.set} ${m.dir}`;
+    case 'ipPortSet':
+      return `-m set ${not}--match-set ${m.set} ${m.dir},${m.dir}`;
+    case 'ports':
+      return `-m multiport ${not}--${m.dir === 'src' ? 'source' : 'destination'}-ports ${m.ranges.map((r) => (r.first === r.last ? `${r.first}` : `${r.first}:${r.last}`)).join(',')}`;
+    case 'icmp': {
+      const t = m.code === undefined ? `${m.type}` : `${m.type}/${m.code}`;
+      return family === 4 ? `-m icmp ${not}--icmp-type ${t}` : `-m icmp6 ${not}--icmpv6-type ${t}`;
+    }
+    case 'mark':
+      return `-m mark ${not}--mark ${hex(m.value)}/${hex(m.mask)}`;
+    case 'ct':
+      return `-m conntrack --ctstate ${m.states.join(',')}`;
+    case 'iface':
+      return `${not}${m.dir === 'in' ? '-i' : '-o'} ${m.name}`;
+    case 'addrType':
+      return `-m addrtype ${not}--${m.dir}-type ${m.type}`;
+  }
+}
+
+function action(a: Action): string {
+  switch (a.k) {
+    case 'accept':
+      return '-j ACCEPT';
+    case 'drop':
+      return '-j DROP';
+    case 'return':
+      return '-j RETURN';
+    case 'jump':
+      return `-j ${a.chain}`;
+    case 'goto':
+      return `-g ${a.chain}`;
+    case 'setMark':
+      return `-j MARK --set-xmark ${hex(a.mark & a.mask)}/${hex(a.mask)}`;
+    case 'log':
+      return `-j LOG --log-prefix ${q(a.prefix)} --log-level 5`;
+    case 'notrack':
+      return '-j NOTRACK';
+    case 'masquerade':
+      return '-j MASQUERADE --random-fully';
+    case 'vmap':
+      throw new Error('a verdict map must be expanded before iptables rendering');
+  }
+}
+
+function expandVmap(r: Rule, maps: Map<string, VerdictMap>): Rule[] {
+  if (r.action.k !== 'vmap') return [r];
+  const { iface, map } = r.action;
+  const entries = [...(maps.get(map)?.entries ?? [])].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return entries.map(([name, verdict]) => ({ match: [...r.match, { k: 'iface', dir: iface, name }], action: verdict }));
+}
+
+const body = (r: Rule, family: Family) => [...r.match.map((m) => match(m, family)), ...(r.comment ? [`-m comment --comment ${q(r.comment)}`] : []), action(r.action)].join(' ');
+
+/** `-A <chain> ...` lines for one chain, with Felix's chained `cali:` hashes. */
+export function iptablesRuleLines(chain: string, rules: Rule[], family: Family, maps: Map<string, VerdictMap>): string[] {
+  const expanded = rules.flatMap((r) => expandVmap(r, maps));
+  const bodies = expanded.map((r) => body(r, family));
+  const hashes = ruleHashes(chain, bodies.map((b) => `-A ${chain} ${b}`));
+  return bodies.map((b, i) => `-A ${chain} -m comment --comment "cali:${hashes[i]}" ${b}`);
+}
+
+export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'Insert'): string {
+  const out: string[] = [];
+  for (const table of TABLES) {
+    const chains = rs.tables[table];
+    const hooks = rs.hooks.filter((h) => h.table === table);
+    if (!chains.size && !hooks.length) continue;
+    const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
+    out.push(`*${table}`);
+    for (const name of chains.keys()) out.push(`:${name} - [0:0]`);
+    for (const h of hooks) {
+      const [line] = iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family, maps) as [string];
+      out.push(insertMode === 'Insert' ? line.replace(/^-A (\S+)/, '-I $1 1') : line);
+    }
+    for (const chain of chains.values()) out.push(...iptablesRuleLines(chain.name, chain.rules, rs.family, maps));
+    out.push('COMMIT');
+  }
+  return `${out.join('\n')}\n`;
+}
+
+const IPSET_TYPE: Record<IPSet['kind'], string> = { net: 'hash:net', ipPort: 'hash:ip,port' };
+
+/** `ipset restore` input: create (or keep), flush and fill every set. */
+export function renderIpsets(rs: Ruleset, maxSize = 1048576): string {
+  const out: string[] = [];
+  const family = rs.family === 4 ? 'inet' : 'inet6';
+  for (const set of rs.sets.values()) {
+    out.push(`create ${set.name} ${IPSET_TYPE[set.kind]} family ${family} maxelem ${maxSize} -exist`, `flush ${set.name}`);
+    for (const m of set.members) out.push(`add ${set.name} ${m}`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+export const iptablesTables = (rs: Ruleset): TableName[] => TABLES.filter((t) => rs.tables[t].size > 0);

@@ -1,0 +1,22 @@
+// The packet-mark bits palisade uses, allocated from IptablesMarkMask lowest bit first, in
+// Felix's order: accept, pass, drop, then the two scratch bits of multi-block rules.
+export interface Marks {
+  accept: number;
+  pass: number;
+  drop: number;
+  scratch0: number;
+  scratch1: number;
+  /** Every bit above: cleared at the start of our top-level chains. */
+  all: number;
+}
+
+export function allocateMarks(mask: number): Marks {
+  const bits: number[] = [];
+  for (let b = 0; b < 32 && bits.length < 5; b++) {
+    const bit = (1 << b) >>> 0;
+    if ((mask & bit) !== 0) bits.push(bit);
+  }
+  if (bits.length < 5) throw new Error(`IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least 5`);
+  const [accept, pass, drop, scratch0, scratch1] = bits as [number, number, number, number, number];
+  return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | drop | scratch0 | scratch1) >>> 0 };
+}

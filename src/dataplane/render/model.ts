@@ -1,0 +1,94 @@
+// The rule model both renderings share: Felix's generictables, reduced to what palisade
+// renders. A Ruleset is everything of one IP family: four tables of chains, the IP sets
+// and the verdict maps (dispatch). Matches in one rule are ANDed; a match holding a list
+// (nets, ports) matches any of it. Renderers lower what their syntax lacks (iptables has
+// no anonymous sets: see lower.ts).
+
+export type Family = 4 | 6;
+export type TableName = 'filter' | 'raw' | 'mangle' | 'nat';
+export const TABLES: readonly TableName[] = ['raw', 'mangle', 'nat', 'filter'];
+export type Dir = 'src' | 'dst';
+export type CtState = 'ESTABLISHED' | 'RELATED' | 'INVALID' | 'NEW' | 'UNTRACKED';
+
+export interface PortRange {
+  first: number;
+  last: number;
+}
+
+export type Match =
+  | { k: 'proto'; proto: number; neg?: boolean }
+  | { k: 'net'; dir: Dir; nets: string[]; neg?: boolean }
+  | { k: 'set'; dir: Dir; set: string; neg?: boolean }
+  /** Address and port (named ports): `ip,proto:port` members. */
+  | { k: 'ipPortSet'; dir: Dir; set: string; neg?: boolean }
+  /** Needs a proto match on tcp, udp or sctp before it. */
+  | { k: 'ports'; dir: Dir; ranges: PortRange[]; neg?: boolean }
+  | { k: 'icmp'; type: number; code?: number | undefined; neg?: boolean }
+  /** (packet mark & mask) == value */
+  | { k: 'mark'; value: number; mask: number; neg?: boolean }
+  | { k: 'ct'; states: CtState[] }
+  /** Interface name; a trailing `+` matches any name with that prefix. */
+  | { k: 'iface'; dir: 'in' | 'out'; name: string; neg?: boolean }
+  | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean };
+
+export type Verdict = { k: 'accept' } | { k: 'drop' } | { k: 'return' } | { k: 'jump'; chain: string } | { k: 'goto'; chain: string };
+
+export type Action =
+  | Verdict
+  /** Sets the bits of `mark` within `mask`; clears the rest of `mask`. */
+  | { k: 'setMark'; mark: number; mask: number }
+  | { k: 'log'; prefix: string }
+  | { k: 'notrack' }
+  | { k: 'masquerade' }
+  /** Looks the interface up in a verdict map; falls through when it is absent. */
+  | { k: 'vmap'; iface: 'in' | 'out'; map: string };
+
+export interface Rule {
+  match: Match[];
+  action: Action;
+  comment?: string | undefined;
+}
+
+export interface Chain {
+  name: string;
+  rules: Rule[];
+}
+
+/** A kernel hook into one of our chains (the builtin chain's name, as iptables knows it). */
+export interface Hook {
+  table: TableName;
+  builtin: 'PREROUTING' | 'INPUT' | 'FORWARD' | 'OUTPUT' | 'POSTROUTING';
+  chain: string;
+}
+
+export interface VerdictMap {
+  name: string;
+  table: TableName;
+  /** Interface name -> verdict (jump or goto). */
+  entries: Map<string, Verdict>;
+}
+
+export type SetKind = 'net' | 'ipPort';
+
+export interface IPSet {
+  /** Kernel name, as iptables mode names it (cali40..., cali60...). */
+  name: string;
+  kind: SetKind;
+  members: string[];
+}
+
+export interface Ruleset {
+  family: Family;
+  tables: Record<TableName, Map<string, Chain>>;
+  hooks: Hook[];
+  maps: VerdictMap[];
+  sets: Map<string, IPSet>;
+}
+
+export function emptyRuleset(family: Family): Ruleset {
+  return { family, tables: { filter: new Map(), raw: new Map(), mangle: new Map(), nat: new Map() }, hooks: [], maps: [], sets: new Map() };
+}
+
+export function addChain(rs: Ruleset, table: TableName, name: string, rules: Rule[]): void {
+  rs.tables[table].set(name, { name, rules });
+}

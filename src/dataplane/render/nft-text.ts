@@ -1,0 +1,133 @@
+// nftables rendering, Calico's nftables-mode layout: one `calico` table per family, chain
+// names prefixed by their iptables table ("filter-cali-INPUT"), base chains hooking the
+// kernel at the iptables priorities, named sets for IP sets and verdict maps for dispatch.
+// The text loads with `nft -f` and replaces any previous calico table atomically.
+import { coveringMembers } from './cover.js';
+import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from './model.js';
+import { TABLES } from './model.js';
+import { nftSetName, ruleHashes } from './names.js';
+
+const HOOK_TYPE: Record<TableName, { type: string; priority: string }> = {
+  raw: { type: 'filter', priority: 'raw' },
+  mangle: { type: 'filter', priority: 'mangle' },
+  nat: { type: 'nat', priority: 'srcnat' },
+  filter: { type: 'filter', priority: 'filter' },
+};
+
+export const nftFamily = (f: Family) => (f === 4 ? 'ip' : 'ip6');
+export const nftChainName = (table: TableName, chain: string) => `${table}-${chain}`;
+const hex = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
+const q = (s: string) => JSON.stringify(s);
+const list = (xs: string[]) => (xs.length === 1 ? (xs[0] as string) : `{ ${xs.join(', ')} }`);
+const ifname = (name: string) => q(name.endsWith('+') ? `${name.slice(0, -1)}*` : name);
+
+function match(m: Match, family: Family): string {
+  const ip = nftFamily(family);
+  const op = m.k !== 'ct' && m.neg ? '!= ' : '';
+  switch (m.k) {
+    case 'proto':
+      return `meta l4proto ${op}${m.proto}`;
+    case 'net':
+      return `${ip} ${m.dir[0]}addr ${op}${list(m.nets)}`;
+    case 'set':
+      return `${ip} ${m.dir[0]}addr ${op}@${nftSetName(m.set)}`;
+    case 'ipPortSet':
+      return `${ip} ${m.dir[0]}addr . meta l4proto . th ${m.dir === 'src' ? 'sport' : 'dport'} ${op}@${nftSetName(m.set)}`;
+    case 'ports':
+      return `th ${m.dir === 'src' ? 'sport' : 'dport'} ${op}${list(m.ranges.map((r) => (r.first === r.last ? `${r.first}` : `${r.first}-${r.last}`)))}`;
+    case 'icmp': {
+      const icmp = family === 4 ? 'icmp' : 'icmpv6';
+      if (m.code === undefined) return `${icmp} type ${op}${m.type}`;
+      return m.neg ? `${icmp} type . ${icmp} code != { ${m.type} . ${m.code} }` : `${icmp} type ${m.type} ${icmp} code ${m.code}`;
+    }
+    case 'mark':
+      return `meta mark & ${hex(m.mask)} ${m.neg ? '!=' : '=='} ${hex(m.value)}`;
+    case 'ct':
+      return `ct state ${m.states.map((s) => s.toLowerCase()).join(',')}`;
+    case 'iface':
+      return `${m.dir === 'in' ? 'iifname' : 'oifname'} ${op}${ifname(m.name)}`;
+    case 'addrType':
+      return `fib ${m.dir[0]}addr type ${op}local`;
+  }
+}
+
+function action(a: Action, table: TableName): string {
+  switch (a.k) {
+    case 'accept':
+    case 'drop':
+    case 'return':
+    case 'notrack':
+      return a.k;
+    case 'jump':
+    case 'goto':
+      return `${a.k} ${nftChainName(table, a.chain)}`;
+    case 'setMark':
+      return `meta mark set meta mark & ${hex(~a.mask)} | ${hex(a.mark & a.mask)}`;
+    case 'log':
+      return `log prefix ${q(a.prefix)} level notice`;
+    case 'masquerade':
+      return 'masquerade fully-random';
+    case 'vmap':
+      return `${a.iface === 'in' ? 'iifname' : 'oifname'} vmap @${nftChainName(table, a.map)}`;
+  }
+}
+
+/** A rule's statement text without its comment: what its hash is computed from. */
+export function nftRuleBody(r: Rule, family: Family, table: TableName): string {
+  return [...r.match.map((m) => match(m, family)), 'counter', action(r.action, table)].join(' ');
+}
+
+export function nftRuleTexts(chain: string, rules: Rule[], family: Family, table: TableName): string[] {
+  const bodies = rules.map((r) => nftRuleBody(r, family, table));
+  const hashes = ruleHashes(chain, bodies);
+  return bodies.map((b, i) => `${b} comment ${q(`cali:${hashes[i]}`)}`);
+}
+
+export function nftSetType(family: Family, set: IPSet): string {
+  const addr = family === 4 ? 'ipv4_addr' : 'ipv6_addr';
+  return set.kind === 'ipPort' ? `${addr} . inet_proto . inet_service` : addr;
+}
+
+/** An IP-set member as an nftables element ("10.0.0.1,tcp:80" -> "10.0.0.1 . tcp . 80"). */
+export function nftElement(member: string): string {
+  const comma = member.indexOf(',');
+  if (comma < 0) return member;
+  const [proto, port] = member.slice(comma + 1).split(':');
+  return `${member.slice(0, comma)} . ${proto} . ${port}`;
+}
+
+export function nftSetElements(set: IPSet): string[] {
+  return (set.kind === 'net' ? coveringMembers(set.members) : set.members).map(nftElement);
+}
+
+export function renderNft(rs: Ruleset): string {
+  const fam = nftFamily(rs.family);
+  const out: string[] = [`add table ${fam} calico`, `delete table ${fam} calico`, `table ${fam} calico {`];
+  // Chains first (empty), so sets, maps and jumps may refer to any of them.
+  for (const table of TABLES) for (const name of rs.tables[table].keys()) out.push(`\tchain ${nftChainName(table, name)} {}`);
+  for (const set of rs.sets.values()) {
+    const flags = set.kind === 'net' ? '; flags interval' : '';
+    const elems = nftSetElements(set);
+    out.push(`\tset ${nftSetName(set.name)} { type ${nftSetType(rs.family, set)}${flags};${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`);
+  }
+  for (const map of rs.maps) {
+    const elems = [...map.entries].map(([iface, v]) => `${q(iface)} : ${action(v, map.table)}`);
+    out.push(`\tmap ${nftChainName(map.table, map.name)} { type ifname : verdict;${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`);
+  }
+  for (const table of TABLES) {
+    for (const chain of rs.tables[table].values()) {
+      out.push(`\tchain ${nftChainName(table, chain.name)} {`);
+      for (const r of nftRuleTexts(chain.name, chain.rules, rs.family, table)) out.push(`\t\t${r}`);
+      out.push('\t}');
+    }
+  }
+  for (const hook of rs.hooks) {
+    const h = HOOK_TYPE[hook.table];
+    out.push(`\tchain ${nftChainName(hook.table, hook.builtin)} {`);
+    out.push(`\t\ttype ${h.type} hook ${hook.builtin.toLowerCase()} priority ${h.priority}; policy accept;`);
+    out.push(`\t\tcounter jump ${nftChainName(hook.table, hook.chain)}`);
+    out.push('\t}');
+  }
+  out.push('}');
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,151 @@
+// Policy and profile chains (cali-pi-/po-/pri-/pro-), as Felix's rules/policy.go renders a
+// proto Rule: criteria ANDed, positive ports ORed with named ports, rules of the other IP
+// version (or with CIDRs only of the other version) left out; allow = set the accept mark
+// and return, pass = set the pass mark and return, deny = drop.
+import type { Policy, Profile, Protocol, Rule as ProtoRule } from '../../proto/messages.js';
+import { blockRules, markSet, setMark } from './blocks.js';
+import type { Marks } from './marks.js';
+import type { Family, Match, PortRange, Rule } from './model.js';
+import { ipSetName, policyChain, profileChain } from './names.js';
+
+const PROTOCOLS: Record<string, number> = { tcp: 6, udp: 17, icmp: 1, icmpv6: 58, sctp: 132, udplite: 136 };
+
+export function protocolNumber(p: Protocol): number {
+  if ('number' in p) return p.number;
+  const n = PROTOCOLS[p.name.toLowerCase()];
+  if (n === undefined) throw new Error(`unknown protocol "${p.name}"`);
+  return n;
+}
+
+const isV6 = (cidr: string) => cidr.includes(':');
+const ofFamily = (nets: readonly string[], family: Family) => nets.filter((n) => isV6(n) === (family === 6));
+
+export interface RenderContext {
+  family: Family;
+  marks: Marks;
+  /**
+   * iptables style: one CIDR per match and at most 15 multiport slots, so several CIDRs (or
+   * more ports) become OR blocks and several negated CIDRs one block each.
+   */
+  iptables: boolean;
+}
+
+/** multiport takes 15 ports, a range counting as two. */
+export function portChunks(ranges: PortRange[]): PortRange[][] {
+  const chunks: PortRange[][] = [];
+  let cur: PortRange[] = [];
+  let slots = 0;
+  for (const r of ranges) {
+    const n = r.first === r.last ? 1 : 2;
+    if (slots + n > 15) {
+      chunks.push(cur);
+      cur = [];
+      slots = 0;
+    }
+    cur.push(r);
+    slots += n;
+  }
+  if (cur.length) chunks.push(cur);
+  return chunks;
+}
+
+/** The kernel rules for one proto Rule in one family ([] if it cannot match there). */
+export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
+  const { family, marks } = ctx;
+  if (r.ipVersion !== undefined && r.ipVersion !== family) return [];
+  const proto = r.protocol && protocolNumber(r.protocol);
+  if ((proto === 1 && family === 6) || (proto === 58 && family === 4)) return [];
+  const srcNet = ofFamily(r.srcNet, family);
+  const dstNet = ofFamily(r.dstNet, family);
+  if ((r.srcNet.length && !srcNet.length) || (r.dstNet.length && !dstNet.length)) return [];
+
+  const m: Match[] = [];
+  const blocks: Match[][][] = [];
+  if (proto !== undefined) m.push({ k: 'proto', proto });
+  if (r.notProtocol) m.push({ k: 'proto', proto: protocolNumber(r.notProtocol), neg: true });
+  const nets = (dir: 'src' | 'dst', list: string[], neg: boolean) => {
+    if (!list.length) return;
+    if (!ctx.iptables || list.length === 1) m.push({ k: 'net', dir, nets: list, neg });
+    else if (!neg) blocks.push(list.map((n) => [{ k: 'net', dir, nets: [n] }]));
+    else for (const n of list) blocks.push([[{ k: 'net', dir, nets: [n], neg: true }]]);
+  };
+  nets('src', srcNet, false);
+  nets('dst', dstNet, false);
+  nets('src', ofFamily(r.notSrcNet, family), true);
+  nets('dst', ofFamily(r.notDstNet, family), true);
+  for (const id of r.srcIpSetIds) m.push({ k: 'set', dir: 'src', set: ipSetName(family, id) });
+  for (const id of r.dstIpSetIds) m.push({ k: 'set', dir: 'dst', set: ipSetName(family, id) });
+  for (const id of r.notSrcIpSetIds) m.push({ k: 'set', dir: 'src', set: ipSetName(family, id), neg: true });
+  for (const id of r.notDstIpSetIds) m.push({ k: 'set', dir: 'dst', set: ipSetName(family, id), neg: true });
+
+  for (const dir of ['src', 'dst'] as const) {
+    const ranges = dir === 'src' ? r.srcPorts : r.dstPorts;
+    const named = dir === 'src' ? r.srcNamedPortIpSetIds : r.dstNamedPortIpSetIds;
+    const alts: Match[][] = [];
+    if (ranges.length) {
+      if (ctx.iptables) for (const chunk of portChunks(ranges)) alts.push([{ k: 'ports', dir, ranges: chunk }]);
+      else alts.push([{ k: 'ports', dir, ranges }]);
+    }
+    for (const id of named) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
+    if (dir === 'dst') for (const id of r.dstIpPortSetIds) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
+    if (alts.length === 1) m.push(...(alts[0] as Match[]));
+    else if (alts.length > 1) blocks.push(alts);
+    const notRanges = dir === 'src' ? r.notSrcPorts : r.notDstPorts;
+    if (notRanges.length) {
+      for (const chunk of ctx.iptables ? portChunks(notRanges) : [notRanges]) m.push({ k: 'ports', dir, ranges: chunk, neg: true });
+    }
+    for (const id of dir === 'src' ? r.notSrcNamedPortIpSetIds : r.notDstNamedPortIpSetIds) m.push({ k: 'ipPortSet', dir, set: ipSetName(family, id), neg: true });
+  }
+  if (r.icmpType !== undefined) m.push({ k: 'icmp', type: r.icmpType, code: r.icmpCode });
+  if (r.notIcmpType !== undefined) m.push({ k: 'icmp', type: r.notIcmpType, code: r.notIcmpCode, neg: true });
+
+  const finals = (match: Match[]): Rule[] => actionRules(r.action, match, marks);
+  return blocks.length ? blockRules(blocks, m, finals, marks) : finals(m);
+}
+
+function actionRules(action: string, match: Match[], marks: Marks): Rule[] {
+  switch (action) {
+    case 'allow':
+      return [
+        { match, action: setMark(marks.accept) },
+        { match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' },
+      ];
+    case 'next-tier':
+    case 'pass':
+      return [
+        { match, action: setMark(marks.pass) },
+        { match: [markSet(marks.pass)], action: { k: 'return' }, comment: 'Return if policy passed' },
+      ];
+    case 'deny':
+      return [{ match, action: { k: 'drop' } }];
+    case 'log':
+      return [{ match, action: { k: 'log', prefix: 'calico-packet: ' } }];
+    default:
+      throw new Error(`unknown rule action "${action}"`);
+  }
+}
+
+function rulesOf(rules: ProtoRule[], ctx: RenderContext): Rule[] {
+  const out: Rule[] = [];
+  for (const r of rules) out.push(...renderProtoRule(r, ctx));
+  return out;
+}
+
+export interface NamedChain {
+  name: string;
+  rules: Rule[];
+}
+
+export function policyChains(tier: string, name: string, p: Policy, ctx: RenderContext): NamedChain[] {
+  return [
+    { name: policyChain('in', tier, name), rules: rulesOf(p.inboundRules, ctx) },
+    { name: policyChain('out', tier, name), rules: rulesOf(p.outboundRules, ctx) },
+  ];
+}
+
+export function profileChains(name: string, p: Profile, ctx: RenderContext): NamedChain[] {
+  return [
+    { name: profileChain('in', name), rules: rulesOf(p.inboundRules, ctx) },
+    { name: profileChain('out', name), rules: rulesOf(p.outboundRules, ctx) },
+  ];
+}

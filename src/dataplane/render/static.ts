@@ -1,0 +1,158 @@
+// The chains that do not depend on policy, as Felix's rules/static.go lays them out for the
+// filter, raw, mangle and nat tables, and the hooks from the kernel's builtin chains.
+// Dispatch to endpoint chains is a verdict-map lookup, then (for workloads) a drop: an
+// interface we have no endpoint for is never let through (fail closed).
+import type { FailsafePort } from '../../config/parsers.js';
+import { clearMark, markClear, markSet } from './blocks.js';
+import type { Marks } from './marks.js';
+import type { Family, Hook, Match, Rule, Ruleset, TableName, VerdictMap } from './model.js';
+import { addChain } from './model.js';
+import { ipSetName } from './names.js';
+
+export interface StaticOptions {
+  family: Family;
+  marks: Marks;
+  interfacePrefixes: string[];
+  defaultEndpointToHostAction: string;
+  failsafeIn: FailsafePort[];
+  failsafeOut: FailsafePort[];
+}
+
+export const DISPATCH = {
+  fromWl: 'cali-from-wl-dispatch',
+  toWl: 'cali-to-wl-dispatch',
+  fromHost: 'cali-from-host-endpoint',
+  toHost: 'cali-to-host-endpoint',
+  fromHostFwd: 'cali-from-hep-forward',
+  toHostFwd: 'cali-to-hep-forward',
+} as const;
+
+export const ALL_POOLS_SET = 'all-ipam-pools';
+export const MASQ_POOLS_SET = 'masq-ipam-pools';
+
+const PROTO: Record<FailsafePort['protocol'], number> = { tcp: 6, udp: 17, sctp: 132 };
+
+function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out'): Rule[] {
+  const out: Rule[] = [];
+  for (const p of ports) {
+    if (p.net && p.net.includes(':') !== (family === 6)) continue;
+    const m: Match[] = [{ k: 'proto', proto: PROTO[p.protocol] }, { k: 'ports', dir: 'dst', ranges: [{ first: p.port, last: p.port }] }];
+    if (p.net) m.push({ k: 'net', dir: dir === 'in' ? 'src' : 'dst', nets: [p.net] });
+    out.push({ match: m, action: { k: 'accept' } });
+  }
+  return out;
+}
+
+const wildcard = (prefix: string) => `${prefix}+`;
+
+/** A dispatch chain: the map lookup, then drop (workloads) or fall through (host endpoints). */
+function dispatchChain(rs: Ruleset, table: TableName, name: string, iface: 'in' | 'out', failClosed: boolean): VerdictMap {
+  const map: VerdictMap = { name, table, entries: new Map() };
+  rs.maps.push(map);
+  const rules: Rule[] = [{ match: [], action: { k: 'vmap', iface, map: name } }];
+  if (failClosed) rules.push({ match: [], action: { k: 'drop' }, comment: 'Unknown interface' });
+  addChain(rs, table, name, rules);
+  return map;
+}
+
+export interface DispatchMaps {
+  fromWl: VerdictMap;
+  toWl: VerdictMap;
+  fromHost: VerdictMap;
+  toHost: VerdictMap;
+  fromHostFwd: VerdictMap;
+  toHostFwd: VerdictMap;
+  rawFromHost: VerdictMap;
+  rawToHost: VerdictMap;
+  mangleFromHost: VerdictMap;
+}
+
+export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
+  const { marks, family } = o;
+  const acceptIfMarked = (comment?: string): Rule => ({ match: [markSet(marks.accept)], action: { k: 'accept' }, comment });
+  const fromWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'in', name: wildcard(p) }]);
+  const toWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'out', name: wildcard(p) }]);
+
+  // filter
+  const input: Rule[] = [];
+  for (const m of fromWorkload()) input.push({ match: m, action: { k: 'goto', chain: 'cali-wl-to-host' } });
+  input.push(acceptIfMarked(), { match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  addChain(rs, 'filter', 'cali-INPUT', input);
+
+  const toHost: Rule[] = [];
+  if (family === 6) {
+    // Neighbour discovery and MLD must reach the host whatever the policy says.
+    for (const t of [130, 131, 132, 133, 135, 136]) toHost.push({ match: [{ k: 'proto', proto: 58 }, { k: 'icmp', type: t }], action: { k: 'accept' } });
+  }
+  toHost.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromWl } });
+  const def = o.defaultEndpointToHostAction;
+  toHost.push({ match: [], action: { k: def === 'Accept' ? 'accept' : def === 'Return' ? 'return' : 'drop' }, comment: 'Configured DefaultEndpointToHostAction' });
+  addChain(rs, 'filter', 'cali-wl-to-host', toHost);
+
+  const forward: Rule[] = [
+    { match: [], action: clearMark(marks.all) },
+    { match: [markClear(marks.accept)], action: { k: 'jump', chain: DISPATCH.fromHostFwd } },
+  ];
+  for (const m of fromWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.fromWl } });
+  for (const m of toWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.toWl } });
+  forward.push({ match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } }, acceptIfMarked('Policy explicitly accepted packet.'));
+  addChain(rs, 'filter', 'cali-FORWARD', forward);
+
+  const output: Rule[] = [acceptIfMarked()];
+  for (const m of toWorkload()) output.push({ match: m, action: { k: 'return' }, comment: 'Return if to workload' });
+  output.push({ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  addChain(rs, 'filter', 'cali-OUTPUT', output);
+
+  for (const table of ['filter', 'raw', 'mangle'] as const) {
+    addChain(rs, table, 'cali-failsafe-in', failsafeRules(o.failsafeIn, family, 'in'));
+    addChain(rs, table, 'cali-failsafe-out', failsafeRules(o.failsafeOut, family, 'out'));
+  }
+  const maps: DispatchMaps = {
+    fromWl: dispatchChain(rs, 'filter', DISPATCH.fromWl, 'in', true),
+    toWl: dispatchChain(rs, 'filter', DISPATCH.toWl, 'out', true),
+    fromHost: dispatchChain(rs, 'filter', DISPATCH.fromHost, 'in', false),
+    toHost: dispatchChain(rs, 'filter', DISPATCH.toHost, 'out', false),
+    fromHostFwd: dispatchChain(rs, 'filter', DISPATCH.fromHostFwd, 'in', false),
+    toHostFwd: dispatchChain(rs, 'filter', DISPATCH.toHostFwd, 'out', false),
+    rawFromHost: dispatchChain(rs, 'raw', DISPATCH.fromHost, 'in', false),
+    rawToHost: dispatchChain(rs, 'raw', DISPATCH.toHost, 'out', false),
+    mangleFromHost: dispatchChain(rs, 'mangle', DISPATCH.fromHost, 'in', false),
+  };
+
+  // raw: untracked host-endpoint policy; workload traffic is not subject to it.
+  const rawPre: Rule[] = [{ match: [], action: clearMark(marks.all) }];
+  for (const m of fromWorkload()) rawPre.push({ match: m, action: { k: 'return' } });
+  rawPre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked());
+  addChain(rs, 'raw', 'cali-PREROUTING', rawPre);
+  addChain(rs, 'raw', 'cali-OUTPUT', [{ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked()]);
+
+  // mangle: pre-DNAT host-endpoint policy.
+  const manglePre: Rule[] = [{ match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: { k: 'accept' } }, acceptIfMarked()];
+  for (const m of fromWorkload()) manglePre.push({ match: m, action: { k: 'return' } });
+  manglePre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  addChain(rs, 'mangle', 'cali-PREROUTING', manglePre);
+
+  // nat: masquerade traffic from natOutgoing pools to anywhere outside all pools.
+  addChain(rs, 'nat', 'cali-nat-outgoing', [
+    {
+      match: [
+        { k: 'set', dir: 'src', set: ipSetName(family, MASQ_POOLS_SET) },
+        { k: 'set', dir: 'dst', set: ipSetName(family, ALL_POOLS_SET), neg: true },
+      ],
+      action: { k: 'masquerade' },
+    },
+  ]);
+  addChain(rs, 'nat', 'cali-POSTROUTING', [{ match: [], action: { k: 'jump', chain: 'cali-nat-outgoing' } }]);
+
+  const hooks: Hook[] = [
+    { table: 'raw', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
+    { table: 'raw', builtin: 'OUTPUT', chain: 'cali-OUTPUT' },
+    { table: 'mangle', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
+    { table: 'nat', builtin: 'POSTROUTING', chain: 'cali-POSTROUTING' },
+    { table: 'filter', builtin: 'INPUT', chain: 'cali-INPUT' },
+    { table: 'filter', builtin: 'FORWARD', chain: 'cali-FORWARD' },
+    { table: 'filter', builtin: 'OUTPUT', chain: 'cali-OUTPUT' },
+  ];
+  rs.hooks.push(...hooks);
+  return maps;
+}

@@ -15,8 +15,9 @@ if (( node_major < 20 )); then
   exit 1
 fi
 
-# Build: compiler, node-gyp's python, OpenSSL for SHA-224 (selector UIDs).
-pkgs=(g++ make python3 libssl-dev)
+# Build: compiler, node-gyp's python, OpenSSL for SHA-224 (selector UIDs), libnftnl and
+# libmnl for the native nftables backend. Run: iproute2, nftables, iptables, ipset.
+pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev iproute2 nftables iptables ipset)
 if [[ ${1:-} == --with-test-tools ]]; then
   pkgs+=(valgrind etcd-server etcd-client openssl)
 fi

@@ -87,3 +87,10 @@ const BY_LOWER = new Map(PARAM_NAMES.map((n) => [n.toLowerCase(), n]));
 export function paramNamed(name: string): ParamName | undefined {
   return BY_LOWER.get(name.toLowerCase());
 }
+
+/** Every parameter at its default value (rendering tests, tools). */
+export function defaultConfig(): Config {
+  const out: Record<string, unknown> = {};
+  for (const name of PARAM_NAMES) out[name] = PARAMS[name].parse(PARAMS[name].default());
+  return out as Config;
+}

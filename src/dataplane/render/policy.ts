@@ -65,7 +65,7 @@ export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
   if (r.notProtocol) m.push({ k: 'proto', proto: protocolNumber(r.notProtocol), neg: true });
   const nets = (dir: 'src' | 'dst', list: string[], neg: boolean) => {
     if (!list.length) return;
-    if (!ctx.iptables || list.length === 1) m.push({ k: 'net', dir, nets: list, neg });
+    if (!ctx.iptables || list.length === 1) m.push(neg ? { k: 'net', dir, nets: list, neg } : { k: 'net', dir, nets: list });
     else if (!neg) blocks.push(list.map((n) => [{ k: 'net', dir, nets: [n] }]));
     else for (const n of list) blocks.push([[{ k: 'net', dir, nets: [n], neg: true }]]);
   };

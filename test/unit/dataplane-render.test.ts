@@ -1,0 +1,192 @@
+// Rendering of the calc graph's output into Felix's rule model and its two syntaxes.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, it } from 'node:test';
+
+import { coveringMembers } from '../../src/dataplane/render/cover.js';
+import { workloadChains } from '../../src/dataplane/render/endpoints.js';
+import { iptablesRuleLines, renderIpsets, renderIptables } from '../../src/dataplane/render/iptables-text.js';
+import { allocateMarks } from '../../src/dataplane/render/marks.js';
+import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
+import { ipSetName, lengthLimitedId, policyChain, ruleHashes } from '../../src/dataplane/render/names.js';
+import { nftElement, renderNft } from '../../src/dataplane/render/nft-text.js';
+import { portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
+import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
+import type { WorkloadEndpoint } from '../../src/proto/messages.js';
+import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
+import { config, protoRule, stateOf } from '../helpers/render-fixtures.js';
+
+const marks = allocateMarks(0xffff0000);
+const v4 = { family: 4 as const, marks, iptables: false };
+const v4ipt = { ...v4, iptables: true };
+
+describe('dataplane render: names and marks', () => {
+  it('limits names as Felix does: short names kept, long ones and "_" ones hashed to 28', () => {
+    assert.equal(lengthLimitedId('cali-tw-', 'cali12345678901'), 'cali-tw-cali12345678901');
+    const long = 'default/knp.default.a-rather-long-policy-name';
+    const expect = `cali-pi-_${createHash('sha256').update(long).digest('base64url').slice(0, 19)}`;
+    assert.equal(policyChain('in', 'default', 'knp.default.a-rather-long-policy-name'), expect);
+    assert.equal(expect.length, 28);
+    assert.match(lengthLimitedId('cali-pri-', '_x'), /^cali-pri-_[A-Za-z0-9_-]{18}$/);
+    assert.equal(ipSetName(4, 's:abcdefghijklmnopqrstuvwxyz0123456789'), 'cali40s:abcdefghijklmnopqrstuvw');
+  });
+
+  it('allocates marks from the mask, lowest bits first, and refuses a mask too small', () => {
+    assert.deepEqual(marks, { accept: 0x10000, pass: 0x20000, drop: 0x40000, scratch0: 0x80000, scratch1: 0x100000, all: 0x1f0000 });
+    assert.equal(allocateMarks(0xf0f00000).scratch1, 0x10000000);
+    assert.throws(() => allocateMarks(0xf000), /needs at least 5/);
+  });
+
+  it('chains rule hashes: same rule, different position or chain, different hash', () => {
+    const [a, b] = ruleHashes('c1', ['-j ACCEPT', '-j ACCEPT']);
+    assert.notEqual(a, b);
+    assert.notEqual(ruleHashes('c2', ['-j ACCEPT'])[0], a);
+    assert.equal(ruleHashes('c1', ['-j ACCEPT'])[0], a);
+    assert.match(a as string, /^[A-Za-z0-9_-]{16}$/);
+  });
+});
+
+describe('dataplane render: policy rules', () => {
+  it('renders allow as set-accept-mark then return, deny as drop, pass as the pass mark', () => {
+    assert.deepEqual(renderProtoRule(protoRule({ action: 'allow', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 80 }] }), v4), [
+      { match: [{ k: 'proto', proto: 6 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 80 }] }], action: { k: 'setMark', mark: 0x10000, mask: 0x10000 } },
+      { match: [{ k: 'mark', value: 0x10000, mask: 0x10000 }], action: { k: 'return' }, comment: 'Return if policy accepted' },
+    ]);
+    assert.deepEqual(renderProtoRule(protoRule({ action: 'deny' }), v4), [{ match: [], action: { k: 'drop' } }]);
+    assert.equal(renderProtoRule(protoRule({ action: 'next-tier' }), v4)[0]?.action.k, 'setMark');
+  });
+
+  it('leaves out rules of the other IP version, or whose CIDRs are all of the other version', () => {
+    assert.deepEqual(renderProtoRule(protoRule({ ipVersion: 6 }), v4), []);
+    assert.deepEqual(renderProtoRule(protoRule({ srcNet: ['fd00::/64'] }), v4), []);
+    assert.deepEqual(renderProtoRule(protoRule({ protocol: { name: 'icmpv6' } }), v4), []);
+    const mixed = renderProtoRule(protoRule({ action: 'deny', srcNet: ['fd00::/64', '10.0.0.0/8'], notDstNet: ['fd00::1/128'] }), v4);
+    assert.deepEqual(mixed, [{ match: [{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], action: { k: 'drop' } }]);
+  });
+
+  it('ORs numeric ports with named ports through the scratch marks', () => {
+    const rules = renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 81 }], dstNamedPortIpSetIds: ['n:abc'] }), v4);
+    assert.deepEqual(rules, [
+      { match: [], action: { k: 'setMark', mark: 0x80000, mask: 0x180000 } },
+      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 81 }] }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
+      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'ipPortSet', dir: 'dst', set: 'cali40n:abc' }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
+      { match: [{ k: 'mark', value: 0, mask: 0x100000 }], action: { k: 'setMark', mark: 0, mask: 0x80000 } },
+      { match: [], action: { k: 'setMark', mark: 0, mask: 0x100000 } },
+      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'proto', proto: 6 }], action: { k: 'drop' } },
+    ]);
+  });
+
+  it('iptables style: several CIDRs become a block, several negated CIDRs one block each, ports in multiport chunks', () => {
+    const ipt = renderProtoRule(protoRule({ action: 'deny', srcNet: ['10.0.0.0/8', '192.168.0.0/16'], notDstNet: ['10.1.0.0/16', '10.2.0.0/16'] }), v4ipt);
+    const setsOne = ipt.filter((r) => r.action.k === 'setMark' && r.action.mark === marks.scratch1);
+    assert.equal(setsOne.length, 4);
+    assert.equal(ipt.at(-1)?.action.k, 'drop');
+    const nft = renderProtoRule(protoRule({ action: 'deny', srcNet: ['10.0.0.0/8', '192.168.0.0/16'] }), v4);
+    assert.equal(nft.length, 1);
+    const ports = Array.from({ length: 20 }, (_, i) => ({ first: 1000 + i * 10, last: 1000 + i * 10 + (i % 2) }));
+    const chunks = portChunks(ports);
+    assert.ok(chunks.every((c) => c.reduce((n, r) => n + (r.first === r.last ? 1 : 2), 0) <= 15));
+    assert.deepEqual(chunks.flat(), ports);
+  });
+});
+
+describe('dataplane render: endpoints and dispatch', () => {
+  const ep: WorkloadEndpoint = {
+    state: 'active', name: 'cali0123456789a', mac: '', profileIds: ['kns.prod'], ipv4Nets: ['10.0.0.1/32'], ipv6Nets: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
+    tiers: [
+      { name: 'security', ingressPolicies: ['security.a'], egressPolicies: [], defaultAction: 'Pass' },
+      { name: 'default', ingressPolicies: ['prod/b', 'prod/c'], egressPolicies: ['prod/c'], defaultAction: 'Deny' },
+    ],
+  };
+
+  it('lays out tiers in order, end-of-tier drop unless the tier passes, then profiles, then drop', () => {
+    const [tw, fw] = workloadChains(ep, marks);
+    const brief = (r: Rule) => `${r.match.map((m) => (m.k === 'mark' ? `mark&${m.mask.toString(16)}==${m.value.toString(16)}` : m.k)).join(',')} -> ${r.action.k}${'chain' in r.action ? ` ${r.action.chain}` : ''}`;
+    assert.equal(tw?.name, 'cali-tw-cali0123456789a');
+    assert.deepEqual(tw?.rules.map(brief), [
+      'ct -> accept',
+      'ct -> drop',
+      ' -> setMark',
+      ' -> setMark',
+      'mark&20000==0 -> jump cali-pi-security/security.a',
+      'mark&10000==10000 -> return',
+      ' -> setMark',
+      'mark&20000==0 -> jump cali-pi-default/prod/b',
+      'mark&10000==10000 -> return',
+      'mark&20000==0 -> jump cali-pi-default/prod/c',
+      'mark&10000==10000 -> return',
+      'mark&20000==0 -> drop',
+      ' -> jump cali-pri-kns.prod',
+      'mark&10000==10000 -> return',
+      ' -> drop',
+    ]);
+    assert.ok(fw?.rules.some((r) => r.comment?.startsWith('Drop VXLAN')));
+    assert.deepEqual(workloadChains({ ...ep, state: 'down' }, marks).map((c) => c.rules.map((r) => r.action.k)), [['drop'], ['drop']]);
+  });
+
+  it('dispatches by verdict map in nftables and by one goto per interface in iptables, both failing closed', () => {
+    const state = stateOf(profile('kns.prod', {}), wep('a', 'node1', '10.0.0.1', {}), wep('b', 'node1', '10.0.0.2', {}), wep('r', 'node2', '10.0.1.1', {}));
+    const nft = renderNft(renderRuleset(state, config(), 4, 'nftables'));
+    assert.match(nft, /map filter-cali-to-wl-dispatch \{ type ifname : verdict; elements = \{ "calia0000000000" : goto filter-cali-tw-calia0000000000, "calib0000000000" : goto filter-cali-tw-calib0000000000 \}; \}/);
+    assert.match(nft, /chain filter-cali-to-wl-dispatch \{\n\t\tcounter oifname vmap @filter-cali-to-wl-dispatch comment "cali:[^"]+"\n\t\tcounter drop comment "cali:[^"]+"\n\t\}/);
+    assert.doesNotMatch(nft, /calir/);
+    const rs = renderRuleset(state, config(), 4, 'iptables');
+    const ipt = renderIptables(rs);
+    const dispatch = ipt.split('\n').filter((l) => l.startsWith('-A cali-to-wl-dispatch '));
+    assert.equal(dispatch.length, 3);
+    assert.match(dispatch[0] as string, /-o calia0000000000 -g cali-tw-calia0000000000$/);
+    assert.match(dispatch[2] as string, /-m comment --comment "Unknown interface" -j DROP$/);
+    assert.match(ipt, /^-I FORWARD 1 -m comment --comment "cali:[\w-]{16}" -j cali-FORWARD$/m);
+    assert.match(renderIptables(rs, 'Append'), /^-A FORWARD -m comment --comment "cali:[\w-]{16}" -j cali-FORWARD$/m);
+  });
+});
+
+describe('dataplane render: whole rulesets', () => {
+  const resources = [
+    tier('security', 100),
+    profile('kns.prod', {}, { ingress: [{ action: 'Allow', source: { nets: ['10.0.0.0/8', 'fd00::/8'] } }] }),
+    wep('web', 'node1', '10.65.0.10', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }], ipNetworks: ['10.65.0.10/32', 'fd65::10/128'] }),
+    wep('api', 'node2', '10.65.1.10', { app: 'api' }),
+    gns('bad', ['192.0.2.0/24', '192.0.2.7/32', '2001:db8::/32'], { feed: 'bad' }),
+    gnp('security.block', { tier: 'security', order: 1, selector: 'all()', ingress: [{ action: 'Deny', source: { selector: "feed == 'bad'" } }, { action: 'Pass' }] }),
+    np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: ['http', 443] } }] }),
+  ];
+
+  it('splits IP-set members by family and keeps only covering CIDRs in nftables interval sets', () => {
+    const state = stateOf(...resources);
+    const r4 = renderRuleset(state, config(), 4, 'nftables');
+    const r6 = renderRuleset(state, config(), 6, 'nftables');
+    const bad4 = [...r4.sets.values()].find((s) => s.members.includes('192.0.2.0/24'));
+    assert.deepEqual(bad4?.members.sort(), ['192.0.2.0/24', '192.0.2.7/32']);
+    assert.ok([...r6.sets.values()].some((s) => s.members.includes('2001:db8::/32')));
+    const nft = renderNft(r4);
+    assert.match(nft, /elements = \{ 192\.0\.2\.0\/24 \}/);
+    assert.match(nft, /type ipv4_addr \. inet_proto \. inet_service; elements = \{ 10\.65\.0\.10 \. tcp \. 8080 \}/);
+    assert.match(renderNft(r6), /^table ip6 calico \{$/m);
+  });
+
+  it('writes ipset restore input with the right types and families', () => {
+    const state = stateOf(...resources);
+    const text = renderIpsets(renderRuleset(state, config(), 4, 'iptables'));
+    assert.match(text, /^create cali40n:\S+ hash:ip,port family inet maxelem 1048576 -exist$/m);
+    assert.match(text, /^add cali40n:\S+ 10\.65\.0\.10,tcp:8080$/m);
+    assert.match(text, /^create cali40all-ipam-pools hash:net family inet maxelem 1048576 -exist$/m);
+    assert.doesNotMatch(text, /2001:db8/);
+  });
+
+  it('gives every iptables rule a cali: hash comment first, as Felix does', () => {
+    const lines = iptablesRuleLines('cali-x', [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why' }], 4, new Map());
+    assert.match(lines[0] as string, /^-A cali-x -m comment --comment "cali:[\w-]{16}" -p tcp -m comment --comment "why" -j ACCEPT$/);
+  });
+
+  it('renders the same state identically twice (stable output)', () => {
+    const a: Ruleset = renderRuleset(stateOf(...resources), config(), 4, 'nftables');
+    const b: Ruleset = renderRuleset(stateOf(...[...resources].reverse()), config(), 4, 'nftables');
+    assert.equal(renderNft(a).split('\n').sort().join('\n'), renderNft(b).split('\n').sort().join('\n'));
+  });
+
+  it('covers CIDRs and writes nft elements', () => {
+    assert.deepEqual(coveringMembers(['10.0.0.1/32', '10.0.0.0/8', '11.0.0.0/8', '10.0.0.0/8', 'fd00::1/128', 'fd00::/8']), ['10.0.0.0/8', '11.0.0.0/8', 'fd00::/8']);
+    assert.equal(nftElement('10.0.0.1,udp:53'), '10.0.0.1 . udp . 53');
+  });
+});

@@ -14,12 +14,16 @@
         'native/labelindex/program.cc',
         'native/labelindex/label_index.cc',
         'native/labelindex/label_index_napi.cc',
+        'native/nft/netlink.cc',
+        'native/nft/batch.cc',
+        'native/nft/dump.cc',
+        'native/nft/nft_napi.cc',
       ],
-      'include_dirs': [ 'native' ],
+      'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],
       'defines': [ 'NAPI_VERSION=8', 'NODE_ADDON_API_DISABLE_DEPRECATED' ],
       'cflags_cc': [ '-std=c++17', '-Wall', '-Wextra', '-Wno-unused-parameter', '-fvisibility=hidden' ],
-      'libraries': [ '-lcrypto' ],
+      'libraries': [ '-lcrypto', '<!@(pkg-config --libs libnftnl libmnl)' ],
       'conditions': [
         [ 'palisade_asan==1', {
           'cflags_cc': [ '-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined' ],

@@ -39,9 +39,34 @@ export interface RawLabelIndex {
   matchesOf(item: number): Uint32Array | null;
 }
 
+export interface RawNftCommitResult {
+  ops: number;
+  messages: number;
+  bytes: number;
+}
+
+export interface RawNftDump {
+  exists: boolean;
+  chains: Array<{ name: string; hook?: number; prio?: number; type?: string }>;
+  rules: Array<{ chain: string; handle: bigint; udata: Buffer }>;
+  sets: Array<{
+    name: string;
+    flags: number;
+    keyType: number;
+    keyLen: number;
+    dataType: number;
+    elements: Array<{ key: Buffer; flags: number; verdict?: number; chain?: string }>;
+  }>;
+}
+
 export interface RawModule {
   setup(classes: { NativeError: Function; SelectorError: Function }): void;
   NativeSelector: new (text: string) => RawSelector;
   LabelIndex: new () => RawLabelIndex;
   opensslVersion: string;
+  /** One nftables transaction (native/nft/ops.h); rejects with NativeError ENFT (+ failures), EINVAL or ESYS. */
+  nftCommit(ops: Uint8Array): Promise<RawNftCommitResult>;
+  nftDump(family: number, table: string): Promise<RawNftDump>;
+  /** libnftnl expression attribute ids by "expr.attr" name. */
+  nftAttrs: Readonly<Record<string, number>>;
 }

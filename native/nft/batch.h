@@ -1,0 +1,33 @@
+// One nftables transaction: the op stream turned into a netlink batch, sent with one
+// sendmsg, answered by one ACK on its last message (errors arrive for any failing
+// message; the kernel then rolls the whole batch back). Plain C++, no N-API: it runs on
+// a worker thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace palisade::nft {
+
+struct Failure {
+  uint32_t tag;  // the op's tag, as TS gave it
+  int err;       // positive errno
+};
+
+struct CommitResult {
+  std::vector<Failure> failures;
+  size_t ops = 0;
+  size_t messages = 0;
+  size_t bytes = 0;
+  // A failure of the transport itself (socket, send), not of an object.
+  int sysErrno = 0;
+  std::string sysWhat;
+  // The stream itself was malformed.
+  std::string badInput;
+};
+
+CommitResult Commit(const uint8_t* ops, size_t len);
+
+}  // namespace palisade::nft

@@ -1,0 +1,168 @@
+#include "nft/dump.h"
+
+#include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+
+#include <cerrno>
+#include <ctime>
+#include <functional>
+
+#include "nft/netlink.h"
+
+namespace palisade::nft {
+namespace {
+
+using Parse = std::function<int(const nlmsghdr*)>;
+
+int Trampoline(const nlmsghdr* h, void* data) { return (*static_cast<Parse*>(data))(h); }
+
+// Sends one dump request built by `build` and feeds every answer to `parse`. Returns 0
+// or a positive errno (ENOENT: no such table or set).
+int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build, Parse parse) {
+  static thread_local std::vector<char> buf(256 * 1024);
+  uint32_t seq = static_cast<uint32_t>(time(nullptr));
+  nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_DUMP, seq);
+  build(h);
+  if (mnl_socket_sendto(sock.get(), h, h->nlmsg_len) < 0) return errno;
+  for (;;) {
+    ssize_t n = mnl_socket_recvfrom(sock.get(), buf.data(), buf.size());
+    if (n < 0) return errno == EINTR ? EINTR : errno;
+    int r = mnl_cb_run(buf.data(), n, seq, sock.portid(), Trampoline, &parse);
+    if (r < 0) return errno;
+    if (r == MNL_CB_STOP) return 0;
+  }
+}
+
+}  // namespace
+
+DumpResult Dump(uint8_t family, const std::string& table) {
+  DumpResult out;
+  NlSocket sock;
+  if (int e = sock.Open(&out.sysWhat)) {
+    out.sysErrno = e;
+    return out;
+  }
+  sock.SizeFor(0, 8u << 20);
+  auto fail = [&](int e, const char* what) {
+    out.sysErrno = e;
+    out.sysWhat = what;
+    return out;
+  };
+
+  // Chains (the kernel filters by family; we filter by table).
+  int e = DumpRequest(sock, NFT_MSG_GETCHAIN, family, [](nlmsghdr*) {}, [&](const nlmsghdr* h) {
+    nftnl_chain* c = nftnl_chain_alloc();
+    if (!c) return MNL_CB_ERROR;
+    if (nftnl_chain_nlmsg_parse(h, c) == 0 && table == nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE)) {
+      DumpChain d;
+      d.name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
+      if (nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM)) {
+        d.base = true;
+        d.hook = nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM);
+        d.prio = nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO);
+        if (nftnl_chain_is_set(c, NFTNL_CHAIN_TYPE)) d.type = nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE);
+      }
+      out.exists = true;
+      out.chains.push_back(std::move(d));
+    }
+    nftnl_chain_free(c);
+    return MNL_CB_OK;
+  });
+  if (e) return fail(e, "dump chains");
+
+  // Rules of this table only.
+  e = DumpRequest(sock, NFT_MSG_GETRULE, family, [&](nlmsghdr* h) {
+    nftnl_rule* r = nftnl_rule_alloc();
+    if (!r) return;
+    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
+    nftnl_rule_nlmsg_build_payload(h, r);
+    nftnl_rule_free(r);
+  }, [&](const nlmsghdr* h) {
+    nftnl_rule* r = nftnl_rule_alloc();
+    if (!r) return MNL_CB_ERROR;
+    if (nftnl_rule_nlmsg_parse(h, r) == 0) {
+      DumpRule d;
+      d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
+      d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+      uint32_t len = 0;
+      if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
+        const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
+        d.udata.assign(static_cast<const char*>(ud), len);
+      }
+      out.rules.push_back(std::move(d));
+    }
+    nftnl_rule_free(r);
+    return MNL_CB_OK;
+  });
+  if (e && e != ENOENT) return fail(e, "dump rules");
+
+  // Sets and maps of this table.
+  e = DumpRequest(sock, NFT_MSG_GETSET, family, [&](nlmsghdr* h) {
+    nftnl_set* s = nftnl_set_alloc();
+    if (!s) return;
+    nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
+    nftnl_set_nlmsg_build_payload(h, s);
+    nftnl_set_free(s);
+  }, [&](const nlmsghdr* h) {
+    nftnl_set* s = nftnl_set_alloc();
+    if (!s) return MNL_CB_ERROR;
+    if (nftnl_set_nlmsg_parse(h, s) == 0) {
+      uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
+      if (!(flags & NFT_SET_ANONYMOUS)) {
+        DumpSet d;
+        d.name = nftnl_set_get_str(s, NFTNL_SET_NAME);
+        d.flags = flags;
+        d.keyType = nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE);
+        d.keyLen = nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN);
+        if (nftnl_set_is_set(s, NFTNL_SET_DATA_TYPE)) d.dataType = nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE);
+        out.sets.push_back(std::move(d));
+      }
+    }
+    nftnl_set_free(s);
+    return MNL_CB_OK;
+  });
+  if (e && e != ENOENT) return fail(e, "dump sets");
+
+  for (DumpSet& set : out.sets) {
+    e = DumpRequest(sock, NFT_MSG_GETSETELEM, family, [&](nlmsghdr* h) {
+      nftnl_set* s = nftnl_set_alloc();
+      if (!s) return;
+      nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
+      nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
+      nftnl_set_elems_nlmsg_build_payload(h, s);
+      nftnl_set_free(s);
+    }, [&](const nlmsghdr* h) {
+      nftnl_set* s = nftnl_set_alloc();
+      if (!s) return MNL_CB_ERROR;
+      if (nftnl_set_elems_nlmsg_parse(h, s) == 0) {
+        nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s);
+        for (nftnl_set_elem* el = it ? nftnl_set_elems_iter_next(it) : nullptr; el; el = nftnl_set_elems_iter_next(it)) {
+          DumpElem d;
+          uint32_t len = 0;
+          const void* k = nftnl_set_elem_get(el, NFTNL_SET_ELEM_KEY, &len);
+          if (k) d.key.assign(static_cast<const char*>(k), len);
+          if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_FLAGS)) d.flags = nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_FLAGS);
+          if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_VERDICT)) {
+            d.hasVerdict = true;
+            d.verdict = static_cast<int32_t>(nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_VERDICT));
+            if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_CHAIN)) d.chain = nftnl_set_elem_get_str(el, NFTNL_SET_ELEM_CHAIN);
+          }
+          set.elems.push_back(std::move(d));
+        }
+        if (it) nftnl_set_elems_iter_destroy(it);
+      }
+      nftnl_set_free(s);
+      return MNL_CB_OK;
+    });
+    if (e && e != ENOENT) return fail(e, "dump set elements");
+  }
+  return out;
+}
+
+}  // namespace palisade::nft

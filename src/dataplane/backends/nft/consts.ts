@@ -1,0 +1,24 @@
+// Kernel nf_tables constants (linux/netfilter/nf_tables.h, netfilter.h) and nft's datatype
+// ids, which name set key types so `nft list` prints our sets as it prints its own.
+export const NFPROTO = { 4: 2, 6: 10 } as const;
+export const HOOK = { PREROUTING: 0, INPUT: 1, FORWARD: 2, OUTPUT: 3, POSTROUTING: 4 } as const;
+export const PRIORITY = { raw: -300, mangle: -150, nat: 100, filter: 0 } as const;
+export const PAYLOAD_BASE = { network: 1, transport: 2 } as const;
+export const CMP = { eq: 0, neq: 1 } as const;
+export const RANGE = { eq: 0, neq: 1 } as const;
+export const META = { mark: 3, iifname: 6, oifname: 7, l4proto: 16 } as const;
+export const CT_STATE = 0;
+export const CT_BITS = { INVALID: 1, ESTABLISHED: 2, RELATED: 4, NEW: 8, UNTRACKED: 64 } as const;
+export const REG = { verdict: 0, r1: 1, r32_00: 8 } as const;
+export const LOOKUP_INVERT = 1;
+export const VERDICT = { drop: 0, accept: 1, jump: -3, goto: -4, return: -5 } as const;
+export const SET_FLAG = { anonymous: 1, constant: 2, interval: 4, map: 8 } as const;
+export const ELEM_INTERVAL_END = 1;
+export const DATA_VERDICT = 0xffffff00;
+export const NAT_RANDOM_FULLY = 0x10;
+/** nft datatypes; a concatenation's type is the parts' types joined 6 bits at a time. */
+export const TYPE = { verdict: 1, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, inet_service: 13, ifname: 41 } as const;
+export const concatType = (...types: number[]) => types.reduce((acc, t) => (acc << 6) | t, 0);
+export const LOG_LEVEL_NOTICE = 5;
+/** nftnl udata TLV type of a rule comment (what `nft list` shows as `comment "..."`). */
+export const UDATA_RULE_COMMENT = 0;

@@ -1,0 +1,89 @@
+// The target of an apply, per family: every chain with its rules and their hashes (the
+// `cali:` comments, computed from the nft text so `nft list` and `palisade plan` agree),
+// every set and map with its elements keyed by their kernel bytes.
+import { coveringMembers } from '../../render/cover.js';
+import type { Family, Rule, Ruleset, TableName } from '../../render/model.js';
+import { TABLES } from '../../render/model.js';
+import { nftSetName } from '../../render/names.js';
+import { nftChainName, nftRuleBody } from '../../render/nft-text.js';
+import { ruleHashes } from '../../render/names.js';
+import { concatType, DATA_VERDICT, HOOK, PRIORITY, SET_FLAG, TYPE, VERDICT } from './consts.js';
+import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
+import type { ElemSpec, SetSpec } from './op-writer.js';
+
+export interface DesiredChain {
+  name: string;
+  table: TableName;
+  rules: Rule[];
+  hashes: string[];
+  base?: { hook: number; prio: number; type: string };
+}
+
+export interface DesiredSet {
+  name: string;
+  spec: SetSpec;
+  elems: Map<string, ElemSpec>;
+}
+
+export interface DesiredFamily {
+  family: Family;
+  chains: Map<string, DesiredChain>;
+  sets: Map<string, DesiredSet>;
+}
+
+export const elemId = (e: ElemSpec) => `${Buffer.from(e.key).toString('hex')}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
+
+/** `hashSeed`: the chain's iptables-style name, as the text rendering hashes it, so `nft list` shows what `palisade plan` prints. */
+export function chainOf(name: string, hashSeed: string, table: TableName, rules: Rule[], family: Family, base?: DesiredChain['base']): DesiredChain {
+  const hashes = ruleHashes(hashSeed, rules.map((r) => nftRuleBody(r, family, table)));
+  return base ? { name, table, rules, hashes, base } : { name, table, rules, hashes };
+}
+
+export function ipSetSpec(family: Family, kind: 'net' | 'ipPort'): SetSpec {
+  const addr = family === 4 ? TYPE.ipv4_addr : TYPE.ipv6_addr;
+  const len = family === 4 ? 4 : 16;
+  return kind === 'net' ? { flags: SET_FLAG.interval, keyType: addr, keyLen: len } : { flags: 0, keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service), keyLen: len + 8 };
+}
+
+export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: readonly string[]): Map<string, ElemSpec> {
+  const out = new Map<string, ElemSpec>();
+  const add = (e: ElemSpec) => out.set(elemId(e), e);
+  if (kind === 'ipPort') for (const m of members) add({ key: ipPortKey(m, family), flags: 0 });
+  else for (const m of coveringMembers(members)) for (const e of cidrElems(m, family)) add(e);
+  return out;
+}
+
+export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0 };
+
+const HOOK_TYPE: Record<TableName, string> = { raw: 'filter', mangle: 'filter', nat: 'nat', filter: 'filter' };
+
+export function desiredOf(rs: Ruleset): DesiredFamily {
+  const family = rs.family;
+  const chains = new Map<string, DesiredChain>();
+  for (const table of TABLES) {
+    for (const c of rs.tables[table].values()) {
+      const name = nftChainName(table, c.name);
+      chains.set(name, chainOf(name, c.name, table, c.rules, family));
+    }
+  }
+  for (const h of rs.hooks) {
+    const name = nftChainName(h.table, h.builtin);
+    chains.set(name, chainOf(name, name, h.table, [{ match: [], action: { k: 'jump', chain: h.chain } }], family, { hook: HOOK[h.builtin], prio: PRIORITY[h.table], type: HOOK_TYPE[h.table] }));
+  }
+  const sets = new Map<string, DesiredSet>();
+  for (const s of rs.sets.values()) {
+    const name = nftSetName(s.name);
+    sets.set(name, { name, spec: ipSetSpec(family, s.kind), elems: ipSetElems(family, s.kind, s.members) });
+  }
+  for (const m of rs.maps) {
+    const name = nftChainName(m.table, m.name);
+    const elems = new Map<string, ElemSpec>();
+    for (const [iface, v] of m.entries) {
+      if (v.k !== 'goto' && v.k !== 'jump') continue;
+      const e: ElemSpec = { key: ifnameKey(iface), flags: 0, verdict: { code: VERDICT[v.k], chain: nftChainName(m.table, v.chain) } };
+      elems.set(elemId(e), e);
+    }
+    sets.set(name, { name, spec: MAP_SPEC, elems });
+  }
+  return { family, chains, sets };
+}

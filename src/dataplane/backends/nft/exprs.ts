@@ -1,0 +1,204 @@
+// A model rule lowered to nf_tables expressions, as nft itself would compile it: loads
+// into registers (payload, meta, ct), comparisons, set lookups, then the statement and
+// verdict. Lists become anonymous constant sets created in the same transaction. Values
+// of meta mark and ct state are host-endian (the kernel compares them as u32); addresses
+// and ports are network-endian.
+import { endianness } from 'node:os';
+
+import { nftAttr } from '../../../native/nft.js';
+import { nftChainName } from '../../render/nft-text.js';
+import { nftSetName } from '../../render/names.js';
+import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
+import {
+  CMP, CT_BITS, CT_STATE, concatType, LOG_LEVEL_NOTICE, LOOKUP_INVERT, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+} from './consts.js';
+import { cidrElems, cidrRange, ifnameKey, parseAddr, portKey, portRangeElems } from './keys.js';
+import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
+
+const LE = endianness() === 'LE';
+export function u32(v: number): Buffer {
+  const b = Buffer.alloc(4);
+  if (LE) b.writeUInt32LE(v >>> 0);
+  else b.writeUInt32BE(v >>> 0);
+  return b;
+}
+const i32 = (v: number) => u32(v >>> 0);
+const cstr = (s: string) => Buffer.from(`${s}\0`, 'latin1');
+
+let ids: Record<string, number> | undefined;
+function a(name: string): number {
+  ids ??= {};
+  return (ids[name] ??= nftAttr(name));
+}
+
+function expr(name: string, attrs: Record<string, Uint8Array>): Expr {
+  return { name, attrs: Object.entries(attrs).map(([k, v]) => [a(`${name}.${k}`), v]) };
+}
+
+const payload = (base: number, offset: number, len: number, dreg: number = REG.r1) =>
+  expr('payload', { dreg: u32(dreg), base: u32(base), offset: u32(offset), len: u32(len) });
+const cmp = (data: Uint8Array, neg = false, sreg: number = REG.r1) => expr('cmp', { sreg: u32(sreg), op: u32(neg ? CMP.neq : CMP.eq), data });
+const meta = (key: number, dreg: number = REG.r1) => expr('meta', { key: u32(key), dreg: u32(dreg) });
+const bitwise = (len: number, mask: Uint8Array, xor: Uint8Array) => expr('bitwise', { sreg: u32(REG.r1), dreg: u32(REG.r1), len: u32(len), mask, xor });
+const lookup = (set: string, id: number, neg = false, sreg: number = REG.r1) => {
+  const attrs: Record<string, Uint8Array> = { sreg: u32(sreg), set: cstr(set) };
+  if (id) attrs.set_id = u32(id);
+  if (neg) attrs.flags = u32(LOOKUP_INVERT);
+  return expr('lookup', attrs);
+};
+const verdict = (code: number, chain?: string) => expr('immediate', chain ? { dreg: u32(REG.verdict), verdict: i32(code), chain: cstr(chain) } : { dreg: u32(REG.verdict), verdict: i32(code) });
+
+export interface AnonSet {
+  id: number;
+  spec: SetSpec;
+  elems: ElemSpec[];
+}
+
+export interface LoweredRule {
+  exprs: Expr[];
+  anonSets: AnonSet[];
+}
+
+/** Allocates anonymous-set ids unique within one transaction. */
+export class SetIds {
+  #next = 1;
+  next(): number {
+    return this.#next++;
+  }
+}
+
+const ADDR = { 4: { src: 12, dst: 16, len: 4, type: TYPE.ipv4_addr }, 6: { src: 8, dst: 24, len: 16, type: TYPE.ipv6_addr } } as const;
+
+function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): void {
+  const e = out.exprs;
+  const neg = 'neg' in m && !!m.neg;
+  switch (m.k) {
+    case 'proto':
+      e.push(meta(META.l4proto), cmp(Uint8Array.of(m.proto), neg));
+      return;
+    case 'net': {
+      const ad = ADDR[family];
+      e.push(payload(PAYLOAD_BASE.network, ad[m.dir], ad.len));
+      if (m.nets.length === 1) {
+        const cidr = m.nets[0] as string;
+        const [first, last] = cidrRange(cidr, family);
+        const mask = Buffer.alloc(ad.len);
+        for (let i = 0; i < ad.len; i++) mask[i] = ~((first[i] as number) ^ (last[i] as number)) & 0xff;
+        if (mask.some((x) => x !== 0xff)) e.push(bitwise(ad.len, mask, Buffer.alloc(ad.len)));
+        e.push(cmp(first, neg));
+        return;
+      }
+      const id = ids.next();
+      out.anonSets.push({ id, spec: { flags: SET_FLAG.anonymous | SET_FLAG.constant | SET_FLAG.interval, keyType: ad.type, keyLen: ad.len }, elems: m.nets.flatMap((n) => cidrElems(n, family)) });
+      e.push(lookup('__set%d', id, neg));
+      return;
+    }
+    case 'set': {
+      const ad = ADDR[family];
+      e.push(payload(PAYLOAD_BASE.network, ad[m.dir], ad.len), lookup(nftSetName(m.set), 0, neg));
+      return;
+    }
+    case 'ipPortSet': {
+      const ad = ADDR[family];
+      const protoReg = REG.r32_00 + ad.len / 4;
+      e.push(payload(PAYLOAD_BASE.network, ad[m.dir], ad.len, REG.r32_00), meta(META.l4proto, protoReg));
+      e.push(payload(PAYLOAD_BASE.transport, m.dir === 'src' ? 0 : 2, 2, protoReg + 1), lookup(nftSetName(m.set), 0, neg, REG.r32_00));
+      return;
+    }
+    case 'ports': {
+      e.push(payload(PAYLOAD_BASE.transport, m.dir === 'src' ? 0 : 2, 2));
+      if (m.ranges.length === 1) {
+        const r = m.ranges[0] as { first: number; last: number };
+        if (r.first === r.last) e.push(cmp(portKey(r.first), neg));
+        else e.push(expr('range', { sreg: u32(REG.r1), op: u32(neg ? RANGE.neq : RANGE.eq), from: portKey(r.first), to: portKey(r.last) }));
+        return;
+      }
+      const id = ids.next();
+      out.anonSets.push({ id, spec: { flags: SET_FLAG.anonymous | SET_FLAG.constant | SET_FLAG.interval, keyType: TYPE.inet_service, keyLen: 2 }, elems: m.ranges.flatMap((r) => portRangeElems(r.first, r.last)) });
+      e.push(lookup('__set%d', id, neg));
+      return;
+    }
+    case 'icmp':
+      // type (and code) are the first bytes of the ICMP header; "not (type and code)" is one 2-byte compare.
+      if (m.code === undefined) e.push(payload(PAYLOAD_BASE.transport, 0, 1), cmp(Uint8Array.of(m.type), neg));
+      else if (neg) e.push(payload(PAYLOAD_BASE.transport, 0, 2), cmp(Uint8Array.of(m.type, m.code), true));
+      else e.push(payload(PAYLOAD_BASE.transport, 0, 1), cmp(Uint8Array.of(m.type)), payload(PAYLOAD_BASE.transport, 1, 1), cmp(Uint8Array.of(m.code)));
+      return;
+    case 'mark':
+      e.push(meta(META.mark), bitwise(4, u32(m.mask), u32(0)), cmp(u32(m.value & m.mask), neg));
+      return;
+    case 'ct': {
+      const bits = m.states.reduce((acc, s) => acc | CT_BITS[s], 0);
+      e.push(expr('ct', { key: u32(CT_STATE), dreg: u32(REG.r1) }), bitwise(4, u32(bits), u32(0)), cmp(u32(0), true));
+      return;
+    }
+    case 'iface': {
+      e.push(meta(m.dir === 'in' ? META.iifname : META.oifname));
+      // A "+" wildcard compares the prefix only, as nft does for "cali*".
+      e.push(cmp(m.name.endsWith('+') ? Buffer.from(m.name.slice(0, -1), 'latin1') : ifnameKey(m.name), neg));
+      return;
+    }
+    case 'addrType':
+      throw new Error('address-type matches are not supported by the native nftables backend');
+  }
+}
+
+function lowerAction(act: Action, table: TableName, out: LoweredRule): void {
+  const e = out.exprs;
+  switch (act.k) {
+    case 'accept':
+      e.push(verdict(VERDICT.accept));
+      return;
+    case 'drop':
+      e.push(verdict(VERDICT.drop));
+      return;
+    case 'return':
+      e.push(verdict(VERDICT.return));
+      return;
+    case 'jump':
+    case 'goto':
+      e.push(verdict(VERDICT[act.k], nftChainName(table, act.chain)));
+      return;
+    case 'setMark':
+      e.push(meta(META.mark), bitwise(4, u32(~act.mask), u32(act.mark & act.mask)), expr('meta', { key: u32(META.mark), sreg: u32(REG.r1) }));
+      return;
+    case 'log':
+      e.push(expr('log', { prefix: cstr(act.prefix), level: u32(LOG_LEVEL_NOTICE) }));
+      return;
+    case 'notrack':
+      e.push({ name: 'notrack', attrs: [] });
+      return;
+    case 'masquerade':
+      e.push(expr('masq', { flags: u32(NAT_RANDOM_FULLY) }));
+      return;
+    case 'vmap':
+      e.push(meta(act.iface === 'in' ? META.iifname : META.oifname), expr('lookup', { sreg: u32(REG.r1), dreg: u32(REG.verdict), set: cstr(nftChainName(table, act.map)) }));
+      return;
+  }
+}
+
+export function lowerRule(r: Rule, family: Family, table: TableName, ids: SetIds): LoweredRule {
+  const out: LoweredRule = { exprs: [], anonSets: [] };
+  for (const m of r.match) lowerMatch(m, family, out, ids);
+  out.exprs.push({ name: 'counter', attrs: [] });
+  lowerAction(r.action, table, out);
+  return out;
+}
+
+/** Rule userdata holding the comment TLV `nft list` shows. */
+export function commentUdata(comment: string): Buffer {
+  const text = Buffer.from(`${comment}\0`, 'utf8');
+  return Buffer.concat([Uint8Array.of(UDATA_RULE_COMMENT, text.length), text]);
+}
+
+export function commentOf(udata: Buffer): string | undefined {
+  for (let i = 0; i + 2 <= udata.length; ) {
+    const type = udata[i] as number;
+    const len = udata[i + 1] as number;
+    if (type === UDATA_RULE_COMMENT) return udata.subarray(i + 2, i + 2 + len).toString('utf8').replace(/\0$/, '');
+    i += 2 + len;
+  }
+  return undefined;
+}
+
+export { concatType, parseAddr };

@@ -1,0 +1,93 @@
+// Set-element keys as the kernel stores them: addresses and ports in network byte order,
+// each part of a concatenation padded to a 32-bit register, interval sets as a start
+// element and an interval-end element one past the last address (none at the very top).
+import type { Family } from '../../render/model.js';
+import { ELEM_INTERVAL_END } from './consts.js';
+import type { ElemSpec } from './op-writer.js';
+
+export function parseAddr(addr: string, family: Family): Buffer {
+  const out = Buffer.alloc(family === 4 ? 4 : 16);
+  if (family === 4) {
+    const parts = addr.split('.');
+    if (parts.length !== 4) throw new Error(`bad IPv4 address "${addr}"`);
+    for (let i = 0; i < 4; i++) out[i] = Number(parts[i]);
+    return out;
+  }
+  const halves = addr.split('::');
+  const head = halves[0] ? (halves[0] as string).split(':') : [];
+  const tail = halves.length > 1 && halves[1] ? (halves[1] as string).split(':') : [];
+  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
+  if (groups.length !== 8) throw new Error(`bad IPv6 address "${addr}"`);
+  for (let i = 0; i < 8; i++) out.writeUInt16BE(parseInt(groups[i] as string, 16), i * 2);
+  return out;
+}
+
+/** [first, last] of a CIDR, as address bytes. */
+export function cidrRange(cidr: string, family: Family): [Buffer, Buffer] {
+  const slash = cidr.indexOf('/');
+  const addr = parseAddr(slash < 0 ? cidr : cidr.slice(0, slash), family);
+  const bits = addr.length * 8;
+  const len = slash < 0 ? bits : Number(cidr.slice(slash + 1));
+  const first = Buffer.from(addr);
+  const last = Buffer.from(addr);
+  for (let bit = len; bit < bits; bit++) {
+    const byte = bit >> 3;
+    const mask = 0x80 >> (bit & 7);
+    first[byte] = (first[byte] as number) & ~mask;
+    last[byte] = (last[byte] as number) | mask;
+  }
+  return [first, last];
+}
+
+/** b + 1 in place; false when it wrapped (b was all ones). */
+function increment(b: Buffer): boolean {
+  for (let i = b.length - 1; i >= 0; i--) {
+    if (b[i] !== 0xff) {
+      b[i] = (b[i] as number) + 1;
+      return true;
+    }
+    b[i] = 0;
+  }
+  return false;
+}
+
+/** Interval elements for [first, last]. */
+export function intervalElems(first: Buffer, last: Buffer): ElemSpec[] {
+  const end = Buffer.from(last);
+  const out: ElemSpec[] = [{ key: first, flags: 0 }];
+  if (increment(end)) out.push({ key: end, flags: ELEM_INTERVAL_END });
+  return out;
+}
+
+export const cidrElems = (cidr: string, family: Family): ElemSpec[] => intervalElems(...cidrRange(cidr, family));
+
+export function portKey(port: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(port);
+  return b;
+}
+
+export function portRangeElems(first: number, last: number): ElemSpec[] {
+  return intervalElems(portKey(first), portKey(last));
+}
+
+const PROTO: Record<string, number> = { tcp: 6, udp: 17, sctp: 132 };
+
+/** "10.0.0.1,tcp:80" -> addr . proto . port, each part register-padded. */
+export function ipPortKey(member: string, family: Family): Buffer {
+  const comma = member.indexOf(',');
+  const [proto, port] = member.slice(comma + 1).split(':') as [string, string];
+  const addr = parseAddr(member.slice(0, comma), family);
+  const out = Buffer.alloc(addr.length + 8);
+  addr.copy(out, 0);
+  out[addr.length] = PROTO[proto] ?? Number(proto);
+  out.writeUInt16BE(Number(port), addr.length + 4);
+  return out;
+}
+
+export const IFNAMSIZ = 16;
+export function ifnameKey(name: string): Buffer {
+  const b = Buffer.alloc(IFNAMSIZ);
+  b.write(name, 'latin1');
+  return b;
+}

@@ -1,0 +1,180 @@
+// Writes the op stream native/nft/ops.h reads. Every op carries a tag: its index here,
+// with a description kept on this side so a kernel refusal names the object.
+import type { Family } from '../../render/model.js';
+import { NFPROTO } from './consts.js';
+
+export const OP = {
+  tableAdd: 1, tableDel: 2, chainAdd: 3, chainFlush: 4, chainDel: 5, setAdd: 6, setDel: 7, setFlush: 8,
+  elemAdd: 9, elemDel: 10, ruleAdd: 11, ruleDel: 12,
+} as const;
+
+export interface Expr {
+  name: string;
+  attrs: Array<[number, Uint8Array]>;
+}
+
+export interface ElemSpec {
+  key: Uint8Array;
+  flags: number;
+  verdict?: { code: number; chain: string } | undefined;
+}
+
+export interface SetSpec {
+  flags: number;
+  keyType: number;
+  keyLen: number;
+  dataType?: number;
+  dataLen?: number;
+}
+
+export class OpWriter {
+  #buf = Buffer.allocUnsafe(1 << 16);
+  #len = 0;
+  readonly descriptions: string[] = [];
+
+  get length(): number {
+    return this.descriptions.length;
+  }
+
+  #need(n: number): void {
+    if (this.#len + n <= this.#buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#len + n));
+    this.#buf.copy(next, 0, 0, this.#len);
+    this.#buf = next;
+  }
+  #u8(v: number) {
+    this.#need(1);
+    this.#buf[this.#len++] = v;
+  }
+  #u16(v: number) {
+    this.#need(2);
+    this.#buf.writeUInt16LE(v, this.#len);
+    this.#len += 2;
+  }
+  #u32(v: number) {
+    this.#need(4);
+    this.#buf.writeUInt32LE(v >>> 0, this.#len);
+    this.#len += 4;
+  }
+  #i32(v: number) {
+    this.#need(4);
+    this.#buf.writeInt32LE(v, this.#len);
+    this.#len += 4;
+  }
+  #u64(v: bigint) {
+    this.#need(8);
+    this.#buf.writeBigUInt64LE(v, this.#len);
+    this.#len += 8;
+  }
+  #str(s: string) {
+    const n = Buffer.byteLength(s);
+    this.#u16(n);
+    this.#need(n);
+    this.#len += this.#buf.write(s, this.#len);
+  }
+  #bytes(b: Uint8Array) {
+    this.#u32(b.length);
+    this.#need(b.length);
+    this.#buf.set(b, this.#len);
+    this.#len += b.length;
+  }
+  #head(op: number, family: Family, what: string) {
+    this.#u8(op);
+    this.#u8(NFPROTO[family]);
+    this.#u32(this.descriptions.length);
+    this.descriptions.push(what);
+  }
+
+  tableAdd(f: Family, table: string) {
+    this.#head(OP.tableAdd, f, `table ${table}`);
+    this.#str(table);
+  }
+  tableDel(f: Family, table: string) {
+    this.#head(OP.tableDel, f, `delete table ${table}`);
+    this.#str(table);
+  }
+  chainAdd(f: Family, table: string, chain: string, base?: { hook: number; prio: number; type: string }) {
+    this.#head(OP.chainAdd, f, `chain ${chain}`);
+    this.#str(table);
+    this.#str(chain);
+    this.#u8(base ? 1 : 0);
+    if (base) {
+      this.#u32(base.hook);
+      this.#i32(base.prio);
+      this.#str(base.type);
+      this.#u32(1); // policy accept: we only ever decide by verdict
+    }
+  }
+  chainFlush(f: Family, table: string, chain: string) {
+    this.#head(OP.chainFlush, f, `flush chain ${chain}`);
+    this.#str(table);
+    this.#str(chain);
+  }
+  chainDel(f: Family, table: string, chain: string) {
+    this.#head(OP.chainDel, f, `delete chain ${chain}`);
+    this.#str(table);
+    this.#str(chain);
+  }
+  setAdd(f: Family, table: string, set: string, id: number, spec: SetSpec) {
+    this.#head(OP.setAdd, f, `set ${set}`);
+    this.#str(table);
+    this.#str(set);
+    this.#u32(id);
+    this.#u32(spec.flags);
+    this.#u32(spec.keyType);
+    this.#u32(spec.keyLen);
+    this.#u32(spec.dataType ?? 0);
+    this.#u32(spec.dataLen ?? 0);
+  }
+  setDel(f: Family, table: string, set: string) {
+    this.#head(OP.setDel, f, `delete set ${set}`);
+    this.#str(table);
+    this.#str(set);
+  }
+  setFlush(f: Family, table: string, set: string) {
+    this.#head(OP.setFlush, f, `flush set ${set}`);
+    this.#str(table);
+    this.#str(set);
+  }
+  elems(add: boolean, f: Family, table: string, set: string, setId: number, elems: readonly ElemSpec[]) {
+    this.#head(add ? OP.elemAdd : OP.elemDel, f, `${add ? 'add' : 'delete'} ${elems.length} elements ${add ? 'to' : 'from'} ${set}`);
+    this.#str(table);
+    this.#str(set);
+    this.#u32(setId);
+    this.#u32(elems.length);
+    for (const e of elems) {
+      this.#bytes(e.key);
+      this.#u32(e.flags);
+      this.#u8(e.verdict ? 1 : 0);
+      if (e.verdict) {
+        this.#i32(e.verdict.code);
+        this.#str(e.verdict.chain);
+      }
+    }
+  }
+  ruleAdd(f: Family, table: string, chain: string, udata: Uint8Array, exprs: readonly Expr[], what: string) {
+    this.#head(OP.ruleAdd, f, `rule in ${chain}: ${what}`);
+    this.#str(table);
+    this.#str(chain);
+    this.#bytes(udata);
+    this.#u16(exprs.length);
+    for (const e of exprs) {
+      this.#str(e.name);
+      this.#u16(e.attrs.length);
+      for (const [id, v] of e.attrs) {
+        this.#u16(id);
+        this.#bytes(v);
+      }
+    }
+  }
+  ruleDel(f: Family, table: string, chain: string, handle: bigint) {
+    this.#head(OP.ruleDel, f, `delete rule ${handle} in ${chain}`);
+    this.#str(table);
+    this.#str(chain);
+    this.#u64(handle);
+  }
+
+  bytes(): Uint8Array {
+    return this.#buf.subarray(0, this.#len);
+  }
+}

@@ -1,0 +1,35 @@
+// Typed access to the native nftables backend (native/nft/): one transaction per call,
+// read-back of a table. Failures are NativeErrors: ENFT (the kernel refused an object;
+// `failures` lists the op tags and errnos, and the kernel rolled everything back), EINVAL
+// (a malformed op stream), ESYS (the netlink socket itself).
+import { NativeError } from './errors.js';
+import { native } from './load.js';
+import type { RawNftCommitResult, RawNftDump } from './raw.js';
+
+export type NftCommitResult = RawNftCommitResult;
+export type NftDump = RawNftDump;
+
+export interface NftFailure {
+  tag: number | null;
+  errno: number;
+}
+
+export function nftCommit(ops: Uint8Array): Promise<NftCommitResult> {
+  return native.nftCommit(ops);
+}
+
+export function nftDump(family: number, table: string): Promise<NftDump> {
+  return native.nftDump(family, table);
+}
+
+export function nftAttr(name: string): number {
+  const id = native.nftAttrs[name];
+  if (id === undefined) throw new Error(`unknown libnftnl attribute ${name}`);
+  return id;
+}
+
+export function failuresOf(e: unknown): NftFailure[] {
+  return e instanceof NativeError && Array.isArray((e as NativeError & { failures?: unknown }).failures)
+    ? ((e as NativeError & { failures: NftFailure[] }).failures)
+    : [];
+}

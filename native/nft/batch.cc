@@ -154,6 +154,9 @@ void SetOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag)
   SetPtr s(NewSet(table, name, family));
   if (op == kSetAdd) {
     uint32_t id = r.u32(), flags = r.u32(), keyType = r.u32(), keyLen = r.u32(), dataType = r.u32(), dataLen = r.u32();
+    uint32_t udLen;
+    const uint8_t* ud = r.bytes(&udLen);
+    if (udLen) nftnl_set_set_data(s.get(), NFTNL_SET_USERDATA, ud, udLen);
     if (id) nftnl_set_set_u32(s.get(), NFTNL_SET_ID, id);
     nftnl_set_set_u32(s.get(), NFTNL_SET_FLAGS, flags);
     nftnl_set_set_u32(s.get(), NFTNL_SET_KEY_TYPE, keyType);

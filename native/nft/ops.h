@@ -15,7 +15,7 @@ enum Op : uint8_t {
   kChainAdd = 3,   // str table, str chain, u8 base [u32 hooknum, i32 prio, str type, u32 policy]
   kChainFlush = 4, // str table, str chain
   kChainDel = 5,   // str table, str chain
-  kSetAdd = 6,     // str table, str set, u32 id, u32 flags, u32 keyType, u32 keyLen, u32 dataType, u32 dataLen
+  kSetAdd = 6,     // str table, str set, u32 id, u32 flags, u32 keyType, u32 keyLen, u32 dataType, u32 dataLen, bytes udata
   kSetDel = 7,     // str table, str set
   kSetFlush = 8,   // str table, str set
   kElemAdd = 9,    // str table, str set, u32 setId, u32 n, n x {bytes key, u32 flags, u8 verdict? [i32, str chain]}

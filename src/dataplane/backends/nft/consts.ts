@@ -22,3 +22,4 @@ export const concatType = (...types: number[]) => types.reduce((acc, t) => (acc 
 export const LOG_LEVEL_NOTICE = 5;
 /** nftnl udata TLV type of a rule comment (what `nft list` shows as `comment "..."`). */
 export const UDATA_RULE_COMMENT = 0;
+export const UDATA_SET_KEYBYTEORDER = 0;

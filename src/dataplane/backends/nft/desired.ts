@@ -7,7 +7,8 @@ import { TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
 import { nftChainName, nftRuleBody } from '../../render/nft-text.js';
 import { ruleHashes } from '../../render/names.js';
-import { concatType, DATA_VERDICT, HOOK, PRIORITY, SET_FLAG, TYPE, VERDICT } from './consts.js';
+import { concatType, DATA_VERDICT, HOOK, PRIORITY, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
+import { u32 } from './exprs.js';
 import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
 
@@ -53,7 +54,10 @@ export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: read
   return out;
 }
 
-export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0 };
+/** nft's set userdata: key byte order 1 (host) is how nft marks string keys such as ifname. */
+const STRING_KEY_UDATA = Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, ...u32(1));
+
+export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0, udata: STRING_KEY_UDATA };
 
 const HOOK_TYPE: Record<TableName, string> = { raw: 'filter', mangle: 'filter', nat: 'nat', filter: 'filter' };
 

@@ -25,6 +25,8 @@ export interface SetSpec {
   keyLen: number;
   dataType?: number;
   dataLen?: number;
+  /** Set userdata (nft's TLVs: how `nft list` should print the keys). */
+  udata?: Uint8Array;
 }
 
 export class OpWriter {
@@ -125,6 +127,7 @@ export class OpWriter {
     this.#u32(spec.keyLen);
     this.#u32(spec.dataType ?? 0);
     this.#u32(spec.dataLen ?? 0);
+    this.#bytes(spec.udata ?? new Uint8Array(0));
   }
   setDel(f: Family, table: string, set: string) {
     this.#head(OP.setDel, f, `delete set ${set}`);

@@ -1,0 +1,74 @@
+// Runs inside a test network namespace (`ip netns exec NS node nft-driver.js`): a desired
+// state and the native nftables backend, driven by JSON lines on stdin, one JSON answer
+// per line on stdout. The test process itself stays in the host namespace.
+import { createInterface } from 'node:readline';
+
+import { defaultConfig } from '../../src/config/params.js';
+import { NftBackend } from '../../src/dataplane/backends/nft/backend.js';
+import { chainOf, type DesiredFamily, desiredOf, ipSetElems, ipSetSpec } from '../../src/dataplane/backends/nft/desired.js';
+import { DesiredState } from '../../src/dataplane/desired-state.js';
+import type { Rule } from '../../src/dataplane/render/model.js';
+import { families, renderRuleset } from '../../src/dataplane/render/ruleset.js';
+import type { ToDataplane } from '../../src/proto/messages.js';
+
+const state = new DesiredState();
+const config = defaultConfig();
+const backend = new NftBackend();
+
+function desired(): DesiredFamily[] {
+  return families(config).map((f) => desiredOf(renderRuleset(state, config, f, 'nftables')));
+}
+
+/** N chains of R rules each and one set of E /32 members: the large-transaction tests. */
+function synthetic(chains: number, rules: number, elements: number, brokenJump: boolean): DesiredFamily {
+  const d: DesiredFamily = { family: 4, chains: new Map(), sets: new Map() };
+  const members: string[] = [];
+  for (let i = 0; i < elements; i++) members.push(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`);
+  d.sets.set('cali40big', { name: 'cali40big', spec: ipSetSpec(4, 'net'), elems: ipSetElems(4, 'net', members) });
+  for (let c = 0; c < chains; c++) {
+    const rs: Rule[] = [];
+    for (let r = 0; r < rules; r++) {
+      rs.push({ match: [{ k: 'proto', proto: 6 }, { k: 'net', dir: 'src', nets: [`172.16.${c % 256}.${r % 256}/32`] }, { k: 'ports', dir: 'dst', ranges: [{ first: 1000 + r, last: 1000 + r }] }, { k: 'set', dir: 'dst', set: 'cali40big' }], action: { k: 'accept' } });
+    }
+    if (brokenJump && c === chains - 1) rs.push({ match: [], action: { k: 'jump', chain: 'no-such-chain' } });
+    const name = `filter-cali-syn-${c}`;
+    d.chains.set(name, chainOf(name, name, 'filter', rs, 4));
+  }
+  return d;
+}
+
+async function handle(req: Record<string, unknown>): Promise<unknown> {
+  switch (req.cmd) {
+    case 'messages':
+      state.apply(req.msgs as ToDataplane[]);
+      return {};
+    case 'resync':
+      await backend.resync([4, 6]);
+      return {};
+    case 'apply': {
+      const t0 = process.hrtime.bigint();
+      const stats = await backend.apply(desired());
+      return { stats, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
+    }
+    case 'drift':
+      return desired().map((d) => backend.drift(d));
+    case 'hashes':
+      return desired().map((d) => ({ family: d.family, chains: Object.fromEntries([...d.chains.values()].map((c) => [c.name, c.hashes])) }));
+    case 'synthetic': {
+      const d = synthetic(req.chains as number, req.rules as number, req.elements as number, !!req.broken);
+      const t0 = process.hrtime.bigint();
+      const stats = await backend.apply([d]);
+      return { stats, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
+    }
+    default:
+      throw new Error(`unknown command ${String(req.cmd)}`);
+  }
+}
+
+const rl = createInterface({ input: process.stdin });
+rl.on('line', (line) => {
+  void handle(JSON.parse(line) as Record<string, unknown>).then(
+    (result) => process.stdout.write(`${JSON.stringify({ ok: true, result })}\n`),
+    (e: Error & { code?: string; failures?: unknown }) => process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code, failures: e.failures } })}\n`),
+  );
+});

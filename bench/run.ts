@@ -12,6 +12,7 @@ const BENCHES: Record<string, [string, string[]]> = {
   'labelindex-heavy': ['labelindex.js', ['heavy']],
   calcgraph: ['calcgraph.js', []],
   filesync: ['filesync.js', []],
+  dataplane: ['dataplane.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -47,13 +47,16 @@ describe('dataplane render: names and marks', () => {
 });
 
 describe('dataplane render: policy rules', () => {
-  it('renders allow as set-accept-mark then return, deny as drop, pass as the pass mark', () => {
-    assert.deepEqual(renderProtoRule(protoRule({ action: 'allow', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 80 }] }), v4), [
-      { match: [{ k: 'proto', proto: 6 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 80 }] }], action: { k: 'setMark', mark: 0x10000, mask: 0x10000 } },
+  it('renders allow as set-accept-mark then return (one nft rule, two iptables rules), deny as drop, pass as the pass mark', () => {
+    const allow = protoRule({ action: 'allow', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 80 }] });
+    const match = [{ k: 'proto', proto: 6 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 80 }] }];
+    assert.deepEqual(renderProtoRule(allow, v4), [{ match, action: { k: 'setMark', mark: 0x10000, mask: 0x10000, then: { k: 'return' } } }]);
+    assert.deepEqual(renderProtoRule(allow, v4ipt), [
+      { match, action: { k: 'setMark', mark: 0x10000, mask: 0x10000 } },
       { match: [{ k: 'mark', value: 0x10000, mask: 0x10000 }], action: { k: 'return' }, comment: 'Return if policy accepted' },
     ]);
     assert.deepEqual(renderProtoRule(protoRule({ action: 'deny' }), v4), [{ match: [], action: { k: 'drop' } }]);
-    assert.equal(renderProtoRule(protoRule({ action: 'next-tier' }), v4)[0]?.action.k, 'setMark');
+    assert.deepEqual(renderProtoRule(protoRule({ action: 'next-tier' }), v4)[0]?.action, { k: 'setMark', mark: 0x20000, mask: 0x20000, then: { k: 'return' } });
   });
 
   it('leaves out rules of the other IP version, or whose CIDRs are all of the other version', () => {

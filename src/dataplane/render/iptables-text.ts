@@ -53,6 +53,7 @@ function action(a: Action): string {
     case 'goto':
       return `-g ${a.chain}`;
     case 'setMark':
+      if (a.then) throw new Error('a mark-and-verdict rule is nftables only (render with the iptables style)');
       return `-j MARK --set-xmark ${hex(a.mark & a.mask)}/${hex(a.mask)}`;
     case 'log':
       return `-j LOG --log-prefix ${q(a.prefix)} --log-level 5`;

@@ -35,8 +35,11 @@ export type Verdict = { k: 'accept' } | { k: 'drop' } | { k: 'return' } | { k: '
 
 export type Action =
   | Verdict
-  /** Sets the bits of `mark` within `mask`; clears the rest of `mask`. */
-  | { k: 'setMark'; mark: number; mask: number }
+  /**
+   * Sets the bits of `mark` within `mask` and clears the rest of `mask`; then, in
+   * nftables only (a statement and a verdict in one rule), `then`.
+   */
+  | { k: 'setMark'; mark: number; mask: number; then?: Verdict }
   | { k: 'log'; prefix: string }
   | { k: 'notrack' }
   | { k: 'masquerade' }

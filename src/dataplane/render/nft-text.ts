@@ -62,7 +62,7 @@ function action(a: Action, table: TableName): string {
     case 'goto':
       return `${a.k} ${nftChainName(table, a.chain)}`;
     case 'setMark':
-      return `meta mark set meta mark & ${hex(~a.mask)} | ${hex(a.mark & a.mask)}`;
+      return `meta mark set meta mark & ${hex(~a.mask)} | ${hex(a.mark & a.mask)}${a.then ? ` ${action(a.then, table)}` : ''}`;
     case 'log':
       return `log prefix ${q(a.prefix)} level notice`;
     case 'masquerade':

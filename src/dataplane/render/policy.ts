@@ -5,7 +5,7 @@
 import type { Policy, Profile, Protocol, Rule as ProtoRule } from '../../proto/messages.js';
 import { blockRules, markSet, setMark } from './blocks.js';
 import type { Marks } from './marks.js';
-import type { Family, Match, PortRange, Rule } from './model.js';
+import type { Action, Family, Match, PortRange, Rule } from './model.js';
 import { ipSetName, policyChain, profileChain } from './names.js';
 
 const PROTOCOLS: Record<string, number> = { tcp: 6, udp: 17, icmp: 1, icmpv6: 58, sctp: 132, udplite: 136 };
@@ -99,19 +99,23 @@ export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
   if (r.icmpType !== undefined) m.push({ k: 'icmp', type: r.icmpType, code: r.icmpCode });
   if (r.notIcmpType !== undefined) m.push({ k: 'icmp', type: r.notIcmpType, code: r.notIcmpCode, neg: true });
 
-  const finals = (match: Match[]): Rule[] => actionRules(r.action, match, marks);
+  const finals = (match: Match[]): Rule[] => actionRules(r.action, match, marks, ctx.iptables);
   return blocks.length ? blockRules(blocks, m, finals, marks) : finals(m);
 }
 
-function actionRules(action: string, match: Match[], marks: Marks): Rule[] {
+// iptables' MARK does not end a rule, so allow and pass take a second rule to return;
+// nftables sets the mark and returns in one (half the rules the kernel walks).
+function actionRules(action: string, match: Match[], marks: Marks, iptables: boolean): Rule[] {
   switch (action) {
     case 'allow':
+      if (!iptables) return [{ match, action: { ...setMark(marks.accept), then: { k: 'return' } } as Action }];
       return [
         { match, action: setMark(marks.accept) },
         { match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' },
       ];
     case 'next-tier':
     case 'pass':
+      if (!iptables) return [{ match, action: { ...setMark(marks.pass), then: { k: 'return' } } as Action }];
       return [
         { match, action: setMark(marks.pass) },
         { match: [markSet(marks.pass)], action: { k: 'return' }, comment: 'Return if policy passed' },

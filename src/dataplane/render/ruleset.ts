@@ -3,13 +3,14 @@
 // (each calc-graph set becomes cali40<id> and cali60<id>, members split by family) and the
 // IP-pool sets NAT uses.
 import type { Config } from '../../config/params.js';
-import type { DesiredState } from '../desired-state.js';
+import type { HostEndpoint, IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
+import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { hostEndpointChains, workloadChains } from './endpoints.js';
-import { allocateMarks, type Marks } from './marks.js';
-import { addChain, emptyRuleset, type Family, type IPSet, type Ruleset, type TableName } from './model.js';
+import { allocateMarks } from './marks.js';
+import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
-import { type NamedChain, policyChains, profileChains } from './policy.js';
-import { addStaticChains, ALL_POOLS_SET, MASQ_POOLS_SET } from './static.js';
+import { type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
+import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET } from './static.js';
 
 export type RenderConfig = Pick<
   Config,
@@ -30,65 +31,104 @@ export function familyMembers(members: Iterable<string>, family: Family): string
 
 export type Style = 'nftables' | 'iptables';
 
-export function renderRuleset(state: DesiredState, config: RenderConfig, family: Family, style: Style): Ruleset {
-  const marks: Marks = allocateMarks(config.IptablesMarkMask);
-  const rs = emptyRuleset(family);
-  const maps = addStaticChains(rs, {
-    family,
-    marks,
+/** What one source (a policy, an endpoint...) contributes: chains and dispatch entries. */
+export interface Fragment {
+  chains: Array<{ table: TableName; name: string; rules: Rule[] }>;
+  entries: Array<{ table: TableName; map: string; iface: string; verdict: Verdict }>;
+}
+
+export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
+  return { family, marks: allocateMarks(config.IptablesMarkMask), iptables: style === 'iptables' };
+}
+
+/** Static chains, hooks and the empty dispatch maps. */
+export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset {
+  const rs = emptyRuleset(ctx.family);
+  addStaticChains(rs, {
+    family: ctx.family,
+    marks: ctx.marks,
     interfacePrefixes: config.InterfacePrefix,
     defaultEndpointToHostAction: config.DefaultEndpointToHostAction,
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
   });
-  const ctx = { family, marks, iptables: style === 'iptables' };
-  const put = (table: TableName, chains: NamedChain[]) => {
-    for (const c of chains) addChain(rs, table, c.name, c.rules);
-  };
+  return rs;
+}
 
+const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({ table, name: c.name, rules: c.rules }));
+const goto = (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface) });
+
+// Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
+export function policyFragment(tier: string, name: string, policy: Policy, ctx: RenderContext): Fragment {
+  const table: TableName = policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter';
+  return { chains: inTable(table, policyChains(tier, name, policy, ctx)), entries: [] };
+}
+
+export function profileFragment(name: string, profile: Profile, ctx: RenderContext): Fragment {
+  return { chains: inTable('filter', profileChains(name, profile, ctx)), entries: [] };
+}
+
+export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Fragment {
+  return {
+    chains: inTable('filter', workloadChains(ep, ctx.marks)),
+    entries: [
+      { table: 'filter', map: DISPATCH.toWl, iface: ep.name, verdict: goto(EP.toWl, ep.name) },
+      { table: 'filter', map: DISPATCH.fromWl, iface: ep.name, verdict: goto(EP.fromWl, ep.name) },
+    ],
+  };
+}
+
+export function hostEndpointFragment(ep: HostEndpoint, ctx: RenderContext): Fragment {
+  // An all-interfaces host endpoint ("*") has no interface of its own to dispatch on.
+  if (!ep.name || ep.name === '*') return { chains: [], entries: [] };
+  const c = hostEndpointChains(ep, ctx.marks);
+  const f: Fragment = {
+    chains: [...inTable('filter', c.filter), ...inTable('raw', c.raw), ...inTable('mangle', c.mangle)],
+    entries: [
+      { table: 'filter', map: DISPATCH.fromHost, iface: ep.name, verdict: goto(EP.fromHost, ep.name) },
+      { table: 'filter', map: DISPATCH.toHost, iface: ep.name, verdict: goto(EP.toHost, ep.name) },
+      { table: 'filter', map: DISPATCH.fromHostFwd, iface: ep.name, verdict: goto(EP.fromHostFwd, ep.name) },
+      { table: 'filter', map: DISPATCH.toHostFwd, iface: ep.name, verdict: goto(EP.toHostFwd, ep.name) },
+    ],
+  };
+  if (c.raw.length) {
+    f.entries.push({ table: 'raw', map: DISPATCH.fromHost, iface: ep.name, verdict: goto(EP.fromHost, ep.name) });
+    f.entries.push({ table: 'raw', map: DISPATCH.toHost, iface: ep.name, verdict: goto(EP.toHost, ep.name) });
+  }
+  if (c.mangle.length) f.entries.push({ table: 'mangle', map: DISPATCH.fromHost, iface: ep.name, verdict: goto(EP.fromHost, ep.name) });
+  return f;
+}
+
+export function ipSetOf(id: string, s: DesiredIPSet, family: Family): IPSet {
+  return { name: ipSetName(family, id), kind: s.type === 'IP_AND_PORT' ? 'ipPort' : 'net', members: familyMembers(s.members, family) };
+}
+
+/** The IP-pool sets NAT uses: all pools, and those with natOutgoing. */
+export function poolSets(pools: Iterable<IPAMPool>, family: Family): IPSet[] {
+  const mine = [...pools].filter((p) => isV6(p.cidr) === (family === 6));
+  return [
+    { name: ipSetName(family, ALL_POOLS_SET), kind: 'net', members: mine.map((p) => p.cidr) },
+    { name: ipSetName(family, MASQ_POOLS_SET), kind: 'net', members: mine.filter((p) => p.masquerade).map((p) => p.cidr) },
+  ];
+}
+
+export function addFragment(rs: Ruleset, f: Fragment): void {
+  for (const c of f.chains) addChain(rs, c.table, c.name, c.rules);
+  for (const e of f.entries) rs.maps.find((m) => m.name === e.map && m.table === e.table)?.entries.set(e.iface, e.verdict);
+}
+
+export function renderRuleset(state: DesiredState, config: RenderConfig, family: Family, style: Style): Ruleset {
+  const ctx = contextOf(config, family, style);
+  const rs = staticRuleset(config, ctx);
   for (const [id, s] of state.ipsets) {
-    const set: IPSet = { name: ipSetName(family, id), kind: s.type === 'IP_AND_PORT' ? 'ipPort' : 'net', members: familyMembers(s.members, family) };
+    const set = ipSetOf(id, s, family);
     rs.sets.set(set.name, set);
   }
-  const pools = [...state.pools.values()].filter((p) => isV6(p.cidr) === (family === 6));
-  for (const [name, members] of [
-    [ALL_POOLS_SET, pools.map((p) => p.cidr)],
-    [MASQ_POOLS_SET, pools.filter((p) => p.masquerade).map((p) => p.cidr)],
-  ] as const) {
-    rs.sets.set(ipSetName(family, name), { name: ipSetName(family, name), kind: 'net', members: [...members] });
-  }
-
-  // Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
-  for (const { tier, name, policy } of state.policies.values()) {
-    const chains = policyChains(tier, name, policy, ctx);
-    put(policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter', chains);
-  }
-  for (const [name, profile] of state.profiles) put('filter', profileChains(name, profile, ctx));
-
-  for (const ep of state.weps.values()) {
-    put('filter', workloadChains(ep, marks));
-    maps.toWl.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.toWl, ep.name) });
-    maps.fromWl.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.fromWl, ep.name) });
-  }
-  for (const ep of state.heps.values()) {
-    // An all-interfaces host endpoint ("*") has no interface of its own to dispatch on.
-    if (!ep.name || ep.name === '*') continue;
-    const c = hostEndpointChains(ep, marks);
-    put('filter', c.filter);
-    maps.fromHost.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.fromHost, ep.name) });
-    maps.toHost.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.toHost, ep.name) });
-    maps.fromHostFwd.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.fromHostFwd, ep.name) });
-    maps.toHostFwd.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.toHostFwd, ep.name) });
-    if (c.raw.length) {
-      put('raw', c.raw);
-      maps.rawFromHost.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.fromHost, ep.name) });
-      maps.rawToHost.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.toHost, ep.name) });
-    }
-    if (c.mangle.length) {
-      put('mangle', c.mangle);
-      maps.mangleFromHost.entries.set(ep.name, { k: 'goto', chain: endpointChain(EP.fromHost, ep.name) });
-    }
-  }
+  for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
+  for (const { tier, name, policy } of state.policies.values()) addFragment(rs, policyFragment(tier, name, policy, ctx));
+  for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
+  for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
+  for (const ep of state.heps.values()) addFragment(rs, hostEndpointFragment(ep, ctx));
   return rs;
 }
 

@@ -1,16 +1,19 @@
-// The native nftables backend: keeps what it has committed to our `calico` tables, turns
-// the difference to the desired state into one transaction (only changed chains are
-// flushed and rewritten, set elements change by delta, anonymous sets ride along with
-// their rules) and commits it on a native worker thread. resync() reads the tables back,
-// so the next apply repairs whatever drifted. Nothing outside our tables is touched.
+// The nftables backend: keeps what it has committed to our `calico` tables, turns the
+// difference to the desired state into one transaction (only changed chains are flushed
+// and rewritten, set elements change by delta, anonymous sets ride along with their
+// rules) and commits it. Transport "native" sends it over netlink from a worker thread;
+// "exec" writes the same transaction as nft input and runs `nft -f -` (the reference the
+// bench compares against, as Calico's nftables mode programs). resync() reads the tables
+// back, so the next apply repairs whatever drifted. Nothing outside our tables is touched.
+import { spawn } from 'node:child_process';
+
 import { failuresOf, nftCommit, nftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
-import { SET_FLAG } from './consts.js';
-import { type DesiredChain, type DesiredFamily, type DesiredSet, elemId } from './desired.js';
-import { commentOf, lowerRule, SetIds } from './exprs.js';
-import { commentUdata } from './exprs.js';
-import { NFPROTO } from './consts.js';
-import { type ElemSpec, OpWriter } from './op-writer.js';
+import { NFPROTO, SET_FLAG } from './consts.js';
+import { type DesiredFamily, type DesiredSet, elemId } from './desired.js';
+import { commentOf } from './exprs.js';
+import type { ElemSpec } from './op-writer.js';
+import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 
 export const TABLE = 'calico';
 
@@ -18,7 +21,9 @@ interface CommittedFamily {
   exists: boolean;
   /** Chain -> its rules' hashes ("" for a rule that is not ours). */
   chains: Map<string, string[]>;
-  sets: Map<string, Set<string>>;
+  sets: Map<string, Map<string, ElemSpec>>;
+  /** Read back from the kernel since the last apply: compare everything next time. */
+  full: boolean;
 }
 
 export interface ApplyStats {
@@ -30,6 +35,8 @@ export interface ApplyStats {
   chainsDeleted: number;
   elemsAdded: number;
   elemsRemoved: number;
+  /** Time spent in the kernel transaction (native) or in `nft -f` (exec), ms. */
+  commitMs: number;
 }
 
 export interface DriftReport {
@@ -51,15 +58,23 @@ export class NftApplyError extends Error {
   }
 }
 
-const emptyCommitted = (): CommittedFamily => ({ exists: false, chains: new Map(), sets: new Map() });
+const emptyCommitted = (): CommittedFamily => ({ exists: false, chains: new Map(), sets: new Map(), full: true });
 const sameList = (a: readonly string[] | undefined, b: readonly string[]) => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
+
+function elemFromDump(e: { key: Buffer; flags: number; verdict?: number; chain?: string }): ElemSpec {
+  return { key: e.key, flags: e.flags & 1, verdict: e.verdict === undefined ? undefined : { code: e.verdict, chain: e.chain ?? '' } };
+}
+
+export type Transport = 'native' | 'exec';
 
 export class NftBackend {
   readonly table: string;
+  readonly transport: Transport;
   #committed = new Map<Family, CommittedFamily>();
 
-  constructor(table = TABLE) {
-    this.table = table;
+  constructor(opts: { table?: string; transport?: Transport } = {}) {
+    this.table = opts.table ?? TABLE;
+    this.transport = opts.transport ?? 'native';
   }
 
   /** Reads our tables back from the kernel: the baseline of the next apply. */
@@ -74,73 +89,115 @@ export class NftBackend {
         c.chains.get(r.chain)?.push(hash);
       }
       for (const s of dump.sets) {
-        const elems = new Set<string>();
-        for (const e of s.elements) elems.add(elemId({ key: e.key, flags: e.flags & 1, verdict: e.verdict === undefined ? undefined : { code: e.verdict, chain: e.chain ?? '' } }));
+        const elems = new Map<string, ElemSpec>();
+        for (const e of s.elements) {
+          const spec = elemFromDump(e);
+          elems.set(elemId(spec), spec);
+        }
         c.sets.set(s.name, elems);
       }
       this.#committed.set(f, c);
     }
   }
 
-  /** What differs between the kernel (as last read back) and `desired`. */
+  /** What differs between the kernel (as last read back or committed) and `desired`. */
   drift(desired: DesiredFamily): DriftReport {
     const c = this.#committed.get(desired.family) ?? emptyCommitted();
     const chains = [...desired.chains.values()].filter((d) => !sameList(c.chains.get(d.name), d.hashes)).map((d) => d.name);
     for (const name of c.chains.keys()) if (!desired.chains.has(name)) chains.push(name);
     const sets: string[] = [];
-    for (const d of desired.sets.values()) {
-      const have = c.sets.get(d.name);
-      if (!have || have.size !== d.elems.size || [...d.elems.keys()].some((k) => !have.has(k))) sets.push(d.name);
-    }
+    for (const d of desired.sets.values()) if (!sameElems(c.sets.get(d.name), d)) sets.push(d.name);
     for (const name of c.sets.keys()) if (!desired.sets.has(name)) sets.push(name);
     return { family: desired.family, chains, sets };
   }
 
   /** Makes the kernel equal `desired` (each family given) in one transaction. */
   async apply(desired: DesiredFamily[]): Promise<ApplyStats> {
-    const w = new OpWriter();
-    const stats: ApplyStats = { ops: 0, messages: 0, bytes: 0, chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, elemsAdded: 0, elemsRemoved: 0 };
-    const ids = new SetIds();
-    for (const d of desired) this.#plan(w, d, this.#committed.get(d.family) ?? emptyCommitted(), ids, stats);
-    if (w.length === 0) return stats;
+    const sink = this.transport === 'native' ? new NativeSink() : new NftTextSink();
+    const stats: ApplyStats = { ops: 0, messages: 0, bytes: 0, chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, elemsAdded: 0, elemsRemoved: 0, commitMs: 0 };
+    for (const d of desired) this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats);
+    if (sink.length > 0) {
+      const t0 = performance.now();
+      if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
+      else await this.#commitExec(sink as NftTextSink, stats);
+      stats.commitMs = performance.now() - t0;
+    }
+    for (const d of desired) this.#record(d);
+    return stats;
+  }
+
+  async #commitNative(sink: NativeSink, stats: ApplyStats): Promise<void> {
     try {
-      const r = await nftCommit(w.bytes());
+      const r = await nftCommit(sink.bytes());
       stats.ops = r.ops;
       stats.messages = r.messages;
       stats.bytes = r.bytes;
     } catch (e) {
-      const failures = failuresOf(e).map((f) => ({ object: f.tag === null ? 'the batch' : (w.descriptions[f.tag] ?? `op ${f.tag}`), errno: f.errno }));
+      const failures = failuresOf(e).map((f) => ({ object: f.tag === null ? 'the batch' : (sink.descriptions[f.tag] ?? `op ${f.tag}`), errno: f.errno }));
       const what = failures.length ? failures.map((f) => `${f.object} (errno ${f.errno})`).join('; ') : (e as Error).message;
       throw new NftApplyError(`nftables transaction failed, nothing changed: ${what}`, failures, e);
     }
-    for (const d of desired) this.#commit(d);
-    return stats;
   }
 
-  #commit(d: DesiredFamily): void {
-    const c = emptyCommitted();
+  async #commitExec(sink: NftTextSink, stats: ApplyStats): Promise<void> {
+    const text = sink.text();
+    stats.ops = sink.length;
+    stats.bytes = Buffer.byteLength(text);
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn('nft', ['-f', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new NftApplyError(`nft -f failed (${code}), nothing changed: ${err.trim()}`, [], undefined))));
+      child.stdin.end(text);
+    });
+  }
+
+  /** After a successful commit: the committed state is the desired state for what was planned. */
+  #record(d: DesiredFamily): void {
+    let c = this.#committed.get(d.family);
+    if (!c || c.full || !d.dirty) {
+      c = emptyCommitted();
+      for (const ch of d.chains.values()) c.chains.set(ch.name, ch.hashes);
+      for (const s of d.sets.values()) c.sets.set(s.name, new Map(s.elems));
+    } else {
+      for (const name of d.dirty.chains) {
+        const ch = d.chains.get(name);
+        if (ch) c.chains.set(name, ch.hashes);
+        else c.chains.delete(name);
+      }
+      for (const name of d.dirty.sets) {
+        const s = d.sets.get(name);
+        if (s) c.sets.set(name, new Map(s.elems));
+        else c.sets.delete(name);
+      }
+    }
     c.exists = true;
-    for (const ch of d.chains.values()) c.chains.set(ch.name, ch.hashes);
-    for (const s of d.sets.values()) c.sets.set(s.name, new Set(s.elems.keys()));
+    c.full = false;
     this.#committed.set(d.family, c);
+    d.dirty = { chains: new Set(), sets: new Set() };
   }
 
-  #plan(w: OpWriter, d: DesiredFamily, c: CommittedFamily, ids: SetIds, stats: ApplyStats): void {
+  #plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats): void {
     const f = d.family;
     const t = this.table;
+    // Which names to look at: what changed, or (after a read-back, or at first) everything.
+    const whole = c.full || !d.dirty;
+    const chainNames = whole ? new Set([...d.chains.keys(), ...c.chains.keys()]) : d.dirty!.chains;
+    const setNames = whole ? new Set([...d.sets.keys(), ...c.sets.keys()]) : d.dirty!.sets;
     if (!c.exists) w.tableAdd(f, t);
     const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
     const syncSet = (s: DesiredSet) => {
       const have = c.sets.get(s.name);
       if (!have) {
         // The kernel wants a transaction-unique id on every new set, named or not.
-        w.setAdd(f, t, s.name, ids.next(), s.spec);
+        w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
         if (s.elems.size) w.elems(true, f, t, s.name, 0, [...s.elems.values()]);
         stats.elemsAdded += s.elems.size;
         return;
       }
       const removed: ElemSpec[] = [];
-      for (const id of have) if (!s.elems.has(id)) removed.push(elemFromId(id));
+      for (const [id, e] of have) if (!s.elems.has(id)) removed.push(e);
       const added: ElemSpec[] = [];
       for (const [id, e] of s.elems) if (!have.has(id)) added.push(e);
       // Deletes first: an interval set refuses a new element overlapping an old one.
@@ -149,42 +206,36 @@ export class NftBackend {
       stats.elemsAdded += added.length;
       stats.elemsRemoved += removed.length;
     };
+    const wanted = <T>(names: Set<string>, m: Map<string, T>) => [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
+    const sets = wanted(setNames, d.sets);
+    const chains = wanted(chainNames, d.chains);
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
-    for (const s of d.sets.values()) if (!isMap(s)) syncSet(s);
-    for (const ch of d.chains.values()) if (!ch.base && !c.chains.has(ch.name)) w.chainAdd(f, t, ch.name);
+    for (const s of sets) if (!isMap(s)) syncSet(s);
+    for (const ch of chains) if (!ch.base && !c.chains.has(ch.name)) w.chainAdd(f, t, ch.name);
     // 3. Maps (dispatch), whose verdicts name chains. 4. Changed chains' rules, base chains last.
-    for (const s of d.sets.values()) if (isMap(s)) syncSet(s);
-    const writeRules = (ch: DesiredChain) => {
+    for (const s of sets) if (isMap(s)) syncSet(s);
+    const ordered = [...chains.filter((ch) => !ch.base), ...chains.filter((ch) => ch.base)];
+    for (const ch of ordered) {
       const had = c.chains.get(ch.name);
-      if (sameList(had, ch.hashes)) return;
+      if (sameList(had, ch.hashes)) continue;
       if (ch.base && !had) w.chainAdd(f, t, ch.name, ch.base);
       if (had?.length) w.chainFlush(f, t, ch.name);
-      ch.rules.forEach((r, i) => {
-        const lowered = lowerRule(r, f, ch.table, ids);
-        for (const s of lowered.anonSets) {
-          w.setAdd(f, t, '__set%d', s.id, s.spec);
-          w.elems(true, f, t, '__set%d', s.id, s.elems);
-        }
-        w.ruleAdd(f, t, ch.name, commentUdata(`cali:${ch.hashes[i]}`), lowered.exprs, r.comment ?? `#${i + 1}`);
-      });
+      for (let i = 0; i < ch.rules.length; i++) w.rule(f, t, ch, i);
       stats.chainsWritten++;
       stats.rulesWritten += ch.rules.length;
-    };
-    for (const ch of d.chains.values()) if (!ch.base) writeRules(ch);
-    for (const ch of d.chains.values()) if (ch.base) writeRules(ch);
+    }
     // 5. What is no longer wanted: empty the chains first (dropping their jumps), then
     // delete them, then the sets nothing uses any more.
-    const gone = [...c.chains.keys()].filter((name) => !d.chains.has(name));
+    const gone = [...chainNames].filter((name) => !d.chains.has(name) && c.chains.has(name));
     for (const name of gone) if (c.chains.get(name)?.length) w.chainFlush(f, t, name);
     for (const name of gone) w.chainDel(f, t, name);
     stats.chainsDeleted += gone.length;
-    for (const name of c.sets.keys()) if (!d.sets.has(name)) w.setDel(f, t, name);
+    for (const name of setNames) if (!d.sets.has(name) && c.sets.has(name)) w.setDel(f, t, name);
   }
 }
 
-function elemFromId(id: string): ElemSpec {
-  const [hex, flags, code, chain] = id.split('/') as [string, string, string?, string?];
-  const e: ElemSpec = { key: Buffer.from(hex, 'hex'), flags: Number(flags) };
-  if (code !== undefined) e.verdict = { code: Number(code), chain: chain ?? '' };
-  return e;
+function sameElems(have: Map<string, ElemSpec> | undefined, d: DesiredSet): boolean {
+  if (!have || have.size !== d.elems.size) return false;
+  for (const k of d.elems.keys()) if (!have.has(k)) return false;
+  return true;
 }

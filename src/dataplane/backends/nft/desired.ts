@@ -5,7 +5,7 @@ import { coveringMembers } from '../../render/cover.js';
 import type { Family, Rule, Ruleset, TableName } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
-import { nftChainName, nftRuleBody } from '../../render/nft-text.js';
+import { nftChainName, nftElement, nftRuleBody } from '../../render/nft-text.js';
 import { ruleHashes } from '../../render/names.js';
 import { concatType, DATA_VERDICT, HOOK, PRIORITY, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
 import { u32 } from './exprs.js';
@@ -30,6 +30,8 @@ export interface DesiredFamily {
   family: Family;
   chains: Map<string, DesiredChain>;
   sets: Map<string, DesiredSet>;
+  /** Names changed since the last successful apply; undefined: compare everything. */
+  dirty?: { chains: Set<string>; sets: Set<string> } | undefined;
 }
 
 export const elemId = (e: ElemSpec) => `${Buffer.from(e.key).toString('hex')}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
@@ -43,21 +45,35 @@ export function chainOf(name: string, hashSeed: string, table: TableName, rules:
 export function ipSetSpec(family: Family, kind: 'net' | 'ipPort'): SetSpec {
   const addr = family === 4 ? TYPE.ipv4_addr : TYPE.ipv6_addr;
   const len = family === 4 ? 4 : 16;
-  return kind === 'net' ? { flags: SET_FLAG.interval, keyType: addr, keyLen: len } : { flags: 0, keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service), keyLen: len + 8 };
+  const name = family === 4 ? 'ipv4_addr' : 'ipv6_addr';
+  return kind === 'net'
+    ? { flags: SET_FLAG.interval, keyType: addr, keyLen: len, text: `type ${name}; flags interval;` }
+    : { flags: 0, keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service), keyLen: len + 8, text: `type ${name} . inet_proto . inet_service;` };
 }
 
 export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: readonly string[]): Map<string, ElemSpec> {
   const out = new Map<string, ElemSpec>();
   const add = (e: ElemSpec) => out.set(elemId(e), e);
-  if (kind === 'ipPort') for (const m of members) add({ key: ipPortKey(m, family), flags: 0 });
-  else for (const m of coveringMembers(members)) for (const e of cidrElems(m, family)) add(e);
+  if (kind === 'ipPort') for (const m of members) add({ key: ipPortKey(m, family), flags: 0, text: nftElement(m) });
+  else {
+    for (const m of coveringMembers(members)) {
+      const [start, end] = cidrElems(m, family) as [ElemSpec, ElemSpec?];
+      start.text = m;
+      add(start);
+      if (end) add(end);
+    }
+  }
   return out;
 }
 
 /** nft's set userdata: key byte order 1 (host) is how nft marks string keys such as ifname. */
 const STRING_KEY_UDATA = Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, ...u32(1));
 
-export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0, udata: STRING_KEY_UDATA };
+export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0, udata: STRING_KEY_UDATA, text: 'type ifname : verdict;' };
+
+export function mapElem(iface: string, kind: 'goto' | 'jump', chain: string): ElemSpec {
+  return { key: ifnameKey(iface), flags: 0, verdict: { code: VERDICT[kind], chain }, text: `${JSON.stringify(iface)} : ${kind} ${chain}` };
+}
 
 const HOOK_TYPE: Record<TableName, string> = { raw: 'filter', mangle: 'filter', nat: 'nat', filter: 'filter' };
 
@@ -84,7 +100,7 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
     const elems = new Map<string, ElemSpec>();
     for (const [iface, v] of m.entries) {
       if (v.k !== 'goto' && v.k !== 'jump') continue;
-      const e: ElemSpec = { key: ifnameKey(iface), flags: 0, verdict: { code: VERDICT[v.k], chain: nftChainName(m.table, v.chain) } };
+      const e = mapElem(iface, v.k, nftChainName(m.table, v.chain));
       elems.set(elemId(e), e);
     }
     sets.set(name, { name, spec: MAP_SPEC, elems });

@@ -161,6 +161,7 @@ function lowerAction(act: Action, table: TableName, out: LoweredRule): void {
       return;
     case 'setMark':
       e.push(meta(META.mark), bitwise(4, u32(~act.mask), u32(act.mark & act.mask)), expr('meta', { key: u32(META.mark), sreg: u32(REG.r1) }));
+      if (act.then) lowerAction(act.then, table, out);
       return;
     case 'log':
       e.push(expr('log', { prefix: cstr(act.prefix), level: u32(LOG_LEVEL_NOTICE) }));

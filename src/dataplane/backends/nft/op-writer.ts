@@ -17,6 +17,8 @@ export interface ElemSpec {
   key: Uint8Array;
   flags: number;
   verdict?: { code: number; chain: string } | undefined;
+  /** nft syntax of the element (interval ends have none: their start says it all). */
+  text?: string | undefined;
 }
 
 export interface SetSpec {
@@ -27,6 +29,8 @@ export interface SetSpec {
   dataLen?: number;
   /** Set userdata (nft's TLVs: how `nft list` should print the keys). */
   udata?: Uint8Array;
+  /** nft syntax of the type and flags, e.g. "type ipv4_addr; flags interval;". */
+  text?: string;
 }
 
 export class OpWriter {

@@ -1,0 +1,205 @@
+// bench/dataplane (issue #5): programming a node with 500 local endpoints, 2,000 active
+// policies and 1,000 IP sets holding 100,000 members: cold apply, then incremental
+// changes (one endpoint added with its own policy; 1,000 IP-set members changed), by our
+// native netlink backend and by `nft -f` of the same transaction (the way Calico's
+// nftables mode programs: exec nft). Each side runs in its own throwaway network
+// namespace, one after the other, so neither sees the other's tables. Needs root.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+import { defaultConfig } from '../src/config/params.js';
+import { NftBackend, type Transport } from '../src/dataplane/backends/nft/backend.js';
+import { NftDesiredBuilder } from '../src/dataplane/backends/nft/desired-builder.js';
+import { DesiredState } from '../src/dataplane/desired-state.js';
+import type { Rule, ToDataplane, WorkloadEndpoint } from '../src/proto/messages.js';
+import { log, percentile, report } from './lib/report.js';
+
+const ENDPOINTS = 500;
+const POLICIES = 2000;
+const SETS = 1000;
+const MEMBERS_PER_SET = 100;
+const POLICIES_PER_ENDPOINT = 4;
+const INCREMENTAL_RUNS = 30;
+const MEMBER_RUNS = 10;
+
+const ip = (n: number) => `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}/32`;
+
+function rule(fields: Partial<Rule>): Rule {
+  return {
+    action: 'allow', srcNet: [], srcPorts: [], srcNamedPortIpSetIds: [], srcIpSetIds: [], dstNet: [], dstPorts: [], dstNamedPortIpSetIds: [], dstIpSetIds: [], dstIpPortSetIds: [],
+    notSrcNet: [], notSrcPorts: [], notSrcNamedPortIpSetIds: [], notSrcIpSetIds: [], notDstNet: [], notDstPorts: [], notDstNamedPortIpSetIds: [], notDstIpSetIds: [],
+    ...fields,
+  };
+}
+
+const setId = (i: number) => `s:bench-set-${i % SETS}`;
+
+function policy(p: number): ToDataplane {
+  const inbound = [
+    rule({ protocol: { name: 'tcp' }, srcIpSetIds: [setId(p)], dstPorts: [{ first: 80 + (p % 50), last: 80 + (p % 50) }] }),
+    rule({ protocol: { name: 'tcp' }, srcIpSetIds: [setId(p + 1)], dstPorts: [{ first: 8000, last: 8100 }, { first: 443, last: 443 }] }),
+    rule({ action: 'deny', srcNet: [`192.168.${p % 256}.0/24`] }),
+  ];
+  const outbound = [rule({ protocol: { name: 'udp' }, dstIpSetIds: [setId(p + 2)], dstPorts: [{ first: 53, last: 53 }] }), rule({ dstIpSetIds: [setId(p + 3)] })];
+  return { type: 'ActivePolicyUpdate', id: { tier: 'default', name: `ns${p % 20}/pol-${p}` }, policy: { namespace: `ns${p % 20}`, inboundRules: inbound, outboundRules: outbound, untracked: false, preDnat: false, originalSelector: `app == 'a${p}'` } };
+}
+
+function endpoint(e: number, policies: string[]): ToDataplane {
+  const ep: WorkloadEndpoint = {
+    state: 'active', name: `cali${e.toString(16).padStart(11, '0')}`, mac: 'ee:ee:ee:ee:ee:ee', profileIds: [`kns.ns${e % 20}`],
+    ipv4Nets: [ip(0x20000 + e)], ipv6Nets: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
+    tiers: [{ name: 'default', ingressPolicies: policies, egressPolicies: policies, defaultAction: 'Deny' }],
+  };
+  return { type: 'WorkloadEndpointUpdate', id: { orchestratorId: 'k8s', workloadId: `ns/pod-${e}`, endpointId: 'eth0' }, endpoint: ep };
+}
+
+function snapshot(): ToDataplane[] {
+  const msgs: ToDataplane[] = [];
+  for (let s = 0; s < SETS; s++) {
+    const members: string[] = [];
+    for (let m = 0; m < MEMBERS_PER_SET; m++) members.push(ip(s * MEMBERS_PER_SET + m));
+    msgs.push({ type: 'IPSetUpdate', id: setId(s), members, ipsetType: 'NET' });
+  }
+  for (let p = 0; p < POLICIES; p++) msgs.push(policy(p));
+  for (let n = 0; n < 20; n++) msgs.push({ type: 'ActiveProfileUpdate', id: { name: `kns.ns${n}` }, profile: { inboundRules: [], outboundRules: [rule({})] } });
+  for (let e = 0; e < ENDPOINTS; e++) {
+    const pols = Array.from({ length: POLICIES_PER_ENDPOINT }, (_, k) => `ns${((e * POLICIES_PER_ENDPOINT + k) % POLICIES) % 20}/pol-${(e * POLICIES_PER_ENDPOINT + k) % POLICIES}`);
+    msgs.push(endpoint(e, pols));
+  }
+  msgs.push({ type: 'InSync' });
+  return msgs;
+}
+
+interface InsideResult {
+  transport: Transport;
+  coldMs: number;
+  coldRenderMs: number;
+  coldOps: number;
+  coldBytes: number;
+  incrementalMs: number[];
+  incrementalRenderMs: number[];
+  incrementalCommitMs: number[];
+  membersMs: number[];
+  membersCommitMs: number[];
+}
+
+/** Runs in a fresh netns: cold apply, then the incremental changes, with one transport. */
+async function inside(transport: Transport): Promise<InsideResult> {
+  const config = { ...defaultConfig(), Ipv6Support: false };
+  const state = new DesiredState();
+  const builder = new NftDesiredBuilder(config, 4);
+  const backend = new NftBackend({ transport });
+  state.apply(snapshot());
+  state.takeDirty();
+  await backend.resync([4]);
+  const t0 = performance.now();
+  builder.rebuild(state);
+  const t1 = performance.now();
+  const cold = await backend.apply([builder.desired]);
+  const t2 = performance.now();
+
+  const renderMs: number[] = [];
+  const commitMs: number[] = [];
+  const step = async (msgs: ToDataplane[]) => {
+    const s = performance.now();
+    state.apply(msgs);
+    builder.update(state, state.takeDirty());
+    renderMs.push(performance.now() - s);
+    commitMs.push((await backend.apply([builder.desired])).commitMs);
+    return performance.now() - s;
+  };
+  const incrementalMs: number[] = [];
+  for (let k = 0; k < INCREMENTAL_RUNS; k++) {
+    const p = POLICIES + k;
+    const e = ENDPOINTS + k;
+    const pol = policy(p);
+    const polName = `ns${p % 20}/pol-${p}`;
+    incrementalMs.push(
+      await step([
+        { type: 'IPSetDeltaUpdate', id: setId(p), addedMembers: [ip(0x20000 + e)], removedMembers: [] },
+        pol,
+        endpoint(e, [polName, 'ns0/pol-0']),
+      ]),
+    );
+  }
+  const incrementalRenderMs = renderMs.splice(0);
+  const incrementalCommitMs = commitMs.splice(0);
+  const membersMs: number[] = [];
+  let next = 0x30000;
+  for (let k = 0; k < MEMBER_RUNS; k++) {
+    // 1,000 members change: 10 sets each lose 50 and gain 50.
+    const msgs: ToDataplane[] = [];
+    for (let s = 0; s < 10; s++) {
+      const id = setId(k * 10 + s);
+      const members = [...(state.ipsets.get(id)?.members ?? [])];
+      const added = Array.from({ length: 50 }, () => ip(next++));
+      msgs.push({ type: 'IPSetDeltaUpdate', id, addedMembers: added, removedMembers: members.slice(0, 50) });
+    }
+    membersMs.push(await step(msgs));
+  }
+  return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs };
+}
+
+function runInside(transport: Transport): InsideResult {
+  const ns = `palisade-bench-${randomBytes(3).toString('hex')}`;
+  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
+  try {
+    log(`${transport}: programming in netns ${ns}`);
+    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', transport], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
+    if (r.status !== 0) throw new Error(`${transport} run failed (${r.status ?? r.signal})`);
+    return JSON.parse(r.stdout) as InsideResult;
+  } finally {
+    spawnSync('ip', ['netns', 'del', ns]);
+  }
+}
+
+const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const p90 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 90);
+
+async function main(): Promise<void> {
+  const i = process.argv.indexOf('--inside');
+  if (i >= 0) {
+    process.stdout.write(JSON.stringify(await inside(process.argv[i + 1] as Transport)));
+    return;
+  }
+  if (process.getuid?.() !== 0) {
+    console.error('bench dataplane: needs root (it programs nftables inside throwaway network namespaces)');
+    process.exit(2);
+  }
+  const native = runInside('native');
+  const exec = runInside('exec');
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  report(
+    'dataplane',
+    {
+      endpoints: ENDPOINTS,
+      policies: POLICIES,
+      ip_sets: SETS,
+      ip_set_members: SETS * MEMBERS_PER_SET,
+      cold_native_ms: r3(native.coldMs),
+      cold_native_render_ms: r3(native.coldRenderMs),
+      cold_nft_exec_ms: r3(exec.coldMs),
+      cold_ratio_vs_nft_exec: r3(exec.coldMs / native.coldMs),
+      cold_netlink_messages: native.coldOps,
+      cold_netlink_mb: r3(native.coldBytes / 1e6),
+      incremental_ms_median: r3(median(native.incrementalMs)),
+      incremental_ms_p90: r3(p90(native.incrementalMs)),
+      incremental_render_ms_median: r3(median(native.incrementalRenderMs)),
+      incremental_kernel_commit_ms_median: r3(median(native.incrementalCommitMs)),
+      incremental_nft_exec_ms_median: r3(median(exec.incrementalMs)),
+      incremental_ratio_vs_nft_exec: r3(median(exec.incrementalMs) / median(native.incrementalMs)),
+      members_1000_ms_median: r3(median(native.membersMs)),
+      members_1000_kernel_commit_ms_median: r3(median(native.membersCommitMs)),
+      members_1000_nft_exec_ms_median: r3(median(exec.membersMs)),
+      members_ratio_vs_nft_exec: r3(median(exec.membersMs) / median(native.membersMs)),
+    },
+    [
+      ['incremental_ms_median', '<=', 2],
+      ['incremental_ratio_vs_nft_exec', '>=', 10],
+      ['cold_ratio_vs_nft_exec', '>=', 1],
+    ],
+  );
+}
+
+await main();

@@ -1,0 +1,136 @@
+// Keeps one family's desired nftables state up to date from the desired-state changes of
+// each apply: only the sources that changed (a policy, an endpoint, an IP set...) are
+// rendered and hashed again, and the chains and sets they touched are marked dirty, so an
+// incremental apply costs what changed, not what exists.
+import type { Dirty, DesiredState } from '../../desired-state.js';
+import type { Family } from '../../render/model.js';
+import { nftChainName } from '../../render/nft-text.js';
+import { nftSetName } from '../../render/names.js';
+import {
+  contextOf, type Fragment, hostEndpointFragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+} from '../../render/ruleset.js';
+import type { RenderContext } from '../../render/policy.js';
+import { chainOf, type DesiredFamily, desiredOf, elemId, ipSetElems, ipSetSpec, mapElem } from './desired.js';
+
+interface Owned {
+  chains: string[];
+  entries: Array<[string, string]>;
+}
+
+export class NftDesiredBuilder {
+  readonly family: Family;
+  readonly desired: DesiredFamily;
+  readonly #config: RenderConfig;
+  readonly #ctx: RenderContext;
+  readonly #owned = new Map<string, Owned>();
+
+  constructor(config: RenderConfig, family: Family) {
+    this.family = family;
+    this.#config = config;
+    this.#ctx = contextOf(config, family, 'nftables');
+    this.desired = desiredOf(staticRuleset(config, this.#ctx));
+  }
+
+  /** Everything from scratch (start, resync): the next apply compares all of it. */
+  rebuild(state: DesiredState): void {
+    const fresh = desiredOf(staticRuleset(this.#config, this.#ctx));
+    this.desired.chains.clear();
+    this.desired.sets.clear();
+    for (const [k, v] of fresh.chains) this.desired.chains.set(k, v);
+    for (const [k, v] of fresh.sets) this.desired.sets.set(k, v);
+    this.#owned.clear();
+    for (const id of state.ipsets.keys()) this.#ipset(state, id);
+    this.#pools(state);
+    for (const key of state.policies.keys()) this.#policy(state, key);
+    for (const key of state.profiles.keys()) this.#profile(state, key);
+    for (const key of state.weps.keys()) this.#wep(state, key);
+    for (const key of state.heps.keys()) this.#hep(state, key);
+    this.desired.dirty = undefined;
+  }
+
+  /** Applies one batch of changed keys (DesiredState.takeDirty()). */
+  update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
+    this.desired.dirty ??= { chains: new Set(), sets: new Set() };
+    for (const id of dirty.get('ipset') ?? []) this.#ipset(state, id);
+    if (dirty.has('pool')) this.#pools(state);
+    for (const key of dirty.get('policy') ?? []) this.#policy(state, key);
+    for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
+    for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
+    for (const key of dirty.get('hep') ?? []) this.#hep(state, key);
+  }
+
+  #markChain(name: string) {
+    this.desired.dirty?.chains.add(name);
+  }
+  #markSet(name: string) {
+    this.desired.dirty?.sets.add(name);
+  }
+
+  #ipset(state: DesiredState, id: string): void {
+    const s = state.ipsets.get(id);
+    const kind = s?.type === 'IP_AND_PORT' ? 'ipPort' : 'net';
+    const set = s && ipSetOf(id, s, this.family);
+    const name = nftSetName(set?.name ?? ipSetOf(id, { type: 'NET', members: new Set() }, this.family).name);
+    if (set) this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, kind), elems: ipSetElems(this.family, kind, set.members) });
+    else this.desired.sets.delete(name);
+    this.#markSet(name);
+  }
+
+  #pools(state: DesiredState): void {
+    for (const set of poolSets(state.pools.values(), this.family)) {
+      const name = nftSetName(set.name);
+      this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, 'net'), elems: ipSetElems(this.family, 'net', set.members) });
+      this.#markSet(name);
+    }
+  }
+
+  #policy(state: DesiredState, key: string): void {
+    const p = state.policies.get(key);
+    this.#replace(`policy:${key}`, p && policyFragment(p.tier, p.name, p.policy, this.#ctx));
+  }
+  #profile(state: DesiredState, key: string): void {
+    const p = state.profiles.get(key);
+    this.#replace(`profile:${key}`, p && profileFragment(key, p, this.#ctx));
+  }
+  #wep(state: DesiredState, key: string): void {
+    const ep = state.weps.get(key);
+    this.#replace(`wep:${key}`, ep && workloadFragment(ep, this.#ctx));
+  }
+  #hep(state: DesiredState, key: string): void {
+    const ep = state.heps.get(key);
+    this.#replace(`hep:${key}`, ep && hostEndpointFragment(ep, this.#ctx));
+  }
+
+  #replace(owner: string, f: Fragment | undefined): void {
+    const old = this.#owned.get(owner);
+    if (old) {
+      for (const c of old.chains) {
+        this.desired.chains.delete(c);
+        this.#markChain(c);
+      }
+      for (const [map, id] of old.entries) {
+        this.desired.sets.get(map)?.elems.delete(id);
+        this.#markSet(map);
+      }
+      this.#owned.delete(owner);
+    }
+    if (!f) return;
+    const owned: Owned = { chains: [], entries: [] };
+    for (const c of f.chains) {
+      const name = nftChainName(c.table, c.name);
+      this.desired.chains.set(name, chainOf(name, c.name, c.table, c.rules, this.family));
+      owned.chains.push(name);
+      this.#markChain(name);
+    }
+    for (const e of f.entries) {
+      if (e.verdict.k !== 'goto' && e.verdict.k !== 'jump') continue;
+      const map = nftChainName(e.table, e.map);
+      const elem = mapElem(e.iface, e.verdict.k, nftChainName(e.table, e.verdict.chain));
+      const id = elemId(elem);
+      this.desired.sets.get(map)?.elems.set(id, elem);
+      owned.entries.push([map, id]);
+      this.#markSet(map);
+    }
+    this.#owned.set(owner, owned);
+  }
+}

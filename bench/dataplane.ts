@@ -10,8 +10,11 @@ import { fileURLToPath } from 'node:url';
 
 import { defaultConfig } from '../src/config/params.js';
 import { NftBackend, type Transport } from '../src/dataplane/backends/nft/backend.js';
+import { chainOf } from '../src/dataplane/backends/nft/desired.js';
 import { NftDesiredBuilder } from '../src/dataplane/backends/nft/desired-builder.js';
+import { NativeSink } from '../src/dataplane/backends/nft/sinks.js';
 import { DesiredState } from '../src/dataplane/desired-state.js';
+import { nftCommit } from '../src/native/nft.js';
 import type { Rule, ToDataplane, WorkloadEndpoint } from '../src/proto/messages.js';
 import { log, percentile, report } from './lib/report.js';
 
@@ -82,6 +85,7 @@ interface InsideResult {
   incrementalCommitMs: number[];
   membersMs: number[];
   membersCommitMs: number[];
+  floorMs: number[];
 }
 
 /** Runs in a fresh netns: cold apply, then the incremental changes, with one transport. */
@@ -99,6 +103,21 @@ async function inside(transport: Transport): Promise<InsideResult> {
   const cold = await backend.apply([builder.desired]);
   const t2 = performance.now();
 
+  // The kernel's floor: a transaction adding one unreferenced chain with one accept rule.
+  // Any verdict makes nf_tables re-validate the table's whole jump graph at commit, a
+  // cost that grows with the ruleset and that every client (nft included) pays.
+  const floorMs: number[] = [];
+  if (transport === 'native') {
+    for (let k = 0; k < 10; k++) {
+      const sink = new NativeSink();
+      const name = `filter-bench-floor-${k}`;
+      sink.chainAdd(4, 'calico', name);
+      sink.rule(4, 'calico', chainOf(name, name, 'filter', [{ match: [], action: { k: 'accept' } }], 4), 0);
+      const s = performance.now();
+      await nftCommit(sink.bytes());
+      floorMs.push(performance.now() - s);
+    }
+  }
   const renderMs: number[] = [];
   const commitMs: number[] = [];
   const step = async (msgs: ToDataplane[]) => {
@@ -138,7 +157,7 @@ async function inside(transport: Transport): Promise<InsideResult> {
     }
     membersMs.push(await step(msgs));
   }
-  return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs };
+  return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs, floorMs };
 }
 
 function runInside(transport: Transport): InsideResult {
@@ -187,6 +206,7 @@ async function main(): Promise<void> {
       incremental_ms_p90: r3(p90(native.incrementalMs)),
       incremental_render_ms_median: r3(median(native.incrementalRenderMs)),
       incremental_kernel_commit_ms_median: r3(median(native.incrementalCommitMs)),
+      kernel_validation_floor_ms_median: r3(median(native.floorMs)),
       incremental_nft_exec_ms_median: r3(median(exec.incrementalMs)),
       incremental_ratio_vs_nft_exec: r3(median(exec.incrementalMs) / median(native.incrementalMs)),
       members_1000_ms_median: r3(median(native.membersMs)),

@@ -14,11 +14,12 @@ export interface NftFailure {
   errno: number;
 }
 
-export function nftCommit(ops: Uint8Array): Promise<NftCommitResult> {
+// async: a bad argument rejects like every other failure instead of throwing.
+export async function nftCommit(ops: Uint8Array): Promise<NftCommitResult> {
   return native.nftCommit(ops);
 }
 
-export function nftDump(family: number, table: string): Promise<NftDump> {
+export async function nftDump(family: number, table: string): Promise<NftDump> {
   return native.nftDump(family, table);
 }
 

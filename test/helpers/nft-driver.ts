@@ -13,7 +13,7 @@ import type { ToDataplane } from '../../src/proto/messages.js';
 
 const state = new DesiredState();
 const config = defaultConfig();
-const backend = new NftBackend();
+const backend = new NftBackend({ transport: process.argv[2] === 'exec' ? 'exec' : 'native' });
 
 function desired(): DesiredFamily[] {
   return families(config).map((f) => desiredOf(renderRuleset(state, config, f, 'nftables')));

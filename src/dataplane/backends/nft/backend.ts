@@ -91,6 +91,8 @@ export class NftBackend {
       for (const s of dump.sets) {
         const elems = new Map<string, ElemSpec>();
         for (const e of s.elements) {
+          // nft itself opens interval sets with a zero interval-end element; it means nothing.
+          if (s.flags & SET_FLAG.interval && e.flags & 1 && e.key.every((b) => b === 0)) continue;
           const spec = elemFromDump(e);
           elems.set(elemId(spec), spec);
         }

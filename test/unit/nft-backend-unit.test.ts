@@ -1,0 +1,94 @@
+// The nftables backend's parts that need no kernel: the incremental desired state equals
+// a full render after any sequence of changes; element keys; the native op-stream reader
+// refuses malformed input with EINVAL (before any socket is opened).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
+import { type DesiredFamily, desiredOf } from '../../src/dataplane/backends/nft/desired.js';
+import { commentOf, commentUdata } from '../../src/dataplane/backends/nft/exprs.js';
+import { cidrElems, ipPortKey, portRangeElems } from '../../src/dataplane/backends/nft/keys.js';
+import { OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
+import { DesiredState } from '../../src/dataplane/desired-state.js';
+import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
+import { NativeError } from '../../src/native/errors.js';
+import { nftCommit } from '../../src/native/nft.js';
+import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
+import { Harness } from '../helpers/calc-fixtures.js';
+import { config } from '../helpers/render-fixtures.js';
+import { Rng } from '../helpers/rng.js';
+
+function comparable(d: DesiredFamily) {
+  return {
+    chains: [...d.chains.values()].map((c) => [c.name, c.hashes.join(',')]).sort(),
+    sets: [...d.sets.values()].map((s) => [s.name, [...s.elems.keys()].sort().join(' ')]).sort(),
+  };
+}
+
+describe('nft backend: incremental desired state', () => {
+  it('matches a full render after every step of a random sequence of changes', () => {
+    const rng = new Rng(7);
+    const rand = () => rng.next();
+    const h = new Harness();
+    const state = new DesiredState();
+    const builders = [new NftDesiredBuilder(config(), 4), new NftDesiredBuilder(config(), 6)];
+    h.put(tier('t1', 10), profile('kns.prod', {}));
+    state.apply(h.flush());
+    for (const b of builders) b.rebuild(state);
+    state.takeDirty();
+    const pool = [
+      () => wep(`w${Math.floor(rand() * 6)}`, rand() < 0.7 ? 'node1' : 'node2', `10.0.0.${Math.floor(rand() * 50)}`, { app: `a${Math.floor(rand() * 3)}` }, { ipNetworks: [`10.0.0.${Math.floor(rand() * 50)}/32`, `fd00::${Math.floor(rand() * 50)}/128`] }),
+      () => np(`p${Math.floor(rand() * 5)}`, { selector: `app == 'a${Math.floor(rand() * 3)}'`, ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: `app == 'a${Math.floor(rand() * 3)}'` }, destination: { ports: [80 + Math.floor(rand() * 3)] } }] }),
+      () => gnp(`t1.g${Math.floor(rand() * 3)}`, { tier: 't1', order: rand() * 10, selector: 'all()', ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }] }),
+      () => gns(`n${Math.floor(rand() * 3)}`, [`192.0.${Math.floor(rand() * 4)}.0/24`, `192.0.2.${Math.floor(rand() * 9)}/32`], { feed: 'x' }),
+    ];
+    for (let step = 0; step < 150; step++) {
+      const r = (pool[Math.floor(rand() * pool.length)] as () => ReturnType<typeof wep>)();
+      if (rand() < 0.25) h.del(r);
+      else h.put(r);
+      state.apply(h.flush());
+      const dirty = state.takeDirty();
+      for (const b of builders) {
+        b.update(state, dirty);
+        const full = desiredOf(renderRuleset(state, config(), b.family, 'nftables'));
+        assert.deepEqual(comparable(b.desired), comparable(full), `family ${b.family}, step ${step}`);
+      }
+    }
+  });
+});
+
+describe('nft backend: encodings', () => {
+  it('encodes interval elements one past the end, none at the top of the range', () => {
+    const hex = (e: { key: Uint8Array; flags: number }) => `${Buffer.from(e.key).toString('hex')}/${e.flags}`;
+    assert.deepEqual(cidrElems('10.1.2.0/24', 4).map(hex), ['0a010200/0', '0a010300/1']);
+    assert.deepEqual(cidrElems('255.255.255.0/24', 4).map(hex), ['ffffff00/0']);
+    assert.deepEqual(cidrElems('fd00::/8', 6).map(hex), ['fd000000000000000000000000000000/0', 'fe000000000000000000000000000000/1']);
+    assert.deepEqual(portRangeElems(8000, 8100).map(hex), ['1f40/0', '1fa5/1']);
+    assert.equal(ipPortKey('10.0.0.1,tcp:8080', 4).toString('hex'), '0a000001' + '06000000' + '1f900000');
+  });
+
+  it('round-trips the rule comment through nft userdata', () => {
+    assert.equal(commentOf(commentUdata('cali:abc')), 'cali:abc');
+    assert.equal(commentOf(Buffer.alloc(0)), undefined);
+  });
+});
+
+describe('nft backend: native op stream validation', () => {
+  const rejects = async (bytes: Uint8Array, re: RegExp) => {
+    await assert.rejects(nftCommit(bytes), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message));
+  };
+  it('refuses truncated streams, unknown ops and unknown expressions with EINVAL', async () => {
+    const w = new OpWriter();
+    w.tableAdd(4, 'calico');
+    const good = w.bytes();
+    await rejects(good.subarray(0, good.length - 2), /truncated/);
+    await rejects(Uint8Array.of(99, 2, 0, 0, 0, 0), /unknown nft op 99/);
+    const bad = new OpWriter();
+    bad.ruleAdd(4, 'calico', 'c', new Uint8Array(0), [{ name: 'no-such-expr', attrs: [] }], 'x');
+    await rejects(bad.bytes(), /unknown nftables expression "no-such-expr"/);
+    await assert.rejects(nftCommit('x' as unknown as Uint8Array), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL');
+  });
+  it('sends nothing for an empty stream', async () => {
+    assert.deepEqual(await nftCommit(new Uint8Array(0)), { ops: 0, messages: 0, bytes: 40 });
+  });
+});

@@ -11,12 +11,17 @@ export function etcdAvailable(): boolean {
   return spawnSync('etcd', ['--version']).status === 0 && spawnSync('etcdctl', ['version']).status === 0;
 }
 
+/** `n` distinct free loopback ports (all held open together while picked, so they differ). */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = Array.from({ length: n }, () => createServer());
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
+  const ports = servers.map((s) => (s.address() as { port: number }).port);
+  await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  return ports;
+}
+
 export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
+  return (await freePorts(1))[0] as number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,10 +48,20 @@ export class TestEtcd {
   }
 
   async start(): Promise<void> {
-    if (!this.clientPort) {
-      this.clientPort = await freePort();
-      this.peerPort = await freePort();
+    if (this.clientPort) return this.#start();
+    // Fresh ports can still be taken by another process before etcd binds them: retry.
+    for (let attempt = 1; ; attempt++) {
+      [this.clientPort, this.peerPort] = (await freePorts(2)) as [number, number];
+      try {
+        return await this.#start();
+      } catch (e) {
+        if (attempt >= 5 || !/address already in use/.test((e as Error).message)) throw e;
+        rmSync(join(this.dir, 'data'), { recursive: true, force: true });
+      }
     }
+  }
+
+  async #start(): Promise<void> {
     const peer = `http://127.0.0.1:${this.peerPort}`;
     const args = [
       '--name', 'palisade-test',

@@ -80,6 +80,7 @@ interface InsideResult {
   coldRenderMs: number;
   coldOps: number;
   coldBytes: number;
+  coldCommitMs: number;
   incrementalMs: number[];
   incrementalRenderMs: number[];
   incrementalCommitMs: number[];
@@ -157,7 +158,7 @@ async function inside(transport: Transport): Promise<InsideResult> {
     }
     membersMs.push(await step(msgs));
   }
-  return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs, floorMs };
+  return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, coldCommitMs: cold.commitMs, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs, floorMs };
 }
 
 function runInside(transport: Transport): InsideResult {
@@ -198,6 +199,7 @@ async function main(): Promise<void> {
       ip_set_members: SETS * MEMBERS_PER_SET,
       cold_native_ms: r3(native.coldMs),
       cold_native_render_ms: r3(native.coldRenderMs),
+      cold_native_commit_ms: r3(native.coldCommitMs),
       cold_nft_exec_ms: r3(exec.coldMs),
       cold_ratio_vs_nft_exec: r3(exec.coldMs / native.coldMs),
       cold_netlink_messages: native.coldOps,

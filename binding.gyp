@@ -18,6 +18,8 @@
         'native/nft/batch.cc',
         'native/nft/dump.cc',
         'native/nft/nft_napi.cc',
+        'native/rtnl/monitor.cc',
+        'native/rtnl/rtnl_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],

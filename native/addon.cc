@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "labelindex/label_index_napi.h"
 #include "nft/nft_napi.h"
+#include "rtnl/rtnl_napi.h"
 #include "selector/selector_napi.h"
 
 namespace {
@@ -30,6 +31,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeSelector", palisade::selector::SelectorWrap::Init(env));
   exports.Set("LabelIndex", palisade::labelindex::LabelIndexWrap::Init(env));
   palisade::nft::Register(env, exports);
+  exports.Set("RtnlMonitor", palisade::rtnl::InitMonitor(env));
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

@@ -1,0 +1,288 @@
+#include "rtnl/monitor.h"
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/if.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace palisade::rtnl {
+namespace {
+
+constexpr size_t kBuf = 1 << 16;
+
+std::string AddrString(int family, const void* data, int prefix) {
+  char buf[INET6_ADDRSTRLEN];
+  if (!inet_ntop(family, data, buf, sizeof(buf))) return "";
+  return std::string(buf) + "/" + std::to_string(prefix);
+}
+
+}  // namespace
+
+Monitor::Monitor(std::vector<std::string> exclude, Deliver deliver) : deliver_(std::move(deliver)) {
+  for (const std::string& e : exclude) {
+    if (e.size() >= 2 && e.front() == '/' && e.back() == '/') patterns_.emplace_back(e.substr(1, e.size() - 2));
+    else exact_.push_back(e);
+  }
+}
+
+Monitor::~Monitor() { Stop(); }
+
+bool Monitor::Excluded(const std::string& name) const {
+  for (const std::string& e : exact_)
+    if (e == name) return true;
+  for (const std::regex& r : patterns_)
+    if (std::regex_search(name, r)) return true;
+  return false;
+}
+
+int Monitor::Start(std::string* what) {
+  if (thread_.joinable()) return 0;
+  stopFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  resyncFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stopFd_ < 0 || resyncFd_ < 0) {
+    *what = "eventfd";
+    return errno;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ready_ = false;
+  }
+  thread_ = std::thread([this] { Run(); });
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [this] { return ready_; });
+  if (startErr_) {
+    l.unlock();
+    thread_.join();
+    *what = startWhat_;
+    return startErr_;
+  }
+  return 0;
+}
+
+void Monitor::Stop() {
+  if (!thread_.joinable()) return;
+  uint64_t one = 1;
+  if (write(stopFd_, &one, sizeof(one)) < 0) {
+    // The eventfd cannot be full at 1; nothing else to do.
+  }
+  thread_.join();
+  close(stopFd_);
+  close(resyncFd_);
+  stopFd_ = resyncFd_ = -1;
+}
+
+void Monitor::Resync() {
+  uint64_t one = 1;
+  if (resyncFd_ >= 0 && write(resyncFd_, &one, sizeof(one)) < 0) {
+    // Already pending.
+  }
+}
+
+int Monitor::Dump(int type) {
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  nlmsghdr* h = mnl_nlmsg_put_header(buf);
+  h->nlmsg_type = static_cast<uint16_t>(type);
+  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  h->nlmsg_seq = static_cast<uint32_t>(type);
+  auto* g = static_cast<rtgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtgenmsg)));
+  g->rtgen_family = AF_UNSPEC;
+  if (send(fd_, h, h->nlmsg_len, 0) < 0) return errno;
+  return 0;
+}
+
+void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
+  if (h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_DELLINK) {
+    auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(h));
+    std::string name;
+    mnl_attr_parse(h, sizeof(*ifi), [](const nlattr* a, void* data) {
+      if (mnl_attr_get_type(a) == IFLA_IFNAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0) *static_cast<std::string*>(data) = mnl_attr_get_str(a);
+      return MNL_CB_OK;
+    }, &name);
+    if (name.empty() || Excluded(name)) return;
+    auto it = ifaces_.find(ifi->ifi_index);
+    if (h->nlmsg_type == RTM_DELLINK) {
+      if (it == ifaces_.end()) return;
+      out->push_back({Event::kIface, it->second.name, ifi->ifi_index, "gone", {}});
+      if (!it->second.addrs.empty()) out->push_back({Event::kAddrs, it->second.name, ifi->ifi_index, "", {}});
+      ifaces_.erase(it);
+      return;
+    }
+    bool up = (ifi->ifi_flags & IFF_RUNNING) != 0;
+    if (it == ifaces_.end()) {
+      Iface& f = ifaces_[ifi->ifi_index];
+      f.name = name;
+      f.up = up;
+      f.gen = gen_;
+      out->push_back({Event::kIface, name, ifi->ifi_index, up ? "up" : "down", {}});
+      return;
+    }
+    Iface& f = it->second;
+    f.gen = gen_;
+    if (f.name != name) {
+      // A rename: the old name is gone, the new one appears.
+      out->push_back({Event::kIface, f.name, ifi->ifi_index, "gone", {}});
+      f.name = name;
+      out->push_back({Event::kIface, name, ifi->ifi_index, up ? "up" : "down", {}});
+      f.up = up;
+      return;
+    }
+    if (f.up != up) {
+      f.up = up;
+      out->push_back({Event::kIface, name, ifi->ifi_index, up ? "up" : "down", {}});
+    }
+    return;
+  }
+  if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) {
+    auto* ifa = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(h));
+    auto it = ifaces_.find(static_cast<int>(ifa->ifa_index));
+    if (it == ifaces_.end()) return;
+    const void* addr = nullptr;
+    struct Found {
+      const void* local = nullptr;
+      const void* address = nullptr;
+    } found;
+    mnl_attr_parse(h, sizeof(*ifa), [](const nlattr* a, void* data) {
+      auto* f = static_cast<Found*>(data);
+      if (mnl_attr_get_type(a) == IFA_LOCAL) f->local = mnl_attr_get_payload(a);
+      if (mnl_attr_get_type(a) == IFA_ADDRESS) f->address = mnl_attr_get_payload(a);
+      return MNL_CB_OK;
+    }, &found);
+    addr = found.local ? found.local : found.address;
+    if (!addr || (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)) return;
+    std::string s = AddrString(ifa->ifa_family, addr, ifa->ifa_prefixlen);
+    Iface& f = it->second;
+    bool changed = h->nlmsg_type == RTM_NEWADDR ? f.addrs.insert(s).second : f.addrs.erase(s) > 0;
+    // During a resync the dump rebuilds the lists; FinishResync reports the differences.
+    if (changed && !resyncing_) {
+      // Coalesce: one addrs event per interface per batch, with the final list.
+      for (Event& e : *out) {
+        if (e.kind == Event::kAddrs && e.index == it->first) {
+          e.addrs.assign(f.addrs.begin(), f.addrs.end());
+          return;
+        }
+      }
+      out->push_back({Event::kAddrs, f.name, it->first, "", std::vector<std::string>(f.addrs.begin(), f.addrs.end())});
+    }
+  }
+}
+
+// After a full dump: whatever was not seen again is gone.
+void Monitor::FinishResync(std::vector<Event>* out) {
+  for (auto it = ifaces_.begin(); it != ifaces_.end();) {
+    Iface& f = it->second;
+    if (f.gen != gen_) {
+      out->push_back({Event::kIface, f.name, it->first, "gone", {}});
+      if (!f.before.empty()) out->push_back({Event::kAddrs, f.name, it->first, "", {}});
+      it = ifaces_.erase(it);
+      continue;
+    }
+    if (f.addrs != f.before) out->push_back({Event::kAddrs, f.name, it->first, "", std::vector<std::string>(f.addrs.begin(), f.addrs.end())});
+    f.before.clear();
+    ++it;
+  }
+  resyncing_ = false;
+}
+
+void Monitor::Run() {
+  auto fail = [this](int err, const char* what) {
+    std::lock_guard<std::mutex> l(mu_);
+    startErr_ = err;
+    startWhat_ = what;
+    ready_ = true;
+    cv_.notify_all();
+  };
+  fd_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd_ < 0) return fail(errno, "socket(NETLINK_ROUTE)");
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0) {
+    int e = errno;
+    close(fd_);
+    fd_ = -1;
+    return fail(e, "bind");
+  }
+  int rcv = 4 << 20;
+  setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    startErr_ = 0;
+    ready_ = true;
+    cv_.notify_all();
+  }
+
+  std::vector<char> buf(kBuf);
+  // Dumps run one at a time: links, then addresses, then the sweep.
+  enum { kIdle, kLinks, kAddrs } dumping = kIdle;
+  auto startResync = [&] {
+    for (auto& [index, f] : ifaces_) {
+      f.before = std::move(f.addrs);
+      f.addrs.clear();
+    }
+    gen_++;
+    resyncing_ = true;
+    dumping = kLinks;
+    Dump(RTM_GETLINK);
+  };
+  startResync();
+  std::vector<Event> batch;
+  for (;;) {
+    pollfd fds[3] = {{fd_, POLLIN, 0}, {stopFd_, POLLIN, 0}, {resyncFd_, POLLIN, 0}};
+    if (poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents) break;
+    if (fds[2].revents) {
+      uint64_t v;
+      if (read(resyncFd_, &v, sizeof(v)) < 0) {
+        // Nothing pending after all.
+      }
+      if (dumping == kIdle) startResync();
+    }
+    if (!(fds[0].revents & (POLLIN | POLLERR))) continue;
+    // Drain everything queued now; deliver it as one batch.
+    for (;;) {
+      ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == ENOBUFS) {
+          // The kernel dropped events: the table can no longer be trusted. Dump again.
+          if (dumping == kIdle) startResync();
+          continue;
+        }
+        break;  // EAGAIN: drained
+      }
+      int len = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) {
+        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+          if (dumping == kLinks) {
+            dumping = kAddrs;
+            Dump(RTM_GETADDR);
+          } else if (dumping == kAddrs) {
+            dumping = kIdle;
+            FinishResync(&batch);
+          }
+          continue;
+        }
+        Handle(h, &batch);
+      }
+    }
+    if (!batch.empty() && !resyncing_) {
+      deliver_(std::move(batch));
+      batch.clear();
+    }
+  }
+  close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace palisade::rtnl

@@ -1,0 +1,13 @@
+// JS face of the interface monitor: new RtnlMonitor({ exclude }, onEvents), start(),
+// resync(), stop(). Events arrive as arrays through one ThreadSafeFunction call per
+// wakeup of the monitor thread; the thread is joined on stop() and at environment
+// cleanup (a worker or the process ending), whichever comes first.
+#pragma once
+
+#include <napi.h>
+
+namespace palisade::rtnl {
+
+Napi::Function InitMonitor(Napi::Env env);
+
+}  // namespace palisade::rtnl

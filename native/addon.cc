@@ -32,6 +32,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("LabelIndex", palisade::labelindex::LabelIndexWrap::Init(env));
   palisade::nft::Register(env, exports);
   exports.Set("RtnlMonitor", palisade::rtnl::InitMonitor(env));
+  palisade::rtnl::RegisterRoutes(env, exports);
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

@@ -3,7 +3,8 @@
 # modules that are missing, then builds the native addon and the TypeScript. Cheap to
 # re-run: every step skips what is already done.
 #   --with-test-tools   also install what the test suite needs (valgrind; etcd-server,
-#                       etcd-client and openssl for the etcd datastore tests)
+#                       etcd-client and openssl for the etcd datastore tests;
+#                       iputils-ping for the end-to-end traffic tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,7 @@ fi
 # libmnl for the native nftables backend. Run: iproute2, nftables, iptables, ipset.
 pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev iproute2 nftables iptables ipset)
 if [[ ${1:-} == --with-test-tools ]]; then
-  pkgs+=(valgrind etcd-server etcd-client openssl)
+  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,6 +1,7 @@
 // `palisade <command>`: the command-line entry point. Commands grow with the project;
 // each lives in src/commands/ and is wired here.
 
+import { AGENT_USAGE, runAgent } from './commands/agent.js';
 import { CONFIG_USAGE, runConfig } from './commands/config.js';
 import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
@@ -12,6 +13,7 @@ const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-polic
 Usage: palisade <command> [options]
 
 Commands:
+  agent      run the node agent: program this node's policy (nftables, routes)
   sync       read the datastore and print the dataplane messages the calc graph
              computes for this node (programs nothing)
   plan       print the complete ruleset palisade would program on this host
@@ -23,6 +25,7 @@ Commands:
   help       print this help
 
 Examples:
+  palisade agent --datastore-dir examples/ --hostname node1
   palisade sync --datastore-dir examples/ --hostname node1 --once
   palisade plan --datastore-dir examples/ --hostname node1 --dataplane nftables
   palisade config --local
@@ -46,6 +49,8 @@ export async function main(argv: string[]): Promise<number> {
       return runConfig(rest);
     case 'plan':
       return runPlan(rest);
+    case 'agent':
+      return runAgent(rest);
     case 'version':
     case '--version':
     case '-v':
@@ -56,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
-      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE };
+      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE };
       console.log((topic && usages[topic]) ?? USAGE);
       return command === undefined ? 2 : 0;
     }

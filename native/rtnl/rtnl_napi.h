@@ -9,5 +9,7 @@
 namespace palisade::rtnl {
 
 Napi::Function InitMonitor(Napi::Env env);
+// routeApply / routeDump (routes_napi.cc).
+void RegisterRoutes(Napi::Env env, Napi::Object exports);
 
 }  // namespace palisade::rtnl

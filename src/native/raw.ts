@@ -59,6 +59,29 @@ export interface RawNftDump {
   }>;
 }
 
+export type RawIfaceEvent =
+  | { type: 'ifaceUpdate'; name: string; index: number; state: 'up' | 'down' | 'gone' }
+  | { type: 'ifaceAddrsUpdate'; name: string; index: number; addrs: string[] };
+
+export interface RawRtnlMonitor {
+  start(): void;
+  stop(): void;
+  resync(): void;
+}
+
+export interface RawRouteResult {
+  ops: number;
+  failures: Array<{ tag: number; errno: number }>;
+}
+
+export interface RawRoute {
+  family: 4 | 6;
+  dst: string;
+  ifindex: number;
+  protocol: number;
+  scope: number;
+}
+
 export interface RawModule {
   setup(classes: { NativeError: Function; SelectorError: Function }): void;
   NativeSelector: new (text: string) => RawSelector;
@@ -69,4 +92,8 @@ export interface RawModule {
   nftDump(family: number, table: string): Promise<RawNftDump>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;
+  RtnlMonitor: new (opts: { exclude: string[] }, onEvents: (events: RawIfaceEvent[]) => void) => RawRtnlMonitor;
+  /** Route/neighbour ops (native/rtnl/routes.h); per-op failures in the result. */
+  routeApply(ops: Uint8Array): Promise<RawRouteResult>;
+  routeDump(protocol: number): Promise<RawRoute[]>;
 }

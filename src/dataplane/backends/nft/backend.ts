@@ -102,6 +102,18 @@ export class NftBackend {
     }
   }
 
+  /** Deletes our tables (agent --cleanup); a table that is not there is fine. */
+  async removeTables(families: Family[]): Promise<void> {
+    for (const f of families) {
+      const dump = await nftDump(NFPROTO[f], this.table);
+      if (!dump.exists) continue;
+      const w = new NativeSink();
+      w.tableDel(f, this.table);
+      await nftCommit(w.bytes());
+      this.#committed.delete(f);
+    }
+  }
+
   /** What differs between the kernel (as last read back or committed) and `desired`. */
   drift(desired: DesiredFamily): DriftReport {
     const c = this.#committed.get(desired.family) ?? emptyCommitted();

@@ -1,0 +1,189 @@
+#include "rtnl/routes.h"
+
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <unordered_map>
+
+namespace palisade::rtnl {
+namespace {
+
+struct Sock {
+  mnl_socket* nl = nullptr;
+  ~Sock() {
+    if (nl) mnl_socket_close(nl);
+  }
+  int Open(std::string* what) {
+    nl = mnl_socket_open(NETLINK_ROUTE);
+    if (!nl) {
+      *what = "socket(NETLINK_ROUTE)";
+      return errno;
+    }
+    if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+      *what = "bind";
+      return errno;
+    }
+    return 0;
+  }
+};
+
+}  // namespace
+
+RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
+  RouteResult out;
+  if (len % kRouteOpSize) {
+    out.badInput = "route op stream length is not a multiple of the op size";
+    return out;
+  }
+  std::vector<char> buf(len / kRouteOpSize * 128 + 64);
+  size_t used = 0;
+  uint32_t seq = static_cast<uint32_t>(time(nullptr)) << 8;
+  uint32_t first = seq;
+  std::unordered_map<uint32_t, uint32_t> tags;
+  for (size_t off = 0; off < len; off += kRouteOpSize) {
+    const uint8_t* p = ops + off;
+    uint8_t op = p[0];
+    uint32_t tag, ifindex;
+    std::memcpy(&tag, p + 1, 4);
+    uint8_t fam = p[5] == 6 ? AF_INET6 : AF_INET;
+    std::memcpy(&ifindex, p + 6, 4);
+    uint8_t prefix = p[10];
+    const uint8_t* addr = p + 11;
+    uint8_t proto = p[27], scope = p[28];
+    const uint8_t* mac = p + 29;
+    size_t alen = fam == AF_INET ? 4 : 16;
+    nlmsghdr* h = mnl_nlmsg_put_header(buf.data() + used);
+    h->nlmsg_seq = seq;
+    tags[seq++] = tag;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+    if (op == kRouteReplace || op == kRouteDelete) {
+      h->nlmsg_type = op == kRouteReplace ? RTM_NEWROUTE : RTM_DELROUTE;
+      if (op == kRouteReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
+      auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtmsg)));
+      rt->rtm_family = fam;
+      rt->rtm_dst_len = prefix;
+      rt->rtm_table = RT_TABLE_MAIN;
+      rt->rtm_protocol = proto;
+      rt->rtm_scope = scope;
+      rt->rtm_type = RTN_UNICAST;
+      mnl_attr_put(h, RTA_DST, alen, addr);
+      mnl_attr_put_u32(h, RTA_OIF, ifindex);
+    } else if (op == kNeighReplace || op == kNeighDelete) {
+      h->nlmsg_type = op == kNeighReplace ? RTM_NEWNEIGH : RTM_DELNEIGH;
+      if (op == kNeighReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
+      auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ndmsg)));
+      nd->ndm_family = fam;
+      nd->ndm_ifindex = static_cast<int>(ifindex);
+      nd->ndm_state = NUD_PERMANENT;
+      mnl_attr_put(h, NDA_DST, alen, addr);
+      if (op == kNeighReplace) mnl_attr_put(h, NDA_LLADDR, 6, mac);
+    } else {
+      out.badInput = "unknown route op " + std::to_string(op);
+      return out;
+    }
+    used += NLMSG_ALIGN(h->nlmsg_len);
+    out.ops++;
+  }
+  if (!out.ops) return out;
+  Sock s;
+  if (int e = s.Open(&out.sysWhat)) {
+    out.sysErrno = e;
+    return out;
+  }
+  if (mnl_socket_sendto(s.nl, buf.data(), used) < 0) {
+    out.sysErrno = errno;
+    out.sysWhat = "sendto";
+    return out;
+  }
+  // One answer (ACK or error) per message, in order.
+  std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
+  size_t answered = 0;
+  while (answered < out.ops) {
+    ssize_t n = mnl_socket_recvfrom(s.nl, rbuf.data(), rbuf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      out.sysErrno = errno;
+      out.sysWhat = "recv";
+      return out;
+    }
+    int left = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(rbuf.data()); mnl_nlmsg_ok(h, left); h = mnl_nlmsg_next(h, &left)) {
+      if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < first) continue;
+      auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h));
+      answered++;
+      if (err->error) out.failures.push_back({tags.count(h->nlmsg_seq) ? tags[h->nlmsg_seq] : UINT32_MAX, -err->error});
+    }
+  }
+  return out;
+}
+
+RouteDump DumpRoutes(int protocol) {
+  RouteDump out;
+  Sock s;
+  if (int e = s.Open(&out.sysWhat)) {
+    out.sysErrno = e;
+    return out;
+  }
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  for (int fam : {AF_INET, AF_INET6}) {
+    nlmsghdr* h = mnl_nlmsg_put_header(buf);
+    h->nlmsg_type = RTM_GETROUTE;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    uint32_t seq = static_cast<uint32_t>(time(nullptr)) + fam;
+    h->nlmsg_seq = seq;
+    auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtmsg)));
+    rt->rtm_family = static_cast<unsigned char>(fam);
+    if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
+      out.sysErrno = errno;
+      out.sysWhat = "sendto";
+      return out;
+    }
+    struct Ctx {
+      RouteDump* out;
+      int protocol;
+    } ctx{&out, protocol};
+    for (;;) {
+      ssize_t n = mnl_socket_recvfrom(s.nl, buf, sizeof(buf));
+      if (n < 0) {
+        out.sysErrno = errno;
+        out.sysWhat = "recv";
+        return out;
+      }
+      int r = mnl_cb_run(buf, n, seq, mnl_socket_get_portid(s.nl), [](const nlmsghdr* m, void* data) {
+        auto* c = static_cast<Ctx*>(data);
+        auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
+        if (rt->rtm_protocol != c->protocol || rt->rtm_table != RT_TABLE_MAIN) return MNL_CB_OK;
+        struct A {
+          const void* dst = nullptr;
+          int oif = 0;
+        } a;
+        mnl_attr_parse(m, sizeof(*rt), [](const nlattr* at, void* d) {
+          auto* x = static_cast<A*>(d);
+          if (mnl_attr_get_type(at) == RTA_DST) x->dst = mnl_attr_get_payload(at);
+          if (mnl_attr_get_type(at) == RTA_OIF) x->oif = static_cast<int>(mnl_attr_get_u32(at));
+          return MNL_CB_OK;
+        }, &a);
+        if (!a.dst) return MNL_CB_OK;
+        char txt[INET6_ADDRSTRLEN];
+        inet_ntop(rt->rtm_family, a.dst, txt, sizeof(txt));
+        c->out->routes.push_back({rt->rtm_family == AF_INET ? 4 : 6, std::string(txt) + "/" + std::to_string(rt->rtm_dst_len), a.oif, rt->rtm_protocol, rt->rtm_scope});
+        return MNL_CB_OK;
+      }, &ctx);
+      if (r < 0) {
+        out.sysErrno = errno;
+        out.sysWhat = "dump routes";
+        return out;
+      }
+      if (r == MNL_CB_STOP) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace palisade::rtnl

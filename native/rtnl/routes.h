@@ -1,0 +1,49 @@
+// Route and neighbour programming over rtnetlink: a batch of replace/delete operations
+// sent with one sendmsg (the kernel handles them in order, answering each), and a dump of
+// the main table's routes of one protocol. Plain C++; runs on a worker thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace palisade::rtnl {
+
+// Op stream (little-endian): u8 op, u32 tag, u8 family (4|6), u32 ifindex,
+// u8 prefixLen, 16 bytes address (IPv4 in the first 4), u8 protocol, u8 scope,
+// 6 bytes MAC (neighbour ops).
+enum RouteOp : uint8_t { kRouteReplace = 1, kRouteDelete = 2, kNeighReplace = 3, kNeighDelete = 4 };
+constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6;
+
+struct RouteFailure {
+  uint32_t tag;
+  int err;
+};
+
+struct RouteResult {
+  std::vector<RouteFailure> failures;
+  size_t ops = 0;
+  int sysErrno = 0;
+  std::string sysWhat;
+  std::string badInput;
+};
+
+RouteResult ApplyRoutes(const uint8_t* ops, size_t len);
+
+struct DumpedRoute {
+  int family;
+  std::string dst;  // "a.b.c.d/len"
+  int ifindex;
+  int protocol;
+  int scope;
+};
+
+struct RouteDump {
+  std::vector<DumpedRoute> routes;
+  int sysErrno = 0;
+  std::string sysWhat;
+};
+
+RouteDump DumpRoutes(int protocol);
+
+}  // namespace palisade::rtnl

@@ -1,0 +1,183 @@
+// The dataplane driver, as Felix's InternalDataplane: messages and interface events only
+// update in-memory state and mark it dirty; one apply at a time, coalescing bursts, does
+// the kernel work (nftables transaction, then routes and interface settings). Nothing is
+// programmed before the calc graph's InSync. The first apply compares against what was
+// read back from the kernel at start, so leftovers are swept; failures retry with backoff
+// after a fresh read-back; refresh timers re-read the kernel to repair drift.
+import type { Config } from '../config/params.js';
+import type { Logger } from '../log.js';
+import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
+import type { ToDataplane } from '../proto/messages.js';
+import { NftBackend } from './backends/nft/backend.js';
+import { NftDesiredBuilder } from './backends/nft/desired-builder.js';
+import { DesiredState } from './desired-state.js';
+import { InterfaceTable } from './managers/interfaces.js';
+import { RouteManager } from './managers/route-manager.js';
+import { configureWorkloadInterface, writeSysctl } from './managers/sysctl.js';
+import { families } from './render/ruleset.js';
+
+export interface ApplyReport {
+  ms: number;
+  nft: { chainsWritten: number; rulesWritten: number; elemsAdded: number; elemsRemoved: number; chainsDeleted: number };
+  routes: { added: number; removed: number };
+}
+
+export interface DriverOptions {
+  config: Config;
+  log: Logger;
+  /** Delay that lets a burst of updates coalesce into one apply. */
+  coalesceMs?: number;
+  onApplied?: (r: ApplyReport) => void;
+  onApplyError?: (e: Error) => void;
+}
+
+export class DataplaneDriver {
+  readonly state = new DesiredState();
+  readonly ifaces = new InterfaceTable();
+  readonly #opts: DriverOptions;
+  readonly #log: Logger;
+  readonly #builders: NftDesiredBuilder[];
+  readonly #backend = new NftBackend();
+  readonly #routes: RouteManager;
+  readonly #monitor: InterfaceMonitor;
+  #configured = new Set<string>();
+  #inFlight: Promise<void> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #refreshTimers: NodeJS.Timeout[] = [];
+  #dirty = false;
+  #needResync = true;
+  #backoffMs = 0;
+  #stopped = false;
+  #loggedUp = new Map<string, boolean>();
+
+  constructor(opts: DriverOptions) {
+    this.#opts = opts;
+    this.#log = opts.log.child({ component: 'int_dataplane' });
+    const cfg = opts.config;
+    this.#builders = families(cfg).map((f) => new NftDesiredBuilder(cfg, f));
+    this.#routes = new RouteManager(cfg.InterfacePrefix, this.#log);
+    this.#monitor = new InterfaceMonitor(cfg.InterfaceExclude, (events) => this.onIfaceEvents(events));
+  }
+
+  start(): void {
+    this.#monitor.start();
+    const cfg = this.#opts.config;
+    const every = (seconds: number, f: () => void) => {
+      if (seconds > 0) this.#refreshTimers.push(setInterval(f, seconds * 1000).unref());
+    };
+    every(cfg.IptablesRefreshInterval, () => this.#refresh('rules'));
+    every(cfg.RouteRefreshInterval, () => {
+      this.#routes.markResync();
+      this.#schedule();
+    });
+    every(cfg.InterfaceRefreshInterval, () => this.#monitor.resync());
+  }
+
+  /** Stops watching and applying; leaves the programmed dataplane in place. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    for (const t of this.#refreshTimers) clearInterval(t);
+    this.#monitor.stop();
+    await this.#inFlight;
+  }
+
+  onMessages(msgs: ToDataplane[]): void {
+    this.state.apply(msgs);
+    this.#schedule();
+  }
+
+  onIfaceEvents(events: IfaceEvent[]): void {
+    for (const name of this.ifaces.apply(events)) {
+      const iface = this.ifaces.byName.get(name);
+      if (!iface) this.#configured.delete(name);
+    }
+    this.#schedule();
+  }
+
+  /** Waits for the current apply (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.#inFlight || this.#timer) await (this.#inFlight ?? new Promise((r) => setTimeout(r, 1)));
+  }
+
+  #refresh(what: string): void {
+    this.#log.debug({ what }, 'refresh: re-reading the kernel');
+    this.#needResync = true;
+    this.#schedule();
+  }
+
+  #schedule(delay = this.#opts.coalesceMs ?? 1): void {
+    this.#dirty = true;
+    if (this.#stopped || this.#timer || this.#inFlight || !this.state.inSync) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#inFlight = this.#apply().finally(() => {
+        this.#inFlight = undefined;
+        if (this.#dirty) this.#schedule(this.#backoffMs || undefined);
+      });
+    }, delay);
+  }
+
+  async #apply(): Promise<void> {
+    this.#dirty = false;
+    const t0 = performance.now();
+    try {
+      if (this.#needResync) {
+        const started = performance.now();
+        await this.#backend.resync(this.#builders.map((b) => b.family));
+        for (const b of this.#builders) b.rebuild(this.state);
+        this.state.takeDirty();
+        this.#routes.markResync();
+        this.#needResync = false;
+        this.#log.info({ ms: Math.round(performance.now() - started) }, 'read back our nftables tables; comparing everything');
+      } else {
+        const dirty = this.state.takeDirty();
+        for (const b of this.#builders) b.update(this.state, dirty);
+      }
+      const nft = await this.#backend.apply(this.#builders.map((b) => b.desired));
+      await this.#configureInterfaces();
+      const routes = await this.#routes.apply(this.state, this.ifaces);
+      this.#logEndpointStatus();
+      this.#backoffMs = 0;
+      const report: ApplyReport = { ms: performance.now() - t0, nft, routes };
+      if (nft.ops || routes.added || routes.removed) this.#log.debug({ ...report.nft, routes, ms: Math.round(report.ms * 1000) / 1000 }, 'applied');
+      this.#opts.onApplied?.(report);
+    } catch (e) {
+      this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 100), 5000);
+      this.#needResync = true;
+      this.#dirty = true;
+      this.#log.error({ error: (e as Error).message, retryInMs: this.#backoffMs }, 'dataplane apply failed; will re-read the kernel and retry');
+      this.#opts.onApplyError?.(e as Error);
+    }
+  }
+
+  async #configureInterfaces(): Promise<void> {
+    if (!this.#configured.size) await writeSysctl('net/ipv4/ip_forward', '1', this.#log);
+    for (const ep of this.state.weps.values()) {
+      const iface = this.ifaces.byName.get(ep.name);
+      if (!iface || this.#configured.has(ep.name)) continue;
+      await configureWorkloadInterface(ep.name, this.#opts.config.Ipv6Support, this.#log);
+      this.#configured.add(ep.name);
+    }
+  }
+
+  #logEndpointStatus(): void {
+    for (const ep of this.state.weps.values()) {
+      const up = !!this.ifaces.byName.get(ep.name)?.up && ep.state === 'active';
+      if (this.#loggedUp.get(ep.name) === up) continue;
+      this.#loggedUp.set(ep.name, up);
+      this.#log.info({ iface: ep.name, status: up ? 'up' : 'down' }, 'workload endpoint status');
+    }
+  }
+
+  /** --cleanup: our nftables tables and our routes, nothing else. */
+  async cleanup(): Promise<void> {
+    this.#monitor.start();
+    await new Promise((r) => setTimeout(r, 200));
+    const removed = await this.#routes.removeAll(this.ifaces);
+    const fams = this.#builders.map((b) => b.family);
+    await this.#backend.removeTables(fams);
+    this.#monitor.stop();
+    this.#log.info({ routes: removed, families: fams }, 'removed palisade state');
+  }
+}

@@ -1,0 +1,100 @@
+// Workload routes, as Felix's route table: `<ip>/32` (or /128) dev <cali iface> scope link
+// protocol 3, plus a permanent neighbour entry from the endpoint's MAC, only while the
+// interface is up. Owned routes are recognised by protocol and interface prefix, so a
+// route anyone else made (another protocol, another interface) is never touched.
+import type { Logger } from '../../log.js';
+import { ROUTE_PROTOCOL, routeApply, routeDump, type RouteOp } from '../../native/rtnl.js';
+import type { DesiredState } from '../desired-state.js';
+import type { InterfaceTable } from './interfaces.js';
+
+interface RouteSpec {
+  dst: string;
+  ifindex: number;
+  mac?: string | undefined;
+}
+
+const key = (r: { dst: string; ifindex: number }) => `${r.dst}@${r.ifindex}`;
+
+export class RouteManager {
+  #programmed = new Map<string, RouteSpec>();
+  #resync = true;
+
+  constructor(
+    readonly interfacePrefixes: string[],
+    readonly log: Logger,
+  ) {}
+
+  ours(ifaceName: string): boolean {
+    return this.interfacePrefixes.some((p) => ifaceName.startsWith(p));
+  }
+
+  /** Read the kernel back at the next apply (start, refresh timer, after an error). */
+  markResync(): void {
+    this.#resync = true;
+  }
+
+  desired(state: DesiredState, ifaces: InterfaceTable): Map<string, RouteSpec> {
+    const out = new Map<string, RouteSpec>();
+    for (const ep of state.weps.values()) {
+      const iface = ifaces.byName.get(ep.name);
+      if (!iface?.up) continue;
+      for (const net of [...ep.ipv4Nets, ...ep.ipv6Nets]) {
+        const r: RouteSpec = { dst: net, ifindex: iface.index, mac: !net.includes(':') && ep.mac ? ep.mac : undefined };
+        out.set(key(r), r);
+      }
+    }
+    return out;
+  }
+
+  async apply(state: DesiredState, ifaces: InterfaceTable): Promise<{ added: number; removed: number }> {
+    if (this.#resync) {
+      const names = new Map([...ifaces.byName.values()].map((i) => [i.index, i.name]));
+      this.#programmed.clear();
+      for (const r of await routeDump(ROUTE_PROTOCOL)) {
+        const name = names.get(r.ifindex);
+        if (r.scope === 253 && name && this.ours(name)) this.#programmed.set(key(r), { dst: r.dst, ifindex: r.ifindex });
+      }
+      this.#resync = false;
+    }
+    const want = this.desired(state, ifaces);
+    const ops: RouteOp[] = [];
+    const removed: string[] = [];
+    for (const [k, r] of this.#programmed) {
+      if (want.has(k)) continue;
+      // Only while the interface still exists: its routes go with it otherwise.
+      if ([...ifaces.byName.values()].some((i) => i.index === r.ifindex)) {
+        ops.push({ op: 'routeDelete', dst: r.dst, ifindex: r.ifindex });
+        if (!r.dst.includes(':')) ops.push({ op: 'neighDelete', dst: r.dst, ifindex: r.ifindex });
+      }
+      removed.push(k);
+    }
+    let added = 0;
+    for (const [k, r] of want) {
+      const had = this.#programmed.get(k);
+      if (had && had.mac === r.mac) continue;
+      ops.push({ op: 'routeReplace', dst: r.dst, ifindex: r.ifindex });
+      if (r.mac) ops.push({ op: 'neighReplace', dst: r.dst, ifindex: r.ifindex, mac: r.mac });
+      added++;
+    }
+    if (ops.length) {
+      const res = await routeApply(ops);
+      // A delete of what is already gone (ENOENT, ESRCH) is what we wanted anyway.
+      const real = res.failures.filter((f) => !(ops[f.tag]?.op.endsWith('Delete') && (f.errno === 2 || f.errno === 3)));
+      if (real.length) {
+        this.#resync = true;
+        throw new Error(`route programming failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`);
+      }
+    }
+    for (const k of removed) this.#programmed.delete(k);
+    for (const [k, r] of want) this.#programmed.set(k, r);
+    return { added, removed: removed.length };
+  }
+
+  /** --cleanup: every route of ours, on interfaces of ours. */
+  async removeAll(ifaces: InterfaceTable): Promise<number> {
+    this.markResync();
+    const empty = { weps: new Map() } as unknown as DesiredState;
+    const r = await this.apply(empty, ifaces);
+    return r.removed;
+  }
+}

@@ -1,0 +1,87 @@
+// Typed access to the native rtnetlink code: the interface monitor (events in batches
+// from its own thread) and batched route / neighbour programming.
+import { native } from './load.js';
+import type { RawIfaceEvent, RawRoute, RawRouteResult } from './raw.js';
+
+export type IfaceEvent = RawIfaceEvent;
+export type Route = RawRoute;
+export type RouteResult = RawRouteResult;
+
+export class InterfaceMonitor {
+  readonly #raw;
+  #running = false;
+
+  /** `exclude`: InterfaceExclude entries (exact names, or /regexp/). */
+  constructor(exclude: string[], onEvents: (events: IfaceEvent[]) => void) {
+    this.#raw = new native.RtnlMonitor({ exclude }, onEvents);
+  }
+  start(): void {
+    this.#raw.start();
+    this.#running = true;
+  }
+  /** Full dump; differences from what was known arrive as events. */
+  resync(): void {
+    if (this.#running) this.#raw.resync();
+  }
+  stop(): void {
+    this.#raw.stop();
+    this.#running = false;
+  }
+}
+
+/** RTPROT_BOOT: the protocol Felix gives workload routes (DeviceRouteProtocol 3). */
+export const ROUTE_PROTOCOL = 3;
+export const SCOPE_LINK = 253;
+
+const OP = { routeReplace: 1, routeDelete: 2, neighReplace: 3, neighDelete: 4 } as const;
+const OP_SIZE = 35;
+
+export interface RouteOp {
+  op: keyof typeof OP;
+  ifindex: number;
+  /** "10.0.0.1/32", "fd00::1/128" */
+  dst: string;
+  mac?: string;
+}
+
+function addrBytes(addr: string, family: 4 | 6): Buffer {
+  const out = Buffer.alloc(16);
+  if (family === 4) {
+    addr.split('.').forEach((p, i) => (out[i] = Number(p)));
+    return out;
+  }
+  const halves = addr.split('::');
+  const head = halves[0] ? (halves[0] as string).split(':') : [];
+  const tail = halves.length > 1 && halves[1] ? (halves[1] as string).split(':') : [];
+  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
+  groups.forEach((g, i) => out.writeUInt16BE(parseInt(g, 16), i * 2));
+  return out;
+}
+
+export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
+  const buf = Buffer.alloc(ops.length * OP_SIZE);
+  ops.forEach((o, i) => {
+    const at = i * OP_SIZE;
+    const [addr, len] = o.dst.split('/') as [string, string?];
+    const family = addr.includes(':') ? 6 : 4;
+    buf[at] = OP[o.op];
+    buf.writeUInt32LE(i, at + 1);
+    buf[at + 5] = family;
+    buf.writeUInt32LE(o.ifindex, at + 6);
+    buf[at + 10] = len === undefined ? (family === 4 ? 32 : 128) : Number(len);
+    addrBytes(addr, family).copy(buf, at + 11);
+    buf[at + 27] = ROUTE_PROTOCOL;
+    buf[at + 28] = SCOPE_LINK;
+    if (o.mac) o.mac.split(':').forEach((h, j) => (buf[at + 29 + j] = parseInt(h, 16)));
+  });
+  return buf;
+}
+
+/** Applies route/neighbour ops in order; failures carry the index of their op. */
+export async function routeApply(ops: readonly RouteOp[]): Promise<RouteResult> {
+  return native.routeApply(encodeRouteOps(ops));
+}
+
+export async function routeDump(protocol = ROUTE_PROTOCOL): Promise<Route[]> {
+  return native.routeDump(protocol);
+}

@@ -1,0 +1,154 @@
+// palisade agent end to end, as root, with real packets: a lab of network namespaces
+// (host + workloads on cali veths), the agent in the host namespace against a file
+// datastore, and TCP connects / pings between workloads and from the host.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { stringify } from 'yaml';
+
+import { Lab, type Workload } from '../helpers/lab.js';
+import { ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
+const tempDir = tempDirs('e2e');
+const V3 = 'projectcalico.org/v3';
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+
+const wepOf = (w: Workload, labels: Record<string, string>) => ({
+  apiVersion: V3,
+  kind: 'WorkloadEndpoint',
+  metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
+  spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+});
+
+class Agent {
+  proc: ChildProcess | undefined;
+  log = '';
+  constructor(
+    readonly lab: Lab,
+    readonly dir: string,
+  ) {}
+  start(): void {
+    this.proc = this.lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', this.dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug' });
+    this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
+  }
+  async stop(): Promise<number | null> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null) return p?.exitCode ?? null;
+    p.kill('SIGTERM');
+    return new Promise((resolve) => p.once('exit', (code) => resolve(code)));
+  }
+  async waitLog(re: RegExp, ms = 10000): Promise<void> {
+    const got = await this.lab.until(() => re.test(this.log), ms);
+    assert.ok(got >= 0, `agent never logged ${re}; log:\n${this.log.slice(-4000)}`);
+  }
+}
+
+describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
+  let lab: Lab;
+  let dir: string;
+  let agent: Agent;
+  let fe: Workload, be: Workload, bad: Workload, ext: Workload;
+  const put = (file: string, ...resources: unknown[]) => writeFileSync(join(dir, file), resources.map((r) => stringify(r)).join('---\n'));
+
+  before(async () => {
+    lab = new Lab();
+    dir = tempDir();
+    fe = lab.addWorkload('frontend', '10.65.0.10', 1);
+    be = lab.addWorkload('backend', '10.65.0.11', 2);
+    bad = lab.addWorkload('bad', '10.65.0.12', 3);
+    ext = lab.addWorkload('ext', '10.65.0.13', 4);
+    for (const w of [fe, be, bad, ext]) await lab.listen(w, [8080, 9090]);
+    // Ingress is denied unless a policy allows it; egress is open (the profile allows it).
+    put('profile.yaml', { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } });
+    put('weps.yaml', wepOf(fe, { app: 'frontend' }), wepOf(be, { app: 'backend' }), wepOf(bad, { app: 'frontend', quarantine: 'yes' }), wepOf(ext, { app: 'other' }));
+    agent = new Agent(lab, dir);
+    agent.start();
+    await agent.waitLog(/"status":"up"[^\n]*cali|cali[^\n]*"status":"up"/);
+  });
+  after(async () => {
+    await agent?.stop();
+    lab?.destroy();
+  });
+
+  it('denies by default (the profile has no ingress rule), but lets the host reach its workloads', async () => {
+    assert.equal(lab.tcp(fe, be.ip, 8080), false);
+    assert.equal(lab.ping(fe, be.ip), false);
+    assert.equal(lab.ping('host', be.ip), true);
+    assert.equal(lab.tcp('host', be.ip, 8080), true);
+  });
+
+  it('allows by policy with selectors and ports, and nothing more', async () => {
+    put('backend-policy.yaml', { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'backend', namespace: 'e2e' }, spec: { selector: "app == 'backend'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'frontend'" }, destination: { ports: [8080] } }] } });
+    const ms = await lab.until(() => lab.tcp(fe, be.ip, 8080));
+    assert.ok(ms >= 0, 'frontend -> backend:8080 never allowed');
+    assert.equal(lab.tcp(fe, be.ip, 9090), false);
+    assert.equal(lab.tcp(ext, be.ip, 8080), false);
+    assert.equal(lab.tcp(be, fe.ip, 8080), false);
+  });
+
+  it('applies tiers in order: a Deny in an earlier tier wins, Pass hands over to the next tier', async () => {
+    assert.equal(lab.tcp(bad, be.ip, 8080), true, 'bad is a frontend, allowed before the tier exists');
+    put('tier.yaml', { apiVersion: V3, kind: 'Tier', metadata: { name: 'security' }, spec: { order: 100 } }, {
+      apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'security.quarantine' },
+      spec: { tier: 'security', order: 1, selector: 'all()', types: ['Ingress'], ingress: [{ action: 'Deny', source: { selector: "quarantine == 'yes'" } }, { action: 'Pass' }] },
+    });
+    assert.ok((await lab.until(() => !lab.tcp(bad, be.ip, 8080, 300))) >= 0, 'quarantined workload still allowed');
+    assert.equal(lab.tcp(fe, be.ip, 8080), true, 'Pass must leave the default tier to decide');
+  });
+
+  it('uses a GlobalNetworkSet as a source', async () => {
+    assert.equal(lab.tcp(ext, fe.ip, 9090), false);
+    put('netset.yaml', { apiVersion: V3, kind: 'GlobalNetworkSet', metadata: { name: 'partners', labels: { role: 'partner' } }, spec: { nets: [`${ext.ip}/32`, '203.0.113.0/24'] } }, {
+      apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'frontend', namespace: 'e2e' },
+      spec: { selector: "app == 'frontend'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "role == 'partner'", namespaceSelector: 'global()' }, destination: { ports: [9090] } }] },
+    });
+    assert.ok((await lab.until(() => lab.tcp(ext, fe.ip, 9090))) >= 0, 'network-set source never allowed');
+    assert.equal(lab.tcp(be, fe.ip, 9090), false);
+  });
+
+  it('enforces a policy edit within 1 s and measures a new endpoint to its first allowed packet', async () => {
+    // Edit: backend now serves 9090 instead of 8080.
+    const t0 = Date.now();
+    put('backend-policy.yaml', { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'backend', namespace: 'e2e' }, spec: { selector: "app == 'backend'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'frontend'" }, destination: { ports: [9090] } }] } });
+    const edit = await lab.until(() => lab.tcp(fe, be.ip, 9090, 300) && !lab.tcp(fe, be.ip, 8080, 100), 3000, 10);
+    assert.ok(edit >= 0 && Date.now() - t0 <= 1000 + 400, `policy edit took ${Date.now() - t0} ms`);
+    console.log(`# policy edit enforced in ${Date.now() - t0} ms`);
+
+    const be2 = lab.addWorkload('backend2', '10.65.0.14', 5);
+    await lab.listen(be2, [9090]);
+    const t1 = Date.now();
+    put('be2.yaml', wepOf(be2, { app: 'backend' }));
+    const added = await lab.until(() => lab.tcp(fe, be2.ip, 9090, 200), 5000, 5);
+    assert.ok(added >= 0, 'new endpoint never reachable');
+    console.log(`# WorkloadEndpoint write -> first allowed packet: ${Date.now() - t1} ms`);
+    assert.equal(lab.tcp(ext, be2.ip, 9090), false);
+  });
+
+  it('removes a deleted endpoint: its routes and chains go', async () => {
+    const be2 = lab.workloads.get('backend2') as Workload;
+    rmSync(join(dir, 'be2.yaml'));
+    const gone = await lab.until(() => !lab.sh(lab.host, 'nft', ['list', 'table', 'ip', 'calico']).includes(be2.iface), 3000);
+    assert.ok(gone >= 0, 'chains of the deleted endpoint remain');
+    assert.doesNotMatch(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']), new RegExp(be2.ip.replaceAll('.', '\\.')));
+    assert.equal(lab.tcp(fe, be2.ip, 9090), false);
+  });
+
+  it('keeps traffic flowing while the agent restarts, and after', async () => {
+    assert.equal(lab.tcp(fe, be.ip, 9090), true);
+    assert.equal(await agent.stop(), 0);
+    assert.equal(lab.tcp(fe, be.ip, 9090), true, 'allowed traffic must flow while the agent is down');
+    assert.equal(lab.tcp(ext, be.ip, 9090), false, 'and denied traffic stay denied');
+    agent.log = '';
+    agent.start();
+    await agent.waitLog(/read back our nftables tables/);
+    await agent.waitLog(/"status":"up"/);
+    assert.equal(lab.tcp(fe, be.ip, 9090), true);
+    assert.equal(lab.tcp(ext, be.ip, 9090), false);
+  });
+});

@@ -1,0 +1,118 @@
+// The end-to-end lab: a "host" network namespace with an uplink (so the host has a
+// default route, as a node does), and workload namespaces on veth pairs named like
+// Calico's (cali + 11 hex characters on the host side, eth0 with a /32 and a default
+// route via 169.254.1.1 inside, as Calico pods have). The agent runs inside the host
+// namespace. Everything is created by the test and removed after it.
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+const PROBE = fileURLToPath(new URL('./tcp-probe.js', import.meta.url));
+
+export interface Workload {
+  name: string;
+  ns: string;
+  iface: string;
+  ip: string;
+  mac: string;
+}
+
+export class Lab {
+  readonly id = randomBytes(2).toString('hex');
+  readonly host = `palisade-e2e-${this.id}-host`;
+  readonly outside = `palisade-e2e-${this.id}-out`;
+  readonly workloads = new Map<string, Workload>();
+  readonly #procs: ChildProcess[] = [];
+  readonly #namespaces: string[] = [];
+
+  constructor() {
+    this.#addNs(this.host);
+    this.#addNs(this.outside);
+    this.sh(undefined, 'ip', ['link', 'add', `up${this.id}`, 'netns', this.host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.outside]);
+    this.sh(this.host, 'ip', ['link', 'set', `up${this.id}`, 'name', 'eth0']);
+    this.sh(this.host, 'ip', ['addr', 'add', '192.168.200.2/24', 'dev', 'eth0']);
+    this.sh(this.host, 'ip', ['link', 'set', 'eth0', 'up']);
+    this.sh(this.host, 'ip', ['link', 'set', 'lo', 'up']);
+    this.sh(this.host, 'ip', ['route', 'add', 'default', 'via', '192.168.200.1']);
+    this.sh(this.outside, 'ip', ['addr', 'add', '192.168.200.1/24', 'dev', 'eth0']);
+    this.sh(this.outside, 'ip', ['link', 'set', 'eth0', 'up']);
+  }
+
+  #addNs(name: string): void {
+    execFileSync('ip', ['netns', 'add', name]);
+    this.#namespaces.push(name);
+  }
+
+  sh(ns: string | undefined, cmd: string, args: string[]): string {
+    const argv = ns ? ['netns', 'exec', ns, cmd, ...args] : [cmd, ...args];
+    const r = spawnSync(ns ? 'ip' : cmd, ns ? argv : args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} (in ${ns ?? 'root'}): ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** A workload namespace wired to the host by a cali veth; the interface is brought up. */
+  addWorkload(name: string, ip: string, index: number): Workload {
+    const ns = `palisade-e2e-${this.id}-${name}`;
+    this.#addNs(ns);
+    const iface = `cali${this.id}${index.toString(16).padStart(7, '0')}`;
+    const mac = `ee:ee:00:00:${(index >> 8).toString(16).padStart(2, '0')}:${(index & 255).toString(16).padStart(2, '0')}`;
+    this.sh(undefined, 'ip', ['link', 'add', `t${this.id}${index}`, 'netns', this.host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+    this.sh(this.host, 'ip', ['link', 'set', `t${this.id}${index}`, 'name', iface]);
+    this.sh(this.host, 'ip', ['link', 'set', iface, 'up']);
+    this.sh(ns, 'ip', ['link', 'set', 'eth0', 'address', mac]);
+    this.sh(ns, 'ip', ['addr', 'add', `${ip}/32`, 'dev', 'eth0']);
+    this.sh(ns, 'ip', ['link', 'set', 'eth0', 'up']);
+    this.sh(ns, 'ip', ['link', 'set', 'lo', 'up']);
+    this.sh(ns, 'ip', ['route', 'add', '169.254.1.1', 'dev', 'eth0', 'scope', 'link']);
+    this.sh(ns, 'ip', ['route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0']);
+    const w = { name, ns, iface, ip, mac };
+    this.workloads.set(name, w);
+    return w;
+  }
+
+  removeWorkload(name: string): void {
+    const w = this.workloads.get(name);
+    if (!w) return;
+    spawnSync('ip', ['netns', 'del', w.ns]);
+    this.workloads.delete(name);
+  }
+
+  /** Echo servers on these ports inside a workload. */
+  async listen(w: Workload, ports: number[]): Promise<void> {
+    const p = spawn('ip', ['netns', 'exec', w.ns, process.execPath, PROBE, 'listen', ...ports.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.#procs.push(p);
+    await new Promise<void>((resolve) => p.stdout?.once('data', () => resolve()));
+  }
+
+  /** TCP connect + echo from a workload (or the host) to ip:port. */
+  tcp(from: Workload | 'host', ip: string, port: number, ms = 700): boolean {
+    const ns = from === 'host' ? this.host : from.ns;
+    return spawnSync('ip', ['netns', 'exec', ns, process.execPath, PROBE, 'connect', ip, String(port), String(ms)]).status === 0;
+  }
+
+  ping(from: Workload | 'host', ip: string): boolean {
+    const ns = from === 'host' ? this.host : from.ns;
+    return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', ip]).status === 0;
+  }
+
+  /** Polls until `f` is true (returns ms taken) or gives up (returns -1). */
+  async until(f: () => boolean, timeoutMs = 5000, stepMs = 20): Promise<number> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < timeoutMs) {
+      if (f()) return Date.now() - t0;
+      await new Promise((r) => setTimeout(r, stepMs));
+    }
+    return -1;
+  }
+
+  spawnInHost(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const p = spawn('ip', ['netns', 'exec', this.host, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.#procs.push(p);
+    return p;
+  }
+
+  destroy(): void {
+    for (const p of this.#procs) p.kill('SIGKILL');
+    for (const ns of this.#namespaces) spawnSync('ip', ['netns', 'del', ns]);
+  }
+}

@@ -140,6 +140,24 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
     }
     return;
   }
+  if (h->nlmsg_type == RTM_DELROUTE) {
+    auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
+    if (rt->rtm_protocol != RTPROT_BOOT || rt->rtm_table != RT_TABLE_MAIN) return;
+    struct R {
+      const void* dst = nullptr;
+      int oif = 0;
+    } r;
+    mnl_attr_parse(h, sizeof(*rt), [](const nlattr* a, void* data) {
+      auto* x = static_cast<R*>(data);
+      if (mnl_attr_get_type(a) == RTA_DST) x->dst = mnl_attr_get_payload(a);
+      if (mnl_attr_get_type(a) == RTA_OIF) x->oif = static_cast<int>(mnl_attr_get_u32(a));
+      return MNL_CB_OK;
+    }, &r);
+    auto it = ifaces_.find(r.oif);
+    if (!r.dst || it == ifaces_.end()) return;
+    out->push_back({Event::kRouteDeleted, it->second.name, r.oif, "", {AddrString(rt->rtm_family, r.dst, rt->rtm_dst_len)}});
+    return;
+  }
   if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) {
     auto* ifa = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(h));
     auto it = ifaces_.find(static_cast<int>(ifa->ifa_index));
@@ -203,7 +221,7 @@ void Monitor::Run() {
   if (fd_ < 0) return fail(errno, "socket(NETLINK_ROUTE)");
   sockaddr_nl sa{};
   sa.nl_family = AF_NETLINK;
-  sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  sa.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE;
   if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) < 0) {
     int e = errno;
     close(fd_);
@@ -249,32 +267,41 @@ void Monitor::Run() {
       if (dumping == kIdle) startResync();
     }
     if (!(fds[0].revents & (POLLIN | POLLERR))) continue;
-    // Drain everything queued now; deliver it as one batch.
-    for (;;) {
-      ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == ENOBUFS) {
-          // The kernel dropped events: the table can no longer be trusted. Dump again.
-          if (dumping == kIdle) startResync();
-          continue;
-        }
-        break;  // EAGAIN: drained
-      }
-      int len = static_cast<int>(n);
-      for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) {
-        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
-          if (dumping == kLinks) {
-            dumping = kAddrs;
-            Dump(RTM_GETADDR);
-          } else if (dumping == kAddrs) {
-            dumping = kIdle;
-            FinishResync(&batch);
+    // Drain everything queued now, then keep collecting while more follows within 2 ms
+    // (a burst: many interfaces at once), up to 20 ms: one batch, one JS callback.
+    auto drain = [&] {
+      for (;;) {
+        ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          if (errno == ENOBUFS) {
+            // The kernel dropped events: the table can no longer be trusted. Dump again.
+            if (dumping == kIdle) startResync();
+            continue;
           }
-          continue;
+          return;  // EAGAIN: drained
         }
-        Handle(h, &batch);
+        int len = static_cast<int>(n);
+        for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) {
+          if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+            if (dumping == kLinks) {
+              dumping = kAddrs;
+              Dump(RTM_GETADDR);
+            } else if (dumping == kAddrs) {
+              dumping = kIdle;
+              FinishResync(&batch);
+            }
+            continue;
+          }
+          Handle(h, &batch);
+        }
       }
+    };
+    drain();
+    for (int waited = 0; waited < 20 && batch.size() < 4096; waited += 2) {
+      pollfd more[2] = {{fd_, POLLIN, 0}, {stopFd_, POLLIN, 0}};
+      if (poll(more, 2, 2) <= 0 || more[1].revents) break;
+      drain();
     }
     if (!batch.empty() && !resyncing_) {
       deliver_(std::move(batch));

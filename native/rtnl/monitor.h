@@ -20,12 +20,14 @@
 namespace palisade::rtnl {
 
 struct Event {
-  enum Kind { kIface, kAddrs } kind;
+  // kRouteDeleted: a route of protocol 3 (ours) left the main table.
+  enum Kind { kIface, kAddrs, kRouteDeleted } kind;
   std::string name;
   int index = 0;
   // kIface: "up", "down" or "gone".
   std::string state;
-  // kAddrs: the interface's addresses now (empty when it has none or is gone).
+  // kAddrs: the interface's addresses now (empty when it has none or is gone);
+  // kRouteDeleted: the route's destination.
   std::vector<std::string> addrs;
 };
 

@@ -74,11 +74,13 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
             for (size_t i = 0; i < events->size(); i++) {
               const Event& e = (*events)[i];
               Napi::Object o = Napi::Object::New(env);
-              o.Set("type", e.kind == Event::kIface ? "ifaceUpdate" : "ifaceAddrsUpdate");
+              o.Set("type", e.kind == Event::kIface ? "ifaceUpdate" : e.kind == Event::kAddrs ? "ifaceAddrsUpdate" : "routeDeleted");
               o.Set("name", e.name);
               o.Set("index", e.index);
               if (e.kind == Event::kIface) {
                 o.Set("state", e.state);
+              } else if (e.kind == Event::kRouteDeleted) {
+                o.Set("dst", e.addrs.empty() ? std::string() : e.addrs[0]);
               } else {
                 Napi::Array addrs = Napi::Array::New(env, e.addrs.size());
                 for (size_t j = 0; j < e.addrs.size(); j++) addrs.Set(static_cast<uint32_t>(j), e.addrs[j]);

@@ -88,6 +88,8 @@ export class DataplaneDriver {
   }
 
   onIfaceEvents(events: IfaceEvent[]): void {
+    // A workload route removed behind our back (not by an apply of ours) is put back.
+    if (events.some((e) => e.type === 'routeDeleted' && this.#routes.wanted(e.dst, e.index))) this.#routes.markResync();
     for (const name of this.ifaces.apply(events)) {
       const iface = this.ifaces.byName.get(name);
       if (!iface) this.#configured.delete(name);

@@ -61,7 +61,9 @@ export interface RawNftDump {
 
 export type RawIfaceEvent =
   | { type: 'ifaceUpdate'; name: string; index: number; state: 'up' | 'down' | 'gone' }
-  | { type: 'ifaceAddrsUpdate'; name: string; index: number; addrs: string[] };
+  | { type: 'ifaceAddrsUpdate'; name: string; index: number; addrs: string[] }
+  /** A protocol-3 (workload) route left the main table: ours, or someone removed it. */
+  | { type: 'routeDeleted'; name: string; index: number; dst: string };
 
 export interface RawRtnlMonitor {
   start(): void;

@@ -139,6 +139,42 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.equal(lab.tcp(fe, be2.ip, 9090), false);
   });
 
+  it('converges when the interface appears after its endpoint resource', async () => {
+    const late = { name: 'late', ns: '', iface: `cali${lab.id}0000009`, ip: '10.65.0.19', mac: 'ee:ee:00:00:00:09' };
+    put('late.yaml', wepOf(late, { app: 'backend' }));
+    await agent.waitLog(new RegExp(`"iface":"${late.iface}","status":"down"`));
+    const w = lab.addWorkload('late', late.ip, 9);
+    assert.equal(w.iface, late.iface);
+    await lab.listen(w, [9090]);
+    assert.ok((await lab.until(() => lab.tcp(fe, w.ip, 9090, 200))) >= 0, 'late interface never reachable');
+    assert.match(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']), /10\.65\.0\.19 dev cali/);
+    // And it comes back after its interface goes down and up.
+    lab.sh(lab.host, 'ip', ['link', 'set', w.iface, 'down']);
+    await lab.until(() => !lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']).includes('10.65.0.19'));
+    lab.sh(lab.host, 'ip', ['link', 'set', w.iface, 'up']);
+    assert.ok((await lab.until(() => lab.tcp(fe, w.ip, 9090, 200))) >= 0, 'not reachable after the interface came back');
+  });
+
+  it('masquerades traffic from a natOutgoing pool to the outside', async () => {
+    await lab.listen('outside', [7070]);
+    // The outside has no route back to the pod network: only SNAT lets replies return.
+    assert.equal(lab.tcp(fe, '192.168.200.1', 7070, 500), false);
+    put('pool.yaml', { apiVersion: V3, kind: 'IPPool', metadata: { name: 'pods' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } });
+    assert.ok((await lab.until(() => lab.tcp(fe, '192.168.200.1', 7070, 300))) >= 0, 'never masqueraded');
+  });
+
+  it('protects the host with a host endpoint, and never blocks the failsafe ports', async () => {
+    await lab.listen('host', [22, 8081]);
+    assert.equal(lab.tcp('outside', '192.168.200.2', 8081), true);
+    put('hep.yaml', { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-eth0', labels: { role: 'node' } }, spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.168.200.2'] } });
+    assert.ok((await lab.until(() => !lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0, 'host endpoint never enforced');
+    assert.equal(lab.tcp('outside', '192.168.200.2', 22), true, 'failsafe port 22 blocked');
+    // Forwarded traffic is not subject to a host endpoint without applyOnForward policy.
+    assert.equal(lab.tcp(fe, '192.168.200.1', 7070), true);
+    rmSync(join(dir, 'hep.yaml'));
+    assert.ok((await lab.until(() => lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0);
+  });
+
   it('keeps traffic flowing while the agent restarts, and after', async () => {
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
     assert.equal(await agent.stop(), 0);
@@ -150,5 +186,16 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     await agent.waitLog(/"status":"up"/);
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
     assert.equal(lab.tcp(ext, be.ip, 9090), false);
+  });
+
+  it('agent --cleanup removes our tables and routes, and nothing else', async () => {
+    assert.equal(await agent.stop(), 0);
+    const r = lab.sh(lab.host, process.execPath, [BIN, 'agent', '--cleanup', '--datastore-dir', dir, '--hostname', 'node1']);
+    assert.equal(r, '');
+    assert.doesNotMatch(lab.sh(lab.host, 'nft', ['list', 'tables']), /calico/);
+    // The default route is protocol "boot" too (what `ip route add` gives): not ours, kept.
+    const boot = lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']);
+    assert.doesNotMatch(boot, /dev cali/);
+    assert.match(boot, /default via 192\.168\.200\.1/);
   });
 });

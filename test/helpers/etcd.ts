@@ -39,8 +39,16 @@ export class TestEtcd {
   #proc: ChildProcess | undefined;
   readonly #tls: { server: EtcdTls; client: EtcdTls } | undefined;
 
-  constructor(tls?: { server: EtcdTls; client: EtcdTls }) {
+  /** `netns`: run etcd and etcdctl inside this network namespace (its own loopback). */
+  readonly #netns: string | undefined;
+
+  constructor(tls?: { server: EtcdTls; client: EtcdTls }, netns?: string) {
     this.#tls = tls;
+    this.#netns = netns;
+  }
+
+  #wrap(cmd: string, args: string[]): [string, string[]] {
+    return this.#netns ? ['ip', ['netns', 'exec', this.#netns, cmd, ...args]] : [cmd, args];
   }
 
   get endpoint(): string {
@@ -79,7 +87,7 @@ export class TestEtcd {
       const s = this.#tls.server;
       args.push('--cert-file', s.certFile, '--key-file', s.keyFile, '--trusted-ca-file', s.caFile, '--client-cert-auth');
     }
-    this.#proc = spawn('etcd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.#proc = spawn(...this.#wrap('etcd', args), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     this.#proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     for (let i = 0; i < 200; i++) {
@@ -114,7 +122,7 @@ export class TestEtcd {
   /** Runs etcdctl against this etcd; throws on failure unless `check` is false. */
   ctl(args: string[], input?: string, check = true): { ok: boolean; stdout: string; stderr: string } {
     const tlsArgs = this.#tls ? ['--cacert', this.#tls.client.caFile, '--cert', this.#tls.client.certFile, '--key', this.#tls.client.keyFile] : [];
-    const r = spawnSync('etcdctl', ['--endpoints', this.endpoint, '--dial-timeout', '2s', ...tlsArgs, ...args], {
+    const r = spawnSync(...this.#wrap('etcdctl', ['--endpoints', this.endpoint, '--dial-timeout', '2s', ...tlsArgs, ...args]), {
       input,
       encoding: 'utf8',
       env: { ...process.env, ETCDCTL_API: '3' },

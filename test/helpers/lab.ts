@@ -77,21 +77,25 @@ export class Lab {
     this.workloads.delete(name);
   }
 
-  /** Echo servers on these ports inside a workload. */
-  async listen(w: Workload, ports: number[]): Promise<void> {
-    const p = spawn('ip', ['netns', 'exec', w.ns, process.execPath, PROBE, 'listen', ...ports.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  #ns(where: Workload | 'host' | 'outside'): string {
+    return where === 'host' ? this.host : where === 'outside' ? this.outside : where.ns;
+  }
+
+  /** Echo servers on these ports inside a workload, the host or the outside. */
+  async listen(where: Workload | 'host' | 'outside', ports: number[]): Promise<void> {
+    const p = spawn('ip', ['netns', 'exec', this.#ns(where), process.execPath, PROBE, 'listen', ...ports.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
     this.#procs.push(p);
     await new Promise<void>((resolve) => p.stdout?.once('data', () => resolve()));
   }
 
-  /** TCP connect + echo from a workload (or the host) to ip:port. */
-  tcp(from: Workload | 'host', ip: string, port: number, ms = 700): boolean {
-    const ns = from === 'host' ? this.host : from.ns;
+  /** TCP connect + echo from a workload (or the host, or the outside) to ip:port. */
+  tcp(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 700): boolean {
+    const ns = this.#ns(from);
     return spawnSync('ip', ['netns', 'exec', ns, process.execPath, PROBE, 'connect', ip, String(port), String(ms)]).status === 0;
   }
 
-  ping(from: Workload | 'host', ip: string): boolean {
-    const ns = from === 'host' ? this.host : from.ns;
+  ping(from: Workload | 'host' | 'outside', ip: string): boolean {
+    const ns = this.#ns(from);
     return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', ip]).status === 0;
   }
 

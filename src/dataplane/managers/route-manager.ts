@@ -17,6 +17,7 @@ const key = (r: { dst: string; ifindex: number }) => `${r.dst}@${r.ifindex}`;
 
 export class RouteManager {
   #programmed = new Map<string, RouteSpec>();
+  #want = new Map<string, RouteSpec>();
   #resync = true;
 
   constructor(
@@ -31,6 +32,11 @@ export class RouteManager {
   /** Read the kernel back at the next apply (start, refresh timer, after an error). */
   markResync(): void {
     this.#resync = true;
+  }
+
+  /** Whether a route we programmed and still want is this one. */
+  wanted(dst: string, ifindex: number): boolean {
+    return this.#want.has(key({ dst, ifindex }));
   }
 
   desired(state: DesiredState, ifaces: InterfaceTable): Map<string, RouteSpec> {
@@ -87,6 +93,7 @@ export class RouteManager {
     }
     for (const k of removed) this.#programmed.delete(k);
     for (const [k, r] of want) this.#programmed.set(k, r);
+    this.#want = want;
     return { added, removed: removed.length };
   }
 

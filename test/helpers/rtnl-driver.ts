@@ -1,0 +1,36 @@
+// Runs inside a test network namespace: the interface monitor and route programming,
+// driven by JSON lines on stdin (see test/kernel/rtnl.test.ts). Events are printed as
+// they arrive: {"events": [...]}; command answers as {"ok": ..., "result": ...}.
+import { createInterface } from 'node:readline';
+
+import { InterfaceMonitor, routeApply, routeDump, type RouteOp } from '../../src/native/rtnl.js';
+
+const exclude = JSON.parse(process.argv[2] ?? '[]') as string[];
+const monitor = new InterfaceMonitor(exclude, (events) => process.stdout.write(`${JSON.stringify({ events })}\n`));
+
+async function handle(req: Record<string, unknown>): Promise<unknown> {
+  switch (req.cmd) {
+    case 'start':
+      monitor.start();
+      return {};
+    case 'resync':
+      monitor.resync();
+      return {};
+    case 'stop':
+      monitor.stop();
+      return {};
+    case 'routes':
+      return routeApply(req.ops as RouteOp[]);
+    case 'dump':
+      return routeDump();
+    default:
+      throw new Error(`unknown command ${String(req.cmd)}`);
+  }
+}
+
+createInterface({ input: process.stdin }).on('line', (line) => {
+  void handle(JSON.parse(line) as Record<string, unknown>).then(
+    (result) => process.stdout.write(`${JSON.stringify({ ok: true, result })}\n`),
+    (e: Error & { code?: string }) => process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code } })}\n`),
+  );
+});

@@ -1,0 +1,127 @@
+// The native rtnetlink code against a real kernel in a throwaway namespace: the monitor
+// reports links, their state and addresses in batches, drops excluded interfaces natively,
+// resynchronises on request, stops cleanly; route and neighbour batches program the main
+// table and the dump finds them by protocol.
+import assert from 'node:assert/strict';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import type { IfaceEvent } from '../../src/native/rtnl.js';
+import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
+
+const DRIVER = fileURLToPath(new URL('../helpers/rtnl-driver.js', import.meta.url));
+const netns = netnsFactory('rtnl');
+const children: ChildProcessWithoutNullStreams[] = [];
+after(() => {
+  for (const c of children) c.kill();
+});
+
+function driver(ns: Netns, exclude: string[] = []) {
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, JSON.stringify(exclude)]);
+  children.push(child);
+  const events: IfaceEvent[] = [];
+  const batches: IfaceEvent[][] = [];
+  const answers: Array<(v: { ok: boolean; result?: unknown; error?: unknown }) => void> = [];
+  createInterface({ input: child.stdout }).on('line', (l) => {
+    const msg = JSON.parse(l) as { events?: IfaceEvent[]; ok?: boolean };
+    if (msg.events) {
+      events.push(...msg.events);
+      batches.push(msg.events);
+    } else answers.shift()?.(msg as { ok: boolean });
+  });
+  const call = async <T>(cmd: Record<string, unknown>): Promise<T> => {
+    const r = await new Promise<{ ok: boolean; result?: unknown; error?: unknown }>((resolve) => {
+      answers.push(resolve);
+      child.stdin.write(`${JSON.stringify(cmd)}\n`);
+    });
+    if (!r.ok) throw new Error(JSON.stringify(r.error));
+    return r.result as T;
+  };
+  const waitFor = async (pred: (e: IfaceEvent[]) => boolean, what: string) => {
+    for (let i = 0; i < 200 && !pred(events); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(pred(events), `timed out waiting for ${what}; events: ${JSON.stringify(events)}`);
+  };
+  return { child, events, batches, call, waitFor };
+}
+
+const has = (ev: IfaceEvent[], f: Partial<Record<string, unknown>>) => ev.some((e) => Object.entries(f).every(([k, v]) => JSON.stringify((e as unknown as Record<string, unknown>)[k]) === JSON.stringify(v)));
+
+describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
+  it('reports existing and new links, up/down, addresses and removal; excluded names never appear', async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'caliA0', 'type', 'veth', 'peer', 'name', 'caliB0']);
+    const d = driver(ns, ['lo', '/^skip/']);
+    await d.call({ cmd: 'start' });
+    await d.waitFor((e) => has(e, { type: 'ifaceUpdate', name: 'caliA0', state: 'down' }), 'the initial dump');
+    ns.run('ip', ['link', 'add', 'skipme', 'type', 'veth', 'peer', 'name', 'skipyou']);
+    ns.run('ip', ['addr', 'add', '10.9.0.1/32', 'dev', 'caliA0']);
+    ns.run('ip', ['link', 'set', 'caliA0', 'up']);
+    ns.run('ip', ['link', 'set', 'caliB0', 'up']);
+    await d.waitFor((e) => has(e, { type: 'ifaceUpdate', name: 'caliA0', state: 'up' }), 'up');
+    await d.waitFor((e) => has(e, { type: 'ifaceAddrsUpdate', name: 'caliA0', addrs: ['10.9.0.1/32'] }), 'the address');
+    ns.run('ip', ['link', 'del', 'caliA0']);
+    await d.waitFor((e) => has(e, { type: 'ifaceUpdate', name: 'caliA0', state: 'gone' }) && has(e, { type: 'ifaceUpdate', name: 'caliB0', state: 'gone' }), 'gone');
+    assert.ok(!d.events.some((e) => e.name === 'lo' || e.name.startsWith('skip')), 'excluded interfaces leaked');
+    // A resync after changes the monitor could not have missed reports nothing new.
+    const before = d.events.length;
+    await d.call({ cmd: 'resync' });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(d.events.length, before);
+    await d.call({ cmd: 'stop' });
+    ns.run('ip', ['link', 'add', 'caliC0', 'type', 'veth', 'peer', 'name', 'caliD0']);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(!d.events.some((e) => e.name === 'caliC0'), 'events after stop');
+    // The thread is gone: the process exits on its own once stdin closes.
+    d.child.stdin.end();
+    assert.equal(await new Promise((r) => d.child.once('exit', r)), 0);
+  });
+
+  it('delivers a burst of changes in few batches', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call({ cmd: 'start' });
+    const script = Array.from({ length: 50 }, (_, i) => `link add cali${i}x type veth peer name cali${i}y`).join('\n');
+    ns.run('ip', ['-batch', '-'], script);
+    await d.waitFor((e) => e.filter((x) => x.type === 'ifaceUpdate').length >= 100, '100 links');
+    assert.ok(d.batches.length < 100, `${d.batches.length} batches for 100 links`);
+  });
+
+  it('programs workload routes and permanent neighbours in one batch and finds them by protocol', async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'caliR0', 'type', 'veth', 'peer', 'name', 'caliR1']);
+    ns.run('ip', ['link', 'set', 'caliR0', 'up']);
+    ns.run('ip', ['link', 'set', 'caliR1', 'up']);
+    const index = Number(/^(\d+):/.exec(ns.run('ip', ['-o', 'link', 'show', 'caliR0']))?.[1]);
+    const d = driver(ns);
+    await d.call({ cmd: 'start' });
+    const res = await d.call<{ ops: number; failures: unknown[] }>({
+      cmd: 'routes',
+      ops: [
+        { op: 'routeReplace', dst: '10.65.0.5/32', ifindex: index },
+        { op: 'neighReplace', dst: '10.65.0.5/32', ifindex: index, mac: 'ee:ee:00:00:00:05' },
+        { op: 'routeReplace', dst: 'fd65::5/128', ifindex: index },
+      ],
+    });
+    assert.deepEqual(res, { ops: 3, failures: [] });
+    assert.match(ns.run('ip', ['route', 'show', 'proto', 'boot']), /10\.65\.0\.5 dev caliR0 scope link/);
+    assert.match(ns.run('ip', ['neigh', 'show', 'dev', 'caliR0']), /10\.65\.0\.5 lladdr ee:ee:00:00:00:05 PERMANENT/);
+    const dumped = await d.call<Array<{ dst: string; ifindex: number }>>({ cmd: 'dump' });
+    assert.deepEqual(dumped.map((r) => r.dst).sort(), ['10.65.0.5/32', 'fd65::5/128']);
+    // Someone deletes our route: the monitor says so.
+    ns.run('ip', ['route', 'del', '10.65.0.5/32', 'dev', 'caliR0']);
+    await d.waitFor((e) => has(e, { type: 'routeDeleted', name: 'caliR0', dst: '10.65.0.5/32' }), 'the route deletion');
+    // Per-op failures are reported with the op's index; the rest still apply.
+    const mixed = await d.call<{ failures: Array<{ tag: number; errno: number }> }>({
+      cmd: 'routes',
+      ops: [
+        { op: 'routeDelete', dst: '10.65.0.99/32', ifindex: index },
+        { op: 'routeReplace', dst: '10.65.0.6/32', ifindex: index },
+      ],
+    });
+    assert.equal(mixed.failures.length, 1);
+    assert.equal(mixed.failures[0]?.tag, 0);
+    assert.match(ns.run('ip', ['route', 'show', 'proto', 'boot']), /10\.65\.0\.6 dev caliR0/);
+  });
+});

@@ -1,7 +1,9 @@
 // The process logger: pino, JSON lines on stderr (stdout is for command output), with
-// Felix's severities. Synchronous writes, so nothing is lost when the process exits
-// right after logging (the restart exit, a fatal error).
+// Felix's severities; human-readable lines instead when stderr is a terminal (or
+// PALISADE_LOG_FORMAT=pretty; =json forces JSON). Synchronous writes, so nothing is lost
+// when the process exits right after logging (the restart exit, a fatal error).
 import { pino, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -27,8 +29,15 @@ export function createLogger(opts: { severity?: string; destination?: pino.Desti
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    opts.destination ?? pino.destination({ fd: 2, sync: true }),
+    opts.destination ?? defaultDestination(),
   );
+}
+
+function defaultDestination(): pino.DestinationStream {
+  const format = process.env.PALISADE_LOG_FORMAT;
+  const human = format === 'pretty' || (format !== 'json' && process.stderr.isTTY);
+  if (!human) return pino.destination({ fd: 2, sync: true });
+  return pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
 }
 
 /** A logger that drops everything (library default, tests). */

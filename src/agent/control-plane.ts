@@ -22,6 +22,8 @@ export interface ControlPlaneOptions {
   onStatus?: (status: SyncStatus) => void;
   /** Coalescing delay between an update and the graph flush. */
   flushDelayMs?: number;
+  /** Seconds each graph flush took (felix_calc_graph_update_time_seconds). */
+  onFlushTime?: (seconds: number) => void;
 }
 
 export class ControlPlane {
@@ -71,7 +73,9 @@ export class ControlPlane {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#applyConfig();
+    const t0 = performance.now();
     const msgs = this.graph.flush();
+    this.#opts.onFlushTime?.((performance.now() - t0) / 1000);
     if (msgs.length) this.#opts.onMessages(msgs);
     return msgs;
   }

@@ -8,7 +8,7 @@ import type { Config } from '../config/params.js';
 import type { Logger } from '../log.js';
 import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
 import type { ToDataplane } from '../proto/messages.js';
-import { NftBackend } from './backends/nft/backend.js';
+import { type ApplyStats, NftBackend } from './backends/nft/backend.js';
 import { NftDesiredBuilder } from './backends/nft/desired-builder.js';
 import { DesiredState } from './desired-state.js';
 import { InterfaceTable } from './managers/interfaces.js';
@@ -18,7 +18,7 @@ import { families } from './render/ruleset.js';
 
 export interface ApplyReport {
   ms: number;
-  nft: { chainsWritten: number; rulesWritten: number; elemsAdded: number; elemsRemoved: number; chainsDeleted: number };
+  nft: ApplyStats;
   routes: { added: number; removed: number };
 }
 
@@ -29,6 +29,7 @@ export interface DriverOptions {
   coalesceMs?: number;
   onApplied?: (r: ApplyReport) => void;
   onApplyError?: (e: Error) => void;
+  onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
 }
 
 export class DataplaneDriver {
@@ -49,6 +50,7 @@ export class DataplaneDriver {
   #backoffMs = 0;
   #stopped = false;
   #loggedUp = new Map<string, boolean>();
+  #applyStarted: number | undefined;
 
   constructor(opts: DriverOptions) {
     this.#opts = opts;
@@ -97,6 +99,11 @@ export class DataplaneDriver {
     this.#schedule();
   }
 
+  /** An apply is running and has been for longer than `ms` (the liveness check). */
+  stuckFor(ms: number): boolean {
+    return this.#applyStarted !== undefined && performance.now() - this.#applyStarted > ms;
+  }
+
   /** Waits for the current apply (tests, shutdown). */
   async settled(): Promise<void> {
     while (this.#inFlight || this.#timer) await (this.#inFlight ?? new Promise((r) => setTimeout(r, 1)));
@@ -123,6 +130,7 @@ export class DataplaneDriver {
   async #apply(): Promise<void> {
     this.#dirty = false;
     const t0 = performance.now();
+    this.#applyStarted = t0;
     try {
       if (this.#needResync) {
         const started = performance.now();
@@ -150,6 +158,8 @@ export class DataplaneDriver {
       this.#dirty = true;
       this.#log.error({ error: (e as Error).message, retryInMs: this.#backoffMs }, 'dataplane apply failed; will re-read the kernel and retry');
       this.#opts.onApplyError?.(e as Error);
+    } finally {
+      this.#applyStarted = undefined;
     }
   }
 
@@ -169,6 +179,13 @@ export class DataplaneDriver {
       if (this.#loggedUp.get(ep.name) === up) continue;
       this.#loggedUp.set(ep.name, up);
       this.#log.info({ iface: ep.name, status: up ? 'up' : 'down' }, 'workload endpoint status');
+      this.#opts.onEndpointStatus?.(ep.name, up);
+    }
+    const present = new Set([...this.state.weps.values()].map((ep) => ep.name));
+    for (const name of [...this.#loggedUp.keys()]) {
+      if (present.has(name)) continue;
+      this.#loggedUp.delete(name);
+      this.#opts.onEndpointStatus?.(name, undefined);
     }
   }
 

@@ -34,7 +34,13 @@ class Agent {
     readonly dir: string,
   ) {}
   start(): void {
-    this.proc = this.lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', this.dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug' });
+    this.proc = this.lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', this.dir, '--hostname', 'node1'], {
+      ...cleanEnv,
+      FELIX_LOGSEVERITYSCREEN: 'Debug',
+      FELIX_HEALTHENABLED: 'true',
+      FELIX_HEALTHHOST: '127.0.0.1',
+      FELIX_PROMETHEUSMETRICSENABLED: 'true',
+    });
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }
   async stop(): Promise<number | null> {
@@ -74,6 +80,20 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
   after(async () => {
     await agent?.stop();
     lab?.destroy();
+  });
+
+  it('answers /readiness and /liveness as Felix does, and serves felix_* metrics', async () => {
+    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 10000)) >= 0, 'never ready');
+    assert.equal(lab.http('http://127.0.0.1:9099/liveness').status, 204);
+    const detail = JSON.parse(lab.http('http://127.0.0.1:9099/readiness?detail=true').body) as { ready: boolean; reporters: Array<{ name: string }> };
+    assert.deepEqual(detail.reporters.map((r) => r.name).sort(), ['calc_graph', 'int_dataplane']);
+    const m = lab.http('http://127.0.0.1:9091/metrics').body;
+    assert.match(m, /^felix_active_local_endpoints 4$/m);
+    assert.match(m, /^felix_resync_state 3$/m);
+    assert.match(m, /^felix_int_dataplane_apply_time_seconds_count [1-9]/m);
+    assert.match(m, /^felix_calc_graph_update_time_seconds_count [1-9]/m);
+    assert.match(m, /^palisade_nft_commit_seconds_count [1-9]/m);
+    assert.match(m, new RegExp(`^palisade_workload_endpoint_up\\{interface="${fe.iface}"\\} 1$`, 'm'));
   });
 
   it('denies by default (the profile has no ingress rule), but lets the host reach its workloads', async () => {

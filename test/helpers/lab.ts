@@ -94,6 +94,12 @@ export class Lab {
     return spawnSync('ip', ['netns', 'exec', ns, process.execPath, PROBE, 'connect', ip, String(port), String(ms)]).status === 0;
   }
 
+  /** An HTTP GET from inside the host namespace: status and body. */
+  http(url: string): { status: number; body: string } {
+    const script = `fetch(${JSON.stringify(url)}).then(async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })), () => process.stdout.write('{"status":0,"body":""}'))`;
+    return JSON.parse(this.sh(this.host, process.execPath, ['-e', script])) as { status: number; body: string };
+  }
+
   ping(from: Workload | 'host' | 'outside', ip: string): boolean {
     const ns = this.#ns(from);
     return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', ip]).status === 0;

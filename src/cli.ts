@@ -3,6 +3,7 @@
 
 import { AGENT_USAGE, runAgent } from './commands/agent.js';
 import { CONFIG_USAGE, runConfig } from './commands/config.js';
+import { DEMO_USAGE, runDemo } from './commands/demo.js';
 import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
 import { runSync, SYNC_USAGE } from './commands/sync.js';
@@ -13,6 +14,8 @@ const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-polic
 Usage: palisade <command> [options]
 
 Commands:
+  demo       build a throwaway lab, run the agent in it and show real traffic
+             being allowed and denied (needs root)
   agent      run the node agent: program this node's policy (nftables, routes)
   sync       read the datastore and print the dataplane messages the calc graph
              computes for this node (programs nothing)
@@ -25,6 +28,7 @@ Commands:
   help       print this help
 
 Examples:
+  sudo palisade demo
   palisade agent --datastore-dir examples/ --hostname node1
   palisade sync --datastore-dir examples/ --hostname node1 --once
   palisade plan --datastore-dir examples/ --hostname node1 --dataplane nftables
@@ -51,6 +55,8 @@ export async function main(argv: string[]): Promise<number> {
       return runPlan(rest);
     case 'agent':
       return runAgent(rest);
+    case 'demo':
+      return runDemo(rest);
     case 'version':
     case '--version':
     case '-v':
@@ -61,7 +67,7 @@ export async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
-      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE };
+      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE, demo: DEMO_USAGE };
       console.log((topic && usages[topic]) ?? USAGE);
       return command === undefined ? 2 : 0;
     }

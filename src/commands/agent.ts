@@ -108,6 +108,7 @@ export async function runAgent(argv: string[]): Promise<number> {
         log.info({ status }, 'datastore sync status');
         metrics.resyncState.set(RESYNC_STATE[status]);
         inSync ||= status === 'in-sync';
+        if (inSync) health.report('calc_graph', { live: true, ready: true });
       },
       onFlushTime: (s) => metrics.calcGraphUpdateTime.observe(s),
     });

@@ -1,6 +1,8 @@
 // Tiny TCP helper for the end-to-end lab, run inside a workload namespace:
 //   listen PORT...            accept and echo on each port until killed
 //   connect IP PORT [MS]      exit 0 if a connection is accepted and echoes within MS
+//   wait IP PORT [MS]         retry connecting (20 ms per try) until one is accepted;
+//                             prints "connected <epoch ms>", or exits 1 after MS
 import { connect, createServer } from 'node:net';
 
 const [mode, ...args] = process.argv.slice(2);
@@ -17,6 +19,29 @@ if (mode === 'listen') {
     process.exit(0);
   });
   s.on('error', () => process.exit(1));
+} else if (mode === 'wait') {
+  const [host, port, ms = '10000'] = args;
+  const deadline = Date.now() + Number(ms);
+  const attempt = () => {
+    if (Date.now() > deadline) process.exit(1);
+    const s = connect({ host: host as string, port: Number(port) });
+    const retry = () => {
+      s.destroy();
+      setTimeout(attempt, 2);
+    };
+    const timer = setTimeout(retry, 20);
+    s.on('connect', () => {
+      clearTimeout(timer);
+      process.stdout.write(`connected ${Date.now()}\n`);
+      process.exit(0);
+    });
+    s.on('error', () => {
+      clearTimeout(timer);
+      retry();
+    });
+  };
+  process.stdout.write('waiting\n');
+  attempt();
 } else {
   process.exit(2);
 }

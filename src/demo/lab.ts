@@ -1,0 +1,160 @@
+// The lab of the end-to-end tests and the demo: a "host" network namespace with an uplink (so the host has a
+// default route, as a node does), and workload namespaces on veth pairs named like
+// Calico's (cali + 11 hex characters on the host side, eth0 with a /32 and a default
+// route via 169.254.1.1 inside, as Calico pods have). The agent runs inside the host
+// namespace. Everything is created by the test and removed after it.
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+const PROBE = fileURLToPath(new URL('./tcp-probe.js', import.meta.url));
+
+export interface Workload {
+  name: string;
+  ns: string;
+  iface: string;
+  ip: string;
+  mac: string;
+}
+
+export class Lab {
+  readonly id = randomBytes(2).toString('hex');
+  readonly prefix: string;
+  readonly host: string;
+  readonly outside: string;
+  readonly workloads = new Map<string, Workload>();
+  readonly #procs: ChildProcess[] = [];
+  readonly #namespaces: string[] = [];
+
+  constructor(prefix = 'palisade-e2e') {
+    this.prefix = prefix;
+    this.host = `${prefix}-${this.id}-host`;
+    this.outside = `${prefix}-${this.id}-out`;
+    this.#addNs(this.host);
+    this.#addNs(this.outside);
+    this.sh(undefined, 'ip', ['link', 'add', `up${this.id}`, 'netns', this.host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.outside]);
+    this.sh(this.host, 'ip', ['link', 'set', `up${this.id}`, 'name', 'eth0']);
+    this.sh(this.host, 'ip', ['addr', 'add', '192.168.200.2/24', 'dev', 'eth0']);
+    this.sh(this.host, 'ip', ['link', 'set', 'eth0', 'up']);
+    this.sh(this.host, 'ip', ['link', 'set', 'lo', 'up']);
+    this.sh(this.host, 'ip', ['route', 'add', 'default', 'via', '192.168.200.1']);
+    this.sh(this.outside, 'ip', ['addr', 'add', '192.168.200.1/24', 'dev', 'eth0']);
+    this.sh(this.outside, 'ip', ['link', 'set', 'eth0', 'up']);
+  }
+
+  #addNs(name: string): void {
+    execFileSync('ip', ['netns', 'add', name]);
+    this.#namespaces.push(name);
+  }
+
+  sh(ns: string | undefined, cmd: string, args: string[]): string {
+    const argv = ns ? ['netns', 'exec', ns, cmd, ...args] : [cmd, ...args];
+    const r = spawnSync(ns ? 'ip' : cmd, ns ? argv : args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} (in ${ns ?? 'root'}): ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** A workload namespace wired to the host by a cali veth; the interface is brought up. */
+  addWorkload(name: string, ip: string, index: number, given: { iface?: string; mac?: string } = {}): Workload {
+    const ns = `${this.prefix}-${this.id}-${name}`;
+    this.#addNs(ns);
+    const iface = given.iface ?? `cali${this.id}${index.toString(16).padStart(7, '0')}`;
+    const mac = given.mac ?? `ee:ee:00:00:${(index >> 8).toString(16).padStart(2, '0')}:${(index & 255).toString(16).padStart(2, '0')}`;
+    this.sh(undefined, 'ip', ['link', 'add', `t${this.id}${index}`, 'netns', this.host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+    this.sh(this.host, 'ip', ['link', 'set', `t${this.id}${index}`, 'name', iface]);
+    this.sh(this.host, 'ip', ['link', 'set', iface, 'up']);
+    this.sh(ns, 'ip', ['link', 'set', 'eth0', 'address', mac]);
+    this.sh(ns, 'ip', ['addr', 'add', `${ip}/32`, 'dev', 'eth0']);
+    this.sh(ns, 'ip', ['link', 'set', 'eth0', 'up']);
+    this.sh(ns, 'ip', ['link', 'set', 'lo', 'up']);
+    this.sh(ns, 'ip', ['route', 'add', '169.254.1.1', 'dev', 'eth0', 'scope', 'link']);
+    this.sh(ns, 'ip', ['route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0']);
+    const w = { name, ns, iface, ip, mac };
+    this.workloads.set(name, w);
+    return w;
+  }
+
+  removeWorkload(name: string): void {
+    const w = this.workloads.get(name);
+    if (!w) return;
+    spawnSync('ip', ['netns', 'del', w.ns]);
+    this.workloads.delete(name);
+  }
+
+  #ns(where: Workload | 'host' | 'outside'): string {
+    return where === 'host' ? this.host : where === 'outside' ? this.outside : where.ns;
+  }
+
+  /** Echo servers on these ports inside a workload, the host or the outside. */
+  async listen(where: Workload | 'host' | 'outside', ports: number[]): Promise<void> {
+    const p = spawn('ip', ['netns', 'exec', this.#ns(where), process.execPath, PROBE, 'listen', ...ports.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.#procs.push(p);
+    await new Promise<void>((resolve) => p.stdout?.once('data', () => resolve()));
+  }
+
+  /** TCP connect + echo from a workload (or the host, or the outside) to ip:port. */
+  tcp(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 700): boolean {
+    const ns = this.#ns(from);
+    return spawnSync('ip', ['netns', 'exec', ns, process.execPath, PROBE, 'connect', ip, String(port), String(ms)]).status === 0;
+  }
+
+  /** The same as tcp(), without blocking the event loop (probes can run side by side). */
+  tcpAsync(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 700): Promise<boolean> {
+    return new Promise((resolve) => {
+      const p = spawn('ip', ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'connect', ip, String(port), String(ms)], { stdio: 'ignore' });
+      p.on('exit', (code) => resolve(code === 0));
+      p.on('error', () => resolve(false));
+    });
+  }
+
+  /**
+   * Starts a prober in `from` that keeps trying ip:port (20 ms per try); resolves with the
+   * wall-clock time of the first accepted connection (or -1 after `ms`). Resolves its
+   * `ready` promise once the prober runs, so a change can be made after that.
+   */
+  waitForTcp(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 10000): { ready: Promise<void>; connectedAt: Promise<number> } {
+    const p = spawn('ip', ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'wait', ip, String(port), String(ms)], { stdio: ['ignore', 'pipe', 'ignore'] });
+    this.#procs.push(p);
+    let out = '';
+    let readyResolve: () => void = () => {};
+    const ready = new Promise<void>((r) => (readyResolve = r));
+    p.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('waiting')) readyResolve();
+    });
+    const connectedAt = new Promise<number>((resolve) => p.on('exit', () => resolve(Number(/connected (\d+)/.exec(out)?.[1] ?? -1))));
+    return { ready, connectedAt };
+  }
+
+  /** An HTTP GET from inside the host namespace: status and body. */
+  http(url: string): { status: number; body: string } {
+    const script = `fetch(${JSON.stringify(url)}).then(async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })), () => process.stdout.write('{"status":0,"body":""}'))`;
+    return JSON.parse(this.sh(this.host, process.execPath, ['-e', script])) as { status: number; body: string };
+  }
+
+  ping(from: Workload | 'host' | 'outside', ip: string): boolean {
+    const ns = this.#ns(from);
+    return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', ip]).status === 0;
+  }
+
+  /** Polls until `f` is true (returns ms taken) or gives up (returns -1). */
+  async until(f: () => boolean, timeoutMs = 5000, stepMs = 20): Promise<number> {
+    const t0 = Date.now();
+    while (Date.now() - t0 < timeoutMs) {
+      if (f()) return Date.now() - t0;
+      await new Promise((r) => setTimeout(r, stepMs));
+    }
+    return -1;
+  }
+
+  spawnInHost(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const p = spawn('ip', ['netns', 'exec', this.host, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.#procs.push(p);
+    return p;
+  }
+
+  destroy(): void {
+    for (const p of this.#procs) p.kill('SIGKILL');
+    for (const ns of this.#namespaces) spawnSync('ip', ['netns', 'del', ns]);
+  }
+}

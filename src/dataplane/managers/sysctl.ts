@@ -1,12 +1,16 @@
 // Per-interface kernel settings Felix makes on workload interfaces (and IP forwarding),
-// written under /proc/sys of the agent's own network namespace.
+// written under /proc/sys of the agent's own network namespace. PALISADE_PROC_SYS moves
+// the root: a container that is not privileged has /proc/sys read-only, so the DaemonSet
+// mounts the host's /proc/sys/net writable at /host/proc/sys/net instead.
 import { writeFile } from 'node:fs/promises';
 
 import type { Logger } from '../../log.js';
 
+const ROOT = process.env.PALISADE_PROC_SYS || '/proc/sys';
+
 export async function writeSysctl(path: string, value: string, log: Logger): Promise<boolean> {
   try {
-    await writeFile(`/proc/sys/${path}`, value);
+    await writeFile(`${ROOT}/${path}`, value);
     return true;
   } catch (e) {
     log.warn({ path, value, error: (e as Error).message }, 'could not set sysctl');

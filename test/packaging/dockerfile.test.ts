@@ -1,0 +1,78 @@
+// The Dockerfile, without a Docker engine: its build stage's instructions run as a script
+// in a scratch directory on this Debian 12 + Node 20 machine (WORKDIR, COPY from the
+// checkout, RUN with bash), then what the runtime stage copies out of it must exist and
+// work, and the runtime stage's Debian packages must be installable here.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { tempDirs } from '../helpers/temp.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const tempDir = tempDirs('docker');
+
+interface Stage {
+  name: string;
+  lines: string[];
+}
+
+function stages(): Stage[] {
+  const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const out: Stage[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const from = /^FROM\s+\S+(?:\s+AS\s+(\S+))?/i.exec(line);
+    if (from) out.push({ name: from[1] ?? '', lines: [] });
+    else out.at(-1)?.lines.push(line);
+  }
+  return out;
+}
+
+describe('Dockerfile', { skip: process.env.CI || process.getuid?.() === 0 ? false : 'needs root (apt-get) and the npm registry: runs in CI' }, () => {
+  it('build stage runs as a script here, and the runtime stage finds everything it copies', () => {
+    const [build, runtime] = stages() as [Stage, Stage];
+    assert.equal(build.name, 'build');
+    const scratch = tempDir();
+    let cwd = scratch;
+    for (const line of build.lines) {
+      const [op, ...rest] = line.split(/\s+/);
+      const args = rest.join(' ');
+      if (op === 'WORKDIR') {
+        cwd = join(scratch, args);
+        mkdirSync(cwd, { recursive: true });
+      } else if (op === 'COPY') {
+        const parts = args.split(/\s+/);
+        const dest = join(cwd, parts.pop() as string);
+        for (const src of parts) {
+          const to = parts.length > 1 || dest.endsWith('/') ? join(dest, src.split('/').pop() as string) : dest;
+          cpSync(join(ROOT, src), to, { recursive: true });
+        }
+      } else if (op === 'RUN') {
+        const r = spawnSync('bash', ['-c', args], { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
+        assert.equal(r.status, 0, `RUN ${args}\n${r.stdout}\n${r.stderr}`);
+      } else if (op !== 'ENV' && op !== 'ARG') {
+        assert.fail(`the build stage has an instruction this test cannot run: ${line}`);
+      }
+    }
+    for (const line of runtime.lines.filter((l) => l.startsWith('COPY --from=build'))) {
+      const src = line.split(/\s+/)[2] as string;
+      assert.ok(existsSync(join(scratch, src)), `the runtime stage copies ${src}, which the build stage did not make`);
+    }
+    // The built tree works on its own: version, and a plan of the examples.
+    const app = join(scratch, 'src');
+    const v = spawnSync(process.execPath, ['bin/palisade.js', 'version'], { cwd: app, encoding: 'utf8' });
+    assert.equal(v.status, 0, v.stderr);
+    const plan = spawnSync(process.execPath, ['bin/palisade.js', 'plan', '--datastore-dir', 'examples', '--hostname', 'node1'], { cwd: app, encoding: 'utf8' });
+    assert.equal(plan.status, 0, plan.stderr);
+    assert.match(plan.stdout, /^table ip calico \{$/m);
+    assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'dev dependencies were not pruned');
+    // The runtime stage's packages exist in Debian 12.
+    const pkgs = /apt-get install[^&]*?--no-install-recommends\s+([^&]+?)\s*&&/.exec(runtime.lines.join(' '))?.[1]?.split(/\s+/) ?? [];
+    assert.ok(pkgs.includes('nftables') && pkgs.includes('libnftnl11'));
+    for (const p of pkgs) assert.match(spawnSync('apt-cache', ['policy', p], { encoding: 'utf8' }).stdout, /Candidate: (?!\(none\))/, `${p} is not a Debian 12 package`);
+  });
+});

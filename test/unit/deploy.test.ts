@@ -1,0 +1,53 @@
+// The deployment manifests: the DaemonSet parses as Kubernetes YAML with what a node agent
+// needs, and the example FelixConfiguration is a valid resource that palisade reads.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { model } from 'palisade';
+import { parseAllDocuments } from 'yaml';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const docs = (file: string) => parseAllDocuments(readFileSync(`${ROOT}${file}`, 'utf8')).map((d) => {
+  assert.deepEqual(d.errors, [], `${file}: ${d.errors.join('; ')}`);
+  return d.toJSON() as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+});
+
+describe('deploy/', () => {
+  it('daemonset.yaml: host network, capabilities, xtables lock and modules, probes on 9099, etcd and node env, requests, tolerations', () => {
+    const all = docs('deploy/daemonset.yaml');
+    const ds = all.find((d) => d.kind === 'DaemonSet');
+    assert.ok(ds, 'no DaemonSet');
+    assert.equal(ds.apiVersion, 'apps/v1');
+    assert.deepEqual(ds.spec.selector.matchLabels, ds.spec.template.metadata.labels);
+    const pod = ds.spec.template.spec;
+    assert.equal(pod.hostNetwork, true);
+    assert.ok(pod.tolerations.some((t: { operator: string }) => t.operator === 'Exists'));
+    const c = pod.containers[0];
+    assert.deepEqual(c.securityContext.capabilities.add.sort(), ['NET_ADMIN', 'NET_RAW']);
+    assert.ok(c.resources.requests.cpu && c.resources.requests.memory);
+    const mounts = new Map(c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]));
+    const hostPaths = new Map(pod.volumes.filter((v: { hostPath?: unknown }) => v.hostPath).map((v: { name: string; hostPath: { path: string } }) => [v.name, v.hostPath.path]));
+    assert.equal(hostPaths.get(mounts.get('/run/xtables.lock')), '/run/xtables.lock');
+    assert.equal(hostPaths.get(mounts.get('/lib/modules')), '/lib/modules');
+    assert.equal(c.livenessProbe.httpGet.path, '/liveness');
+    assert.equal(c.livenessProbe.httpGet.port, 9099);
+    assert.equal(c.readinessProbe.httpGet.path, '/readiness');
+    assert.equal(c.readinessProbe.httpGet.port, 9099);
+    const env = new Map(c.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e]));
+    assert.equal((env.get('FELIX_DATASTORETYPE') as { value: string }).value, 'etcdv3');
+    assert.ok(env.has('FELIX_ETCDENDPOINTS') && env.has('FELIX_ETCDCAFILE') && env.has('FELIX_ETCDCERTFILE') && env.has('FELIX_ETCDKEYFILE'));
+    assert.deepEqual((env.get('FELIX_FELIXHOSTNAME') as { valueFrom: unknown }).valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
+    assert.equal((env.get('FELIX_HEALTHENABLED') as { value: string }).value, 'true');
+    // The probes reach what the agent serves: HealthHost 127.0.0.1, on the host network.
+    assert.equal((env.get('FELIX_HEALTHHOST') as { value: string }).value, c.livenessProbe.httpGet.host);
+  });
+
+  it('felixconfiguration.yaml is a valid FelixConfiguration', () => {
+    for (const r of docs('deploy/felixconfiguration.yaml')) {
+      const v = model.validateResource(r);
+      assert.ok(v.ok, v.ok ? '' : v.error.message);
+    }
+  });
+});

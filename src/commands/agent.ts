@@ -89,6 +89,7 @@ export async function runAgent(argv: string[]): Promise<number> {
         if (r.nft.ops) metrics.nftCommit.observe(r.nft.commitMs / 1000);
         metrics.nftRulesWritten.inc(r.nft.rulesWritten);
         metrics.nftElements.inc(r.nft.elemsAdded + r.nft.elemsRemoved);
+        if (r.nft.elemsAdded + r.nft.elemsRemoved) metrics.ipsetCalls.inc();
         metrics.routeChanges.inc(r.routes.added + r.routes.removed);
         metrics.activeLocalEndpoints.set(driver.state.weps.size + driver.state.heps.size);
         metrics.activeLocalPolicies.set(driver.state.policies.size);

@@ -22,6 +22,8 @@ export class AgentMetrics {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5],
     registers: [this.registry],
   });
+  /** Felix counts `ipset restore` calls; here: transactions that changed IP-set members. */
+  readonly ipsetCalls = new Counter({ name: 'felix_ipset_calls', help: 'Dataplane updates that changed IP-set members (one nftables transaction each).', registers: [this.registry] });
   readonly nftRulesWritten = new Counter({ name: 'palisade_nft_rules_written_total', help: 'Rules written by the nftables backend.', registers: [this.registry] });
   readonly nftElements = new Counter({ name: 'palisade_nft_set_elements_changed_total', help: 'Set and map elements added or removed by the nftables backend.', registers: [this.registry] });
   readonly routeChanges = new Counter({ name: 'palisade_routes_changed_total', help: 'Workload routes added or removed.', registers: [this.registry] });

@@ -40,6 +40,7 @@ class Agent {
       FELIX_HEALTHENABLED: 'true',
       FELIX_HEALTHHOST: '127.0.0.1',
       FELIX_PROMETHEUSMETRICSENABLED: 'true',
+      FELIX_IPTABLESREFRESHINTERVAL: '1',
     });
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }
@@ -94,6 +95,16 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.match(m, /^felix_calc_graph_update_time_seconds_count [1-9]/m);
     assert.match(m, /^palisade_nft_commit_seconds_count [1-9]/m);
     assert.match(m, new RegExp(`^palisade_workload_endpoint_up\\{interface="${fe.iface}"\\} 1$`, 'm'));
+  });
+
+  it('sets Felix\'s workload interface settings', () => {
+    const get = (path: string) => lab.sh(lab.host, 'cat', [`/proc/sys/net/${path}`]).trim();
+    assert.equal(get(`ipv4/conf/${fe.iface}/proxy_arp`), '1');
+    assert.equal(get(`ipv4/conf/${fe.iface}/rp_filter`), '1');
+    assert.equal(get(`ipv4/conf/${fe.iface}/route_localnet`), '1');
+    assert.equal(get(`ipv4/neigh/${fe.iface}/proxy_delay`), '0');
+    assert.equal(get('ipv4/ip_forward'), '1');
+    assert.equal(get(`ipv6/conf/${fe.iface}/proxy_ndp`), '1');
   });
 
   it('denies by default (the profile has no ingress rule), but lets the host reach its workloads', async () => {
@@ -164,6 +175,17 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.ok(gone >= 0, 'chains of the deleted endpoint remain');
     assert.doesNotMatch(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']), new RegExp(be2.ip.replaceAll('.', '\\.')));
     assert.equal(lab.tcp(fe, be2.ip, 9090), false);
+  });
+
+  it('repairs drift on its refresh timer: a flushed chain and a deleted route come back', async () => {
+    assert.equal(lab.tcp(fe, be.ip, 9090), true);
+    lab.sh(lab.host, 'nft', ['flush', 'chain', 'ip', 'calico', `filter-cali-tw-${be.iface}`]);
+    lab.sh(lab.host, 'ip', ['route', 'del', `${be.ip}/32`, 'dev', be.iface]);
+    const chain = () => lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', `filter-cali-tw-${be.iface}`]);
+    assert.ok((await lab.until(() => /jump filter-cali-pri-kns\.e2e/.test(chain()), 5000)) >= 0, 'the flushed chain was not repaired');
+    assert.ok((await lab.until(() => lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']).includes(be.ip), 5000)) >= 0, 'the route was not put back');
+    assert.ok((await lab.until(() => lab.tcp(fe, be.ip, 9090, 300), 5000)) >= 0);
+    assert.equal(lab.tcp(ext, be.ip, 9090), false);
   });
 
   it('converges when the interface appears after its endpoint resource', async () => {

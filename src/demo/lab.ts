@@ -126,6 +126,20 @@ export class Lab {
     return { ready, connectedAt };
   }
 
+  /** A long-lived connection with a ping every 50 ms; `lost()` tells whether it broke. */
+  async hold(from: Workload, ip: string, port: number): Promise<{ lost: () => boolean; echoed: () => number; stop: () => void }> {
+    const p = spawn('ip', ['netns', 'exec', from.ns, process.execPath, PROBE, 'hold', ip, String(port)], { stdio: ['ignore', 'pipe', 'ignore'] });
+    this.#procs.push(p);
+    let out = '';
+    p.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    await this.until(() => out.includes('connected') || out.includes('lost'), 3000, 10);
+    return {
+      lost: () => out.includes('lost') || p.exitCode !== null,
+      echoed: () => Number([...out.matchAll(/ok (\d+)/g)].at(-1)?.[1] ?? 0),
+      stop: () => p.kill(),
+    };
+  }
+
   /** An HTTP GET from inside the host namespace: status and body. */
   http(url: string): { status: number; body: string } {
     const script = `fetch(${JSON.stringify(url)}).then(async (r) => process.stdout.write(JSON.stringify({ status: r.status, body: await r.text() })), () => process.stdout.write('{"status":0,"body":""}'))`;

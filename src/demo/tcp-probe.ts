@@ -1,6 +1,8 @@
 // Tiny TCP helper for the end-to-end lab, run inside a workload namespace:
 //   listen PORT...            accept and echo on each port until killed
 //   connect IP PORT [MS]      exit 0 if a connection is accepted and echoes within MS
+//   hold IP PORT              one connection kept open: a ping every 50 ms, echoed; prints
+//                             "ok <n>" each second and "lost" (exit 1) if an echo is late
 //   wait IP PORT [MS]         retry connecting (20 ms per try) until one is accepted;
 //                             prints "connected <epoch ms>", or exits 1 after MS
 import { connect, createServer } from 'node:net';
@@ -19,6 +21,29 @@ if (mode === 'listen') {
     process.exit(0);
   });
   s.on('error', () => process.exit(1));
+} else if (mode === 'hold') {
+  const [host, port] = args;
+  const s = connect({ host: host as string, port: Number(port) });
+  let sent = 0;
+  let echoed = 0;
+  s.on('connect', () => {
+    process.stdout.write('connected\n');
+    setInterval(() => {
+      // More than 10 unanswered pings (500 ms) means the flow is broken.
+      if (sent - echoed > 10) {
+        process.stdout.write('lost\n');
+        process.exit(1);
+      }
+      s.write('p');
+      sent++;
+    }, 50);
+    setInterval(() => process.stdout.write(`ok ${echoed}\n`), 1000);
+  });
+  s.on('data', (d) => (echoed += d.length));
+  s.on('error', () => {
+    process.stdout.write('lost\n');
+    process.exit(1);
+  });
 } else if (mode === 'wait') {
   const [host, port, ms = '10000'] = args;
   const deadline = Date.now() + Number(ms);

@@ -226,6 +226,9 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
 
   it('keeps traffic flowing while the agent restarts, and after', async () => {
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
+    // A connection open across the whole restart, pinging every 50 ms.
+    const flow = await lab.hold(fe, be.ip, 9090);
+    assert.equal(flow.lost(), false);
     assert.equal(await agent.stop(), 0);
     assert.equal(lab.tcp(fe, be.ip, 9090), true, 'allowed traffic must flow while the agent is down');
     assert.equal(lab.tcp(ext, be.ip, 9090), false, 'and denied traffic stay denied');
@@ -235,6 +238,11 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     await agent.waitLog(/"status":"up"/);
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
     assert.equal(lab.tcp(ext, be.ip, 9090), false);
+    const before = flow.echoed();
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.equal(flow.lost(), false, 'the long-lived connection broke across the restart');
+    assert.ok(flow.echoed() > before, 'the long-lived connection stopped moving');
+    flow.stop();
   });
 
   it('agent --cleanup removes our tables and routes, and nothing else', async () => {

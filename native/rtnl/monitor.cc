@@ -26,7 +26,7 @@ std::string AddrString(int family, const void* data, int prefix) {
 
 }  // namespace
 
-Monitor::Monitor(std::vector<std::string> exclude, Deliver deliver) : deliver_(std::move(deliver)) {
+Monitor::Monitor(std::vector<std::string> exclude, Deliver deliver, int rcvbuf) : deliver_(std::move(deliver)), rcvbuf_(rcvbuf) {
   for (const std::string& e : exclude) {
     if (e.size() >= 2 && e.front() == '/' && e.back() == '/') patterns_.emplace_back(e.substr(1, e.size() - 2));
     else exact_.push_back(e);
@@ -86,16 +86,43 @@ void Monitor::Resync() {
   }
 }
 
-int Monitor::Dump(int type) {
-  char buf[MNL_SOCKET_BUFFER_SIZE];
-  nlmsghdr* h = mnl_nlmsg_put_header(buf);
+// A dump on its own socket, read to the end before anything else: events that arrive
+// meanwhile wait in the event socket and are applied after it (eventually consistent).
+int Monitor::DumpInto(int type, std::vector<Event>* out) {
+  std::vector<char> buf(kBuf);
+  nlmsghdr* h = mnl_nlmsg_put_header(buf.data());
   h->nlmsg_type = static_cast<uint16_t>(type);
   h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  h->nlmsg_seq = static_cast<uint32_t>(type);
+  h->nlmsg_seq = ++dumpSeq_;
   auto* g = static_cast<rtgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtgenmsg)));
   g->rtgen_family = AF_UNSPEC;
-  if (send(fd_, h, h->nlmsg_len, 0) < 0) return errno;
-  return 0;
+  if (send(dumpFd_, h, h->nlmsg_len, 0) < 0) return errno;
+  for (;;) {
+    ssize_t n = recv(dumpFd_, buf.data(), buf.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    int len = static_cast<int>(n);
+    for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, len); m = mnl_nlmsg_next(m, &len)) {
+      if (m->nlmsg_seq != dumpSeq_) continue;
+      if (m->nlmsg_type == NLMSG_DONE) return 0;
+      if (m->nlmsg_type == NLMSG_ERROR) return -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
+      Handle(m, out);
+    }
+  }
+}
+
+void Monitor::FullResync(std::vector<Event>* out) {
+  for (auto& entry : ifaces_) {
+    entry.second.before = std::move(entry.second.addrs);
+    entry.second.addrs.clear();
+  }
+  gen_++;
+  resyncing_ = true;
+  DumpInto(RTM_GETLINK, out);
+  DumpInto(RTM_GETADDR, out);
+  FinishResync(out);
 }
 
 void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
@@ -228,8 +255,16 @@ void Monitor::Run() {
     fd_ = -1;
     return fail(e, "bind");
   }
-  int rcv = 4 << 20;
-  setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv));
+  if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf_, sizeof(rcvbuf_)) < 0) {
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf_, sizeof(rcvbuf_));
+  }
+  dumpFd_ = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (dumpFd_ < 0) {
+    int e = errno;
+    close(fd_);
+    fd_ = -1;
+    return fail(e, "socket(NETLINK_ROUTE) for dumps");
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     startErr_ = 0;
@@ -238,20 +273,12 @@ void Monitor::Run() {
   }
 
   std::vector<char> buf(kBuf);
-  // Dumps run one at a time: links, then addresses, then the sweep.
-  enum { kIdle, kLinks, kAddrs } dumping = kIdle;
-  auto startResync = [&] {
-    for (auto& [index, f] : ifaces_) {
-      f.before = std::move(f.addrs);
-      f.addrs.clear();
-    }
-    gen_++;
-    resyncing_ = true;
-    dumping = kLinks;
-    Dump(RTM_GETLINK);
-  };
-  startResync();
   std::vector<Event> batch;
+  FullResync(&batch);
+  if (!batch.empty()) {
+    deliver_(std::move(batch));
+    batch.clear();
+  }
   for (;;) {
     pollfd fds[3] = {{fd_, POLLIN, 0}, {stopFd_, POLLIN, 0}, {resyncFd_, POLLIN, 0}};
     if (poll(fds, 3, -1) < 0) {
@@ -264,9 +291,8 @@ void Monitor::Run() {
       if (read(resyncFd_, &v, sizeof(v)) < 0) {
         // Nothing pending after all.
       }
-      if (dumping == kIdle) startResync();
+      FullResync(&batch);
     }
-    if (!(fds[0].revents & (POLLIN | POLLERR))) continue;
     // Drain everything queued now, then keep collecting while more follows within 2 ms
     // (a burst: many interfaces at once), up to 20 ms: one batch, one JS callback.
     auto drain = [&] {
@@ -275,39 +301,32 @@ void Monitor::Run() {
         if (n < 0) {
           if (errno == EINTR) continue;
           if (errno == ENOBUFS) {
-            // The kernel dropped events: the table can no longer be trusted. Dump again.
-            if (dumping == kIdle) startResync();
+            // The kernel dropped events: the table can no longer be trusted. Dump it all.
+            batch.push_back({Event::kOverflow, "", 0, "", {}});
+            FullResync(&batch);
             continue;
           }
           return;  // EAGAIN: drained
         }
         int len = static_cast<int>(n);
-        for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) {
-          if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
-            if (dumping == kLinks) {
-              dumping = kAddrs;
-              Dump(RTM_GETADDR);
-            } else if (dumping == kAddrs) {
-              dumping = kIdle;
-              FinishResync(&batch);
-            }
-            continue;
-          }
-          Handle(h, &batch);
-        }
+        for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) Handle(h, &batch);
       }
     };
-    drain();
-    for (int waited = 0; waited < 20 && batch.size() < 4096; waited += 2) {
-      pollfd more[2] = {{fd_, POLLIN, 0}, {stopFd_, POLLIN, 0}};
-      if (poll(more, 2, 2) <= 0 || more[1].revents) break;
+    if (fds[0].revents & (POLLIN | POLLERR)) {
       drain();
+      for (int waited = 0; waited < 20 && batch.size() < 4096; waited += 2) {
+        pollfd more[2] = {{fd_, POLLIN, 0}, {stopFd_, POLLIN, 0}};
+        if (poll(more, 2, 2) <= 0 || more[1].revents) break;
+        drain();
+      }
     }
-    if (!batch.empty() && !resyncing_) {
+    if (!batch.empty()) {
       deliver_(std::move(batch));
       batch.clear();
     }
   }
+  close(dumpFd_);
+  dumpFd_ = -1;
   close(fd_);
   fd_ = -1;
 }

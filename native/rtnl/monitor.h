@@ -21,7 +21,8 @@ namespace palisade::rtnl {
 
 struct Event {
   // kRouteDeleted: a route of protocol 3 (ours) left the main table.
-  enum Kind { kIface, kAddrs, kRouteDeleted } kind;
+  // kOverflow: the kernel dropped events (ENOBUFS); a full dump follows.
+  enum Kind { kIface, kAddrs, kRouteDeleted, kOverflow } kind;
   std::string name;
   int index = 0;
   // kIface: "up", "down" or "gone".
@@ -36,7 +37,8 @@ class Monitor {
   using Deliver = std::function<void(std::vector<Event>&&)>;
 
   // `exclude`: exact names, or regular expressions written as /.../ (Felix's syntax).
-  Monitor(std::vector<std::string> exclude, Deliver deliver);
+  // `rcvbuf`: the socket's receive buffer in bytes (tests make it tiny to force ENOBUFS).
+  Monitor(std::vector<std::string> exclude, Deliver deliver, int rcvbuf = 4 << 20);
   ~Monitor();
   Monitor(const Monitor&) = delete;
   Monitor& operator=(const Monitor&) = delete;
@@ -61,7 +63,8 @@ class Monitor {
 
   void Run();
   bool Excluded(const std::string& name) const;
-  int Dump(int type);
+  int DumpInto(int type, std::vector<Event>* out);
+  void FullResync(std::vector<Event>* out);
   void Handle(const nlmsghdr* h, std::vector<Event>* out);
   void FinishResync(std::vector<Event>* out);
 
@@ -70,6 +73,9 @@ class Monitor {
   Deliver deliver_;
   std::thread thread_;
   int fd_ = -1;
+  int dumpFd_ = -1;
+  uint32_t dumpSeq_ = 0;
+  int rcvbuf_;
   int stopFd_ = -1;
   int resyncFd_ = -1;
 

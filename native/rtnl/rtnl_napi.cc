@@ -25,6 +25,8 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
       if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction()) {
         throw MakeNativeError(env, "EINVAL", "RtnlMonitor", "expected ({ exclude: string[] }, onEvents)");
       }
+      Napi::Value rb = info[0].As<Napi::Object>().Get("rcvbuf");
+      if (rb.IsNumber()) rcvbuf_ = rb.As<Napi::Number>().Int32Value();
       Napi::Value ex = info[0].As<Napi::Object>().Get("exclude");
       if (ex.IsArray()) {
         Napi::Array a = ex.As<Napi::Array>();
@@ -74,7 +76,7 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
             for (size_t i = 0; i < events->size(); i++) {
               const Event& e = (*events)[i];
               Napi::Object o = Napi::Object::New(env);
-              o.Set("type", e.kind == Event::kIface ? "ifaceUpdate" : e.kind == Event::kAddrs ? "ifaceAddrsUpdate" : "routeDeleted");
+              o.Set("type", e.kind == Event::kIface ? "ifaceUpdate" : e.kind == Event::kAddrs ? "ifaceAddrsUpdate" : e.kind == Event::kOverflow ? "ifaceOverflow" : "routeDeleted");
               o.Set("name", e.name);
               o.Set("index", e.index);
               if (e.kind == Event::kIface) {
@@ -91,7 +93,7 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
             cb.Call({arr});
           });
           if (st != napi_ok) delete data;
-        });
+        }, rcvbuf_);
       } catch (const std::regex_error& e) {
         Shutdown();
         throw MakeNativeError(env, "EINVAL", "RtnlMonitor.start", std::string("InterfaceExclude: bad regular expression: ") + e.what());
@@ -119,6 +121,7 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
   }
 
   std::vector<std::string> exclude_;
+  int rcvbuf_ = 4 << 20;
   Napi::FunctionReference callback_;
   Napi::ThreadSafeFunction tsfn_;
   bool tsfnLive_ = false;

@@ -90,6 +90,7 @@ export class DataplaneDriver {
   }
 
   onIfaceEvents(events: IfaceEvent[]): void {
+    if (events.some((e) => e.type === 'ifaceOverflow')) this.#log.warn('interface events overflowed the socket; resynchronised with a full dump');
     // A workload route removed behind our back (not by an apply of ours) is put back.
     if (events.some((e) => e.type === 'routeDeleted' && this.#routes.wanted(e.dst, e.index))) this.#routes.markResync();
     for (const name of this.ifaces.apply(events)) {

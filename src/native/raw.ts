@@ -62,6 +62,8 @@ export interface RawNftDump {
 export type RawIfaceEvent =
   | { type: 'ifaceUpdate'; name: string; index: number; state: 'up' | 'down' | 'gone' }
   | { type: 'ifaceAddrsUpdate'; name: string; index: number; addrs: string[] }
+  /** The kernel dropped events (ENOBUFS): a full dump follows, reported as differences. */
+  | { type: 'ifaceOverflow'; name: ''; index: 0 }
   /** A protocol-3 (workload) route left the main table: ours, or someone removed it. */
   | { type: 'routeDeleted'; name: string; index: number; dst: string };
 
@@ -94,7 +96,7 @@ export interface RawModule {
   nftDump(family: number, table: string): Promise<RawNftDump>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;
-  RtnlMonitor: new (opts: { exclude: string[] }, onEvents: (events: RawIfaceEvent[]) => void) => RawRtnlMonitor;
+  RtnlMonitor: new (opts: { exclude: string[]; rcvbuf?: number }, onEvents: (events: RawIfaceEvent[]) => void) => RawRtnlMonitor;
   /** Route/neighbour ops (native/rtnl/routes.h); per-op failures in the result. */
   routeApply(ops: Uint8Array): Promise<RawRouteResult>;
   routeDump(protocol: number): Promise<RawRoute[]>;

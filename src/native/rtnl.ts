@@ -11,9 +11,12 @@ export class InterfaceMonitor {
   readonly #raw;
   #running = false;
 
-  /** `exclude`: InterfaceExclude entries (exact names, or /regexp/). */
-  constructor(exclude: string[], onEvents: (events: IfaceEvent[]) => void) {
-    this.#raw = new native.RtnlMonitor({ exclude }, onEvents);
+  /**
+   * `exclude`: InterfaceExclude entries (exact names, or /regexp/). `rcvbuf`: the event
+   * socket's buffer (default 4 MiB; tests shrink it to force the overflow path).
+   */
+  constructor(exclude: string[], onEvents: (events: IfaceEvent[]) => void, opts: { rcvbuf?: number } = {}) {
+    this.#raw = new native.RtnlMonitor(opts.rcvbuf === undefined ? { exclude } : { exclude, rcvbuf: opts.rcvbuf }, onEvents);
   }
   start(): void {
     this.#raw.start();

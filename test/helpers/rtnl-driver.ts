@@ -6,7 +6,8 @@ import { createInterface } from 'node:readline';
 import { InterfaceMonitor, routeApply, routeDump, type RouteOp } from '../../src/native/rtnl.js';
 
 const exclude = JSON.parse(process.argv[2] ?? '[]') as string[];
-const monitor = new InterfaceMonitor(exclude, (events) => process.stdout.write(`${JSON.stringify({ events })}\n`));
+const rcvbuf = process.argv[3] ? Number(process.argv[3]) : undefined;
+const monitor = new InterfaceMonitor(exclude, (events) => process.stdout.write(`${JSON.stringify({ events })}\n`), rcvbuf === undefined ? {} : { rcvbuf });
 
 async function handle(req: Record<string, unknown>): Promise<unknown> {
   switch (req.cmd) {

@@ -16,7 +16,7 @@ export class InterfaceTable {
   apply(events: readonly IfaceEvent[]): Set<string> {
     const changed = new Set<string>();
     for (const e of events) {
-      if (e.type === 'routeDeleted') continue;
+      if (e.type === 'routeDeleted' || e.type === 'ifaceOverflow') continue;
       changed.add(e.name);
       if (e.type === 'ifaceUpdate') {
         if (e.state === 'gone') this.byName.delete(e.name);

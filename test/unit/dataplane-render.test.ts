@@ -84,8 +84,17 @@ describe('dataplane render: policy rules', () => {
     const setsOne = ipt.filter((r) => r.action.k === 'setMark' && r.action.mark === marks.scratch1);
     assert.equal(setsOne.length, 4);
     assert.equal(ipt.at(-1)?.action.k, 'drop');
+    // nftables splits short disjoint lists into one rule each (no anonymous set), keeps
+    // overlapping ones as a set, and turns a negated list into one negated match per value.
     const nft = renderProtoRule(protoRule({ action: 'deny', srcNet: ['10.0.0.0/8', '192.168.0.0/16'] }), v4);
-    assert.equal(nft.length, 1);
+    assert.deepEqual(nft.map((r) => r.match), [[{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], [{ k: 'net', dir: 'src', nets: ['192.168.0.0/16'] }]]);
+    assert.equal(renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 90 }, { first: 85, last: 85 }] }), v4).length, 1);
+    assert.deepEqual(renderProtoRule(protoRule({ action: 'deny', notSrcNet: ['10.0.0.0/8', '11.0.0.0/8'] }), v4)[0]?.match, [
+      { k: 'net', dir: 'src', nets: ['10.0.0.0/8'], neg: true },
+      { k: 'net', dir: 'src', nets: ['11.0.0.0/8'], neg: true },
+    ]);
+    const many = Array.from({ length: 9 }, (_, i) => ({ first: 1000 + i, last: 1000 + i }));
+    assert.equal(renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: many }), v4).length, 1, 'long lists stay one rule with a set');
     const ports = Array.from({ length: 20 }, (_, i) => ({ first: 1000 + i * 10, last: 1000 + i * 10 + (i % 2) }));
     const chunks = portChunks(ports);
     assert.ok(chunks.every((c) => c.reduce((n, r) => n + (r.first === r.last ? 1 : 2), 0) <= 15));

@@ -4,6 +4,7 @@
 // and return, pass = set the pass mark and return, deny = drop.
 import type { Policy, Profile, Protocol, Rule as ProtoRule } from '../../proto/messages.js';
 import { blockRules, markSet, setMark } from './blocks.js';
+import { coveringMembers } from './cover.js';
 import type { Marks } from './marks.js';
 import type { Action, Family, Match, PortRange, Rule } from './model.js';
 import { ipSetName, policyChain, profileChain } from './names.js';
@@ -100,11 +101,52 @@ export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
   if (r.notIcmpType !== undefined) m.push({ k: 'icmp', type: r.notIcmpType, code: r.notIcmpCode, neg: true });
 
   const finals = (match: Match[]): Rule[] => actionRules(r.action, match, marks, ctx.iptables);
-  return blocks.length ? blockRules(blocks, m, finals, marks) : finals(m);
+  if (blocks.length) return blockRules(blocks, m, finals, marks);
+  return ctx.iptables ? finals(m) : expandLists(m).flatMap(finals);
 }
 
 // iptables' MARK does not end a rule, so allow and pass take a second rule to return;
 // nftables sets the mark and returns in one (half the rules the kernel walks).
+const MAX_EXPANSION = 8;
+
+const rangesDisjoint = (ranges: PortRange[]) => {
+  const sorted = [...ranges].sort((a, b) => a.first - b.first);
+  return sorted.every((r, i) => i === 0 || r.first > (sorted[i - 1] as PortRange).last);
+};
+
+/**
+ * nftables: short lists become one rule per value instead of an anonymous set, and a
+ * negated list becomes one negated match per value. The kernel binds every anonymous set
+ * by walking the whole transaction, which makes a cold apply quadratic (docs/dataplane.md).
+ * Only disjoint values are split (a packet then matches at most one of the rules, so even
+ * a log action fires once), and only while the rules stay few.
+ */
+export function expandLists(match: Match[]): Match[][] {
+  let variants: Match[][] = [[]];
+  for (const m of match) {
+    const listed = m.k === 'ports' ? m.ranges.length : m.k === 'net' ? m.nets.length : 1;
+    if (listed <= 1) {
+      for (const v of variants) v.push(m);
+      continue;
+    }
+    if ((m.k === 'ports' || m.k === 'net') && m.neg) {
+      for (const v of variants) {
+        if (m.k === 'ports') for (const r of m.ranges) v.push({ k: 'ports', dir: m.dir, ranges: [r], neg: true });
+        else if (m.k === 'net') for (const n of m.nets) v.push({ k: 'net', dir: m.dir, nets: [n], neg: true });
+      }
+      continue;
+    }
+    const disjoint = m.k === 'ports' ? rangesDisjoint(m.ranges) : m.k === 'net' ? coveringMembers(m.nets).length === m.nets.length : false;
+    if (!disjoint || variants.length * listed > MAX_EXPANSION) {
+      for (const v of variants) v.push(m);
+      continue;
+    }
+    const singles: Match[] = m.k === 'ports' ? m.ranges.map((r) => ({ k: 'ports', dir: m.dir, ranges: [r] })) : m.k === 'net' ? m.nets.map((n) => ({ k: 'net', dir: m.dir, nets: [n] })) : [m];
+    variants = variants.flatMap((v) => singles.map((single) => [...v, single]));
+  }
+  return variants;
+}
+
 function actionRules(action: string, match: Match[], marks: Marks, iptables: boolean): Rule[] {
   switch (action) {
     case 'allow':

@@ -42,6 +42,7 @@ export class DataplaneDriver {
   readonly #routes: RouteManager;
   readonly #monitor: InterfaceMonitor;
   #configured = new Set<string>();
+  #forwarding = false;
   #inFlight: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #refreshTimers: NodeJS.Timeout[] = [];
@@ -105,11 +106,6 @@ export class DataplaneDriver {
     return this.#applyStarted !== undefined && performance.now() - this.#applyStarted > ms;
   }
 
-  /** Waits for the current apply (tests, shutdown). */
-  async settled(): Promise<void> {
-    while (this.#inFlight || this.#timer) await (this.#inFlight ?? new Promise((r) => setTimeout(r, 1)));
-  }
-
   #refresh(what: string): void {
     this.#log.debug({ what }, 'refresh: re-reading the kernel');
     this.#needResync = true;
@@ -165,7 +161,7 @@ export class DataplaneDriver {
   }
 
   async #configureInterfaces(): Promise<void> {
-    if (!this.#configured.size) await writeSysctl('net/ipv4/ip_forward', '1', this.#log);
+    if (!this.#forwarding) this.#forwarding = await writeSysctl('net/ipv4/ip_forward', '1', this.#log);
     for (const ep of this.state.weps.values()) {
       const iface = this.ifaces.byName.get(ep.name);
       if (!iface || this.#configured.has(ep.name)) continue;

@@ -98,6 +98,24 @@ export function parseCidr(text: string): Cidr | undefined {
   return { version, address, prefix, text: `${address}/${prefix}` };
 }
 
+/** An address ("10.0.0.1", "fd00::1") as an unsigned integer: 32 bits for IPv4, 128 for IPv6. */
+export function addressToBigInt(addr: string): bigint {
+  return addr.includes(':') ? v6ToBig(addr) : BigInt(v4ToInt(addr));
+}
+
+/** An address in network byte order: 4 bytes for IPv4, 16 for IPv6. */
+export function addressBytes(addr: string): Buffer {
+  const v6 = addr.includes(':');
+  const out = Buffer.alloc(v6 ? 16 : 4);
+  if (v6) {
+    const n = v6ToBig(addr);
+    for (let i = 0; i < 8; i++) out.writeUInt16BE(Number((n >> BigInt((7 - i) * 16)) & 0xffffn), i * 2);
+  } else {
+    out.writeUInt32BE(v4ToInt(addr));
+  }
+  return out;
+}
+
 /** Parses a bare IP address (no prefix); undefined if invalid. */
 export function parseIp(text: string): { version: 4 | 6; address: string } | undefined {
   if (text.includes('/')) return undefined;

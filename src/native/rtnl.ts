@@ -1,5 +1,6 @@
 // Typed access to the native rtnetlink code: the interface monitor (events in batches
 // from its own thread) and batched route / neighbour programming.
+import { addressBytes } from '../model/net.js';
 import { native } from './load.js';
 import type { RawIfaceEvent, RawRoute, RawRouteResult } from './raw.js';
 
@@ -47,20 +48,6 @@ export interface RouteOp {
   mac?: string;
 }
 
-function addrBytes(addr: string, family: 4 | 6): Buffer {
-  const out = Buffer.alloc(16);
-  if (family === 4) {
-    addr.split('.').forEach((p, i) => (out[i] = Number(p)));
-    return out;
-  }
-  const halves = addr.split('::');
-  const head = halves[0] ? (halves[0] as string).split(':') : [];
-  const tail = halves.length > 1 && halves[1] ? (halves[1] as string).split(':') : [];
-  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
-  groups.forEach((g, i) => out.writeUInt16BE(parseInt(g, 16), i * 2));
-  return out;
-}
-
 export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
   const buf = Buffer.alloc(ops.length * OP_SIZE);
   ops.forEach((o, i) => {
@@ -72,7 +59,7 @@ export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
     buf[at + 5] = family;
     buf.writeUInt32LE(o.ifindex, at + 6);
     buf[at + 10] = len === undefined ? (family === 4 ? 32 : 128) : Number(len);
-    addrBytes(addr, family).copy(buf, at + 11);
+    addressBytes(addr).copy(buf, at + 11);
     buf[at + 27] = ROUTE_PROTOCOL;
     buf[at + 28] = SCOPE_LINK;
     if (o.mac) o.mac.split(':').forEach((h, j) => (buf[at + 29 + j] = parseInt(h, 16)));

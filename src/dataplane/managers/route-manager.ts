@@ -4,7 +4,7 @@
 // route anyone else made (another protocol, another interface) is never touched.
 import type { Logger } from '../../log.js';
 import { ROUTE_PROTOCOL, routeApply, routeDump, type RouteOp } from '../../native/rtnl.js';
-import type { DesiredState } from '../desired-state.js';
+import { DesiredState } from '../desired-state.js';
 import type { InterfaceTable } from './interfaces.js';
 
 interface RouteSpec {
@@ -63,12 +63,13 @@ export class RouteManager {
       this.#resync = false;
     }
     const want = this.desired(state, ifaces);
+    const present = new Set([...ifaces.byName.values()].map((i) => i.index));
     const ops: RouteOp[] = [];
     const removed: string[] = [];
     for (const [k, r] of this.#programmed) {
       if (want.has(k)) continue;
       // Only while the interface still exists: its routes go with it otherwise.
-      if ([...ifaces.byName.values()].some((i) => i.index === r.ifindex)) {
+      if (present.has(r.ifindex)) {
         ops.push({ op: 'routeDelete', dst: r.dst, ifindex: r.ifindex });
         if (!r.dst.includes(':')) ops.push({ op: 'neighDelete', dst: r.dst, ifindex: r.ifindex });
       }
@@ -100,8 +101,7 @@ export class RouteManager {
   /** --cleanup: every route of ours, on interfaces of ours. */
   async removeAll(ifaces: InterfaceTable): Promise<number> {
     this.markResync();
-    const empty = { weps: new Map() } as unknown as DesiredState;
-    const r = await this.apply(empty, ifaces);
+    const r = await this.apply(new DesiredState(), ifaces);
     return r.removed;
   }
 }

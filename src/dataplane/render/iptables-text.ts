@@ -3,7 +3,7 @@
 // "cali:<hash>"`, hooks inserted at the top of the builtin chains (ChainInsertMode Insert)
 // or appended; and `ipset restore` input for the IP sets. Verdict maps become one
 // `-i/-o <iface> -g <chain>` rule per endpoint.
-import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName, VerdictMap } from './model.js';
+import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from './model.js';
 import { TABLES } from './model.js';
 import { ruleHashes } from './names.js';
 
@@ -114,5 +114,3 @@ export function renderIpsets(rs: Ruleset, maxSize = 1048576): string {
   }
   return `${out.join('\n')}\n`;
 }
-
-export const iptablesTables = (rs: Ruleset): TableName[] => TABLES.filter((t) => rs.tables[t].size > 0);

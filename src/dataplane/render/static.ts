@@ -8,6 +8,7 @@ import type { Marks } from './marks.js';
 import type { Family, Hook, Match, Rule, Ruleset, TableName, VerdictMap } from './model.js';
 import { addChain } from './model.js';
 import { ipSetName } from './names.js';
+import { protocolNumber } from './policy.js';
 
 export interface StaticOptions {
   family: Family;
@@ -30,13 +31,11 @@ export const DISPATCH = {
 export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
 
-const PROTO: Record<FailsafePort['protocol'], number> = { tcp: 6, udp: 17, sctp: 132 };
-
 function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out'): Rule[] {
   const out: Rule[] = [];
   for (const p of ports) {
     if (p.net && p.net.includes(':') !== (family === 6)) continue;
-    const m: Match[] = [{ k: 'proto', proto: PROTO[p.protocol] }, { k: 'ports', dir: 'dst', ranges: [{ first: p.port, last: p.port }] }];
+    const m: Match[] = [{ k: 'proto', proto: protocolNumber({ name: p.protocol }) }, { k: 'ports', dir: 'dst', ranges: [{ first: p.port, last: p.port }] }];
     if (p.net) m.push({ k: 'net', dir: dir === 'in' ? 'src' : 'dst', nets: [p.net] });
     out.push({ match: m, action: { k: 'accept' } });
   }

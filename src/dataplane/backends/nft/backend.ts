@@ -105,11 +105,14 @@ export class NftBackend {
   /** Deletes our tables (agent --cleanup); a table that is not there is fine. */
   async removeTables(families: Family[]): Promise<void> {
     for (const f of families) {
-      const dump = await nftDump(NFPROTO[f], this.table);
-      if (!dump.exists) continue;
       const w = new NativeSink();
       w.tableDel(f, this.table);
-      await nftCommit(w.bytes());
+      try {
+        await nftCommit(w.bytes());
+      } catch (e) {
+        const failures = failuresOf(e);
+        if (!failures.length || !failures.every((x) => x.errno === 2)) throw e; // ENOENT: no table, nothing to remove
+      }
       this.#committed.delete(f);
     }
   }

@@ -5,12 +5,12 @@
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import type { Family } from '../../render/model.js';
 import { nftChainName } from '../../render/nft-text.js';
-import { nftSetName } from '../../render/names.js';
+import { ipSetName, nftSetName } from '../../render/names.js';
 import {
   contextOf, type Fragment, hostEndpointFragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import type { RenderContext } from '../../render/policy.js';
-import { chainOf, type DesiredFamily, desiredOf, elemId, ipSetElems, ipSetSpec, mapElem } from './desired.js';
+import { chainOf, type DesiredFamily, desiredOf, desiredSetOf, elemId, mapElem } from './desired.js';
 
 interface Owned {
   chains: string[];
@@ -68,19 +68,17 @@ export class NftDesiredBuilder {
 
   #ipset(state: DesiredState, id: string): void {
     const s = state.ipsets.get(id);
-    const kind = s?.type === 'IP_AND_PORT' ? 'ipPort' : 'net';
-    const set = s && ipSetOf(id, s, this.family);
-    const name = nftSetName(set?.name ?? ipSetOf(id, { type: 'NET', members: new Set() }, this.family).name);
-    if (set) this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, kind), elems: ipSetElems(this.family, kind, set.members) });
+    const name = nftSetName(ipSetName(this.family, id));
+    if (s) this.desired.sets.set(name, desiredSetOf(this.family, ipSetOf(id, s, this.family)));
     else this.desired.sets.delete(name);
     this.#markSet(name);
   }
 
   #pools(state: DesiredState): void {
     for (const set of poolSets(state.pools.values(), this.family)) {
-      const name = nftSetName(set.name);
-      this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, 'net'), elems: ipSetElems(this.family, 'net', set.members) });
-      this.#markSet(name);
+      const d = desiredSetOf(this.family, set);
+      this.desired.sets.set(d.name, d);
+      this.#markSet(d.name);
     }
   }
 

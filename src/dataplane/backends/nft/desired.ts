@@ -2,7 +2,7 @@
 // `cali:` comments, computed from the nft text so `nft list` and `palisade plan` agree),
 // every set and map with its elements keyed by their kernel bytes.
 import { coveringMembers } from '../../render/cover.js';
-import type { Family, Rule, Ruleset, TableName } from '../../render/model.js';
+import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
 import { nftChainName, nftElement, nftRuleBody } from '../../render/nft-text.js';
@@ -69,6 +69,12 @@ export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: read
 /** nft's set userdata: key byte order 1 (host) is how nft marks string keys such as ifname. */
 const STRING_KEY_UDATA = Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, ...u32(1));
 
+/** A rendered IP set as the kernel will hold it. */
+export function desiredSetOf(family: Family, s: IPSet): DesiredSet {
+  const name = nftSetName(s.name);
+  return { name, spec: ipSetSpec(family, s.kind), elems: ipSetElems(family, s.kind, s.members) };
+}
+
 export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0, udata: STRING_KEY_UDATA, text: 'type ifname : verdict;' };
 
 export function mapElem(iface: string, kind: 'goto' | 'jump', chain: string): ElemSpec {
@@ -92,8 +98,8 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
   }
   const sets = new Map<string, DesiredSet>();
   for (const s of rs.sets.values()) {
-    const name = nftSetName(s.name);
-    sets.set(name, { name, spec: ipSetSpec(family, s.kind), elems: ipSetElems(family, s.kind, s.members) });
+    const d = desiredSetOf(family, s);
+    sets.set(d.name, d);
   }
   for (const m of rs.maps) {
     const name = nftChainName(m.table, m.name);

@@ -10,9 +10,9 @@ import { nftChainName } from '../../render/nft-text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {
-  CMP, CT_BITS, CT_STATE, concatType, LOG_LEVEL_NOTICE, LOOKUP_INVERT, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+  CMP, CT_BITS, CT_STATE, LOG_LEVEL_NOTICE, LOOKUP_INVERT, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
 } from './consts.js';
-import { cidrElems, cidrRange, ifnameKey, parseAddr, portKey, portRangeElems } from './keys.js';
+import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys.js';
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
 
 const LE = endianness() === 'LE';
@@ -201,5 +201,3 @@ export function commentOf(udata: Buffer): string | undefined {
   }
   return undefined;
 }
-
-export { concatType, parseAddr };

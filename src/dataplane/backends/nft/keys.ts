@@ -1,24 +1,15 @@
 // Set-element keys as the kernel stores them: addresses and ports in network byte order,
 // each part of a concatenation padded to a 32-bit register, interval sets as a start
 // element and an interval-end element one past the last address (none at the very top).
+import { addressBytes } from '../../../model/net.js';
 import type { Family } from '../../render/model.js';
+import { protocolNumber } from '../../render/policy.js';
 import { ELEM_INTERVAL_END } from './consts.js';
 import type { ElemSpec } from './op-writer.js';
 
 export function parseAddr(addr: string, family: Family): Buffer {
-  const out = Buffer.alloc(family === 4 ? 4 : 16);
-  if (family === 4) {
-    const parts = addr.split('.');
-    if (parts.length !== 4) throw new Error(`bad IPv4 address "${addr}"`);
-    for (let i = 0; i < 4; i++) out[i] = Number(parts[i]);
-    return out;
-  }
-  const halves = addr.split('::');
-  const head = halves[0] ? (halves[0] as string).split(':') : [];
-  const tail = halves.length > 1 && halves[1] ? (halves[1] as string).split(':') : [];
-  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
-  if (groups.length !== 8) throw new Error(`bad IPv6 address "${addr}"`);
-  for (let i = 0; i < 8; i++) out.writeUInt16BE(parseInt(groups[i] as string, 16), i * 2);
+  const out = addressBytes(addr);
+  if (out.length !== (family === 4 ? 4 : 16)) throw new Error(`"${addr}" is not an IPv${family} address`);
   return out;
 }
 
@@ -71,8 +62,6 @@ export function portRangeElems(first: number, last: number): ElemSpec[] {
   return intervalElems(portKey(first), portKey(last));
 }
 
-const PROTO: Record<string, number> = { tcp: 6, udp: 17, sctp: 132 };
-
 /** "10.0.0.1,tcp:80" -> addr . proto . port, each part register-padded. */
 export function ipPortKey(member: string, family: Family): Buffer {
   const comma = member.indexOf(',');
@@ -80,7 +69,7 @@ export function ipPortKey(member: string, family: Family): Buffer {
   const addr = parseAddr(member.slice(0, comma), family);
   const out = Buffer.alloc(addr.length + 8);
   addr.copy(out, 0);
-  out[addr.length] = PROTO[proto] ?? Number(proto);
+  out[addr.length] = /^\d+$/.test(proto) ? Number(proto) : protocolNumber({ name: proto });
   out.writeUInt16BE(Number(port), addr.length + 4);
   return out;
 }

@@ -52,7 +52,8 @@ export function hostEndpointKey(ep: InternalHostEndpoint): string {
 
 export class CalcGraph {
   readonly hostname: string;
-  readonly #sequencer = new EventSequencer();
+  // Sets sent whole take their members straight from the member calculator.
+  readonly #sequencer = new EventSequencer((id) => this.#members.members(id));
   readonly #sorter = new PolicySorter();
   readonly #resolver = new PolicyResolver(this.#sorter);
   readonly #scanner = new RuleScanner();

@@ -21,13 +21,20 @@ type EndpointMsg =
 
 const policyKey = (id: PolicyID) => `${id.tier}\u0000${id.name}`;
 
+/** The current members of an active IP set (the member calculator's own record). */
+export type IPSetMembership = (id: string) => Iterable<string>;
+
 export class EventSequencer {
   // IP sets: the type of every active set; a set (re)created in this batch is sent whole,
-  // with the members added since, so full membership is never mirrored here (the member
-  // calculator re-adds every member of a set it activates).
+  // so full membership is never mirrored here (the member calculator re-adds every member
+  // of a set it activates). With a membership source the whole set is read from it at
+  // flush, so a snapshot's quarter of a million members are not collected twice;
+  // without one they are collected here as they are added.
+  readonly #membership: IPSetMembership | undefined;
   readonly #setTypes = new Map<string, IPSetType>();
   readonly #sentSets = new Set<string>();
-  readonly #setsToSend = new Map<string, Set<string>>();
+  /** Sets to send whole: the members collected so far, or null to read the membership. */
+  readonly #setsToSend = new Map<string, Set<string> | null>();
   readonly #deltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
   readonly #setsToRemove = new Set<string>();
 
@@ -52,11 +59,15 @@ export class EventSequencer {
   #inSyncPending = false;
   #inSyncSent = false;
 
+  constructor(membership?: IPSetMembership) {
+    this.#membership = membership;
+  }
+
   // ---- IP sets ----
 
   onIPSetAdded(id: string, type: IPSetType): void {
     this.#setTypes.set(id, type);
-    this.#setsToSend.set(id, new Set());
+    this.#setsToSend.set(id, this.#membership ? null : new Set());
     this.#deltas.delete(id);
     this.#setsToRemove.delete(id);
   }
@@ -71,8 +82,8 @@ export class EventSequencer {
   onMembersAdded(id: string, members: string[]): void {
     if (!this.#setTypes.has(id)) return;
     const whole = this.#setsToSend.get(id);
-    if (whole) {
-      for (const m of members) whole.add(m);
+    if (whole !== undefined) {
+      if (whole) for (const m of members) whole.add(m);
       return;
     }
     const d = this.#delta(id);
@@ -82,8 +93,8 @@ export class EventSequencer {
   onMembersRemoved(id: string, members: string[]): void {
     if (!this.#setTypes.has(id)) return;
     const whole = this.#setsToSend.get(id);
-    if (whole) {
-      for (const m of members) whole.delete(m);
+    if (whole !== undefined) {
+      if (whole) for (const m of members) whole.delete(m);
       return;
     }
     const d = this.#delta(id);
@@ -157,7 +168,8 @@ export class EventSequencer {
     for (const [id, pool] of this.#pools) if (pool) out.push({ type: 'IPAMPoolUpdate', id, pool });
 
     for (const [id, members] of this.#setsToSend) {
-      out.push({ type: 'IPSetUpdate', id, members: [...members], ipsetType: this.#setTypes.get(id) as IPSetType });
+      const all = members ?? (this.#membership as IPSetMembership)(id);
+      out.push({ type: 'IPSetUpdate', id, members: [...all], ipsetType: this.#setTypes.get(id) as IPSetType });
       this.#sentSets.add(id);
     }
     for (const [id, d] of this.#deltas) {

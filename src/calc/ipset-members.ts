@@ -40,9 +40,19 @@ interface SetState {
   readonly refs: Map<string, number>;
 }
 
+/**
+ * A source's CIDRs, or the members it gives a set: one string in the common case (an
+ * endpoint with one address), kept without an array around it: at 250,000 sources the
+ * arrays alone were 14 MB.
+ */
+type Strings = string | readonly string[];
+
+/** The sets a source is in: one (the common case) or several, oldest activation first. */
+type SetList = SetState | SetState[];
+
 /** A source as it was before the current batch touched it. */
 interface Before {
-  nets: readonly string[] | undefined;
+  nets: Strings | undefined;
   ports: readonly EndpointPort[];
   sets: readonly SetState[];
 }
@@ -51,6 +61,7 @@ interface Before {
 const DRAIN_WORDS = 1 << 20;
 const NO_PORTS: readonly EndpointPort[] = Object.freeze([]);
 const NO_SETS: readonly SetState[] = Object.freeze([]);
+const NO_STRINGS: readonly string[] = Object.freeze([]);
 const PROTOCOL_NAMES: Readonly<Record<number, string>> = { 6: 'tcp', 17: 'udp', 132: 'sctp' };
 
 function hostAddress(cidr: string): string | undefined {
@@ -64,18 +75,30 @@ function portMatches(p: EndpointPort, protocol: string | undefined): boolean {
   return (typeof p.protocol === 'number' ? PROTOCOL_NAMES[p.protocol] : p.protocol) === protocol;
 }
 
-export function membersOf(set: IPSetData, nets: readonly string[], ports: readonly EndpointPort[]): readonly string[] {
-  if (set.service) return []; // Kubernetes services are not in this datastore
+export function membersOf(set: IPSetData, nets: Strings, ports: readonly EndpointPort[]): Strings {
+  if (set.service) return NO_STRINGS; // Kubernetes services are not in this datastore
   if (!set.namedPort) return nets;
   const out: string[] = [];
   for (const port of ports) {
     if (port.name !== set.namedPort || !portMatches(port, set.namedPortProtocol)) continue;
-    for (const n of nets) {
+    for (const n of typeof nets === 'string' ? [nets] : nets) {
       const a = hostAddress(n);
       if (a) out.push(`${a},${set.namedPortProtocol}:${port.port}`);
     }
   }
   return out;
+}
+
+function includes(list: Strings, m: string): boolean {
+  return typeof list === 'string' ? list === m : list.includes(m);
+}
+
+function count(list: Strings): number {
+  return typeof list === 'string' ? 1 : list.length;
+}
+
+function nth(list: Strings, i: number): string {
+  return typeof list === 'string' ? list : (list[i] as string);
 }
 
 export class IPSetMemberCalculator {
@@ -87,9 +110,9 @@ export class IPSetMemberCalculator {
   /** By set number: the live activation. */
   readonly #sets: Array<SetState | undefined> = [];
   /** By source number: addresses (undefined: no such source), named ports, sets it is in. */
-  readonly #nets: Array<readonly string[] | undefined> = [];
+  readonly #nets: Array<Strings | undefined> = [];
   readonly #ports: Array<readonly EndpointPort[]> = [];
-  readonly #setsOf: Array<SetState[] | undefined> = [];
+  readonly #setsOf: Array<SetList | undefined> = [];
   /** Sources the current batch touched, in order, marked in #touchedMark. */
   #touched: number[] = [];
   #touchedMark = new Uint8Array(1024);
@@ -124,10 +147,17 @@ export class IPSetMemberCalculator {
     this.#removedSets.push(set.uid);
   }
 
+  /** The members of an active set now (as of the last flush). */
+  members(uid: string): Iterable<string> {
+    const num = this.#setIds.get(uid);
+    const state = num === undefined ? undefined : this.#sets[num];
+    return state ? state.refs.keys() : [];
+  }
+
   onSourceUpdate(key: string, src: MemberSource): void {
     const num = this.#sourceIds.id(key);
     this.#touch(num);
-    this.#nets[num] = src.nets;
+    this.#nets[num] = src.nets.length === 1 ? (src.nets[0] as string) : src.nets;
     this.#ports[num] = src.ports.length ? src.ports : NO_PORTS;
     this.#index.upsertItem(
       num,
@@ -185,20 +215,28 @@ export class IPSetMemberCalculator {
         if (!state) continue; // deactivated later in this batch
         this.#touch(src);
         const list = setsOf[src];
-        if (list) list.push(state);
-        else setsOf[src] = [state];
+        if (list === undefined) setsOf[src] = state;
+        else if (Array.isArray(list)) list.push(state);
+        else setsOf[src] = [list, state];
         continue;
       }
       const list = setsOf[src];
-      if (!list) continue;
+      if (list === undefined) continue;
+      if (!Array.isArray(list)) {
+        if (list.num !== setNum) continue;
+        // Leaving a dead activation changes no members (its set is gone), so the source
+        // need not be settled for it: deactivating a big set stays cheap.
+        if (sets[setNum] === list) this.#touch(src);
+        setsOf[src] = undefined;
+        continue;
+      }
       // The oldest activation of that number first: a stop pairs with the earliest start.
       const at = list.findIndex((s) => s.num === setNum);
       if (at < 0) continue;
-      // Leaving a dead activation changes no members (its set is gone), so the source
-      // need not be settled for it: deactivating a big set stays cheap.
       if (sets[setNum] === list[at]) this.#touch(src);
       list.splice(at, 1);
-      if (!list.length) setsOf[src] = undefined;
+      if (list.length === 1) setsOf[src] = list[0];
+      else if (!list.length) setsOf[src] = undefined;
     }
   }
 
@@ -214,47 +252,53 @@ export class IPSetMemberCalculator {
     this.#touched.push(src);
     const nets = this.#nets[src];
     const list = this.#setsOf[src];
-    if (nets !== undefined || list) this.#before.set(src, { nets, ports: this.#ports[src] ?? NO_PORTS, sets: list ? [...list] : NO_SETS });
+    if (nets !== undefined || list) {
+      this.#before.set(src, { nets, ports: this.#ports[src] ?? NO_PORTS, sets: list === undefined ? NO_SETS : Array.isArray(list) ? [...list] : [list] });
+    }
   }
 
   // Diffs what the source gave each live set before the batch against what it gives now.
   #settle(src: number, before: Before | null): void {
     const nets = this.#nets[src];
     const ports = this.#ports[src] ?? NO_PORTS;
-    const now = this.#setsOf[src] ?? NO_SETS;
+    const list = this.#setsOf[src];
+    const now = list === undefined ? NO_SETS : Array.isArray(list) ? list : [list];
     const sets = this.#sets;
     for (const state of now) {
       if (sets[state.num] !== state) continue;
-      const had = before && before.nets && before.sets.includes(state) ? membersOf(state.data, before.nets, before.ports) : [];
-      this.#apply(state, had, nets ? membersOf(state.data, nets, ports) : []);
+      const had = before && before.nets !== undefined && before.sets.includes(state) ? membersOf(state.data, before.nets, before.ports) : NO_STRINGS;
+      this.#apply(state, had, nets !== undefined ? membersOf(state.data, nets, ports) : NO_STRINGS);
     }
-    if (before?.nets) {
+    if (before && before.nets !== undefined) {
       for (const state of before.sets) {
         if (sets[state.num] !== state || now.includes(state)) continue;
-        this.#apply(state, membersOf(state.data, before.nets, before.ports), []);
+        this.#apply(state, membersOf(state.data, before.nets, before.ports), NO_STRINGS);
       }
     }
     if (nets === undefined) {
       this.#setsOf[src] = undefined;
       this.#sourceIds.release(this.#sourceIds.key(src));
     } else if (now.length && now.some((s) => sets[s.num] !== s)) {
-      this.#setsOf[src] = now.filter((s) => sets[s.num] === s);
+      const live = now.filter((s) => sets[s.num] === s);
+      this.#setsOf[src] = live.length === 0 ? undefined : live.length === 1 ? live[0] : live;
     }
   }
 
-  #apply(state: SetState, had: readonly string[], has: readonly string[]): void {
+  #apply(state: SetState, had: Strings, has: Strings): void {
     if (had === has) return;
     const refs = state.refs;
     let added: string[] | undefined;
     let removed: string[] | undefined;
-    for (const m of has) {
-      if (had.includes(m)) continue;
+    for (let i = 0, len = count(has); i < len; i++) {
+      const m = nth(has, i);
+      if (includes(had, m)) continue;
       const n = refs.get(m);
       refs.set(m, (n ?? 0) + 1);
       if (n === undefined) (added ??= []).push(m);
     }
-    for (const m of had) {
-      if (has.includes(m)) continue;
+    for (let i = 0, len = count(had); i < len; i++) {
+      const m = nth(had, i);
+      if (includes(has, m)) continue;
       const n = refs.get(m) ?? 0;
       if (n > 1) refs.set(m, n - 1);
       else {

@@ -45,36 +45,31 @@ void LabelIndex::DeleteParent(uint32_t id) {
 
 void LabelIndex::LinkParents(uint32_t item) {
   Item& it = items_[item];
-  it.parentPos.resize(it.parents.size());
-  for (size_t j = 0; j < it.parents.size(); ++j) {
-    const uint32_t p = it.parents[j];
-    if (p >= parents_.size()) parents_.resize(p + 1);
-    it.parentPos[j] = static_cast<uint32_t>(parents_[p].items.size());
-    parents_[p].items.push_back(item);
+  for (ParentLink& link : it.parents) {
+    if (link.parent >= parents_.size()) parents_.resize(link.parent + 1);
+    std::vector<uint32_t>& v = parents_[link.parent].items;
+    link.pos = static_cast<uint32_t>(v.size());
+    v.push_back(item);
   }
 }
 
 void LabelIndex::UnlinkParents(uint32_t item) {
   Item& it = items_[item];
-  for (size_t j = 0; j < it.parents.size(); ++j) {
-    const uint32_t p = it.parents[j];
-    std::vector<uint32_t>& v = parents_[p].items;
-    const uint32_t pos = it.parentPos[j];
+  for (const ParentLink& link : it.parents) {
+    std::vector<uint32_t>& v = parents_[link.parent].items;
     const uint32_t last = v.back();
-    v[pos] = last;
+    v[link.pos] = last;
     v.pop_back();
     if (last != item) {
-      Item& moved = items_[last];
-      for (size_t k = 0; k < moved.parents.size(); ++k) {
-        if (moved.parents[k] == p) {
-          moved.parentPos[k] = pos;
+      for (ParentLink& moved : items_[last].parents) {
+        if (moved.parent == link.parent) {
+          moved.pos = link.pos;
           break;
         }
       }
     }
   }
   it.parents.clear();
-  it.parentPos.clear();
 }
 
 // ---- items -----------------------------------------------------------------------------
@@ -88,7 +83,15 @@ void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::v
   }
   Item& it = items_[id];
   const bool fresh = !it.live;
-  if (!fresh && it.own == labels && it.parents == unique) return;
+  auto sameParents = [&]() {
+    if (it.parents.size() != unique.size()) return false;
+    for (size_t j = 0; j < unique.size(); ++j) {
+      if (it.parents[j].parent != unique[j]) return false;
+    }
+    return true;
+  };
+  const bool parentsSame = !fresh && sameParents();
+  if (!fresh && parentsSame && it.own == labels) return;
   if (fresh) {
     it.live = true;
     it.livePos = static_cast<uint32_t>(liveItems_.size());
@@ -98,14 +101,16 @@ void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::v
       replanAt_ = liveItems_.size() * 2;
     }
   }
-  if (fresh || it.parents != unique) {
+  if (!parentsSame) {
     UnlinkParents(id);
-    items_[id].parents = unique;
+    SmallVec<ParentLink, 1>& links = items_[id].parents;
+    links.resize(static_cast<uint32_t>(unique.size()));
+    for (size_t j = 0; j < unique.size(); ++j) links[j] = {unique[j], 0};
     LinkParents(id);
   }
   RefLabels(labels);
   UnrefLabels(items_[id].own);
-  items_[id].own = std::move(labels);
+  items_[id].own.assign(labels);
   Rematch(id, fresh);
 }
 
@@ -126,8 +131,8 @@ void LabelIndex::DeleteItem(uint32_t id) {
 
 void LabelIndex::MergeLabels(const Item& it) {
   merged_.assign(it.own.begin(), it.own.end());
-  for (uint32_t p : it.parents) {
-    const std::vector<Label>& pl = parents_[p].labels;
+  for (const ParentLink& link : it.parents) {
+    const std::vector<Label>& pl = parents_[link.parent].labels;
     if (pl.empty()) continue;
     // Merge two key-sorted lists; on equal keys the earlier source (own labels, then
     // earlier parents) wins, which is Calico's inheritance rule.
@@ -201,7 +206,7 @@ uint64_t LabelIndex::SetEffective(uint32_t item, bool* referenced) {
   // ever target other items: an item occurs once per bucket, so removing it never moves
   // itself.
   std::vector<EffLabel>& old = effOld_;
-  old.swap(items_[item].eff);
+  old.assign(items_[item].eff.begin(), items_[item].eff.end());
   items_[item].eff.clear();
   std::vector<EffLabel>& now = effNew_;
   now.clear();
@@ -232,16 +237,14 @@ uint64_t LabelIndex::SetEffective(uint32_t item, bool* referenced) {
       ++j;
     }
   }
-  // Keep the item's own allocation: copy into it rather than trading buffers.
-  items_[item].eff.swap(old);
-  items_[item].eff.assign(now.begin(), now.end());
+  items_[item].eff.assign(now);
   return changed;
 }
 
 void LabelIndex::Rematch(uint32_t item, bool force) {
   uint64_t changed = ~uint64_t(0);  // a new item: everything is "changed"
   {
-    const std::vector<EffLabel>& eff = items_[item].eff;
+    const SmallVec<EffLabel, 0>& eff = items_[item].eff;
     MergeLabels(items_[item]);
     bool same = merged_.size() == eff.size();
     for (size_t k = 0; same && k < merged_.size(); ++k) {
@@ -285,7 +288,7 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
   consider(unindexedSels_);
   std::sort(scratch_.begin(), scratch_.end());
 
-  const std::vector<uint32_t>& old = it.matches;
+  const MatchList& old = it.matches;
   size_t a = 0, b = 0;
   while (a < old.size() || b < scratch_.size()) {
     if (b == scratch_.size() || (a < old.size() && old[a] < scratch_[b])) {
@@ -297,7 +300,7 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
       ++b;
     }
   }
-  it.matches.swap(scratch_);
+  it.matches.assign(scratch_);
 }
 
 // ---- selectors -------------------------------------------------------------------------
@@ -426,7 +429,7 @@ void LabelIndex::ForEachCandidate(const Placement& p, F&& f) const {
 std::vector<uint32_t> LabelIndex::CurrentMatches(uint32_t sel) const {
   std::vector<uint32_t> out;
   ForEachCandidate(sels_[sel].placed, [&](uint32_t item) {
-    const std::vector<uint32_t>& m = items_[item].matches;
+    const MatchList& m = items_[item].matches;
     if (std::binary_search(m.begin(), m.end(), sel)) out.push_back(item);
   });
   std::sort(out.begin(), out.end());
@@ -474,11 +477,11 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   size_t a = 0, b = 0;
   while (a < old.size() || b < now.size()) {
     if (b == now.size() || (a < old.size() && old[a] < now[b])) {
-      std::vector<uint32_t>& m = items_[old[a]].matches;
+      MatchList& m = items_[old[a]].matches;
       m.erase(std::lower_bound(m.begin(), m.end(), id));
       Emit(id, old[a++], false);
     } else if (a == old.size() || now[b] < old[a]) {
-      std::vector<uint32_t>& m = items_[now[b]].matches;
+      MatchList& m = items_[now[b]].matches;
       m.insert(std::lower_bound(m.begin(), m.end(), id), id);
       Emit(id, now[b++], true);
     } else {
@@ -491,7 +494,7 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
 void LabelIndex::DeleteSelector(uint32_t id) {
   if (id >= sels_.size() || !sels_[id].live) return;
   for (uint32_t item : CurrentMatches(id)) {
-    std::vector<uint32_t>& m = items_[item].matches;
+    MatchList& m = items_[item].matches;
     m.erase(std::lower_bound(m.begin(), m.end(), id));
     Emit(id, item, false);
   }

@@ -17,6 +17,7 @@
 #include "labelindex/flat_map.h"
 #include "labelindex/interner.h"
 #include "labelindex/program.h"
+#include "labelindex/small_vec.h"
 #include "selector/ast.h"
 
 namespace palisade::labelindex {
@@ -55,8 +56,9 @@ class LabelIndex {
   void CollectStrings(F&& onFree) { strings_.Collect(onFree); }
   Stats GetStats() const;
 
+  using MatchList = SmallVec<uint32_t, 2>;
   // For tests: the selectors an item currently matches, sorted.
-  const std::vector<uint32_t>* MatchesOf(uint32_t item) const {
+  const MatchList* MatchesOf(uint32_t item) const {
     return item < items_.size() && items_[item].live ? &items_[item].matches : nullptr;
   }
 
@@ -70,14 +72,20 @@ class LabelIndex {
     std::vector<uint32_t> items;
     uint32_t valuePos = 0;  // position of the value in valuesByKey_[key]
   };
+  struct ParentLink {
+    uint32_t parent;
+    uint32_t pos;  // position of this item in parents_[parent].items
+  };
+  // 72 bytes plus two exact-size allocations (own and effective labels) for the common
+  // item (one profile, one or two matches): the index holds one per endpoint in the
+  // cluster.
   struct Item {
-    bool live = false;
-    std::vector<Label> own;
-    std::vector<uint32_t> parents;    // de-duplicated, inheritance order
-    std::vector<uint32_t> parentPos;  // position of this item in parents_[p].items
-    std::vector<EffLabel> eff;        // sorted by key
-    std::vector<uint32_t> matches;    // sorted selector IDs
+    SmallVec<Label, 0> own;
+    SmallVec<ParentLink, 1> parents;  // de-duplicated, inheritance order
+    SmallVec<EffLabel, 0> eff;        // sorted by key
+    MatchList matches;                // sorted selector IDs
     uint32_t livePos = 0;
+    bool live = false;
   };
   struct Parent {
     bool hasLabels = false;
@@ -111,13 +119,15 @@ class LabelIndex {
   };
 
   static uint64_t KV(uint32_t k, uint32_t v) { return (uint64_t(k) << 32) | v; }
-  void RefLabels(const std::vector<Label>& l) {
+  template <typename Labels>
+  void RefLabels(const Labels& l) {
     for (const Label& x : l) {
       strings_.Ref(x.key);
       strings_.Ref(x.value);
     }
   }
-  void UnrefLabels(const std::vector<Label>& l) {
+  template <typename Labels>
+  void UnrefLabels(const Labels& l) {
     for (const Label& x : l) {
       strings_.Unref(x.key);
       strings_.Unref(x.value);
@@ -137,7 +147,7 @@ class LabelIndex {
   // A selector whose mentioned keys did not change evaluates as before; one 64-bit mask
   // per selector tells (conservatively) whether it mentions any changed key.
   static uint64_t KeyBit(uint32_t key) { return uint64_t(1) << (key & 63); }
-  bool Matches(uint32_t sel, const std::vector<EffLabel>& eff) const {
+  bool Matches(uint32_t sel, const SmallVec<EffLabel, 0>& eff) const {
     const SelHot& h = hot_[sel];
     return h.exact || h.program.Matches(eff.data(), eff.size(), strings_);
   }

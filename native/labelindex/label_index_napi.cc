@@ -248,7 +248,7 @@ Napi::Value LabelIndexWrap::MatchesOf(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsNumber()) {
       throw MakeNativeError(env, "EINVAL", "labelIndex.matchesOf", "item id must be a number");
     }
-    const std::vector<uint32_t>* m = index_.MatchesOf(info[0].As<Napi::Number>().Uint32Value());
+    const LabelIndex::MatchList* m = index_.MatchesOf(info[0].As<Napi::Number>().Uint32Value());
     if (!m) return env.Null();
     Napi::Uint32Array out = Napi::Uint32Array::New(env, m->size());
     std::copy(m->begin(), m->end(), out.Data());

@@ -220,9 +220,44 @@ static void TestIndexRandom(int iterations, unsigned seed) {
   CHECK(idx.GetStats().strings == 0, "%zu strings left after deleting everything", idx.GetStats().strings);
 }
 
+// SmallVec against std::vector, across the inline/heap boundary both ways, with copies
+// and moves (ASan/valgrind catch what the comparison does not).
+template <uint32_t N>
+static void TestSmallVec(unsigned seed) {
+  std::mt19937 rng(seed);
+  labelindex::SmallVec<uint32_t, N> v;
+  std::vector<uint32_t> model;
+  for (int step = 0; step < 20000; ++step) {
+    const uint32_t x = rng() % 1000;
+    switch (rng() % 9) {
+      case 0: case 1: v.push_back(x); model.push_back(x); break;
+      case 2: if (!model.empty()) { v.pop_back(); model.pop_back(); } break;
+      case 3: {
+        const size_t at = model.empty() ? 0 : rng() % (model.size() + 1);
+        v.insert(v.begin() + at, x);
+        model.insert(model.begin() + at, x);
+        break;
+      }
+      case 4: if (!model.empty()) { const size_t at = rng() % model.size(); v.erase(v.begin() + at); model.erase(model.begin() + at); } break;
+      case 5: { std::vector<uint32_t> w(rng() % 7, x); v.assign(w); model = w; break; }
+      case 6: { const uint32_t n = rng() % 6; v.resize(n); model.resize(n); break; }
+      case 7: { labelindex::SmallVec<uint32_t, N> c(v); v = std::move(c); break; }
+      case 8: { labelindex::SmallVec<uint32_t, N> c; c = v; labelindex::SmallVec<uint32_t, N> m(std::move(c)); v = m; break; }
+    }
+    if (!(v == model)) {
+      CHECK(false, "SmallVec<%u> diverged at step %d (size %u vs %zu)", N, step, v.size(), model.size());
+      return;
+    }
+  }
+  CHECK(true, "SmallVec");
+}
+
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 3000;
   TestCanonical();
+  TestSmallVec<0>(1);
+  TestSmallVec<1>(2);
+  TestSmallVec<2>(3);
   for (unsigned seed = 1; seed <= 4; ++seed) TestIndexRandom(iterations, seed);
   std::printf("%d passed, %d failed\n", g_pass, g_fail);
   return g_fail == 0 ? 0 : 1;

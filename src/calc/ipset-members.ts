@@ -36,8 +36,13 @@ export interface IPSetMemberListener {
 interface SetState {
   readonly num: number;
   readonly data: IPSetData;
-  /** member -> number of sources contributing it */
-  readonly refs: Map<string, number>;
+  /** The members: what at least one source contributes. */
+  readonly members: Set<string>;
+  /**
+   * Members more than one source contributes -> how many more. Kept apart so the common
+   * member (one source) costs one set entry and is added with one hash lookup.
+   */
+  readonly extra: Map<string, number>;
 }
 
 /**
@@ -133,7 +138,7 @@ export class IPSetMemberCalculator {
 
   onIPSetActive(set: IPSetData): void {
     const num = this.#setIds.id(set.uid);
-    this.#sets[num] = { num, data: set, refs: new Map() };
+    this.#sets[num] = { num, data: set, members: new Set(), extra: new Map() };
     this.#listener.onIPSetAdded(set.uid, set.type);
     if (set.service) return;
     this.#index.upsertSelector(num, set.selector ?? parseSelector('all()'));
@@ -154,7 +159,7 @@ export class IPSetMemberCalculator {
   members(uid: string): Iterable<string> {
     const num = this.#setIds.get(uid);
     const state = num === undefined ? undefined : this.#sets[num];
-    return state ? state.refs.keys() : [];
+    return state ? state.members : [];
   }
 
   onSourceUpdate(key: string, src: MemberSource): void {
@@ -289,27 +294,29 @@ export class IPSetMemberCalculator {
 
   #apply(state: SetState, had: Strings, has: Strings): void {
     if (had === has) return;
-    const refs = state.refs;
+    const { members, extra } = state;
     let added: string[] | undefined;
     let removed: string[] | undefined;
     for (let i = 0, len = count(has); i < len; i++) {
       const m = nth(has, i);
       if (includes(had, m)) continue;
-      const n = refs.get(m);
-      refs.set(m, (n ?? 0) + 1);
-      if (n === undefined) (added ??= []).push(m);
+      const size = members.size;
+      members.add(m);
+      if (members.size !== size) (added ??= []).push(m);
+      else extra.set(m, (extra.get(m) ?? 0) + 1);
     }
     for (let i = 0, len = count(had); i < len; i++) {
       const m = nth(had, i);
       if (includes(has, m)) continue;
-      const n = refs.get(m) ?? 0;
-      if (n > 1) refs.set(m, n - 1);
-      else {
-        refs.delete(m);
+      const n = extra.size ? extra.get(m) : undefined;
+      if (n === undefined) {
+        members.delete(m);
         (removed ??= []).push(m);
-      }
+      } else if (n > 1) extra.set(m, n - 1);
+      else extra.delete(m);
     }
     if (added) this.#listener.onMembersAdded(state.data.uid, added);
     if (removed) this.#listener.onMembersRemoved(state.data.uid, removed);
   }
+
 }

@@ -70,8 +70,33 @@ function bigToV6(n: bigint): string {
   return hex.slice(0, bestStart).join(':') + '::' + hex.slice(bestStart + bestLen).join(':');
 }
 
+/**
+ * Where `text` starts with a canonical dotted quad (four octets 0-255 without leading
+ * zeros) the index just past it, else -1: the quick test for the endpoint addresses
+ * that make up nearly every CIDR a node parses (isIPv4 is a regular expression).
+ */
+function dottedQuadEnd(text: string): number {
+  let i = 0;
+  for (let octet = 0; octet < 4; octet++) {
+    if (octet > 0) {
+      if (text.charCodeAt(i) !== 46 /* . */) return -1;
+      i++;
+    }
+    const start = i;
+    let value = 0;
+    for (let c = text.charCodeAt(i); c >= 48 && c <= 57 && i - start < 3; c = text.charCodeAt(++i)) value = value * 10 + c - 48;
+    const len = i - start;
+    if (len === 0 || value > 255 || (len > 1 && text.charCodeAt(start) === 48)) return -1;
+  }
+  return i;
+}
+
 /** Parses "a.b.c.d[/n]" or an IPv6 address with optional prefix; undefined if invalid. */
 export function parseCidr(text: string): Cidr | undefined {
+  // A host address, bare or /32, in canonical form: nothing to mask or rewrite.
+  const end = dottedQuadEnd(text);
+  if (end === text.length) return { version: 4, address: text, prefix: 32, text: `${text}/32` };
+  if (end > 0 && end === text.length - 3 && text.endsWith('/32')) return { version: 4, address: text.slice(0, end), prefix: 32, text };
   const slash = text.indexOf('/');
   const addr = slash < 0 ? text : text.slice(0, slash);
   const prefixText = slash < 0 ? undefined : text.slice(slash + 1);
@@ -85,8 +110,8 @@ export function parseCidr(text: string): Cidr | undefined {
     if (prefix > bits) return undefined;
   }
   // Node's isIPv4 admits no leading zeros, so a valid host address is already canonical
-  // (the common case: endpoint addresses; no need to build new strings).
-  if (version === 4 && prefix === 32) return { version, address: addr, prefix, text: slash < 0 ? `${addr}/32` : text };
+  // (its prefix text may not be: "/032").
+  if (version === 4 && prefix === 32) return { version, address: addr, prefix, text: `${addr}/32` };
   let address: string;
   if (version === 4) {
     const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;

@@ -1,5 +1,6 @@
 // v3 -> internal conversion against the behaviour of Calico's syncer update processors.
 import assert from 'node:assert/strict';
+import { isIPv4 } from 'node:net';
 import { describe, it } from 'node:test';
 
 import { model } from 'palisade';
@@ -28,8 +29,29 @@ describe('model: CIDRs', () => {
     ['1.2.3', undefined],
     ['fe80::1%eth0', undefined],
     ['10.0.0.0/x', undefined],
+    ['10.0.0.1/32', '10.0.0.1/32'],
+    ['1.2.3.4/032', '1.2.3.4/32'],
+    ['010.0.0.1', undefined],
+    ['256.1.1.1', undefined],
+    ['1.2.3.4.5', undefined],
+    ['1111.2.3.4', undefined],
+    ['1.2.3.4/32x', undefined],
+    ['1.2.3.4/', undefined],
+    ['1.2.3.4 ', undefined],
   ];
   for (const [input, want] of cases) it(`${input} -> ${want}`, () => assert.equal(model.parseCidr(input)?.text, want));
+
+  it('accepts exactly the addresses node:net accepts (the dotted-quad fast path)', () => {
+    const parts = ['0', '1', '9', '10', '00', '01', '99', '100', '199', '255', '256', '300', '1000', '', 'a', ' 1'];
+    let seed = 7;
+    const pick = () => parts[(seed = (seed * 1103515245 + 12345) & 0x7fffffff) % parts.length] as string;
+    for (let n = 0; n < 20000; n++) {
+      const count = 3 + (n % 3);
+      const text = Array.from({ length: count }, pick).join('.');
+      assert.equal(model.parseCidr(text)?.version === 4, isIPv4(text), text);
+      assert.equal(model.parseCidr(`${text}/32`)?.text, isIPv4(text) ? `${text}/32` : undefined, `${text}/32`);
+    }
+  });
 });
 
 describe('model: NetworkPolicy conversion', () => {

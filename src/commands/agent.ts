@@ -3,16 +3,14 @@
 // leave the programmed dataplane in place so traffic keeps flowing through a restart.
 // `--cleanup` removes everything palisade programmed (our nftables tables, our routes).
 import type { Server } from 'node:http';
-import { parseArgs } from 'node:util';
 
 import { ControlPlane } from '../agent/control-plane.js';
 import { RESTART_EXIT_CODE } from '../config/config.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
 import { createSyncer } from '../datastore/index.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
-import { createLogger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
-import { configFromFlags, DATASTORE_FLAGS, DATASTORE_FLAGS_USAGE } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, startCommand } from './datastore-flags.js';
 
 export const AGENT_USAGE = `Usage: palisade agent [options]
 
@@ -34,22 +32,9 @@ Exit codes: 0 stopped by a signal (or cleaned up), 1 failed, 2 bad usage,
 ${RESTART_EXIT_CODE} a configuration change needs a restart.`;
 
 export async function runAgent(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({ args: argv, options: { ...DATASTORE_FLAGS, cleanup: { type: 'boolean' } }, strict: true }));
-  } catch (e) {
-    console.error(`palisade agent: ${(e as Error).message}\n\n${AGENT_USAGE}`);
-    return 2;
-  }
-  const log = createLogger();
-  let config;
-  try {
-    config = configFromFlags(values, log);
-  } catch (e) {
-    console.error(`palisade agent: ${(e as Error).message}`);
-    return 2;
-  }
-  log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
+  const start = startCommand('agent', AGENT_USAGE, argv, { cleanup: { type: 'boolean' } });
+  if (start === 2) return 2;
+  const { values, config, log } = start;
 
   if (values.cleanup) {
     try {

@@ -1,11 +1,8 @@
 // `palisade config`: the effective configuration and where each value came from.
-import { parseArgs } from 'node:util';
-
 import { ControlPlane } from '../agent/control-plane.js';
 import { formatValue } from '../config/params.js';
 import { createSyncer } from '../datastore/index.js';
-import { createLogger } from '../log.js';
-import { configFromFlags, DATASTORE_FLAGS, DATASTORE_FLAGS_USAGE } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, secondsFlag, startCommand } from './datastore-flags.js';
 
 export const CONFIG_USAGE = `Usage: palisade config [options]
 
@@ -25,27 +22,14 @@ Examples:
   FELIX_HEALTHPORT=9199 palisade config --datastore-dir /etc/palisade/resources --json`;
 
 export async function runConfig(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { ...DATASTORE_FLAGS, local: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } },
-      strict: true,
-    }));
-  } catch (e) {
-    console.error(`palisade config: ${(e as Error).message}\n\n${CONFIG_USAGE}`);
-    return 2;
-  }
-  const log = createLogger();
-  let config;
-  try {
-    config = configFromFlags(values, log);
-  } catch (e) {
-    console.error(`palisade config: ${(e as Error).message}`);
-    return 2;
-  }
+  let timeoutS = 30;
+  const options = { local: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
+  const start = startCommand('config', CONFIG_USAGE, argv, options, (v) => {
+    timeoutS = secondsFlag(v.timeout, 30);
+  });
+  if (start === 2) return 2;
+  const { values, config, log } = start;
   if (!values.local) {
-    const timeoutS = values.timeout === undefined ? 30 : Number(values.timeout);
     const ok = await new Promise<boolean>((resolve) => {
       const plane = new ControlPlane({
         syncer: createSyncer(config.config, log),

@@ -1,10 +1,10 @@
-// Flags shared by the commands that read the datastore (config, sync, and later plan and
-// agent). They are the highest-precedence configuration source.
-import type { ParseArgsConfig } from 'node:util';
+// Flags shared by the commands that read the datastore (agent, config, plan, sync), the
+// highest-precedence configuration source, and the start those commands share.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import { type ConfigProblem, type ConfigResolver, loadLocalConfig } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
-import type { Logger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 
 export const DATASTORE_FLAGS = {
   'config-file': { type: 'string' },
@@ -48,4 +48,54 @@ export function configFromFlags(values: FlagValues, log: Logger): ConfigResolver
     flags,
     onProblem: (p) => log.warn({ param: p.param, source: p.source }, describeProblem(p)),
   });
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Values<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: typeof DATASTORE_FLAGS & O; strict: true }>>['values'];
+
+export interface CommandStart<O extends Options> {
+  values: Values<O>;
+  config: ConfigResolver;
+  log: Logger;
+}
+
+/**
+ * How a datastore-reading command starts: its flags (the datastore flags and `options`)
+ * parsed, `check` run on them for the command's own usage errors (throw UsageError), the
+ * configuration loaded and the log level set from it. Bad usage is printed, with the
+ * usage text for a flag parseArgs refuses, and comes back as exit code 2.
+ */
+export function startCommand<O extends Options>(
+  command: string,
+  usage: string,
+  argv: string[],
+  options: O,
+  check: (values: Values<O>) => void = () => {},
+): CommandStart<O> | 2 {
+  let values: Values<O>;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { ...DATASTORE_FLAGS, ...options }, strict: true }));
+  } catch (e) {
+    console.error(`palisade ${command}: ${(e as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const log = createLogger();
+  let config: ConfigResolver;
+  try {
+    check(values);
+    config = configFromFlags(values as FlagValues, log);
+  } catch (e) {
+    console.error(`palisade ${command}: ${(e as Error).message}`);
+    return 2;
+  }
+  log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
+  return { values, config, log };
+}
+
+/** A `--timeout SECONDS` flag's value: `fallback` when absent; UsageError unless positive. */
+export function secondsFlag(text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const s = Number(text);
+  if (!Number.isFinite(s) || s <= 0) throw new UsageError(`--timeout: expected a positive number of seconds, got "${text}"`);
+  return s;
 }

@@ -3,7 +3,6 @@
 // graph to in-sync, renders; touches no kernel state.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 
 import { syncOnce } from '../agent/sync-once.js';
 import type { Config } from '../config/params.js';
@@ -11,8 +10,7 @@ import { DesiredState } from '../dataplane/desired-state.js';
 import { renderIpsets, renderIptables } from '../dataplane/render/iptables-text.js';
 import { renderNft } from '../dataplane/render/nft-text.js';
 import { families, renderRuleset } from '../dataplane/render/ruleset.js';
-import { createLogger } from '../log.js';
-import { configFromFlags, DATASTORE_FLAGS, DATASTORE_FLAGS_USAGE, UsageError } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, secondsFlag, startCommand, UsageError } from './datastore-flags.js';
 
 export const PLAN_USAGE = `Usage: palisade plan [options]
 
@@ -59,31 +57,16 @@ const HEADERS: Record<string, string> = {
 };
 
 export async function runPlan(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { ...DATASTORE_FLAGS, dataplane: { type: 'string' }, 'output-dir': { type: 'string' }, timeout: { type: 'string' } },
-      strict: true,
-    }));
-  } catch (e) {
-    console.error(`palisade plan: ${(e as Error).message}\n\n${PLAN_USAGE}`);
-    return 2;
-  }
-  const log = createLogger();
-  let config;
-  const timeoutS = values.timeout === undefined ? 60 : Number(values.timeout);
-  try {
-    if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError(`--timeout: expected a positive number of seconds, got "${values.timeout}"`);
-    if (values.dataplane !== undefined && values.dataplane !== 'nftables' && values.dataplane !== 'iptables') {
-      throw new UsageError(`--dataplane: expected nftables or iptables, got "${values.dataplane}"`);
+  let timeoutS = 60;
+  const options = { dataplane: { type: 'string' }, 'output-dir': { type: 'string' }, timeout: { type: 'string' } } as const;
+  const start = startCommand('plan', PLAN_USAGE, argv, options, (v) => {
+    timeoutS = secondsFlag(v.timeout, 60);
+    if (v.dataplane !== undefined && v.dataplane !== 'nftables' && v.dataplane !== 'iptables') {
+      throw new UsageError(`--dataplane: expected nftables or iptables, got "${v.dataplane}"`);
     }
-    config = configFromFlags(values, log);
-  } catch (e) {
-    console.error(`palisade plan: ${(e as Error).message}`);
-    return 2;
-  }
-  log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
+  });
+  if (start === 2) return 2;
+  const { values, config, log } = start;
   let msgs;
   try {
     msgs = await syncOnce(config, log, timeoutS);

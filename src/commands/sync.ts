@@ -1,14 +1,11 @@
 // `palisade sync`: the control plane alone (datastore -> validation -> calc graph) for
 // this node, printing the dataplane messages Felix's calc graph would send. Programs
 // nothing. Also the way to see what a datastore holds and what is invalid in it.
-import { parseArgs } from 'node:util';
-
 import { ControlPlane } from '../agent/control-plane.js';
 import { RESTART_EXIT_CODE } from '../config/config.js';
 import { createSyncer } from '../datastore/index.js';
-import { createLogger } from '../log.js';
 import type { ToDataplane } from '../proto/messages.js';
-import { configFromFlags, DATASTORE_FLAGS, DATASTORE_FLAGS_USAGE, UsageError } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, secondsFlag, startCommand } from './datastore-flags.js';
 
 export const SYNC_USAGE = `Usage: palisade sync [options]
 
@@ -39,28 +36,13 @@ function summary(msgs: ToDataplane[]): string {
 }
 
 export async function runSync(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { ...DATASTORE_FLAGS, once: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } },
-      strict: true,
-    }));
-  } catch (e) {
-    console.error(`palisade sync: ${(e as Error).message}\n\n${SYNC_USAGE}`);
-    return 2;
-  }
-  const timeoutS = values.timeout === undefined ? 60 : Number(values.timeout);
-  const log = createLogger();
-  let config;
-  try {
-    if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError(`--timeout: expected a positive number of seconds, got "${values.timeout}"`);
-    config = configFromFlags(values, log);
-  } catch (e) {
-    console.error(`palisade sync: ${(e as Error).message}`);
-    return 2;
-  }
-  log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
+  let timeoutS = 60;
+  const options = { once: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
+  const start = startCommand('sync', SYNC_USAGE, argv, options, (v) => {
+    timeoutS = secondsFlag(v.timeout, 60);
+  });
+  if (start === 2) return 2;
+  const { values, config, log } = start;
 
   return new Promise<number>((resolve) => {
     let done = false;

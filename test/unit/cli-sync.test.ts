@@ -79,4 +79,19 @@ describe('cli: palisade sync and config', () => {
     assert.deepEqual(get('FelixHostname'), { name: 'FelixHostname', value: 'n1', source: 'flag for FelixHostname' });
     assert.match(r.stderr, /HealthPort from env FELIX_HEALTHPORT \(\\?"x\\?"\): expected an integer/);
   });
+
+  it('refuses bad usage with exit 2 and says why, in every datastore command', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['config', '--timeout', 'abc'], /palisade config: --timeout: expected a positive number of seconds, got "abc"/],
+      [['sync', '--timeout', '0'], /palisade sync: --timeout: expected a positive number/],
+      [['plan', '--timeout=-1'], /palisade plan: --timeout: expected a positive number/],
+      [['plan', '--dataplane', 'bpf'], /palisade plan: --dataplane: expected nftables or iptables, got "bpf"/],
+      [['agent', '--bogus'], /palisade agent: Unknown option '--bogus'[\s\S]*Usage: palisade agent/],
+    ];
+    for (const [args, want] of cases) {
+      const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: cleanEnv, timeout: 10_000 });
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, want, args.join(' '));
+    }
+  });
 });

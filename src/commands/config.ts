@@ -2,7 +2,7 @@
 import { ControlPlane } from '../agent/control-plane.js';
 import { formatValue } from '../config/params.js';
 import { createSyncer } from '../datastore/index.js';
-import { DATASTORE_FLAGS_USAGE, secondsFlag, startCommand } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, startCommand } from './datastore-flags.js';
 
 export const CONFIG_USAGE = `Usage: palisade config [options]
 
@@ -22,13 +22,10 @@ Examples:
   FELIX_HEALTHPORT=9199 palisade config --datastore-dir /etc/palisade/resources --json`;
 
 export async function runConfig(argv: string[]): Promise<number> {
-  let timeoutS = 30;
   const options = { local: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
-  const start = startCommand('config', CONFIG_USAGE, argv, options, (v) => {
-    timeoutS = secondsFlag(v.timeout, 30);
-  });
+  const start = startCommand('config', CONFIG_USAGE, argv, options, { timeoutSeconds: 30 });
   if (start === 2) return 2;
-  const { values, config, log } = start;
+  const { values, config, log, timeoutS } = start;
   if (!values.local) {
     const ok = await new Promise<boolean>((resolve) => {
       const plane = new ControlPlane({

@@ -57,20 +57,24 @@ export interface CommandStart<O extends Options> {
   values: Values<O>;
   config: ConfigResolver;
   log: Logger;
+  /** `--timeout SECONDS`, for commands that take it (see `timeoutSeconds`). */
+  timeoutS: number;
 }
 
 /**
  * How a datastore-reading command starts: its flags (the datastore flags and `options`)
  * parsed, `check` run on them for the command's own usage errors (throw UsageError), the
- * configuration loaded and the log level set from it. Bad usage is printed, with the
- * usage text for a flag parseArgs refuses, and comes back as exit code 2.
+ * configuration loaded and the log level set from it. With `timeoutSeconds`, the
+ * command's `--timeout` flag (put in `options`) is checked and defaults to it. Bad usage
+ * is printed, with the usage text for a flag parseArgs refuses, and comes back as exit
+ * code 2.
  */
 export function startCommand<O extends Options>(
   command: string,
   usage: string,
   argv: string[],
   options: O,
-  check: (values: Values<O>) => void = () => {},
+  { timeoutSeconds = 0, check = () => {} }: { timeoutSeconds?: number; check?: (values: Values<O>) => void } = {},
 ): CommandStart<O> | 2 {
   let values: Values<O>;
   try {
@@ -81,7 +85,9 @@ export function startCommand<O extends Options>(
   }
   const log = createLogger();
   let config: ConfigResolver;
+  let timeoutS = timeoutSeconds;
   try {
+    if (timeoutSeconds) timeoutS = secondsFlag((values as { timeout?: string }).timeout, timeoutSeconds);
     check(values);
     config = configFromFlags(values as FlagValues, log);
   } catch (e) {
@@ -89,11 +95,11 @@ export function startCommand<O extends Options>(
     return 2;
   }
   log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
-  return { values, config, log };
+  return { values, config, log, timeoutS };
 }
 
 /** A `--timeout SECONDS` flag's value: `fallback` when absent; UsageError unless positive. */
-export function secondsFlag(text: string | undefined, fallback: number): number {
+function secondsFlag(text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const s = Number(text);
   if (!Number.isFinite(s) || s <= 0) throw new UsageError(`--timeout: expected a positive number of seconds, got "${text}"`);

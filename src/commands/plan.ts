@@ -10,7 +10,7 @@ import { DesiredState } from '../dataplane/desired-state.js';
 import { renderIpsets, renderIptables } from '../dataplane/render/iptables-text.js';
 import { renderNft } from '../dataplane/render/nft-text.js';
 import { families, renderRuleset } from '../dataplane/render/ruleset.js';
-import { DATASTORE_FLAGS_USAGE, secondsFlag, startCommand, UsageError } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, startCommand, UsageError } from './datastore-flags.js';
 
 export const PLAN_USAGE = `Usage: palisade plan [options]
 
@@ -57,16 +57,17 @@ const HEADERS: Record<string, string> = {
 };
 
 export async function runPlan(argv: string[]): Promise<number> {
-  let timeoutS = 60;
   const options = { dataplane: { type: 'string' }, 'output-dir': { type: 'string' }, timeout: { type: 'string' } } as const;
-  const start = startCommand('plan', PLAN_USAGE, argv, options, (v) => {
-    timeoutS = secondsFlag(v.timeout, 60);
-    if (v.dataplane !== undefined && v.dataplane !== 'nftables' && v.dataplane !== 'iptables') {
-      throw new UsageError(`--dataplane: expected nftables or iptables, got "${v.dataplane}"`);
-    }
+  const start = startCommand('plan', PLAN_USAGE, argv, options, {
+    timeoutSeconds: 60,
+    check: (v) => {
+      if (v.dataplane !== undefined && v.dataplane !== 'nftables' && v.dataplane !== 'iptables') {
+        throw new UsageError(`--dataplane: expected nftables or iptables, got "${v.dataplane}"`);
+      }
+    },
   });
   if (start === 2) return 2;
-  const { values, config, log } = start;
+  const { values, config, log, timeoutS } = start;
   let msgs;
   try {
     msgs = await syncOnce(config, log, timeoutS);

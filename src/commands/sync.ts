@@ -5,7 +5,7 @@ import { ControlPlane } from '../agent/control-plane.js';
 import { RESTART_EXIT_CODE } from '../config/config.js';
 import { createSyncer } from '../datastore/index.js';
 import type { ToDataplane } from '../proto/messages.js';
-import { DATASTORE_FLAGS_USAGE, secondsFlag, startCommand } from './datastore-flags.js';
+import { DATASTORE_FLAGS_USAGE, startCommand } from './datastore-flags.js';
 
 export const SYNC_USAGE = `Usage: palisade sync [options]
 
@@ -36,13 +36,10 @@ function summary(msgs: ToDataplane[]): string {
 }
 
 export async function runSync(argv: string[]): Promise<number> {
-  let timeoutS = 60;
   const options = { once: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
-  const start = startCommand('sync', SYNC_USAGE, argv, options, (v) => {
-    timeoutS = secondsFlag(v.timeout, 60);
-  });
+  const start = startCommand('sync', SYNC_USAGE, argv, options, { timeoutSeconds: 60 });
   if (start === 2) return 2;
-  const { values, config, log } = start;
+  const { values, config, log, timeoutS } = start;
 
   return new Promise<number>((resolve) => {
     let done = false;

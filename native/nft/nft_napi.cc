@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/promise_worker.h"
 #include "nft/batch.h"
 #include "nft/dump.h"
 
@@ -15,143 +16,85 @@ namespace {
 
 Napi::Buffer<char> Bytes(Napi::Env env, const std::string& s) { return Napi::Buffer<char>::Copy(env, s.data(), s.size()); }
 
-class CommitWorker : public Napi::AsyncWorker {
- public:
-  CommitWorker(Napi::Env env, std::vector<uint8_t> ops)
-      : Napi::AsyncWorker(env, "palisade.nftCommit"), deferred_(Napi::Promise::Deferred::New(env)), ops_(std::move(ops)) {}
-  Napi::Promise Promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    try {
-      result_ = Commit(ops_.data(), ops_.size());
-    } catch (const std::exception& e) {
-      result_.badInput = std::string("internal: ") + e.what();
+// nftCommit's result: counts, or ENFT with the tag and errno of each refused op.
+void SettleCommit(Napi::Env env, const CommitResult& r, Napi::Promise::Deferred& d) {
+  if (!r.badInput.empty()) return d.Reject(MakeNativeError(env, "EINVAL", "nftCommit", r.badInput).Value());
+  if (r.sysErrno) return d.Reject(SysError(env, "nftCommit", r.sysWhat, r.sysErrno));
+  if (!r.failures.empty()) {
+    const Failure& first = r.failures.front();
+    Napi::Error err = MakeNativeError(env, "ENFT", "nftCommit", std::string("nftables transaction rejected: ") + std::strerror(first.err), first.err);
+    Napi::Array list = Napi::Array::New(env, r.failures.size());
+    for (size_t i = 0; i < r.failures.size(); i++) {
+      Napi::Object f = Napi::Object::New(env);
+      f.Set("tag", r.failures[i].tag == UINT32_MAX ? env.Null() : Napi::Number::New(env, r.failures[i].tag));
+      f.Set("errno", r.failures[i].err);
+      list.Set(static_cast<uint32_t>(i), f);
     }
+    err.Set("failures", list);
+    return d.Reject(err.Value());
   }
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("ops", static_cast<double>(r.ops));
+  o.Set("messages", static_cast<double>(r.messages));
+  o.Set("bytes", static_cast<double>(r.bytes));
+  d.Resolve(o);
+}
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    if (!result_.badInput.empty()) {
-      deferred_.Reject(MakeNativeError(env, "EINVAL", "nftCommit", result_.badInput).Value());
-      return;
+// nftDump's result: the table's chains, rules (handle, userdata) and sets with elements.
+void SettleDump(Napi::Env env, const DumpResult& r, Napi::Promise::Deferred& d) {
+  if (r.sysErrno) return d.Reject(SysError(env, "nftDump", r.sysWhat, r.sysErrno));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("exists", r.exists);
+  Napi::Array chains = Napi::Array::New(env, r.chains.size());
+  for (size_t i = 0; i < r.chains.size(); i++) {
+    const DumpChain& c = r.chains[i];
+    Napi::Object x = Napi::Object::New(env);
+    x.Set("name", c.name);
+    if (c.base) {
+      x.Set("hook", c.hook);
+      x.Set("prio", c.prio);
+      x.Set("type", c.type);
     }
-    if (result_.sysErrno) {
-      deferred_.Reject(MakeNativeError(env, "ESYS", "nftCommit", result_.sysWhat + ": " + std::strerror(result_.sysErrno), result_.sysErrno).Value());
-      return;
-    }
-    if (!result_.failures.empty()) {
-      const Failure& first = result_.failures.front();
-      Napi::Error err = MakeNativeError(env, "ENFT", "nftCommit", std::string("nftables transaction rejected: ") + std::strerror(first.err), first.err);
-      Napi::Array list = Napi::Array::New(env, result_.failures.size());
-      for (size_t i = 0; i < result_.failures.size(); i++) {
-        Napi::Object f = Napi::Object::New(env);
-        f.Set("tag", result_.failures[i].tag == UINT32_MAX ? env.Null() : Napi::Number::New(env, result_.failures[i].tag));
-        f.Set("errno", result_.failures[i].err);
-        list.Set(static_cast<uint32_t>(i), f);
+    chains.Set(static_cast<uint32_t>(i), x);
+  }
+  o.Set("chains", chains);
+  Napi::Array rules = Napi::Array::New(env, r.rules.size());
+  for (size_t i = 0; i < r.rules.size(); i++) {
+    const DumpRule& rule = r.rules[i];
+    Napi::Object x = Napi::Object::New(env);
+    x.Set("chain", rule.chain);
+    x.Set("handle", Napi::BigInt::New(env, rule.handle));
+    x.Set("udata", Bytes(env, rule.udata));
+    rules.Set(static_cast<uint32_t>(i), x);
+  }
+  o.Set("rules", rules);
+  Napi::Array sets = Napi::Array::New(env, r.sets.size());
+  for (size_t i = 0; i < r.sets.size(); i++) {
+    const DumpSet& s = r.sets[i];
+    Napi::Object x = Napi::Object::New(env);
+    x.Set("name", s.name);
+    x.Set("flags", s.flags);
+    x.Set("keyType", s.keyType);
+    x.Set("keyLen", s.keyLen);
+    x.Set("dataType", s.dataType);
+    Napi::Array elems = Napi::Array::New(env, s.elems.size());
+    for (size_t j = 0; j < s.elems.size(); j++) {
+      const DumpElem& e = s.elems[j];
+      Napi::Object y = Napi::Object::New(env);
+      y.Set("key", Bytes(env, e.key));
+      y.Set("flags", e.flags);
+      if (e.hasVerdict) {
+        y.Set("verdict", e.verdict);
+        y.Set("chain", e.chain);
       }
-      err.Set("failures", list);
-      deferred_.Reject(err.Value());
-      return;
+      elems.Set(static_cast<uint32_t>(j), y);
     }
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("ops", static_cast<double>(result_.ops));
-    o.Set("messages", static_cast<double>(result_.messages));
-    o.Set("bytes", static_cast<double>(result_.bytes));
-    deferred_.Resolve(o);
+    x.Set("elements", elems);
+    sets.Set(static_cast<uint32_t>(i), x);
   }
-
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::vector<uint8_t> ops_;
-  CommitResult result_;
-};
-
-class DumpWorker : public Napi::AsyncWorker {
- public:
-  DumpWorker(Napi::Env env, uint8_t family, std::string table)
-      : Napi::AsyncWorker(env, "palisade.nftDump"), deferred_(Napi::Promise::Deferred::New(env)), family_(family), table_(std::move(table)) {}
-  Napi::Promise Promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    try {
-      result_ = Dump(family_, table_);
-    } catch (const std::exception& e) {
-      result_.sysErrno = EINVAL;
-      result_.sysWhat = std::string("internal: ") + e.what();
-    }
-  }
-
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::HandleScope scope(env);
-    if (result_.sysErrno) {
-      deferred_.Reject(MakeNativeError(env, "ESYS", "nftDump", result_.sysWhat + ": " + std::strerror(result_.sysErrno), result_.sysErrno).Value());
-      return;
-    }
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("exists", result_.exists);
-    Napi::Array chains = Napi::Array::New(env, result_.chains.size());
-    for (size_t i = 0; i < result_.chains.size(); i++) {
-      const DumpChain& c = result_.chains[i];
-      Napi::Object x = Napi::Object::New(env);
-      x.Set("name", c.name);
-      if (c.base) {
-        x.Set("hook", c.hook);
-        x.Set("prio", c.prio);
-        x.Set("type", c.type);
-      }
-      chains.Set(static_cast<uint32_t>(i), x);
-    }
-    o.Set("chains", chains);
-    Napi::Array rules = Napi::Array::New(env, result_.rules.size());
-    for (size_t i = 0; i < result_.rules.size(); i++) {
-      const DumpRule& r = result_.rules[i];
-      Napi::Object x = Napi::Object::New(env);
-      x.Set("chain", r.chain);
-      x.Set("handle", Napi::BigInt::New(env, r.handle));
-      x.Set("udata", Bytes(env, r.udata));
-      rules.Set(static_cast<uint32_t>(i), x);
-    }
-    o.Set("rules", rules);
-    Napi::Array sets = Napi::Array::New(env, result_.sets.size());
-    for (size_t i = 0; i < result_.sets.size(); i++) {
-      const DumpSet& s = result_.sets[i];
-      Napi::Object x = Napi::Object::New(env);
-      x.Set("name", s.name);
-      x.Set("flags", s.flags);
-      x.Set("keyType", s.keyType);
-      x.Set("keyLen", s.keyLen);
-      x.Set("dataType", s.dataType);
-      Napi::Array elems = Napi::Array::New(env, s.elems.size());
-      for (size_t j = 0; j < s.elems.size(); j++) {
-        const DumpElem& e = s.elems[j];
-        Napi::Object y = Napi::Object::New(env);
-        y.Set("key", Bytes(env, e.key));
-        y.Set("flags", e.flags);
-        if (e.hasVerdict) {
-          y.Set("verdict", e.verdict);
-          y.Set("chain", e.chain);
-        }
-        elems.Set(static_cast<uint32_t>(j), y);
-      }
-      x.Set("elements", elems);
-      sets.Set(static_cast<uint32_t>(i), x);
-    }
-    o.Set("sets", sets);
-    deferred_.Resolve(o);
-  }
-
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  uint8_t family_;
-  std::string table_;
-  DumpResult result_;
-};
+  o.Set("sets", sets);
+  d.Resolve(o);
+}
 
 Napi::Value NftCommit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -159,10 +102,7 @@ Napi::Value NftCommit(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsTypedArray()) throw MakeNativeError(env, "EINVAL", "nftCommit", "expected a Uint8Array of ops");
     Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
     std::vector<uint8_t> ops(a.Data(), a.Data() + a.ByteLength());
-    auto* w = new CommitWorker(env, std::move(ops));
-    Napi::Promise p = w->Promise();
-    w->Queue();
-    return p;
+    return QueuePromise<CommitResult>(env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data(), ops.size()); }, SettleCommit);
   });
 }
 
@@ -170,10 +110,9 @@ Napi::Value NftDump(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "nftDump", [&]() -> Napi::Value {
     if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString()) throw MakeNativeError(env, "EINVAL", "nftDump", "expected (family, table)");
-    auto* w = new DumpWorker(env, static_cast<uint8_t>(info[0].As<Napi::Number>().Uint32Value()), info[1].As<Napi::String>().Utf8Value());
-    Napi::Promise p = w->Promise();
-    w->Queue();
-    return p;
+    const uint8_t family = static_cast<uint8_t>(info[0].As<Napi::Number>().Uint32Value());
+    std::string table = info[1].As<Napi::String>().Utf8Value();
+    return QueuePromise<DumpResult>(env, "nftDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
   });
 }
 

@@ -1,0 +1,84 @@
+// Blocking native work (a netlink transaction, a dump) as a Promise: `work` runs on the
+// libuv pool and returns a plain result; `settle` turns that result into the resolution
+// or a NativeError on the JS thread. An exception that `work` lets out becomes ENOMEM or
+// EINTERNAL, as Guard() does on the JS thread, so nothing escapes either way.
+#pragma once
+
+#include <napi.h>
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "common/errors.h"
+
+namespace palisade {
+
+template <typename Result, typename Work, typename Settle>
+class PromiseWorker : public Napi::AsyncWorker {
+ public:
+  // Queues the work; `op` names it in errors and async hooks ("nftCommit").
+  static Napi::Promise Queue(Napi::Env env, const char* op, Work work, Settle settle) {
+    auto* w = new PromiseWorker(env, op, std::move(work), std::move(settle));
+    Napi::Promise p = w->deferred_.Promise();
+    w->Napi::AsyncWorker::Queue();
+    return p;
+  }
+
+ private:
+  PromiseWorker(Napi::Env env, const char* op, Work work, Settle settle)
+      : Napi::AsyncWorker(env, op), op_(op), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)), settle_(std::move(settle)) {}
+
+  void Execute() override {
+    try {
+      result_ = work_();
+    } catch (const std::bad_alloc&) {
+      code_ = "ENOMEM";
+      what_ = "out of memory";
+    } catch (const std::exception& e) {
+      code_ = "EINTERNAL";
+      what_ = e.what();
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    if (code_) {
+      deferred_.Reject(MakeNativeError(env, code_, op_, what_).Value());
+      return;
+    }
+    try {
+      settle_(env, result_, deferred_);
+    } catch (const Napi::Error& e) {
+      deferred_.Reject(e.Value());
+    } catch (const std::exception& e) {
+      deferred_.Reject(MakeNativeError(env, "EINTERNAL", op_, e.what()).Value());
+    }
+  }
+
+  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
+
+  const char* op_;
+  Napi::Promise::Deferred deferred_;
+  Work work_;
+  Settle settle_;
+  Result result_{};
+  const char* code_ = nullptr;
+  std::string what_;
+};
+
+// QueuePromise<Result>(env, "op", [..]() { return Result; }, [](env, const Result&, deferred&) {..}).
+template <typename Result, typename Work, typename Settle>
+Napi::Promise QueuePromise(Napi::Env env, const char* op, Work work, Settle settle) {
+  return PromiseWorker<Result, Work, Settle>::Queue(env, op, std::move(work), std::move(settle));
+}
+
+// The rejection for a failed system call: ESYS, "<what>: <strerror>", and the errno.
+inline Napi::Value SysError(Napi::Env env, const char* op, const std::string& what, int err) {
+  return MakeNativeError(env, "ESYS", op, what + ": " + std::strerror(err), err).Value();
+}
+
+}  // namespace palisade

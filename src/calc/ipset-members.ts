@@ -127,6 +127,8 @@ export class IPSetMemberCalculator {
   /** The state before this batch of touched sources that existed (new ones need none). */
   readonly #before = new Map<number, Before>();
   readonly #removedSets: string[] = [];
+  /** Scratch for a source's profile IDs (the index copies them). */
+  readonly #parentIds: number[] = [];
 
   readonly #drainWords: number;
 
@@ -167,11 +169,10 @@ export class IPSetMemberCalculator {
     this.#touch(num);
     this.#nets[num] = src.nets.length === 1 ? (src.nets[0] as string) : src.nets;
     this.#ports[num] = src.ports.length ? src.ports : NO_PORTS;
-    this.#index.upsertItem(
-      num,
-      src.labels,
-      src.parents.map((p) => this.#profileIds.id(p)),
-    );
+    const parents = this.#parentIds;
+    parents.length = 0;
+    for (const p of src.parents) parents.push(this.#profileIds.id(p));
+    this.#index.upsertItem(num, src.labels, parents);
     this.#maybeDrain();
   }
 
@@ -302,7 +303,8 @@ export class IPSetMemberCalculator {
       if (includes(had, m)) continue;
       const size = members.size;
       members.add(m);
-      if (members.size !== size) (added ??= []).push(m);
+      // A literal, not [] then push: V8 gives an empty array room for 17 on its first push.
+      if (members.size !== size) added ? added.push(m) : (added = [m]);
       else extra.set(m, (extra.get(m) ?? 0) + 1);
     }
     for (let i = 0, len = count(had); i < len; i++) {
@@ -311,7 +313,7 @@ export class IPSetMemberCalculator {
       const n = extra.size ? extra.get(m) : undefined;
       if (n === undefined) {
         members.delete(m);
-        (removed ??= []).push(m);
+        removed ? removed.push(m) : (removed = [m]);
       } else if (n > 1) extra.set(m, n - 1);
       else extra.delete(m);
     }

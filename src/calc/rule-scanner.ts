@@ -46,14 +46,22 @@ function serviceSet(service: string, includePorts: boolean): IPSetData {
   return { uid, type: includePorts ? 'IP_AND_PORT' : 'NET', service, serviceIncludePorts: includePorts };
 }
 
+const NO_PORTS: Readonly<{ numeric: PortRange[]; named: string[] }> = Object.freeze({ numeric: none<PortRange>(), named: none<string>() });
+
 function split(ports: PortSpec[]): { numeric: PortRange[]; named: string[] } {
+  if (!ports.length) return NO_PORTS; // most rules (10,000 policies' worth in a snapshot)
   const numeric: PortRange[] = [];
   const named: string[] = [];
   for (const p of ports) {
     if ('name' in p) named.push(p.name);
     else numeric.push({ first: p.first, last: p.last });
   }
-  return { numeric: orNone(numeric), named };
+  return { numeric: orNone(numeric), named: orNone(named) };
+}
+
+/** A copy of a rule's CIDR list (the shared empty list when empty). */
+function nets(list: readonly string[]): string[] {
+  return list.length ? [...list] : none();
 }
 
 function protocolOf(p: string | number | undefined): Protocol | undefined {
@@ -203,20 +211,20 @@ export class RuleScanner {
 
     const out: Rule = {
       action: r.action,
-      srcNet: orNone([...r.srcNets]),
+      srcNet: nets(r.srcNets),
       srcPorts: srcPorts.numeric,
       srcNamedPortIpSetIds: use(named(srcPorts.named, src)),
       srcIpSetIds: use(srcSelSets),
-      dstNet: orNone([...r.dstNets]),
+      dstNet: nets(r.dstNets),
       dstPorts: dstPorts.numeric,
       dstNamedPortIpSetIds: use(named(dstPorts.named, dst)),
       dstIpSetIds: use(selSets(dst, dstPorts)),
       dstIpPortSetIds: use(dstIpPortSets),
-      notSrcNet: orNone([...r.notSrcNets]),
+      notSrcNet: nets(r.notSrcNets),
       notSrcPorts: notSrcPorts.numeric,
       notSrcNamedPortIpSetIds: use(named(notSrcPorts.named, src)),
       notSrcIpSetIds: use(notSrc ? [selectorSet(notSrc)] : []),
-      notDstNet: orNone([...r.notDstNets]),
+      notDstNet: nets(r.notDstNets),
       notDstPorts: notDstPorts.numeric,
       notDstNamedPortIpSetIds: use(named(notDstPorts.named, dst)),
       notDstIpSetIds: use(notDst ? [selectorSet(notDst)] : []),

@@ -18,6 +18,7 @@
 #include "labelindex/interner.h"
 #include "labelindex/program.h"
 #include "labelindex/small_vec.h"
+#include "labelindex/word_buffer.h"
 #include "selector/ast.h"
 
 namespace palisade::labelindex {
@@ -48,7 +49,7 @@ class LabelIndex {
   void DeleteSelector(uint32_t id);
 
   // Transitions since the caller last took them (see kStartedBit for the layout).
-  std::vector<uint32_t>& Changes() { return changes_; }
+  WordBuffer& Changes() { return changes_; }
 
   // Frees strings nothing refers to any more; call between batches. onFree(id) runs
   // before each string goes.
@@ -208,7 +209,7 @@ class LabelIndex {
   // mentions cannot change any match.
   std::vector<uint32_t> keyRefs_;
   std::vector<bool> keyReferenced_;
-  std::vector<uint32_t> changes_;
+  WordBuffer changes_;
   // Reused buffers: the update path allocates nothing in the steady state.
   std::vector<uint32_t> scratch_;
   std::vector<Label> merged_, mergeTmp_;

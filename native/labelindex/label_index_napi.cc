@@ -1,6 +1,7 @@
 #include "labelindex/label_index_napi.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -199,7 +200,7 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
 
     // Hand the transition buffer to JS without copying: the ArrayBuffer owns it and frees
     // it when collected. V8 is told about the memory so a big batch drives GC.
-    std::vector<uint32_t>& changes = index_.Changes();
+    WordBuffer& changes = index_.Changes();
     const size_t size = changes.size() * sizeof(uint32_t);
     if (size == 0) return env.Undefined();  // the common steady-state answer, allocation-free
     if (size <= kCopyBelowBytes) {
@@ -209,17 +210,14 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
       changes.clear();
       return out;
     }
-    auto* owned = new std::vector<uint32_t>(std::move(changes));
-    changes = {};
-    const int64_t bytes = static_cast<int64_t>(owned->capacity() * sizeof(uint32_t));
+    size_t capacity = 0;
+    uint32_t* owned = changes.Release(&capacity);
+    const int64_t bytes = static_cast<int64_t>(capacity * sizeof(uint32_t));
     Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
-    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(
-        env, owned->data(), owned->size() * sizeof(uint32_t),
-        [bytes](Napi::Env e, void*, std::vector<uint32_t>* v) {
-          Napi::MemoryManagement::AdjustExternalMemory(e, -bytes);
-          delete v;
-        },
-        owned);
+    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, owned, size, [bytes](Napi::Env e, void* data) {
+      Napi::MemoryManagement::AdjustExternalMemory(e, -bytes);
+      std::free(data);
+    });
     return out;
   });
 }

@@ -180,7 +180,7 @@ static void TestIndexRandom(int iterations, unsigned seed) {
       m.sels.erase(id);
       idx.DeleteSelector(id);
     }
-    const std::vector<uint32_t>& ch = idx.Changes();
+    const labelindex::WordBuffer& ch = idx.Changes();
     for (size_t k = 0; k < ch.size(); k += 2) {
       const uint32_t sel = ch[k], item = ch[k + 1] & ~labelindex::kStartedBit;
       const auto key = std::make_pair(sel, item);
@@ -212,7 +212,7 @@ static void TestIndexRandom(int iterations, unsigned seed) {
   for (auto& [id, _] : m.items) idx.DeleteItem(id);
   for (auto& [id, _] : m.parents) idx.DeleteParent(id);
   for (auto& [id, _] : m.sels) idx.DeleteSelector(id);
-  const std::vector<uint32_t>& ch = idx.Changes();
+  const labelindex::WordBuffer& ch = idx.Changes();
   for (size_t k = 0; k < ch.size(); k += 2) seen.erase({ch[k], ch[k + 1] & ~labelindex::kStartedBit});
   CHECK(seen.empty(), "%zu matches left after deleting everything", seen.size());
   idx.Changes().clear();

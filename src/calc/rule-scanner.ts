@@ -106,7 +106,10 @@ export class RuleScanner {
   }
 
   onPolicyInactive(key: string): void {
-    this.#update(key, [], [], { namespace: '', untracked: false, preDnat: false, originalSelector: '' });
+    const old = this.#uidsByRules.get(key);
+    if (!old) return;
+    this.#uidsByRules.delete(key);
+    for (const uid of old) this.#release(uid, key);
   }
 
   onProfileActive(key: string, profile: InternalProfile): ParsedRules {
@@ -157,23 +160,24 @@ export class RuleScanner {
       }
       users.add(key);
     }
-    for (const uid of old) {
-      if (current.has(uid)) continue;
-      const users = this.#rulesByUid.get(uid) as Set<string>;
-      users.delete(key);
-      if (users.size === 0) {
-        this.#rulesByUid.delete(uid);
-        const set = this.#setsByUid.get(uid) as IPSetData;
-        this.#setsByUid.delete(uid);
-        this.onIPSetInactive(set);
-      }
-    }
+    for (const uid of old) if (!current.has(uid)) this.#release(uid, key);
     if (current.size) this.#uidsByRules.set(key, new Set(current.keys()));
     else this.#uidsByRules.delete(key);
     // The parse cache is bounded: cleared once it grows well past the sets in use (each IP
     // set keeps its own Selector).
     if (this.#selectors.size > 4 * (this.#setsByUid.size + 64)) this.#selectors.clear();
     return parsed;
+  }
+
+  // `key` no longer uses the set; the set goes when nothing does.
+  #release(uid: string, key: string): void {
+    const users = this.#rulesByUid.get(uid) as Set<string>;
+    users.delete(key);
+    if (users.size) return;
+    this.#rulesByUid.delete(uid);
+    const set = this.#setsByUid.get(uid) as IPSetData;
+    this.#setsByUid.delete(uid);
+    this.onIPSetInactive(set);
   }
 
   #parseRule(r: InternalRule, sets: Map<string, IPSetData>): Rule {

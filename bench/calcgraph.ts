@@ -21,6 +21,12 @@ function ref(r: Resource) {
   return { kind: r.kind, name: r.metadata.name, ...('namespace' in r.metadata && r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) };
 }
 
+// What a syncer builds from an endpoint's key: a plain literal (the generic ref() above
+// spreads, which costs the streamed input 20 ms).
+function endpointRef(r: ReturnType<typeof endpoint>) {
+  return { kind: r.kind, namespace: r.metadata.namespace, name: r.metadata.name };
+}
+
 function main(): void {
   const calibration = calibrationMs();
   log(`generating ${REMOTE} remote + ${LOCAL} local endpoints, ${POLICIES} policies`);
@@ -30,7 +36,7 @@ function main(): void {
   // What building the streamed input costs alone (it is inside snapshot_s).
   let t = nowNs();
   let chars = 0;
-  for (let n = 0; n < REMOTE + LOCAL; n++) chars += ref(endpoint(n, n < REMOTE ? 'remotehost' : 'localhost')).name.length;
+  for (let n = 0; n < REMOTE + LOCAL; n++) chars += endpointRef(endpoint(n, n < REMOTE ? 'remotehost' : 'localhost')).name.length;
   const inputBuildS = Number(nowNs() - t) / 1e9;
   if (!chars) throw new Error('no input');
   global.gc?.();
@@ -43,11 +49,11 @@ function main(): void {
   for (const r of profs) graph.onUpdate(ref(r), r);
   for (let n = 0; n < REMOTE; n++) {
     const r = endpoint(n, 'remotehost');
-    graph.onUpdate(ref(r), r);
+    graph.onUpdate(endpointRef(r), r);
   }
   for (let n = 0; n < LOCAL; n++) {
     const r = endpoint(n, 'localhost');
-    graph.onUpdate(ref(r), r);
+    graph.onUpdate(endpointRef(r), r);
   }
   graph.onStatus('in-sync');
   const first = graph.flush();

@@ -63,6 +63,11 @@ export class EventSequencer {
     this.#membership = membership;
   }
 
+  /** Sets added in a batch are read whole at flush (the member calculator need not report their members). */
+  get readsNewSetsWhole(): boolean {
+    return this.#membership !== undefined;
+  }
+
   // ---- IP sets ----
 
   onIPSetAdded(id: string, type: IPSetType): void {

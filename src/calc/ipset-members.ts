@@ -26,6 +26,11 @@ export interface MemberSource {
 }
 
 export interface IPSetMemberListener {
+  /**
+   * True when a set added since the last flush is sent whole from members(): then its
+   * members' adds and removes are not reported one by one (a snapshot's 250,000).
+   */
+  readonly readsNewSetsWhole?: boolean;
   onIPSetAdded(id: string, type: IPSetType): void;
   onIPSetRemoved(id: string): void;
   onMembersAdded(id: string, members: string[]): void;
@@ -38,6 +43,8 @@ interface SetState {
   readonly data: IPSetData;
   /** The members: what at least one source contributes. */
   readonly members: Set<string>;
+  /** Added since the last flush, and the listener reads such sets whole. */
+  quiet: boolean;
   /**
    * Members more than one source contributes -> how many more. Kept apart so the common
    * member (one source) costs one set entry and is added with one hash lookup.
@@ -127,6 +134,8 @@ export class IPSetMemberCalculator {
   /** The state before this batch of touched sources that existed (new ones need none). */
   readonly #before = new Map<number, Before>();
   readonly #removedSets: string[] = [];
+  /** Sets added in this batch whose changes are not reported (see `quiet`). */
+  #quietSets: SetState[] = [];
   /** Scratch for a source's profile IDs (the index copies them). */
   readonly #parentIds: number[] = [];
 
@@ -140,7 +149,9 @@ export class IPSetMemberCalculator {
 
   onIPSetActive(set: IPSetData): void {
     const num = this.#setIds.id(set.uid);
-    this.#sets[num] = { num, data: set, members: new Set(), extra: new Map() };
+    const quiet = this.#listener.readsNewSetsWhole === true;
+    this.#sets[num] = { num, data: set, members: new Set(), extra: new Map(), quiet };
+    if (quiet) this.#quietSets.push(this.#sets[num] as SetState);
     this.#listener.onIPSetAdded(set.uid, set.type);
     if (set.service) return;
     this.#index.upsertSelector(num, set.selector ?? parseSelector('all()'));
@@ -199,6 +210,8 @@ export class IPSetMemberCalculator {
       this.#settle(src, this.#before.get(src) ?? null);
     }
     this.#before.clear();
+    for (const state of this.#quietSets) state.quiet = false;
+    this.#quietSets = [];
     for (const uid of this.#removedSets.splice(0)) {
       const num = this.#setIds.get(uid);
       if (num !== undefined && !this.#sets[num]) this.#setIds.release(uid);
@@ -304,8 +317,8 @@ export class IPSetMemberCalculator {
       const size = members.size;
       members.add(m);
       // A literal, not [] then push: V8 gives an empty array room for 17 on its first push.
-      if (members.size !== size) added ? added.push(m) : (added = [m]);
-      else extra.set(m, (extra.get(m) ?? 0) + 1);
+      if (members.size === size) extra.set(m, (extra.get(m) ?? 0) + 1);
+      else if (!state.quiet) added ? added.push(m) : (added = [m]);
     }
     for (let i = 0, len = count(had); i < len; i++) {
       const m = nth(had, i);
@@ -313,7 +326,7 @@ export class IPSetMemberCalculator {
       const n = extra.size ? extra.get(m) : undefined;
       if (n === undefined) {
         members.delete(m);
-        removed ? removed.push(m) : (removed = [m]);
+        if (!state.quiet) removed ? removed.push(m) : (removed = [m]);
       } else if (n > 1) extra.set(m, n - 1);
       else extra.delete(m);
     }

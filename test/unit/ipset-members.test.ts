@@ -35,6 +35,36 @@ class Recorder implements IPSetMemberListener {
   }
 }
 
+/**
+ * As the EventSequencer with a membership source: a set added since the last flush is
+ * read whole from the calculator at flush, and its members must not be reported one by
+ * one meanwhile; later changes come as deltas.
+ */
+class WholeSetRecorder extends Recorder {
+  readonly readsNewSetsWhole = true;
+  readonly #pending = new Set<string>();
+  override onIPSetAdded(id: string): void {
+    super.onIPSetAdded(id);
+    this.#pending.add(id);
+  }
+  override onIPSetRemoved(id: string): void {
+    super.onIPSetRemoved(id);
+    this.#pending.delete(id);
+  }
+  override onMembersAdded(id: string, members: string[]): void {
+    assert.ok(!this.#pending.has(id), `members of new set ${id} reported one by one`);
+    super.onMembersAdded(id, members);
+  }
+  override onMembersRemoved(id: string, members: string[]): void {
+    assert.ok(!this.#pending.has(id), `members of new set ${id} reported one by one`);
+    super.onMembersRemoved(id, members);
+  }
+  afterFlush(calc: IPSetMemberCalculator): void {
+    for (const id of this.#pending) this.sets.set(id, new Set(calc.members(id)));
+    this.#pending.clear();
+  }
+}
+
 const SELECTORS = ["app == 'a'", "app == 'b'", 'has(tier)', "env == 'prod'", "app == 'a' && env != 'prod'", 'all()'];
 const ADDRS = ['10.0.0.1/32', '10.0.0.2/32', '10.0.0.3/32', '10.1.0.0/16', 'fd00::1/128', 'fd00::2/128'];
 const PORTS: EndpointPort[] = [
@@ -78,9 +108,9 @@ function expected(sets: Map<string, IPSetData>, sources: Map<string, MemberSourc
   return out;
 }
 
-function run(seed: number, steps: number, drainWords?: number): void {
+function run(seed: number, steps: number, drainWords?: number, whole = false): void {
   const rng = new Rng(seed);
-  const rec = new Recorder();
+  const rec = whole ? new WholeSetRecorder() : new Recorder();
   const calc = new IPSetMemberCalculator(rec, drainWords);
   const sets = new Map<string, IPSetData>();
   const sources = new Map<string, MemberSource>();
@@ -125,10 +155,12 @@ function run(seed: number, steps: number, drainWords?: number): void {
       calc.onProfileLabels(name, labels);
     } else {
       calc.flush();
+      if (rec instanceof WholeSetRecorder) rec.afterFlush(calc);
       assert.deepEqual(rec.sets, expected(sets, sources, profiles), `seed ${seed} step ${step}`);
     }
   }
   calc.flush();
+  if (rec instanceof WholeSetRecorder) rec.afterFlush(calc);
   assert.deepEqual(rec.sets, expected(sets, sources, profiles), `seed ${seed} final`);
 }
 
@@ -139,5 +171,9 @@ describe('calc: IPSetMemberCalculator', () => {
 
   it('gives the same results when the index is drained early, mid-batch', () => {
     for (let seed = 1; seed <= 200; seed++) run(seed, 150, 1 + (seed % 40));
+  });
+
+  it('reports no member of a new set one by one to a listener that reads new sets whole', () => {
+    for (let seed = 1; seed <= 200; seed++) run(seed, 150, seed % 2 ? undefined : 1 + (seed % 40), true);
   });
 });

@@ -333,5 +333,4 @@ export class IPSetMemberCalculator {
     if (added) this.#listener.onMembersAdded(state.data.uid, added);
     if (removed) this.#listener.onMembersRemoved(state.data.uid, removed);
   }
-
 }

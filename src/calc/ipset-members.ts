@@ -43,8 +43,8 @@ interface SetState {
   readonly data: IPSetData;
   /** The members: what at least one source contributes. */
   readonly members: Set<string>;
-  /** Added since the last flush, and the listener reads such sets whole. */
-  quiet: boolean;
+  /** The batch (flush count) it was activated in. */
+  readonly batch: number;
   /**
    * Members more than one source contributes -> how many more. Kept apart so the common
    * member (one source) costs one set entry and is added with one hash lookup.
@@ -134,8 +134,8 @@ export class IPSetMemberCalculator {
   /** The state before this batch of touched sources that existed (new ones need none). */
   readonly #before = new Map<number, Before>();
   readonly #removedSets: string[] = [];
-  /** Sets added in this batch whose changes are not reported (see `quiet`). */
-  #quietSets: SetState[] = [];
+  /** Flushes so far: a set activated in the current batch has this as its `batch`. */
+  #batch = 0;
   /** Scratch for a source's profile IDs (the index copies them). */
   readonly #parentIds: number[] = [];
 
@@ -149,9 +149,7 @@ export class IPSetMemberCalculator {
 
   onIPSetActive(set: IPSetData): void {
     const num = this.#setIds.id(set.uid);
-    const quiet = this.#listener.readsNewSetsWhole === true;
-    this.#sets[num] = { num, data: set, members: new Set(), extra: new Map(), quiet };
-    if (quiet) this.#quietSets.push(this.#sets[num] as SetState);
+    this.#sets[num] = { num, data: set, members: new Set(), extra: new Map(), batch: this.#batch };
     this.#listener.onIPSetAdded(set.uid, set.type);
     if (set.service) return;
     this.#index.upsertSelector(num, set.selector ?? parseSelector('all()'));
@@ -210,8 +208,7 @@ export class IPSetMemberCalculator {
       this.#settle(src, this.#before.get(src) ?? null);
     }
     this.#before.clear();
-    for (const state of this.#quietSets) state.quiet = false;
-    this.#quietSets = [];
+    this.#batch++;
     for (const uid of this.#removedSets.splice(0)) {
       const num = this.#setIds.get(uid);
       if (num !== undefined && !this.#sets[num]) this.#setIds.release(uid);
@@ -309,6 +306,8 @@ export class IPSetMemberCalculator {
   #apply(state: SetState, had: Strings, has: Strings): void {
     if (had === has) return;
     const { members, extra } = state;
+    // A set the listener reads whole at the end of its first batch needs no reports then.
+    const quiet = state.batch === this.#batch && this.#listener.readsNewSetsWhole === true;
     let added: string[] | undefined;
     let removed: string[] | undefined;
     for (let i = 0, len = count(has); i < len; i++) {
@@ -318,7 +317,7 @@ export class IPSetMemberCalculator {
       members.add(m);
       // A literal, not [] then push: V8 gives an empty array room for 17 on its first push.
       if (members.size === size) extra.set(m, (extra.get(m) ?? 0) + 1);
-      else if (!state.quiet) added ? added.push(m) : (added = [m]);
+      else if (!quiet) added ? added.push(m) : (added = [m]);
     }
     for (let i = 0, len = count(had); i < len; i++) {
       const m = nth(had, i);
@@ -326,7 +325,7 @@ export class IPSetMemberCalculator {
       const n = extra.size ? extra.get(m) : undefined;
       if (n === undefined) {
         members.delete(m);
-        if (!state.quiet) removed ? removed.push(m) : (removed = [m]);
+        if (!quiet) removed ? removed.push(m) : (removed = [m]);
       } else if (n > 1) extra.set(m, n - 1);
       else extra.delete(m);
     }

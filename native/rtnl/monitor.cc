@@ -1,4 +1,5 @@
 #include "rtnl/monitor.h"
+#include "rtnl/routes.h"
 
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
@@ -17,12 +18,6 @@ namespace palisade::rtnl {
 namespace {
 
 constexpr size_t kBuf = 1 << 16;
-
-std::string AddrString(int family, const void* data, int prefix) {
-  char buf[INET6_ADDRSTRLEN];
-  if (!inet_ntop(family, data, buf, sizeof(buf))) return "";
-  return std::string(buf) + "/" + std::to_string(prefix);
-}
 
 }  // namespace
 
@@ -170,16 +165,7 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
   if (h->nlmsg_type == RTM_DELROUTE) {
     auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
     if (rt->rtm_protocol != RTPROT_BOOT || rt->rtm_table != RT_TABLE_MAIN) return;
-    struct R {
-      const void* dst = nullptr;
-      int oif = 0;
-    } r;
-    mnl_attr_parse(h, sizeof(*rt), [](const nlattr* a, void* data) {
-      auto* x = static_cast<R*>(data);
-      if (mnl_attr_get_type(a) == RTA_DST) x->dst = mnl_attr_get_payload(a);
-      if (mnl_attr_get_type(a) == RTA_OIF) x->oif = static_cast<int>(mnl_attr_get_u32(a));
-      return MNL_CB_OK;
-    }, &r);
+    const RouteAttrs r = ParseRouteAttrs(h);
     auto it = ifaces_.find(r.oif);
     if (!r.dst || it == ifaces_.end()) return;
     out->push_back({Event::kRouteDeleted, it->second.name, r.oif, "", {AddrString(rt->rtm_family, r.dst, rt->rtm_dst_len)}});

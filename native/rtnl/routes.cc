@@ -35,6 +35,23 @@ struct Sock {
 
 }  // namespace
 
+std::string AddrString(int family, const void* data, int prefix) {
+  char buf[INET6_ADDRSTRLEN];
+  if (!inet_ntop(family, data, buf, sizeof(buf))) return "";
+  return std::string(buf) + "/" + std::to_string(prefix);
+}
+
+RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
+  RouteAttrs r;
+  mnl_attr_parse(h, sizeof(rtmsg), [](const nlattr* a, void* data) {
+    auto* x = static_cast<RouteAttrs*>(data);
+    if (mnl_attr_get_type(a) == RTA_DST) x->dst = mnl_attr_get_payload(a);
+    if (mnl_attr_get_type(a) == RTA_OIF) x->oif = static_cast<int>(mnl_attr_get_u32(a));
+    return MNL_CB_OK;
+  }, &r);
+  return r;
+}
+
 RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
   RouteResult out;
   if (len % kRouteOpSize) {
@@ -159,20 +176,9 @@ RouteDump DumpRoutes(int protocol) {
         auto* c = static_cast<Ctx*>(data);
         auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
         if (rt->rtm_protocol != c->protocol || rt->rtm_table != RT_TABLE_MAIN) return MNL_CB_OK;
-        struct A {
-          const void* dst = nullptr;
-          int oif = 0;
-        } a;
-        mnl_attr_parse(m, sizeof(*rt), [](const nlattr* at, void* d) {
-          auto* x = static_cast<A*>(d);
-          if (mnl_attr_get_type(at) == RTA_DST) x->dst = mnl_attr_get_payload(at);
-          if (mnl_attr_get_type(at) == RTA_OIF) x->oif = static_cast<int>(mnl_attr_get_u32(at));
-          return MNL_CB_OK;
-        }, &a);
+        const RouteAttrs a = ParseRouteAttrs(m);
         if (!a.dst) return MNL_CB_OK;
-        char txt[INET6_ADDRSTRLEN];
-        inet_ntop(rt->rtm_family, a.dst, txt, sizeof(txt));
-        c->out->routes.push_back({rt->rtm_family == AF_INET ? 4 : 6, std::string(txt) + "/" + std::to_string(rt->rtm_dst_len), a.oif, rt->rtm_protocol, rt->rtm_scope});
+        c->out->routes.push_back({rt->rtm_family == AF_INET ? 4 : 6, AddrString(rt->rtm_family, a.dst, rt->rtm_dst_len), a.oif, rt->rtm_protocol, rt->rtm_scope});
         return MNL_CB_OK;
       }, &ctx);
       if (r < 0) {

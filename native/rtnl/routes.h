@@ -7,7 +7,19 @@
 #include <string>
 #include <vector>
 
+struct nlmsghdr;
+
 namespace palisade::rtnl {
+
+// "addr/prefix" for an address of `family` (AF_INET, AF_INET6); empty if unprintable.
+std::string AddrString(int family, const void* data, int prefix);
+
+// A route message's destination (null for a default route) and output interface.
+struct RouteAttrs {
+  const void* dst = nullptr;
+  int oif = 0;
+};
+RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 
 // Op stream (little-endian): u8 op, u32 tag, u8 family (4|6), u32 ifindex,
 // u8 prefixLen, 16 bytes address (IPv4 in the first 4), u8 protocol, u8 scope,

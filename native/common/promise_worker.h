@@ -11,6 +11,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/errors.h"
 
@@ -74,6 +75,14 @@ class PromiseWorker : public Napi::AsyncWorker {
 template <typename Result, typename Work, typename Settle>
 Napi::Promise QueuePromise(Napi::Env env, const char* op, Work work, Settle settle) {
   return PromiseWorker<Result, Work, Settle>::Queue(env, op, std::move(work), std::move(settle));
+}
+
+// Argument 0 as an op stream (a Uint8Array), copied so the work can run off the JS thread;
+// EINVAL otherwise.
+inline std::vector<uint8_t> OpsArg(const Napi::CallbackInfo& info, const char* op) {
+  if (info.Length() < 1 || !info[0].IsTypedArray()) throw MakeNativeError(info.Env(), "EINVAL", op, "expected a Uint8Array of ops");
+  Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
+  return std::vector<uint8_t>(a.Data(), a.Data() + a.ByteLength());
 }
 
 // The rejection for a failed system call: ESYS, "<what>: <strerror>", and the errno.

@@ -99,9 +99,7 @@ void SettleDump(Napi::Env env, const DumpResult& r, Napi::Promise::Deferred& d) 
 Napi::Value NftCommit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "nftCommit", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsTypedArray()) throw MakeNativeError(env, "EINVAL", "nftCommit", "expected a Uint8Array of ops");
-    Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
-    std::vector<uint8_t> ops(a.Data(), a.Data() + a.ByteLength());
+    std::vector<uint8_t> ops = OpsArg(info, "nftCommit");
     return QueuePromise<CommitResult>(env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data(), ops.size()); }, SettleCommit);
   });
 }

@@ -49,9 +49,7 @@ void SettleDump(Napi::Env env, const RouteDump& r, Napi::Promise::Deferred& d) {
 Napi::Value RouteApply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "routeApply", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsTypedArray()) throw MakeNativeError(env, "EINVAL", "routeApply", "expected a Uint8Array of ops");
-    Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
-    std::vector<uint8_t> ops(a.Data(), a.Data() + a.ByteLength());
+    std::vector<uint8_t> ops = OpsArg(info, "routeApply");
     return QueuePromise<RouteResult>(env, "routeApply", [ops = std::move(ops)]() { return ApplyRoutes(ops.data(), ops.size()); }, SettleApply);
   });
 }

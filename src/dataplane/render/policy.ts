@@ -147,21 +147,23 @@ export function expandLists(match: Match[]): Match[][] {
   return variants;
 }
 
+// Sets the verdict mark and returns from the policy chain: one rule in nft, Felix's two
+// (set, then return if set) in iptables.
+function markAndReturn(match: Match[], mark: number, comment: string, iptables: boolean): Rule[] {
+  if (!iptables) return [{ match, action: { ...setMark(mark), then: { k: 'return' } } as Action }];
+  return [
+    { match, action: setMark(mark) },
+    { match: [markSet(mark)], action: { k: 'return' }, comment },
+  ];
+}
+
 function actionRules(action: string, match: Match[], marks: Marks, iptables: boolean): Rule[] {
   switch (action) {
     case 'allow':
-      if (!iptables) return [{ match, action: { ...setMark(marks.accept), then: { k: 'return' } } as Action }];
-      return [
-        { match, action: setMark(marks.accept) },
-        { match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' },
-      ];
+      return markAndReturn(match, marks.accept, 'Return if policy accepted', iptables);
     case 'next-tier':
     case 'pass':
-      if (!iptables) return [{ match, action: { ...setMark(marks.pass), then: { k: 'return' } } as Action }];
-      return [
-        { match, action: setMark(marks.pass) },
-        { match: [markSet(marks.pass)], action: { k: 'return' }, comment: 'Return if policy passed' },
-      ];
+      return markAndReturn(match, marks.pass, 'Return if policy passed', iptables);
     case 'deny':
       return [{ match, action: { k: 'drop' } }];
     case 'log':

@@ -1,7 +1,11 @@
 // What the calc graph has asked for, kept by applying its messages in order: the input of
 // rendering. Tolerant where the model dataplane in the tests is strict (a remove of what is
 // absent is ignored), and it records which keys changed so an apply can be incremental.
-import type { HostEndpoint, IPAMPool, IPSetType, Policy, Profile, ToDataplane, WorkloadEndpoint } from '../proto/messages.js';
+import type { HostEndpoint, IPAMPool, IPSetType, Policy, PolicyID, Profile, ToDataplane, WorkloadEndpoint, WorkloadEndpointID } from '../proto/messages.js';
+
+// The keys the maps below are indexed by; an update and its remove must agree on them.
+const policyKey = (id: PolicyID) => `${id.tier}/${id.name}`;
+const wepKey = (id: WorkloadEndpointID) => `${id.orchestratorId}/${id.workloadId}/${id.endpointId}`;
 
 export interface DesiredIPSet {
   type: IPSetType;
@@ -66,13 +70,13 @@ export class DesiredState {
         this.#mark('ipset', m.id);
         return;
       case 'ActivePolicyUpdate': {
-        const key = `${m.id.tier}/${m.id.name}`;
+        const key = policyKey(m.id);
         this.policies.set(key, { tier: m.id.tier, name: m.id.name, policy: m.policy });
         this.#mark('policy', key);
         return;
       }
       case 'ActivePolicyRemove': {
-        const key = `${m.id.tier}/${m.id.name}`;
+        const key = policyKey(m.id);
         this.policies.delete(key);
         this.#mark('policy', key);
         return;
@@ -86,13 +90,13 @@ export class DesiredState {
         this.#mark('profile', m.id.name);
         return;
       case 'WorkloadEndpointUpdate': {
-        const key = `${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`;
+        const key = wepKey(m.id);
         this.weps.set(key, m.endpoint);
         this.#mark('wep', key);
         return;
       }
       case 'WorkloadEndpointRemove': {
-        const key = `${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`;
+        const key = wepKey(m.id);
         this.weps.delete(key);
         this.#mark('wep', key);
         return;

@@ -9,6 +9,7 @@ export type { Logger };
 
 /** Felix's LogSeverityScreen values -> pino levels. */
 const LEVELS: Record<string, pino.LevelWithSilent> = {
+  Trace: 'trace',
   Debug: 'debug',
   Info: 'info',
   Warning: 'warn',

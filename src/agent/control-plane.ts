@@ -1,10 +1,16 @@
 // The control plane, as Felix's daemon wires it: syncer -> validation filter -> calc
-// graph, with FelixConfiguration fed to the config resolver. Updates are batched: a
-// flush of the graph is scheduled after each burst (never before in-sync), and its
-// dataplane messages go to `onMessages`. After start-up, a datastore change to a
-// parameter that needs a restart calls `onRestartNeeded` (the caller exits with 129).
+// graph, with the configuration resources (FelixConfiguration, ClusterInformation, this
+// node's labels) fed to the ConfigBatcher and from it to the config resolver. Updates are
+// batched: a flush of the graph is scheduled after each burst (never before in-sync), and
+// its dataplane messages go to `onMessages`. The first flush resolves the datastore's
+// configuration before anything else (`onConfigResolved`), so whatever the caller builds
+// from the configuration sees the datastore's values, as Felix loads its configuration
+// before it starts its dataplane. After that, a change to a parameter that needs a restart
+// calls `onRestartNeeded` (the caller exits with 129). While ClusterInformation says the
+// datastore is not ready, nothing is flushed: programming pauses, as in Felix.
 import { CalcGraph } from '../calc/calc-graph.js';
-import type { ConfigResolver } from '../config/config.js';
+import { ConfigBatcher } from '../config/config-batcher.js';
+import type { ConfigProblem, ConfigResolver } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
 import type { Syncer, SyncStatus } from '../datastore/types.js';
 import { ValidationFilter } from '../datastore/validation-filter.js';
@@ -19,7 +25,14 @@ export interface ControlPlaneOptions {
   log: Logger;
   onMessages: (messages: ToDataplane[]) => void;
   onRestartNeeded: (params: ParamName[]) => void;
+  /**
+   * Once, at the first flush after in-sync, with the datastore's configuration resolved and
+   * before the first messages. `fatal` lists values Felix refuses to start with.
+   */
+  onConfigResolved?: (fatal: readonly ConfigProblem[]) => void;
   onStatus?: (status: SyncStatus) => void;
+  /** ClusterInformation's datastoreReady went false (true) and programming paused (resumed). */
+  onDatastoreReady?: (ready: boolean) => void;
   /** Coalescing delay between an update and the graph flush. */
   flushDelayMs?: number;
   /** Seconds each graph flush took (felix_calc_graph_update_time_seconds). */
@@ -28,17 +41,19 @@ export interface ControlPlaneOptions {
 
 export class ControlPlane {
   readonly graph: CalcGraph;
+  readonly batcher: ConfigBatcher;
   readonly #opts: ControlPlaneOptions;
   readonly #filter: ValidationFilter;
-  readonly #felixConfig = new Map<string, Record<string, unknown>>();
-  #configChanged = false;
   #started = false;
+  #paused = false;
   #timer: NodeJS.Timeout | undefined;
   #status: SyncStatus = 'wait-for-datastore';
 
   constructor(opts: ControlPlaneOptions) {
     this.#opts = opts;
-    this.graph = new CalcGraph(opts.config.config.FelixHostname);
+    const host = opts.config.config.FelixHostname;
+    this.graph = new CalcGraph(host);
+    this.batcher = new ConfigBatcher(host, opts.log);
     this.#filter = new ValidationFilter(
       {
         onUpdate: (ref, resource) => this.#onUpdate(ref, resource),
@@ -50,6 +65,11 @@ export class ControlPlane {
 
   get status(): SyncStatus {
     return this.#status;
+  }
+
+  /** Programming is paused: ClusterInformation says the datastore is not ready. */
+  get paused(): boolean {
+    return this.#paused;
   }
 
   start(): void {
@@ -72,7 +92,9 @@ export class ControlPlane {
   flush(): ToDataplane[] {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#status !== 'in-sync') return [];
     this.#applyConfig();
+    if (!this.#checkReady()) return [];
     const t0 = performance.now();
     const msgs = this.graph.flush();
     this.#opts.onFlushTime?.((performance.now() - t0) / 1000);
@@ -81,11 +103,10 @@ export class ControlPlane {
   }
 
   #onUpdate(ref: ResourceRef, resource: Resource | undefined): void {
-    if (ref.kind === 'FelixConfiguration' && ref.name) {
-      if (resource) this.#felixConfig.set(ref.name, (resource as ResourceOf<'FelixConfiguration'>).spec);
-      else this.#felixConfig.delete(ref.name);
-      this.#configChanged = true;
-    }
+    const name = ref.name as string;
+    if (ref.kind === 'FelixConfiguration') this.batcher.onFelixConfiguration(name, resource as ResourceOf<'FelixConfiguration'> | undefined);
+    if (ref.kind === 'ClusterInformation') this.batcher.onClusterInformation(name, (resource as ResourceOf<'ClusterInformation'> | undefined)?.spec);
+    if (ref.kind === 'Node') this.batcher.onNode(name, (resource as ResourceOf<'Node'> | undefined)?.metadata.labels, !!resource);
     this.graph.onUpdate(ref, resource);
   }
 
@@ -104,21 +125,33 @@ export class ControlPlane {
     }, delay);
   }
 
+  /** Pauses or resumes programming on ClusterInformation's datastoreReady; true when flushing may go on. */
+  #checkReady(): boolean {
+    const ready = this.batcher.ready;
+    if (ready === !this.#paused) return ready;
+    this.#paused = !ready;
+    if (ready) this.#opts.log.info('ClusterInformation: datastore ready again; programming resumes');
+    else this.#opts.log.warn('ClusterInformation "default" has datastoreReady: false (an upgrade or migration is under way); programming is paused until it is true');
+    this.#opts.onDatastoreReady?.(ready);
+    return ready;
+  }
+
   #applyConfig(): void {
-    if (!this.#configChanged && this.#started) return;
-    this.#configChanged = false;
-    const host = this.#opts.config.config.FelixHostname;
-    const change = this.#opts.config.setDatastoreConfig(this.#felixConfig.get('default'), this.#felixConfig.get(`node.${host}`));
+    if (!this.batcher.dirty && this.#started) return;
+    const change = this.#opts.config.setDatastoreConfig(this.batcher.take());
     if (change.changed.includes('LogSeverityScreen')) this.#opts.log.level = levelFor(this.#opts.config.config.LogSeverityScreen);
     if (!this.#started) {
       // At start-up the datastore's values are simply taken.
       this.#started = true;
       if (change.changed.length) this.#opts.log.info({ params: change.changed }, 'configuration from the datastore applied');
+      this.#opts.onConfigResolved?.(this.#opts.config.fatal);
       return;
     }
-    if (change.needsRestart.length) {
-      this.#opts.log.warn({ params: change.needsRestart }, `configuration changed (${change.needsRestart.join(', ')}); restarting`);
-      this.#opts.onRestartNeeded(change.needsRestart);
+    const fatal = this.#opts.config.fatal.map((p) => p.param as ParamName);
+    if (change.needsRestart.length || fatal.length) {
+      const params = [...new Set([...change.needsRestart, ...fatal])];
+      this.#opts.log.warn({ params }, `configuration changed (${params.join(', ')}); restarting`);
+      this.#opts.onRestartNeeded(params);
     } else if (change.changed.length) {
       this.#opts.log.info({ params: change.changed }, 'configuration changed; applied without a restart');
     }

@@ -23,6 +23,7 @@ import {
   convertWorkloadEndpoint,
   workloadEndpointMembership,
 } from '../model/convert.js';
+import { felixConfigurationParams } from '../config/felix-configuration.js';
 import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
 import { parseCidr, parseIp } from '../model/net.js';
 import type { Resource, ResourceOf } from '../model/schemas.js';
@@ -67,7 +68,7 @@ export class CalcGraph {
   readonly #localKeys = new Map<string, string>();
   /** IPPool resource -> the pool ID it was sent under. */
   readonly #poolIds = new Map<string, string>();
-  readonly #felixConfig = new Map<string, Record<string, unknown>>();
+  readonly #felixConfig = new Map<string, ResourceOf<'FelixConfiguration'>>();
   #status: SyncStatus = 'wait-for-datastore';
 
   constructor(hostname: string) {
@@ -196,7 +197,7 @@ export class CalcGraph {
         break;
       }
       case 'FelixConfiguration': {
-        if (resource) this.#felixConfig.set(ref.name as string, (resource as ResourceOf<'FelixConfiguration'>).spec);
+        if (resource) this.#felixConfig.set(ref.name as string, resource as ResourceOf<'FelixConfiguration'>);
         else this.#felixConfig.delete(ref.name as string);
         this.#sequencer.onConfigUpdate(this.#mergedConfig());
         break;
@@ -315,10 +316,8 @@ export class CalcGraph {
   #mergedConfig(): Record<string, string> {
     const out: Record<string, string> = {};
     for (const name of ['default', `node.${this.hostname}`]) {
-      for (const [k, v] of Object.entries(this.#felixConfig.get(name) ?? {})) {
-        if (v === undefined || v === null) continue;
-        out[k.charAt(0).toUpperCase() + k.slice(1)] = typeof v === 'string' ? v : JSON.stringify(v);
-      }
+      const fc = this.#felixConfig.get(name);
+      if (fc) for (const [k, v] of felixConfigurationParams(fc.spec, fc.metadata.annotations).values) out[k] = v;
     }
     return out;
   }

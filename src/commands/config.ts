@@ -1,35 +1,49 @@
 // `palisade config`: the effective configuration and where each value came from.
 import { ControlPlane } from '../agent/control-plane.js';
+import { CONFIG_EXIT_CODE } from '../config/config.js';
 import { formatValue } from '../config/params.js';
 import { createSyncer } from '../datastore/index.js';
 import { DATASTORE_FLAGS_USAGE, startCommand } from './datastore-flags.js';
 
 export const CONFIG_USAGE = `Usage: palisade config [options]
 
-Prints every configuration parameter palisade uses with its effective value and its
-source (flag, env FELIX_<NAME>, the config file, FelixConfiguration node.<hostname> or
-default, or the built-in default). Unless --local, reads the datastore's
-FelixConfiguration resources first. Bad values are reported on stderr.
+Prints every configuration parameter palisade implements with its effective value and
+its source (flag, env FELIX_<NAME>, the config file, FelixConfiguration node.<hostname>,
+a selector-scoped FelixConfiguration, FelixConfiguration default, or the built-in
+default), marks where palisade deliberately differs from Felix, and lists the Felix
+parameters that are set but that palisade does not implement (ignored). Unless --local,
+reads the datastore's FelixConfiguration and ClusterInformation first. Bad values and
+unknown names are reported on stderr.
 
 Options:
 ${DATASTORE_FLAGS_USAGE}
   --local                 skip the datastore (env, config file and flags only)
-  --json                  print a JSON array of {name, value, source}
+  --json                  print {params: [{name, value, source, differs?}], ignored: [{param, value, source}]}
   --timeout SECONDS       give up waiting for the datastore after this long (default 30)
 
 Examples:
   palisade config --local
-  FELIX_HEALTHPORT=9199 palisade config --datastore-dir /etc/palisade/resources --json`;
+  FELIX_HEALTHPORT=9199 palisade config --datastore-dir /etc/palisade/resources --json
+
+Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad usage,
+3 DatastoreType kubernetes (not implemented yet).`;
 
 export async function runConfig(argv: string[]): Promise<number> {
   const options = { local: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
-  const start = startCommand('config', CONFIG_USAGE, argv, options, { timeoutSeconds: 30 });
-  if (start === 2) return 2;
+  const start = startCommand('config', CONFIG_USAGE, argv, options, { timeoutSeconds: 30, allowFatal: true });
+  if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
   if (!values.local) {
+    let syncer;
+    try {
+      syncer = createSyncer(config.config, log);
+    } catch (e) {
+      console.error(`palisade config: ${(e as Error).message}`);
+      return CONFIG_EXIT_CODE;
+    }
     const ok = await new Promise<boolean>((resolve) => {
       const plane = new ControlPlane({
-        syncer: createSyncer(config.config, log),
+        syncer,
         config,
         log,
         onMessages: () => {},
@@ -51,10 +65,19 @@ export async function runConfig(argv: string[]): Promise<number> {
   }
   const rows = config.describe();
   if (values.json) {
-    console.log(JSON.stringify(rows, null, 2));
+    console.log(JSON.stringify({ params: rows, ignored: config.ignored }, null, 2));
     return 0;
   }
   const width = Math.max(...rows.map((r) => r.name.length));
-  for (const r of rows) console.log(`${r.name.padEnd(width)}  ${formatValue(r.name, r.value) || '""'}  (${r.source})`);
+  for (const r of rows) console.log(`${r.name.padEnd(width)}  ${formatValue(r.name, r.value) || '""'}  (${r.source})${r.differs ? '  *' : ''}`);
+  const differs = rows.filter((r) => r.differs);
+  if (differs.length) {
+    console.log('\n* where palisade deliberately differs from Felix:');
+    for (const r of differs) console.log(`  ${r.name}: ${r.differs}`);
+  }
+  if (config.ignored.length) {
+    console.log('\nSet, but not supported by palisade (ignored):');
+    for (const i of config.ignored) console.log(`  ${i.param} = ${i.value}  (${i.source})`);
+  }
   return 0;
 }

@@ -2,8 +2,9 @@
 // highest-precedence configuration source, and the start those commands share.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
-import { type ConfigProblem, type ConfigResolver, loadLocalConfig } from '../config/config.js';
+import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, loadLocalConfig } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
+import { refusal } from '../config/refusal.js';
 import { createLogger, type Logger } from '../log.js';
 
 export const DATASTORE_FLAGS = {
@@ -36,9 +37,11 @@ export function describeProblem(p: ConfigProblem): string {
   return `config: ${p.param} from ${p.source} (${JSON.stringify(p.value)}): ${p.reason}`;
 }
 
+const PROBLEM_LEVEL: Record<ConfigProblem['kind'], 'warn' | 'error'> = { invalid: 'warn', fatal: 'error', unsupported: 'warn', unknown: 'warn', 'local-only': 'warn' };
+
 /** Loads env, INI file and these flags; bad values are logged and fall back. */
 export function configFromFlags(values: FlagValues, log: Logger): ConfigResolver {
-  const flags: Partial<Record<ParamName, unknown>> = {};
+  const flags: Partial<Record<ParamName, string>> = {};
   for (const [flag, param] of Object.entries(FLAG_PARAMS)) {
     const v = values[flag as keyof FlagValues];
     if (param && v !== undefined) flags[param] = v;
@@ -46,7 +49,7 @@ export function configFromFlags(values: FlagValues, log: Logger): ConfigResolver
   return loadLocalConfig({
     configFile: values['config-file'],
     flags,
-    onProblem: (p) => log.warn({ param: p.param, source: p.source }, describeProblem(p)),
+    onProblem: (p) => log[PROBLEM_LEVEL[p.kind]]({ param: p.param, source: p.source, problem: p.kind }, describeProblem(p)),
   });
 }
 
@@ -67,15 +70,16 @@ export interface CommandStart<O extends Options> {
  * configuration loaded and the log level set from it. With `timeoutSeconds`, the
  * command's `--timeout` flag (put in `options`) is checked and defaults to it. Bad usage
  * is printed, with the usage text for a flag parseArgs refuses, and comes back as exit
- * code 2.
+ * code 2; a local configuration Felix would refuse to start with comes back as exit code 3,
+ * unless `allowFatal` (`palisade config`, whose job is to show it).
  */
 export function startCommand<O extends Options>(
   command: string,
   usage: string,
   argv: string[],
   options: O,
-  { timeoutSeconds = 0, check = () => {} }: { timeoutSeconds?: number; check?: (values: Values<O>) => void } = {},
-): CommandStart<O> | 2 {
+  { timeoutSeconds = 0, check = () => {}, allowFatal = false }: { timeoutSeconds?: number; check?: (values: Values<O>) => void; allowFatal?: boolean } = {},
+): CommandStart<O> | number {
   let values: Values<O>;
   try {
     ({ values } = parseArgs({ args: argv, options: { ...DATASTORE_FLAGS, ...options }, strict: true }));
@@ -95,6 +99,15 @@ export function startCommand<O extends Options>(
     return 2;
   }
   log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
+  const refused = refusal(config.config, 'local');
+  if (refused && !allowFatal) {
+    console.error(`palisade ${command}: ${refused}`);
+    return CONFIG_EXIT_CODE;
+  }
+  if (config.fatal.length && !allowFatal) {
+    console.error(`palisade ${command}: refusing to start, as Felix would: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`);
+    return CONFIG_EXIT_CODE;
+  }
   return { values, config, log, timeoutS };
 }
 

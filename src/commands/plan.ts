@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { syncOnce } from '../agent/sync-once.js';
+import { CONFIG_EXIT_CODE } from '../config/config.js';
 import type { Config } from '../config/params.js';
 import { DesiredState } from '../dataplane/desired-state.js';
 import { renderIpsets, renderIptables } from '../dataplane/render/iptables-text.js';
@@ -32,7 +33,8 @@ Examples:
   palisade plan --datastore-dir examples/ --hostname node1 --dataplane iptables
   palisade plan --datastore-dir examples/ --hostname node1 | nft -c -f -
 
-Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad usage.`;
+Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad usage,
+3 a configuration Felix refuses to start with (or DatastoreType kubernetes).`;
 
 export interface PlanFiles {
   [file: string]: string;
@@ -66,7 +68,7 @@ export async function runPlan(argv: string[]): Promise<number> {
       }
     },
   });
-  if (start === 2) return 2;
+  if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
   let msgs;
   try {
@@ -74,6 +76,10 @@ export async function runPlan(argv: string[]): Promise<number> {
   } catch (e) {
     log.error((e as Error).message);
     return 1;
+  }
+  if (config.fatal.length) {
+    log.error(`refusing to plan, as Felix would refuse to start: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`);
+    return CONFIG_EXIT_CODE;
   }
   const state = new DesiredState();
   state.apply(msgs);

@@ -25,7 +25,8 @@ Examples:
   FELIX_DATASTORETYPE=etcdv3 FELIX_ETCDENDPOINTS=http://127.0.0.1:2379 palisade sync
 
 Exit codes: 0 done (or stopped by SIGINT/SIGTERM), 1 not in sync before --timeout,
-2 bad usage, ${RESTART_EXIT_CODE} a configuration change needs a restart.`;
+2 bad usage, 3 a configuration Felix refuses to start with (or DatastoreType kubernetes),
+${RESTART_EXIT_CODE} a configuration change needs a restart.`;
 
 function summary(msgs: ToDataplane[]): string {
   const counts: Record<string, number> = {};
@@ -38,7 +39,7 @@ function summary(msgs: ToDataplane[]): string {
 export async function runSync(argv: string[]): Promise<number> {
   const options = { once: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
   const start = startCommand('sync', SYNC_USAGE, argv, options, { timeoutSeconds: 60 });
-  if (start === 2) return 2;
+  if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
 
   return new Promise<number>((resolve) => {

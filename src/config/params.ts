@@ -1,71 +1,156 @@
-// The configuration parameters palisade uses: Felix's names, types and defaults (see
-// Felix's config_params.go and "Configuring Felix"), plus DatastoreDir and EtcdTimeout,
-// which are ours. `local` parameters come only from the environment and the config file
-// (they are needed to reach the datastore); `live` ones change without a restart.
+// The configuration parameters palisade implements: Felix's names, types and defaults
+// (the catalogue, from Felix's config_params.go), each value checked by Felix's own type
+// and then turned into what palisade's code uses, plus DatastoreDir and EtcdTimeout, which
+// are ours. Every other Felix parameter is known to the catalogue and reported when set
+// (see config.ts). `live` parameters change without a restart; Felix restarts on any other
+// change, and so does palisade.
 import { hostname } from 'node:os';
 
-import * as p from './parsers.js';
+import { felixParam } from './catalogue.js';
+import { ParseError, parseFelixValue, type ProtoPort, zeroValue } from './felix-types.js';
+
+export type FailsafePort = ProtoPort;
 
 export interface ParamDef<T = unknown> {
   readonly name: string;
+  /** Felix's type string (or ours, for our own parameters). */
+  readonly type: string;
   /** Raw default, parsed like any other source (Felix does the same). */
-  readonly default: () => unknown;
-  readonly parse: (raw: unknown) => T;
+  readonly default: () => string;
+  /** A raw string (env, felix.cfg, or FelixConfiguration as Calico's update processor renders it) -> the value. */
+  readonly parse: (raw: string) => T;
+  /** Shapes a value Felix's type already checked (also the zero value "none" gives). */
+  readonly convert: (checked: unknown, raw: string) => T;
   readonly description: string;
   readonly local?: boolean;
   readonly live?: boolean;
+  readonly nonZero?: boolean;
+  readonly dieOnFail?: boolean;
+  /** Where palisade deliberately differs from Felix (shown by `palisade config`). */
+  readonly differs?: string;
   /** How to show a value to a person (default: as is / JSON). */
   readonly format?: (value: T) => string;
 }
 
-function param<T>(
-  name: string,
-  def: unknown,
-  parse: (raw: unknown) => T,
-  description: string,
-  flags: { local?: boolean; live?: boolean; format?: (value: T) => string } = {},
-): ParamDef<T> {
-  return { name, default: typeof def === 'function' ? (def as () => unknown) : () => def, parse, description, ...flags };
+interface Extra<T> {
+  live?: boolean;
+  differs?: string;
+  format?: (value: T) => string;
+  /** Replaces Felix's default. */
+  default?: string | (() => string);
+  /** Replaces Felix's type (DatastoreType, which palisade extends with "file"). */
+  type?: string;
 }
 
-function formatPorts(ports: p.FailsafePort[]): string {
+/** One of Felix's parameters: type, default and flags from the catalogue; `convert` shapes the checked value. */
+function felix<T>(name: string, convert: (checked: unknown, raw: string) => T, description: string, extra: Extra<T> = {}): ParamDef<T> {
+  const f = felixParam(name);
+  if (!f) throw new Error(`params: ${name} is not a Felix parameter`);
+  const type = extra.type ?? f.type;
+  const def = extra.default ?? f.default;
+  const out: ParamDef<T> = {
+    name: f.name,
+    type,
+    default: typeof def === 'function' ? def : () => def,
+    parse: (raw) => convert(parseFelixValue(type, raw), raw),
+    convert,
+    description,
+    ...(f.local ? { local: true } : {}),
+    ...(f.nonZero ? { nonZero: true } : {}),
+    ...(f.dieOnFail ? { dieOnFail: true } : {}),
+    ...(extra.live ? { live: true } : {}),
+    ...(extra.differs ? { differs: extra.differs } : {}),
+    ...(extra.format ? { format: extra.format } : {}),
+  };
+  return out;
+}
+
+/** A parameter of palisade's own (no Felix equivalent). */
+function ours<T>(name: string, type: string, def: string, convert: (checked: unknown, raw: string) => T, description: string): ParamDef<T> {
+  return { name, type, default: () => def, parse: (raw) => convert(parseFelixValue(type, raw), raw), convert, description, local: true };
+}
+
+const asString = (v: unknown) => v as string;
+const asNumber = (v: unknown) => v as number;
+const asBool = (v: unknown) => v as boolean;
+const asList = (v: unknown) => v as string[];
+
+/** A canonical spelling of our own for a Felix enum (Felix's are upper-case where ours read better). */
+function spelled<T extends string>(values: readonly T[]): (v: unknown) => T {
+  return (v) => {
+    const hit = values.find((x) => x.toLowerCase() === String(v).toLowerCase());
+    if (hit === undefined) throw new ParseError(`unknown option (expected one of ${values.join(', ')})`);
+    return hit;
+  };
+}
+
+function positive(v: unknown): number {
+  const n = v as number;
+  if (n < 1) throw new ParseError('value must be at least 1');
+  return n;
+}
+
+function port(v: unknown): number {
+  return v as number;
+}
+
+function nonNegativeSeconds(v: unknown): number {
+  const s = v as number;
+  if (!Number.isFinite(s) || s < 0) throw new ParseError('expected a non-negative number of seconds');
+  return s;
+}
+
+function formatPorts(ports: FailsafePort[]): string {
   if (!ports.length) return 'none';
   return ports.map((x) => `${x.protocol}:${x.net ? `${x.net.includes(':') ? `[${x.net}]` : x.net}:` : ''}${x.port}`).join(',');
 }
 
-const LOG_LEVELS = ['Debug', 'Info', 'Warning', 'Error', 'Fatal'] as const;
+const formatMask = (v: number) => `0x${v.toString(16).padStart(8, '0')}`;
+
+export const LOG_SEVERITIES = ['Trace', 'Debug', 'Info', 'Warning', 'Error', 'Fatal'] as const;
 
 export const PARAMS = {
-  DatastoreType: param('DatastoreType', 'file', (r) => p.parseOneOf(r, ['file', 'etcdv3']) as 'file' | 'etcdv3', 'Where resources come from: a directory of YAML/JSON files (file) or etcd v3 (etcdv3).', { local: true }),
-  DatastoreDir: param('DatastoreDir', '/etc/palisade/resources', p.parseString, 'The directory of calicoctl-style YAML/JSON files (DatastoreType file; ours).', { local: true }),
-  EtcdEndpoints: param('EtcdEndpoints', 'http://127.0.0.1:2379', p.parseEndpoints, 'Comma-separated etcd endpoints, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379.', { local: true }),
-  EtcdCaFile: param('EtcdCaFile', '', p.parseExistingFile, 'CA certificate(s) that sign the etcd servers\' certificates ("" = system roots).', { local: true }),
-  EtcdCertFile: param('EtcdCertFile', '', p.parseExistingFile, 'Client certificate for mutual TLS with etcd.', { local: true }),
-  EtcdKeyFile: param('EtcdKeyFile', '', p.parseExistingFile, 'Private key of EtcdCertFile.', { local: true }),
-  EtcdTimeout: param('EtcdTimeout', '10', p.parseSeconds, 'Timeout, in seconds, of one etcd request and of dialling (ours).', { local: true }),
-  FelixHostname: param('FelixHostname', () => hostname(), p.parseHostname, 'This node\'s name: the endpoints whose node is this name are local.', { local: true }),
-  LogSeverityScreen: param('LogSeverityScreen', 'Info', (r) => p.parseOneOf(r, LOG_LEVELS, { warn: 'Warning' }), 'Lowest severity logged: Debug, Info, Warning, Error, Fatal.', { live: true }),
-  HealthEnabled: param('HealthEnabled', 'false', p.parseBool, 'Serve /liveness and /readiness.'),
-  HealthHost: param('HealthHost', 'localhost', p.parseString, 'Address the health server binds to.'),
-  HealthPort: param('HealthPort', '9099', (r) => p.parseInt32(r, 1, 65535), 'Port of the health server.'),
-  PrometheusMetricsEnabled: param('PrometheusMetricsEnabled', 'false', p.parseBool, 'Serve Prometheus metrics.'),
-  PrometheusMetricsPort: param('PrometheusMetricsPort', '9091', (r) => p.parseInt32(r, 1, 65535), 'Port of the metrics server.'),
-  InterfacePrefix: param('InterfacePrefix', 'cali', p.parseStringList, 'Comma-separated prefixes of workload interface names.'),
-  InterfaceExclude: param('InterfaceExclude', 'kube-ipvs0', p.parseInterfaceMatchers, 'Comma-separated interface names, or /regexes/, to ignore.'),
-  IptablesRefreshInterval: param('IptablesRefreshInterval', '90', p.parseSeconds, 'Seconds between re-reads of our rules to repair drift (0: never).'),
-  IpsetsRefreshInterval: param('IpsetsRefreshInterval', '10', p.parseSeconds, 'Seconds between re-reads of our IP sets (0: never).'),
-  RouteRefreshInterval: param('RouteRefreshInterval', '90', p.parseSeconds, 'Seconds between re-reads of our routes (0: never).'),
-  InterfaceRefreshInterval: param('InterfaceRefreshInterval', '90', p.parseSeconds, 'Seconds between full interface resyncs (0: never).'),
-  MaxIpsetSize: param('MaxIpsetSize', '1048576', (r) => p.parseInt32(r, 1), 'Largest number of members an IP set may hold.'),
-  DefaultEndpointToHostAction: param('DefaultEndpointToHostAction', 'Drop', (r) => p.parseOneOf(r, ['Drop', 'Return', 'Accept']), 'What happens to workload traffic to the host after its egress policy: Drop, Return or Accept.'),
-  ChainInsertMode: param('ChainInsertMode', 'Insert', (r) => p.parseOneOf(r, ['Insert', 'Append']), 'Hook our chains at the top (Insert) or bottom (Append) of the kernel\'s chains.'),
-  IptablesMarkMask: param('IptablesMarkMask', '0xffff0000', p.parseMarkMask, 'The packet mark bits palisade may use.', {
-    format: (v) => `0x${v.toString(16).padStart(8, '0')}`,
+  DatastoreType: felix('DatastoreType', spelled(['etcdv3', 'kubernetes', 'file'] as const), 'Where resources come from: etcdv3, kubernetes (not implemented yet: a fatal error), or file (palisade\'s directory of YAML/JSON). Default etcdv3, or file when DatastoreDir is set.', {
+    type: 'oneof(kubernetes,etcdv3,file)',
+    differs: 'palisade adds "file" (a directory of YAML/JSON files), chosen when DatastoreDir is set and DatastoreType is not; "kubernetes" is refused until the Kubernetes datastore exists',
   }),
-  FailsafeInboundHostPorts: param('FailsafeInboundHostPorts', 'tcp:22,udp:68,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667', p.parseFailsafePorts, 'Host ports never blocked inbound: [protocol:][cidr:]port, comma-separated, or none.', { format: formatPorts }),
-  FailsafeOutboundHostPorts: param('FailsafeOutboundHostPorts', 'udp:53,udp:67,tcp:179,tcp:2379,tcp:2380,tcp:5473,tcp:6443,tcp:6666,tcp:6667', p.parseFailsafePorts, 'Host ports never blocked outbound, in the same form.', { format: formatPorts }),
-  NFTablesMode: param('NFTablesMode', 'Auto', (r) => p.parseOneOf(r, ['Disabled', 'Enabled', 'Auto']), 'Program nftables (Enabled), iptables (Disabled), or choose (Auto).'),
-  Ipv6Support: param('Ipv6Support', 'true', p.parseBool, 'Program IPv6 as well as IPv4.'),
+  DatastoreDir: ours('DatastoreDir', 'string', '/etc/palisade/resources', asString, 'The directory of calicoctl-style YAML/JSON files (DatastoreType file; ours).'),
+  EtcdAddr: felix('EtcdAddr', asString, 'host:port of etcd, with EtcdScheme, when EtcdEndpoints is not set.'),
+  EtcdScheme: felix('EtcdScheme', asString, 'http or https, for EtcdAddr.'),
+  EtcdEndpoints: felix('EtcdEndpoints', asList, 'Comma-separated etcd endpoints, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379 (default: EtcdScheme://EtcdAddr).'),
+  EtcdCaFile: felix('EtcdCaFile', asString, 'CA certificate(s) that sign the etcd servers\' certificates ("" = system roots).'),
+  EtcdCertFile: felix('EtcdCertFile', asString, 'Client certificate for mutual TLS with etcd.'),
+  EtcdKeyFile: felix('EtcdKeyFile', asString, 'Private key of EtcdCertFile.'),
+  EtcdTimeout: ours('EtcdTimeout', 'seconds', '10', nonNegativeSeconds, 'Timeout, in seconds, of one etcd request and of dialling (ours).'),
+  FelixHostname: felix('FelixHostname', asString, 'This node\'s name: the endpoints whose node is this name are local.', { default: () => hostname().toLowerCase() }),
+  LogSeverityScreen: felix('LogSeverityScreen', spelled(LOG_SEVERITIES), 'Lowest severity logged: Trace, Debug, Info, Warning, Error, Fatal.', {
+    live: true,
+    differs: 'applied without a restart (Felix restarts)',
+  }),
+  HealthEnabled: felix('HealthEnabled', asBool, 'Serve /liveness and /readiness.'),
+  HealthHost: felix('HealthHost', asString, 'Address the health server binds to.'),
+  HealthPort: felix('HealthPort', port, 'Port of the health server.'),
+  PrometheusMetricsEnabled: felix('PrometheusMetricsEnabled', asBool, 'Serve Prometheus metrics.'),
+  PrometheusMetricsHost: felix('PrometheusMetricsHost', asString, 'Address the metrics server binds to ("" = all addresses).'),
+  PrometheusMetricsPort: felix('PrometheusMetricsPort', port, 'Port of the metrics server.'),
+  InterfacePrefix: felix('InterfacePrefix', asList, 'Comma-separated prefixes of workload interface names.'),
+  InterfaceExclude: felix('InterfaceExclude', asList, 'Comma-separated interface names, or /regexes/, to ignore.'),
+  IptablesRefreshInterval: felix('IptablesRefreshInterval', nonNegativeSeconds, 'iptables mode: seconds between re-reads of our rules to repair drift (0: never).'),
+  NftablesRefreshInterval: felix('NftablesRefreshInterval', nonNegativeSeconds, 'nftables mode: seconds between re-reads of our tables to repair drift (0: never).'),
+  IpsetsRefreshInterval: felix('IpsetsRefreshInterval', nonNegativeSeconds, 'Seconds between re-reads of our IP sets (0: never); in nftables mode the sets are in our tables, re-read with them.'),
+  RouteRefreshInterval: felix('RouteRefreshInterval', nonNegativeSeconds, 'Seconds between re-reads of our routes (0: never).'),
+  InterfaceRefreshInterval: felix('InterfaceRefreshInterval', nonNegativeSeconds, 'Seconds between full interface resyncs (0: never).'),
+  MaxIpsetSize: felix('MaxIpsetSize', positive, 'Largest number of members an IP set may hold (iptables mode: ipset maxelem; nftables sets have no size, as in Felix\'s nftables mode).'),
+  DefaultEndpointToHostAction: felix('DefaultEndpointToHostAction', spelled(['Drop', 'Return', 'Accept'] as const), 'What happens to workload traffic to the host after its egress policy: Drop, Return or Accept.'),
+  ChainInsertMode: felix('ChainInsertMode', spelled(['Insert', 'Append'] as const), 'iptables mode: hook our chains at the top (Insert) or bottom (Append) of the kernel\'s chains (nftables mode has its own base chains, as Felix\'s).'),
+  IptablesMarkMask: felix('IptablesMarkMask', asNumber, 'iptables mode: the packet mark bits palisade may use.', { format: formatMask }),
+  NftablesMarkMask: felix('NftablesMarkMask', asNumber, 'nftables mode: the packet mark bits palisade may use.', { format: formatMask }),
+  FailsafeInboundHostPorts: felix('FailsafeInboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked inbound: [tcp|udp:][cidr:]port, comma-separated, or none.', { format: formatPorts }),
+  FailsafeOutboundHostPorts: felix('FailsafeOutboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked outbound, in the same form.', { format: formatPorts }),
+  NFTablesMode: felix('NFTablesMode', spelled(['Enabled', 'Disabled', 'Auto'] as const), 'Program nftables (Enabled), iptables (Disabled; the agent does not implement it yet: a fatal error), or choose (Auto: nftables).', {
+    differs: 'Auto always means nftables (Felix follows kube-proxy\'s mode); Disabled (iptables mode) is refused by the agent until iptables mode exists, `palisade plan` renders it',
+  }),
+  Ipv6Support: felix('Ipv6Support', asBool, 'Program IPv6 as well as IPv4.'),
 } as const;
 
 export type ParamName = keyof typeof PARAMS;
@@ -88,9 +173,18 @@ export function paramNamed(name: string): ParamName | undefined {
   return BY_LOWER.get(name.toLowerCase());
 }
 
+/** A parameter's default value; an empty default is the type's zero value, as in Felix. */
+export function defaultValue(def: ParamDef): unknown {
+  const raw = def.default();
+  return raw === '' ? def.convert(zeroValue(def.type), raw) : def.parse(raw);
+}
+
 /** Every parameter at its default value (rendering tests, tools). */
 export function defaultConfig(): Config {
   const out: Record<string, unknown> = {};
-  for (const name of PARAM_NAMES) out[name] = PARAMS[name].parse(PARAMS[name].default());
+  for (const name of PARAM_NAMES) out[name] = defaultValue(PARAMS[name] as ParamDef);
+  out.EtcdEndpoints = [`${out.EtcdScheme as string}://${out.EtcdAddr as string}`];
   return out as Config;
 }
+
+export { ParseError };

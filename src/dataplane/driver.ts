@@ -68,7 +68,9 @@ export class DataplaneDriver {
     const every = (seconds: number, f: () => void) => {
       if (seconds > 0) this.#refreshTimers.push(setInterval(f, seconds * 1000).unref());
     };
-    every(cfg.IptablesRefreshInterval, () => this.#refresh('rules'));
+    // nftables mode: our IP sets live in our tables, so either refresh re-reads both.
+    every(cfg.NftablesRefreshInterval, () => this.#refresh('rules'));
+    every(cfg.IpsetsRefreshInterval, () => this.#refresh('IP sets'));
     every(cfg.RouteRefreshInterval, () => {
       this.#routes.markResync();
       this.#schedule();

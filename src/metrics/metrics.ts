@@ -31,7 +31,8 @@ export class AgentMetrics {
 
 export const RESYNC_STATE = { 'wait-for-datastore': 1, 'resync-in-progress': 2, 'in-sync': 3 } as const;
 
-export function serveMetrics(m: AgentMetrics, port: number, log: Logger): Promise<Server> {
+/** `host` "" listens on every address, as Felix's PrometheusMetricsHost default. */
+export function serveMetrics(m: AgentMetrics, host: string, port: number, log: Logger): Promise<Server> {
   const server = createServer((req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/metrics') {
       res.writeHead(404).end();
@@ -44,9 +45,11 @@ export function serveMetrics(m: AgentMetrics, port: number, log: Logger): Promis
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => {
-      log.info({ port }, 'metrics server listening');
+    const listening = () => {
+      log.info({ host, port }, 'metrics server listening');
       resolve(server);
-    });
+    };
+    if (host) server.listen(port, host, listening);
+    else server.listen(port, listening);
   });
 }

@@ -137,6 +137,7 @@ const metadataFields = {
   annotations: z.record(z.string(), z.string()).optional(),
   resourceVersion: z.string().optional(),
   uid: z.string().optional(),
+  creationTimestamp: z.string().optional(),
 };
 const namespacedMeta = z.object({ ...metadataFields, namespace: z.string().min(1).max(63).regex(NAME) });
 const globalMeta = z.object({
@@ -251,8 +252,9 @@ export const schemas = {
       allowedUses: z.array(z.enum(['Workload', 'Tunnel', 'LoadBalancer'])).optional(),
     }),
   ),
-  // Parameters are typed and checked by src/config; here they only have to be scalars.
-  FelixConfiguration: resource('FelixConfiguration', globalMeta, z.record(z.string(), z.unknown())),
+  // Parameters are typed and checked by src/config (as Felix checks them); here only the
+  // selector that scopes a resource to nodes.
+  FelixConfiguration: resource('FelixConfiguration', globalMeta, z.looseObject({ nodeSelector: selector.optional() })),
   ClusterInformation: resource(
     'ClusterInformation',
     globalMeta,

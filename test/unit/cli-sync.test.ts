@@ -66,18 +66,40 @@ describe('cli: palisade sync and config', () => {
     }
   });
 
-  it('config --local shows values and their sources; a bad env value falls back with a warning', () => {
+  it('config --local shows values and their sources; reports bad values, unsupported settings and unknown names', () => {
     const r = spawnSync(process.execPath, [BIN, 'config', '--local', '--json', '--hostname', 'n1'], {
       encoding: 'utf8',
-      env: { ...cleanEnv, FELIX_HEALTHPORT: 'x', FELIX_PROMETHEUSMETRICSPORT: '9191' },
+      env: { ...cleanEnv, FELIX_HEALTHPORT: 'x', FELIX_PROMETHEUSMETRICSPORT: '9191', FELIX_BPFENABLED: 'true', FELIX_WIREGUARDENABLED: 'false', FELIX_NFTABLESREFRESHINTERVALL: '5' },
     });
     assert.equal(r.status, 0, r.stderr);
-    const rows = JSON.parse(r.stdout) as Array<{ name: string; value: unknown; source: string }>;
-    const get = (n: string) => rows.find((x) => x.name === n);
-    assert.deepEqual(get('HealthPort'), { name: 'HealthPort', value: 9099, source: 'default' });
+    const out = JSON.parse(r.stdout) as { params: Array<{ name: string; value: unknown; source: string; differs?: string }>; ignored: unknown[] };
+    const get = (n: string) => out.params.find((x) => x.name === n);
+    assert.deepEqual(get('HealthPort'), { name: 'HealthPort', value: 9099, source: 'default (env FELIX_HEALTHPORT is invalid)' });
     assert.deepEqual(get('PrometheusMetricsPort'), { name: 'PrometheusMetricsPort', value: 9191, source: 'env FELIX_PROMETHEUSMETRICSPORT' });
     assert.deepEqual(get('FelixHostname'), { name: 'FelixHostname', value: 'n1', source: 'flag for FelixHostname' });
-    assert.match(r.stderr, /HealthPort from env FELIX_HEALTHPORT \(\\?"x\\?"\): expected an integer/);
+    assert.match(get('LogSeverityScreen')?.differs ?? '', /without a restart/);
+    assert.deepEqual(out.ignored, [{ param: 'BPFEnabled', value: 'true', source: 'env FELIX_BPFENABLED' }]);
+    assert.match(r.stderr, /HealthPort from env FELIX_HEALTHPORT \(\\?"x\\?"\): invalid int/);
+    assert.match(r.stderr, /BPFEnabled from env FELIX_BPFENABLED[^\n]*not supported by palisade; ignored/);
+    assert.match(r.stderr, /NFTABLESREFRESHINTERVALL[^\n]*not a Felix parameter \(did you mean NftablesRefreshInterval/);
+    assert.doesNotMatch(r.stderr, /WireguardEnabled/, 'a default value is not reported');
+    const text = spawnSync(process.execPath, [BIN, 'config', '--local', '--hostname', 'n1'], { encoding: 'utf8', env: { ...cleanEnv, FELIX_BPFENABLED: 'true' } });
+    assert.match(text.stdout, /Set, but not supported by palisade \(ignored\):\n  BPFEnabled = true  \(env FELIX_BPFENABLED\)/);
+    assert.match(text.stdout, /where palisade deliberately differs from Felix/);
+  });
+
+  it('refuses, with exit 3 and a reason, what palisade cannot run with: the Kubernetes datastore, a fatal value', () => {
+    const cases: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
+      [['sync', '--once'], { FELIX_DATASTORETYPE: 'kubernetes' }, /Kubernetes datastore/],
+      [['agent'], { FELIX_DATASTORETYPE: 'kubernetes' }, /Kubernetes datastore/],
+      [['plan', '--datastore-dir', '/nonexistent'], { FELIX_DEFAULTENDPOINTTOHOSTACTION: 'Allow' }, /DefaultEndpointToHostAction from env FELIX_DEFAULTENDPOINTTOHOSTACTION: unknown option/],
+      [['config'], { FELIX_DATASTORETYPE: 'kubernetes' }, /Kubernetes datastore/],
+    ];
+    for (const [args, env, want] of cases) {
+      const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...cleanEnv, ...env }, timeout: 10_000 });
+      assert.equal(r.status, 3, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, want, args.join(' '));
+    }
   });
 
   it('refuses bad usage with exit 2 and says why, in every datastore command', () => {

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { configReferenceTable } from '../../src/config/reference.js';
+import { configReferenceTable, unsupportedParamList } from '../../src/config/reference.js';
 
 const root = (p: string) => fileURLToPath(new URL(`../../../${p}`, import.meta.url));
 
@@ -12,5 +12,6 @@ describe('docs', () => {
   it('docs/configuration.md carries the reference table generated from the schema', () => {
     const doc = readFileSync(root('docs/configuration.md'), 'utf8');
     assert.ok(doc.includes(configReferenceTable()), 'regenerate it: node -e "import(\'./dist/src/config/reference.js\').then(m => console.log(m.configReferenceTable()))"');
+    assert.ok(doc.includes(unsupportedParamList()), 'regenerate the list of unsupported parameters (unsupportedParamList)');
   });
 });

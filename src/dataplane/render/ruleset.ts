@@ -14,7 +14,7 @@ import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET } from './stat
 
 export type RenderConfig = Pick<
   Config,
-  'IptablesMarkMask' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
+  'IptablesMarkMask' | 'NftablesMarkMask' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
 >;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
@@ -37,8 +37,10 @@ export interface Fragment {
   entries: Array<{ table: TableName; map: string; iface: string; verdict: Verdict }>;
 }
 
+/** As Felix's MarkMask(): nftables mode takes its mark bits from NftablesMarkMask, iptables mode from IptablesMarkMask. */
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
-  return { family, marks: allocateMarks(config.IptablesMarkMask), iptables: style === 'iptables' };
+  const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
+  return { family, marks: allocateMarks(mask), iptables: style === 'iptables' };
 }
 
 /** Static chains, hooks and the empty dispatch maps. */

@@ -2,7 +2,7 @@
 // filter, raw, mangle and nat tables, and the hooks from the kernel's builtin chains.
 // Dispatch to endpoint chains is a verdict-map lookup, then (for workloads) a drop: an
 // interface we have no endpoint for is never let through (fail closed).
-import type { FailsafePort } from '../../config/parsers.js';
+import type { FailsafePort } from '../../config/params.js';
 import { clearMark, markClear, markSet } from './blocks.js';
 import type { Marks } from './marks.js';
 import type { Family, Hook, Match, Rule, Ruleset, TableName, VerdictMap } from './model.js';

@@ -1,0 +1,179 @@
+// The node agent's lifecycle, as Felix's daemon: the health server up with the local
+// configuration (so liveness answers while the datastore is read), the control plane
+// started, and only when the datastore's configuration is resolved (the first flush after
+// in-sync) is the dataplane driver built, from the final configuration, and the metrics
+// server started, the health server moved if the datastore changed where it listens. A
+// configuration palisade cannot run with, or a change that needs a restart, ends the run
+// with its exit code; a signal ends it with 0 and leaves the dataplane as programmed.
+import type { Server } from 'node:http';
+
+import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, RESTART_EXIT_CODE } from '../config/config.js';
+import type { Config } from '../config/params.js';
+import { DataplaneDriver } from '../dataplane/driver.js';
+import { createSyncer } from '../datastore/index.js';
+import { HealthAggregator, serveHealth } from '../health/health.js';
+import type { Logger } from '../log.js';
+import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
+import { ControlPlane } from './control-plane.js';
+import { refusal } from '../config/refusal.js';
+
+export class NodeAgent {
+  readonly metrics = new AgentMetrics();
+  readonly health = new HealthAggregator();
+  readonly #config: ConfigResolver;
+  readonly #log: Logger;
+  #driver: DataplaneDriver | undefined;
+  #plane: ControlPlane | undefined;
+  #healthServer: { server: Server; host: string; port: number } | undefined;
+  #metricsServer: Server | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #inSync = false;
+  #applied = false;
+  #done = false;
+  #resolve: (code: number) => void = () => {};
+
+  constructor(config: ConfigResolver, log: Logger) {
+    this.#config = config;
+    this.#log = log;
+    this.health.register('calc_graph', { live: true, ready: true, timeoutMs: 60_000 });
+    this.health.register('int_dataplane', { live: true, ready: true, timeoutMs: 90_000 });
+  }
+
+  /** Runs until a signal (0), a needed restart (129), a refused configuration (3) or a failure (1). */
+  async run(): Promise<number> {
+    const early = refusal(this.#config.config, 'local');
+    if (early) return this.#refuse(early);
+    if (!(await this.#serveHealth(this.#config.config))) return 1;
+    const exit = new Promise<number>((resolve) => (this.#resolve = resolve));
+    const onSignal = () => this.#finish(0);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    this.#startControlPlane();
+    const code = await exit;
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    return code;
+  }
+
+  #startControlPlane(): void {
+    const cfg = this.#config.config;
+    this.#plane = new ControlPlane({
+      syncer: createSyncer(cfg, this.#log),
+      config: this.#config,
+      log: this.#log,
+      onConfigResolved: (fatal) => this.#onConfigResolved(fatal),
+      onMessages: (msgs) => this.#driver?.onMessages(msgs),
+      onRestartNeeded: () => this.#finish(RESTART_EXIT_CODE),
+      onStatus: (status) => {
+        this.#log.info({ status }, 'datastore sync status');
+        this.metrics.resyncState.set(RESYNC_STATE[status]);
+        this.#inSync ||= status === 'in-sync';
+        if (this.#inSync) this.health.report('calc_graph', { live: true, ready: true });
+      },
+      onFlushTime: (s) => this.metrics.calcGraphUpdateTime.observe(s),
+    });
+    // Heartbeats: a stalled event loop stops them (liveness goes stale); a dataplane apply
+    // stuck beyond its timeout stops the dataplane's.
+    this.#heartbeat = setInterval(() => {
+      this.health.report('calc_graph', { live: true, ready: this.#inSync });
+      if (!this.#driver?.stuckFor(90_000)) this.health.report('int_dataplane', { live: true, ready: this.#applied });
+    }, 5_000);
+    this.health.report('calc_graph', { live: true, ready: false });
+    this.health.report('int_dataplane', { live: true, ready: false });
+    this.#log.info({ hostname: cfg.FelixHostname, datastore: cfg.DatastoreType }, 'palisade agent starting');
+    this.#plane.start();
+  }
+
+  /** The datastore's configuration is in: build the dataplane from it (synchronously: the first messages follow at once). */
+  #onConfigResolved(fatal: readonly ConfigProblem[]): void {
+    const cfg = this.#config.config;
+    if (fatal.length) {
+      this.#refuse(fatal.map((p) => `${p.param} from ${p.source} (${JSON.stringify(p.value)}): ${p.reason}`).join('; '));
+      return;
+    }
+    const refused = refusal(cfg, 'datastore');
+    if (refused) {
+      this.#refuse(refused);
+      return;
+    }
+    this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
+    this.#driver = this.#newDriver(cfg);
+    this.#driver.start();
+    void this.#startServers(cfg);
+  }
+
+  #newDriver(cfg: Config): DataplaneDriver {
+    const m = this.metrics;
+    const driver: DataplaneDriver = new DataplaneDriver({
+      config: cfg,
+      log: this.#log,
+      onApplied: (r) => {
+        this.#applied = true;
+        m.applyTime.observe(r.ms / 1000);
+        if (r.nft.ops) m.nftCommit.observe(r.nft.commitMs / 1000);
+        m.nftRulesWritten.inc(r.nft.rulesWritten);
+        m.nftElements.inc(r.nft.elemsAdded + r.nft.elemsRemoved);
+        if (r.nft.elemsAdded + r.nft.elemsRemoved) m.ipsetCalls.inc();
+        m.routeChanges.inc(r.routes.added + r.routes.removed);
+        m.activeLocalEndpoints.set(driver.state.weps.size + driver.state.heps.size);
+        m.activeLocalPolicies.set(driver.state.policies.size);
+        m.activeLocalSelectors.set(driver.state.ipsets.size);
+        this.health.report('int_dataplane', { live: true, ready: true });
+      },
+      onApplyError: () => m.applyFailures.inc(),
+      onEndpointStatus: (iface, up) => (up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0)),
+    });
+    return driver;
+  }
+
+  /** Health where the final configuration says (moved if the datastore changed it), then metrics. */
+  async #startServers(cfg: Config): Promise<void> {
+    if (!(await this.#serveHealth(cfg))) {
+      this.#finish(1);
+      return;
+    }
+    if (!cfg.PrometheusMetricsEnabled || this.#done) return;
+    try {
+      this.#metricsServer = await serveMetrics(this.metrics, cfg.PrometheusMetricsHost, cfg.PrometheusMetricsPort, this.#log);
+      if (this.#done) this.#metricsServer.close();
+    } catch (e) {
+      this.#log.error({ error: (e as Error).message }, 'cannot serve metrics');
+      this.#finish(1);
+    }
+  }
+
+  /** Serves health as `cfg` says, replacing a server listening elsewhere; false on failure. */
+  async #serveHealth(cfg: Config): Promise<boolean> {
+    const cur = this.#healthServer;
+    const want = cfg.HealthEnabled ? { host: cfg.HealthHost, port: cfg.HealthPort } : undefined;
+    if (cur && want && cur.host === want.host && cur.port === want.port) return true;
+    if (cur) {
+      cur.server.close();
+      this.#healthServer = undefined;
+    }
+    if (!want || this.#done) return true;
+    try {
+      this.#healthServer = { server: await serveHealth(this.health, want.host, want.port, this.#log), ...want };
+      return true;
+    } catch (e) {
+      this.#log.error({ error: (e as Error).message, ...want }, 'cannot serve health');
+      return false;
+    }
+  }
+
+  #refuse(reason: string): number {
+    this.#log.fatal({ exitCode: CONFIG_EXIT_CODE }, `palisade cannot run with this configuration: ${reason}`);
+    this.#finish(CONFIG_EXIT_CODE);
+    return CONFIG_EXIT_CODE;
+  }
+
+  #finish(code: number): void {
+    if (this.#done) return;
+    this.#done = true;
+    clearInterval(this.#heartbeat);
+    this.#log.info({ code }, 'stopping; the dataplane stays as programmed');
+    this.#healthServer?.server.close();
+    this.#metricsServer?.close();
+    void Promise.allSettled([this.#plane?.stop(), this.#driver?.stop()]).then(() => this.#resolve(code));
+  }
+}

@@ -88,6 +88,11 @@ export interface Ruleset {
   sets: Map<string, IPSet>;
 }
 
+/** The one rule of a base chain: jump to our chain (both nftables renderings use it, so they hash it alike). */
+export function hookRule(h: Hook): Rule {
+  return { match: [], action: { k: 'jump', chain: h.chain } };
+}
+
 export function emptyRuleset(family: Family): Ruleset {
   return { family, tables: { filter: new Map(), raw: new Map(), mangle: new Map(), nat: new Map() }, hooks: [], maps: [], sets: new Map() };
 }

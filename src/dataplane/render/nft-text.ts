@@ -4,7 +4,7 @@
 // The text loads with `nft -f` and replaces any previous calico table atomically.
 import { coveringMembers } from './cover.js';
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from './model.js';
-import { TABLES } from './model.js';
+import { hookRule, TABLES } from './model.js';
 import { nftSetName, ruleHashes } from './names.js';
 
 const HOOK_TYPE: Record<TableName, { type: string; priority: string }> = {
@@ -125,7 +125,8 @@ export function renderNft(rs: Ruleset): string {
     const h = HOOK_TYPE[hook.table];
     out.push(`\tchain ${nftChainName(hook.table, hook.builtin)} {`);
     out.push(`\t\ttype ${h.type} hook ${hook.builtin.toLowerCase()} priority ${h.priority}; policy accept;`);
-    out.push(`\t\tcounter jump ${nftChainName(hook.table, hook.chain)}`);
+    const base = nftChainName(hook.table, hook.builtin);
+    for (const r of nftRuleTexts(base, [hookRule(hook)], rs.family, hook.table)) out.push(`\t\t${r}`);
     out.push('\t}');
   }
   out.push('}');

@@ -3,7 +3,7 @@
 // every set and map with its elements keyed by their kernel bytes.
 import { coveringMembers } from '../../render/cover.js';
 import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model.js';
-import { TABLES } from '../../render/model.js';
+import { hookRule, TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
 import { nftChainName, nftElement, nftRuleBody } from '../../render/nft-text.js';
 import { ruleHashes } from '../../render/names.js';
@@ -94,7 +94,7 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
   }
   for (const h of rs.hooks) {
     const name = nftChainName(h.table, h.builtin);
-    chains.set(name, chainOf(name, name, h.table, [{ match: [], action: { k: 'jump', chain: h.chain } }], family, { hook: HOOK[h.builtin], prio: PRIORITY[h.table], type: HOOK_TYPE[h.table] }));
+    chains.set(name, chainOf(name, name, h.table, [hookRule(h)], family, { hook: HOOK[h.builtin], prio: PRIORITY[h.table], type: HOOK_TYPE[h.table] }));
   }
   const sets = new Map<string, DesiredSet>();
   for (const s of rs.sets.values()) {

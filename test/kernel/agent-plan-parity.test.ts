@@ -1,0 +1,126 @@
+// The agent programs exactly what `palisade plan` prints, for several FelixConfiguration
+// variants: the agent runs in one throwaway netns, plan's output is loaded with nft -f into
+// another, and `nft list ruleset` of the two must be identical. It also checks the
+// reported defect directly (a FelixConfiguration default with DefaultEndpointToHostAction
+// Accept and failsafe port 2222 reaches the kernel) and the restart path: a change exits
+// 129 and the restarted agent programs the new values.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { cpSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { stringify } from 'yaml';
+
+import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BIN = join(ROOT, 'bin/palisade.js');
+const tempDir = tempDirs('parity');
+const netns = netnsFactory('parity');
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+const V3 = 'projectcalico.org/v3';
+
+const fc = (name: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}) => ({ apiVersion: V3, kind: 'FelixConfiguration', metadata: { name, ...meta }, spec });
+
+const VARIANTS: Record<string, unknown[]> = {
+  'no FelixConfiguration': [],
+  'default: Accept to host, failsafe 2222 only': [fc('default', { defaultEndpointToHostAction: 'Accept', failsafeInboundHostPorts: [{ protocol: 'TCP', port: 2222 }] })],
+  'node.node1 over default: Return, no outbound failsafe, IPv4 only, another mark mask': [
+    fc('default', { defaultEndpointToHostAction: 'Accept', ipv6Support: true }),
+    fc('node.node1', { defaultEndpointToHostAction: 'Return', failsafeOutboundHostPorts: [], ipv6Support: false, nftablesMarkMask: 0xff000000 }),
+  ],
+  'selector-scoped by node labels, with an annotation and an ignored parameter': [
+    { apiVersion: V3, kind: 'Node', metadata: { name: 'node1', labels: { zone: 'edge' } }, spec: {} },
+    fc('edge', { nodeSelector: "zone == 'edge'", failsafeInboundHostPorts: [{ protocol: 'UDP', port: 4789, net: '10.0.0.0/8' }], wireguardEnabled: true }, { annotations: { 'config.projectcalico.org/InterfaceExclude': 'kube-ipvs0,/^dummy/' } }),
+    fc('other', { nodeSelector: "zone == 'core'", defaultEndpointToHostAction: 'Accept' }),
+  ],
+};
+
+function datastore(resources: unknown[]): string {
+  const d = tempDir();
+  cpSync(join(ROOT, 'examples'), d, { recursive: true });
+  writeFileSync(join(d, 'felix.yaml'), resources.map((r) => stringify(r)).join('---\n'));
+  return d;
+}
+
+/** `nft list ruleset` without what can legitimately differ between two namespaces (nothing, so far). */
+const listing = (ns: Netns) => ns.run('nft', ['list', 'ruleset']);
+
+function planned(dir: string): string {
+  const r = spawnSync(process.execPath, [BIN, 'plan', '--datastore-dir', dir, '--hostname', 'node1'], { encoding: 'utf8', env: cleanEnv, maxBuffer: 64 * 1024 * 1024 });
+  assert.equal(r.status, 0, r.stderr);
+  const ns = netns();
+  ns.run('nft', ['-f', '-'], r.stdout);
+  return listing(ns);
+}
+
+class AgentIn {
+  proc: ChildProcess;
+  log = '';
+  exit: Promise<number | null>;
+  constructor(ns: Netns, dir: string) {
+    this.proc = spawn('ip', ['netns', 'exec', ns.name, process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], {
+      env: { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
+    this.exit = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
+  }
+  async waitLog(re: RegExp, ms = 15_000): Promise<void> {
+    for (let t = 0; t < ms && !re.test(this.log); t += 25) await new Promise((r) => setTimeout(r, 25));
+    assert.match(this.log, re, `agent never logged ${re}`);
+  }
+  async stop(): Promise<number | null> {
+    if (this.proc.exitCode === null) this.proc.kill('SIGTERM');
+    return this.exit;
+  }
+}
+
+describe('kernel: the agent programs what plan prints, for every FelixConfiguration variant', { skip: ROOT_SKIP }, () => {
+  for (const [name, resources] of Object.entries(VARIANTS)) {
+    it(name, async () => {
+      const dir = datastore(resources);
+      const ns = netns();
+      const agent = new AgentIn(ns, dir);
+      try {
+        await agent.waitLog(/"msg":"applied"/);
+      } finally {
+        assert.equal(await agent.stop(), 0, agent.log.slice(-3000));
+      }
+      assert.equal(listing(ns), planned(dir));
+    });
+  }
+
+  it('the reported defect: Accept and failsafe port 2222 from FelixConfiguration default reach the kernel', async () => {
+    const dir = datastore(VARIANTS['default: Accept to host, failsafe 2222 only'] as unknown[]);
+    const ns = netns();
+    const agent = new AgentIn(ns, dir);
+    await agent.waitLog(/"msg":"applied"/);
+    await agent.stop();
+    const table = ns.run('nft', ['list', 'table', 'ip', 'calico']);
+    assert.match(table, /tcp dport 2222 counter packets \d+ bytes \d+ accept/);
+    assert.doesNotMatch(table, /tcp dport 22 counter/);
+    const toHost = /chain filter-cali-wl-to-host \{\n([^}]*)\}/.exec(table)?.[1] ?? '';
+    assert.match(toHost, /counter packets \d+ bytes \d+ accept comment "cali:[\w-]+"\n\s*$/, `the last rule accepts:\n${toHost}`);
+  });
+
+  it('a change exits 129; the restarted agent programs the new values', async () => {
+    const dir = datastore([fc('default', { failsafeInboundHostPorts: [{ protocol: 'TCP', port: 2222 }] })]);
+    const ns = netns();
+    const first = new AgentIn(ns, dir);
+    await first.waitLog(/"msg":"applied"/);
+    writeFileSync(join(dir, 'felix.yaml'), stringify(fc('default', { failsafeInboundHostPorts: [{ protocol: 'TCP', port: 3333 }] })));
+    assert.equal(await first.exit, 129, first.log.slice(-3000));
+    assert.match(ns.run('nft', ['list', 'table', 'ip', 'calico']), /tcp dport 2222 counter/, 'the dataplane stays as programmed across the restart');
+    const second = new AgentIn(ns, dir);
+    await second.waitLog(/"msg":"applied"/);
+    await second.stop();
+    const table = ns.run('nft', ['list', 'table', 'ip', 'calico']);
+    assert.match(table, /tcp dport 3333 counter/);
+    assert.doesNotMatch(table, /tcp dport 2222 counter/);
+    assert.equal(listing(ns), planned(dir));
+  });
+});

@@ -40,7 +40,7 @@ class Agent {
       FELIX_HEALTHENABLED: 'true',
       FELIX_HEALTHHOST: '127.0.0.1',
       FELIX_PROMETHEUSMETRICSENABLED: 'true',
-      FELIX_IPTABLESREFRESHINTERVAL: '1',
+      FELIX_NFTABLESREFRESHINTERVAL: '1',
     });
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }

@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { model } from 'palisade';
 import { parseAllDocuments } from 'yaml';
 
+import { ConfigResolver } from '../../src/config/config.js';
+import { felixConfigurationParams } from '../../src/config/felix-configuration.js';
+
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const docs = (file: string) => parseAllDocuments(readFileSync(`${ROOT}${file}`, 'utf8')).map((d) => {
   assert.deepEqual(d.errors, [], `${file}: ${d.errors.join('; ')}`);
@@ -48,6 +51,13 @@ describe('deploy/', () => {
     for (const r of docs('deploy/felixconfiguration.yaml')) {
       const v = model.validateResource(r);
       assert.ok(v.ok, v.ok ? '' : v.error.message);
+      // Every field is a FelixConfiguration field, converts, and is a valid value palisade implements.
+      const { values, problems } = felixConfigurationParams((r as { spec: Record<string, unknown> }).spec, undefined);
+      assert.deepEqual(problems, []);
+      const c = new ConfigResolver({});
+      c.setDatastoreConfig({ global: values, selector: new Map(), node: new Map() });
+      assert.deepEqual(c.problems, []);
+      assert.deepEqual(c.ignored, []);
     }
   });
 });

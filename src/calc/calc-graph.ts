@@ -25,6 +25,7 @@ import {
 } from '../model/convert.js';
 import { felixConfigurationParams } from '../config/felix-configuration.js';
 import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
+import { policyId } from '../model/names.js';
 import { parseCidr, parseIp } from '../model/net.js';
 import type { Resource, ResourceOf } from '../model/schemas.js';
 import type { ResourceRef } from '../model/validate.js';
@@ -130,7 +131,7 @@ export class CalcGraph {
             ? convertNetworkPolicy(resource)
             : convertGlobalNetworkPolicy(resource as ResourceOf<'GlobalNetworkPolicy'>)
           : undefined;
-        const name = ref.kind === 'NetworkPolicy' ? `${ref.namespace}/${ref.name}` : (ref.name as string);
+        const name = policyId(ref.kind, ref.namespace ?? '', ref.name as string);
         this.#onPolicy(name, policy);
         break;
       }

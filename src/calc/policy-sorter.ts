@@ -1,11 +1,14 @@
 // PolicySorter, as Felix's: tiers sorted valid-first (a tier whose Tier resource exists),
 // then by order (none = last), then by name; policies within a tier by order (none =
-// +Inf), then by name. Sorting is lazy: done once per change, on demand.
+// +Inf), then by Felix's tie-break "<name>/<namespace>/<Kind>". Sorting is lazy: done once
+// per change, on demand.
 import type { InternalPolicy } from '../model/internal.js';
 
 export interface PolicyMeta {
-  /** PolicyKey.name: "namespace/name" or the global name. */
+  /** PolicyKey.name: Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"). */
   name: string;
+  /** PolicyKey.sortKey: Felix's tie-break between equal orders. */
+  sortKey: string;
   order: number;
   ingress: boolean;
   egress: boolean;
@@ -35,6 +38,7 @@ export function policyMeta(p: InternalPolicy): PolicyMeta {
   const types = p.types.length ? p.types : ['ingress', 'egress'];
   return {
     name: p.key.name,
+    sortKey: p.key.sortKey,
     order: p.order ?? Number.POSITIVE_INFINITY,
     ingress: types.includes('ingress'),
     egress: types.includes('egress'),
@@ -46,6 +50,7 @@ export function policyMeta(p: InternalPolicy): PolicyMeta {
 
 const sameMeta = (a: PolicyMeta, b: PolicyMeta) =>
   a.name === b.name &&
+  a.sortKey === b.sortKey &&
   a.order === b.order &&
   a.ingress === b.ingress &&
   a.egress === b.egress &&
@@ -62,7 +67,7 @@ function tierLess(a: SortedTier, b: SortedTier): number {
 
 function policyLess(a: PolicyMeta, b: PolicyMeta): number {
   if (a.order !== b.order) return a.order < b.order ? -1 : 1;
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  return a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0;
 }
 
 export class PolicySorter {

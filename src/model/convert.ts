@@ -24,6 +24,8 @@ import {
   LABEL_ORCHESTRATOR,
   LABEL_SERVICE_ACCOUNT,
   NAMESPACE_LABEL_PREFIX,
+  policyId,
+  policySortKey,
   SERVICE_ACCOUNT_LABEL_PREFIX,
 } from './names.js';
 import { parseCidr, parseIp } from './net.js';
@@ -164,7 +166,7 @@ export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'>): InternalPo
   let selector = p.spec.selector ? `(${p.spec.selector}) && ${nsClause}` : nsClause;
   selector = prefixAndAppend(selector, p.spec.serviceAccountSelector, SERVICE_ACCOUNT_LABEL_PREFIX);
   const out: InternalPolicy = {
-    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: `${ns}/${p.metadata.name}` },
+    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId('NetworkPolicy', ns, p.metadata.name), sortKey: policySortKey('NetworkPolicy', ns, p.metadata.name) },
     namespace: ns,
     selector,
     inboundRules: (p.spec.ingress ?? []).map((r) => convertRule(r, ns)),
@@ -193,7 +195,7 @@ export function convertGlobalNetworkPolicy(p: ResourceOf<'GlobalNetworkPolicy'>)
     );
   }
   const out: InternalPolicy = {
-    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: p.metadata.name },
+    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId('GlobalNetworkPolicy', '', p.metadata.name), sortKey: policySortKey('GlobalNetworkPolicy', '', p.metadata.name) },
     namespace: '',
     selector,
     inboundRules: (p.spec.ingress ?? []).map((r) => convertRule(r, '')),

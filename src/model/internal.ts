@@ -50,8 +50,10 @@ export interface InternalRule {
 
 export interface PolicyKey {
   tier: string;
-  /** "namespace/name" for a NetworkPolicy, the name for a GlobalNetworkPolicy. */
+  /** Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"): the policy's identity, and what its chains are named after. */
   name: string;
+  /** Felix's order tie-break ("<name>/<namespace>/<Kind>"). */
+  sortKey: string;
 }
 
 export interface InternalPolicy {

@@ -37,12 +37,12 @@ describe('calc graph: scenarios', () => {
     const srcSel = `(projectcalico.org/namespace == 'prod') && (role == 'fe')`;
     const set = h.dp.ipsets.get(uid(srcSel));
     assert.deepEqual([...(set?.members ?? [])], ['10.65.1.5/32'], 'remote endpoints are members');
-    const pol = h.dp.policies.get('default/prod/allow-fe');
+    const pol = h.dp.policies.get('default/np/prod/allow-fe');
     assert.deepEqual(pol?.inboundRules[0]?.srcIpSetIds, [uid(srcSel)]);
     assert.deepEqual(pol?.inboundRules[0]?.dstPorts, [{ first: 80, last: 80 }]);
     assert.equal(pol?.namespace, 'prod');
     const ep = h.dp.weps.get(WEB);
-    assert.deepEqual(ep?.tiers, [{ name: 'default', ingressPolicies: ['prod/allow-fe'], egressPolicies: [], defaultAction: 'Deny' }]);
+    assert.deepEqual(ep?.tiers, [{ name: 'default', ingressPolicies: ['np/prod/allow-fe'], egressPolicies: [], defaultAction: 'Deny' }]);
     assert.deepEqual(ep?.profileIds, ['kns.prod']);
     assert.equal(h.dp.profiles.get('kns.prod')?.inboundRules[0]?.action, 'allow');
     assert.equal(h.dp.weps.size, 1, 'remote endpoints get no endpoint update');
@@ -50,7 +50,7 @@ describe('calc graph: scenarios', () => {
     // A selector on an inherited (profile) label.
     h.put(gnp('prod-only', { selector: "pcns.env == 'prod'", egress: [{ action: 'Deny' }] }));
     h.flush();
-    assert.deepEqual(h.dp.weps.get(WEB)?.tiers[0]?.egressPolicies, ['prod-only']);
+    assert.deepEqual(h.dp.weps.get(WEB)?.tiers[0]?.egressPolicies, ['gnp/prod-only']);
   });
 
   it('tiers by order, Pass becomes next-tier, policies by order then name', () => {
@@ -71,16 +71,30 @@ describe('calc graph: scenarios', () => {
     assert.deepEqual(
       tiers.map((t) => [t.name, t.ingressPolicies, t.defaultAction]),
       [
-        ['security', ['a-sec', 'b-sec'], 'Pass'],
-        ['platform', ['plat'], 'Deny'],
-        ['default', ['prod/early', 'prod/late'], 'Deny'],
+        ['security', ['gnp/a-sec', 'gnp/b-sec'], 'Pass'],
+        ['platform', ['gnp/plat'], 'Deny'],
+        ['default', ['np/prod/early', 'np/prod/late'], 'Deny'],
       ],
     );
-    assert.equal(h.dp.policies.get('security/b-sec')?.inboundRules[0]?.action, 'next-tier');
+    assert.equal(h.dp.policies.get('security/gnp/b-sec')?.inboundRules[0]?.action, 'next-tier');
     // Reordering a tier reorders every endpoint's list.
     h.put(tier('platform', 1));
     h.flush();
     assert.deepEqual(h.dp.weps.get(WEB)?.tiers.map((t) => t.name), ['platform', 'security', 'default']);
+  });
+
+  it('policies of equal order are ordered as Felix: by "<name>/<namespace>/<Kind>", not by ID', () => {
+    const h = new Harness();
+    h.put(
+      profile('kns.prod', {}),
+      wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
+      np('zz', { selector: 'all()', order: 10, ingress: [{ action: 'Allow' }] }),
+      gnp('bb', { selector: 'all()', order: 10, ingress: [{ action: 'Allow' }] }),
+      np('bb', { selector: 'all()', order: 10, ingress: [{ action: 'Allow' }] }),
+    );
+    h.flush();
+    // "bb//GlobalNetworkPolicy" < "bb/prod/NetworkPolicy" < "zz/prod/NetworkPolicy".
+    assert.deepEqual(h.dp.weps.get(WEB)?.tiers[0]?.ingressPolicies, ['gnp/bb', 'np/prod/bb', 'np/prod/zz']);
   });
 
   it('label changes move endpoints in and out of policies and IP sets', () => {
@@ -123,7 +137,7 @@ describe('calc graph: scenarios', () => {
     h.flush();
     const sel = uid(`(projectcalico.org/namespace == 'prod') && (app == 'api')`);
     const id = makeUniqueId('n', `${sel},tcp,http`);
-    assert.deepEqual(h.dp.policies.get('default/prod/web')?.outboundRules[0]?.dstNamedPortIpSetIds, [id]);
+    assert.deepEqual(h.dp.policies.get('default/np/prod/web')?.outboundRules[0]?.dstNamedPortIpSetIds, [id]);
     assert.deepEqual(h.dp.ipsets.get(id), { type: 'IP_AND_PORT', members: new Set(['10.65.3.3,tcp:8080']) });
     // api-1 gains the port: it joins without any label change.
     h.put(wep('api-1', 'node2', '10.65.3.4', { app: 'api' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8081 }] }));
@@ -182,10 +196,10 @@ describe('calc graph: scenarios', () => {
     h.put(profile('kns.prod', {}), wep('web-0', 'node1', '10.65.0.2', { app: 'web' }), tier('a', 1), tier('b', 2));
     h.put(gnp('p', { tier: 'a', selector: 'all()', ingress: [{ action: 'Allow' }] }));
     h.flush();
-    assert.ok(h.dp.policies.has('a/p'));
+    assert.ok(h.dp.policies.has('a/gnp/p'));
     h.put(gnp('p', { tier: 'b', selector: 'all()', ingress: [{ action: 'Allow' }] }));
     h.flush();
-    assert.deepEqual([...h.dp.policies.keys()], ['b/p']);
+    assert.deepEqual([...h.dp.policies.keys()], ['b/gnp/p']);
     assert.deepEqual(h.dp.weps.get(WEB)?.tiers.map((t) => t.name), ['b']);
   });
 
@@ -198,9 +212,9 @@ describe('calc graph: scenarios', () => {
     );
     h.flush();
     const hep = h.dp.heps.get('node1-eth0');
-    assert.deepEqual(hep?.untrackedTiers.map((t) => t.ingressPolicies), [['untracked']]);
-    assert.deepEqual(hep?.tiers.map((t) => t.ingressPolicies), [['normal']]);
+    assert.deepEqual(hep?.untrackedTiers.map((t) => t.ingressPolicies), [['gnp/untracked']]);
+    assert.deepEqual(hep?.tiers.map((t) => t.ingressPolicies), [['gnp/normal']]);
     assert.deepEqual(hep?.expectedIpv4Addrs, ['192.0.2.10']);
-    assert.equal(h.dp.policies.get('default/untracked')?.untracked, true);
+    assert.equal(h.dp.policies.get('default/gnp/untracked')?.untracked, true);
   });
 });

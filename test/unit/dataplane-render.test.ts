@@ -1,6 +1,5 @@
 // Rendering of the calc graph's output into Felix's rule model and its two syntaxes.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 
 import { coveringMembers } from '../../src/dataplane/render/cover.js';
@@ -8,10 +7,11 @@ import { workloadChains } from '../../src/dataplane/render/endpoints.js';
 import { iptablesRuleLines, renderIpsets, renderIptables } from '../../src/dataplane/render/iptables-text.js';
 import { allocateMarks } from '../../src/dataplane/render/marks.js';
 import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
-import { ipSetName, lengthLimitedId, policyChain, ruleHashes } from '../../src/dataplane/render/names.js';
+import { ipSetName, lengthLimitedId, policyChain, profileChain, ruleHashes } from '../../src/dataplane/render/names.js';
 import { nftElement, renderNft } from '../../src/dataplane/render/nft-text.js';
 import { portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
+import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
 import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
 import { config, protoRule, stateOf } from '../helpers/render-fixtures.js';
@@ -21,13 +21,38 @@ const v4 = { family: 4 as const, marks, iptables: false };
 const v4ipt = { ...v4, iptables: true };
 
 describe('dataplane render: names and marks', () => {
-  it('limits names as Felix does: short names kept, long ones and "_" ones hashed to 28', () => {
+  // Vectors computed by Felix's own GetLengthLimitedID and PolicyID.ID() (libcalico-go
+  // hash, felix/types), run on these inputs; the gnp "long-policy-name-that-gets-hashed"
+  // one is also in Felix's rules/policy_test.go.
+  const FELIX_VECTORS: Array<[PolicyKind, string, string, string, string]> = [
+    ['NetworkPolicy', 'demo', 'backend', 'cali-pi-np/demo/backend', 'cali-po-np/demo/backend'],
+    ['GlobalNetworkPolicy', '', 'security.block-bad', 'cali-pi-_vhyJ-5jCoE2GAxX2EMz', 'cali-po-gnp/security.block-bad'],
+    ['StagedNetworkPolicy', 'prod', 'staged-allow', 'cali-pi-_UJHX9DlZWh91mldlp7e', 'cali-po-snp/prod/staged-allow'],
+    ['StagedGlobalNetworkPolicy', '', 'staged-global', 'cali-pi-sgnp/staged-global', 'cali-po-sgnp/staged-global'],
+    ['StagedKubernetesNetworkPolicy', 'prod', 'k8s-staged', 'cali-pi-sknp/prod/k8s-staged', 'cali-po-sknp/prod/k8s-staged'],
+    ['KubernetesNetworkPolicy', 'default', 'allow-frontend-to-backend-on-8080', 'cali-pi-_hhV1dNVTfEgXY0qI4Wg', 'cali-po-knp/default/allow-frontend-to-backend-on-8080'],
+    ['KubernetesClusterNetworkPolicy', '', 'cluster-deny-all', 'cali-pi-_BL8IDCtUBmDOIZM3iMH', 'cali-po-kcnp/cluster-deny-all'],
+    ['GlobalNetworkPolicy', '', 'long-policy-name-that-gets-hashed', 'cali-pi-_PymyFHQQg3808jiz1OJ', 'cali-po-gnp/long-policy-name-that-gets-hashed'],
+    ['NetworkPolicy', 'x', '_bcdefghijklm', 'cali-pi-np/x/_bcdefghijklm', 'cali-po-np/x/_bcdefghijklm'],
+  ];
+
+  it('names policy chains from Felix\'s PolicyID.ID(), hashed to 28 in iptables mode only (Felix\'s vectors)', () => {
+    for (const [kind, ns, name, ipt, nft] of FELIX_VECTORS) {
+      const id = policyId(kind, ns, name);
+      assert.equal(policyChain('in', id, true), ipt, `${kind} ${ns}/${name} iptables`);
+      assert.equal(policyChain('out', id, false), nft, `${kind} ${ns}/${name} nftables`);
+    }
+    assert.equal(profileChain('in', 'kns.demo', true), 'cali-pri-kns.demo');
+    assert.equal(profileChain('in', 'ksa.demo.a-very-long-service-account-name', true), 'cali-pri-_47xxVCSGx8oY1MKMnP');
+    assert.equal(profileChain('out', 'ksa.demo.a-very-long-service-account-name', false), 'cali-pro-ksa.demo.a-very-long-service-account-name');
+  });
+
+  it('limits names as Felix\'s GetLengthLimitedID: "_" names hashed only when they fill the limit exactly', () => {
     assert.equal(lengthLimitedId('cali-tw-', 'cali12345678901'), 'cali-tw-cali12345678901');
-    const long = 'default/knp.default.a-rather-long-policy-name';
-    const expect = `cali-pi-_${createHash('sha256').update(long).digest('base64url').slice(0, 19)}`;
-    assert.equal(policyChain('in', 'default', 'knp.default.a-rather-long-policy-name'), expect);
-    assert.equal(expect.length, 28);
-    assert.match(lengthLimitedId('cali-pri-', '_x'), /^cali-pri-_[A-Za-z0-9_-]{18}$/);
+    assert.equal(lengthLimitedId('cali-pri-', '_x'), 'cali-pri-_x');
+    assert.equal(lengthLimitedId('cali-pri-', ''), 'cali-pri-_');
+    assert.equal(lengthLimitedId('cali-pi-', '_234567890123456789'), 'cali-pi-_234567890123456789');
+    assert.equal(lengthLimitedId('cali-pi-', '_2345678901234567890'), 'cali-pi-_NRWGJbcgjLYWITkwn5H');
     assert.equal(ipSetName(4, 's:abcdefghijklmnopqrstuvwxyz0123456789'), 'cali40s:abcdefghijklmnopqrstuvw');
   });
 
@@ -106,13 +131,13 @@ describe('dataplane render: endpoints and dispatch', () => {
   const ep: WorkloadEndpoint = {
     state: 'active', name: 'cali0123456789a', mac: '', profileIds: ['kns.prod'], ipv4Nets: ['10.0.0.1/32'], ipv6Nets: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
     tiers: [
-      { name: 'security', ingressPolicies: ['security.a'], egressPolicies: [], defaultAction: 'Pass' },
-      { name: 'default', ingressPolicies: ['prod/b', 'prod/c'], egressPolicies: ['prod/c'], defaultAction: 'Deny' },
+      { name: 'security', ingressPolicies: ['gnp/security.a'], egressPolicies: [], defaultAction: 'Pass' },
+      { name: 'default', ingressPolicies: ['np/prod/b', 'np/prod/c'], egressPolicies: ['np/prod/c'], defaultAction: 'Deny' },
     ],
   };
 
   it('lays out tiers in order, end-of-tier drop unless the tier passes, then profiles, then drop', () => {
-    const [tw, fw] = workloadChains(ep, marks);
+    const [tw, fw] = workloadChains(ep, v4ipt);
     const brief = (r: Rule) => `${r.match.map((m) => (m.k === 'mark' ? `mark&${m.mask.toString(16)}==${m.value.toString(16)}` : m.k)).join(',')} -> ${r.action.k}${'chain' in r.action ? ` ${r.action.chain}` : ''}`;
     assert.equal(tw?.name, 'cali-tw-cali0123456789a');
     assert.deepEqual(tw?.rules.map(brief), [
@@ -120,12 +145,12 @@ describe('dataplane render: endpoints and dispatch', () => {
       'ct -> drop',
       ' -> setMark',
       ' -> setMark',
-      'mark&20000==0 -> jump cali-pi-security/security.a',
+      'mark&20000==0 -> jump cali-pi-gnp/security.a',
       'mark&10000==10000 -> return',
       ' -> setMark',
-      'mark&20000==0 -> jump cali-pi-default/prod/b',
+      'mark&20000==0 -> jump cali-pi-np/prod/b',
       'mark&10000==10000 -> return',
-      'mark&20000==0 -> jump cali-pi-default/prod/c',
+      'mark&20000==0 -> jump cali-pi-np/prod/c',
       'mark&10000==10000 -> return',
       'mark&20000==0 -> drop',
       ' -> jump cali-pri-kns.prod',
@@ -133,7 +158,7 @@ describe('dataplane render: endpoints and dispatch', () => {
       ' -> drop',
     ]);
     assert.ok(fw?.rules.some((r) => r.comment?.startsWith('Drop VXLAN')));
-    assert.deepEqual(workloadChains({ ...ep, state: 'down' }, marks).map((c) => c.rules.map((r) => r.action.k)), [['drop'], ['drop']]);
+    assert.deepEqual(workloadChains({ ...ep, state: 'down' }, v4ipt).map((c) => c.rules.map((r) => r.action.k)), [['drop'], ['drop']]);
   });
 
   it('dispatches by verdict map in nftables and by one goto per interface in iptables, both failing closed', () => {

@@ -58,7 +58,7 @@ describe('model: NetworkPolicy conversion', () => {
   it('scopes the selector to the namespace', () => {
     const p = model.convertNetworkPolicy(NP({ selector: "app == 'web'" }));
     assert.equal(p.selector, "(app == 'web') && projectcalico.org/namespace == 'prod'");
-    assert.deepEqual(p.key, { tier: 'default', name: 'prod/p' });
+    assert.deepEqual(p.key, { tier: 'default', name: 'np/prod/p', sortKey: 'p/prod/NetworkPolicy' });
     assert.equal(p.namespace, 'prod');
     assert.equal(p.applyOnForward, true);
     assert.equal(model.convertNetworkPolicy(NP({})).selector, "projectcalico.org/namespace == 'prod'");
@@ -123,7 +123,7 @@ describe('model: NetworkPolicy conversion', () => {
     assert.equal(b?.icmpType, 128);
     assert.equal(b?.icmpCode, undefined);
     assert.equal(c?.protocol, 132);
-    assert.deepEqual(p.key, { tier: 'security', name: 'prod/p' });
+    assert.deepEqual(p.key, { tier: 'security', name: 'np/prod/p', sortKey: 'p/prod/NetworkPolicy' });
     assert.equal(p.order, 5);
   });
 });
@@ -138,7 +138,7 @@ describe('model: GlobalNetworkPolicy conversion', () => {
     const g = model.convertGlobalNetworkPolicy(GNP({ selector: 'all()', preDNAT: true, applyOnForward: true }));
     assert.equal(g.selector, 'all()');
     assert.equal(g.namespace, '');
-    assert.deepEqual(g.key, { tier: 'default', name: 'g' });
+    assert.deepEqual(g.key, { tier: 'default', name: 'gnp/g', sortKey: 'g//GlobalNetworkPolicy' });
     assert.equal(g.preDNAT, true);
   });
 

@@ -7,6 +7,7 @@ import { type EndpointTiers, PolicyResolver } from '../../src/calc/policy-resolv
 
 const meta = (name: string, order?: number, over: Partial<PolicyMeta> = {}): PolicyMeta => ({
   name,
+  sortKey: name,
   order: order ?? Number.POSITIVE_INFINITY,
   ingress: true,
   egress: true,

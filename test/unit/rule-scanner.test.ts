@@ -15,7 +15,7 @@ function rule(over: Partial<InternalRule>): InternalRule {
 
 function policy(inbound: InternalRule[], outbound: InternalRule[] = []): InternalPolicy {
   return {
-    key: { tier: 'default', name: 'p' },
+    key: { tier: 'default', name: 'gnp/p', sortKey: 'p//GlobalNetworkPolicy' },
     namespace: '',
     selector: "app == 'web'",
     inboundRules: inbound,

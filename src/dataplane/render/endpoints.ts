@@ -4,10 +4,11 @@
 // Untracked and pre-DNAT host-endpoint chains only mark: the filter table decides later.
 import type { HostEndpoint, TierInfo, WorkloadEndpoint } from '../../proto/messages.js';
 import { clearMark, markClear, markSet } from './blocks.js';
-import type { Marks } from './marks.js';
 import type { Rule } from './model.js';
 import { endpointChain, EP, policyChain, profileChain } from './names.js';
-import type { NamedChain } from './policy.js';
+import type { NamedChain, RenderContext } from './policy.js';
+
+type EndpointContext = Pick<RenderContext, 'marks' | 'iptables'>;
 
 type ChainKind = 'normal' | 'untracked' | 'preDnat' | 'forward';
 
@@ -27,7 +28,8 @@ export const conntrackRules = (): Rule[] => [
   { match: [{ k: 'ct', states: ['INVALID'] }], action: { k: 'drop' } },
 ];
 
-function endpointRules(spec: EndpointChainSpec, marks: Marks): Rule[] {
+function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
+  const { marks } = ctx;
   const rules: Rule[] = [];
   if (spec.kind === 'normal' || spec.kind === 'forward') rules.push(...conntrackRules());
   rules.push({ match: [], action: clearMark(marks.accept | marks.pass) });
@@ -41,7 +43,7 @@ function endpointRules(spec: EndpointChainSpec, marks: Marks): Rule[] {
     if (!policies.length) continue;
     rules.push({ match: [], action: clearMark(marks.pass), comment: `Start of tier ${tier.name}` });
     for (const p of policies) {
-      rules.push({ match: [markClear(marks.pass)], action: { k: 'jump', chain: policyChain(spec.dir, tier.name, p) } });
+      rules.push({ match: [markClear(marks.pass)], action: { k: 'jump', chain: policyChain(spec.dir, p, ctx.iptables) } });
       if (spec.kind === 'untracked') rules.push({ match: [markSet(marks.accept)], action: { k: 'notrack' } });
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' });
     }
@@ -55,7 +57,7 @@ function endpointRules(spec: EndpointChainSpec, marks: Marks): Rule[] {
   }
   if (spec.kind === 'normal') {
     for (const p of spec.profiles) {
-      rules.push({ match: [], action: { k: 'jump', chain: profileChain(spec.dir, p) } });
+      rules.push({ match: [], action: { k: 'jump', chain: profileChain(spec.dir, p, ctx.iptables) } });
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if profile accepted' });
     }
     rules.push({ match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' });
@@ -64,7 +66,7 @@ function endpointRules(spec: EndpointChainSpec, marks: Marks): Rule[] {
 }
 
 /** cali-tw-<iface> (ingress policy) and cali-fw-<iface> (egress); a non-active endpoint only drops. */
-export function workloadChains(ep: WorkloadEndpoint, marks: Marks): NamedChain[] {
+export function workloadChains(ep: WorkloadEndpoint, ctx: EndpointContext): NamedChain[] {
   const tw = endpointChain(EP.toWl, ep.name);
   const fw = endpointChain(EP.fromWl, ep.name);
   if (ep.state !== 'active') {
@@ -75,8 +77,8 @@ export function workloadChains(ep: WorkloadEndpoint, marks: Marks): NamedChain[]
     ];
   }
   return [
-    { name: tw, rules: endpointRules({ name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds }, marks) },
-    { name: fw, rules: endpointRules({ name: fw, dir: 'out', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds, dropEncap: true }, marks) },
+    { name: tw, rules: endpointRules({ name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds }, ctx) },
+    { name: fw, rules: endpointRules({ name: fw, dir: 'out', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds, dropEncap: true }, ctx) },
   ];
 }
 
@@ -90,11 +92,11 @@ export interface HostEndpointChains {
  * A host endpoint's chains: filter (cali-fh-/cali-th- with failsafes, and the forward pair
  * cali-fhfw-/cali-thfw-), raw (untracked tiers) and mangle (pre-DNAT, ingress only).
  */
-export function hostEndpointChains(ep: HostEndpoint, marks: Marks): HostEndpointChains {
+export function hostEndpointChains(ep: HostEndpoint, ctx: EndpointContext): HostEndpointChains {
   const n = ep.name;
   const spec = (prefix: string, dir: 'in' | 'out', kind: ChainKind, tiers: TierInfo[], failsafe?: EndpointChainSpec['failsafe']): NamedChain => {
     const name = endpointChain(prefix, n);
-    return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, marks) };
+    return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, ctx) };
   };
   return {
     filter: [

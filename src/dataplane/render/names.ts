@@ -3,23 +3,33 @@ import { createHash } from 'node:crypto';
 
 import type { Family } from './model.js';
 
-/** iptables' chain-name limit as Felix applies it (nftables allows more; we stay equal). */
+/** iptables' chain-name limit, as Felix applies it in iptables mode. */
 export const MAX_CHAIN_NAME = 28;
+/** Felix's limit in nftables mode (knftables' NameLengthMax): names stay readable. */
+export const MAX_NFT_CHAIN_NAME = 256;
+/** The chain-name limit Felix uses in a mode. */
+export const chainNameLimit = (iptables: boolean) => (iptables ? MAX_CHAIN_NAME : MAX_NFT_CHAIN_NAME);
 /** ipset's limit on set names. */
 export const MAX_SET_NAME = 31;
 
 /**
- * Felix's hashutils.GetLengthLimitedID: prefix + suffix when it fits (and the suffix does
- * not start with "_", the hashed-name marker), else prefix + "_" + base64url(sha256(suffix)).
+ * Felix's GetLengthLimitedID (lengths in bytes, as Go's): prefix + suffix when it fits,
+ * else prefix + "_" + base64url(sha256(suffix)) cut to the limit. A suffix that fits
+ * exactly but starts with "_" (the hashed-name marker) is hashed too, so it cannot pass
+ * for a hashed name; an empty suffix is "_".
  */
 export function lengthLimitedId(prefix: string, suffix: string, maxLength = MAX_CHAIN_NAME): string {
-  if (prefix.length + suffix.length <= maxLength && !suffix.startsWith('_')) return prefix + suffix;
-  const hash = createHash('sha256').update(suffix).digest('base64url');
-  return `${prefix}_${hash.slice(0, maxLength - prefix.length - 1)}`;
+  const s = suffix === '' ? '_' : suffix;
+  const total = Buffer.byteLength(prefix) + Buffer.byteLength(s);
+  if (total < maxLength || (total === maxLength && !s.startsWith('_'))) return prefix + s;
+  const hash = createHash('sha256').update(s).digest('base64url');
+  return `${prefix}_${hash.slice(0, maxLength - Buffer.byteLength(prefix) - 1)}`;
 }
 
-export const policyChain = (dir: 'in' | 'out', tier: string, name: string) => lengthLimitedId(dir === 'in' ? 'cali-pi-' : 'cali-po-', `${tier}/${name}`);
-export const profileChain = (dir: 'in' | 'out', name: string) => lengthLimitedId(dir === 'in' ? 'cali-pri-' : 'cali-pro-', name);
+/** cali-pi-/cali-po- + Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"...), limited per mode. */
+export const policyChain = (dir: 'in' | 'out', id: string, iptables: boolean) => lengthLimitedId(dir === 'in' ? 'cali-pi-' : 'cali-po-', id, chainNameLimit(iptables));
+/** cali-pri-/cali-pro- + the profile's name, limited per mode. */
+export const profileChain = (dir: 'in' | 'out', name: string, iptables: boolean) => lengthLimitedId(dir === 'in' ? 'cali-pri-' : 'cali-pro-', name, chainNameLimit(iptables));
 
 /** Endpoint chain prefixes, Felix's: to/from workload, to/from host endpoint (and forward). */
 export const EP = {

@@ -184,16 +184,17 @@ export interface NamedChain {
   rules: Rule[];
 }
 
-export function policyChains(tier: string, name: string, p: Policy, ctx: RenderContext): NamedChain[] {
+/** A policy's chains, named after Felix's PolicyID.ID() (`id`); the tier is not part of the name. */
+export function policyChains(id: string, p: Policy, ctx: RenderContext): NamedChain[] {
   return [
-    { name: policyChain('in', tier, name), rules: rulesOf(p.inboundRules, ctx) },
-    { name: policyChain('out', tier, name), rules: rulesOf(p.outboundRules, ctx) },
+    { name: policyChain('in', id, ctx.iptables), rules: rulesOf(p.inboundRules, ctx) },
+    { name: policyChain('out', id, ctx.iptables), rules: rulesOf(p.outboundRules, ctx) },
   ];
 }
 
 export function profileChains(name: string, p: Profile, ctx: RenderContext): NamedChain[] {
   return [
-    { name: profileChain('in', name), rules: rulesOf(p.inboundRules, ctx) },
-    { name: profileChain('out', name), rules: rulesOf(p.outboundRules, ctx) },
+    { name: profileChain('in', name, ctx.iptables), rules: rulesOf(p.inboundRules, ctx) },
+    { name: profileChain('out', name, ctx.iptables), rules: rulesOf(p.outboundRules, ctx) },
   ];
 }

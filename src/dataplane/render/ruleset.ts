@@ -61,9 +61,9 @@ const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({
 const goto = (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface) });
 
 // Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
-export function policyFragment(tier: string, name: string, policy: Policy, ctx: RenderContext): Fragment {
+export function policyFragment(id: string, policy: Policy, ctx: RenderContext): Fragment {
   const table: TableName = policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter';
-  return { chains: inTable(table, policyChains(tier, name, policy, ctx)), entries: [] };
+  return { chains: inTable(table, policyChains(id, policy, ctx)), entries: [] };
 }
 
 export function profileFragment(name: string, profile: Profile, ctx: RenderContext): Fragment {
@@ -72,7 +72,7 @@ export function profileFragment(name: string, profile: Profile, ctx: RenderConte
 
 export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Fragment {
   return {
-    chains: inTable('filter', workloadChains(ep, ctx.marks)),
+    chains: inTable('filter', workloadChains(ep, ctx)),
     entries: [
       { table: 'filter', map: DISPATCH.toWl, iface: ep.name, verdict: goto(EP.toWl, ep.name) },
       { table: 'filter', map: DISPATCH.fromWl, iface: ep.name, verdict: goto(EP.fromWl, ep.name) },
@@ -83,7 +83,7 @@ export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Frag
 export function hostEndpointFragment(ep: HostEndpoint, ctx: RenderContext): Fragment {
   // An all-interfaces host endpoint ("*") has no interface of its own to dispatch on.
   if (!ep.name || ep.name === '*') return { chains: [], entries: [] };
-  const c = hostEndpointChains(ep, ctx.marks);
+  const c = hostEndpointChains(ep, ctx);
   const f: Fragment = {
     chains: [...inTable('filter', c.filter), ...inTable('raw', c.raw), ...inTable('mangle', c.mangle)],
     entries: [
@@ -127,7 +127,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
     rs.sets.set(set.name, set);
   }
   for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
-  for (const { tier, name, policy } of state.policies.values()) addFragment(rs, policyFragment(tier, name, policy, ctx));
+  for (const { name, policy } of state.policies.values()) addFragment(rs, policyFragment(name, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
   for (const ep of state.heps.values()) addFragment(rs, hostEndpointFragment(ep, ctx));

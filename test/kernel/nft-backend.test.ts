@@ -152,6 +152,24 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.match(ns.run('nft', ['list', 'table', 'ip', 'foreign']), /tcp dport 22 accept/);
   });
 
+  it('replaces a base chain declared with another priority (as an older version did), keeping its jump', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call({ cmd: 'messages', msgs: new Harness().put(...app()).flush() });
+    await d.call({ cmd: 'resync' });
+    await d.call({ cmd: 'apply' });
+    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']), /type nat hook postrouting priority srcnat \+ 10; policy accept;/);
+    const rule = /jump nat-cali-POSTROUTING comment "(cali:[\w-]+)"/.exec(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']));
+    ns.run('nft', [`delete chain ip calico nat-POSTROUTING; add chain ip calico nat-POSTROUTING { type nat hook postrouting priority 100; policy accept; }; add rule ip calico nat-POSTROUTING counter jump nat-cali-POSTROUTING comment "${rule?.[1]}"`]);
+    await d.call({ cmd: 'resync' });
+    const drift = await d.call<Array<{ chains: string[] }>>({ cmd: 'drift' });
+    assert.deepEqual(drift[0]?.chains, ['nat-POSTROUTING']);
+    await d.call({ cmd: 'apply' });
+    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']), /priority srcnat \+ 10;[\s\S]*jump nat-cali-POSTROUTING/);
+    await d.call({ cmd: 'resync' });
+    assert.deepEqual(await d.call({ cmd: 'drift' }), [{ family: 4, chains: [], sets: [] }, { family: 6, chains: [], sets: [] }]);
+  });
+
   it('the exec transport (nft -f of the same transaction) leaves the kernel in the same state as the native one', async () => {
     const nsNative = netns();
     const nsExec = netns();

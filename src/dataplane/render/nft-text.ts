@@ -4,15 +4,10 @@
 // The text loads with `nft -f` and replaces any previous calico table atomically.
 import { coveringMembers } from './cover.js';
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from './model.js';
+import { baseChainSpec } from './base-chains.js';
 import { hookRule, TABLES } from './model.js';
 import { nftSetName, ruleHashes } from './names.js';
 
-const HOOK_TYPE: Record<TableName, { type: string; priority: string }> = {
-  raw: { type: 'filter', priority: 'raw' },
-  mangle: { type: 'filter', priority: 'mangle' },
-  nat: { type: 'nat', priority: 'srcnat' },
-  filter: { type: 'filter', priority: 'filter' },
-};
 
 export const nftFamily = (f: Family) => (f === 4 ? 'ip' : 'ip6');
 export const nftChainName = (table: TableName, chain: string) => `${table}-${chain}`;
@@ -122,7 +117,7 @@ export function renderNft(rs: Ruleset): string {
     }
   }
   for (const hook of rs.hooks) {
-    const h = HOOK_TYPE[hook.table];
+    const h = baseChainSpec(hook.table, hook.builtin);
     out.push(`\tchain ${nftChainName(hook.table, hook.builtin)} {`);
     out.push(`\t\ttype ${h.type} hook ${hook.builtin.toLowerCase()} priority ${h.priority}; policy accept;`);
     const base = nftChainName(hook.table, hook.builtin);

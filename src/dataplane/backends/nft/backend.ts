@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { failuresOf, nftCommit, nftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
-import { type DesiredFamily, type DesiredSet, elemId } from './desired.js';
+import { type DesiredChain, type DesiredFamily, type DesiredSet, elemId } from './desired.js';
 import { commentOf } from './exprs.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
@@ -22,6 +22,8 @@ interface CommittedFamily {
   /** Chain -> its rules' hashes ("" for a rule that is not ours). */
   chains: Map<string, string[]>;
   sets: Map<string, Map<string, ElemSpec>>;
+  /** Base chains as the kernel declares them ("hook/prio/type"), from the last read-back. */
+  bases: Map<string, string>;
   /** Read back from the kernel since the last apply: compare everything next time. */
   full: boolean;
 }
@@ -58,7 +60,8 @@ export class NftApplyError extends Error {
   }
 }
 
-const emptyCommitted = (): CommittedFamily => ({ exists: false, chains: new Map(), sets: new Map(), full: true });
+const emptyCommitted = (): CommittedFamily => ({ exists: false, chains: new Map(), sets: new Map(), bases: new Map(), full: true });
+const baseOf = (b: { hook?: number | undefined; prio?: number | undefined; type?: string | undefined }) => `${b.hook}/${b.prio}/${b.type}`;
 const sameList = (a: readonly string[] | undefined, b: readonly string[]) => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
 
 function elemFromDump(e: { key: Buffer; flags: number; verdict?: number; chain?: string }): ElemSpec {
@@ -83,7 +86,10 @@ export class NftBackend {
       const dump = await nftDump(NFPROTO[f], this.table);
       const c = emptyCommitted();
       c.exists = dump.exists;
-      for (const ch of dump.chains) c.chains.set(ch.name, []);
+      for (const ch of dump.chains) {
+        c.chains.set(ch.name, []);
+        if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
+      }
       for (const r of dump.rules) {
         const hash = /^cali:([\w-]+)$/.exec(commentOf(r.udata) ?? '')?.[1] ?? '';
         c.chains.get(r.chain)?.push(hash);
@@ -120,7 +126,8 @@ export class NftBackend {
   /** What differs between the kernel (as last read back or committed) and `desired`. */
   drift(desired: DesiredFamily): DriftReport {
     const c = this.#committed.get(desired.family) ?? emptyCommitted();
-    const chains = [...desired.chains.values()].filter((d) => !sameList(c.chains.get(d.name), d.hashes)).map((d) => d.name);
+    const misdeclared = (d: DesiredChain) => !!d.base && c.bases.has(d.name) && c.bases.get(d.name) !== baseOf(d.base);
+    const chains = [...desired.chains.values()].filter((d) => !sameList(c.chains.get(d.name), d.hashes) || misdeclared(d)).map((d) => d.name);
     for (const name of c.chains.keys()) if (!desired.chains.has(name)) chains.push(name);
     const sets: string[] = [];
     for (const d of desired.sets.values()) if (!sameElems(c.sets.get(d.name), d)) sets.push(d.name);
@@ -233,7 +240,15 @@ export class NftBackend {
     for (const s of sets) if (isMap(s)) syncSet(s);
     const ordered = [...chains.filter((ch) => !ch.base), ...chains.filter((ch) => ch.base)];
     for (const ch of ordered) {
-      const had = c.chains.get(ch.name);
+      let had = c.chains.get(ch.name);
+      // A base chain declared otherwise (another hook type or priority, e.g. by an older
+      // version) is replaced: its one rule is a jump, so nothing is lost in between.
+      const base = ch.base && c.bases.get(ch.name);
+      if (had && base && ch.base && base !== baseOf(ch.base)) {
+        if (had.length) w.chainFlush(f, t, ch.name);
+        w.chainDel(f, t, ch.name);
+        had = undefined;
+      }
       if (sameList(had, ch.hashes)) continue;
       if (ch.base && !had) w.chainAdd(f, t, ch.name, ch.base);
       if (had?.length) w.chainFlush(f, t, ch.name);

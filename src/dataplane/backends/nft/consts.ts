@@ -2,7 +2,6 @@
 // ids, which name set key types so `nft list` prints our sets as it prints its own.
 export const NFPROTO = { 4: 2, 6: 10 } as const;
 export const HOOK = { PREROUTING: 0, INPUT: 1, FORWARD: 2, OUTPUT: 3, POSTROUTING: 4 } as const;
-export const PRIORITY = { raw: -300, mangle: -150, nat: 100, filter: 0 } as const;
 export const PAYLOAD_BASE = { network: 1, transport: 2 } as const;
 export const CMP = { eq: 0, neq: 1 } as const;
 export const RANGE = { eq: 0, neq: 1 } as const;

@@ -3,11 +3,12 @@
 // every set and map with its elements keyed by their kernel bytes.
 import { coveringMembers } from '../../render/cover.js';
 import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model.js';
+import { baseChainSpec } from '../../render/base-chains.js';
 import { hookRule, TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
 import { nftChainName, nftElement, nftRuleBody } from '../../render/nft-text.js';
 import { ruleHashes } from '../../render/names.js';
-import { concatType, DATA_VERDICT, HOOK, PRIORITY, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
+import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
 import { u32 } from './exprs.js';
 import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
@@ -81,7 +82,6 @@ export function mapElem(iface: string, kind: 'goto' | 'jump', chain: string): El
   return { key: ifnameKey(iface), flags: 0, verdict: { code: VERDICT[kind], chain }, text: `${JSON.stringify(iface)} : ${kind} ${chain}` };
 }
 
-const HOOK_TYPE: Record<TableName, string> = { raw: 'filter', mangle: 'filter', nat: 'nat', filter: 'filter' };
 
 export function desiredOf(rs: Ruleset): DesiredFamily {
   const family = rs.family;
@@ -94,7 +94,8 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
   }
   for (const h of rs.hooks) {
     const name = nftChainName(h.table, h.builtin);
-    chains.set(name, chainOf(name, name, h.table, [hookRule(h)], family, { hook: HOOK[h.builtin], prio: PRIORITY[h.table], type: HOOK_TYPE[h.table] }));
+    const spec = baseChainSpec(h.table, h.builtin);
+    chains.set(name, chainOf(name, name, h.table, [hookRule(h)], family, { hook: HOOK[h.builtin], prio: spec.priority, type: spec.type }));
   }
   const sets = new Map<string, DesiredSet>();
   for (const s of rs.sets.values()) {

@@ -14,6 +14,7 @@ import { DesiredState } from './desired-state.js';
 import { InterfaceTable } from './managers/interfaces.js';
 import { RouteManager } from './managers/route-manager.js';
 import { configureWorkloadInterface, writeSysctl } from './managers/sysctl.js';
+import { removeFelixIptablesState } from './migration/takeover.js';
 import { families } from './render/ruleset.js';
 
 export interface ApplyReport {
@@ -30,6 +31,8 @@ export interface DriverOptions {
   onApplied?: (r: ApplyReport) => void;
   onApplyError?: (e: Error) => void;
   onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
+  /** Remove Calico's iptables-mode state before the first apply (default true; see migration/takeover.ts). */
+  takeOverFromFelix?: boolean;
 }
 
 export class DataplaneDriver {
@@ -52,6 +55,7 @@ export class DataplaneDriver {
   #stopped = false;
   #loggedUp = new Map<string, boolean>();
   #applyStarted: number | undefined;
+  #takeover: Promise<unknown> | undefined;
 
   constructor(opts: DriverOptions) {
     this.#opts = opts;
@@ -63,6 +67,7 @@ export class DataplaneDriver {
   }
 
   start(): void {
+    if (this.#opts.takeOverFromFelix ?? true) this.#takeover = removeFelixIptablesState(this.#log);
     this.#monitor.start();
     const cfg = this.#opts.config;
     const every = (seconds: number, f: () => void) => {
@@ -132,6 +137,7 @@ export class DataplaneDriver {
     this.#applyStarted = t0;
     try {
       if (this.#needResync) {
+        await this.#takeover;
         const started = performance.now();
         await this.#backend.resync(this.#builders.map((b) => b.family));
         for (const b of this.#builders) b.rebuild(this.state);

@@ -138,6 +138,9 @@ Napi::Object Attrs(Napi::Env env) {
       {"range.from", NFTNL_EXPR_RANGE_FROM_DATA}, {"range.to", NFTNL_EXPR_RANGE_TO_DATA},
       {"log.prefix", NFTNL_EXPR_LOG_PREFIX}, {"log.level", NFTNL_EXPR_LOG_LEVEL},
       {"masq.flags", NFTNL_EXPR_MASQ_FLAGS},
+      {"limit.rate", NFTNL_EXPR_LIMIT_RATE}, {"limit.unit", NFTNL_EXPR_LIMIT_UNIT},
+      {"limit.burst", NFTNL_EXPR_LIMIT_BURST}, {"limit.type", NFTNL_EXPR_LIMIT_TYPE},
+      {"limit.flags", NFTNL_EXPR_LIMIT_FLAGS},
   };
   for (const A& a : attrs) o.Set(a.name, a.id);
   return o;

@@ -37,6 +37,11 @@ const VARIANTS: Record<string, unknown[]> = {
     fc('edge', { nodeSelector: "zone == 'edge'", failsafeInboundHostPorts: [{ protocol: 'UDP', port: 4789, net: '10.0.0.0/8' }], wireguardEnabled: true }, { annotations: { 'config.projectcalico.org/InterfaceExclude': 'kube-ipvs0,/^dummy/' } }),
     fc('other', { nodeSelector: "zone == 'core'", defaultEndpointToHostAction: 'Accept' }),
   ],
+  'Log rules with LogPrefix specifiers and a rate limit': [
+    fc('default', { logPrefix: 'calico %t %k %p:', logActionRateLimit: '10/second', logActionRateLimitBurst: 7 }),
+    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'log-all' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Log' }], egress: [{ action: 'Log' }] } },
+  ],
+  'Log rules with the default prefix and no limit': [{ apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'log-all' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Log' }] } }],
 };
 
 function datastore(resources: unknown[]): string {
@@ -90,7 +95,10 @@ describe('kernel: the agent programs what plan prints, for every FelixConfigurat
       } finally {
         assert.equal(await agent.stop(), 0, agent.log.slice(-3000));
       }
-      assert.equal(listing(ns), planned(dir));
+      const programmed = listing(ns);
+      assert.equal(programmed, planned(dir));
+      if (name.startsWith('Log rules with LogPrefix')) assert.match(programmed, /limit rate 10\/second burst 7 packets log prefix "calico default gnp log-all:: " level info/);
+      if (name.startsWith('Log rules with the default')) assert.match(programmed, / log prefix "calico-packet: " level info/);
     });
   }
 

@@ -9,7 +9,7 @@ import { allocateMarks } from '../../src/dataplane/render/marks.js';
 import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
 import { ipSetName, lengthLimitedId, policyChain, profileChain, ruleHashes } from '../../src/dataplane/render/names.js';
 import { nftElement, renderNft } from '../../src/dataplane/render/nft-text.js';
-import { portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
+import { logPrefix, portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
@@ -54,6 +54,15 @@ describe('dataplane render: names and marks', () => {
     assert.equal(lengthLimitedId('cali-pi-', '_234567890123456789'), 'cali-pi-_234567890123456789');
     assert.equal(lengthLimitedId('cali-pi-', '_2345678901234567890'), 'cali-pi-_NRWGJbcgjLYWITkwn5H');
     assert.equal(ipSetName(4, 's:abcdefghijklmnopqrstuvwxyz0123456789'), 'cali40s:abcdefghijklmnopqrstuvw');
+  });
+
+  it('builds Log rules\' prefixes as Felix\'s generateLogPrefix', () => {
+    const owner = { kind: 'np', name: 'web', namespace: 'prod', tier: 'security' };
+    assert.equal(logPrefix('', owner), 'calico-packet');
+    assert.equal(logPrefix('drop-%t-%k-%n-%p', owner), 'drop-security-np-web-prod/web');
+    assert.equal(logPrefix('%p %x', { ...owner, kind: 'gnp', namespace: '' }), 'web %x');
+    const [rule] = renderProtoRule(protoRule({ action: 'log' }), { ...v4ipt, log: { prefix: 'p %k', rateLimit: '5/minute', burst: 0 }, owner });
+    assert.match(iptablesRuleLines('cali-pi-x', [rule as Rule], 4, new Map())[0] ?? '', / -m limit --limit 5\/minute -j LOG --log-prefix "p np: " --log-level 5$/);
   });
 
   it('allocates marks from the mask, lowest bits first, and refuses a mask too small', () => {

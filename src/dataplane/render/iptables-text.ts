@@ -56,7 +56,7 @@ function action(a: Action): string {
       if (a.then) throw new Error('a mark-and-verdict rule is nftables only (render with the iptables style)');
       return `-j MARK --set-xmark ${hex(a.mark & a.mask)}/${hex(a.mask)}`;
     case 'log':
-      return `-j LOG --log-prefix ${q(a.prefix)} --log-level 5`;
+      return `${a.limit ? `-m limit --limit ${a.limit.rate}${a.limit.burst ? ` --limit-burst ${a.limit.burst}` : ''} ` : ''}-j LOG --log-prefix ${q(a.prefix)} --log-level 5`;
     case 'notrack':
       return '-j NOTRACK';
     case 'masquerade':

@@ -40,7 +40,8 @@ export type Action =
    * nftables only (a statement and a verdict in one rule), `then`.
    */
   | { k: 'setMark'; mark: number; mask: number; then?: Verdict }
-  | { k: 'log'; prefix: string }
+  /** Felix's log action: the prefix as the kernel prints it, and LogActionRateLimit/Burst when set. */
+  | { k: 'log'; prefix: string; limit?: { rate: string; burst: number } | undefined }
   | { k: 'notrack' }
   | { k: 'masquerade' }
   /** Looks the interface up in a verdict map; falls through when it is absent. */

@@ -59,7 +59,8 @@ function action(a: Action, table: TableName): string {
     case 'setMark':
       return `meta mark set meta mark & ${hex(~a.mask)} | ${hex(a.mark & a.mask)}${a.then ? ` ${action(a.then, table)}` : ''}`;
     case 'log':
-      return `log prefix ${q(a.prefix)} level notice`;
+      // Felix's nftables mode logs at level info (its iptables mode at 5, notice).
+      return `${a.limit ? `limit rate ${a.limit.rate}${a.limit.burst ? ` burst ${a.limit.burst} packets` : ''} ` : ''}log prefix ${q(a.prefix)} level info`;
     case 'masquerade':
       return 'masquerade fully-random';
     case 'vmap':

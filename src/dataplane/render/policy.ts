@@ -29,6 +29,26 @@ export interface RenderContext {
    * more ports) become OR blocks and several negated CIDRs one block each.
    */
   iptables: boolean;
+  /** LogPrefix (with Felix's %t %k %n %p specifiers), LogActionRateLimit ("" for none) and its burst. */
+  log?: { prefix: string; rateLimit: string; burst: number } | undefined;
+  /** Whose rules are rendered, for the log prefix's specifiers. */
+  owner?: LogOwner | undefined;
+}
+
+export interface LogOwner {
+  /** Felix's kind short name ("np", "gnp"..., "pro" for a profile). */
+  kind: string;
+  name: string;
+  namespace: string;
+  tier: string;
+}
+
+/** Felix's generateLogPrefix: %t tier, %k kind, %n name, %p namespace/name (name for global kinds). */
+export function logPrefix(template: string, owner: LogOwner | undefined): string {
+  const t = template || 'calico-packet';
+  if (!t.includes('%')) return t;
+  const o = owner ?? { kind: 'unknown', name: 'unknown', namespace: '', tier: '' };
+  return t.replace(/%[tknp]/g, (s) => (s === '%k' ? o.kind : s === '%n' ? o.name : s === '%t' ? o.tier : o.namespace ? `${o.namespace}/${o.name}` : o.name));
 }
 
 /** multiport takes 15 ports, a range counting as two. */
@@ -100,7 +120,7 @@ export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
   if (r.icmpType !== undefined) m.push({ k: 'icmp', type: r.icmpType, code: r.icmpCode });
   if (r.notIcmpType !== undefined) m.push({ k: 'icmp', type: r.notIcmpType, code: r.notIcmpCode, neg: true });
 
-  const finals = (match: Match[]): Rule[] => actionRules(r.action, match, marks, ctx.iptables);
+  const finals = (match: Match[]): Rule[] => actionRules(r.action, match, ctx);
   if (blocks.length) return blockRules(blocks, m, finals, marks);
   return ctx.iptables ? finals(m) : expandLists(m).flatMap(finals);
 }
@@ -157,7 +177,8 @@ function markAndReturn(match: Match[], mark: number, comment: string, iptables: 
   ];
 }
 
-function actionRules(action: string, match: Match[], marks: Marks, iptables: boolean): Rule[] {
+function actionRules(action: string, match: Match[], ctx: RenderContext): Rule[] {
+  const { marks, iptables } = ctx;
   switch (action) {
     case 'allow':
       return markAndReturn(match, marks.accept, 'Return if policy accepted', iptables);
@@ -166,8 +187,10 @@ function actionRules(action: string, match: Match[], marks: Marks, iptables: boo
       return markAndReturn(match, marks.pass, 'Return if policy passed', iptables);
     case 'deny':
       return [{ match, action: { k: 'drop' } }];
-    case 'log':
-      return [{ match, action: { k: 'log', prefix: 'calico-packet: ' } }];
+    case 'log': {
+      const limit = ctx.log?.rateLimit ? { rate: ctx.log.rateLimit, burst: ctx.log.burst } : undefined;
+      return [{ match, action: { k: 'log', prefix: `${logPrefix(ctx.log?.prefix ?? '', ctx.owner)}: `, limit } }];
+    }
     default:
       throw new Error(`unknown rule action "${action}"`);
   }
@@ -185,7 +208,10 @@ export interface NamedChain {
 }
 
 /** A policy's chains, named after Felix's PolicyID.ID() (`id`); the tier is not part of the name. */
-export function policyChains(id: string, p: Policy, ctx: RenderContext): NamedChain[] {
+export function policyChains(id: string, p: Policy, ctx: RenderContext, tier = ''): NamedChain[] {
+  const kind = id.slice(0, id.indexOf('/'));
+  const name = id.slice(kind.length + 1 + (p.namespace ? p.namespace.length + 1 : 0));
+  ctx = { ...ctx, owner: { kind, name, namespace: p.namespace, tier } };
   return [
     { name: policyChain('in', id, ctx.iptables), rules: rulesOf(p.inboundRules, ctx) },
     { name: policyChain('out', id, ctx.iptables), rules: rulesOf(p.outboundRules, ctx) },
@@ -193,6 +219,7 @@ export function policyChains(id: string, p: Policy, ctx: RenderContext): NamedCh
 }
 
 export function profileChains(name: string, p: Profile, ctx: RenderContext): NamedChain[] {
+  ctx = { ...ctx, owner: { kind: 'pro', name, namespace: '', tier: '' } };
   return [
     { name: profileChain('in', name, ctx.iptables), rules: rulesOf(p.inboundRules, ctx) },
     { name: profileChain('out', name, ctx.iptables), rules: rulesOf(p.outboundRules, ctx) },

@@ -14,7 +14,7 @@ import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET } from './stat
 
 export type RenderConfig = Pick<
   Config,
-  'IptablesMarkMask' | 'NftablesMarkMask' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
+  'IptablesMarkMask' | 'NftablesMarkMask' | 'LogPrefix' | 'LogActionRateLimit' | 'LogActionRateLimitBurst' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
 >;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
@@ -40,7 +40,8 @@ export interface Fragment {
 /** As Felix's MarkMask(): nftables mode takes its mark bits from NftablesMarkMask, iptables mode from IptablesMarkMask. */
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
   const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
-  return { family, marks: allocateMarks(mask), iptables: style === 'iptables' };
+  const log = { prefix: config.LogPrefix, rateLimit: config.LogActionRateLimit, burst: config.LogActionRateLimitBurst };
+  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log };
 }
 
 /** Static chains, hooks and the empty dispatch maps. */
@@ -61,9 +62,9 @@ const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({
 const goto = (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface) });
 
 // Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
-export function policyFragment(id: string, policy: Policy, ctx: RenderContext): Fragment {
+export function policyFragment(id: string, tier: string, policy: Policy, ctx: RenderContext): Fragment {
   const table: TableName = policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter';
-  return { chains: inTable(table, policyChains(id, policy, ctx)), entries: [] };
+  return { chains: inTable(table, policyChains(id, policy, ctx, tier)), entries: [] };
 }
 
 export function profileFragment(name: string, profile: Profile, ctx: RenderContext): Fragment {
@@ -127,7 +128,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
     rs.sets.set(set.name, set);
   }
   for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
-  for (const { name, policy } of state.policies.values()) addFragment(rs, policyFragment(name, policy, ctx));
+  for (const { name, tier, policy } of state.policies.values()) addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
   for (const ep of state.heps.values()) addFragment(rs, hostEndpointFragment(ep, ctx));

@@ -84,7 +84,7 @@ export class NftDesiredBuilder {
 
   #policy(state: DesiredState, key: string): void {
     const p = state.policies.get(key);
-    this.#replace(`policy:${key}`, p && policyFragment(p.name, p.policy, this.#ctx));
+    this.#replace(`policy:${key}`, p && policyFragment(p.name, p.tier, p.policy, this.#ctx));
   }
   #profile(state: DesiredState, key: string): void {
     const p = state.profiles.get(key);

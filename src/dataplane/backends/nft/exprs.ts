@@ -10,7 +10,7 @@ import { nftChainName } from '../../render/nft-text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {
-  CMP, CT_BITS, CT_STATE, LOG_LEVEL_NOTICE, LOOKUP_INVERT, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+  CMP, CT_BITS, CT_STATE, LOG_LEVEL_INFO, LOOKUP_INVERT, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
 } from './consts.js';
 import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys.js';
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
@@ -23,6 +23,13 @@ export function u32(v: number): Buffer {
   return b;
 }
 const i32 = (v: number) => u32(v >>> 0);
+function u64(v: number): Buffer {
+  const b = Buffer.alloc(8);
+  if (LE) b.writeBigUInt64LE(BigInt(v));
+  else b.writeBigUInt64BE(BigInt(v));
+  return b;
+}
+const LIMIT_UNIT_SECONDS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86400 };
 const cstr = (s: string) => Buffer.from(`${s}\0`, 'latin1');
 
 let ids: Record<string, number> | undefined;
@@ -164,7 +171,12 @@ function lowerAction(act: Action, table: TableName, out: LoweredRule): void {
       if (act.then) lowerAction(act.then, table, out);
       return;
     case 'log':
-      e.push(expr('log', { prefix: cstr(act.prefix), level: u32(LOG_LEVEL_NOTICE) }));
+      if (act.limit) {
+        const [n, per] = act.limit.rate.split('/') as [string, string];
+        // nft's default burst for a packet limit is 5, as `limit rate N/unit` parses.
+        e.push(expr('limit', { rate: u64(Number(n)), unit: u64(LIMIT_UNIT_SECONDS[per] ?? 1), burst: u32(act.limit.burst || 5), type: u32(0), flags: u32(0) }));
+      }
+      e.push(expr('log', { prefix: cstr(act.prefix), level: u32(LOG_LEVEL_INFO) }));
       return;
     case 'notrack':
       e.push({ name: 'notrack', attrs: [] });

@@ -151,6 +151,7 @@ export const PARAMS = {
     differs: 'Auto always means nftables (Felix follows kube-proxy\'s mode); Disabled (iptables mode) is refused by the agent until iptables mode exists, `palisade plan` renders it',
   }),
   Ipv6Support: felix('Ipv6Support', asBool, 'Program IPv6 as well as IPv4.'),
+  IPForwarding: felix('IPForwarding', spelled(['Enabled', 'Disabled'] as const), 'Enabled: turn on IPv4 forwarding (and IPv6 forwarding when Ipv6Support is on), as pods need; Disabled: leave it as it is.'),
   LogPrefix: felix('LogPrefix', asString, 'Prefix of the kernel log lines of Log rules; %t (tier), %k (kind), %n (name) and %p (namespace/name) are replaced, as in Felix.'),
   LogActionRateLimit: felix('LogActionRateLimit', asString, 'Rate limit of Log rules, e.g. 10/second ("" for none).'),
   LogActionRateLimitBurst: felix('LogActionRateLimitBurst', asNumber, 'Burst of that rate limit (0: the kernel\'s default).'),

@@ -169,7 +169,12 @@ export class DataplaneDriver {
   }
 
   async #configureInterfaces(): Promise<void> {
-    if (!this.#forwarding) this.#forwarding = await writeSysctl('net/ipv4/ip_forward', '1', this.#log);
+    // As Felix with IPForwarding Enabled: IPv4 forwarding, and IPv6's when IPv6 is on.
+    if (!this.#forwarding && this.#opts.config.IPForwarding === 'Enabled') {
+      const v4 = await writeSysctl('net/ipv4/ip_forward', '1', this.#log);
+      const v6 = !this.#opts.config.Ipv6Support || (await writeSysctl('net/ipv6/conf/all/forwarding', '1', this.#log));
+      this.#forwarding = v4 && v6;
+    }
     for (const ep of this.state.weps.values()) {
       const iface = this.ifaces.byName.get(ep.name);
       if (!iface || this.#configured.has(ep.name)) continue;

@@ -104,6 +104,7 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.equal(get(`ipv4/conf/${fe.iface}/route_localnet`), '1');
     assert.equal(get(`ipv4/neigh/${fe.iface}/proxy_delay`), '0');
     assert.equal(get('ipv4/ip_forward'), '1');
+    assert.equal(get('ipv6/conf/all/forwarding'), '1', 'IPv6 is on by default: its forwarding too');
     assert.equal(get(`ipv6/conf/${fe.iface}/proxy_ndp`), '1');
   });
 

@@ -111,7 +111,8 @@ export class ActiveRulesCalculator {
     });
     for (const name of new Set([...this.#changedPolicies, ...this.#dirtyPolicies])) {
       const p = this.#policies.get(name);
-      const active = p !== undefined && this.#policyMatches.has(name);
+      // A policy hinted AssumeNeededOnEveryNode is force-programmed, as in Felix.
+      const active = p !== undefined && (this.#policyMatches.has(name) || !!p.assumeNeededOnEveryNode);
       const was = this.#activePolicies.has(name);
       if (active && (!was || this.#changedPolicies.has(name))) {
         this.#activePolicies.add(name);

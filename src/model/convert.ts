@@ -177,6 +177,7 @@ export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'>): InternalPo
     applyOnForward: true,
   };
   if (p.spec.order !== undefined) out.order = p.spec.order;
+  if (p.spec.performanceHints?.includes('AssumeNeededOnEveryNode')) out.assumeNeededOnEveryNode = true;
   return out;
 }
 
@@ -206,6 +207,7 @@ export function convertGlobalNetworkPolicy(p: ResourceOf<'GlobalNetworkPolicy'>)
     applyOnForward: p.spec.applyOnForward ?? false,
   };
   if (p.spec.order !== undefined) out.order = p.spec.order;
+  if (p.spec.performanceHints?.includes('AssumeNeededOnEveryNode')) out.assumeNeededOnEveryNode = true;
   return out;
 }
 

@@ -68,6 +68,8 @@ export interface InternalPolicy {
   doNotTrack: boolean;
   preDNAT: boolean;
   applyOnForward: boolean;
+  /** performanceHints AssumeNeededOnEveryNode: programmed on every node, matching endpoints or not (Felix's force-programmed policy). */
+  assumeNeededOnEveryNode?: boolean;
 }
 
 export interface InternalTier {

@@ -154,6 +154,7 @@ const policySpecFields = {
   ingress: z.array(rule).optional(),
   egress: z.array(rule).optional(),
   serviceAccountSelector: selector.optional(),
+  performanceHints: z.array(z.enum(['AssumeNeededOnEveryNode'])).optional(),
 };
 
 const endpointPort = z.object({

@@ -97,6 +97,22 @@ describe('calc graph: scenarios', () => {
     assert.deepEqual(h.dp.weps.get(WEB)?.tiers[0]?.ingressPolicies, ['gnp/bb', 'np/prod/bb', 'np/prod/zz']);
   });
 
+  it('a policy hinted AssumeNeededOnEveryNode is programmed with no local endpoint matching it, as Felix does', () => {
+    const h = new Harness();
+    h.put(
+      profile('kns.prod', {}),
+      wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
+      np('db', { selector: "app == 'db'", performanceHints: ['AssumeNeededOnEveryNode'], ingress: [{ action: 'Allow' }] }),
+      np('cache', { selector: "app == 'cache'", ingress: [{ action: 'Allow' }] }),
+    );
+    h.flush();
+    assert.deepEqual([...h.dp.policies.keys()], ['default/np/prod/db']);
+    assert.deepEqual(h.dp.weps.get(WEB)?.tiers, [], 'programmed, but no endpoint jumps to it');
+    h.put(np('db', { selector: "app == 'db'", ingress: [{ action: 'Allow' }] }));
+    h.flush();
+    assert.equal(h.dp.policies.size, 0, 'without the hint it goes');
+  });
+
   it('label changes move endpoints in and out of policies and IP sets', () => {
     const h = new Harness();
     h.put(

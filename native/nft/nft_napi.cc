@@ -141,6 +141,7 @@ Napi::Object Attrs(Napi::Env env) {
       {"limit.rate", NFTNL_EXPR_LIMIT_RATE}, {"limit.unit", NFTNL_EXPR_LIMIT_UNIT},
       {"limit.burst", NFTNL_EXPR_LIMIT_BURST}, {"limit.type", NFTNL_EXPR_LIMIT_TYPE},
       {"limit.flags", NFTNL_EXPR_LIMIT_FLAGS},
+      {"reject.type", NFTNL_EXPR_REJECT_TYPE}, {"reject.code", NFTNL_EXPR_REJECT_CODE},
   };
   for (const A& a : attrs) o.Set(a.name, a.id);
   return o;

@@ -9,7 +9,7 @@ import { allocateMarks } from '../../src/dataplane/render/marks.js';
 import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
 import { ipSetName, lengthLimitedId, policyChain, profileChain, ruleHashes } from '../../src/dataplane/render/names.js';
 import { nftElement, renderNft } from '../../src/dataplane/render/nft-text.js';
-import { logPrefix, portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
+import { DEFAULT_ACTIONS, logPrefix, portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
@@ -17,7 +17,7 @@ import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
 import { config, protoRule, stateOf } from '../helpers/render-fixtures.js';
 
 const marks = allocateMarks(0xffff0000);
-const v4 = { family: 4 as const, marks, iptables: false };
+const v4 = { family: 4 as const, marks, iptables: false, actions: DEFAULT_ACTIONS };
 const v4ipt = { ...v4, iptables: true };
 
 describe('dataplane render: names and marks', () => {

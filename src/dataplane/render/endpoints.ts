@@ -4,11 +4,11 @@
 // Untracked and pre-DNAT host-endpoint chains only mark: the filter table decides later.
 import type { HostEndpoint, TierInfo, WorkloadEndpoint } from '../../proto/messages.js';
 import { clearMark, markClear, markSet } from './blocks.js';
-import type { Rule } from './model.js';
+import type { Rule, Verdict } from './model.js';
 import { endpointChain, EP, policyChain, profileChain } from './names.js';
-import type { NamedChain, RenderContext } from './policy.js';
+import type { FilterActions, NamedChain, RenderContext } from './policy.js';
 
-type EndpointContext = Pick<RenderContext, 'marks' | 'iptables'>;
+type EndpointContext = Pick<RenderContext, 'marks' | 'iptables' | 'actions'>;
 
 type ChainKind = 'normal' | 'untracked' | 'preDnat' | 'forward';
 
@@ -23,20 +23,24 @@ interface EndpointChainSpec {
   dropEncap?: boolean;
 }
 
-export const conntrackRules = (): Rule[] => [
-  { match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: { k: 'accept' } },
-  { match: [{ k: 'ct', states: ['INVALID'] }], action: { k: 'drop' } },
+export const conntrackRules = (actions: FilterActions): Rule[] => [
+  { match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: actions.filterAllow },
+  { match: [{ k: 'ct', states: ['INVALID'] }], action: actions.filterDeny },
 ];
+
+/** Felix's comments name the deny action: "Drop ..." or "Reject ...". */
+const denyWord = (v: Verdict) => (v.k === 'reject' ? 'Reject' : 'Drop');
 
 function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
   const { marks } = ctx;
+  const deny = ctx.actions.filterDeny;
   const rules: Rule[] = [];
-  if (spec.kind === 'normal' || spec.kind === 'forward') rules.push(...conntrackRules());
+  if (spec.kind === 'normal' || spec.kind === 'forward') rules.push(...conntrackRules(ctx.actions));
   rules.push({ match: [], action: clearMark(marks.accept | marks.pass) });
   if (spec.failsafe) rules.push({ match: [], action: { k: 'jump', chain: spec.failsafe } });
   if (spec.dropEncap) {
-    rules.push({ match: [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: 4789, last: 4789 }] }], action: { k: 'drop' }, comment: 'Drop VXLAN encapped packets originating in workloads' });
-    rules.push({ match: [{ k: 'proto', proto: 4 }], action: { k: 'drop' }, comment: 'Drop IPinIP encapped packets originating in workloads' });
+    rules.push({ match: [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: 4789, last: 4789 }] }], action: deny, comment: `${denyWord(deny)} VXLAN encapped packets originating in workloads` });
+    rules.push({ match: [{ k: 'proto', proto: 4 }], action: deny, comment: `${denyWord(deny)} IPinIP encapped packets originating in workloads` });
   }
   for (const tier of spec.tiers) {
     const policies = spec.dir === 'in' ? tier.ingressPolicies : tier.egressPolicies;
@@ -48,7 +52,7 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' });
     }
     if ((spec.kind === 'normal' || spec.kind === 'forward') && tier.defaultAction !== 'Pass') {
-      rules.push({ match: [markClear(marks.pass)], action: { k: 'drop' }, comment: 'Drop if no policies passed packet' });
+      rules.push({ match: [markClear(marks.pass)], action: deny, comment: `${denyWord(deny)} if no policies passed packet` });
     }
   }
   if (spec.kind === 'forward' && !spec.tiers.some((t) => (spec.dir === 'in' ? t.ingressPolicies : t.egressPolicies).length)) {
@@ -60,7 +64,7 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
       rules.push({ match: [], action: { k: 'jump', chain: profileChain(spec.dir, p, ctx.iptables) } });
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if profile accepted' });
     }
-    rules.push({ match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' });
+    rules.push({ match: [], action: deny, comment: `${denyWord(deny)} if no profiles matched` });
   }
   return rules;
 }
@@ -70,7 +74,7 @@ export function workloadChains(ep: WorkloadEndpoint, ctx: EndpointContext): Name
   const tw = endpointChain(EP.toWl, ep.name);
   const fw = endpointChain(EP.fromWl, ep.name);
   if (ep.state !== 'active') {
-    const drop: Rule[] = [{ match: [], action: { k: 'drop' }, comment: 'Endpoint admin disabled' }];
+    const drop: Rule[] = [{ match: [], action: ctx.actions.filterDeny, comment: 'Endpoint admin disabled' }];
     return [
       { name: tw, rules: drop },
       { name: fw, rules: drop },

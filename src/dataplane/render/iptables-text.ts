@@ -46,6 +46,8 @@ function action(a: Action): string {
       return '-j ACCEPT';
     case 'drop':
       return '-j DROP';
+    case 'reject':
+      return '-j REJECT';
     case 'return':
       return '-j RETURN';
     case 'jump':

@@ -31,7 +31,7 @@ export type Match =
   | { k: 'iface'; dir: 'in' | 'out'; name: string; neg?: boolean }
   | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean };
 
-export type Verdict = { k: 'accept' } | { k: 'drop' } | { k: 'return' } | { k: 'jump'; chain: string } | { k: 'goto'; chain: string };
+export type Verdict = { k: 'accept' } | { k: 'drop' } | { k: 'reject' } | { k: 'return' } | { k: 'jump'; chain: string } | { k: 'goto'; chain: string };
 
 export type Action =
   | Verdict

@@ -50,6 +50,7 @@ function action(a: Action, table: TableName): string {
   switch (a.k) {
     case 'accept':
     case 'drop':
+    case 'reject':
     case 'return':
     case 'notrack':
       return a.k;

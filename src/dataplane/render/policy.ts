@@ -6,7 +6,7 @@ import type { Policy, Profile, Protocol, Rule as ProtoRule } from '../../proto/m
 import { blockRules, markSet, setMark } from './blocks.js';
 import { coveringMembers } from './cover.js';
 import type { Marks } from './marks.js';
-import type { Action, Family, Match, PortRange, Rule } from './model.js';
+import type { Action, Family, Match, PortRange, Rule, Verdict } from './model.js';
 import { ipSetName, policyChain, profileChain } from './names.js';
 
 const PROTOCOLS: Record<string, number> = { tcp: 6, udp: 17, icmp: 1, icmpv6: 58, sctp: 132, udplite: 136 };
@@ -33,6 +33,23 @@ export interface RenderContext {
   log?: { prefix: string; rateLimit: string; burst: number } | undefined;
   /** Whose rules are rendered, for the log prefix's specifiers. */
   owner?: LogOwner | undefined;
+  /** Felix's configured verdicts (the Iptables- or Nftables- FilterAllowAction, MangleAllowAction and FilterDenyAction). */
+  actions: FilterActions;
+}
+
+export interface FilterActions {
+  /** Where Felix accepts in the filter table: accept, or return to the kernel's chain. */
+  filterAllow: Verdict;
+  mangleAllow: Verdict;
+  /** Where Felix drops in the filter table: drop, or reject. */
+  filterDeny: Verdict;
+}
+
+export const DEFAULT_ACTIONS: FilterActions = { filterAllow: { k: 'accept' }, mangleAllow: { k: 'accept' }, filterDeny: { k: 'drop' } };
+
+/** The actions for rules rendered into `table`: REJECT and the allow choices are the filter (and mangle) table's. */
+export function actionsIn(actions: FilterActions, table: 'filter' | 'raw' | 'mangle' | 'nat'): FilterActions {
+  return table === 'filter' ? actions : { ...DEFAULT_ACTIONS, mangleAllow: actions.mangleAllow };
 }
 
 export interface LogOwner {
@@ -186,7 +203,7 @@ function actionRules(action: string, match: Match[], ctx: RenderContext): Rule[]
     case 'pass':
       return markAndReturn(match, marks.pass, 'Return if policy passed', iptables);
     case 'deny':
-      return [{ match, action: { k: 'drop' } }];
+      return [{ match, action: ctx.actions.filterDeny }];
     case 'log': {
       const limit = ctx.log?.rateLimit ? { rate: ctx.log.rateLimit, burst: ctx.log.burst } : undefined;
       return [{ match, action: { k: 'log', prefix: `${logPrefix(ctx.log?.prefix ?? '', ctx.owner)}: `, limit } }];

@@ -9,12 +9,20 @@ import { hostEndpointChains, workloadChains } from './endpoints.js';
 import { allocateMarks } from './marks.js';
 import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
-import { type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
+import { actionsIn, type FilterActions, type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
 import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET } from './static.js';
 
 export type RenderConfig = Pick<
   Config,
-  'IptablesMarkMask' | 'NftablesMarkMask' | 'LogPrefix' | 'LogActionRateLimit' | 'LogActionRateLimitBurst' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
+  | 'IptablesMarkMask'
+  | 'NftablesMarkMask'
+  | 'IptablesFilterAllowAction'
+  | 'IptablesMangleAllowAction'
+  | 'IptablesFilterDenyAction'
+  | 'NftablesFilterAllowAction'
+  | 'NftablesMangleAllowAction'
+  | 'NftablesFilterDenyAction'
+  | 'LogPrefix' | 'LogActionRateLimit' | 'LogActionRateLimitBurst' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
 >;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
@@ -41,7 +49,18 @@ export interface Fragment {
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
   const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
   const log = { prefix: config.LogPrefix, rateLimit: config.LogActionRateLimit, burst: config.LogActionRateLimitBurst };
-  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log };
+  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log, actions: filterActions(config, style) };
+}
+
+/** As Felix's FilterAllowAction()/MangleAllowAction()/FilterDenyAction(): the Nftables* parameters in nftables mode, the Iptables* ones in iptables mode. */
+function filterActions(config: RenderConfig, style: Style): FilterActions {
+  const nft = style === 'nftables';
+  const allow = (v: string): Verdict => (v === 'RETURN' ? { k: 'return' } : { k: 'accept' });
+  return {
+    filterAllow: allow(nft ? config.NftablesFilterAllowAction : config.IptablesFilterAllowAction),
+    mangleAllow: allow(nft ? config.NftablesMangleAllowAction : config.IptablesMangleAllowAction),
+    filterDeny: (nft ? config.NftablesFilterDenyAction : config.IptablesFilterDenyAction) === 'REJECT' ? { k: 'reject' } : { k: 'drop' },
+  };
 }
 
 /** Static chains, hooks and the empty dispatch maps. */
@@ -52,6 +71,7 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
     marks: ctx.marks,
     interfacePrefixes: config.InterfacePrefix,
     defaultEndpointToHostAction: config.DefaultEndpointToHostAction,
+    actions: ctx.actions,
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
   });
@@ -64,7 +84,7 @@ const goto = (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: en
 // Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
 export function policyFragment(id: string, tier: string, policy: Policy, ctx: RenderContext): Fragment {
   const table: TableName = policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter';
-  return { chains: inTable(table, policyChains(id, policy, ctx, tier)), entries: [] };
+  return { chains: inTable(table, policyChains(id, policy, { ...ctx, actions: actionsIn(ctx.actions, table) }, tier)), entries: [] };
 }
 
 export function profileFragment(name: string, profile: Profile, ctx: RenderContext): Fragment {

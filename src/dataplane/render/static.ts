@@ -5,10 +5,10 @@
 import type { FailsafePort } from '../../config/params.js';
 import { clearMark, markClear, markSet } from './blocks.js';
 import type { Marks } from './marks.js';
-import type { Family, Hook, Match, Rule, Ruleset, TableName, VerdictMap } from './model.js';
+import type { Family, Hook, Match, Rule, Ruleset, TableName, Verdict, VerdictMap } from './model.js';
 import { addChain } from './model.js';
 import { ipSetName } from './names.js';
-import { protocolNumber } from './policy.js';
+import { type FilterActions, protocolNumber } from './policy.js';
 
 export interface StaticOptions {
   family: Family;
@@ -17,6 +17,7 @@ export interface StaticOptions {
   defaultEndpointToHostAction: string;
   failsafeIn: FailsafePort[];
   failsafeOut: FailsafePort[];
+  actions: FilterActions;
 }
 
 export const DISPATCH = {
@@ -31,13 +32,13 @@ export const DISPATCH = {
 export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
 
-function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out'): Rule[] {
+function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out', accept: Verdict): Rule[] {
   const out: Rule[] = [];
   for (const p of ports) {
     if (p.net && p.net.includes(':') !== (family === 6)) continue;
     const m: Match[] = [{ k: 'proto', proto: protocolNumber({ name: p.protocol }) }, { k: 'ports', dir: 'dst', ranges: [{ first: p.port, last: p.port }] }];
     if (p.net) m.push({ k: 'net', dir: dir === 'in' ? 'src' : 'dst', nets: [p.net] });
-    out.push({ match: m, action: { k: 'accept' } });
+    out.push({ match: m, action: accept });
   }
   return out;
 }
@@ -45,11 +46,11 @@ function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out')
 const wildcard = (prefix: string) => `${prefix}+`;
 
 /** A dispatch chain: the map lookup, then drop (workloads) or fall through (host endpoints). */
-function dispatchChain(rs: Ruleset, table: TableName, name: string, iface: 'in' | 'out', failClosed: boolean): VerdictMap {
+function dispatchChain(rs: Ruleset, table: TableName, name: string, iface: 'in' | 'out', failClosed: Verdict | undefined): VerdictMap {
   const map: VerdictMap = { name, table, entries: new Map() };
   rs.maps.push(map);
   const rules: Rule[] = [{ match: [], action: { k: 'vmap', iface, map: name } }];
-  if (failClosed) rules.push({ match: [], action: { k: 'drop' }, comment: 'Unknown interface' });
+  if (failClosed) rules.push({ match: [], action: failClosed, comment: 'Unknown interface' });
   addChain(rs, table, name, rules);
   return map;
 }
@@ -68,7 +69,9 @@ export interface DispatchMaps {
 
 export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const { marks, family } = o;
-  const acceptIfMarked = (comment?: string): Rule => ({ match: [markSet(marks.accept)], action: { k: 'accept' }, comment });
+  // Felix accepts with its configured allow action in the filter and mangle tables; raw accepts.
+  const allowIn = { filter: o.actions.filterAllow, mangle: o.actions.mangleAllow, raw: { k: 'accept' }, nat: { k: 'accept' } } as const;
+  const acceptIfMarked = (comment?: string, table: TableName = 'filter'): Rule => ({ match: [markSet(marks.accept)], action: allowIn[table], comment });
   const fromWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'in', name: wildcard(p) }]);
   const toWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'out', name: wildcard(p) }]);
 
@@ -81,7 +84,7 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const toHost: Rule[] = [];
   if (family === 6) {
     // Neighbour discovery and MLD must reach the host whatever the policy says.
-    for (const t of [130, 131, 132, 133, 135, 136]) toHost.push({ match: [{ k: 'proto', proto: 58 }, { k: 'icmp', type: t }], action: { k: 'accept' } });
+    for (const t of [130, 131, 132, 133, 135, 136]) toHost.push({ match: [{ k: 'proto', proto: 58 }, { k: 'icmp', type: t }], action: o.actions.filterAllow });
   }
   toHost.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromWl } });
   const def = o.defaultEndpointToHostAction;
@@ -103,32 +106,32 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   addChain(rs, 'filter', 'cali-OUTPUT', output);
 
   for (const table of ['filter', 'raw', 'mangle'] as const) {
-    addChain(rs, table, 'cali-failsafe-in', failsafeRules(o.failsafeIn, family, 'in'));
-    addChain(rs, table, 'cali-failsafe-out', failsafeRules(o.failsafeOut, family, 'out'));
+    addChain(rs, table, 'cali-failsafe-in', failsafeRules(o.failsafeIn, family, 'in', allowIn[table]));
+    addChain(rs, table, 'cali-failsafe-out', failsafeRules(o.failsafeOut, family, 'out', allowIn[table]));
   }
   const maps: DispatchMaps = {
-    fromWl: dispatchChain(rs, 'filter', DISPATCH.fromWl, 'in', true),
-    toWl: dispatchChain(rs, 'filter', DISPATCH.toWl, 'out', true),
-    fromHost: dispatchChain(rs, 'filter', DISPATCH.fromHost, 'in', false),
-    toHost: dispatchChain(rs, 'filter', DISPATCH.toHost, 'out', false),
-    fromHostFwd: dispatchChain(rs, 'filter', DISPATCH.fromHostFwd, 'in', false),
-    toHostFwd: dispatchChain(rs, 'filter', DISPATCH.toHostFwd, 'out', false),
-    rawFromHost: dispatchChain(rs, 'raw', DISPATCH.fromHost, 'in', false),
-    rawToHost: dispatchChain(rs, 'raw', DISPATCH.toHost, 'out', false),
-    mangleFromHost: dispatchChain(rs, 'mangle', DISPATCH.fromHost, 'in', false),
+    fromWl: dispatchChain(rs, 'filter', DISPATCH.fromWl, 'in', o.actions.filterDeny),
+    toWl: dispatchChain(rs, 'filter', DISPATCH.toWl, 'out', o.actions.filterDeny),
+    fromHost: dispatchChain(rs, 'filter', DISPATCH.fromHost, 'in', undefined),
+    toHost: dispatchChain(rs, 'filter', DISPATCH.toHost, 'out', undefined),
+    fromHostFwd: dispatchChain(rs, 'filter', DISPATCH.fromHostFwd, 'in', undefined),
+    toHostFwd: dispatchChain(rs, 'filter', DISPATCH.toHostFwd, 'out', undefined),
+    rawFromHost: dispatchChain(rs, 'raw', DISPATCH.fromHost, 'in', undefined),
+    rawToHost: dispatchChain(rs, 'raw', DISPATCH.toHost, 'out', undefined),
+    mangleFromHost: dispatchChain(rs, 'mangle', DISPATCH.fromHost, 'in', undefined),
   };
 
   // raw: untracked host-endpoint policy; workload traffic is not subject to it.
   const rawPre: Rule[] = [{ match: [], action: clearMark(marks.all) }];
   for (const m of fromWorkload()) rawPre.push({ match: m, action: { k: 'return' } });
-  rawPre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked());
+  rawPre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked(undefined, 'raw'));
   addChain(rs, 'raw', 'cali-PREROUTING', rawPre);
-  addChain(rs, 'raw', 'cali-OUTPUT', [{ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked()]);
+  addChain(rs, 'raw', 'cali-OUTPUT', [{ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked(undefined, 'raw')]);
 
   // mangle: pre-DNAT host-endpoint policy.
-  const manglePre: Rule[] = [{ match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: { k: 'accept' } }, acceptIfMarked()];
+  const manglePre: Rule[] = [{ match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: o.actions.mangleAllow }, acceptIfMarked(undefined, 'mangle')];
   for (const m of fromWorkload()) manglePre.push({ match: m, action: { k: 'return' } });
-  manglePre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  manglePre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.', 'mangle'));
   addChain(rs, 'mangle', 'cali-PREROUTING', manglePre);
 
   // nat: masquerade traffic from natOutgoing pools to anywhere outside all pools.

@@ -19,6 +19,7 @@ export const NAT_RANDOM_FULLY = 0x10;
 export const TYPE = { verdict: 1, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, inet_service: 13, ifname: 41 } as const;
 export const concatType = (...types: number[]) => types.reduce((acc, t) => (acc << 6) | t, 0);
 export const LOG_LEVEL_INFO = 6;
+export const REJECT_ICMP_UNREACH = 0;
 /** nftnl udata TLV type of a rule comment (what `nft list` shows as `comment "..."`). */
 export const UDATA_RULE_COMMENT = 0;
 export const UDATA_SET_KEYBYTEORDER = 0;

@@ -10,7 +10,7 @@ import { nftChainName } from '../../render/nft-text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {
-  CMP, CT_BITS, CT_STATE, LOG_LEVEL_INFO, LOOKUP_INVERT, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+  CMP, CT_BITS, CT_STATE, LOG_LEVEL_INFO, LOOKUP_INVERT, REJECT_ICMP_UNREACH, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
 } from './consts.js';
 import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys.js';
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
@@ -150,7 +150,7 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
   }
 }
 
-function lowerAction(act: Action, table: TableName, out: LoweredRule): void {
+function lowerAction(act: Action, table: TableName, family: Family, out: LoweredRule): void {
   const e = out.exprs;
   switch (act.k) {
     case 'accept':
@@ -158,6 +158,10 @@ function lowerAction(act: Action, table: TableName, out: LoweredRule): void {
       return;
     case 'drop':
       e.push(verdict(VERDICT.drop));
+      return;
+    case 'reject':
+      // What nft compiles a bare `reject` to: ICMP port unreachable (ICMPv6 code 4 in ip6).
+      e.push(expr('reject', { type: u32(REJECT_ICMP_UNREACH), code: Uint8Array.of(family === 4 ? 3 : 4) }));
       return;
     case 'return':
       e.push(verdict(VERDICT.return));
@@ -168,7 +172,7 @@ function lowerAction(act: Action, table: TableName, out: LoweredRule): void {
       return;
     case 'setMark':
       e.push(meta(META.mark), bitwise(4, u32(~act.mask), u32(act.mark & act.mask)), expr('meta', { key: u32(META.mark), sreg: u32(REG.r1) }));
-      if (act.then) lowerAction(act.then, table, out);
+      if (act.then) lowerAction(act.then, table, family, out);
       return;
     case 'log':
       if (act.limit) {
@@ -194,7 +198,7 @@ export function lowerRule(r: Rule, family: Family, table: TableName, ids: SetIds
   const out: LoweredRule = { exprs: [], anonSets: [] };
   for (const m of r.match) lowerMatch(m, family, out, ids);
   out.exprs.push({ name: 'counter', attrs: [] });
-  lowerAction(r.action, table, out);
+  lowerAction(r.action, table, family, out);
   return out;
 }
 

@@ -43,7 +43,7 @@ const VARIANTS: Record<string, unknown[]> = {
   ],
   'RETURN for allowed and REJECT for denied traffic (NftablesFilterAllowAction, ...DenyAction, ...MangleAllowAction)': [
     fc('default', { nftablesFilterAllowAction: 'Return', nftablesFilterDenyAction: 'Reject', nftablesMangleAllowAction: 'Return' }),
-    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'deny-some' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Deny', source: { nets: ['192.0.2.0/24', '2001:db8::/32'] } }] } },
+    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'deny-some' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Deny', metadata: { annotations: { team: 'net-sec', ticket: 'SEC-42 "urgent"' } }, source: { nets: ['192.0.2.0/24', '2001:db8::/32'] } }] } },
   ],
   'Log rules with the default prefix and no limit': [{ apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'log-all' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Log' }] } }],
 };
@@ -104,7 +104,7 @@ describe('kernel: the agent programs what plan prints, for every FelixConfigurat
       if (name.startsWith('Log rules with LogPrefix')) assert.match(programmed, /limit rate 10\/second burst 7 packets log prefix "calico default gnp log-all:: " level info/);
       if (name.startsWith('Log rules with the default')) assert.match(programmed, / log prefix "calico-packet: " level info/);
       if (name.startsWith('RETURN for allowed')) {
-        assert.match(programmed, /ip saddr 192\.0\.2\.0\/24 counter packets \d+ bytes \d+ reject comment/);
+        assert.match(programmed, /ip saddr 192\.0\.2\.0\/24 counter packets \d+ bytes \d+ reject comment "cali:[\w-]+; team=net-sec ticket=SEC-42 _urgent_"/);
         assert.match(programmed, /ip6 saddr 2001:db8::\/32 counter packets \d+ bytes \d+ reject comment/);
         assert.match(programmed, /"Unknown interface"|counter packets \d+ bytes \d+ reject/);
         assert.doesNotMatch(programmed.replace(/chain raw-[\s\S]*?\n\t\}/g, ''), /ct state established,related counter packets \d+ bytes \d+ accept/, 'no accept where Felix uses the allow action');
@@ -122,7 +122,7 @@ describe('kernel: the agent programs what plan prints, for every FelixConfigurat
     assert.match(table, /tcp dport 2222 counter packets \d+ bytes \d+ accept/);
     assert.doesNotMatch(table, /tcp dport 22 counter/);
     const toHost = /chain filter-cali-wl-to-host \{\n([^}]*)\}/.exec(table)?.[1] ?? '';
-    assert.match(toHost, /counter packets \d+ bytes \d+ accept comment "cali:[\w-]+"\n\s*$/, `the last rule accepts:\n${toHost}`);
+    assert.match(toHost, /counter packets \d+ bytes \d+ accept comment "cali:[\w-]+; Configured DefaultEndpointToHostAction"\n\s*$/, `the last rule accepts:\n${toHost}`);
   });
 
   it('a change exits 129; the restarted agent programs the new values', async () => {

@@ -59,7 +59,7 @@ function listing(ns: Netns): { chains: Map<string, string[]>; sets: Map<string, 
     if (v.table !== 'calico') continue;
     const key = (name: string) => `${v.family} ${name}`;
     if (kind === 'chain') chains.set(key(v.name), chains.get(key(v.name)) ?? []);
-    if (kind === 'rule') chains.get(key(v.chain as string))?.push((v.comment ?? '').replace(/^cali:/, ''));
+    if (kind === 'rule') chains.get(key(v.chain as string))?.push(/^cali:([\w-]+)/.exec(v.comment ?? '')?.[1] ?? '');
     if (kind === 'set' || kind === 'map') sets.set(key(v.name), (v.elem ?? []).length);
   }
   return { chains, sets };
@@ -159,7 +159,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     await d.call({ cmd: 'resync' });
     await d.call({ cmd: 'apply' });
     assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']), /type nat hook postrouting priority srcnat \+ 10; policy accept;/);
-    const rule = /jump nat-cali-POSTROUTING comment "(cali:[\w-]+)"/.exec(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']));
+    const rule = /jump nat-cali-POSTROUTING comment "(cali:[\w-]+;)"/.exec(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']));
     ns.run('nft', [`delete chain ip calico nat-POSTROUTING; add chain ip calico nat-POSTROUTING { type nat hook postrouting priority 100; policy accept; }; add rule ip calico nat-POSTROUTING counter jump nat-cali-POSTROUTING comment "${rule?.[1]}"`]);
     await d.call({ cmd: 'resync' });
     const drift = await d.call<Array<{ chains: string[] }>>({ cmd: 'drift' });

@@ -10,6 +10,7 @@ import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
 import { ipSetName, lengthLimitedId, policyChain, profileChain, ruleHashes } from '../../src/dataplane/render/names.js';
 import { nftElement, renderNft } from '../../src/dataplane/render/nft-text.js';
 import { DEFAULT_ACTIONS, logPrefix, portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
+import { nftComment } from '../../src/dataplane/render/comments.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
@@ -220,9 +221,17 @@ describe('dataplane render: whole rulesets', () => {
     assert.doesNotMatch(text, /2001:db8/);
   });
 
-  it('gives every iptables rule a cali: hash comment first, as Felix does', () => {
-    const lines = iptablesRuleLines('cali-x', [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why' }], 4, new Map());
-    assert.match(lines[0] as string, /^-A cali-x -m comment --comment "cali:[\w-]{16}" -p tcp -m comment --comment "why" -j ACCEPT$/);
+  it('comments rules as Felix: the cali: hash first, then the rule\'s comments and annotations, escaped', () => {
+    const lines = iptablesRuleLines('cali-x', [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why', annotations: ['team=web "ops"'] }], 4, new Map());
+    assert.match(lines[0] as string, /^-A cali-x -m comment --comment "cali:[\w-]{16}" -m comment --comment "why" -m comment --comment "team=web _ops_" -p tcp -j ACCEPT$/);
+    assert.equal(nftComment('abc', { match: [], action: { k: 'drop' } }), 'cali:abc;');
+    assert.equal(nftComment('abc', { match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' }), 'cali:abc; Drop if no profiles matched');
+    const long = nftComment('h'.repeat(16), { match: [], action: { k: 'drop' }, annotations: ['a='.padEnd(100, 'x'), 'b='.padEnd(100, 'y')] });
+    assert.ok(long.length <= 128, 'nftables comments stay within 128 bytes');
+    assert.match(long, /^cali:h{16}; a=x+ b=y+$/);
+    // Annotations reach every rule a proto rule becomes, sorted.
+    const rules = renderProtoRule(protoRule({ action: 'allow', annotations: { z: '1', a: '2' } }), v4ipt);
+    assert.ok(rules.every((r) => JSON.stringify(r.annotations) === JSON.stringify(['a=2', 'z=1'])));
   });
 
   it('renders the same state identically twice (stable output)', () => {

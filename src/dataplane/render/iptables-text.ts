@@ -5,6 +5,7 @@
 // `-i/-o <iface> -g <chain>` rule per endpoint.
 import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from './model.js';
 import { TABLES } from './model.js';
+import { MAX_IPTABLES_COMMENT, ruleComments } from './comments.js';
 import { ruleHashes } from './names.js';
 
 const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
@@ -75,7 +76,9 @@ function expandVmap(r: Rule, maps: Map<string, VerdictMap>): Rule[] {
   return entries.map(([name, verdict]) => ({ match: [...r.match, { k: 'iface', dir: iface, name }], action: verdict }));
 }
 
-const body = (r: Rule, family: Family) => [...r.match.map((m) => match(m, family)), ...(r.comment ? [`-m comment --comment ${q(r.comment)}`] : []), action(r.action)].join(' ');
+// As Felix: the rule's comments right after the hash comment, then matches, then the action.
+const body = (r: Rule, family: Family) =>
+  [...ruleComments(r).map((c) => `-m comment --comment ${q(c.slice(0, MAX_IPTABLES_COMMENT))}`), ...r.match.map((m) => match(m, family)), action(r.action)].join(' ');
 
 /** `-A <chain> ...` lines for one chain, with Felix's chained `cali:` hashes. */
 export function iptablesRuleLines(chain: string, rules: Rule[], family: Family, maps: Map<string, VerdictMap>): string[] {

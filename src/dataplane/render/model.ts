@@ -51,6 +51,8 @@ export interface Rule {
   match: Match[];
   action: Action;
   comment?: string | undefined;
+  /** A policy rule's metadata.annotations, as "key=value" comments (Felix renders them so). */
+  annotations?: string[] | undefined;
 }
 
 export interface Chain {

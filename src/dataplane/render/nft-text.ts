@@ -5,6 +5,7 @@
 import { coveringMembers } from './cover.js';
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from './model.js';
 import { baseChainSpec } from './base-chains.js';
+import { commentHashText, nftComment } from './comments.js';
 import { hookRule, TABLES } from './model.js';
 import { nftSetName, ruleHashes } from './names.js';
 
@@ -74,10 +75,14 @@ export function nftRuleBody(r: Rule, family: Family, table: TableName): string {
   return [...r.match.map((m) => match(m, family)), 'counter', action(r.action, table)].join(' ');
 }
 
+/** What a rule's `cali:` hash covers: its statement and its comments. */
+export function nftHashText(r: Rule, family: Family, table: TableName): string {
+  return nftRuleBody(r, family, table) + commentHashText(r);
+}
+
 export function nftRuleTexts(chain: string, rules: Rule[], family: Family, table: TableName): string[] {
-  const bodies = rules.map((r) => nftRuleBody(r, family, table));
-  const hashes = ruleHashes(chain, bodies);
-  return bodies.map((b, i) => `${b} comment ${q(`cali:${hashes[i]}`)}`);
+  const hashes = ruleHashes(chain, rules.map((r) => nftHashText(r, family, table)));
+  return rules.map((r, i) => `${nftRuleBody(r, family, table)} comment ${q(nftComment(hashes[i] as string, r))}`);
 }
 
 export function nftSetType(family: Family, set: IPSet): string {

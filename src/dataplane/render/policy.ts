@@ -89,6 +89,18 @@ export function portChunks(ranges: PortRange[]): PortRange[][] {
 
 /** The kernel rules for one proto Rule in one family ([] if it cannot match there). */
 export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
+  const rendered = kernelRules(r, ctx);
+  // Felix puts a rule's annotations on every kernel rule it becomes ("key=value"; sorted here, Felix's order is a map's).
+  if (r.annotations && Object.keys(r.annotations).length) {
+    const notes = Object.entries(r.annotations)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => `${k}=${v}`);
+    for (const k of rendered) k.annotations = notes;
+  }
+  return rendered;
+}
+
+function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
   const { family, marks } = ctx;
   if (r.ipVersion !== undefined && r.ipVersion !== family) return [];
   const proto = r.protocol && protocolNumber(r.protocol);

@@ -91,7 +91,8 @@ export class NftBackend {
         if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
       }
       for (const r of dump.rules) {
-        const hash = /^cali:([\w-]+)$/.exec(commentOf(r.udata) ?? '')?.[1] ?? '';
+        // "cali:<hash>;" and the rule's own comments (an older palisade wrote "cali:<hash>" alone).
+        const hash = /^cali:([\w-]+)(;|$)/.exec(commentOf(r.udata) ?? '')?.[1] ?? '';
         c.chains.get(r.chain)?.push(hash);
       }
       for (const s of dump.sets) {

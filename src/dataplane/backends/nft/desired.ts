@@ -6,7 +6,7 @@ import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model
 import { baseChainSpec } from '../../render/base-chains.js';
 import { hookRule, TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
-import { nftChainName, nftElement, nftRuleBody } from '../../render/nft-text.js';
+import { nftChainName, nftElement, nftHashText } from '../../render/nft-text.js';
 import { ruleHashes } from '../../render/names.js';
 import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
 import { u32 } from './exprs.js';
@@ -39,7 +39,7 @@ export const elemId = (e: ElemSpec) => `${Buffer.from(e.key).toString('hex')}/${
 
 /** `hashSeed`: the chain's iptables-style name, as the text rendering hashes it, so `nft list` shows what `palisade plan` prints. */
 export function chainOf(name: string, hashSeed: string, table: TableName, rules: Rule[], family: Family, base?: DesiredChain['base']): DesiredChain {
-  const hashes = ruleHashes(hashSeed, rules.map((r) => nftRuleBody(r, family, table)));
+  const hashes = ruleHashes(hashSeed, rules.map((r) => nftHashText(r, family, table)));
   return base ? { name, table, rules, hashes, base } : { name, table, rules, hashes };
 }
 

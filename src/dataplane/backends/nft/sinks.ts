@@ -2,6 +2,7 @@
 // expressions); NftTextSink writes the same transaction as `nft -f` input, the way
 // Calico's nftables mode programs the kernel, so the two can be compared like for like.
 import type { Family } from '../../render/model.js';
+import { nftComment } from '../../render/comments.js';
 import { nftFamily, nftRuleBody } from '../../render/nft-text.js';
 import type { DesiredChain } from './desired.js';
 import { commentUdata, lowerRule, SetIds } from './exprs.js';
@@ -35,7 +36,7 @@ export class NativeSink extends OpWriter implements PlanSink {
       this.setAdd(f, table, '__set%d', s.id, s.spec);
       this.elems(true, f, table, '__set%d', s.id, s.elems);
     }
-    this.ruleAdd(f, table, chain.name, commentUdata(`cali:${chain.hashes[index]}`), lowered.exprs, r.comment ?? `#${index + 1}`);
+    this.ruleAdd(f, table, chain.name, commentUdata(nftComment(chain.hashes[index] as string, r)), lowered.exprs, r.comment ?? `#${index + 1}`);
   }
 }
 
@@ -82,6 +83,6 @@ export class NftTextSink implements PlanSink {
   }
   rule(f: Family, t: string, chain: DesiredChain, index: number) {
     const r = chain.rules[index];
-    if (r) this.lines.push(`add rule ${nftFamily(f)} ${t} ${chain.name} ${nftRuleBody(r, f, chain.table)} comment "cali:${chain.hashes[index]}"`);
+    if (r) this.lines.push(`add rule ${nftFamily(f)} ${t} ${chain.name} ${nftRuleBody(r, f, chain.table)} comment ${JSON.stringify(nftComment(chain.hashes[index] as string, r))}`);
   }
 }

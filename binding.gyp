@@ -22,6 +22,8 @@
         'native/rtnl/rtnl_napi.cc',
         'native/rtnl/routes.cc',
         'native/rtnl/routes_napi.cc',
+        'native/ct/conntrack.cc',
+        'native/ct/ct_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],

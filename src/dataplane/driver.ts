@@ -11,6 +11,7 @@ import type { ToDataplane } from '../proto/messages.js';
 import { type ApplyStats, NftBackend } from './backends/nft/backend.js';
 import { NftDesiredBuilder } from './backends/nft/desired-builder.js';
 import { DesiredState } from './desired-state.js';
+import { ConntrackManager } from './managers/conntrack-manager.js';
 import { InterfaceTable } from './managers/interfaces.js';
 import { RouteManager } from './managers/route-manager.js';
 import { configureWorkloadInterface, writeSysctl } from './managers/sysctl.js';
@@ -43,6 +44,7 @@ export class DataplaneDriver {
   readonly #builders: NftDesiredBuilder[];
   readonly #backend = new NftBackend();
   readonly #routes: RouteManager;
+  readonly #conntrack: ConntrackManager;
   readonly #monitor: InterfaceMonitor;
   #configured = new Set<string>();
   #forwarding = false;
@@ -63,6 +65,7 @@ export class DataplaneDriver {
     const cfg = opts.config;
     this.#builders = families(cfg).map((f) => new NftDesiredBuilder(cfg, f));
     this.#routes = new RouteManager(cfg.InterfacePrefix, this.#log);
+    this.#conntrack = new ConntrackManager(this.#log);
     this.#monitor = new InterfaceMonitor(cfg.InterfaceExclude, (events) => this.onIfaceEvents(events));
   }
 
@@ -152,6 +155,7 @@ export class DataplaneDriver {
       const nft = await this.#backend.apply(this.#builders.map((b) => b.desired));
       await this.#configureInterfaces();
       const routes = await this.#routes.apply(this.state, this.ifaces);
+      await this.#conntrack.apply(this.state);
       this.#logEndpointStatus();
       this.#backoffMs = 0;
       const report: ApplyReport = { ms: performance.now() - t0, nft, routes };

@@ -100,4 +100,6 @@ export interface RawModule {
   /** Route/neighbour ops (native/rtnl/routes.h); per-op failures in the result. */
   routeApply(ops: Uint8Array): Promise<RawRouteResult>;
   routeDump(protocol: number): Promise<RawRoute[]>;
+  /** Deletes the conntrack entries of these addresses (17-byte records: family, 16 address bytes). */
+  conntrackFlush(records: Uint8Array): Promise<{ scanned: number; deleted: number }>;
 }

@@ -169,12 +169,19 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.equal(lab.tcp(ext, be2.ip, 9090), false);
   });
 
-  it('removes a deleted endpoint: its routes and chains go', async () => {
+  it('removes a deleted endpoint: its routes, chains and conntrack entries go', async () => {
     const be2 = lab.workloads.get('backend2') as Workload;
+    // A connection to it, closed (so nothing recreates the entry), still in conntrack.
+    const held = await lab.hold(fe, be2.ip, 9090);
+    assert.equal(held.lost(), false);
+    held.stop();
+    const tracked = () => lab.sh(lab.host, 'cat', ['/proc/net/nf_conntrack']).split('\n').filter((l) => l.includes(`=${be2.ip} `)).length;
+    assert.ok((await lab.until(() => tracked() > 0, 2000)) >= 0, 'no conntrack entry to start with');
     rmSync(join(dir, 'be2.yaml'));
     const gone = await lab.until(() => !lab.sh(lab.host, 'nft', ['list', 'table', 'ip', 'calico']).includes(be2.iface), 3000);
     assert.ok(gone >= 0, 'chains of the deleted endpoint remain');
     assert.doesNotMatch(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']), new RegExp(be2.ip.replaceAll('.', '\\.')));
+    assert.ok((await lab.until(() => tracked() === 0, 3000)) >= 0, 'the removed endpoint\'s conntrack entries remain');
     assert.equal(lab.tcp(fe, be2.ip, 9090), false);
   });
 

@@ -1,0 +1,39 @@
+// Felix's conntrack cleanup for workloads: when a local workload endpoint goes (or loses
+// an address), the conntrack entries of its addresses are deleted, natively over ctnetlink,
+// so a pod that reuses the IP does not inherit the old pod's flows (a reply to the old
+// pod's connection would otherwise pass as established). Runs after each apply, comparing
+// the addresses programmed then with those of the last apply.
+import type { Logger } from '../../log.js';
+import { conntrackFlush } from '../../native/conntrack.js';
+import type { DesiredState } from '../desired-state.js';
+
+const bare = (cidr: string) => cidr.slice(0, cidr.indexOf('/') < 0 ? undefined : cidr.indexOf('/'));
+
+export class ConntrackManager {
+  readonly #log: Logger;
+  readonly #flush: typeof conntrackFlush;
+  #applied = new Set<string>();
+
+  constructor(log: Logger, flush: typeof conntrackFlush = conntrackFlush) {
+    this.#log = log;
+    this.#flush = flush;
+  }
+
+  /** After a successful apply: deletes the entries of addresses no local workload has any more. */
+  async apply(state: DesiredState): Promise<number> {
+    const now = new Set<string>();
+    for (const ep of state.weps.values()) for (const n of [...ep.ipv4Nets, ...ep.ipv6Nets]) now.add(bare(n));
+    const gone = [...this.#applied].filter((a) => !now.has(a));
+    this.#applied = now;
+    if (!gone.length) return 0;
+    try {
+      const r = await this.#flush(gone);
+      this.#log.debug({ addresses: gone, deleted: r.deleted, scanned: r.scanned }, 'deleted the conntrack entries of removed workload addresses');
+      return r.deleted;
+    } catch (e) {
+      // Not fatal: the entries time out by themselves; Felix also only logs this.
+      this.#log.warn({ addresses: gone, error: (e as Error).message }, 'could not delete the conntrack entries of removed workload addresses');
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,44 @@
+// ConntrackManager: after each apply, the addresses local workloads no longer have are
+// flushed from conntrack, once; a failure is logged, not thrown.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { DesiredState } from '../../src/dataplane/desired-state.js';
+import { ConntrackManager } from '../../src/dataplane/managers/conntrack-manager.js';
+import { createLogger } from '../../src/log.js';
+import type { WorkloadEndpoint } from '../../src/proto/messages.js';
+
+const log = createLogger({ severity: 'Fatal' });
+const ep = (name: string, v4: string[], v6: string[] = []): WorkloadEndpoint => ({
+  state: 'active', name, mac: '', profileIds: [], ipv4Nets: v4, ipv6Nets: v6, tiers: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
+});
+const id = (w: string) => ({ orchestratorId: 'k8s', workloadId: w, endpointId: 'eth0' });
+
+describe('ConntrackManager', () => {
+  it('flushes the addresses of removed endpoints (and removed addresses), nothing else, once', async () => {
+    const calls: string[][] = [];
+    const m = new ConntrackManager(log, async (a) => {
+      calls.push([...a]);
+      return { scanned: 10, deleted: a.length };
+    });
+    const s = new DesiredState();
+    s.apply([{ type: 'InSync' }, { type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32'], ['fd00::1/128']) }, { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.2/32']) }]);
+    assert.equal(await m.apply(s), 0);
+    s.apply([{ type: 'WorkloadEndpointRemove', id: id('a') }, { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.3/32']) }]);
+    assert.equal(await m.apply(s), 3);
+    assert.deepEqual(calls, [['10.0.0.1', 'fd00::1', '10.0.0.2']]);
+    assert.equal(await m.apply(s), 0, 'nothing new gone: no flush');
+    assert.equal(calls.length, 1);
+  });
+
+  it('logs a failure and carries on', async () => {
+    const m = new ConntrackManager(log, async () => {
+      throw new Error('boom');
+    });
+    const s = new DesiredState();
+    s.apply([{ type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32']) }]);
+    await m.apply(s);
+    s.apply([{ type: 'WorkloadEndpointRemove', id: id('a') }]);
+    assert.equal(await m.apply(s), 0);
+  });
+});

@@ -22,6 +22,12 @@ export class DesiredState {
   /** Keyed "orchestrator/workload/endpoint". */
   readonly weps = new Map<string, WorkloadEndpoint>();
   readonly heps = new Map<string, HostEndpoint>();
+  /**
+   * The host's interfaces (workloads' left out) and their addresses, which host endpoints
+   * resolve against; undefined when not known (`palisade plan`: named interfaces are taken
+   * as present).
+   */
+  hostIfaces: ReadonlyMap<string, readonly string[]> | undefined;
   readonly pools = new Map<string, IPAMPool>();
   config: Record<string, string> = {};
   inSync = false;
@@ -30,6 +36,14 @@ export class DesiredState {
 
   apply(msgs: Iterable<ToDataplane>): void {
     for (const m of msgs) this.#one(m);
+  }
+
+  /** New interface facts (the driver's interface table); host endpoints are resolved again when they differ. */
+  setHostInterfaces(ifaces: ReadonlyMap<string, readonly string[]>): void {
+    const key = (m: ReadonlyMap<string, readonly string[]> | undefined) => (m ? JSON.stringify([...m].sort(([a], [b]) => (a < b ? -1 : 1))) : '');
+    if (key(ifaces) === key(this.hostIfaces)) return;
+    this.hostIfaces = ifaces;
+    this.#mark('hep', '');
   }
 
   takeDirty(): Map<Dirty, Set<string>> {

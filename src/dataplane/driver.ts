@@ -108,6 +108,11 @@ export class DataplaneDriver {
       const iface = this.ifaces.byName.get(name);
       if (!iface) this.#configured.delete(name);
     }
+    // Host endpoints resolve against the host's own interfaces and their addresses.
+    const prefixes = this.#opts.config.InterfacePrefix;
+    const host = new Map<string, string[]>();
+    for (const i of this.ifaces.byName.values()) if (!prefixes.some((p) => i.name.startsWith(p))) host.set(i.name, i.addrs);
+    this.state.setHostInterfaces(host);
     this.#schedule();
   }
 

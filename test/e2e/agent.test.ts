@@ -232,6 +232,25 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.ok((await lab.until(() => lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0);
   });
 
+  it('resolves host endpoints as Felix: by expectedIPs alone, and "*" for every host interface but not workloads', async () => {
+    // Only expectedIPs: it resolves to eth0, which has the address.
+    put('hep.yaml', { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-by-ip', labels: { role: 'node' } }, spec: { node: 'node1', expectedIPs: ['192.168.200.2'] } });
+    assert.ok((await lab.until(() => !lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0, 'expectedIPs-only host endpoint never enforced');
+    assert.equal(lab.tcp('outside', '192.168.200.2', 22), true, 'failsafe port 22 blocked');
+    assert.match(lab.sh(lab.host, 'nft', ['list', 'map', 'ip', 'calico', 'filter-cali-from-host-endpoint']), /"eth0" : goto filter-cali-fh-eth0/);
+    // All interfaces: the dispatch chains' default; workloads keep talking to each other and to the host.
+    put('hep.yaml', { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-all', labels: { role: 'node' } }, spec: { node: 'node1', interfaceName: '*' } });
+    const chain = () => lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-from-host-endpoint']);
+    assert.ok((await lab.until(() => /goto filter-cali-fh-any-interface-at-all/.test(chain()), 5000)) >= 0, chain());
+    assert.ok((await lab.until(() => !lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0, 'all-interfaces host endpoint never enforced');
+    assert.equal(lab.tcp('outside', '192.168.200.2', 22), true, 'failsafe port 22 blocked');
+    assert.equal(lab.tcp(fe, be.ip, 9090), true, 'workload to workload unaffected');
+    assert.equal(lab.tcp('host', be.ip, 8080), true, 'host to workload unaffected (egress policy of "*" skips workloads)');
+    rmSync(join(dir, 'hep.yaml'));
+    assert.ok((await lab.until(() => lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0);
+    assert.doesNotMatch(chain(), /any-interface-at-all/);
+  });
+
   it('keeps traffic flowing while the agent restarts, and after', async () => {
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
     // A connection open across the whole restart, pinging every 50 ms.

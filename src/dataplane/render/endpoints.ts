@@ -71,8 +71,8 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
 
 /** cali-tw-<iface> (ingress policy) and cali-fw-<iface> (egress); a non-active endpoint only drops. */
 export function workloadChains(ep: WorkloadEndpoint, ctx: EndpointContext): NamedChain[] {
-  const tw = endpointChain(EP.toWl, ep.name);
-  const fw = endpointChain(EP.fromWl, ep.name);
+  const tw = endpointChain(EP.toWl, ep.name, ctx.iptables);
+  const fw = endpointChain(EP.fromWl, ep.name, ctx.iptables);
   if (ep.state !== 'active') {
     const drop: Rule[] = [{ match: [], action: ctx.actions.filterDeny, comment: 'Endpoint admin disabled' }];
     return [
@@ -99,7 +99,7 @@ export interface HostEndpointChains {
 export function hostEndpointChains(ep: HostEndpoint, ctx: EndpointContext): HostEndpointChains {
   const n = ep.name;
   const spec = (prefix: string, dir: 'in' | 'out', kind: ChainKind, tiers: TierInfo[], failsafe?: EndpointChainSpec['failsafe']): NamedChain => {
-    const name = endpointChain(prefix, n);
+    const name = endpointChain(prefix, n, ctx.iptables);
     return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, ctx) };
   };
   return {

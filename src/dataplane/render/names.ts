@@ -40,7 +40,8 @@ export const EP = {
   toHostFwd: 'cali-thfw-',
   fromHostFwd: 'cali-fhfw-',
 } as const;
-export const endpointChain = (prefix: string, iface: string) => lengthLimitedId(prefix, iface);
+/** Felix's EndpointChainName: prefix + interface, limited per mode ("any-interface-at-all" needs nftables' limit to stay readable). */
+export const endpointChain = (prefix: string, iface: string, iptables: boolean) => lengthLimitedId(prefix, iface, chainNameLimit(iptables));
 
 /** The kernel name of a calc-graph IP set (iptables/ipset spelling). */
 export function ipSetName(family: Family, id: string): string {

@@ -3,9 +3,10 @@
 // (each calc-graph set becomes cali40<id> and cali60<id>, members split by family) and the
 // IP-pool sets NAT uses.
 import type { Config } from '../../config/params.js';
-import type { HostEndpoint, IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
+import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
 import type { DesiredIPSet, DesiredState } from '../desired-state.js';
-import { hostEndpointChains, workloadChains } from './endpoints.js';
+import { workloadChains } from './endpoints.js';
+import { hostEndpointsFragment, resolveHostEndpoints } from './host-endpoints.js';
 import { allocateMarks } from './marks.js';
 import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
@@ -79,7 +80,7 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
 }
 
 const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({ table, name: c.name, rules: c.rules }));
-const goto = (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface) });
+const goto = (prefix: string, iface: string, ctx: RenderContext): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface, ctx.iptables) });
 
 // Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
 export function policyFragment(id: string, tier: string, policy: Policy, ctx: RenderContext): Fragment {
@@ -95,31 +96,10 @@ export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Frag
   return {
     chains: inTable('filter', workloadChains(ep, ctx)),
     entries: [
-      { table: 'filter', map: DISPATCH.toWl, iface: ep.name, verdict: goto(EP.toWl, ep.name) },
-      { table: 'filter', map: DISPATCH.fromWl, iface: ep.name, verdict: goto(EP.fromWl, ep.name) },
+      { table: 'filter', map: DISPATCH.toWl, iface: ep.name, verdict: goto(EP.toWl, ep.name, ctx) },
+      { table: 'filter', map: DISPATCH.fromWl, iface: ep.name, verdict: goto(EP.fromWl, ep.name, ctx) },
     ],
   };
-}
-
-export function hostEndpointFragment(ep: HostEndpoint, ctx: RenderContext): Fragment {
-  // An all-interfaces host endpoint ("*") has no interface of its own to dispatch on.
-  if (!ep.name || ep.name === '*') return { chains: [], entries: [] };
-  const c = hostEndpointChains(ep, ctx);
-  const f: Fragment = {
-    chains: [...inTable('filter', c.filter), ...inTable('raw', c.raw), ...inTable('mangle', c.mangle)],
-    entries: [
-      { table: 'filter', map: DISPATCH.fromHost, iface: ep.name, verdict: goto(EP.fromHost, ep.name) },
-      { table: 'filter', map: DISPATCH.toHost, iface: ep.name, verdict: goto(EP.toHost, ep.name) },
-      { table: 'filter', map: DISPATCH.fromHostFwd, iface: ep.name, verdict: goto(EP.fromHostFwd, ep.name) },
-      { table: 'filter', map: DISPATCH.toHostFwd, iface: ep.name, verdict: goto(EP.toHostFwd, ep.name) },
-    ],
-  };
-  if (c.raw.length) {
-    f.entries.push({ table: 'raw', map: DISPATCH.fromHost, iface: ep.name, verdict: goto(EP.fromHost, ep.name) });
-    f.entries.push({ table: 'raw', map: DISPATCH.toHost, iface: ep.name, verdict: goto(EP.toHost, ep.name) });
-  }
-  if (c.mangle.length) f.entries.push({ table: 'mangle', map: DISPATCH.fromHost, iface: ep.name, verdict: goto(EP.fromHost, ep.name) });
-  return f;
 }
 
 export function ipSetOf(id: string, s: DesiredIPSet, family: Family): IPSet {
@@ -151,7 +131,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const { name, tier, policy } of state.policies.values()) addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
-  for (const ep of state.heps.values()) addFragment(rs, hostEndpointFragment(ep, ctx));
+  addFragment(rs, hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), ctx, config.InterfacePrefix));
   return rs;
 }
 

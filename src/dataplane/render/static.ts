@@ -45,13 +45,16 @@ function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out',
 
 const wildcard = (prefix: string) => `${prefix}+`;
 
-/** A dispatch chain: the map lookup, then drop (workloads) or fall through (host endpoints). */
-function dispatchChain(rs: Ruleset, table: TableName, name: string, iface: 'in' | 'out', failClosed: Verdict | undefined): VerdictMap {
+function dispatchMap(rs: Ruleset, table: TableName, name: string): VerdictMap {
   const map: VerdictMap = { name, table, entries: new Map() };
   rs.maps.push(map);
-  const rules: Rule[] = [{ match: [], action: { k: 'vmap', iface, map: name } }];
-  if (failClosed) rules.push({ match: [], action: failClosed, comment: 'Unknown interface' });
-  addChain(rs, table, name, rules);
+  return map;
+}
+
+/** A workload dispatch chain: the map lookup, then the deny action ("Unknown interface"): it fails closed. */
+function dispatchChain(rs: Ruleset, table: TableName, name: string, iface: 'in' | 'out', deny: Verdict): VerdictMap {
+  const map = dispatchMap(rs, table, name);
+  addChain(rs, table, name, [{ match: [], action: { k: 'vmap', iface, map: name } }, { match: [], action: deny, comment: 'Unknown interface' }]);
   return map;
 }
 
@@ -112,13 +115,15 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const maps: DispatchMaps = {
     fromWl: dispatchChain(rs, 'filter', DISPATCH.fromWl, 'in', o.actions.filterDeny),
     toWl: dispatchChain(rs, 'filter', DISPATCH.toWl, 'out', o.actions.filterDeny),
-    fromHost: dispatchChain(rs, 'filter', DISPATCH.fromHost, 'in', undefined),
-    toHost: dispatchChain(rs, 'filter', DISPATCH.toHost, 'out', undefined),
-    fromHostFwd: dispatchChain(rs, 'filter', DISPATCH.fromHostFwd, 'in', undefined),
-    toHostFwd: dispatchChain(rs, 'filter', DISPATCH.toHostFwd, 'out', undefined),
-    rawFromHost: dispatchChain(rs, 'raw', DISPATCH.fromHost, 'in', undefined),
-    rawToHost: dispatchChain(rs, 'raw', DISPATCH.toHost, 'out', undefined),
-    mangleFromHost: dispatchChain(rs, 'mangle', DISPATCH.fromHost, 'in', undefined),
+    // Host endpoint dispatch chains depend on the endpoints (an all-interfaces one is their
+    // default): host-endpoints.ts renders them; only their maps are static.
+    fromHost: dispatchMap(rs, 'filter', DISPATCH.fromHost),
+    toHost: dispatchMap(rs, 'filter', DISPATCH.toHost),
+    fromHostFwd: dispatchMap(rs, 'filter', DISPATCH.fromHostFwd),
+    toHostFwd: dispatchMap(rs, 'filter', DISPATCH.toHostFwd),
+    rawFromHost: dispatchMap(rs, 'raw', DISPATCH.fromHost),
+    rawToHost: dispatchMap(rs, 'raw', DISPATCH.toHost),
+    mangleFromHost: dispatchMap(rs, 'mangle', DISPATCH.fromHost),
   };
 
   // raw: untracked host-endpoint policy; workload traffic is not subject to it.

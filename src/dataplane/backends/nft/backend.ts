@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { failuresOf, nftCommit, nftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
+import { TABLES } from '../../render/model.js';
 import { type DesiredChain, type DesiredFamily, type DesiredSet, elemId } from './desired.js';
 import { commentOf } from './exprs.js';
 import type { ElemSpec } from './op-writer.js';
@@ -233,7 +234,9 @@ export class NftBackend {
     };
     const wanted = <T>(names: Set<string>, m: Map<string, T>) => [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
     const sets = wanted(setNames, d.sets);
-    const chains = wanted(chainNames, d.chains);
+    // Created table by table, as `palisade plan` declares them, so `nft list` (creation
+    // order) reads the same either way.
+    const chains = wanted(chainNames, d.chains).sort((a, b) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table));
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
     for (const s of sets) if (!isMap(s)) syncSet(s);
     for (const ch of chains) if (!ch.base && !c.chains.has(ch.name)) w.chainAdd(f, t, ch.name);

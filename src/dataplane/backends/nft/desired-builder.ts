@@ -7,8 +7,9 @@ import type { Family } from '../../render/model.js';
 import { nftChainName } from '../../render/nft-text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
-  contextOf, type Fragment, hostEndpointFragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+  contextOf, type Fragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
+import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
 import { chainOf, type DesiredFamily, desiredOf, desiredSetOf, elemId, mapElem } from './desired.js';
 
@@ -44,7 +45,7 @@ export class NftDesiredBuilder {
     for (const key of state.policies.keys()) this.#policy(state, key);
     for (const key of state.profiles.keys()) this.#profile(state, key);
     for (const key of state.weps.keys()) this.#wep(state, key);
-    for (const key of state.heps.keys()) this.#hep(state, key);
+    this.#heps(state);
     this.desired.dirty = undefined;
   }
 
@@ -56,7 +57,7 @@ export class NftDesiredBuilder {
     for (const key of dirty.get('policy') ?? []) this.#policy(state, key);
     for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
-    for (const key of dirty.get('hep') ?? []) this.#hep(state, key);
+    if (dirty.has('hep')) this.#heps(state);
   }
 
   #markChain(name: string) {
@@ -94,9 +95,10 @@ export class NftDesiredBuilder {
     const ep = state.weps.get(key);
     this.#replace(`wep:${key}`, ep && workloadFragment(ep, this.#ctx));
   }
-  #hep(state: DesiredState, key: string): void {
-    const ep = state.heps.get(key);
-    this.#replace(`hep:${key}`, ep && hostEndpointFragment(ep, this.#ctx));
+  // Host endpoints are few and resolve together (interfaces, the all-interfaces default):
+  // one fragment for all of them and the host dispatch chains.
+  #heps(state: DesiredState): void {
+    this.#replace('heps', hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), this.#ctx, this.#config.InterfacePrefix));
   }
 
   #replace(owner: string, f: Fragment | undefined): void {

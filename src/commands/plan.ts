@@ -1,4 +1,5 @@
-// `palisade plan`: the complete ruleset the agent would program for a host, as nft input
+// `palisade plan`: the ruleset the agent would program for a host (the same configuration
+// resolution and rendering code; a kernel test compares the two), as nft input
 // or as `ipset restore` + `iptables-restore` input. Reads the datastore, runs the calc
 // graph to in-sync, renders; touches no kernel state.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,11 +16,13 @@ import { DATASTORE_FLAGS_USAGE, startCommand, UsageError } from './datastore-fla
 
 export const PLAN_USAGE = `Usage: palisade plan [options]
 
-Prints the complete ruleset palisade would program on this host, touching no kernel
-state: nftables input (loads with "nft -f"), or for --dataplane iptables the
-"ipset restore" input followed by "iptables-restore --noflush" and
-"ip6tables-restore --noflush" input. Invalid resources are reported on stderr and
-skipped.
+Prints the ruleset the agent would program on this host from the same datastore and
+configuration, touching no kernel state: nftables input (loads with "nft -f"), or for
+--dataplane iptables the "ipset restore" input followed by "iptables-restore --noflush"
+and "ip6tables-restore --noflush" input. Invalid resources are reported on stderr and
+skipped. Host endpoints resolve to the interfaces they name (taken as present); one
+with only expectedIPs needs the host's interface addresses, which plan does not read, and
+is left out.
 
 Options:
 ${DATASTORE_FLAGS_USAGE}

@@ -234,6 +234,15 @@ describe('dataplane render: whole rulesets', () => {
     assert.ok(rules.every((r) => JSON.stringify(r.annotations) === JSON.stringify(['a=2', 'z=1'])));
   });
 
+  it('lets replies to the other direction\'s failsafe traffic through in raw only, as Felix', () => {
+    const cfg = { ...config(), FailsafeInboundHostPorts: [{ protocol: 'tcp' as const, port: 22 }], FailsafeOutboundHostPorts: [{ protocol: 'udp' as const, port: 53, net: '10.0.0.0/8' }] };
+    const rs = renderRuleset(stateOf(), cfg, 4, 'nftables');
+    const ports = (table: 'raw' | 'filter', chain: string) => rs.tables[table].get(chain)?.rules.map((r) => r.match.map((m) => (m.k === 'ports' ? `${m.dir}:${m.ranges[0]?.first}` : m.k === 'net' ? `${m.dir}net:${m.nets[0]}` : m.k)).join(' '));
+    assert.deepEqual(ports('raw', 'cali-failsafe-in'), ['proto dst:22', 'proto src:53 srcnet:10.0.0.0/8']);
+    assert.deepEqual(ports('raw', 'cali-failsafe-out'), ['proto dst:53 dstnet:10.0.0.0/8', 'proto src:22']);
+    assert.deepEqual(ports('filter', 'cali-failsafe-in'), ['proto dst:22']);
+  });
+
   it('renders the same state identically twice (stable output)', () => {
     const a: Ruleset = renderRuleset(stateOf(...resources), config(), 4, 'nftables');
     const b: Ruleset = renderRuleset(stateOf(...[...resources].reverse()), config(), 4, 'nftables');

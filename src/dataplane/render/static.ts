@@ -32,15 +32,29 @@ export const DISPATCH = {
 export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
 
-function failsafeRules(ports: FailsafePort[], family: Family, dir: 'in' | 'out', accept: Verdict): Rule[] {
+function portRules(ports: FailsafePort[], family: Family, portDir: 'src' | 'dst', netDir: 'src' | 'dst', accept: Verdict): Rule[] {
   const out: Rule[] = [];
   for (const p of ports) {
     if (p.net && p.net.includes(':') !== (family === 6)) continue;
-    const m: Match[] = [{ k: 'proto', proto: protocolNumber({ name: p.protocol }) }, { k: 'ports', dir: 'dst', ranges: [{ first: p.port, last: p.port }] }];
-    if (p.net) m.push({ k: 'net', dir: dir === 'in' ? 'src' : 'dst', nets: [p.net] });
+    const m: Match[] = [{ k: 'proto', proto: protocolNumber({ name: p.protocol }) }, { k: 'ports', dir: portDir, ranges: [{ first: p.port, last: p.port }] }];
+    if (p.net) m.push({ k: 'net', dir: netDir, nets: [p.net] });
     out.push({ match: m, action: accept });
   }
   return out;
+}
+
+/**
+ * Felix's failsafe chains. In raw, before conntrack, replies to the other direction's
+ * failsafe traffic are let through too (by source port), so they never fall into untracked
+ * policy and leave half a connection untracked; filter then accepts them by conntrack.
+ */
+function failsafeChain(o: StaticOptions, dir: 'in' | 'out', table: TableName, accept: Verdict): Rule[] {
+  const own = dir === 'in' ? o.failsafeIn : o.failsafeOut;
+  const other = dir === 'in' ? o.failsafeOut : o.failsafeIn;
+  const netDir = dir === 'in' ? 'src' : 'dst';
+  const rules = portRules(own, o.family, 'dst', netDir, accept);
+  if (table === 'raw') rules.push(...portRules(other, o.family, 'src', netDir, accept));
+  return rules;
 }
 
 const wildcard = (prefix: string) => `${prefix}+`;
@@ -109,8 +123,8 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   addChain(rs, 'filter', 'cali-OUTPUT', output);
 
   for (const table of ['filter', 'raw', 'mangle'] as const) {
-    addChain(rs, table, 'cali-failsafe-in', failsafeRules(o.failsafeIn, family, 'in', allowIn[table]));
-    addChain(rs, table, 'cali-failsafe-out', failsafeRules(o.failsafeOut, family, 'out', allowIn[table]));
+    addChain(rs, table, 'cali-failsafe-in', failsafeChain(o, 'in', table, allowIn[table]));
+    addChain(rs, table, 'cali-failsafe-out', failsafeChain(o, 'out', table, allowIn[table]));
   }
   const maps: DispatchMaps = {
     fromWl: dispatchChain(rs, 'filter', DISPATCH.fromWl, 'in', o.actions.filterDeny),

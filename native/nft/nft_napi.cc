@@ -142,6 +142,7 @@ Napi::Object Attrs(Napi::Env env) {
       {"limit.burst", NFTNL_EXPR_LIMIT_BURST}, {"limit.type", NFTNL_EXPR_LIMIT_TYPE},
       {"limit.flags", NFTNL_EXPR_LIMIT_FLAGS},
       {"reject.type", NFTNL_EXPR_REJECT_TYPE}, {"reject.code", NFTNL_EXPR_REJECT_CODE},
+      {"fib.dreg", NFTNL_EXPR_FIB_DREG}, {"fib.result", NFTNL_EXPR_FIB_RESULT}, {"fib.flags", NFTNL_EXPR_FIB_FLAGS},
   };
   for (const A& a : attrs) o.Set(a.name, a.id);
   return o;

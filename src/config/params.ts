@@ -157,6 +157,7 @@ export const PARAMS = {
   NftablesFilterAllowAction: felix('NftablesFilterAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'nftables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN.'),
   NftablesMangleAllowAction: felix('NftablesMangleAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'nftables mode: the same for the mangle table.'),
   NftablesFilterDenyAction: felix('NftablesFilterDenyAction', spelled(['DROP', 'REJECT'] as const), 'nftables mode: what the filter table does with traffic policy denied: DROP or REJECT.'),
+  WorkloadSourceSpoofing: felix('WorkloadSourceSpoofing', spelled(['Disabled', 'Any'] as const), 'Any: workload endpoints may list allowSpoofedSourcePrefixes (exempt from the reverse-path check); Disabled: such an endpoint is refused, as Felix refuses it.'),
   IPForwarding: felix('IPForwarding', spelled(['Enabled', 'Disabled'] as const), 'Enabled: turn on IPv4 forwarding (and IPv6 forwarding when Ipv6Support is on), as pods need; Disabled: leave it as it is.'),
   LogPrefix: felix('LogPrefix', asString, 'Prefix of the kernel log lines of Log rules; %t (tier), %k (kind), %n (name) and %p (namespace/name) are replaced, as in Felix.'),
   LogActionRateLimit: felix('LogActionRateLimit', asString, 'Rate limit of Log rules, e.g. 10/second ("" for none).'),

@@ -106,7 +106,7 @@ export class DataplaneDriver {
     if (events.some((e) => e.type === 'routeDeleted' && this.#routes.wanted(e.dst, e.index))) this.#routes.markResync();
     for (const name of this.ifaces.apply(events)) {
       const iface = this.ifaces.byName.get(name);
-      if (!iface) this.#configured.delete(name);
+      if (!iface) for (const s of [true, false]) this.#configured.delete(`${name}/${s}`);
     }
     // Host endpoints resolve against the host's own interfaces and their addresses.
     const prefixes = this.#opts.config.InterfacePrefix;
@@ -186,9 +186,12 @@ export class DataplaneDriver {
     }
     for (const ep of this.state.weps.values()) {
       const iface = this.ifaces.byName.get(ep.name);
-      if (!iface || this.#configured.has(ep.name)) continue;
-      await configureWorkloadInterface(ep.name, this.#opts.config.Ipv6Support, this.#log);
-      this.#configured.add(ep.name);
+      const spoofing = this.#opts.config.WorkloadSourceSpoofing === 'Any' && ep.allowSpoofedSourcePrefixes.length > 0;
+      const want = `${ep.name}/${spoofing}`;
+      if (!iface || this.#configured.has(want)) continue;
+      await configureWorkloadInterface(ep.name, this.#opts.config.Ipv6Support, this.#log, spoofing);
+      this.#configured.delete(`${ep.name}/${!spoofing}`);
+      this.#configured.add(want);
     }
   }
 

@@ -38,6 +38,8 @@ function match(m: Match, family: Family): string {
       return `${not}${m.dir === 'in' ? '-i' : '-o'} ${m.name}`;
     case 'addrType':
       return `-m addrtype ${not}--${m.dir}-type ${m.type}`;
+    case 'rpfFailed':
+      return '-m rpfilter --invert --validmark';
   }
 }
 

@@ -29,7 +29,9 @@ export type Match =
   | { k: 'ct'; states: CtState[] }
   /** Interface name; a trailing `+` matches any name with that prefix. */
   | { k: 'iface'; dir: 'in' | 'out'; name: string; neg?: boolean }
-  | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean };
+  | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean }
+  /** The strict reverse-path check failed (Felix's RPFCheckFailed: no route back out of the input interface). */
+  | { k: 'rpfFailed' };
 
 export type Verdict = { k: 'accept' } | { k: 'drop' } | { k: 'reject' } | { k: 'return' } | { k: 'jump'; chain: string } | { k: 'goto'; chain: string };
 

@@ -19,7 +19,7 @@ const ifname = (name: string) => q(name.endsWith('+') ? `${name.slice(0, -1)}*` 
 
 function match(m: Match, family: Family): string {
   const ip = nftFamily(family);
-  const op = m.k !== 'ct' && m.neg ? '!= ' : '';
+  const op = 'neg' in m && m.neg ? '!= ' : '';
   switch (m.k) {
     case 'proto':
       return `meta l4proto ${op}${m.proto}`;
@@ -44,6 +44,8 @@ function match(m: Match, family: Family): string {
       return `${m.dir === 'in' ? 'iifname' : 'oifname'} ${op}${ifname(m.name)}`;
     case 'addrType':
       return `fib ${m.dir[0]}addr type ${op}local`;
+    case 'rpfFailed':
+      return 'fib saddr . mark . iif oif 0';
   }
 }
 

@@ -35,6 +35,8 @@ export interface RenderContext {
   owner?: LogOwner | undefined;
   /** Felix's configured verdicts (the Iptables- or Nftables- FilterAllowAction, MangleAllowAction and FilterDenyAction). */
   actions: FilterActions;
+  /** WorkloadSourceSpoofing Any: endpoints may be exempt from the reverse-path check. */
+  spoofing?: boolean;
 }
 
 export interface FilterActions {

@@ -11,10 +11,11 @@ import { allocateMarks } from './marks.js';
 import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
 import { actionsIn, type FilterActions, type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
-import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET } from './static.js';
+import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET, RPF_SKIP } from './static.js';
 
 export type RenderConfig = Pick<
   Config,
+  | 'WorkloadSourceSpoofing'
   | 'IptablesMarkMask'
   | 'NftablesMarkMask'
   | 'IptablesFilterAllowAction'
@@ -50,7 +51,7 @@ export interface Fragment {
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
   const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
   const log = { prefix: config.LogPrefix, rateLimit: config.LogActionRateLimit, burst: config.LogActionRateLimitBurst };
-  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log, actions: filterActions(config, style) };
+  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log, actions: filterActions(config, style), spoofing: config.WorkloadSourceSpoofing === 'Any' };
 }
 
 /** As Felix's FilterAllowAction()/MangleAllowAction()/FilterDenyAction(): the Nftables* parameters in nftables mode, the Iptables* ones in iptables mode. */
@@ -92,7 +93,29 @@ export function profileFragment(name: string, profile: Profile, ctx: RenderConte
   return { chains: inTable('filter', profileChains(name, profile, ctx)), entries: [] };
 }
 
+/**
+ * Felix's cali-rpf-skip: each workload's allowSpoofedSourcePrefixes (with
+ * WorkloadSourceSpoofing Any) accepted in raw before the reverse-path check. One fragment
+ * for all workloads, re-rendered when any changes.
+ */
+export function rpfSkipFragment(weps: Iterable<WorkloadEndpoint>, ctx: RenderContext): Fragment {
+  const rules: Rule[] = [];
+  if (ctx.spoofing) {
+    for (const ep of [...weps].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      for (const p of familyMembers(ep.allowSpoofedSourcePrefixes, ctx.family)) {
+        rules.push({ match: [{ k: 'iface', dir: 'in', name: ep.name }, { k: 'net', dir: 'src', nets: [p] }], action: { k: 'accept' } });
+      }
+    }
+  }
+  return { chains: [{ table: 'raw', name: RPF_SKIP, rules }], entries: [] };
+}
+
 export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Fragment {
+  if (ep.allowSpoofedSourcePrefixes.length && !ctx.spoofing) {
+    // Felix refuses such an endpoint ("source IP spoofing requested but not enabled"): its
+    // interface is not dispatched, so its traffic meets the fail-closed drop.
+    return { chains: [], entries: [] };
+  }
   return {
     chains: inTable('filter', workloadChains(ep, ctx)),
     entries: [
@@ -131,6 +154,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const { name, tier, policy } of state.policies.values()) addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
+  addFragment(rs, rpfSkipFragment(state.weps.values(), ctx));
   addFragment(rs, hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), ctx, config.InterfacePrefix));
   return rs;
 }

@@ -3,7 +3,7 @@
 // Dispatch to endpoint chains is a verdict-map lookup, then (for workloads) a drop: an
 // interface we have no endpoint for is never let through (fail closed).
 import type { FailsafePort } from '../../config/params.js';
-import { clearMark, markClear, markSet } from './blocks.js';
+import { clearMark, markClear, markSet, setMark } from './blocks.js';
 import type { Marks } from './marks.js';
 import type { Family, Hook, Match, Rule, Ruleset, TableName, Verdict, VerdictMap } from './model.js';
 import { addChain } from './model.js';
@@ -28,6 +28,9 @@ export const DISPATCH = {
   fromHostFwd: 'cali-from-hep-forward',
   toHostFwd: 'cali-to-hep-forward',
 } as const;
+
+/** Felix's chain of workload source prefixes exempt from the reverse-path check (rendered with the endpoints). */
+export const RPF_SKIP = 'cali-rpf-skip';
 
 export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
@@ -140,10 +143,18 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     mangleFromHost: dispatchMap(rs, 'mangle', DISPATCH.fromHost),
   };
 
-  // raw: untracked host-endpoint policy; workload traffic is not subject to it.
+  // raw, as Felix's StaticRawPreroutingChain: workload traffic is marked, may skip the
+  // strict reverse-path check (cali-rpf-skip: allowSpoofedSourcePrefixes), must pass it
+  // (no spoofing), and is not subject to untracked host-endpoint policy.
+  const fromWl = marks.scratch0;
   const rawPre: Rule[] = [{ match: [], action: clearMark(marks.all) }];
-  for (const m of fromWorkload()) rawPre.push({ match: m, action: { k: 'return' } });
-  rawPre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked(undefined, 'raw'));
+  for (const m of fromWorkload()) rawPre.push({ match: m, action: setMark(fromWl) });
+  rawPre.push(
+    { match: [markSet(fromWl)], action: { k: 'jump', chain: RPF_SKIP } },
+    { match: [markSet(fromWl), { k: 'rpfFailed' }], action: { k: 'drop' } },
+    { match: [markClear(fromWl)], action: { k: 'jump', chain: DISPATCH.fromHost } },
+    acceptIfMarked(undefined, 'raw'),
+  );
   addChain(rs, 'raw', 'cali-PREROUTING', rawPre);
   addChain(rs, 'raw', 'cali-OUTPUT', [{ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked(undefined, 'raw')]);
 

@@ -20,6 +20,10 @@ export const TYPE = { verdict: 1, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, in
 export const concatType = (...types: number[]) => types.reduce((acc, t) => (acc << 6) | t, 0);
 export const LOG_LEVEL_INFO = 6;
 export const REJECT_ICMP_UNREACH = 0;
+export const FIB_RESULT_OIF = 1;
+export const FIB_F_SADDR = 1;
+export const FIB_F_MARK = 4;
+export const FIB_F_IIF = 8;
 /** nftnl udata TLV type of a rule comment (what `nft list` shows as `comment "..."`). */
 export const UDATA_RULE_COMMENT = 0;
 export const UDATA_SET_KEYBYTEORDER = 0;

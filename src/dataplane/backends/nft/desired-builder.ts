@@ -7,7 +7,7 @@ import type { Family } from '../../render/model.js';
 import { nftChainName } from '../../render/nft-text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
-  contextOf, type Fragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+  contextOf, type Fragment, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
@@ -45,6 +45,7 @@ export class NftDesiredBuilder {
     for (const key of state.policies.keys()) this.#policy(state, key);
     for (const key of state.profiles.keys()) this.#profile(state, key);
     for (const key of state.weps.keys()) this.#wep(state, key);
+    this.#rpfSkip(state);
     this.#heps(state);
     this.desired.dirty = undefined;
   }
@@ -58,6 +59,7 @@ export class NftDesiredBuilder {
     for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
     if (dirty.has('hep')) this.#heps(state);
+    if (dirty.has('wep')) this.#rpfSkip(state);
   }
 
   #markChain(name: string) {
@@ -95,6 +97,10 @@ export class NftDesiredBuilder {
     const ep = state.weps.get(key);
     this.#replace(`wep:${key}`, ep && workloadFragment(ep, this.#ctx));
   }
+  #rpfSkip(state: DesiredState): void {
+    this.#replace('rpf-skip', rpfSkipFragment(state.weps.values(), this.#ctx));
+  }
+
   // Host endpoints are few and resolve together (interfaces, the all-interfaces default):
   // one fragment for all of them and the host dispatch chains.
   #heps(state: DesiredState): void {

@@ -1,0 +1,102 @@
+// Anti-spoofing as Felix: workload traffic must pass the strict reverse-path check in raw
+// (fib saddr . mark . iif), unless its source is in the endpoint's allowSpoofedSourcePrefixes
+// and WorkloadSourceSpoofing is Any (cali-rpf-skip, and rp_filter 0 on its interface); with
+// spoofing Disabled such an endpoint is refused. Real UDP datagrams from a spoofed source.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { stringify } from 'yaml';
+
+import { Lab, type Workload } from '../helpers/lab.js';
+import { ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
+const tempDir = tempDirs('spoof');
+const V3 = 'projectcalico.org/v3';
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+const SPOOFED = '10.66.9.9';
+
+describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP }, () => {
+  let lab: Lab;
+  let a: Workload, b: Workload;
+  let agent: ChildProcess | undefined;
+  let log = '';
+  let received = '';
+  let dir: string;
+  let rx: ChildProcess | undefined;
+
+  const wep = (w: Workload, spoof: string[]) => ({
+    apiVersion: V3,
+    kind: 'WorkloadEndpoint',
+    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app: w.name } },
+    spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'], ...(spoof.length ? { allowSpoofedSourcePrefixes: spoof } : {}) },
+  });
+  const write = (spoof: string[]) =>
+    writeFileSync(join(dir, 'r.yaml'), [{ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } }, wep(a, spoof), wep(b, [])].map((r) => stringify(r)).join('---\n'));
+  const startAgent = async (spoofing: 'Any' | 'Disabled') => {
+    log = '';
+    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json', FELIX_WORKLOADSOURCESPOOFING: spoofing });
+    agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    assert.ok((await lab.until(() => /"msg":"applied"/.test(log), 15_000)) >= 0, log.slice(-2000));
+  };
+  const stopAgent = async () => {
+    const p = agent;
+    if (!p || p.exitCode !== null) return;
+    p.kill('SIGTERM');
+    await new Promise((r) => p.once('exit', r));
+  };
+  /** Sends a datagram from `from` (a's real or spoofed address) to b; true if b got it. */
+  const send = async (from: string, tag: string) => {
+    lab.sh(a.ns, process.execPath, ['-e', `const s = require('dgram').createSocket('udp4'); s.bind({ address: '${from}' }, () => s.send('${tag}', 7777, '${b.ip}', () => s.close()));`]);
+    return (await lab.until(() => received.includes(tag), 1000)) >= 0;
+  };
+
+  before(async () => {
+    lab = new Lab('palisade-spoof');
+    a = lab.addWorkload('a', '10.66.0.10', 1);
+    b = lab.addWorkload('b', '10.66.0.11', 2);
+    // a may use the spoofed address as a source (its own namespace allows it).
+    lab.sh(a.ns, 'ip', ['addr', 'add', `${SPOOFED}/32`, 'dev', 'eth0']);
+    rx = spawn('ip', ['netns', 'exec', b.ns, process.execPath, '-e', "const s = require('dgram').createSocket('udp4'); s.on('message', (m) => console.log(String(m))); s.bind(7777, () => console.log('ready'));"]);
+    rx.stdout?.on('data', (d: Buffer) => (received += d.toString()));
+    assert.ok((await lab.until(() => received.includes('ready'), 5000)) >= 0);
+    dir = tempDir();
+  });
+  after(async () => {
+    await stopAgent();
+    rx?.kill('SIGKILL');
+    lab?.destroy();
+  });
+
+  it('drops a spoofed source in raw by the reverse-path check; the real source passes', async () => {
+    write([]);
+    await startAgent('Disabled');
+    assert.equal(await send(a.ip, 'real-1'), true);
+    assert.equal(await send(SPOOFED, 'spoofed-1'), false);
+    const raw = lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'raw-cali-PREROUTING']);
+    assert.match(raw, /fib saddr \. mark \. iif oif 0 counter packets [1-9]\d* bytes \d+ drop/, raw);
+  });
+
+  it('lets allowSpoofedSourcePrefixes through with WorkloadSourceSpoofing Any (rpf-skip, rp_filter 0)', async () => {
+    await stopAgent();
+    write([`${SPOOFED}/32`]);
+    await startAgent('Any');
+    assert.match(lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'raw-cali-rpf-skip']), new RegExp(`iifname "${a.iface}" ip saddr ${SPOOFED.replaceAll('.', '\\.')} counter packets \\d+ bytes \\d+ accept`));
+    assert.ok((await lab.until(() => lab.sh(lab.host, 'cat', [`/proc/sys/net/ipv4/conf/${a.iface}/rp_filter`]).trim() === '0', 3000)) >= 0, 'rp_filter not relaxed');
+    assert.equal(await send(SPOOFED, 'spoofed-2'), true);
+    assert.equal(await send(a.ip, 'real-2'), true);
+  });
+
+  it('refuses an endpoint that asks for spoofing when WorkloadSourceSpoofing is Disabled, as Felix', async () => {
+    await stopAgent();
+    await startAgent('Disabled');
+    assert.equal(await send(a.ip, 'real-3'), false, 'the refused endpoint\'s traffic meets the fail-closed drop');
+    assert.equal(await send(SPOOFED, 'spoofed-3'), false);
+  });
+});

@@ -158,6 +158,8 @@ export const PARAMS = {
   NftablesMangleAllowAction: felix('NftablesMangleAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'nftables mode: the same for the mangle table.'),
   NftablesFilterDenyAction: felix('NftablesFilterDenyAction', spelled(['DROP', 'REJECT'] as const), 'nftables mode: what the filter table does with traffic policy denied: DROP or REJECT.'),
   WorkloadSourceSpoofing: felix('WorkloadSourceSpoofing', spelled(['Disabled', 'Any'] as const), 'Any: workload endpoints may list allowSpoofedSourcePrefixes (exempt from the reverse-path check); Disabled: such an endpoint is refused, as Felix refuses it.'),
+  NATOutgoingAddress: felix('NATOutgoingAddress', asString, 'Source address for outgoing NAT from natOutgoing pools (SNAT to it instead of masquerading); "" masquerades.'),
+  FloatingIPs: felix('FloatingIPs', spelled(['Enabled', 'Disabled'] as const), 'Enabled: program workloads\' floating IPs (WorkloadEndpoint ipNATs) as DNAT/SNAT.'),
   IPForwarding: felix('IPForwarding', spelled(['Enabled', 'Disabled'] as const), 'Enabled: turn on IPv4 forwarding (and IPv6 forwarding when Ipv6Support is on), as pods need; Disabled: leave it as it is.'),
   LogPrefix: felix('LogPrefix', asString, 'Prefix of the kernel log lines of Log rules; %t (tier), %k (kind), %n (name) and %p (namespace/name) are replaced, as in Felix.'),
   LogActionRateLimit: felix('LogActionRateLimit', asString, 'Rate limit of Log rules, e.g. 10/second ("" for none).'),

@@ -45,6 +45,11 @@ const VARIANTS: Record<string, unknown[]> = {
     fc('default', { nftablesFilterAllowAction: 'Return', nftablesFilterDenyAction: 'Reject', nftablesMangleAllowAction: 'Return' }),
     { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'deny-some' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Deny', metadata: { annotations: { team: 'net-sec', ticket: 'SEC-42 "urgent"' } }, source: { nets: ['192.0.2.0/24', '2001:db8::/32'] } }] } },
   ],
+  'floating IPs (FloatingIPs Enabled) and NATOutgoingAddress': [
+    fc('default', { floatingIPs: 'Enabled', natOutgoingAddress: '192.168.200.2' }),
+    { apiVersion: V3, kind: 'IPPool', metadata: { name: 'nat-pool' }, spec: { cidr: '10.70.0.0/16', natOutgoing: true } },
+    { apiVersion: V3, kind: 'WorkloadEndpoint', metadata: { name: 'node1-k8s-fip-eth0', namespace: 'demo', labels: { app: 'fip' } }, spec: { node: 'node1', orchestrator: 'k8s', pod: 'fip', endpoint: 'eth0', interfaceName: 'califip0000001', ipNetworks: ['10.65.0.77/32'], ipNATs: [{ internalIP: '10.65.0.77', externalIP: '203.0.113.77' }], profiles: ['kns.demo'] } },
+  ],
   'Log rules with the default prefix and no limit': [{ apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'log-all' }, spec: { selector: 'all()', order: 1, ingress: [{ action: 'Log' }] } }],
 };
 
@@ -103,6 +108,11 @@ describe('kernel: the agent programs what plan prints, for every FelixConfigurat
       assert.equal(programmed, planned(dir));
       if (name.startsWith('Log rules with LogPrefix')) assert.match(programmed, /limit rate 10\/second burst 7 packets log prefix "calico default gnp log-all:: " level info/);
       if (name.startsWith('Log rules with the default')) assert.match(programmed, / log prefix "calico-packet: " level info/);
+      if (name.startsWith('floating IPs')) {
+        assert.match(programmed, /ip daddr 203\.0\.113\.77 counter packets \d+ bytes \d+ dnat to 10\.65\.0\.77/);
+        assert.match(programmed, /ip saddr 10\.65\.0\.77 ip daddr 10\.65\.0\.77 counter packets \d+ bytes \d+ snat to 203\.0\.113\.77 fully-random|ip daddr 10\.65\.0\.77 ip saddr 10\.65\.0\.77 counter packets \d+ bytes \d+ snat to 203\.0\.113\.77 fully-random/);
+        assert.match(programmed, /snat to 192\.168\.200\.2 fully-random/);
+      }
       if (name.startsWith('RETURN for allowed')) {
         assert.match(programmed, /ip saddr 192\.0\.2\.0\/24 counter packets \d+ bytes \d+ reject comment "cali:[\w-]+; team=net-sec ticket=SEC-42 _urgent_"/);
         assert.match(programmed, /ip6 saddr 2001:db8::\/32 counter packets \d+ bytes \d+ reject comment/);

@@ -66,6 +66,10 @@ function action(a: Action): string {
       return '-j NOTRACK';
     case 'masquerade':
       return '-j MASQUERADE --random-fully';
+    case 'snat':
+      return `-j SNAT --to-source ${a.to} --random-fully`;
+    case 'dnat':
+      return `-j DNAT --to-destination ${a.to}`;
     case 'vmap':
       throw new Error('a verdict map must be expanded before iptables rendering');
   }

@@ -46,6 +46,9 @@ export type Action =
   | { k: 'log'; prefix: string; limit?: { rate: string; burst: number } | undefined }
   | { k: 'notrack' }
   | { k: 'masquerade' }
+  /** Source NAT to one address (fully random ports, as Felix where the kernel has it). */
+  | { k: 'snat'; to: string }
+  | { k: 'dnat'; to: string }
   /** Looks the interface up in a verdict map; falls through when it is absent. */
   | { k: 'vmap'; iface: 'in' | 'out'; map: string };
 

@@ -67,6 +67,10 @@ function action(a: Action, table: TableName): string {
       return `${a.limit ? `limit rate ${a.limit.rate}${a.limit.burst ? ` burst ${a.limit.burst} packets` : ''} ` : ''}log prefix ${q(a.prefix)} level info`;
     case 'masquerade':
       return 'masquerade fully-random';
+    case 'snat':
+      return `snat to ${a.to} fully-random`;
+    case 'dnat':
+      return `dnat to ${a.to}`;
     case 'vmap':
       return `${a.iface === 'in' ? 'iifname' : 'oifname'} vmap @${nftChainName(table, a.map)}`;
   }

@@ -37,6 +37,8 @@ export interface RenderContext {
   actions: FilterActions;
   /** WorkloadSourceSpoofing Any: endpoints may be exempt from the reverse-path check. */
   spoofing?: boolean;
+  /** FloatingIPs Enabled: workloads' ipNATs are programmed. */
+  floatingIps?: boolean;
 }
 
 export interface FilterActions {

@@ -11,11 +11,13 @@ import { allocateMarks } from './marks.js';
 import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
 import { actionsIn, type FilterActions, type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
-import { addStaticChains, ALL_POOLS_SET, DISPATCH, MASQ_POOLS_SET, RPF_SKIP } from './static.js';
+import { addStaticChains, ALL_POOLS_SET, DISPATCH, FIP_DNAT, FIP_SNAT, MASQ_POOLS_SET, RPF_SKIP } from './static.js';
 
 export type RenderConfig = Pick<
   Config,
   | 'WorkloadSourceSpoofing'
+  | 'NATOutgoingAddress'
+  | 'FloatingIPs'
   | 'IptablesMarkMask'
   | 'NftablesMarkMask'
   | 'IptablesFilterAllowAction'
@@ -51,7 +53,7 @@ export interface Fragment {
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
   const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
   const log = { prefix: config.LogPrefix, rateLimit: config.LogActionRateLimit, burst: config.LogActionRateLimitBurst };
-  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log, actions: filterActions(config, style), spoofing: config.WorkloadSourceSpoofing === 'Any' };
+  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log, actions: filterActions(config, style), spoofing: config.WorkloadSourceSpoofing === 'Any', floatingIps: config.FloatingIPs === 'Enabled' };
 }
 
 /** As Felix's FilterAllowAction()/MangleAllowAction()/FilterDenyAction(): the Nftables* parameters in nftables mode, the Iptables* ones in iptables mode. */
@@ -74,6 +76,7 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
     interfacePrefixes: config.InterfacePrefix,
     defaultEndpointToHostAction: config.DefaultEndpointToHostAction,
     actions: ctx.actions,
+    natOutgoingAddress: config.NATOutgoingAddress,
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
   });
@@ -108,6 +111,32 @@ export function rpfSkipFragment(weps: Iterable<WorkloadEndpoint>, ctx: RenderCon
     }
   }
   return { chains: [{ table: 'raw', name: RPF_SKIP, rules }], entries: [] };
+}
+
+/**
+ * Felix's floating IPs: each workload's ipNATs (external -> internal address) as DNAT in
+ * cali-fip-dnat and SNAT back in cali-fip-snat; programmed when FloatingIPs is Enabled,
+ * as Felix's floating-IP manager. One fragment for all workloads.
+ */
+export function floatingIpFragment(weps: Iterable<WorkloadEndpoint>, ctx: RenderContext): Fragment {
+  const dnat: Rule[] = [];
+  const snat: Rule[] = [];
+  if (ctx.floatingIps) {
+    const pairs = new Map<string, string>();
+    for (const ep of weps) for (const n of ctx.family === 4 ? ep.ipv4Nat : ep.ipv6Nat) pairs.set(n.extIp, n.intIp);
+    const byExt = [...pairs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const [ext, int] of byExt) dnat.push({ match: [{ k: 'net', dir: 'dst', nets: [ext] }], action: { k: 'dnat', to: int } });
+    for (const [ext, int] of [...byExt].sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      snat.push({ match: [{ k: 'net', dir: 'dst', nets: [int] }, { k: 'net', dir: 'src', nets: [int] }], action: { k: 'snat', to: ext } });
+    }
+  }
+  return {
+    chains: [
+      { table: 'nat', name: FIP_DNAT, rules: dnat },
+      { table: 'nat', name: FIP_SNAT, rules: snat },
+    ],
+    entries: [],
+  };
 }
 
 export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Fragment {
@@ -155,6 +184,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
   addFragment(rs, rpfSkipFragment(state.weps.values(), ctx));
+  addFragment(rs, floatingIpFragment(state.weps.values(), ctx));
   addFragment(rs, hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), ctx, config.InterfacePrefix));
   return rs;
 }

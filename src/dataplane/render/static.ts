@@ -18,6 +18,8 @@ export interface StaticOptions {
   failsafeIn: FailsafePort[];
   failsafeOut: FailsafePort[];
   actions: FilterActions;
+  /** NATOutgoingAddress ("" for masquerade). */
+  natOutgoingAddress: string;
 }
 
 export const DISPATCH = {
@@ -31,6 +33,10 @@ export const DISPATCH = {
 
 /** Felix's chain of workload source prefixes exempt from the reverse-path check (rendered with the endpoints). */
 export const RPF_SKIP = 'cali-rpf-skip';
+
+/** Felix's floating-IP chains (nat), rendered with the endpoints. */
+export const FIP_DNAT = 'cali-fip-dnat';
+export const FIP_SNAT = 'cali-fip-snat';
 
 export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
@@ -164,22 +170,32 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   manglePre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.', 'mangle'));
   addChain(rs, 'mangle', 'cali-PREROUTING', manglePre);
 
-  // nat: masquerade traffic from natOutgoing pools to anywhere outside all pools.
+  // nat, as Felix's: floating IPs (cali-fip-dnat, cali-fip-snat: rendered with the
+  // endpoints), then outgoing NAT from natOutgoing pools to anywhere outside all pools,
+  // masqueraded or, with NATOutgoingAddress, source-NATed to that address.
+  addChain(rs, 'nat', 'cali-PREROUTING', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
+  addChain(rs, 'nat', 'cali-OUTPUT', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
+  const outgoing = o.natOutgoingAddress && o.natOutgoingAddress.includes(':') === (family === 6) ? o.natOutgoingAddress : undefined;
   addChain(rs, 'nat', 'cali-nat-outgoing', [
     {
       match: [
         { k: 'set', dir: 'src', set: ipSetName(family, MASQ_POOLS_SET) },
         { k: 'set', dir: 'dst', set: ipSetName(family, ALL_POOLS_SET), neg: true },
       ],
-      action: { k: 'masquerade' },
+      action: outgoing ? { k: 'snat', to: outgoing } : { k: 'masquerade' },
     },
   ]);
-  addChain(rs, 'nat', 'cali-POSTROUTING', [{ match: [], action: { k: 'jump', chain: 'cali-nat-outgoing' } }]);
+  addChain(rs, 'nat', 'cali-POSTROUTING', [
+    { match: [], action: { k: 'jump', chain: FIP_SNAT } },
+    { match: [], action: { k: 'jump', chain: 'cali-nat-outgoing' } },
+  ]);
 
   const hooks: Hook[] = [
     { table: 'raw', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
     { table: 'raw', builtin: 'OUTPUT', chain: 'cali-OUTPUT' },
     { table: 'mangle', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
+    { table: 'nat', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
+    { table: 'nat', builtin: 'OUTPUT', chain: 'cali-OUTPUT' },
     { table: 'nat', builtin: 'POSTROUTING', chain: 'cali-POSTROUTING' },
     { table: 'filter', builtin: 'INPUT', chain: 'cali-INPUT' },
     { table: 'filter', builtin: 'FORWARD', chain: 'cali-FORWARD' },

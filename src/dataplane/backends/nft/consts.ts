@@ -15,6 +15,7 @@ export const SET_FLAG = { anonymous: 1, constant: 2, interval: 4, map: 8 } as co
 export const ELEM_INTERVAL_END = 1;
 export const DATA_VERDICT = 0xffffff00;
 export const NAT_RANDOM_FULLY = 0x10;
+export const NAT_TYPE = { snat: 0, dnat: 1 } as const;
 /** nft datatypes; a concatenation's type is the parts' types joined 6 bits at a time. */
 export const TYPE = { verdict: 1, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, inet_service: 13, ifname: 41 } as const;
 export const concatType = (...types: number[]) => types.reduce((acc, t) => (acc << 6) | t, 0);

@@ -7,7 +7,7 @@ import type { Family } from '../../render/model.js';
 import { nftChainName } from '../../render/nft-text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
-  contextOf, type Fragment, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+  contextOf, floatingIpFragment, type Fragment, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
@@ -97,8 +97,10 @@ export class NftDesiredBuilder {
     const ep = state.weps.get(key);
     this.#replace(`wep:${key}`, ep && workloadFragment(ep, this.#ctx));
   }
+  // Per-workload rules gathered in shared chains: re-rendered whole when any workload changes.
   #rpfSkip(state: DesiredState): void {
     this.#replace('rpf-skip', rpfSkipFragment(state.weps.values(), this.#ctx));
+    this.#replace('fip', floatingIpFragment(state.weps.values(), this.#ctx));
   }
 
   // Host endpoints are few and resolve together (interfaces, the all-interfaces default):

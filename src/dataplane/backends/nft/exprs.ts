@@ -5,12 +5,13 @@
 // and ports are network-endian.
 import { endianness } from 'node:os';
 
+import { addressBytes } from '../../../model/net.js';
 import { nftAttr } from '../../../native/nft.js';
 import { nftChainName } from '../../render/nft-text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {
-  CMP, CT_BITS, CT_STATE, FIB_F_IIF, FIB_F_MARK, FIB_F_SADDR, FIB_RESULT_OIF, LOG_LEVEL_INFO, LOOKUP_INVERT, REJECT_ICMP_UNREACH, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+  CMP, CT_BITS, CT_STATE, FIB_F_IIF, FIB_F_MARK, FIB_F_SADDR, FIB_RESULT_OIF, LOG_LEVEL_INFO, LOOKUP_INVERT, NAT_TYPE, NFPROTO, REJECT_ICMP_UNREACH, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
 } from './consts.js';
 import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys.js';
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
@@ -192,6 +193,14 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
     case 'masquerade':
       e.push(expr('masq', { flags: u32(NAT_RANDOM_FULLY) }));
       return;
+    case 'snat':
+    case 'dnat': {
+      // As nft compiles `snat to A`: the address into a register, then nat reading it.
+      const nat: Record<string, Uint8Array> = { type: u32(act.k === 'snat' ? NAT_TYPE.snat : NAT_TYPE.dnat), family: u32(NFPROTO[family]), reg_addr_min: u32(REG.r1) };
+      if (act.k === 'snat') nat.flags = u32(NAT_RANDOM_FULLY);
+      e.push(expr('immediate', { dreg: u32(REG.r1), data: addressBytes(act.to) }), expr('nat', nat));
+      return;
+    }
     case 'vmap':
       e.push(meta(act.iface === 'in' ? META.iifname : META.oifname), expr('lookup', { sreg: u32(REG.r1), dreg: u32(REG.verdict), set: cstr(nftChainName(table, act.map)) }));
       return;

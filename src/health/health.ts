@@ -3,9 +3,10 @@
 // live, ready likewise. Served on HealthHost:HealthPort as /liveness and /readiness:
 // 204 good, 503 bad (Felix's codes; Kubernetes reads any 2xx as good), and with
 // ?detail=true a JSON breakdown.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 
 import type { Logger } from '../log.js';
+import { guardedServer } from './http.js';
 
 interface Reporter {
   name: string;
@@ -52,15 +53,14 @@ export class HealthAggregator {
 }
 
 export function serveHealth(agg: HealthAggregator, host: string, port: number, log: Logger): Promise<Server> {
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://health');
-    const which = url.pathname === '/liveness' ? 'live' : url.pathname === '/readiness' ? 'ready' : undefined;
+  const server = guardedServer('health', log, (req, res) => {
+    const which = req.path === '/liveness' ? 'live' : req.path === '/readiness' ? 'ready' : undefined;
     if (!which) {
       res.writeHead(404).end();
       return;
     }
     const good = which === 'live' ? agg.live() : agg.ready();
-    if (url.searchParams.get('detail') === 'true') {
+    if (req.query.get('detail') === 'true') {
       res.writeHead(good ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ [which]: good, reporters: agg.detail() })}\n`);
       return;
     }

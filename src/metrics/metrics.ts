@@ -1,9 +1,10 @@
 // Prometheus metrics with Felix's names where Felix has them (felix_*), and ours for the
 // native backends (palisade_*). Served on PrometheusMetricsPort at /metrics.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 
 import { Counter, Gauge, Histogram, Registry, Summary } from 'prom-client';
 
+import { guardedServer } from '../health/http.js';
 import type { Logger } from '../log.js';
 
 export class AgentMetrics {
@@ -33,8 +34,8 @@ export const RESYNC_STATE = { 'wait-for-datastore': 1, 'resync-in-progress': 2, 
 
 /** `host` "" listens on every address, as Felix's PrometheusMetricsHost default. */
 export function serveMetrics(m: AgentMetrics, host: string, port: number, log: Logger): Promise<Server> {
-  const server = createServer((req, res) => {
-    if ((req.url ?? '/').split('?')[0] !== '/metrics') {
+  const server = guardedServer('metrics', log, (req, res) => {
+    if (req.path !== '/metrics') {
       res.writeHead(404).end();
       return;
     }

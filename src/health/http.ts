@@ -1,0 +1,50 @@
+// The agent's small HTTP servers (health, metrics) face any local user and hostNetwork pod:
+// a request they cannot parse is answered 400 and a handler that fails 500, and nothing a
+// client sends can throw out of a handler and stop the agent.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+import type { Logger } from '../log.js';
+
+export interface Request {
+  path: string;
+  query: URLSearchParams;
+}
+
+/** The request's path and query, or undefined when its target is not a valid origin-form URL. */
+export function parseTarget(req: IncomingMessage): Request | undefined {
+  const target = req.url ?? '/';
+  if (!target.startsWith('/')) return undefined;
+  try {
+    const u = new URL(target, 'http://localhost');
+    return { path: u.pathname, query: u.searchParams };
+  } catch {
+    return undefined;
+  }
+}
+
+/** An HTTP server whose handler never throws to the process; clients' protocol errors get 400. */
+export function guardedServer(name: string, log: Logger, handle: (req: Request, res: ServerResponse) => void | Promise<void>): Server {
+  const server = createServer((req, res) => {
+    const r = parseTarget(req);
+    if (!r) {
+      res.writeHead(400).end();
+      return;
+    }
+    const fail = (e: unknown) => {
+      log.warn({ server: name, error: (e as Error)?.message }, 'request handler failed');
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    };
+    try {
+      const p = handle(r, res);
+      if (p) p.catch(fail);
+    } catch (e) {
+      fail(e);
+    }
+  });
+  server.on('clientError', (_e, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  return server;
+}

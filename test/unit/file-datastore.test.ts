@@ -62,6 +62,27 @@ describe('file datastore: parsing', () => {
   });
 });
 
+const BOMB = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]', ...'bcdefghi'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefghi'[i]}`).join(',')}]`)].join('\n');
+
+describe('file datastore: hostile files', () => {
+  it('an alias bomb is a bad file, reported by name; the other files still flow, and the scan goes on', async () => {
+    const p = parseResourceFile('bomb.yaml', BOMB);
+    assert.ok(!p.ok);
+    assert.match(p.error, /^bomb\.yaml document 1: cannot build the document: Excessive alias count/);
+    const dir = tempDir();
+    writeFileSync(join(dir, 'a-bomb.yaml'), BOMB);
+    writeFileSync(join(dir, 'policy.yaml'), yaml(pol));
+    const s = await started(dir);
+    try {
+      await s.rec.waitFor(() => s.rec.statuses.includes('in-sync'), 5000, 'in-sync');
+      assert.ok(s.rec.state.has(key(pol)), 'the good file was delivered');
+      assert.ok(s.warnings().some((w) => w.includes('a-bomb.yaml') && w.includes('Excessive alias count')), s.warnings().join('\n'));
+    } finally {
+      await s.syncer.stop();
+    }
+  });
+});
+
 describe('file datastore: syncing', () => {
   it('loads the directory, reports in-sync, then turns file changes into precise updates', async () => {
     const dir = tempDir();

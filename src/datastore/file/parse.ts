@@ -36,7 +36,12 @@ export function parseResourceFile(name: string, text: string): FileParse {
     }
     return { ok: true, entries: out };
   }
-  const docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
+  let docs: ReturnType<typeof parseAllDocuments>;
+  try {
+    docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
+  } catch (e) {
+    return { ok: false, error: `${name}: invalid YAML: ${(e as Error).message}` };
+  }
   if (!Array.isArray(docs)) {
     // An empty stream or a stream of only comments.
     return { ok: true, entries: out };
@@ -49,7 +54,14 @@ export function parseResourceFile(name: string, text: string): FileParse {
       const where = err.linePos?.[0] ? ` (line ${err.linePos[0].line}, column ${err.linePos[0].col})` : '';
       return { ok: false, error: `${name} document ${i + 1}: invalid YAML${where}: ${(err.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}` };
     }
-    expand(doc.toJS({ maxAliasCount: 100 }), `${name} document ${i + 1}`, out);
+    let value: unknown;
+    try {
+      // An alias bomb ("billion laughs") stops here with "Excessive alias count".
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (e) {
+      return { ok: false, error: `${name} document ${i + 1}: cannot build the document: ${(e as Error).message}` };
+    }
+    expand(value, `${name} document ${i + 1}`, out);
   }
   return { ok: true, entries: out };
 }

@@ -67,6 +67,7 @@ DumpResult Dump(uint8_t family, const std::string& table) {
         d.hook = nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM);
         d.prio = nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO);
         if (nftnl_chain_is_set(c, NFTNL_CHAIN_TYPE)) d.type = nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE);
+        if (nftnl_chain_is_set(c, NFTNL_CHAIN_POLICY)) d.policy = nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY);
       }
       out.exists = true;
       out.chains.push_back(std::move(d));

@@ -15,6 +15,7 @@ struct DumpChain {
   uint32_t hook = 0;
   int32_t prio = 0;
   std::string type;
+  uint32_t policy = 1;  // NF_ACCEPT unless the kernel says otherwise
 };
 
 struct DumpRule {

@@ -54,6 +54,7 @@ void SettleDump(Napi::Env env, const DumpResult& r, Napi::Promise::Deferred& d) 
       x.Set("hook", c.hook);
       x.Set("prio", c.prio);
       x.Set("type", c.type);
+      x.Set("policy", c.policy);
     }
     chains.Set(static_cast<uint32_t>(i), x);
   }

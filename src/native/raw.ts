@@ -47,7 +47,7 @@ export interface RawNftCommitResult {
 
 export interface RawNftDump {
   exists: boolean;
-  chains: Array<{ name: string; hook?: number; prio?: number; type?: string }>;
+  chains: Array<{ name: string; hook?: number; prio?: number; type?: string; policy?: number }>;
   rules: Array<{ chain: string; handle: bigint; udata: Buffer }>;
   sets: Array<{
     name: string;

@@ -170,6 +170,21 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.deepEqual(await d.call({ cmd: 'drift' }), [{ family: 4, chains: [], sets: [] }, { family: 6, chains: [], sets: [] }]);
   });
 
+  it('repairs a base chain whose policy was changed (policy drop would black-hole the node)', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call({ cmd: 'messages', msgs: new Harness().put(...app()).flush() });
+    await d.call({ cmd: 'resync' });
+    await d.call({ cmd: 'apply' });
+    ns.run('nft', ['chain ip calico filter-FORWARD { policy drop; }']);
+    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-FORWARD']), /policy drop;/);
+    await d.call({ cmd: 'resync' });
+    const drift = await d.call<Array<{ chains: string[] }>>({ cmd: 'drift' });
+    assert.deepEqual(drift[0]?.chains, ['filter-FORWARD']);
+    await d.call({ cmd: 'apply' });
+    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-FORWARD']), /policy accept;[\s\S]*jump filter-cali-FORWARD/);
+  });
+
   it('the exec transport (nft -f of the same transaction) leaves the kernel in the same state as the native one', async () => {
     const nsNative = netns();
     const nsExec = netns();

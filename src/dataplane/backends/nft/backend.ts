@@ -62,7 +62,8 @@ export class NftApplyError extends Error {
 }
 
 const emptyCommitted = (): CommittedFamily => ({ exists: false, chains: new Map(), sets: new Map(), bases: new Map(), full: true });
-const baseOf = (b: { hook?: number | undefined; prio?: number | undefined; type?: string | undefined }) => `${b.hook}/${b.prio}/${b.type}`;
+/** Everything we set on a base chain: hook, priority, type and policy (we always write accept, 1). */
+const baseOf = (b: { hook?: number | undefined; prio?: number | undefined; type?: string | undefined; policy?: number | undefined }) => `${b.hook}/${b.prio}/${b.type}/${b.policy ?? 1}`;
 const sameList = (a: readonly string[] | undefined, b: readonly string[]) => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
 
 function elemFromDump(e: { key: Buffer; flags: number; verdict?: number; chain?: string }): ElemSpec {

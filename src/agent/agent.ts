@@ -46,12 +46,15 @@ export class NodeAgent {
     if (!(await this.#serveHealth(this.#config.config))) return 1;
     const exit = new Promise<number>((resolve) => (this.#resolve = resolve));
     const onSignal = () => this.#finish(0);
+    const onHangup = () => this.#log.warn('SIGHUP ignored: palisade agent stops on SIGTERM or SIGINT');
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    process.on('SIGHUP', onHangup);
     this.#startControlPlane();
     const code = await exit;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onHangup);
     return code;
   }
 

@@ -3,6 +3,7 @@
 // restart. `--cleanup` removes everything palisade programmed (our nftables tables, our
 // routes).
 import { NodeAgent } from '../agent/agent.js';
+import { missingPrivileges, PRIVILEGE_EXIT_CODE } from '../agent/preflight.js';
 import { CONFIG_EXIT_CODE, RESTART_EXIT_CODE } from '../config/config.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
 import { DATASTORE_FLAGS_USAGE, startCommand } from './datastore-flags.js';
@@ -24,15 +25,24 @@ Examples:
   FELIX_DATASTORETYPE=etcdv3 FELIX_ETCDENDPOINTS=http://10.0.0.5:2379 palisade agent
   palisade agent --cleanup
 
+SIGTERM and SIGINT stop it; SIGHUP is ignored (logged): a terminal hang-up is no reason to
+stop a node agent. SIGUSR1 does not open the Node inspector.
+
 Exit codes: 0 stopped by a signal (or cleaned up), 1 failed, 2 bad usage,
 ${CONFIG_EXIT_CODE} a configuration palisade refuses to run with (a value Felix refuses to start
-with, DatastoreType kubernetes, NFTablesMode Disabled), ${RESTART_EXIT_CODE} a configuration change
-needs a restart.`;
+with, DatastoreType kubernetes, NFTablesMode Disabled), ${PRIVILEGE_EXIT_CODE} not privileged enough (no
+CAP_NET_ADMIN, or /proc/sys/net not writable), ${RESTART_EXIT_CODE} a configuration change needs a
+restart.`;
 
 export async function runAgent(argv: string[]): Promise<number> {
   const start = startCommand('agent', AGENT_USAGE, argv, { cleanup: { type: 'boolean' } });
   if (typeof start === 'number') return start;
   const { values, config, log } = start;
+  const lacking = missingPrivileges();
+  if (lacking) {
+    log.fatal({ exitCode: PRIVILEGE_EXIT_CODE }, `palisade agent cannot program this node: ${lacking}`);
+    return PRIVILEGE_EXIT_CODE;
+  }
 
   if (values.cleanup) {
     try {

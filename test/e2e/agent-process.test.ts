@@ -1,0 +1,64 @@
+// The agent as a process facing signals and a missing privilege: SIGUSR1 does not open the
+// Node inspector, SIGHUP is ignored (logged), SIGTERM stops it with 0; without CAP_NET_ADMIN
+// it exits at once with code 4 and says why instead of retrying forever.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { missingPrivileges } from '../../src/agent/preflight.js';
+import { netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
+const netns = netnsFactory('proc');
+const tempDir = tempDirs('proc');
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+
+describe('agent process: privileges', () => {
+  it('names what is missing: CAP_NET_ADMIN, a writable /proc/sys/net', () => {
+    const d = tempDir();
+    const status = (eff: string) => {
+      writeFileSync(join(d, 'status'), `Name:\tnode\nCapEff:\t${eff}\n`);
+      return join(d, 'status');
+    };
+    mkdirSync(join(d, 'sys/net/ipv4'), { recursive: true });
+    writeFileSync(join(d, 'sys/net/ipv4/ip_forward'), '0');
+    assert.match(missingPrivileges(status('0000000000000000'), join(d, 'sys')) ?? '', /CAP_NET_ADMIN/);
+    assert.equal(missingPrivileges(status('0000000000001000'), join(d, 'sys')), undefined);
+    assert.match(missingPrivileges(status('0000000000001000'), join(d, 'nosys')) ?? '', /not writable/);
+  });
+
+  it('exits 4 at once, saying why, when not privileged (agent and agent --cleanup)', { skip: ROOT_SKIP }, () => {
+    const dir = tempDir();
+    for (const extra of [[], ['--cleanup']]) {
+      const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1', ...extra], { encoding: 'utf8', env: cleanEnv, timeout: 20_000 });
+      assert.equal(r.status, 4, `${extra.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /cannot program this node: the process lacks CAP_NET_ADMIN/);
+    }
+  });
+});
+
+describe('agent process: signals', { skip: ROOT_SKIP }, () => {
+  it('ignores SIGUSR1 (no inspector) and SIGHUP, stops on SIGTERM with 0', async () => {
+    const ns = netns();
+    const dir = tempDir();
+    const p = spawn('ip', ['netns', 'exec', ns.name, process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { env: { ...cleanEnv, PALISADE_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    p.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    const exited = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+    for (let i = 0; i < 200 && !/palisade agent starting/.test(log); i++) await new Promise((r) => setTimeout(r, 50));
+    // The node process is the child of `ip netns exec`, which execs it: the same pid.
+    process.kill(p.pid as number, 'SIGUSR1');
+    process.kill(p.pid as number, 'SIGHUP');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(p.exitCode, null, `the agent exited: ${log.slice(-1000)}`);
+    assert.doesNotMatch(log, /Debugger listening/);
+    assert.match(log, /SIGUSR1 ignored/);
+    assert.match(log, /SIGHUP ignored/);
+    p.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  });
+});

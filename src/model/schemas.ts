@@ -131,9 +131,33 @@ export const rule = z
     }
   });
 
+// Labels as Calico validates them (Kubernetes' rules): a key is a qualified name, an
+// optional DNS-subdomain prefix and "/" then a name of at most 63 characters; a value is
+// empty or at most 63 such characters.
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function labelKeyProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `label key "${key.slice(0, 80)}": the prefix must be a DNS subdomain of at most 253 characters`;
+  if (name.length > 63 || !QUALIFIED_NAME.test(name)) return `label key "${key.slice(0, 80)}": expected at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`;
+  return undefined;
+}
+
+export const labels = z.record(z.string(), z.string()).superRefine((o, ctx) => {
+  for (const [k, v] of Object.entries(o)) {
+    const kp = labelKeyProblem(k);
+    if (kp) ctx.addIssue({ code: 'custom', message: kp, path: [k] });
+    if (v !== '' && (v.length > 63 || !QUALIFIED_NAME.test(v))) {
+      ctx.addIssue({ code: 'custom', message: `label value of "${k.slice(0, 80)}": expected "" or at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`, path: [k] });
+    }
+  }
+});
+
 const metadataFields = {
   name: z.string().min(1).max(253).regex(NAME, { error: 'expected lower-case letters, digits, "-", "." or "_"' }),
-  labels: z.record(z.string(), z.string()).optional(),
+  labels: labels.optional(),
   annotations: z.record(z.string(), z.string()).optional(),
   resourceVersion: z.string().optional(),
   uid: z.string().optional(),
@@ -199,7 +223,7 @@ export const schemas = {
   Profile: resource(
     'Profile',
     globalMeta,
-    z.object({ ingress: z.array(rule).optional(), egress: z.array(rule).optional(), labelsToApply: z.record(z.string(), z.string()).optional() }),
+    z.object({ ingress: z.array(rule).optional(), egress: z.array(rule).optional(), labelsToApply: labels.optional() }),
   ),
   WorkloadEndpoint: resource(
     'WorkloadEndpoint',

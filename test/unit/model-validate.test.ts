@@ -77,6 +77,13 @@ describe('model: valid resources of every kind', () => {
 describe('model: bad resources name the resource, the field and what was expected', () => {
   it('unknown kind', () => fails({ apiVersion: 'projectcalico.org/v3', kind: 'Frob', metadata: { name: 'x' }, spec: {} }, 'kind', /unknown kind "Frob"; expected one of NetworkPolicy/));
   it('not an object', () => fails('nope', '', /expected an object/));
+  it('label keys and values as Calico (qualified names, values of at most 63 characters)', () => {
+    fails(np({}, { labels: { 'bad key!!': 'x' } }), 'metadata.labels.bad key!!', /label key "bad key!!"/);
+    fails(np({}, { labels: { app: 'x'.repeat(64) } }), 'metadata.labels.app', /label value of "app"/);
+    fails(np({}, { labels: { 'Example.COM/app': 'web' } }), 'metadata.labels.Example.COM/app', /prefix must be a DNS subdomain/);
+    fails(np({}, { labels: { app: 'ends-with-dash-' } }), 'metadata.labels.app', /label value/);
+    assert.ok(validateResource(np({}, { labels: { 'projectcalico.org/namespace': 'prod', 'k8s-app': '', 'a.b_c-d': 'X.y_z-9' } })).ok);
+  });
   it('wrong apiVersion', () => fails({ ...np({}), apiVersion: 'v1' }, 'apiVersion', /projectcalico\.org\/v3/));
   it('NetworkPolicy without a namespace', () => fails(np({}, { namespace: undefined }), 'metadata.namespace', /needs a namespace/));
   it('GlobalNetworkSet with a namespace', () =>

@@ -191,7 +191,7 @@ describe('file datastore: syncing', () => {
     }
   });
 
-  it('a resource in two files comes from the first in path order; the other takes over when it goes', async () => {
+  it('a resource in two files: at load the first in path order; later the incumbent keeps it; the other takes over when it goes', async () => {
     const dir = tempDir();
     const v1 = profile('kns.dup', { v: '1' });
     const v2 = profile('kns.dup', { v: '2' });
@@ -202,9 +202,13 @@ describe('file datastore: syncing', () => {
       await rec.waitFor(() => rec.statuses.includes('in-sync'));
       const labels = () => (rec.state.get(key(v1)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v;
       assert.equal(labels(), '1');
-      assert.ok(warnings().some((w) => w.includes('also defined in b.yaml; using a.yaml')));
+      assert.ok(warnings().some((w) => w.startsWith('b.yaml:') && w.includes('already defined in a.yaml; this definition is rejected')), warnings().join('\n'));
       rmSync(join(dir, 'a.yaml'));
       await rec.waitFor(() => labels() === '2', 3000, 'the takeover');
+      // A new file that sorts first does not take over what b.yaml provides (it once did).
+      writeFileSync(join(dir, '0-new.yaml'), yaml(profile('kns.dup', { v: 'intruder' })));
+      await rec.waitFor(() => warnings().some((w) => w.startsWith('0-new.yaml:') && w.includes('already defined in b.yaml')), 3000, 'the rejection');
+      assert.equal(labels(), '2', 'the incumbent keeps it');
     } finally {
       await syncer.stop();
     }

@@ -242,19 +242,25 @@ export class FileSyncer implements Syncer {
     this.#files.set(name, state);
   }
 
-  // The winning definition of each key (first file in path order) against what was sent.
+  // The winning definition of each key against what was sent: the file that already
+  // provides it keeps it (a new file cannot silently take over a policy), else the first
+  // file in path order; every other definition is rejected, naming both files.
   #deliver(): void {
     const want = new Map<string, { good: Good; file: string }>();
+    for (const [key, sent] of this.#emitted) {
+      const good = this.#files.get(sent.file)?.entries.get(key);
+      if (good) want.set(key, { good, file: sent.file });
+    }
     for (const name of [...this.#files.keys()].sort()) {
       for (const [key, good] of this.#files.get(name)?.entries ?? []) {
         const have = want.get(key);
         if (!have) {
           want.set(key, { good, file: name });
-        } else {
+        } else if (have.file !== name) {
           const id = `${key}\u0000${name}`;
           if (!this.#duplicates.has(id)) {
             this.#duplicates.add(id);
-            this.#log.warn({ key, file: name, using: have.file }, `${key} is also defined in ${name}; using ${have.file}`);
+            this.#log.warn({ key, file: name, using: have.file }, `${name}: ${key} is already defined in ${have.file}; this definition is rejected (remove one of them)`);
           }
         }
       }

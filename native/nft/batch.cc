@@ -19,6 +19,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "nft/attrs.h"
 #include "nft/netlink.h"
 #include "nft/ops.h"
 #include "nft/reader.h"
@@ -191,6 +192,8 @@ void ElemOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
       Check(e);
       uint32_t keyLen;
       const uint8_t* key = r.bytes(&keyLen);
+      // libnftnl copies a key into a 64-byte register (NFT_DATA_VALUE_MAXLEN).
+      if (keyLen < 1 || keyLen > 64) throw BadInput("a set element key must be 1 to 64 bytes");
       nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, keyLen);
       uint32_t flags = r.u32();
       if (flags) nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, flags);
@@ -226,6 +229,8 @@ void RuleOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
   }
   uint32_t udLen;
   const uint8_t* ud = r.bytes(&udLen);
+  // The kernel keeps at most 256 bytes of rule userdata (NFT_USERDATA_MAXLEN).
+  if (udLen > 256) throw BadInput("rule userdata longer than 256 bytes");
   if (udLen) nftnl_rule_set_data(rule.get(), NFTNL_RULE_USERDATA, ud, udLen);
   uint16_t nexpr = r.u16();
   for (uint16_t i = 0; i < nexpr; i++) {
@@ -238,6 +243,8 @@ void RuleOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
       uint16_t attr = r.u16();
       uint32_t len;
       const uint8_t* v = r.bytes(&len);
+      const std::string problem = AttrProblem(name, attr, v, len);
+      if (!problem.empty()) throw BadInput(problem);
       if (nftnl_expr_set(e, attr, v, len) < 0) throw BadInput("bad attribute " + std::to_string(attr) + " for expression \"" + name + "\"");
     }
   }

@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "common/promise_worker.h"
+#include "nft/attrs.h"
 #include "nft/batch.h"
 #include "nft/dump.h"
 
@@ -111,43 +112,14 @@ Napi::Value NftDump(const Napi::CallbackInfo& info) {
     if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString()) throw MakeNativeError(env, "EINVAL", "nftDump", "expected (family, table)");
     const uint8_t family = static_cast<uint8_t>(info[0].As<Napi::Number>().Uint32Value());
     std::string table = info[1].As<Napi::String>().Utf8Value();
+    if (table.empty() || table.size() > 255 || table.find('\0') != std::string::npos) throw MakeNativeError(env, "EINVAL", "nftDump", "a table name is 1 to 255 bytes, without NUL");
     return QueuePromise<DumpResult>(env, "nftDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
   });
 }
 
 Napi::Object Attrs(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
-  struct A {
-    const char* name;
-    int id;
-  };
-  static const A attrs[] = {
-      {"payload.dreg", NFTNL_EXPR_PAYLOAD_DREG}, {"payload.base", NFTNL_EXPR_PAYLOAD_BASE},
-      {"payload.offset", NFTNL_EXPR_PAYLOAD_OFFSET}, {"payload.len", NFTNL_EXPR_PAYLOAD_LEN},
-      {"cmp.sreg", NFTNL_EXPR_CMP_SREG}, {"cmp.op", NFTNL_EXPR_CMP_OP}, {"cmp.data", NFTNL_EXPR_CMP_DATA},
-      {"meta.key", NFTNL_EXPR_META_KEY}, {"meta.dreg", NFTNL_EXPR_META_DREG}, {"meta.sreg", NFTNL_EXPR_META_SREG},
-      {"bitwise.sreg", NFTNL_EXPR_BITWISE_SREG}, {"bitwise.dreg", NFTNL_EXPR_BITWISE_DREG},
-      {"bitwise.len", NFTNL_EXPR_BITWISE_LEN}, {"bitwise.mask", NFTNL_EXPR_BITWISE_MASK},
-      {"bitwise.xor", NFTNL_EXPR_BITWISE_XOR},
-      {"lookup.sreg", NFTNL_EXPR_LOOKUP_SREG}, {"lookup.dreg", NFTNL_EXPR_LOOKUP_DREG},
-      {"lookup.set", NFTNL_EXPR_LOOKUP_SET}, {"lookup.set_id", NFTNL_EXPR_LOOKUP_SET_ID},
-      {"lookup.flags", NFTNL_EXPR_LOOKUP_FLAGS},
-      {"ct.key", NFTNL_EXPR_CT_KEY}, {"ct.dreg", NFTNL_EXPR_CT_DREG},
-      {"immediate.dreg", NFTNL_EXPR_IMM_DREG}, {"immediate.verdict", NFTNL_EXPR_IMM_VERDICT},
-      {"immediate.chain", NFTNL_EXPR_IMM_CHAIN}, {"immediate.data", NFTNL_EXPR_IMM_DATA},
-      {"nat.type", NFTNL_EXPR_NAT_TYPE}, {"nat.family", NFTNL_EXPR_NAT_FAMILY},
-      {"nat.reg_addr_min", NFTNL_EXPR_NAT_REG_ADDR_MIN}, {"nat.flags", NFTNL_EXPR_NAT_FLAGS},
-      {"range.sreg", NFTNL_EXPR_RANGE_SREG}, {"range.op", NFTNL_EXPR_RANGE_OP},
-      {"range.from", NFTNL_EXPR_RANGE_FROM_DATA}, {"range.to", NFTNL_EXPR_RANGE_TO_DATA},
-      {"log.prefix", NFTNL_EXPR_LOG_PREFIX}, {"log.level", NFTNL_EXPR_LOG_LEVEL},
-      {"masq.flags", NFTNL_EXPR_MASQ_FLAGS},
-      {"limit.rate", NFTNL_EXPR_LIMIT_RATE}, {"limit.unit", NFTNL_EXPR_LIMIT_UNIT},
-      {"limit.burst", NFTNL_EXPR_LIMIT_BURST}, {"limit.type", NFTNL_EXPR_LIMIT_TYPE},
-      {"limit.flags", NFTNL_EXPR_LIMIT_FLAGS},
-      {"reject.type", NFTNL_EXPR_REJECT_TYPE}, {"reject.code", NFTNL_EXPR_REJECT_CODE},
-      {"fib.dreg", NFTNL_EXPR_FIB_DREG}, {"fib.result", NFTNL_EXPR_FIB_RESULT}, {"fib.flags", NFTNL_EXPR_FIB_FLAGS},
-  };
-  for (const A& a : attrs) o.Set(a.name, a.id);
+  for (const AttrInfo& a : kAttrs) o.Set(a.name, a.id);
   return o;
 }
 

@@ -21,8 +21,11 @@ class Reader {
   uint32_t u32() { return take<uint32_t>(); }
   int32_t i32() { return take<int32_t>(); }
   uint64_t u64() { return take<uint64_t>(); }
+  // A name (table, chain, set, type, expression): at most 255 bytes, as the kernel's
+  // NFT_NAME_MAXLEN allows; a longer one is refused before libnftnl copies it.
   std::string str() {
     size_t n = u16();
+    if (n > 255) throw BadInput("a name in the nft op stream is longer than 255 bytes");
     need(n);
     std::string s(reinterpret_cast<const char*>(p_), n);
     p_ += n;

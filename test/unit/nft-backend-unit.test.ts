@@ -12,7 +12,7 @@ import { OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
-import { nftCommit } from '../../src/native/nft.js';
+import { nftAttr, nftCommit, nftDump } from '../../src/native/nft.js';
 import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
 import { Harness } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
@@ -88,6 +88,28 @@ describe('nft backend: native op stream validation', () => {
     await rejects(bad.bytes(), /unknown nftables expression "no-such-expr"/);
     await assert.rejects(nftCommit('x' as unknown as Uint8Array), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL');
   });
+  it('bounds every attribute, key and name before libnftnl copies it (a 4 KB cmp once aborted the process)', async () => {
+    const attr = nftAttr;
+    const rule = (exprs: Array<{ name: string; attrs: Array<[number, Uint8Array]> }>, udata = new Uint8Array(0)) => {
+      const w = new OpWriter();
+      w.ruleAdd(4, 'calico', 'c', udata, exprs, 'x');
+      return w.bytes();
+    };
+    await rejects(rule([{ name: 'cmp', attrs: [[attr('cmp.data'), new Uint8Array(4096)]] }]), /cmp\.data must be 1 to 64 bytes/);
+    await rejects(rule([{ name: 'cmp', attrs: [[attr('cmp.sreg'), new Uint8Array(2)]] }]), /cmp\.sreg must be 4 bytes/);
+    await rejects(rule([{ name: 'lookup', attrs: [[attr('lookup.set'), Buffer.from('no-nul')]] }]), /NUL-terminated/);
+    await rejects(rule([{ name: 'log', attrs: [[attr('log.prefix'), Buffer.from(`${'x'.repeat(300)}\0`)]] }]), /at most 255/);
+    await rejects(rule([{ name: 'meta', attrs: [[999, new Uint8Array(4)]] }]), /not one palisade uses/);
+    await rejects(rule([], new Uint8Array(300)), /userdata longer than 256/);
+    const longName = new OpWriter();
+    longName.tableAdd(4, 'x'.repeat(1000));
+    await rejects(longName.bytes(), /longer than 255 bytes/);
+    const elems = new OpWriter();
+    elems.elems(true, 4, 'calico', 's', 0, [{ key: new Uint8Array(100), flags: 0 }]);
+    await rejects(elems.bytes(), /element key must be 1 to 64 bytes/);
+    await assert.rejects(nftDump(2, 'x'.repeat(1_000_000)), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL');
+  });
+
   it('sends nothing for an empty stream', async () => {
     assert.deepEqual(await nftCommit(new Uint8Array(0)), { ops: 0, messages: 0, bytes: 40 });
   });

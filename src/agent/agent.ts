@@ -5,6 +5,7 @@
 // server started, the health server moved if the datastore changed where it listens. A
 // configuration palisade cannot run with, or a change that needs a restart, ends the run
 // with its exit code; a signal ends it with 0 and leaves the dataplane as programmed.
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 
 import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, RESTART_EXIT_CODE } from '../config/config.js';
@@ -12,10 +13,23 @@ import type { Config } from '../config/params.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
 import { createSyncer } from '../datastore/index.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
+import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { ControlPlane } from './control-plane.js';
 import { refusal } from '../config/refusal.js';
+
+/** Felix's metrics TLS: on when a certificate and its key are configured. */
+function metricsTls(cfg: Config): ServerTls | undefined {
+  if (!cfg.PrometheusMetricsCertFile && !cfg.PrometheusMetricsKeyFile) return undefined;
+  if (!cfg.PrometheusMetricsCertFile || !cfg.PrometheusMetricsKeyFile) throw new Error('PrometheusMetricsCertFile and PrometheusMetricsKeyFile go together');
+  return {
+    cert: readFileSync(cfg.PrometheusMetricsCertFile),
+    key: readFileSync(cfg.PrometheusMetricsKeyFile),
+    ca: cfg.PrometheusMetricsCAFile ? readFileSync(cfg.PrometheusMetricsCAFile) : undefined,
+    clientAuth: cfg.PrometheusMetricsClientAuth,
+  };
+}
 
 export class NodeAgent {
   readonly metrics = new AgentMetrics();
@@ -137,7 +151,7 @@ export class NodeAgent {
     }
     if (!cfg.PrometheusMetricsEnabled || this.#done) return;
     try {
-      this.#metricsServer = await serveMetrics(this.metrics, cfg.PrometheusMetricsHost, cfg.PrometheusMetricsPort, this.#log);
+      this.#metricsServer = await serveMetrics(this.metrics, cfg.PrometheusMetricsHost, cfg.PrometheusMetricsPort, this.#log, metricsTls(cfg));
       if (this.#done) this.#metricsServer.close();
     } catch (e) {
       this.#log.error({ error: (e as Error).message }, 'cannot serve metrics');

@@ -2,6 +2,8 @@
 // a request they cannot parse is answered 400 and a handler that fails 500, and nothing a
 // client sends can throw out of a handler and stop the agent.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 
 import type { Logger } from '../log.js';
 
@@ -22,9 +24,38 @@ export function parseTarget(req: IncomingMessage): Request | undefined {
   }
 }
 
-/** An HTTP server whose handler never throws to the process; clients' protocol errors get 400. */
-export function guardedServer(name: string, log: Logger, handle: (req: Request, res: ServerResponse) => void | Promise<void>): Server {
-  const server = createServer((req, res) => {
+/** TLS for a server, as Felix's metrics options: certificate, key, client CA and client-certificate policy. */
+export interface ServerTls {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer | undefined;
+  clientAuth: 'NoClientCert' | 'VerifyClientCertIfGiven' | 'RequireAnyClientCert' | 'RequireAndVerifyClientCert';
+}
+
+/** Whether a TLS client passes the client-certificate policy (checked per request, as Go's tls does per handshake). */
+function clientAllowed(req: IncomingMessage, tls: ServerTls): boolean {
+  const sock = req.socket as TLSSocket;
+  const peer = sock.getPeerCertificate?.();
+  const has = !!peer && Object.keys(peer).length > 0;
+  switch (tls.clientAuth) {
+    case 'RequireAndVerifyClientCert':
+      return has && sock.authorized;
+    case 'RequireAnyClientCert':
+      return has;
+    case 'VerifyClientCertIfGiven':
+      return !has || sock.authorized;
+    default:
+      return true;
+  }
+}
+
+/** An HTTP(S) server whose handler never throws to the process; clients' protocol errors get 400. */
+export function guardedServer(name: string, log: Logger, handle: (req: Request, res: ServerResponse) => void | Promise<void>, tls?: ServerTls): Server {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    if (tls && !clientAllowed(req, tls)) {
+      res.writeHead(403).end();
+      return;
+    }
     const r = parseTarget(req);
     if (!r) {
       res.writeHead(400).end();
@@ -41,7 +72,10 @@ export function guardedServer(name: string, log: Logger, handle: (req: Request, 
     } catch (e) {
       fail(e);
     }
-  });
+  };
+  const server: Server = tls
+    ? createTlsServer({ cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.clientAuth !== 'NoClientCert', rejectUnauthorized: false }, onRequest)
+    : createServer(onRequest);
   server.on('clientError', (_e, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();

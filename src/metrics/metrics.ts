@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 
 import { Counter, Gauge, Histogram, Registry, Summary } from 'prom-client';
 
-import { guardedServer } from '../health/http.js';
+import { guardedServer, type ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 
 export class AgentMetrics {
@@ -33,7 +33,7 @@ export class AgentMetrics {
 export const RESYNC_STATE = { 'wait-for-datastore': 1, 'resync-in-progress': 2, 'in-sync': 3 } as const;
 
 /** `host` "" listens on every address, as Felix's PrometheusMetricsHost default. */
-export function serveMetrics(m: AgentMetrics, host: string, port: number, log: Logger): Promise<Server> {
+export function serveMetrics(m: AgentMetrics, host: string, port: number, log: Logger, tls?: ServerTls): Promise<Server> {
   const server = guardedServer('metrics', log, (req, res) => {
     if (req.path !== '/metrics') {
       res.writeHead(404).end();
@@ -43,7 +43,7 @@ export function serveMetrics(m: AgentMetrics, host: string, port: number, log: L
       (text) => res.writeHead(200, { 'content-type': m.registry.contentType }).end(text),
       (e: Error) => res.writeHead(500).end(e.message),
     );
-  });
+  }, tls);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     const listening = () => {

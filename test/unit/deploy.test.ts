@@ -43,6 +43,7 @@ describe('deploy/', () => {
     assert.ok(env.has('FELIX_ETCDENDPOINTS') && env.has('FELIX_ETCDCAFILE') && env.has('FELIX_ETCDCERTFILE') && env.has('FELIX_ETCDKEYFILE'));
     assert.deepEqual((env.get('FELIX_FELIXHOSTNAME') as { valueFrom: unknown }).valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
     assert.equal((env.get('FELIX_HEALTHENABLED') as { value: string }).value, 'true');
+    assert.deepEqual((env.get('FELIX_PROMETHEUSMETRICSHOST') as { valueFrom: unknown }).valueFrom, { fieldRef: { fieldPath: 'status.hostIP' } }, 'metrics bound to the node address, not every address');
     // The probes reach what the agent serves: HealthHost 127.0.0.1, on the host network.
     assert.equal((env.get('FELIX_HEALTHHOST') as { value: string }).value, c.livenessProbe.httpGet.host);
   });

@@ -1,12 +1,20 @@
 // Felix's health semantics: live/ready only while every reporter reported in time.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 
 import { HealthAggregator, serveHealth } from '../../src/health/health.js';
+import type { ServerTls } from '../../src/health/http.js';
 import { createLogger } from '../../src/log.js';
 import { AgentMetrics, serveMetrics } from '../../src/metrics/metrics.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const tempDir = tempDirs('health');
 
 describe('health aggregator', () => {
   it('is ready only when every ready-reporter is, and not live once a reporter goes stale', () => {
@@ -64,6 +72,58 @@ describe('health and metrics servers against hostile requests', () => {
     } finally {
       health.close();
       metrics.close();
+    }
+  });
+});
+
+describe('metrics over TLS, with Felix\'s client-certificate policies', () => {
+  /** A CA, a server certificate for 127.0.0.1 and a client certificate, made by openssl. */
+  function pki(dir: string) {
+    const ssl = (...args: string[]) => {
+      const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
+    for (const who of ['server', 'client']) {
+      ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`);
+      ssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.crt`, '-days', '1', ...(who === 'server' ? ['-extfile', 'san.cnf'] : []));
+    }
+    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '1', '-subj', '/CN=stranger');
+    const f = (n: string) => readFileSync(join(dir, n));
+    return { ca: f('ca.crt'), cert: f('server.crt'), key: f('server.key'), clientCert: f('client.crt'), clientKey: f('client.key'), otherCert: f('other.crt'), otherKey: f('other.key') };
+  }
+
+  const get = (port: number, ca: Buffer, client?: { cert: Buffer; key: Buffer }) =>
+    new Promise<number>((resolve) => {
+      const req = request({ host: '127.0.0.1', port, path: '/metrics', ca, ...(client ?? {}) }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', () => resolve(0));
+      req.end();
+    });
+
+  it('serves only over TLS and applies NoClientCert, RequireAndVerifyClientCert, RequireAnyClientCert, VerifyClientCertIfGiven', async () => {
+    const p = pki(tempDir());
+    const log = createLogger({ severity: 'Fatal' });
+    const expect: Array<[ServerTls['clientAuth'], number, number, number]> = [
+      // policy, without a client cert, with the CA-signed one, with a stranger's
+      ['NoClientCert', 200, 200, 200],
+      ['RequireAndVerifyClientCert', 403, 200, 403],
+      ['RequireAnyClientCert', 403, 200, 200],
+      ['VerifyClientCertIfGiven', 200, 200, 403],
+    ];
+    for (const [clientAuth, none, good, stranger] of expect) {
+      const s = await serveMetrics(new AgentMetrics(), '127.0.0.1', 0, log, { cert: p.cert, key: p.key, ca: p.ca, clientAuth });
+      const port = (s.address() as AddressInfo).port;
+      try {
+        assert.equal(await get(port, p.ca), none, `${clientAuth} without a certificate`);
+        assert.equal(await get(port, p.ca, { cert: p.clientCert, key: p.clientKey }), good, `${clientAuth} with a signed certificate`);
+        assert.equal(await get(port, p.ca, { cert: p.otherCert, key: p.otherKey }), stranger, `${clientAuth} with a stranger's certificate`);
+      } finally {
+        s.close();
+      }
     }
   });
 });

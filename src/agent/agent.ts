@@ -31,6 +31,9 @@ function metricsTls(cfg: Config): ServerTls | undefined {
   };
 }
 
+/** How long the datastore may be out of sync (unreachable, resyncing) before readiness fails. */
+export const DATASTORE_GRACE_MS = Number(process.env.PALISADE_DATASTORE_GRACE_MS) || 30_000;
+
 export class NodeAgent {
   readonly metrics = new AgentMetrics();
   readonly health = new HealthAggregator();
@@ -42,6 +45,9 @@ export class NodeAgent {
   #metricsServer: Server | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #inSync = false;
+  /** When the datastore last stopped being in sync (undefined while it is). */
+  #outOfSyncSince: number | undefined = Date.now();
+  #status = 'wait-for-datastore';
   #applied = false;
   #done = false;
   #resolve: (code: number) => void = () => {};
@@ -85,20 +91,36 @@ export class NodeAgent {
         this.#log.info({ status }, 'datastore sync status');
         this.metrics.resyncState.set(RESYNC_STATE[status]);
         this.#inSync ||= status === 'in-sync';
-        if (this.#inSync) this.health.report('calc_graph', { live: true, ready: true });
+        this.#status = status;
+        if (status === 'in-sync') this.#outOfSyncSince = undefined;
+        else this.#outOfSyncSince ??= Date.now();
+        this.health.report('calc_graph', this.#calcGraphHealth());
       },
       onFlushTime: (s) => this.metrics.calcGraphUpdateTime.observe(s),
     });
     // Heartbeats: a stalled event loop stops them (liveness goes stale); a dataplane apply
     // stuck beyond its timeout stops the dataplane's.
     this.#heartbeat = setInterval(() => {
-      this.health.report('calc_graph', { live: true, ready: this.#inSync });
+      this.health.report('calc_graph', this.#calcGraphHealth());
       if (!this.#driver?.stuckFor(90_000)) this.health.report('int_dataplane', { live: true, ready: this.#applied });
     }, 5_000);
     this.health.report('calc_graph', { live: true, ready: false });
     this.health.report('int_dataplane', { live: true, ready: false });
     this.#log.info({ hostname: cfg.FelixHostname, datastore: cfg.DatastoreType }, 'palisade agent starting');
     this.#plane.start();
+  }
+
+  /**
+   * Ready once in sync, and not while the datastore has been unreachable (or resyncing) for
+   * longer than DATASTORE_GRACE_MS, so a node cut off from its datastore shows it.
+   */
+  #calcGraphHealth(): { live: boolean; ready: boolean; reason?: string } {
+    if (!this.#inSync) return { live: true, ready: false, reason: `not in sync with the datastore yet (${this.#status})` };
+    const out = this.#outOfSyncSince;
+    if (out !== undefined && Date.now() - out > DATASTORE_GRACE_MS) {
+      return { live: true, ready: false, reason: `the datastore has not been in sync for ${Math.round((Date.now() - out) / 1000)} s (${this.#status})` };
+    }
+    return { live: true, ready: true };
   }
 
   /** The datastore's configuration is in: build the dataplane from it (synchronously: the first messages follow at once). */

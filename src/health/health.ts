@@ -15,6 +15,8 @@ interface Reporter {
   reportsReady: boolean;
   live: boolean;
   ready: boolean;
+  /** Why it is not ready (shown by ?detail=true). */
+  reason?: string | undefined;
   at: number;
 }
 
@@ -30,17 +32,20 @@ export class HealthAggregator {
     this.#reporters.set(name, { name, timeoutMs: opts.timeoutMs, reportsLive: opts.live, reportsReady: opts.ready, live: false, ready: false, at: 0 });
   }
 
-  report(name: string, status: { live?: boolean; ready?: boolean }): void {
+  report(name: string, status: { live?: boolean; ready?: boolean; reason?: string | undefined }): void {
     const r = this.#reporters.get(name);
     if (!r) throw new Error(`health: unknown reporter ${name}`);
     if (status.live !== undefined) r.live = status.live;
-    if (status.ready !== undefined) r.ready = status.ready;
+    if (status.ready !== undefined) {
+      r.ready = status.ready;
+      r.reason = status.ready ? undefined : status.reason;
+    }
     r.at = this.#now();
   }
 
-  detail(): Array<{ name: string; live: boolean; ready: boolean; stale: boolean }> {
+  detail(): Array<{ name: string; live: boolean; ready: boolean; stale: boolean; reason?: string }> {
     const now = this.#now();
-    return [...this.#reporters.values()].map((r) => ({ name: r.name, live: r.live, ready: r.ready, stale: r.timeoutMs > 0 && now - r.at > r.timeoutMs }));
+    return [...this.#reporters.values()].map((r) => ({ name: r.name, live: r.live, ready: r.ready, stale: r.timeoutMs > 0 && now - r.at > r.timeoutMs, ...(r.reason ? { reason: r.reason } : {}) }));
   }
 
   live(): boolean {

@@ -50,6 +50,9 @@ describe('e2e: palisade agent on etcd v3', { skip }, () => {
       FELIX_DATASTORETYPE: 'etcdv3',
       FELIX_ETCDENDPOINTS: etcd.endpoint,
       FELIX_LOGSEVERITYSCREEN: 'Debug',
+      FELIX_HEALTHENABLED: 'true',
+      FELIX_HEALTHHOST: '127.0.0.1',
+      PALISADE_DATASTORE_GRACE_MS: '1000',
     });
     agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
     assert.ok((await lab.until(() => /"status":"up"/.test(log), 15000)) >= 0, `agent never programmed: ${log.slice(-3000)}`);
@@ -70,11 +73,17 @@ describe('e2e: palisade agent on etcd v3', { skip }, () => {
     console.log(`# etcd policy edit enforced in ${Date.now() - t0} ms`);
   });
 
-  it('keeps traffic through an etcd outage, and follows changes once etcd is back', async () => {
+  it('keeps traffic through an etcd outage, reports not ready during it, and follows changes once etcd is back', async () => {
+    assert.equal(lab.http('http://127.0.0.1:9099/readiness').status, 204);
     await etcd.stop();
     // Traffic keeps flowing on what is programmed.
     assert.equal(lab.tcp(api, db.ip, 6543), true);
+    // Past the grace period, readiness says the datastore is gone, and why.
+    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 503, 20000, 200)) >= 0, 'readiness never turned 503');
+    const detail = JSON.parse(lab.http('http://127.0.0.1:9099/readiness?detail=true').body) as { reporters: Array<{ name: string; reason?: string }> };
+    assert.match(detail.reporters.find((r) => r.name === 'calc_graph')?.reason ?? '', /datastore has not been in sync/);
     await etcd.start();
+    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 20000, 200)) >= 0, 'readiness never came back');
     etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
     assert.ok((await lab.until(() => !lab.tcp(api, db.ip, 6543, 300), 15000)) >= 0, 'the delete made after the restart was never enforced');
   });

@@ -4,7 +4,8 @@
 # re-run: every step skips what is already done.
 #   --with-test-tools   also install what the test suite needs (valgrind; etcd-server,
 #                       etcd-client and openssl for the etcd datastore tests;
-#                       iputils-ping for the end-to-end traffic tests)
+#                       iputils-ping for the end-to-end traffic tests; clang-14 and
+#                       libclang-rt-14-dev for the libFuzzer targets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +21,7 @@ fi
 # libmnl for the native nftables backend. Run: iproute2, nftables, iptables, ipset.
 pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev iproute2 nftables iptables ipset)
 if [[ ${1:-} == --with-test-tools ]]; then
-  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping)
+  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

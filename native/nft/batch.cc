@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <unordered_map>
@@ -188,7 +189,9 @@ void ElemOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
     if (id) nftnl_set_set_u32(s.get(), NFTNL_SET_ID, id);
     uint32_t chunk = 0;
     for (; chunk < kElemsPerMessage && done < n; chunk++, done++) {
-      nftnl_set_elem* e = nftnl_set_elem_alloc();
+      // Owned here until the set takes it: a malformed element must not leak it (fuzzing found this).
+      std::unique_ptr<nftnl_set_elem, void (*)(nftnl_set_elem*)> owned(nftnl_set_elem_alloc(), nftnl_set_elem_free);
+      nftnl_set_elem* e = owned.get();
       Check(e);
       uint32_t keyLen;
       const uint8_t* key = r.bytes(&keyLen);
@@ -203,7 +206,7 @@ void ElemOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
         nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, static_cast<uint32_t>(verdict));
         if (!chain.empty()) nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, chain.c_str());
       }
-      nftnl_set_elem_add(s.get(), e);
+      nftnl_set_elem_add(s.get(), owned.release());
     }
     if (chunk == 0) break;
     nlmsghdr* h = b.Header(op == kElemAdd ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, family, op == kElemAdd ? NLM_F_CREATE : 0, tag);
@@ -239,12 +242,23 @@ void RuleOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
     if (!e) throw BadInput("unknown nftables expression \"" + name + "\"");
     nftnl_rule_add_expr(rule.get(), e);  // owned by the rule from here on
     uint16_t nattr = r.u16();
+    uint64_t seen = 0;
+    int32_t verdict = 0;
     for (uint16_t j = 0; j < nattr; j++) {
       uint16_t attr = r.u16();
       uint32_t len;
       const uint8_t* v = r.bytes(&len);
       const std::string problem = AttrProblem(name, attr, v, len);
       if (!problem.empty()) throw BadInput(problem);
+      // libnftnl leaks the first copy of a string attribute set twice (found by fuzzing).
+      if (attr < 64 && (seen >> attr & 1)) throw BadInput("attribute " + std::to_string(attr) + " set twice in expression \"" + name + "\"");
+      // libnftnl frees an immediate's chain only with a jump or goto verdict (found by
+      // fuzzing): the chain must follow such a verdict, as the TS writer emits them.
+      if (name == "immediate" && attr == NFTNL_EXPR_IMM_VERDICT) std::memcpy(&verdict, v, sizeof(verdict));
+      if (name == "immediate" && attr == NFTNL_EXPR_IMM_CHAIN && (!(seen >> NFTNL_EXPR_IMM_VERDICT & 1) || (verdict != NFT_JUMP && verdict != NFT_GOTO))) {
+        throw BadInput("immediate.chain must follow a jump or goto immediate.verdict");
+      }
+      if (attr < 64) seen |= uint64_t{1} << attr;
       if (nftnl_expr_set(e, attr, v, len) < 0) throw BadInput("bad attribute " + std::to_string(attr) + " for expression \"" + name + "\"");
     }
   }
@@ -285,16 +299,17 @@ void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
 
 }  // namespace
 
-CommitResult Commit(const uint8_t* ops, size_t len) {
-  CommitResult out;
-  BatchBuilder b(static_cast<uint32_t>(time(nullptr)));
+namespace {
+
+// The op stream into `b`; false (with out->badInput) when it is malformed.
+bool Build(const uint8_t* ops, size_t len, BatchBuilder& b, CommitResult* out) {
   try {
     Reader r(ops, len);
     while (!r.done()) {
       uint8_t op = r.u8();
       uint8_t family = r.u8();
       uint32_t tag = r.u32();
-      out.ops++;
+      out->ops++;
       switch (op) {
         case kTableAdd:
         case kTableDel:
@@ -323,13 +338,28 @@ CommitResult Commit(const uint8_t* ops, size_t len) {
       }
     }
   } catch (const BadInput& e) {
-    out.badInput = e.what();
-    return out;
+    out->badInput = e.what();
+    return false;
   }
   b.End();
-  out.messages = b.messages();
-  out.bytes = b.buffer().size();
-  if (!out.messages) return out;
+  out->messages = b.messages();
+  out->bytes = b.buffer().size();
+  return true;
+}
+
+}  // namespace
+
+CommitResult BuildOnly(const uint8_t* ops, size_t len) {
+  CommitResult out;
+  BatchBuilder b(1);
+  Build(ops, len, b, &out);
+  return out;
+}
+
+CommitResult Commit(const uint8_t* ops, size_t len) {
+  CommitResult out;
+  BatchBuilder b(static_cast<uint32_t>(time(nullptr)));
+  if (!Build(ops, len, b, &out) || !out.messages) return out;
 
   NlSocket sock;
   if (int e = sock.Open(&out.sysWhat)) {

@@ -30,4 +30,8 @@ struct CommitResult {
 
 CommitResult Commit(const uint8_t* ops, size_t len);
 
+// The same op stream built into a batch in memory and not sent (the fuzz target's entry:
+// everything Commit does before the socket).
+CommitResult BuildOnly(const uint8_t* ops, size_t len);
+
 }  // namespace palisade::nft

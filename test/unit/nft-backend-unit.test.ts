@@ -101,6 +101,11 @@ describe('nft backend: native op stream validation', () => {
     await rejects(rule([{ name: 'log', attrs: [[attr('log.prefix'), Buffer.from(`${'x'.repeat(300)}\0`)]] }]), /at most 255/);
     await rejects(rule([{ name: 'meta', attrs: [[999, new Uint8Array(4)]] }]), /not one palisade uses/);
     await rejects(rule([], new Uint8Array(300)), /userdata longer than 256/);
+    // Found by fuzzing: libnftnl leaks these, so they are refused before it sees them.
+    const u32 = (v: number) => Buffer.from(new Uint32Array([v]).buffer);
+    await rejects(rule([{ name: 'lookup', attrs: [[attr('lookup.set'), Buffer.from('a\0')], [attr('lookup.set'), Buffer.from('b\0')]] }]), /set twice/);
+    await rejects(rule([{ name: 'immediate', attrs: [[attr('immediate.chain'), Buffer.from('c\0')]] }]), /must follow a jump or goto/);
+    await rejects(rule([{ name: 'immediate', attrs: [[attr('immediate.verdict'), u32(1)], [attr('immediate.chain'), Buffer.from('c\0')]] }]), /must follow a jump or goto/);
     const longName = new OpWriter();
     longName.tableAdd(4, 'x'.repeat(1000));
     await rejects(longName.bytes(), /longer than 255 bytes/);

@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// Runs a libFuzzer target: `npm run fuzz -- <target> <seconds>` (targets: selector,
+// nft_ops; default 60 s). Builds native/fuzz first; the working corpus lives in
+// build/fuzz-corpus/<target>, seeded from native/fuzz/corpus/<target>; findings (crash-*,
+// leak-*) land in build/fuzz-findings/. Exits non-zero when the target found something.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const TARGETS = ['selector', 'nft_ops'];
+const [target, secondsText = '60'] = process.argv.slice(2);
+if (!TARGETS.includes(target ?? '')) {
+  console.error(`usage: npm run fuzz -- <${TARGETS.join('|')}> [seconds]`);
+  process.exit(2);
+}
+const seconds = Number(secondsText);
+if (!Number.isFinite(seconds) || seconds <= 0) {
+  console.error(`fuzz: expected a positive number of seconds, got "${secondsText}"`);
+  process.exit(2);
+}
+const make = spawnSync('make', ['-C', `${root}native/fuzz`, '-j2', '--no-print-directory'], { stdio: ['ignore', 'ignore', 'inherit'] });
+if (make.status !== 0) process.exit(make.status ?? 1);
+const corpus = `${root}build/fuzz-corpus/${target}`;
+const findings = `${root}build/fuzz-findings/`;
+mkdirSync(corpus, { recursive: true });
+mkdirSync(findings, { recursive: true });
+const run = spawnSync(`${root}build/fuzz/${target}_fuzz`, [`-max_total_time=${seconds}`, '-print_final_stats=1', `-artifact_prefix=${findings}`, corpus, `${root}native/fuzz/corpus/${target}`], { stdio: 'inherit' });
+process.exit(run.status ?? 1);

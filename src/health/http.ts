@@ -76,6 +76,12 @@ export function guardedServer(name: string, log: Logger, handle: (req: Request, 
   const server: Server = tls
     ? createTlsServer({ cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.clientAuth !== 'NoClientCert', rejectUnauthorized: false }, onRequest)
     : createServer(onRequest);
+  // Slow or idle clients are cut off, and their number is bounded, so a flood of them
+  // (slowloris) holds neither memory nor file descriptors for long.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 15_000;
+  server.keepAliveTimeout = 5_000;
+  server.maxConnections = 1_000;
   server.on('clientError', (_e, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();

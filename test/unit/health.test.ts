@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { request } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 
 import { HealthAggregator, serveHealth } from '../../src/health/health.js';
@@ -124,6 +124,45 @@ describe('metrics over TLS, with Felix\'s client-certificate policies', () => {
       } finally {
         s.close();
       }
+    }
+  });
+});
+
+describe('health server under hostile clients', () => {
+  it('keeps answering while 300 slowloris clients hold connections; refuses oversized headers with 431', async () => {
+    const log = createLogger({ severity: 'Fatal' });
+    const h = new HealthAggregator();
+    h.register('x', { live: true, ready: true, timeoutMs: 60_000 });
+    h.report('x', { live: true, ready: true });
+    const server = await serveHealth(h, '127.0.0.1', 0, log);
+    const port = (server.address() as AddressInfo).port;
+    const slow: Socket[] = [];
+    try {
+      for (let i = 0; i < 300; i++) {
+        const s = connect(port, '127.0.0.1');
+        s.on('error', () => {});
+        s.write('GET /liveness HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+        slow.push(s);
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      const status = await new Promise<number>((resolve) => {
+        get({ host: '127.0.0.1', port, path: '/liveness' }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on('error', () => resolve(0));
+      });
+      assert.equal(status, 204, 'a normal client is still served');
+      const big = await new Promise<string>((resolve) => {
+        const s = connect(port, '127.0.0.1', () => s.end(`GET /liveness HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`));
+        let got = '';
+        s.on('data', (d: Buffer) => (got += d.toString()));
+        s.on('close', () => resolve(got.split('\r\n')[0] ?? ''));
+        s.on('error', () => resolve(got.split('\r\n')[0] ?? ''));
+      });
+      assert.match(big, /^HTTP\/1\.1 (431|400)/);
+    } finally {
+      for (const s of slow) s.destroy();
+      server.close();
     }
   });
 });

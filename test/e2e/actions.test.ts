@@ -3,29 +3,21 @@
 // NftablesFilterAllowAction Return still lets allowed traffic through (the kernel's own
 // chain accepts it).
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-import { stringify } from 'yaml';
 
 import { Lab, type Workload } from '../helpers/lab.js';
+import { LabAgent, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const tempDir = tempDirs('actions');
 const V3 = 'projectcalico.org/v3';
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
 describe('e2e: Reject and Return as the filter table\'s deny and allow actions', { skip: ROOT_SKIP }, () => {
   let lab: Lab;
   let a: Workload, b: Workload;
-  let agent: ChildProcess | undefined;
-  let log = '';
+  let agent: LabAgent | undefined;
 
   /** How a TCP connect from `w` ends: "connected", an error code, or "timeout" after 2 s. */
   const connect = (w: Workload, ip: string, port: number) => {
@@ -54,13 +46,12 @@ describe('e2e: Reject and Return as the filter table\'s deny and allow actions',
       wep(a),
       wep(b),
     ];
-    writeFileSync(join(dir, 'r.yaml'), resources.map((r) => stringify(r)).join('---\n'));
-    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json' });
-    agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    assert.ok((await lab.until(() => /"msg":"applied"/.test(log), 15_000)) >= 0, log.slice(-2000));
+    writeResources(dir, resources);
+    agent = new LabAgent(lab, dir);
+    await agent.applied();
   });
   after(() => {
-    agent?.kill('SIGTERM');
+    agent?.proc.kill('SIGTERM');
     lab?.destroy();
   });
 

@@ -5,23 +5,18 @@
 // Calico's state - the foreign state stays byte-identical - and enforce policy for a pod
 // Felix never knew, which Felix's leftover dispatch rules would have dropped.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-import { stringify } from 'yaml';
 
 import { Lab, type Workload } from '../helpers/lab.js';
+import { BIN, cleanEnv, LabAgent, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const tempDir = tempDirs('takeover');
 const V3 = 'projectcalico.org/v3';
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
 const FOREIGN_V4 = `*nat
 :KUBE-SERVICES - [0:0]
@@ -87,8 +82,7 @@ const wep = (w: Workload, labels: Record<string, string>) => ({
 
 describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKIP }, () => {
   let lab: Lab;
-  let agent: ChildProcess | undefined;
-  let log = '';
+  let agent: LabAgent | undefined;
   let a: Workload, b: Workload, c: Workload;
   const run = (cmd: string, args: string[], input?: string) => {
     const r = spawnSync('ip', ['netns', 'exec', lab.host, cmd, ...args], { encoding: 'utf8', input });
@@ -123,7 +117,7 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
     // What Felix (iptables mode) programmed for the pods it knew: a and b.
     const felixDir = tempDir();
     const profile = { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } };
-    writeFileSync(join(felixDir, 'r.yaml'), [profile, wep(a, { app: 'a' }), wep(b, { app: 'b' })].map((r) => stringify(r)).join('---\n'));
+    writeResources(felixDir, [profile, wep(a, { app: 'a' }), wep(b, { app: 'b' })]);
     const out = tempDir();
     const plan = spawnSync(process.execPath, [BIN, 'plan', '--datastore-dir', felixDir, '--hostname', 'node1', '--dataplane', 'iptables', '--output-dir', out], { encoding: 'utf8', env: cleanEnv });
     assert.equal(plan.status, 0, plan.stderr);
@@ -138,14 +132,13 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
     // palisade, which knows c too, and a policy: only c may reach a.
     const dir = tempDir();
     const policy = { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'a-from-c', namespace: 'e2e' }, spec: { selector: "app == 'a'", ingress: [{ action: 'Allow', source: { selector: "app == 'c'" } }] } };
-    writeFileSync(join(dir, 'r.yaml'), [profile, wep(a, { app: 'a' }), wep(b, { app: 'b' }), wep(c, { app: 'c' }), policy].map((r) => stringify(r)).join('---\n'));
-    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json' });
-    agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    assert.ok((await lab.until(() => /"msg":"applied"/.test(log), 15_000)) >= 0, `never applied:\n${log.slice(-3000)}`);
+    writeResources(dir, [profile, wep(a, { app: 'a' }), wep(b, { app: 'b' }), wep(c, { app: 'c' }), policy]);
+    agent = new LabAgent(lab, dir);
+    await agent.applied();
   });
 
   after(() => {
-    agent?.kill('SIGTERM');
+    agent?.proc.kill('SIGTERM');
     lab?.destroy();
   });
 
@@ -154,8 +147,8 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
       assert.doesNotMatch(run(t, []), /cali/, t);
     }
     assert.doesNotMatch(run('ipset', ['list', '-n']), /^cali[46]0/m);
-    assert.match(log, /removed the iptables-mode state a previous Calico \(Felix\) left on this node/);
-    assert.doesNotMatch(log, /could not check or remove/);
+    assert.match(agent?.log ?? '', /removed the iptables-mode state a previous Calico \(Felix\) left on this node/);
+    assert.doesNotMatch(agent?.log ?? '', /could not check or remove/);
   });
 
   it('leaves every foreign rule, chain, table and ipset byte-identical', () => {

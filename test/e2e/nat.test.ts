@@ -3,30 +3,23 @@
 // pool to NATOutgoingAddress instead of the masquerade address.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-import { stringify } from 'yaml';
 
 import { Lab, type Workload } from '../helpers/lab.js';
+import { LabAgent, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const tempDir = tempDirs('nat');
 const V3 = 'projectcalico.org/v3';
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 const FIP = '203.0.113.77';
 const SNAT_TO = '192.168.200.9';
 
 describe('e2e: floating IPs and NATOutgoingAddress', { skip: ROOT_SKIP }, () => {
   let lab: Lab;
   let w: Workload;
-  let agent: ChildProcess | undefined;
+  let agent: LabAgent | undefined;
   let who: ChildProcess | undefined;
-  let log = '';
   let seen = '';
 
   before(async () => {
@@ -52,13 +45,12 @@ describe('e2e: floating IPs and NATOutgoingAddress', { skip: ROOT_SKIP }, () => 
         spec: { node: 'node1', orchestrator: 'k8s', pod: 'fip', endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], ipNATs: [{ internalIP: w.ip, externalIP: FIP }], profiles: ['kns.e2e'] },
       },
     ];
-    writeFileSync(join(dir, 'r.yaml'), resources.map((r) => stringify(r)).join('---\n'));
-    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json' });
-    agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    assert.ok((await lab.until(() => /"msg":"applied"/.test(log), 15_000)) >= 0, log.slice(-2000));
+    writeResources(dir, resources);
+    agent = new LabAgent(lab, dir);
+    await agent.applied();
   });
   after(() => {
-    agent?.kill('SIGTERM');
+    agent?.proc.kill('SIGTERM');
     who?.kill('SIGKILL');
     lab?.destroy();
   });

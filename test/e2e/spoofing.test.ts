@@ -5,28 +5,21 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-
-import { stringify } from 'yaml';
 
 import { Lab, type Workload } from '../helpers/lab.js';
+import { LabAgent, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const tempDir = tempDirs('spoof');
 const V3 = 'projectcalico.org/v3';
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 const SPOOFED = '10.66.9.9';
 
 describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP }, () => {
   let lab: Lab;
   let a: Workload, b: Workload;
-  let agent: ChildProcess | undefined;
-  let log = '';
+  let agent: LabAgent | undefined;
   let received = '';
   let dir: string;
   let rx: ChildProcess | undefined;
@@ -38,19 +31,12 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
     spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'], ...(spoof.length ? { allowSpoofedSourcePrefixes: spoof } : {}) },
   });
   const write = (spoof: string[]) =>
-    writeFileSync(join(dir, 'r.yaml'), [{ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } }, wep(a, spoof), wep(b, [])].map((r) => stringify(r)).join('---\n'));
+    writeResources(dir, [{ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } }, wep(a, spoof), wep(b, [])]);
   const startAgent = async (spoofing: 'Any' | 'Disabled') => {
-    log = '';
-    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json', FELIX_WORKLOADSOURCESPOOFING: spoofing });
-    agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    assert.ok((await lab.until(() => /"msg":"applied"/.test(log), 15_000)) >= 0, log.slice(-2000));
+    agent = new LabAgent(lab, dir, { FELIX_WORKLOADSOURCESPOOFING: spoofing });
+    await agent.applied();
   };
-  const stopAgent = async () => {
-    const p = agent;
-    if (!p || p.exitCode !== null) return;
-    p.kill('SIGTERM');
-    await new Promise((r) => p.once('exit', r));
-  };
+  const stopAgent = async () => agent?.stop();
   /** Sends a datagram from `from` (a's real or spoofed address) to b; true if b got it. */
   const send = async (from: string, tag: string) => {
     lab.sh(a.ns, process.execPath, ['-e', `const s = require('dgram').createSocket('udp4'); s.bind({ address: '${from}' }, () => s.send('${tag}', 7777, '${b.ip}', () => s.close()));`]);

@@ -1,0 +1,45 @@
+// The agent as a child process in a Lab's host namespace against a file datastore, with
+// its JSON log collected: the start-up every e2e traffic test needs before its packets.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { stringify } from 'yaml';
+
+import type { Lab } from './lab.js';
+
+export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
+/** The test runner's environment without FELIX_* variables, which would override the datastore. */
+export const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+
+/** Writes `resources` as one calicoctl-style multi-document YAML file in `dir`. */
+export function writeResources(dir: string, resources: unknown[], file = 'r.yaml'): void {
+  writeFileSync(join(dir, file), resources.map((r) => stringify(r)).join('---\n'));
+}
+
+export class LabAgent {
+  readonly proc: ChildProcess;
+  log = '';
+  constructor(
+    private readonly lab: Lab,
+    dir: string,
+    env: NodeJS.ProcessEnv = {},
+  ) {
+    this.proc = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json', ...env });
+    this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
+  }
+
+  /** Waits for the first completed apply: the kernel now holds what the datastore asks for. */
+  async applied(ms = 15_000): Promise<void> {
+    assert.ok((await this.lab.until(() => /"msg":"applied"/.test(this.log), ms)) >= 0, `never applied:\n${this.log.slice(-3000)}`);
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (p.exitCode !== null || p.signalCode !== null) return;
+    p.kill('SIGTERM');
+    await new Promise((r) => p.once('exit', r));
+  }
+}

@@ -2,7 +2,9 @@
 // Writes the fuzzers' seed corpus (native/fuzz/corpus/): real nftables op streams, as the
 // backend sends them for a small ruleset (a table, base and regular chains, sets with
 // elements, verdict maps, rules of every kind), one stream per chain or set so each seed is
-// small; and selectors of the shapes Calico users write. Run after `npm run build:ts`.
+// small; selectors of the shapes Calico users write; route op streams; and rtnetlink
+// messages (links, renames, addresses, route deletions) as the kernel sends them. Run
+// after `npm run build:ts`.
 import { mkdirSync, writeFileSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
@@ -50,4 +52,54 @@ const selectors = [
   "a.b/c contains 'x' || name starts with 'ab' || name ends with \"z\"", "!(a == 'b' && (c != 'd' || has(e)))", "x in {'a', 'b',}",
 ];
 selectors.forEach((s, i) => out('selector', `sel-${i}`, s));
-console.log(`fuzz-seeds: ${n} op streams, ${selectors.length} selectors`);
+
+// Route and neighbour op streams as the route manager encodes them.
+const { encodeRouteOps } = await import(new URL('dist/src/native/rtnl.js', root));
+const routeSeeds = [
+  [{ op: 'routeReplace', ifindex: 7, dst: '10.65.0.2/32' }, { op: 'neighReplace', ifindex: 7, dst: '10.65.0.2', mac: 'ee:ee:ee:ee:ee:ee' }],
+  [{ op: 'routeDelete', ifindex: 9, dst: 'fd00:65::2/128' }, { op: 'neighDelete', ifindex: 9, dst: 'fd00:65::2' }],
+  [{ op: 'routeReplace', ifindex: 3, dst: '192.168.0.0/16' }, { op: 'routeReplace', ifindex: 3, dst: '0.0.0.0/0' }],
+];
+routeSeeds.forEach((ops, i) => out('route_ops', `ops-${i}`, encodeRouteOps(ops)));
+
+// rtnetlink messages as the kernel sends them to the interface monitor: nlmsghdr, the
+// family header, then attributes (each 4-byte aligned).
+const attr = (type, payload) => {
+  const a = Buffer.alloc(4 + payload.length + ((4 - (payload.length % 4)) % 4));
+  a.writeUInt16LE(4 + payload.length, 0);
+  a.writeUInt16LE(type, 2);
+  Buffer.from(payload).copy(a, 4);
+  return a;
+};
+const msg = (type, fixed, attrs) => {
+  const body = Buffer.concat([fixed, ...attrs]);
+  const h = Buffer.alloc(16);
+  h.writeUInt32LE(16 + body.length, 0);
+  h.writeUInt16LE(type, 4);
+  return Buffer.concat([h, body]);
+};
+const ifinfo = (index, running) => {
+  const b = Buffer.alloc(16);
+  b.writeInt32LE(index, 4);
+  b.writeUInt32LE(running ? 0x41 : 0x1, 8);
+  return b;
+};
+const ifaddr = (family, prefix, index) => Buffer.from([family, prefix, 0, 0, index, 0, 0, 0]);
+const rtmsg = (family, dstLen, protocol) => Buffer.from([family, dstLen, 0, 0, 254, protocol, 253, 1, 0, 0, 0, 0]);
+const name = (s) => attr(3, Buffer.from(`${s}\0`));
+const [NEWLINK, DELLINK, NEWADDR, DELADDR, DELROUTE] = [16, 17, 20, 21, 25];
+const v4 = Buffer.from([10, 65, 0, 1]);
+const v6 = Buffer.from('fd000065000000000000000000000001', 'hex');
+const oif = (i) => { const b = Buffer.alloc(4); b.writeUInt32LE(i); return attr(4, b); };
+const rtnlSeeds = [
+  [msg(NEWLINK, ifinfo(5, true), [name('cali1234')]), msg(NEWADDR, ifaddr(2, 32, 5), [attr(2, v4), attr(1, v4)])],
+  [msg(NEWLINK, ifinfo(6, false), [name('eth0')]), msg(NEWADDR, ifaddr(10, 64, 6), [attr(1, v6)]), msg(DELADDR, ifaddr(10, 64, 6), [attr(1, v6)])],
+  [msg(NEWLINK, ifinfo(5, true), [name('cali1234')]), msg(NEWLINK, ifinfo(5, true), [name('cali5678')]), msg(DELLINK, ifinfo(5, false), [name('cali5678')])],
+  [msg(NEWLINK, ifinfo(8, true), [name('docker0')]), msg(NEWLINK, ifinfo(9, true), [name('calib')]), msg(DELROUTE, rtmsg(2, 32, 3), [attr(1, v4), oif(9)])],
+];
+// Regression: a length of 2^31 or more once made the message iterator loop forever.
+const huge = msg(NEWLINK, ifinfo(5, true), [name('cali1')]);
+huge.writeUInt32LE(0xfffffff0, 0);
+rtnlSeeds.push([msg(NEWLINK, ifinfo(4, true), [name('eth1')]), huge]);
+rtnlSeeds.forEach((msgs, i) => out('rtnl_msgs', `msgs-${i}`, Buffer.concat(msgs)));
+console.log(`fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets`);

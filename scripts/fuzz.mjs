@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs a libFuzzer target: `npm run fuzz -- <target> <seconds>` (targets: selector,
-// nft_ops; default 60 s). Builds native/fuzz first; the working corpus lives in
+// nft_ops, route_ops, rtnl_msgs; default 60 s). Builds native/fuzz first; the working corpus lives in
 // build/fuzz-corpus/<target>, seeded from native/fuzz/corpus/<target>; findings (crash-*,
 // leak-*) land in build/fuzz-findings/. Exits non-zero when the target found something.
 import { spawnSync } from 'node:child_process';
@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const TARGETS = ['selector', 'nft_ops'];
+const TARGETS = ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs'];
 const [target, secondsText = '60'] = process.argv.slice(2);
 if (!TARGETS.includes(target ?? '')) {
   console.error(`usage: npm run fuzz -- <${TARGETS.join('|')}> [seconds]`);
@@ -25,5 +25,5 @@ const corpus = `${root}build/fuzz-corpus/${target}`;
 const findings = `${root}build/fuzz-findings/`;
 mkdirSync(corpus, { recursive: true });
 mkdirSync(findings, { recursive: true });
-const run = spawnSync(`${root}build/fuzz/${target}_fuzz`, [`-max_total_time=${seconds}`, '-print_final_stats=1', `-artifact_prefix=${findings}`, corpus, `${root}native/fuzz/corpus/${target}`], { stdio: 'inherit' });
+const run = spawnSync(`${root}build/fuzz/${target}_fuzz`, [`-max_total_time=${seconds}`, '-timeout=10', '-print_final_stats=1', `-artifact_prefix=${findings}`, corpus, `${root}native/fuzz/corpus/${target}`], { stdio: 'inherit' });
 process.exit(run.status ?? 1);

@@ -1,4 +1,5 @@
 #include "ct/conntrack.h"
+#include "common/netlink_read.h"
 
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
@@ -115,7 +116,7 @@ int Dump(mnl_socket* nl, uint8_t family, DumpState* st, std::string* what) {
   }
   const uint32_t port = mnl_socket_get_portid(nl);
   for (;;) {
-    ssize_t n = mnl_socket_recvfrom(nl, buf.data(), buf.size());
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(nl), buf.data(), buf.size(), 0);
     if (n < 0) {
       *what = "receive conntrack dump";
       return errno;
@@ -144,7 +145,7 @@ int Delete(mnl_socket* nl, uint8_t family, const DumpState& st, uint32_t* delete
       *what = "send conntrack delete";
       return errno;
     }
-    ssize_t n = mnl_socket_recvfrom(nl, buf.data(), buf.size());
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(nl), buf.data(), buf.size(), 0);
     if (n < 0) {
       *what = "receive conntrack delete ack";
       return errno;

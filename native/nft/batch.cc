@@ -20,6 +20,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "common/netlink_read.h"
 #include "nft/attrs.h"
 #include "nft/netlink.h"
 #include "nft/ops.h"
@@ -273,7 +274,7 @@ void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
   bool sawLast = false;
   int flags = 0;
   for (;;) {
-    ssize_t n = recv(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), flags);
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), flags);
     if (n < 0) {
       if (errno == EINTR) continue;
       if ((errno == EAGAIN || errno == EWOULDBLOCK) && sawLast) return;
@@ -281,9 +282,9 @@ void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
       out->sysWhat = "recv";
       return;
     }
-    size_t len = static_cast<size_t>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, static_cast<int>(len)); h = mnl_nlmsg_next(h, reinterpret_cast<int*>(&len))) {
-      if (h->nlmsg_type != NLMSG_ERROR) continue;
+    int len = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NlmsgOk(h, len); h = mnl_nlmsg_next(h, &len)) {
+      if (h->nlmsg_type != NLMSG_ERROR || mnl_nlmsg_get_payload_len(h) < sizeof(nlmsgerr)) continue;
       auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h));
       uint32_t seq = err->msg.nlmsg_seq;
       uint32_t tag = UINT32_MAX;

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <functional>
 
+#include "common/netlink_read.h"
 #include "nft/netlink.h"
 
 namespace palisade::nft {
@@ -31,7 +32,7 @@ int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::functi
   build(h);
   if (mnl_socket_sendto(sock.get(), h, h->nlmsg_len) < 0) return errno;
   for (;;) {
-    ssize_t n = mnl_socket_recvfrom(sock.get(), buf.data(), buf.size());
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), 0);
     if (n < 0) return errno == EINTR ? EINTR : errno;
     int r = mnl_cb_run(buf.data(), n, seq, sock.portid(), Trampoline, &parse);
     if (r < 0) return errno;

@@ -1,6 +1,8 @@
 #include "rtnl/monitor.h"
 #include "rtnl/routes.h"
 
+#include "common/netlink_read.h"
+
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
 #include <linux/if.h>
@@ -93,16 +95,16 @@ int Monitor::DumpInto(int type, std::vector<Event>* out) {
   g->rtgen_family = AF_UNSPEC;
   if (send(dumpFd_, h, h->nlmsg_len, 0) < 0) return errno;
   for (;;) {
-    ssize_t n = recv(dumpFd_, buf.data(), buf.size(), 0);
+    ssize_t n = RecvFromKernel(dumpFd_, buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno;
     }
     int len = static_cast<int>(n);
-    for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(m, len); m = mnl_nlmsg_next(m, &len)) {
+    for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); NlmsgOk(m, len); m = mnl_nlmsg_next(m, &len)) {
       if (m->nlmsg_seq != dumpSeq_) continue;
       if (m->nlmsg_type == NLMSG_DONE) return 0;
-      if (m->nlmsg_type == NLMSG_ERROR) return -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
+      if (m->nlmsg_type == NLMSG_ERROR) return mnl_nlmsg_get_payload_len(m) < sizeof(nlmsgerr) ? EPROTO : -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
       Handle(m, out);
     }
   }
@@ -120,8 +122,16 @@ void Monitor::FullResync(std::vector<Event>* out) {
   FinishResync(out);
 }
 
+void Monitor::Feed(const char* buf, int len, std::vector<Event>* out) {
+  for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); NlmsgOk(h, len); h = mnl_nlmsg_next(h, &len)) Handle(h, out);
+}
+
+// Every message's fixed header is checked for length before it is read: the kernel's
+// messages are well formed, but this is the code that must never trust a byte count.
 void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
+  const size_t payload = mnl_nlmsg_get_payload_len(h);
   if (h->nlmsg_type == RTM_NEWLINK || h->nlmsg_type == RTM_DELLINK) {
+    if (payload < sizeof(ifinfomsg)) return;
     auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(h));
     std::string name;
     mnl_attr_parse(h, sizeof(*ifi), [](const nlattr* a, void* data) {
@@ -163,6 +173,7 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
     return;
   }
   if (h->nlmsg_type == RTM_DELROUTE) {
+    if (payload < sizeof(rtmsg)) return;
     auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
     if (rt->rtm_protocol != RTPROT_BOOT || rt->rtm_table != RT_TABLE_MAIN) return;
     const RouteAttrs r = ParseRouteAttrs(h);
@@ -172,22 +183,24 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
     return;
   }
   if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) {
+    if (payload < sizeof(ifaddrmsg)) return;
     auto* ifa = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(h));
     auto it = ifaces_.find(static_cast<int>(ifa->ifa_index));
-    if (it == ifaces_.end()) return;
-    const void* addr = nullptr;
+    if (it == ifaces_.end() || (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)) return;
     struct Found {
+      uint16_t alen;
       const void* local = nullptr;
       const void* address = nullptr;
-    } found;
+    } found{static_cast<uint16_t>(ifa->ifa_family == AF_INET ? 4 : 16)};
     mnl_attr_parse(h, sizeof(*ifa), [](const nlattr* a, void* data) {
       auto* f = static_cast<Found*>(data);
+      if (mnl_attr_get_payload_len(a) != f->alen) return MNL_CB_OK;
       if (mnl_attr_get_type(a) == IFA_LOCAL) f->local = mnl_attr_get_payload(a);
       if (mnl_attr_get_type(a) == IFA_ADDRESS) f->address = mnl_attr_get_payload(a);
       return MNL_CB_OK;
     }, &found);
-    addr = found.local ? found.local : found.address;
-    if (!addr || (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)) return;
+    const void* addr = found.local ? found.local : found.address;
+    if (!addr) return;
     std::string s = AddrString(ifa->ifa_family, addr, ifa->ifa_prefixlen);
     Iface& f = it->second;
     bool changed = h->nlmsg_type == RTM_NEWADDR ? f.addrs.insert(s).second : f.addrs.erase(s) > 0;
@@ -283,19 +296,19 @@ void Monitor::Run() {
     // (a burst: many interfaces at once), up to 20 ms: one batch, one JS callback.
     auto drain = [&] {
       for (;;) {
-        ssize_t n = recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
+        ssize_t n = RecvFromKernel(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
         if (n < 0) {
           if (errno == EINTR) continue;
-          if (errno == ENOBUFS) {
-            // The kernel dropped events: the table can no longer be trusted. Dump it all.
+          if (errno == ENOBUFS || errno == ENOSPC) {
+            // The kernel dropped events (or one did not fit the buffer): the table can no
+            // longer be trusted. Dump it all.
             batch.push_back({Event::kOverflow, "", 0, "", {}});
             FullResync(&batch);
             continue;
           }
           return;  // EAGAIN: drained
         }
-        int len = static_cast<int>(n);
-        for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); mnl_nlmsg_ok(h, len); h = mnl_nlmsg_next(h, &len)) Handle(h, &batch);
+        Feed(buf.data(), static_cast<int>(n), &batch);
       }
     };
     if (fds[0].revents & (POLLIN | POLLERR)) {

@@ -51,6 +51,10 @@ class Monitor {
   void Resync();
   bool running() const { return thread_.joinable(); }
 
+  // Applies a buffer of rtnetlink messages as if the event socket had delivered it (the
+  // thread's own path, and the fuzz target's entry: no thread or socket needed).
+  void Feed(const char* buf, int len, std::vector<Event>* out);
+
  private:
   struct Iface {
     std::string name;

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <unordered_map>
 
+#include "common/netlink_read.h"
+
 namespace palisade::rtnl {
 namespace {
 
@@ -43,77 +45,105 @@ std::string AddrString(int family, const void* data, int prefix) {
 
 RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
   RouteAttrs r;
+  if (mnl_nlmsg_get_payload_len(h) < sizeof(rtmsg)) return r;
+  const auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(h));
+  if (rt->rtm_family != AF_INET && rt->rtm_family != AF_INET6) return r;
+  struct Ctx {
+    RouteAttrs* r;
+    uint16_t alen;
+  } ctx{&r, static_cast<uint16_t>(rt->rtm_family == AF_INET ? 4 : 16)};
   mnl_attr_parse(h, sizeof(rtmsg), [](const nlattr* a, void* data) {
-    auto* x = static_cast<RouteAttrs*>(data);
-    if (mnl_attr_get_type(a) == RTA_DST) x->dst = mnl_attr_get_payload(a);
-    if (mnl_attr_get_type(a) == RTA_OIF) x->oif = static_cast<int>(mnl_attr_get_u32(a));
+    auto* c = static_cast<Ctx*>(data);
+    // A short attribute would make the reader run past it: take only well-formed ones.
+    if (mnl_attr_get_type(a) == RTA_DST && mnl_attr_get_payload_len(a) == c->alen) c->r->dst = mnl_attr_get_payload(a);
+    if (mnl_attr_get_type(a) == RTA_OIF && mnl_attr_validate(a, MNL_TYPE_U32) >= 0) c->r->oif = static_cast<int>(mnl_attr_get_u32(a));
     return MNL_CB_OK;
-  }, &r);
+  }, &ctx);
   return r;
+}
+
+namespace {
+
+// Appends one op's message to the batch; false (with `out->badInput`) for a malformed op.
+bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
+  const uint8_t op = p[0];
+  uint32_t tag, ifindex;
+  std::memcpy(&tag, p + 1, 4);
+  std::memcpy(&ifindex, p + 6, 4);
+  if (p[5] != 4 && p[5] != 6) {
+    out->badInput = "route op family " + std::to_string(p[5]) + " (expected 4 or 6)";
+    return false;
+  }
+  const uint8_t fam = p[5] == 6 ? AF_INET6 : AF_INET;
+  const size_t alen = fam == AF_INET ? 4 : 16;
+  const uint8_t prefix = p[10];
+  if (prefix > alen * 8) {
+    out->badInput = "route op prefix length " + std::to_string(prefix) + " is too long for IPv" + std::to_string(p[5]);
+    return false;
+  }
+  const uint8_t* addr = p + 11;
+  const uint8_t proto = p[27], scope = p[28];
+  const uint8_t* mac = p + 29;
+  nlmsghdr* h = mnl_nlmsg_put_header(b->buf.data() + b->used);
+  h->nlmsg_seq = b->nextSeq;
+  b->tags[b->nextSeq++] = tag;
+  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  if (op == kRouteReplace || op == kRouteDelete) {
+    h->nlmsg_type = op == kRouteReplace ? RTM_NEWROUTE : RTM_DELROUTE;
+    if (op == kRouteReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
+    auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtmsg)));
+    rt->rtm_family = fam;
+    rt->rtm_dst_len = prefix;
+    rt->rtm_table = RT_TABLE_MAIN;
+    rt->rtm_protocol = proto;
+    rt->rtm_scope = scope;
+    rt->rtm_type = RTN_UNICAST;
+    mnl_attr_put(h, RTA_DST, alen, addr);
+    mnl_attr_put_u32(h, RTA_OIF, ifindex);
+  } else if (op == kNeighReplace || op == kNeighDelete) {
+    h->nlmsg_type = op == kNeighReplace ? RTM_NEWNEIGH : RTM_DELNEIGH;
+    if (op == kNeighReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
+    auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ndmsg)));
+    nd->ndm_family = fam;
+    nd->ndm_ifindex = static_cast<int>(ifindex);
+    nd->ndm_state = NUD_PERMANENT;
+    mnl_attr_put(h, NDA_DST, alen, addr);
+    if (op == kNeighReplace) mnl_attr_put(h, NDA_LLADDR, 6, mac);
+  } else {
+    out->badInput = "unknown route op " + std::to_string(op);
+    return false;
+  }
+  b->used += NLMSG_ALIGN(h->nlmsg_len);
+  out->ops++;
+  return true;
+}
+
+}  // namespace
+
+bool BuildRoutes(const uint8_t* ops, size_t len, uint32_t firstSeq, RouteBatch* b, RouteResult* out) {
+  if (len % kRouteOpSize) {
+    out->badInput = "route op stream length is not a multiple of the op size";
+    return false;
+  }
+  b->buf.assign(len / kRouteOpSize * kMaxRouteMsg + 64, 0);
+  b->used = 0;
+  b->nextSeq = firstSeq;
+  b->tags.clear();
+  for (size_t off = 0; off < len; off += kRouteOpSize)
+    if (!PutOp(ops + off, b, out)) return false;
+  return true;
 }
 
 RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
   RouteResult out;
-  if (len % kRouteOpSize) {
-    out.badInput = "route op stream length is not a multiple of the op size";
-    return out;
-  }
-  std::vector<char> buf(len / kRouteOpSize * 128 + 64);
-  size_t used = 0;
-  uint32_t seq = static_cast<uint32_t>(time(nullptr)) << 8;
-  uint32_t first = seq;
-  std::unordered_map<uint32_t, uint32_t> tags;
-  for (size_t off = 0; off < len; off += kRouteOpSize) {
-    const uint8_t* p = ops + off;
-    uint8_t op = p[0];
-    uint32_t tag, ifindex;
-    std::memcpy(&tag, p + 1, 4);
-    uint8_t fam = p[5] == 6 ? AF_INET6 : AF_INET;
-    std::memcpy(&ifindex, p + 6, 4);
-    uint8_t prefix = p[10];
-    const uint8_t* addr = p + 11;
-    uint8_t proto = p[27], scope = p[28];
-    const uint8_t* mac = p + 29;
-    size_t alen = fam == AF_INET ? 4 : 16;
-    nlmsghdr* h = mnl_nlmsg_put_header(buf.data() + used);
-    h->nlmsg_seq = seq;
-    tags[seq++] = tag;
-    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-    if (op == kRouteReplace || op == kRouteDelete) {
-      h->nlmsg_type = op == kRouteReplace ? RTM_NEWROUTE : RTM_DELROUTE;
-      if (op == kRouteReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
-      auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtmsg)));
-      rt->rtm_family = fam;
-      rt->rtm_dst_len = prefix;
-      rt->rtm_table = RT_TABLE_MAIN;
-      rt->rtm_protocol = proto;
-      rt->rtm_scope = scope;
-      rt->rtm_type = RTN_UNICAST;
-      mnl_attr_put(h, RTA_DST, alen, addr);
-      mnl_attr_put_u32(h, RTA_OIF, ifindex);
-    } else if (op == kNeighReplace || op == kNeighDelete) {
-      h->nlmsg_type = op == kNeighReplace ? RTM_NEWNEIGH : RTM_DELNEIGH;
-      if (op == kNeighReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
-      auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ndmsg)));
-      nd->ndm_family = fam;
-      nd->ndm_ifindex = static_cast<int>(ifindex);
-      nd->ndm_state = NUD_PERMANENT;
-      mnl_attr_put(h, NDA_DST, alen, addr);
-      if (op == kNeighReplace) mnl_attr_put(h, NDA_LLADDR, 6, mac);
-    } else {
-      out.badInput = "unknown route op " + std::to_string(op);
-      return out;
-    }
-    used += NLMSG_ALIGN(h->nlmsg_len);
-    out.ops++;
-  }
-  if (!out.ops) return out;
+  RouteBatch b;
+  if (!BuildRoutes(ops, len, static_cast<uint32_t>(time(nullptr)) << 8, &b, &out) || !out.ops) return out;
   Sock s;
   if (int e = s.Open(&out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
-  if (mnl_socket_sendto(s.nl, buf.data(), used) < 0) {
+  if (mnl_socket_sendto(s.nl, b.buf.data(), b.used) < 0) {
     out.sysErrno = errno;
     out.sysWhat = "sendto";
     return out;
@@ -122,7 +152,7 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
   std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
   size_t answered = 0;
   while (answered < out.ops) {
-    ssize_t n = mnl_socket_recvfrom(s.nl, rbuf.data(), rbuf.size());
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), rbuf.data(), rbuf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       out.sysErrno = errno;
@@ -130,11 +160,14 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
       return out;
     }
     int left = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(rbuf.data()); mnl_nlmsg_ok(h, left); h = mnl_nlmsg_next(h, &left)) {
-      if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < first) continue;
+    for (auto* h = reinterpret_cast<nlmsghdr*>(rbuf.data()); NlmsgOk(h, left); h = mnl_nlmsg_next(h, &left)) {
+      if (h->nlmsg_type != NLMSG_ERROR || mnl_nlmsg_get_payload_len(h) < sizeof(nlmsgerr)) continue;
+      // By sequence number, not by range: the numbers may wrap around within a batch.
+      auto t = b.tags.find(h->nlmsg_seq);
+      if (t == b.tags.end()) continue;
       auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h));
       answered++;
-      if (err->error) out.failures.push_back({tags.count(h->nlmsg_seq) ? tags[h->nlmsg_seq] : UINT32_MAX, -err->error});
+      if (err->error) out.failures.push_back({t->second, -err->error});
     }
   }
   return out;
@@ -166,7 +199,7 @@ RouteDump DumpRoutes(int protocol) {
       int protocol;
     } ctx{&out, protocol};
     for (;;) {
-      ssize_t n = mnl_socket_recvfrom(s.nl, buf, sizeof(buf));
+      ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf, sizeof(buf), 0);
       if (n < 0) {
         out.sysErrno = errno;
         out.sysWhat = "recv";
@@ -174,6 +207,7 @@ RouteDump DumpRoutes(int protocol) {
       }
       int r = mnl_cb_run(buf, n, seq, mnl_socket_get_portid(s.nl), [](const nlmsghdr* m, void* data) {
         auto* c = static_cast<Ctx*>(data);
+        if (mnl_nlmsg_get_payload_len(m) < sizeof(rtmsg)) return MNL_CB_OK;
         auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
         if (rt->rtm_protocol != c->protocol || rt->rtm_table != RT_TABLE_MAIN) return MNL_CB_OK;
         const RouteAttrs a = ParseRouteAttrs(m);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 struct nlmsghdr;
@@ -39,6 +40,21 @@ struct RouteResult {
   std::string sysWhat;
   std::string badInput;
 };
+
+// The largest message one op becomes (a route: header, rtmsg, a 16-byte RTA_DST, RTA_OIF).
+constexpr size_t kMaxRouteMsg = 128;
+
+// One sendmsg's worth of messages, and which op each sequence number came from.
+struct RouteBatch {
+  std::vector<char> buf;
+  size_t used = 0;
+  uint32_t nextSeq = 0;
+  std::unordered_map<uint32_t, uint32_t> tags;
+};
+
+// Everything ApplyRoutes does before the socket (the fuzz target's entry): reads the op
+// stream into `b`; false, with `out->badInput`, for a malformed stream.
+bool BuildRoutes(const uint8_t* ops, size_t len, uint32_t firstSeq, RouteBatch* b, RouteResult* out);
 
 RouteResult ApplyRoutes(const uint8_t* ops, size_t len);
 

@@ -1,5 +1,5 @@
 // Standalone test of the native core (selector parser, canonical form, UID, evaluation,
-// label index) with no Node-API in the way, so it can run under AddressSanitizer,
+// label index, the netlink reading guards) with no Node-API in the way, so it can run under AddressSanitizer,
 // UndefinedBehaviorSanitizer, LeakSanitizer and valgrind. Usage: core_test [iterations]
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +9,14 @@
 #include <string>
 #include <vector>
 
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/netlink_read.h"
 #include "labelindex/label_index.h"
 #include "selector/canonical.h"
 #include "selector/evaluate.h"
@@ -252,9 +260,59 @@ static void TestSmallVec(unsigned seed) {
   CHECK(true, "SmallVec");
 }
 
+// NlmsgOk refuses a length past the buffer even when it is 2^31 or more (libmnl's check
+// lets it through and its iterator then loops forever); RecvFromKernel drops a message
+// forged by another socket and still returns the kernel's answers.
+static void TestNetlinkRead() {
+  alignas(4) char buf[32] = {};
+  auto* h = reinterpret_cast<nlmsghdr*>(buf);
+  h->nlmsg_len = 16;
+  CHECK(NlmsgOk(h, sizeof(buf)), "a 16-byte message in 32 bytes is fine");
+  h->nlmsg_len = 0xfffffff0u;
+  CHECK(!NlmsgOk(h, sizeof(buf)), "a 4 GiB length is refused");
+  h->nlmsg_len = 33;
+  CHECK(!NlmsgOk(h, sizeof(buf)), "a length past the buffer is refused");
+
+  const int a = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  const int b = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  CHECK(a >= 0 && b >= 0, "netlink sockets: %s", std::strerror(errno));
+  if (a < 0 || b < 0) return;
+  sockaddr_nl self{};
+  self.nl_family = AF_NETLINK;
+  socklen_t sl = sizeof(self);
+  CHECK(bind(a, reinterpret_cast<sockaddr*>(&self), sizeof(self)) == 0 && getsockname(a, reinterpret_cast<sockaddr*>(&self), &sl) == 0, "bind");
+  nlmsghdr forged{};
+  forged.nlmsg_len = sizeof(forged);
+  forged.nlmsg_type = RTM_NEWLINK;
+  sockaddr_nl to{};
+  to.nl_family = AF_NETLINK;
+  to.nl_pid = self.nl_pid;
+  // Without CAP_NET_ADMIN the kernel refuses the forgery itself; with it, we must drop it.
+  const bool sent = sendto(b, &forged, sizeof(forged), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == sizeof(forged);
+  alignas(4) char rbuf[1 << 16];
+  errno = 0;
+  CHECK(RecvFromKernel(a, rbuf, sizeof(rbuf), MSG_DONTWAIT) < 0 && errno == EAGAIN, "a forged message (sent: %d) was returned", sent);
+  struct {
+    nlmsghdr h;
+    rtgenmsg g;
+  } req{};
+  req.h.nlmsg_len = sizeof(req);
+  req.h.nlmsg_type = RTM_GETLINK;
+  req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  req.g.rtgen_family = AF_UNSPEC;
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  CHECK(sendto(a, &req, sizeof(req), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) == sizeof(req), "dump request");
+  const ssize_t n = RecvFromKernel(a, rbuf, sizeof(rbuf), 0);
+  CHECK(n >= static_cast<ssize_t>(sizeof(nlmsghdr)) && reinterpret_cast<nlmsghdr*>(rbuf)->nlmsg_type == RTM_NEWLINK, "the kernel's answer: %zd", n);
+  close(a);
+  close(b);
+}
+
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 3000;
   TestCanonical();
+  TestNetlinkRead();
   TestSmallVec<0>(1);
   TestSmallVec<1>(2);
   TestSmallVec<2>(3);

@@ -1,6 +1,8 @@
 // The libFuzzer targets (native/fuzz) run for a bounded time in every test run: the
-// selector parser and the nft op-stream reader and batch builder, under ASan, UBSan and
-// LeakSanitizer, from the committed seed corpus. Longer runs: `npm run fuzz -- <target> <s>`.
+// selector parser, the nft op-stream reader and batch builder, the route op-stream reader
+// and the rtnetlink message handling of the interface monitor, under ASan, UBSan and
+// LeakSanitizer (and a 10 s limit per input, so a hang is a finding), from the committed
+// seed corpus. Longer runs: `npm run fuzz -- <target> <s>`.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
@@ -11,7 +13,7 @@ const SECONDS = Number(process.env.PALISADE_FUZZ_SECONDS) || 15;
 const haveClang = spawnSync('clang++-14', ['--version']).status === 0;
 
 describe('native fuzzing', { skip: haveClang ? false : 'clang-14 is not installed (npm test installs it: scripts/setup.sh --with-test-tools)' }, () => {
-  for (const target of ['selector', 'nft_ops']) {
+  for (const target of ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs']) {
     it(`${target}: ${SECONDS} s of fuzzing find no crash, leak or undefined behaviour`, { timeout: (SECONDS + 240) * 1000 }, () => {
       const r = spawnSync(process.execPath, [SCRIPT, target, String(SECONDS)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
       const out = `${r.stdout}${r.stderr}`;

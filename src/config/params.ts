@@ -143,7 +143,7 @@ export const PARAMS = {
   NftablesRefreshInterval: felix('NftablesRefreshInterval', nonNegativeSeconds, 'nftables mode: seconds between re-reads of our tables to repair drift (0: never).'),
   IpsetsRefreshInterval: felix('IpsetsRefreshInterval', nonNegativeSeconds, 'Seconds between re-reads of our IP sets (0: never); in nftables mode the sets are in our tables, re-read with them.'),
   RouteRefreshInterval: felix('RouteRefreshInterval', nonNegativeSeconds, 'Seconds between re-reads of our routes (0: never).'),
-  InterfaceRefreshInterval: felix('InterfaceRefreshInterval', nonNegativeSeconds, 'Seconds between full interface resyncs (0: never).'),
+  InterfaceRefreshInterval: felix('InterfaceRefreshInterval', nonNegativeSeconds, 'Seconds between full interface resyncs, which also rewrite the workload interfaces\' sysctls (0: never).'),
   MaxIpsetSize: felix('MaxIpsetSize', positive, 'Largest number of members an IP set may hold (iptables mode: ipset maxelem; nftables sets have no size, as in Felix\'s nftables mode).'),
   DefaultEndpointToHostAction: felix('DefaultEndpointToHostAction', spelled(['Drop', 'Return', 'Accept'] as const), 'What happens to workload traffic to the host after its egress policy: Drop, Return or Accept.'),
   ChainInsertMode: felix('ChainInsertMode', spelled(['Insert', 'Append'] as const), 'iptables mode: hook our chains at the top (Insert) or bottom (Append) of the kernel\'s chains (nftables mode has its own base chains, as Felix\'s).'),

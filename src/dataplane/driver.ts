@@ -83,7 +83,15 @@ export class DataplaneDriver {
       this.#routes.markResync();
       this.#schedule();
     });
-    every(cfg.InterfaceRefreshInterval, () => this.#monitor.resync());
+    every(cfg.InterfaceRefreshInterval, () => {
+      this.#monitor.resync();
+      // Felix writes interface sysctls only when an interface appears; we also put back any
+      // that someone changed since (proxy_arp off breaks the pod's gateway, rp_filter off
+      // lets it spoof), on the same timer as the interface resync.
+      this.#configured.clear();
+      this.#forwarding = false;
+      this.#schedule();
+    });
   }
 
   /** Stops watching and applying; leaves the programmed dataplane in place. */

@@ -81,6 +81,40 @@ describe('file datastore: hostile files', () => {
       await s.syncer.stop();
     }
   });
+
+  it('deep nesting is refused by name before the parser sees it (2,000 nested [ once killed the process)', () => {
+    const deep = parseResourceFile('deep.yaml', `${'['.repeat(2000)}${']'.repeat(2000)}`);
+    assert.ok(!deep.ok);
+    assert.match(deep.error, /^deep\.yaml: nested too deeply: line 1 nests flow collections more than 64 deep/);
+    const json = parseResourceFile('deep.json', `${'{"a":'.repeat(1000)}1${'}'.repeat(1000)}`);
+    assert.ok(!json.ok);
+    assert.match(json.error, /^deep\.json document 1: nested more than 64 levels deep/);
+  });
+
+  it('brackets in quotes, comments and block scalars are not nesting', () => {
+    const many = '['.repeat(100);
+    const text = [
+      'apiVersion: projectcalico.org/v3',
+      'kind: GlobalNetworkPolicy',
+      'metadata:',
+      '  name: brackets',
+      `  annotations: {quoted: "${many}", single: '${many}', escaped: "\\" ${many}"}  # ${many}`,
+      'spec:',
+      `  selector: "app == '${many}'"`,
+      '  ingress:',
+      '    - action: Allow',
+      '      metadata:',
+      '        annotations:',
+      '          note: |',
+      `            ${many}`,
+      `              ${many}`,
+      '          folded: >-',
+      `            ${'{'.repeat(100)}`,
+    ].join('\n');
+    const p = parseResourceFile('brackets.yaml', text);
+    assert.ok(p.ok, p.ok ? '' : p.error);
+    assert.equal(p.entries.length, 1);
+  });
 });
 
 describe('file datastore: syncing', () => {

@@ -3,6 +3,8 @@
 // yaml` writes) whose items are resources. Documents are numbered from 1 in messages.
 import { parseAllDocuments } from 'yaml';
 
+import { deeperThan, MAX_DEPTH, textNestingProblem } from './nesting.js';
+
 export interface FileEntry {
   value: unknown;
   /** "policies.yaml document 2" or "policies.yaml document 2 item 5" */
@@ -29,13 +31,19 @@ function expand(doc: unknown, source: string, out: FileEntry[]): void {
 export function parseResourceFile(name: string, text: string): FileParse {
   const out: FileEntry[] = [];
   if (/\.json$/i.test(name)) {
+    let value: unknown;
     try {
-      expand(JSON.parse(text), `${name} document 1`, out);
+      value = JSON.parse(text);
     } catch (e) {
       return { ok: false, error: `${name} document 1: invalid JSON: ${(e as Error).message}` };
     }
+    if (deeperThan(value)) return { ok: false, error: `${name} document 1: nested more than ${MAX_DEPTH} levels deep; refused` };
+    expand(value, `${name} document 1`, out);
     return { ok: true, entries: out };
   }
+  // Before the parser sees it: deep enough nesting kills the process from inside it.
+  const deep = textNestingProblem(text);
+  if (deep) return { ok: false, error: `${name}: nested too deeply: ${deep}; refused` };
   let docs: ReturnType<typeof parseAllDocuments>;
   try {
     docs = parseAllDocuments(text, { prettyErrors: true, uniqueKeys: true });
@@ -61,6 +69,7 @@ export function parseResourceFile(name: string, text: string): FileParse {
     } catch (e) {
       return { ok: false, error: `${name} document ${i + 1}: cannot build the document: ${(e as Error).message}` };
     }
+    if (deeperThan(value)) return { ok: false, error: `${name} document ${i + 1}: nested more than ${MAX_DEPTH} levels deep; refused` };
     expand(value, `${name} document ${i + 1}`, out);
   }
   return { ok: true, entries: out };

@@ -3,6 +3,7 @@
 // client sends can throw out of a handler and stop the agent.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 
 import type { Logger } from '../log.js';
@@ -49,9 +50,35 @@ function clientAllowed(req: IncomingMessage, tls: ServerTls): boolean {
   }
 }
 
+/** How long a connection may take to send a request's headers (and a TLS client its handshake). */
+const HEADERS_DEADLINE_MS = 10_000;
+
+/**
+ * Node checks headersTimeout only every connectionsCheckingInterval, over a list that a
+ * flood of short connections keeps it from reaching the old ones in: under 4,000 bad
+ * connections a second, slowloris clients dripping a byte a second stayed for the whole
+ * 40 s run, and 1,000 of them (maxConnections) would lock out the kubelet's probes. So
+ * every connection carries its own deadline, armed when it opens and after each
+ * response, cleared when a request's headers are complete.
+ */
+function headerDeadlines(): { arm: (sock: Socket) => void; clear: (sock: Socket) => void } {
+  const timers = new WeakMap<Socket, NodeJS.Timeout>();
+  const clear = (sock: Socket) => clearTimeout(timers.get(sock));
+  const arm = (sock: Socket) => {
+    clear(sock);
+    const t = setTimeout(() => sock.destroy(), HEADERS_DEADLINE_MS);
+    t.unref();
+    timers.set(sock, t);
+  };
+  return { arm, clear };
+}
+
 /** An HTTP(S) server whose handler never throws to the process; clients' protocol errors get 400. */
 export function guardedServer(name: string, log: Logger, handle: (req: Request, res: ServerResponse) => void | Promise<void>, tls?: ServerTls): Server {
+  const deadline = headerDeadlines();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    deadline.clear(req.socket);
+    res.once('finish', () => deadline.arm(req.socket));
     if (tls && !clientAllowed(req, tls)) {
       res.writeHead(403).end();
       return;
@@ -74,8 +101,13 @@ export function guardedServer(name: string, log: Logger, handle: (req: Request, 
     }
   };
   const server: Server = tls
-    ? createTlsServer({ cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.clientAuth !== 'NoClientCert', rejectUnauthorized: false }, onRequest)
+    ? createTlsServer({ cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.clientAuth !== 'NoClientCert', rejectUnauthorized: false, handshakeTimeout: HEADERS_DEADLINE_MS }, onRequest)
     : createServer(onRequest);
+  // The socket requests arrive on: the TLS socket once its handshake is done.
+  server.on(tls ? 'secureConnection' : 'connection', (sock: Socket) => {
+    deadline.arm(sock);
+    sock.once('close', () => deadline.clear(sock));
+  });
   // Slow or idle clients are cut off, and their number is bounded, so a flood of them
   // (slowloris) holds neither memory nor file descriptors for long.
   server.headersTimeout = 10_000;

@@ -17,9 +17,17 @@ export interface FieldIssue {
   message: string;
 }
 
+/**
+ * A value from the input as it goes into a message: a 300 KB name or selector would
+ * otherwise be written to the log (and the metrics of whoever ships it) on every report.
+ */
+export function clip(text: string, max = 100): string {
+  return text.length <= max ? text : `${text.slice(0, max)}... (${text.length} characters)`;
+}
+
 export function describeRef(ref: ResourceRef): string {
-  const name = ref.name ?? '<no name>';
-  return `${ref.kind || '<no kind>'} ${ref.namespace ? `${ref.namespace}/` : ''}${name}`;
+  const name = ref.name === undefined ? '<no name>' : clip(ref.name);
+  return `${clip(ref.kind) || '<no kind>'} ${ref.namespace ? `${clip(ref.namespace)}/` : ''}${name}`;
 }
 
 export class ValidationError extends Error {
@@ -29,9 +37,10 @@ export class ValidationError extends Error {
   /** Where it came from, e.g. "policies.yaml document 2", when the caller knows. */
   readonly source: string | undefined;
 
-  constructor(resource: ResourceRef, issues: FieldIssue[], source?: string) {
+  /** `total`: how many issues there were, when `issues` holds only the first few. */
+  constructor(resource: ResourceRef, issues: FieldIssue[], source?: string, total = issues.length) {
     const first = issues[0] ?? { path: '', message: 'invalid' };
-    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    const more = total > 1 ? ` (and ${total - 1} more)` : '';
     super(`${source ? `${source}: ` : ''}${describeRef(resource)}: ${first.path || '<resource>'}: ${first.message}${more}`);
     this.name = 'ValidationError';
     this.resource = resource;
@@ -46,7 +55,7 @@ export type ValidationResult =
 
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${clip(String(p))}` : clip(String(p));
   return out;
 }
 
@@ -59,8 +68,9 @@ function refOf(input: unknown): ResourceRef {
   return ref;
 }
 
+/** The first 20 issues (a list of 100,000 bad entries would otherwise all be logged). */
 function issuesOf(err: z.ZodError): FieldIssue[] {
-  return err.issues.map((i) => ({ path: formatPath(i.path), message: i.message }));
+  return err.issues.slice(0, 20).map((i) => ({ path: formatPath(i.path), message: clip(i.message, 400) }));
 }
 
 /** Rules' `http` matches need an L7 proxy Felix does not have: accepted, ignored, said. */
@@ -91,7 +101,7 @@ export function validateResource(input: unknown, source?: string): ValidationRes
     return { ok: false, error: new ValidationError(ref, [{ path: 'metadata.namespace', message: `a ${kind} needs a namespace` }], source) };
   }
   const parsed = schemas[kind].safeParse(input);
-  if (!parsed.success) return { ok: false, error: new ValidationError(ref, issuesOf(parsed.error), source) };
+  if (!parsed.success) return { ok: false, error: new ValidationError(ref, issuesOf(parsed.error), source, parsed.error.issues.length) };
   const resource = parsed.data as Resource;
   return { ok: true, resource, warnings: warningsOf(resource) };
 }

@@ -1,0 +1,134 @@
+// The bad-input corpus (1,000+ invalid documents, files that are not YAML, duplicates of
+// existing resources) dropped into a running agent's datastore directory while hostile
+// clients hammer its health and metrics ports. Every document must be rejected with a
+// message naming its file, resource and field; the kernel must hold exactly what the
+// valid resources alone give; the agent must never exit, stay ready, keep answering
+// well-behaved clients and keep programming (a policy edit made afterwards lands).
+import assert from 'node:assert/strict';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { badCorpus, badFiles, duplicates, templates } from '../helpers/bad-corpus.js';
+import { nftTableState } from '../helpers/kernel-state.js';
+import { Lab, type Workload } from '../helpers/lab.js';
+import { LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const HOSTILE = fileURLToPath(new URL('../helpers/hostile-http.js', import.meta.url));
+const tempDir = tempDirs('badinput');
+const V3 = 'projectcalico.org/v3';
+
+describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP clients', { skip: ROOT_SKIP }, () => {
+  let lab: Lab;
+  let a: Workload, b: Workload;
+  let dir: string;
+  let agent: LabAgent;
+  const sh = (cmd: string, args: string[]) => lab.sh(lab.host, cmd, args);
+  const state = () => `${nftTableState(sh, 'ip', 'calico')}\n${sh('ip', ['route', 'show', 'proto', 'boot'])}`;
+  /** The agent's warnings so far, by the file they name. */
+  const warnings = () => {
+    const out: string[] = [];
+    for (const line of agent.log.split('\n')) {
+      if (!line.includes('"level":"warn"')) continue;
+      try {
+        out.push((JSON.parse(line) as { msg: string }).msg);
+      } catch {
+        // A line still being written.
+      }
+    }
+    return out;
+  };
+  const wep = (w: Workload, app: string) => ({
+    apiVersion: V3,
+    kind: 'WorkloadEndpoint',
+    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
+    spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+  });
+  const policy = (port: number) => ({
+    apiVersion: V3,
+    kind: 'NetworkPolicy',
+    metadata: { name: 'b-ingress', namespace: 'e2e' },
+    spec: { selector: "app == 'b'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'a'" }, destination: { ports: [port] } }] },
+  });
+
+  before(async () => {
+    lab = new Lab('palisade-badin');
+    a = lab.addWorkload('a', '10.71.0.10', 1);
+    b = lab.addWorkload('b', '10.71.0.11', 2);
+    await lab.listen(b, [8080, 9090]);
+    dir = tempDir();
+    writeResources(dir, [{ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } }, wep(a, 'a'), wep(b, 'b'), ...templates()], 'valid.yaml');
+    writeResources(dir, [policy(8080)], 'policy.yaml');
+    agent = new LabAgent(lab, dir, { FELIX_HEALTHENABLED: 'true', FELIX_HEALTHHOST: '127.0.0.1', FELIX_PROMETHEUSMETRICSENABLED: 'true', FELIX_PROMETHEUSMETRICSHOST: '127.0.0.1' });
+    await agent.applied();
+    assert.ok((await lab.until(() => lab.tcp(a, b.ip, 8080, 300), 5000)) >= 0, 'a never reached b');
+  });
+  after(async () => {
+    await agent?.stop();
+    lab?.destroy();
+  });
+
+  it('rejects every document by file, resource and field; the kernel and the agent are unaffected', { timeout: 300_000 }, async () => {
+    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 10_000)) >= 0, 'never ready');
+    const before = state();
+    const hostile = lab.spawnInHost([process.execPath, HOSTILE, '40', '9099', '9091'], process.env);
+    let hostileOut = '';
+    hostile.stdout?.on('data', (d: Buffer) => (hostileOut += d.toString()));
+    const hostileDone = new Promise((r) => hostile.once('exit', r));
+
+    const { files, docs } = badCorpus();
+    const t0 = Date.now();
+    for (const [name, text] of files) writeFileSync(join(dir, name), text);
+    for (const [name, content] of badFiles()) writeFileSync(join(dir, name), content);
+    for (const [name, text] of duplicates()) writeFileSync(join(dir, name), text);
+
+    const byFile = () => {
+      const m = new Map<string, string[]>();
+      for (const w of warnings()) {
+        const file = /^(?:invalid resource skipped: )?([\w.-]+\.(?:yaml|json))/.exec(w)?.[1] ?? /(dup-\d+\.yaml)/.exec(w)?.[1];
+        if (file) m.set(file, [...(m.get(file) ?? []), w]);
+      }
+      return m;
+    };
+    const missing = () => {
+      const seen = byFile();
+      const out: string[] = [];
+      for (const d of docs) {
+        const ok = (seen.get(d.file) ?? []).some((w) => w.includes(`${d.file} document `) && (d.resource === undefined || w.includes(d.resource)) && (d.field === undefined || w.includes(d.field)));
+        if (!ok) out.push(`${d.file} (${d.category}, ${d.resource ?? '-'}, ${d.field ?? '-'})`);
+      }
+      for (const name of badFiles().keys()) if (!seen.has(name)) out.push(name);
+      for (const name of duplicates().keys()) if (!(seen.get(name) ?? []).some((w) => w.includes('is already defined in valid.yaml'))) out.push(name);
+      return out;
+    };
+    assert.ok((await lab.until(() => missing().length === 0, 120_000, 250)) >= 0, `not reported:\n${missing().slice(0, 20).join('\n')}`);
+    console.log(`# ${docs.length} invalid documents, ${badFiles().size} non-YAML files and ${duplicates().size} duplicates all reported ${Date.now() - t0} ms after they were written`);
+
+    assert.equal(state(), before, 'the kernel state changed');
+    assert.equal(agent.proc.exitCode, null, 'the agent exited');
+    assert.equal(lab.http('http://127.0.0.1:9099/readiness').status, 204, 'bad documents made the agent not ready');
+    // Still programming: a policy edit made now lands, and the corpus is still there.
+    writeResources(dir, [policy(9090)], 'policy.yaml');
+    assert.ok((await lab.until(() => lab.tcp(a, b.ip, 9090, 300), 10_000)) >= 0, 'the policy edit never landed');
+    assert.equal(lab.tcp(a, b.ip, 8080), false);
+
+    await hostileDone;
+    const summary = JSON.parse(hostileOut) as { malformedSent: number; answered: Record<string, number>; closedWithoutAnswer: number; wellBehavedOk: number; wellBehavedFailed: number; slowlorisOpen: number };
+    console.log(`# hostile clients: ${JSON.stringify(summary)}`);
+    assert.ok(summary.malformedSent > 100, hostileOut);
+    assert.equal(summary.wellBehavedFailed, 0, `well-behaved requests failed: ${hostileOut}`);
+    // Each was cut 10 s after it opened, even under the flood (Node's own check was not).
+    assert.equal(summary.slowlorisOpen, 0, `slowloris connections outlived the headers deadline: ${hostileOut}`);
+    assert.deepEqual(Object.keys(summary.answered).filter((s) => !/^4\d\d$/.test(s)), [], `malformed requests got non-4xx answers: ${hostileOut}`);
+    assert.equal(agent.proc.exitCode, null, 'the agent exited');
+
+    // The corpus goes; nothing it held was ever in use, so nothing changes.
+    for (const name of [...files.keys(), ...badFiles().keys(), ...duplicates().keys()]) rmSync(join(dir, name));
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.ok(lab.tcp(a, b.ip, 9090, 300));
+    assert.equal(agent.proc.exitCode, null);
+  });
+});

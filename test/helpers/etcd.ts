@@ -127,6 +127,8 @@ export class TestEtcd {
       encoding: 'utf8',
       env: { ...process.env, ETCDCTL_API: '3' },
       maxBuffer: 256 * 1024 * 1024,
+      // etcdctl txn can wait forever for an etcd that is down: never let it hang a test.
+      timeout: 30_000,
     });
     const out = { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
     if (check && !out.ok) throw new Error(`etcdctl ${args.join(' ')} failed: ${out.stderr}`);

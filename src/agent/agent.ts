@@ -149,11 +149,11 @@ export class NodeAgent {
       onApplied: (r) => {
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);
-        if (r.nft.ops) m.nftCommit.observe(r.nft.commitMs / 1000);
-        m.nftRulesWritten.inc(r.nft.rulesWritten);
-        m.nftElements.inc(r.nft.elemsAdded + r.nft.elemsRemoved);
-        if (r.nft.elemsAdded + r.nft.elemsRemoved) m.ipsetCalls.inc();
-        m.routeChanges.inc(r.routes.added + r.routes.removed);
+        if (r.rules.ops) m.nftCommit.observe(r.rules.commitMs / 1000);
+        m.nftRulesWritten.inc(r.rules.rulesWritten);
+        m.nftElements.inc(r.rules.elemsAdded + r.rules.elemsRemoved);
+        if (r.rules.elemsAdded + r.rules.elemsRemoved) m.ipsetCalls.inc();
+        m.routeChanges.inc((r.managers.routes?.added ?? 0) + (r.managers.routes?.removed ?? 0));
         m.activeLocalEndpoints.set(driver.state.weps.size + driver.state.heps.size);
         m.activeLocalPolicies.set(driver.state.policies.size);
         m.activeLocalSelectors.set(driver.state.ipsets.size);

@@ -9,8 +9,8 @@ import { syncOnce } from '../agent/sync-once.js';
 import { CONFIG_EXIT_CODE } from '../config/config.js';
 import type { Config } from '../config/params.js';
 import { DesiredState } from '../dataplane/desired-state.js';
-import { renderIpsets, renderIptables } from '../dataplane/render/iptables-text.js';
-import { renderNft } from '../dataplane/render/nft-text.js';
+import { renderIpsets, renderIptables } from '../dataplane/backends/iptables/text.js';
+import { renderNft } from '../dataplane/backends/nft/text.js';
 import { families, renderRuleset } from '../dataplane/render/ruleset.js';
 import { DATASTORE_FLAGS_USAGE, startCommand, UsageError } from './datastore-flags.js';
 

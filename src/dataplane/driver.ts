@@ -1,27 +1,30 @@
 // The dataplane driver, as Felix's InternalDataplane: messages and interface events only
-// update in-memory state and mark it dirty; one apply at a time, coalescing bursts, does
-// the kernel work (nftables transaction, then routes and interface settings). Nothing is
-// programmed before the calc graph's InSync. The first apply compares against what was
-// read back from the kernel at start, so leftovers are swept; failures retry with backoff
-// after a fresh read-back; refresh timers re-read the kernel to repair drift.
+// update in-memory state (the desired state the rules backend renders, and each manager's
+// own) and mark it dirty; one apply at a time, coalescing bursts, does the kernel work:
+// the rules backend's transaction, then each manager's apply in order (routes, interface
+// sysctls, conntrack). Nothing is programmed before the calc graph's InSync. The first
+// apply compares against what was read back from the kernel at start, so leftovers are
+// swept; failures retry with backoff after a fresh read-back; refresh timers re-read the
+// kernel to repair drift.
 import type { Config } from '../config/params.js';
 import type { Logger } from '../log.js';
 import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
 import type { ToDataplane } from '../proto/messages.js';
-import { type ApplyStats, NftBackend } from './backends/nft/backend.js';
-import { NftDesiredBuilder } from './backends/nft/desired-builder.js';
+import { createRulesBackend } from './backends/factory.js';
+import type { RulesApplyStats, RulesBackend } from './backends/rules-backend.js';
 import { DesiredState } from './desired-state.js';
 import { ConntrackManager } from './managers/conntrack-manager.js';
+import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
 import { InterfaceTable } from './managers/interfaces.js';
+import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
-import { configureWorkloadInterface, writeSysctl } from './managers/sysctl.js';
 import { removeFelixIptablesState } from './migration/takeover.js';
-import { families } from './render/ruleset.js';
 
 export interface ApplyReport {
   ms: number;
-  nft: ApplyStats;
-  routes: { added: number; removed: number };
+  rules: RulesApplyStats;
+  /** Each manager's counters, by manager name ("routes": added, removed; ...). */
+  managers: Record<string, Record<string, number>>;
 }
 
 export interface DriverOptions {
@@ -34,6 +37,12 @@ export interface DriverOptions {
   onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
   /** Remove Calico's iptables-mode state before the first apply (default true; see migration/takeover.ts). */
   takeOverFromFelix?: boolean;
+  /** The rules backend (default: createRulesBackend(config)); tests pass a NoopRulesBackend. */
+  rules?: RulesBackend;
+  /** The managers after the rules backend (default: routes, sysctls, conntrack). */
+  managers?: (ifaces: InterfaceTable) => Manager[];
+  /** The interface monitor (default: the native one); tests pass a stand-in. */
+  monitor?: (onEvents: (events: IfaceEvent[]) => void) => Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
 }
 
 export class DataplaneDriver {
@@ -41,13 +50,10 @@ export class DataplaneDriver {
   readonly ifaces = new InterfaceTable();
   readonly #opts: DriverOptions;
   readonly #log: Logger;
-  readonly #builders: NftDesiredBuilder[];
-  readonly #backend = new NftBackend();
-  readonly #routes: RouteManager;
-  readonly #conntrack: ConntrackManager;
-  readonly #monitor: InterfaceMonitor;
-  #configured = new Set<string>();
-  #forwarding = false;
+  readonly #rules: RulesBackend;
+  readonly #routes: RouteManager | undefined;
+  readonly #managers: Manager[];
+  readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #refreshTimers: NodeJS.Timeout[] = [];
@@ -63,10 +69,12 @@ export class DataplaneDriver {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'int_dataplane' });
     const cfg = opts.config;
-    this.#builders = families(cfg).map((f) => new NftDesiredBuilder(cfg, f));
-    this.#routes = new RouteManager(cfg.InterfacePrefix, this.#log);
-    this.#conntrack = new ConntrackManager(this.#log);
-    this.#monitor = new InterfaceMonitor(cfg.InterfaceExclude, (events) => this.onIfaceEvents(events));
+    this.#rules = opts.rules ?? createRulesBackend(cfg);
+    const routes = new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log);
+    this.#managers = opts.managers?.(this.ifaces) ?? [routes, new EndpointSysctlManager(cfg, this.ifaces, this.#log), new ConntrackManager(this.#log)];
+    this.#routes = this.#managers.includes(routes) ? routes : undefined;
+    const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
+    this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }
 
   start(): void {
@@ -80,16 +88,13 @@ export class DataplaneDriver {
     every(cfg.NftablesRefreshInterval, () => this.#refresh('rules'));
     every(cfg.IpsetsRefreshInterval, () => this.#refresh('IP sets'));
     every(cfg.RouteRefreshInterval, () => {
-      this.#routes.markResync();
+      this.#routes?.markResync();
       this.#schedule();
     });
     every(cfg.InterfaceRefreshInterval, () => {
       this.#monitor.resync();
-      // Felix writes interface sysctls only when an interface appears; we also put back any
-      // that someone changed since (proxy_arp off breaks the pod's gateway, rp_filter off
-      // lets it spoof), on the same timer as the interface resync.
-      this.#configured.clear();
-      this.#forwarding = false;
+      // Interface sysctls are written again too (managers/endpoint-sysctls.ts).
+      for (const m of this.#managers) if (m.name === 'sysctls') m.markResync?.();
       this.#schedule();
     });
   }
@@ -105,17 +110,17 @@ export class DataplaneDriver {
 
   onMessages(msgs: ToDataplane[]): void {
     this.state.apply(msgs);
+    for (const m of this.#managers) for (const msg of msgs) m.onUpdate(msg);
     this.#schedule();
   }
 
   onIfaceEvents(events: IfaceEvent[]): void {
     if (events.some((e) => e.type === 'ifaceOverflow')) this.#log.warn('interface events overflowed the socket; resynchronised with a full dump');
     // A workload route removed behind our back (not by an apply of ours) is put back.
-    if (events.some((e) => e.type === 'routeDeleted' && this.#routes.wanted(e.dst, e.index))) this.#routes.markResync();
-    for (const name of this.ifaces.apply(events)) {
-      const iface = this.ifaces.byName.get(name);
-      if (!iface) for (const s of [true, false]) this.#configured.delete(`${name}/${s}`);
-    }
+    const routes = this.#routes;
+    if (routes && events.some((e) => e.type === 'routeDeleted' && routes.wanted(e.dst, e.index))) routes.markResync();
+    const changed = this.ifaces.apply(events);
+    for (const m of this.#managers) m.onInterfaces?.(changed);
     // Host endpoints resolve against the host's own interfaces and their addresses.
     const prefixes = this.#opts.config.InterfacePrefix;
     const host = new Map<string, string[]>();
@@ -152,27 +157,16 @@ export class DataplaneDriver {
     const t0 = performance.now();
     this.#applyStarted = t0;
     try {
-      if (this.#needResync) {
-        await this.#takeover;
-        const started = performance.now();
-        await this.#backend.resync(this.#builders.map((b) => b.family));
-        for (const b of this.#builders) b.rebuild(this.state);
-        this.state.takeDirty();
-        this.#routes.markResync();
-        this.#needResync = false;
-        this.#log.info({ ms: Math.round(performance.now() - started) }, 'read back our nftables tables; comparing everything');
-      } else {
-        const dirty = this.state.takeDirty();
-        for (const b of this.#builders) b.update(this.state, dirty);
-      }
-      const nft = await this.#backend.apply(this.#builders.map((b) => b.desired));
-      await this.#configureInterfaces();
-      const routes = await this.#routes.apply(this.state, this.ifaces);
-      await this.#conntrack.apply(this.state);
+      if (this.#needResync) await this.#resyncAll();
+      else this.#rules.update(this.state, this.state.takeDirty());
+      const rules = await this.#rules.apply();
+      const managers: ApplyReport['managers'] = {};
+      for (const m of this.#managers) managers[m.name] = await m.apply();
       this.#logEndpointStatus();
       this.#backoffMs = 0;
-      const report: ApplyReport = { ms: performance.now() - t0, nft, routes };
-      if (nft.ops || routes.added || routes.removed) this.#log.debug({ ...report.nft, routes, ms: Math.round(report.ms * 1000) / 1000 }, 'applied');
+      const report: ApplyReport = { ms: performance.now() - t0, rules, managers };
+      const changedAny = rules.ops > 0 || Object.values(managers).some((c) => Object.values(c).some((n) => n > 0));
+      if (changedAny) this.#log.debug({ ...rules, ...managers, ms: Math.round(report.ms * 1000) / 1000 }, 'applied');
       this.#opts.onApplied?.(report);
     } catch (e) {
       this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 100), 5000);
@@ -185,22 +179,16 @@ export class DataplaneDriver {
     }
   }
 
-  async #configureInterfaces(): Promise<void> {
-    // As Felix with IPForwarding Enabled: IPv4 forwarding, and IPv6's when IPv6 is on.
-    if (!this.#forwarding && this.#opts.config.IPForwarding === 'Enabled') {
-      const v4 = await writeSysctl('net/ipv4/ip_forward', '1', this.#log);
-      const v6 = !this.#opts.config.Ipv6Support || (await writeSysctl('net/ipv6/conf/all/forwarding', '1', this.#log));
-      this.#forwarding = v4 && v6;
-    }
-    for (const ep of this.state.weps.values()) {
-      const iface = this.ifaces.byName.get(ep.name);
-      const spoofing = this.#opts.config.WorkloadSourceSpoofing === 'Any' && ep.allowSpoofedSourcePrefixes.length > 0;
-      const want = `${ep.name}/${spoofing}`;
-      if (!iface || this.#configured.has(want)) continue;
-      await configureWorkloadInterface(ep.name, this.#opts.config.Ipv6Support, this.#log, spoofing);
-      this.#configured.delete(`${ep.name}/${!spoofing}`);
-      this.#configured.add(want);
-    }
+  /** Start, refresh timers, after a failure: read the kernel back and compare everything. */
+  async #resyncAll(): Promise<void> {
+    await this.#takeover;
+    const started = performance.now();
+    for (const m of this.#managers) m.markResync?.();
+    await this.#rules.resync();
+    this.#rules.rebuild(this.state);
+    this.state.takeDirty();
+    this.#needResync = false;
+    this.#log.info({ backend: this.#rules.name, ms: Math.round(performance.now() - started) }, 'read back our rules; comparing everything');
   }
 
   #logEndpointStatus(): void {
@@ -219,14 +207,13 @@ export class DataplaneDriver {
     }
   }
 
-  /** --cleanup: our nftables tables and our routes, nothing else. */
+  /** --cleanup: our rules (tables) and our routes, nothing else. */
   async cleanup(): Promise<void> {
     this.#monitor.start();
     await new Promise((r) => setTimeout(r, 200));
-    const removed = await this.#routes.removeAll(this.ifaces);
-    const fams = this.#builders.map((b) => b.family);
-    await this.#backend.removeTables(fams);
+    const removed = (await this.#routes?.removeAll()) ?? 0;
+    await this.#rules.removeAll();
     this.#monitor.stop();
-    this.#log.info({ routes: removed, families: fams }, 'removed palisade state');
+    this.#log.info({ routes: removed, backend: this.#rules.name, families: this.#rules.families }, 'removed palisade state');
   }
 }

@@ -261,7 +261,7 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.equal(lab.tcp(ext, be.ip, 9090), false, 'and denied traffic stay denied');
     agent.log = '';
     agent.start();
-    await agent.waitLog(/read back our nftables tables/);
+    await agent.waitLog(/read back our rules/);
     await agent.waitLog(/"status":"up"/);
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
     assert.equal(lab.tcp(ext, be.ip, 9090), false);

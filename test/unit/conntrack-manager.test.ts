@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { ConntrackManager } from '../../src/dataplane/managers/conntrack-manager.js';
 import { createLogger } from '../../src/log.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
@@ -21,13 +20,13 @@ describe('ConntrackManager', () => {
       calls.push([...a]);
       return { scanned: 10, deleted: a.length };
     });
-    const s = new DesiredState();
-    s.apply([{ type: 'InSync' }, { type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32'], ['fd00::1/128']) }, { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.2/32']) }]);
-    assert.equal(await m.apply(s), 0);
-    s.apply([{ type: 'WorkloadEndpointRemove', id: id('a') }, { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.3/32']) }]);
-    assert.equal(await m.apply(s), 3);
+    for (const msg of [{ type: 'InSync' }, { type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32'], ['fd00::1/128']) }, { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.2/32']) }] as const) m.onUpdate(msg);
+    assert.deepEqual(await m.apply(), { deleted: 0 });
+    m.onUpdate({ type: 'WorkloadEndpointRemove', id: id('a') });
+    m.onUpdate({ type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.3/32']) });
+    assert.deepEqual(await m.apply(), { deleted: 3 });
     assert.deepEqual(calls, [['10.0.0.1', 'fd00::1', '10.0.0.2']]);
-    assert.equal(await m.apply(s), 0, 'nothing new gone: no flush');
+    assert.deepEqual(await m.apply(), { deleted: 0 }, 'nothing new gone: no flush');
     assert.equal(calls.length, 1);
   });
 
@@ -35,10 +34,9 @@ describe('ConntrackManager', () => {
     const m = new ConntrackManager(log, async () => {
       throw new Error('boom');
     });
-    const s = new DesiredState();
-    s.apply([{ type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32']) }]);
-    await m.apply(s);
-    s.apply([{ type: 'WorkloadEndpointRemove', id: id('a') }]);
-    assert.equal(await m.apply(s), 0);
+    m.onUpdate({ type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32']) });
+    await m.apply();
+    m.onUpdate({ type: 'WorkloadEndpointRemove', id: id('a') });
+    assert.deepEqual(await m.apply(), { deleted: 0 });
   });
 });

@@ -4,11 +4,11 @@ import { describe, it } from 'node:test';
 
 import { coveringMembers } from '../../src/dataplane/render/cover.js';
 import { workloadChains } from '../../src/dataplane/render/endpoints.js';
-import { iptablesRuleLines, renderIpsets, renderIptables } from '../../src/dataplane/render/iptables-text.js';
+import { iptablesRuleLines, renderIpsets, renderIptables } from '../../src/dataplane/backends/iptables/text.js';
 import { allocateMarks } from '../../src/dataplane/render/marks.js';
 import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
 import { ipSetName, lengthLimitedId, policyChain, profileChain, ruleHashes } from '../../src/dataplane/render/names.js';
-import { nftElement, renderNft } from '../../src/dataplane/render/nft-text.js';
+import { nftElement, renderNft } from '../../src/dataplane/backends/nft/text.js';
 import { DEFAULT_ACTIONS, logPrefix, portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
 import { nftComment } from '../../src/dataplane/render/comments.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';

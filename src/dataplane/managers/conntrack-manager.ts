@@ -5,11 +5,14 @@
 // the addresses programmed then with those of the last apply.
 import type { Logger } from '../../log.js';
 import { conntrackFlush } from '../../native/conntrack.js';
-import type { DesiredState } from '../desired-state.js';
+import type { ToDataplane } from '../../proto/messages.js';
+import { LocalEndpoints, type Manager } from './manager.js';
 
 const bare = (cidr: string) => cidr.slice(0, cidr.indexOf('/') < 0 ? undefined : cidr.indexOf('/'));
 
-export class ConntrackManager {
+export class ConntrackManager implements Manager {
+  readonly name = 'conntrack';
+  readonly #endpoints = new LocalEndpoints();
   readonly #log: Logger;
   readonly #flush: typeof conntrackFlush;
   #applied = new Set<string>();
@@ -19,10 +22,18 @@ export class ConntrackManager {
     this.#flush = flush;
   }
 
-  /** After a successful apply: deletes the entries of addresses no local workload has any more. */
-  async apply(state: DesiredState): Promise<number> {
+  onUpdate(msg: ToDataplane): void {
+    this.#endpoints.onUpdate(msg);
+  }
+
+  /** After the rules are in: deletes the entries of addresses no local workload has any more. */
+  async apply(): Promise<{ deleted: number }> {
+    return { deleted: await this.#flushGone() };
+  }
+
+  async #flushGone(): Promise<number> {
     const now = new Set<string>();
-    for (const ep of state.weps.values()) for (const n of [...ep.ipv4Nets, ...ep.ipv6Nets]) now.add(bare(n));
+    for (const ep of this.#endpoints.values()) for (const n of [...ep.ipv4Nets, ...ep.ipv6Nets]) now.add(bare(n));
     const gone = [...this.#applied].filter((a) => !now.has(a));
     this.#applied = now;
     if (!gone.length) return 0;

@@ -4,8 +4,9 @@
 // route anyone else made (another protocol, another interface) is never touched.
 import type { Logger } from '../../log.js';
 import { ROUTE_PROTOCOL, routeApply, routeDump, type RouteOp } from '../../native/rtnl.js';
-import { DesiredState } from '../desired-state.js';
+import type { ToDataplane } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
+import { LocalEndpoints, type Manager } from './manager.js';
 
 interface RouteSpec {
   dst: string;
@@ -15,15 +16,22 @@ interface RouteSpec {
 
 const key = (r: { dst: string; ifindex: number }) => `${r.dst}@${r.ifindex}`;
 
-export class RouteManager {
+export class RouteManager implements Manager {
+  readonly name = 'routes';
+  readonly #endpoints = new LocalEndpoints();
   #programmed = new Map<string, RouteSpec>();
   #want = new Map<string, RouteSpec>();
   #resync = true;
 
   constructor(
     readonly interfacePrefixes: string[],
+    readonly ifaces: InterfaceTable,
     readonly log: Logger,
   ) {}
+
+  onUpdate(msg: ToDataplane): void {
+    this.#endpoints.onUpdate(msg);
+  }
 
   ours(ifaceName: string): boolean {
     return this.interfacePrefixes.some((p) => ifaceName.startsWith(p));
@@ -39,10 +47,10 @@ export class RouteManager {
     return this.#want.has(key({ dst, ifindex }));
   }
 
-  desired(state: DesiredState, ifaces: InterfaceTable): Map<string, RouteSpec> {
+  desired(): Map<string, RouteSpec> {
     const out = new Map<string, RouteSpec>();
-    for (const ep of state.weps.values()) {
-      const iface = ifaces.byName.get(ep.name);
+    for (const ep of this.#endpoints.values()) {
+      const iface = this.ifaces.byName.get(ep.name);
       if (!iface?.up) continue;
       for (const net of [...ep.ipv4Nets, ...ep.ipv6Nets]) {
         const r: RouteSpec = { dst: net, ifindex: iface.index, mac: !net.includes(':') && ep.mac ? ep.mac : undefined };
@@ -52,7 +60,8 @@ export class RouteManager {
     return out;
   }
 
-  async apply(state: DesiredState, ifaces: InterfaceTable): Promise<{ added: number; removed: number }> {
+  async apply(): Promise<{ added: number; removed: number }> {
+    const ifaces = this.ifaces;
     if (this.#resync) {
       const names = new Map([...ifaces.byName.values()].map((i) => [i.index, i.name]));
       this.#programmed.clear();
@@ -62,7 +71,7 @@ export class RouteManager {
       }
       this.#resync = false;
     }
-    const want = this.desired(state, ifaces);
+    const want = this.desired();
     const present = new Set([...ifaces.byName.values()].map((i) => i.index));
     const ops: RouteOp[] = [];
     const removed: string[] = [];
@@ -99,9 +108,10 @@ export class RouteManager {
   }
 
   /** --cleanup: every route of ours, on interfaces of ours. */
-  async removeAll(ifaces: InterfaceTable): Promise<number> {
+  async removeAll(): Promise<number> {
+    this.#endpoints.byId.clear();
     this.markResync();
-    const r = await this.apply(new DesiredState(), ifaces);
+    const r = await this.apply();
     return r.removed;
   }
 }

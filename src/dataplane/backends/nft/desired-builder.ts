@@ -4,7 +4,7 @@
 // incremental apply costs what changed, not what exists.
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import type { Family } from '../../render/model.js';
-import { nftChainName } from '../../render/nft-text.js';
+import { nftChainName } from './text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
   contextOf, floatingIpFragment, type Fragment, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,

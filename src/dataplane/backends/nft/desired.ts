@@ -6,7 +6,7 @@ import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model
 import { baseChainSpec } from '../../render/base-chains.js';
 import { hookRule, TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
-import { nftChainName, nftElement, nftHashText } from '../../render/nft-text.js';
+import { nftChainName, nftElement, nftHashText } from './text.js';
 import { ruleHashes } from '../../render/names.js';
 import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
 import { u32 } from './exprs.js';

@@ -7,7 +7,7 @@ import { endianness } from 'node:os';
 
 import { addressBytes } from '../../../model/net.js';
 import { nftAttr } from '../../../native/nft.js';
-import { nftChainName } from '../../render/nft-text.js';
+import { nftChainName } from './text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {

@@ -3,7 +3,7 @@
 // Calico's nftables mode programs the kernel, so the two can be compared like for like.
 import type { Family } from '../../render/model.js';
 import { nftComment } from '../../render/comments.js';
-import { nftFamily, nftRuleBody } from '../../render/nft-text.js';
+import { nftFamily, nftRuleBody } from './text.js';
 import type { DesiredChain } from './desired.js';
 import { commentUdata, lowerRule, SetIds } from './exprs.js';
 import { type ElemSpec, OpWriter, type SetSpec } from './op-writer.js';

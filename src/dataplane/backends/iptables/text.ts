@@ -3,10 +3,10 @@
 // "cali:<hash>"`, hooks inserted at the top of the builtin chains (ChainInsertMode Insert)
 // or appended; and `ipset restore` input for the IP sets. Verdict maps become one
 // `-i/-o <iface> -g <chain>` rule per endpoint.
-import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from './model.js';
-import { TABLES } from './model.js';
-import { MAX_IPTABLES_COMMENT, ruleComments } from './comments.js';
-import { ruleHashes } from './names.js';
+import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from '../../render/model.js';
+import { TABLES } from '../../render/model.js';
+import { MAX_IPTABLES_COMMENT, ruleComments } from '../../render/comments.js';
+import { ruleHashes } from '../../render/names.js';
 
 const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
 const hex = (n: number) => `0x${(n >>> 0).toString(16)}`;

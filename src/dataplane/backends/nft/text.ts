@@ -2,12 +2,12 @@
 // names prefixed by their iptables table ("filter-cali-INPUT"), base chains hooking the
 // kernel at the iptables priorities, named sets for IP sets and verdict maps for dispatch.
 // The text loads with `nft -f` and replaces any previous calico table atomically.
-import { coveringMembers } from './cover.js';
-import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from './model.js';
-import { baseChainSpec } from './base-chains.js';
-import { commentHashText, nftComment } from './comments.js';
-import { hookRule, TABLES } from './model.js';
-import { nftSetName, ruleHashes } from './names.js';
+import { coveringMembers } from '../../render/cover.js';
+import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from '../../render/model.js';
+import { baseChainSpec } from '../../render/base-chains.js';
+import { commentHashText, nftComment } from '../../render/comments.js';
+import { hookRule, TABLES } from '../../render/model.js';
+import { nftSetName, ruleHashes } from '../../render/names.js';
 
 
 export const nftFamily = (f: Family) => (f === 4 ? 'ip' : 'ip6');

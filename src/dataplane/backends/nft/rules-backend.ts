@@ -1,0 +1,45 @@
+// The nftables RulesBackend: one desired-state builder per family (rendering and hashing
+// only what changed) in front of NftBackend (the diff, the transaction, the read-back).
+import type { Config } from '../../../config/params.js';
+import type { Dirty, DesiredState } from '../../desired-state.js';
+import type { Family } from '../../render/model.js';
+import type { RulesApplyStats, RulesBackend, RulesDrift } from '../rules-backend.js';
+import { NftBackend, type Transport } from './backend.js';
+import { NftDesiredBuilder } from './desired-builder.js';
+
+export class NftRulesBackend implements RulesBackend {
+  readonly name = 'nftables';
+  readonly families: readonly Family[];
+  readonly #builders: NftDesiredBuilder[];
+  readonly #backend: NftBackend;
+
+  constructor(config: Config, families: readonly Family[], opts: { transport?: Transport; table?: string } = {}) {
+    this.families = families;
+    this.#builders = families.map((f) => new NftDesiredBuilder(config, f));
+    this.#backend = new NftBackend(opts);
+  }
+
+  resync(): Promise<void> {
+    return this.#backend.resync([...this.families]);
+  }
+
+  rebuild(state: DesiredState): void {
+    for (const b of this.#builders) b.rebuild(state);
+  }
+
+  update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
+    for (const b of this.#builders) b.update(state, dirty);
+  }
+
+  apply(): Promise<RulesApplyStats> {
+    return this.#backend.apply(this.#builders.map((b) => b.desired));
+  }
+
+  drift(): RulesDrift[] {
+    return this.#builders.map((b) => this.#backend.drift(b.desired));
+  }
+
+  removeAll(): Promise<void> {
+    return this.#backend.removeTables([...this.families]);
+  }
+}

@@ -1,0 +1,50 @@
+// The seam between the dataplane driver and whatever programs the rules, as Felix's
+// generictables.Table: the driver hands over the desired state and its changes; the
+// backend keeps what it last committed, turns the difference into one transaction and
+// commits it; resync() re-reads the kernel so the next apply repairs any drift. Rendering
+// for the backend's syntax happens inside it. Backends: nftables (backends/nft), a no-op
+// one for driver tests (backends/noop.ts); createRulesBackend (backends/factory.ts) picks.
+import type { Dirty, DesiredState } from '../desired-state.js';
+import type { Family } from '../render/model.js';
+
+export interface RulesApplyStats {
+  /** Kernel operations sent (0: nothing differed). */
+  ops: number;
+  chainsWritten: number;
+  rulesWritten: number;
+  chainsDeleted: number;
+  /** IP-set members added and removed. */
+  elemsAdded: number;
+  elemsRemoved: number;
+  /** Time spent committing (the kernel transaction, or the exec'd tool), ms. */
+  commitMs: number;
+  /** nftables: netlink messages and bytes sent. */
+  messages?: number;
+  bytes?: number;
+}
+
+export interface RulesDrift {
+  family: Family;
+  chains: string[];
+  sets: string[];
+}
+
+export interface RulesBackend {
+  /** "nftables", "iptables-nft", "iptables-legacy", "noop": for logs and `palisade config`. */
+  readonly name: string;
+  readonly families: readonly Family[];
+  /** Reads our kernel state back: the next apply compares everything against it. */
+  resync(): Promise<void>;
+  /** Renders the whole desired state again (after a resync). */
+  rebuild(state: DesiredState): void;
+  /** Renders only what changed (DesiredState.takeDirty()). */
+  update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void;
+  /** Makes the kernel equal the desired state in one transaction. */
+  apply(): Promise<RulesApplyStats>;
+  /** What differs between the kernel (as last read or committed) and the desired state. */
+  drift(): RulesDrift[];
+  /** `agent --cleanup`: removes everything of ours, nothing else. */
+  removeAll(): Promise<void>;
+}
+
+export const noStats = (): RulesApplyStats => ({ ops: 0, chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, elemsAdded: 0, elemsRemoved: 0, commitMs: 0 });

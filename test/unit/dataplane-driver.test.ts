@@ -1,0 +1,95 @@
+// The dataplane driver's loop, with no kernel: a NoopRulesBackend and recording managers
+// behind its two seams. Nothing is applied before InSync; the first apply reads back,
+// renders everything and commits, then runs the managers in order; a burst coalesces into
+// one incremental apply; every message reaches every manager; a failed apply is retried
+// after a fresh read-back, with the managers told to resync.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { defaultConfig } from '../../src/config/params.js';
+import { NoopRulesBackend } from '../../src/dataplane/backends/noop.js';
+import { DataplaneDriver } from '../../src/dataplane/driver.js';
+import type { Manager } from '../../src/dataplane/managers/manager.js';
+import { createLogger } from '../../src/log.js';
+import type { ToDataplane } from '../../src/proto/messages.js';
+
+const log = createLogger({ severity: 'Fatal' });
+
+class RecordingManager implements Manager {
+  readonly seen: string[] = [];
+  constructor(
+    readonly name: string,
+    readonly calls: string[],
+  ) {}
+  onUpdate(msg: ToDataplane): void {
+    this.seen.push(msg.type);
+  }
+  markResync(): void {
+    this.calls.push(`${this.name}:resync`);
+  }
+  async apply(): Promise<Record<string, number>> {
+    this.calls.push(`${this.name}:apply`);
+    return { n: 1 };
+  }
+}
+
+function setup() {
+  const rules = new NoopRulesBackend([4]);
+  const calls = rules.calls;
+  const managers = [new RecordingManager('first', calls), new RecordingManager('second', calls)];
+  const reports: number[] = [];
+  const errors: string[] = [];
+  const driver = new DataplaneDriver({
+    config: defaultConfig(),
+    log,
+    rules,
+    managers: () => managers,
+    monitor: () => ({ start: () => {}, stop: () => {}, resync: () => {} }),
+    takeOverFromFelix: false,
+    onApplied: (r) => reports.push(r.managers.first?.n ?? -1),
+    onApplyError: (e) => errors.push(e.message),
+  });
+  return { rules, calls, managers, reports, errors, driver };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 30));
+const profile = (name: string): ToDataplane => ({ type: 'ActiveProfileUpdate', id: { name }, profile: { inboundRules: [], outboundRules: [] } });
+
+describe('dataplane driver', () => {
+  it('applies nothing before InSync, then reads back, renders everything, commits, and runs the managers in order', async () => {
+    const { calls, managers, reports, driver } = setup();
+    driver.onMessages([profile('a')]);
+    await settle();
+    assert.deepEqual(calls, []);
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    assert.deepEqual(calls, ['first:resync', 'second:resync', 'resync', 'rebuild', 'apply', 'first:apply', 'second:apply']);
+    assert.deepEqual(reports, [1]);
+    for (const m of managers) assert.deepEqual(m.seen, ['ActiveProfileUpdate', 'InSync'], 'every message reaches every manager');
+    await driver.stop();
+  });
+
+  it('coalesces a burst into one incremental apply', async () => {
+    const { calls, driver } = setup();
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    for (let i = 0; i < 50; i++) driver.onMessages([profile(`p${i}`)]);
+    await settle();
+    assert.deepEqual(calls, ['update:profile', 'apply', 'first:apply', 'second:apply']);
+    await driver.stop();
+  });
+
+  it('retries a failed apply after a fresh read-back, telling the managers to resync', async () => {
+    const { rules, calls, errors, driver } = setup();
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    rules.failNext = new Error('the kernel said no');
+    driver.onMessages([profile('x')]);
+    await new Promise((r) => setTimeout(r, 250));
+    assert.deepEqual(errors, ['the kernel said no']);
+    assert.deepEqual(calls, ['update:profile', 'apply', 'first:resync', 'second:resync', 'resync', 'rebuild', 'apply', 'first:apply', 'second:apply']);
+    await driver.stop();
+  });
+});

@@ -24,6 +24,8 @@
         'native/rtnl/routes_napi.cc',
         'native/ct/conntrack.cc',
         'native/ct/ct_napi.cc',
+        'native/ipset/ipset.cc',
+        'native/ipset/ipset_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],

@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "ct/ct_napi.h"
+#include "ipset/ipset_napi.h"
 #include "labelindex/label_index_napi.h"
 #include "nft/nft_napi.h"
 #include "rtnl/rtnl_napi.h"
@@ -35,6 +36,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("RtnlMonitor", palisade::rtnl::InitMonitor(env));
   palisade::rtnl::RegisterRoutes(env, exports);
   palisade::ct::Register(env, exports);
+  palisade::ipset::Register(env, exports);
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

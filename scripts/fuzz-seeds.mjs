@@ -3,7 +3,8 @@
 // backend sends them for a small ruleset (a table, base and regular chains, sets with
 // elements, verdict maps, rules of every kind), one stream per chain or set so each seed is
 // small; selectors of the shapes Calico users write; route op streams; and rtnetlink
-// messages (links, renames, addresses, route deletions) as the kernel sends them. Run
+// messages (links, renames, addresses, route deletions) as the kernel sends them; IP-set
+// command streams. Run
 // after `npm run build:ts`.
 import { mkdirSync, writeFileSync } from 'node:fs';
 
@@ -102,4 +103,14 @@ const huge = msg(NEWLINK, ifinfo(5, true), [name('cali1')]);
 huge.writeUInt32LE(0xfffffff0, 0);
 rtnlSeeds.push([msg(NEWLINK, ifinfo(4, true), [name('eth1')]), huge]);
 rtnlSeeds.forEach((msgs, i) => out('rtnl_msgs', `msgs-${i}`, Buffer.concat(msgs)));
-console.log(`fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets`);
+
+// IP-set command streams as the IP-set code encodes them.
+const { encodeIpsetOps } = await import(new URL('dist/src/native/ipset.js', root));
+const ipsetSeeds = [
+  [{ op: 'create', name: 'cali40s:a', type: 'hash:ip', family: 4, maxelem: 1048576 }, { op: 'add', name: 'cali40s:a', type: 'hash:ip', family: 4, members: ['10.0.0.1', '10.0.0.2'] }],
+  [{ op: 'create', name: 'cali40s:n', type: 'hash:net', family: 4, maxelem: 1024 }, { op: 'del', name: 'cali40s:n', type: 'hash:net', family: 4, members: ['10.1.0.0/16'] }, { op: 'flush', name: 'cali40s:n' }],
+  [{ op: 'create', name: 'cali60n:p', type: 'hash:ip,port', family: 6, maxelem: 1024 }, { op: 'add', name: 'cali60n:p', type: 'hash:ip,port', family: 6, members: ['fd00::1,tcp:80', 'fd00::2,udp:53'] }],
+  [{ op: 'create', name: 'cali4t0', type: 'hash:ip', family: 4, maxelem: 1024 }, { op: 'swap', name: 'cali4t0', other: 'cali40s:a' }, { op: 'destroy', name: 'cali4t0' }],
+];
+ipsetSeeds.forEach((ops, i) => out('ipset_ops', `ops-${i}`, encodeIpsetOps(ops)));
+console.log(`fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets, ${ipsetSeeds.length} IP-set streams`);

@@ -102,4 +102,23 @@ export interface RawModule {
   routeDump(protocol: number): Promise<RawRoute[]>;
   /** Deletes the conntrack entries of these addresses (17-byte records: family, 16 address bytes). */
   conntrackFlush(records: Uint8Array): Promise<{ scanned: number; deleted: number }>;
+  /** IP-set commands (native/ipset/ipset.h); per-command failures in the result. */
+  ipsetApply(ops: Uint8Array): Promise<RawIpsetResult>;
+  ipsetList(prefix: string): Promise<RawIpset[]>;
+}
+
+export interface RawIpsetResult {
+  ops: number;
+  messages: number;
+  /** `member`: the index of the member the kernel stopped at, -1 when not about one. */
+  failures: Array<{ tag: number; errno: number; member: number }>;
+}
+
+export interface RawIpset {
+  name: string;
+  type: string;
+  family: 4 | 6;
+  revision: number;
+  maxelem: number;
+  members: string[];
 }

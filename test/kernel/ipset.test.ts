@@ -3,7 +3,8 @@
 // 100,000 members, failures mapped to their command and member, swap, flush and destroy,
 // and a foreign set left byte-identical.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -11,6 +12,7 @@ import type { IpsetOp, ListedIpset } from '../../src/native/ipset.js';
 import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
 
 const DRIVER = fileURLToPath(new URL('../helpers/ipset-driver.js', import.meta.url));
+const SETS_DRIVER = fileURLToPath(new URL('../helpers/ipsets-driver.js', import.meta.url));
 const netns = netnsFactory('ipset');
 
 type Step = { apply: IpsetOp[] } | { list: string };
@@ -127,5 +129,49 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
     assert.deepEqual(listed.map((s) => [s.name, s.members.sort()]), [['cali40s:live', ['10.0.0.2', '10.0.0.3']]]);
     assert.deepEqual(gone, []);
     assert.equal(ns.run('ipset', ['save', 'KUBE-foreign']), foreign);
+  });
+
+  it('IPSets keeps the kernel equal to what is wanted: deltas, a type change, deletions, tampering repaired', async () => {
+    const ns = netns();
+    const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, SETS_DRIVER]);
+    const answers = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const call = async (req: Record<string, unknown>) => {
+      child.stdin.write(`${JSON.stringify(req)}\n`);
+      const line = (await answers.next()).value as string;
+      const r = JSON.parse(line) as { ok: boolean; result?: Record<string, number>; error?: string };
+      assert.ok(r.ok, r.error);
+      return r.result ?? {};
+    };
+    const save = () => ns.run('ipset', ['save']).split('\n').filter((l) => l.startsWith('add ')).sort().join('\n');
+    try {
+      ns.run('ipset', ['create', 'KUBE-foreign', 'hash:ip']);
+      ns.run('ipset', ['add', 'KUBE-foreign', '10.9.9.9']);
+      const foreign = ns.run('ipset', ['save', 'KUBE-foreign']);
+      await call({ set: ['cali40s:a', 'hash:net', ['10.0.0.1', '10.1.0.0/16']] });
+      await call({ set: ['cali40n:p', 'hash:ip,port', ['10.0.0.1,tcp:80']] });
+      await call({ apply: true });
+      const want = 'add KUBE-foreign 10.9.9.9\nadd cali40n:p 10.0.0.1,tcp:80\nadd cali40s:a 10.0.0.1\nadd cali40s:a 10.1.0.0/16';
+      assert.equal(save(), want);
+      // Tampering: a member deleted, a foreign member added, a set flushed; repaired on resync.
+      ns.run('ipset', ['del', 'cali40s:a', '10.1.0.0/16']);
+      ns.run('ipset', ['add', 'cali40s:a', '6.6.6.0/24']);
+      ns.run('ipset', ['flush', 'cali40n:p']);
+      await call({ resync: true });
+      const repaired = await call({ apply: true });
+      assert.deepEqual({ added: repaired.added, removed: repaired.removed }, { added: 2, removed: 1 });
+      assert.equal(save(), want);
+      // A type change is rewritten and swapped in; a removed set is destroyed.
+      await call({ set: ['cali40s:a', 'hash:ip', ['10.0.0.7']] });
+      await call({ remove: 'cali40n:p' });
+      const r = await call({ apply: true });
+      assert.deepEqual({ rewritten: r.rewritten, destroyed: r.destroyed }, { rewritten: 1, destroyed: 1 });
+      assert.match(ns.run('ipset', ['list', '-t', 'cali40s:a']), /Type: hash:ip\n/);
+      assert.equal(save(), 'add KUBE-foreign 10.9.9.9\nadd cali40s:a 10.0.0.7');
+      assert.doesNotMatch(ns.run('ipset', ['list', '-n']), /cali4t/, 'no temporary set is left');
+      assert.equal(ns.run('ipset', ['save', 'KUBE-foreign']), foreign);
+    } finally {
+      child.stdin.end();
+      child.kill();
+    }
   });
 });

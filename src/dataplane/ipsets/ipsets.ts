@@ -1,0 +1,208 @@
+// IP sets for iptables mode, as Felix's ipsets.IPSets (felix/ipsets/ipsets.go): the
+// desired sets of one IP family are kept in memory; applyUpdates() makes the kernel match
+// the dirty ones (a set whose size changed is filled under a temporary name and swapped
+// in, so rules never see it half-filled; otherwise only the member delta is sent), all in
+// one native batch; applyDeletions() removes our sets
+// nobody wants any more, run after the rules that referenced them are gone. Sets are ours
+// by name (cali40/cali60, temporaries cali4t/cali6t); any other set is never touched.
+// markResync() re-reads the kernel at the next apply, which repairs tampering.
+import type { Logger } from '../../log.js';
+import { parseCidr } from '../../model/net.js';
+import { ipsetApply, ipsetList, type IpsetFamily, type IpsetOp, type IpsetResult, type IpsetType, type ListedIpset } from '../../native/ipset.js';
+
+/** The kernel side, native by default; unit tests pass an in-memory one. */
+export interface IpsetDataplane {
+  apply(ops: IpsetOp[]): Promise<IpsetResult>;
+  list(prefix: string): Promise<ListedIpset[]>;
+}
+
+export const nativeIpsets: IpsetDataplane = { apply: ipsetApply, list: ipsetList };
+
+interface SetMeta {
+  type: IpsetType;
+  maxelem: number;
+}
+
+interface KernelSet extends SetMeta {
+  members: Set<string>;
+}
+
+export interface IpsetApplyStats {
+  created: number;
+  rewritten: number;
+  added: number;
+  removed: number;
+  destroyed: number;
+}
+
+/** One member as the kernel lists it, so desired and listed members compare as strings. */
+export function canonicalMember(type: IpsetType, family: IpsetFamily, member: string): string {
+  if (type === 'hash:ip,port') {
+    const comma = member.lastIndexOf(',');
+    const ip = parseCidr(member.slice(0, comma));
+    return ip ? `${ip.address}${member.slice(comma)}` : member;
+  }
+  const c = parseCidr(member);
+  if (!c) return member;
+  const full = family === 4 ? 32 : 128;
+  return type === 'hash:ip' ? c.address : `${c.address}/${c.prefix ?? full}`;
+}
+
+export class IPSets {
+  readonly family: IpsetFamily;
+  /** "cali40" / "cali60": the prefix of every set we own. */
+  readonly prefix: string;
+  readonly #tempPrefix: string;
+  readonly #maxSize: number;
+  readonly #log: Logger;
+  readonly #dp: IpsetDataplane;
+  readonly #desired = new Map<string, KernelSet>();
+  #kernel = new Map<string, KernelSet>();
+  readonly #dirty = new Set<string>();
+  #resync = true;
+  #nextTemp = 0;
+
+  constructor(family: IpsetFamily, opts: { maxSize: number; log: Logger; dataplane?: IpsetDataplane }) {
+    this.family = family;
+    this.prefix = `cali${family}0`;
+    this.#tempPrefix = `cali${family}t`;
+    this.#maxSize = opts.maxSize;
+    this.#log = opts.log;
+    this.#dp = opts.dataplane ?? nativeIpsets;
+  }
+
+  addOrReplace(name: string, type: IpsetType, members: Iterable<string>): void {
+    this.#own(name);
+    const set: KernelSet = { type, maxelem: this.#maxSize, members: new Set() };
+    for (const m of members) set.members.add(canonicalMember(type, this.family, m));
+    this.#desired.set(name, set);
+    this.#dirty.add(name);
+  }
+
+  addMembers(name: string, members: Iterable<string>): void {
+    const set = this.#desired.get(name);
+    if (!set) throw new Error(`IP set ${name} is not known`);
+    for (const m of members) set.members.add(canonicalMember(set.type, this.family, m));
+    this.#dirty.add(name);
+  }
+
+  removeMembers(name: string, members: Iterable<string>): void {
+    const set = this.#desired.get(name);
+    if (!set) throw new Error(`IP set ${name} is not known`);
+    for (const m of members) set.members.delete(canonicalMember(set.type, this.family, m));
+    this.#dirty.add(name);
+  }
+
+  remove(name: string): void {
+    this.#desired.delete(name);
+    this.#dirty.add(name);
+  }
+
+  markResync(): void {
+    this.#resync = true;
+  }
+
+  /** Creates, rewrites and updates what changed (before the rules that use the sets). */
+  async applyUpdates(): Promise<IpsetApplyStats> {
+    const stats: IpsetApplyStats = { created: 0, rewritten: 0, added: 0, removed: 0, destroyed: 0 };
+    if (this.#resync) await this.#readBack();
+    const ops: IpsetOp[] = [];
+    for (const name of this.#dirty) {
+      const want = this.#desired.get(name);
+      if (want) this.#plan(name, want, ops, stats);
+    }
+    await this.#run(ops);
+    for (const name of this.#dirty) {
+      const want = this.#desired.get(name);
+      if (want) this.#kernel.set(name, { ...want, members: new Set(want.members) });
+    }
+    // Deletions wait for applyDeletions(); everything else is done.
+    for (const name of [...this.#dirty]) if (this.#desired.has(name)) this.#dirty.delete(name);
+    return stats;
+  }
+
+  /** Destroys our sets that are no longer wanted (after the rules stopped using them). */
+  async applyDeletions(): Promise<number> {
+    const doomed = [...this.#kernel.keys()].filter((n) => !this.#desired.has(n));
+    if (!doomed.length) {
+      this.#dirty.clear();
+      return 0;
+    }
+    await this.#run(doomed.map((name) => ({ op: 'destroy', name })));
+    for (const n of doomed) this.#kernel.delete(n);
+    this.#dirty.clear();
+    return doomed.length;
+  }
+
+  #own(name: string): void {
+    if (!name.startsWith(this.prefix) || name.length > 31) throw new Error(`IP set name ${name} is not one of ours (${this.prefix}..., at most 31 characters)`);
+  }
+
+  /**
+   * A set of another size is rewritten whole under a temporary name and swapped in; the
+   * kernel swaps only sets of the same type, so one of another type is destroyed and made
+   * again (which the kernel refuses while a rule still uses it: the apply then fails and
+   * is retried once the rules have moved). Otherwise only the delta goes.
+   */
+  #plan(name: string, want: KernelSet, ops: IpsetOp[], stats: IpsetApplyStats): void {
+    const have = this.#kernel.get(name);
+    const base = { type: want.type, family: this.family } as const;
+    if (!have || have.type !== want.type || have.maxelem !== want.maxelem) {
+      if (!have || have.type !== want.type) {
+        if (have) ops.push({ op: 'destroy', name });
+        ops.push({ op: 'create', name, ...base, maxelem: want.maxelem }, { op: 'add', name, ...base, members: [...want.members] });
+        if (have) stats.rewritten++;
+        else stats.created++;
+      } else {
+        const temp = `${this.#tempPrefix}${this.#nextTemp++}`;
+        ops.push({ op: 'create', name: temp, ...base, maxelem: want.maxelem }, { op: 'add', name: temp, ...base, members: [...want.members] }, { op: 'swap', name: temp, other: name }, { op: 'destroy', name: temp });
+        stats.rewritten++;
+      }
+      stats.added += want.members.size;
+      return;
+    }
+    const add = [...want.members].filter((m) => !have.members.has(m));
+    const del = [...have.members].filter((m) => !want.members.has(m));
+    if (del.length) ops.push({ op: 'del', name, ...base, members: del });
+    if (add.length) ops.push({ op: 'add', name, ...base, members: add });
+    stats.added += add.length;
+    stats.removed += del.length;
+  }
+
+  async #run(ops: IpsetOp[]): Promise<void> {
+    if (!ops.length) return;
+    let r: IpsetResult;
+    try {
+      r = await this.#dp.apply(ops);
+    } catch (e) {
+      this.#resync = true;
+      throw e;
+    }
+    if (!r.failures.length) return;
+    this.#resync = true;
+    const what = r.failures.map((f) => {
+      const o = ops[f.tag];
+      const member = o && (o.op === 'add' || o.op === 'del') && f.member >= 0 ? ` member ${o.members[f.member]}` : '';
+      return `${o?.op ?? '?'} ${o?.name ?? '?'}${member} (errno ${f.errno})`;
+    });
+    throw new Error(`IP set programming failed: ${what.join('; ')}`);
+  }
+
+  /** What the kernel holds of ours now: the baseline the next plan compares against. */
+  async #readBack(): Promise<void> {
+    const kernel = new Map<string, KernelSet>();
+    const temps: string[] = [];
+    for (const s of await this.#dp.list(`cali${this.family}`)) {
+      if (s.family !== this.family) continue;
+      if (s.name.startsWith(this.#tempPrefix)) temps.push(s.name);
+      else if (s.name.startsWith(this.prefix)) kernel.set(s.name, { type: s.type as IpsetType, maxelem: s.maxelem, members: new Set(s.members.map((m) => canonicalMember(s.type as IpsetType, this.family, m))) });
+    }
+    this.#kernel = kernel;
+    // Compare everything wanted; leftovers of an interrupted rewrite go now.
+    for (const name of this.#desired.keys()) this.#dirty.add(name);
+    for (const name of kernel.keys()) if (!this.#desired.has(name)) this.#dirty.add(name);
+    if (temps.length) await this.#run(temps.map((name) => ({ op: 'destroy', name })));
+    this.#resync = false;
+    this.#log.debug({ family: this.family, sets: kernel.size, temporaries: temps.length }, 'read back our IP sets');
+  }
+}

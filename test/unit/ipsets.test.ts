@@ -1,0 +1,154 @@
+// IPSets (iptables mode's IP sets, as Felix's ipsets.IPSets) against an in-memory kernel
+// that behaves as the ipset netlink commands do: new sets are created and filled,
+// changes go as deltas, a type change is rewritten under a temporary name and swapped in,
+// deletions wait for applyDeletions, tampering is repaired after a resync, foreign sets
+// are never touched, and a kernel failure names the set and member.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { canonicalMember, type IpsetDataplane, IPSets } from '../../src/dataplane/ipsets/ipsets.js';
+import { createLogger } from '../../src/log.js';
+import type { IpsetOp, IpsetResult, ListedIpset } from '../../src/native/ipset.js';
+
+const log = createLogger({ severity: 'Fatal' });
+
+class FakeKernel implements IpsetDataplane {
+  readonly sets = new Map<string, { type: string; family: 4 | 6; maxelem: number; members: Set<string> }>();
+  readonly log: string[] = [];
+  /** Fails the add of this member (as a full set would). */
+  failMember: string | undefined;
+
+  async apply(ops: IpsetOp[]): Promise<IpsetResult> {
+    const failures: IpsetResult['failures'] = [];
+    ops.forEach((o, tag) => {
+      this.log.push(`${o.op} ${o.name}${o.op === 'add' || o.op === 'del' ? ` ${o.members.length}` : ''}${o.op === 'swap' ? ` ${o.other}` : ''}`);
+      const s = this.sets.get(o.name);
+      switch (o.op) {
+        case 'create':
+          if (s && s.type !== o.type) failures.push({ tag, errno: 4097, member: -1 });
+          else if (!s) this.sets.set(o.name, { type: o.type, family: o.family, maxelem: o.maxelem, members: new Set() });
+          return;
+        case 'destroy':
+          if (!this.sets.delete(o.name)) failures.push({ tag, errno: 2, member: -1 });
+          return;
+        case 'flush':
+          s?.members.clear();
+          return;
+        case 'swap': {
+          const other = this.sets.get(o.other);
+          if (!s || !other) failures.push({ tag, errno: 2, member: -1 });
+          else if (s.type !== other.type) failures.push({ tag, errno: 4102, member: -1 }); // the kernel swaps only sets of one type
+          else [this.sets.set(o.name, other), this.sets.set(o.other, s)];
+          return;
+        }
+        case 'add':
+        case 'del':
+          if (!s) return void failures.push({ tag, errno: 2, member: -1 });
+          for (let i = 0; i < o.members.length; i++) {
+            const m = o.members[i] as string;
+            if (o.op === 'add' && m === this.failMember) return void failures.push({ tag, errno: 4105, member: i });
+            if (o.op === 'add') s.members.add(m);
+            else s.members.delete(m);
+          }
+      }
+    });
+    return { ops: ops.length, messages: ops.length, failures };
+  }
+
+  async list(prefix: string): Promise<ListedIpset[]> {
+    return [...this.sets].filter(([n]) => n.startsWith(prefix)).map(([name, s]) => ({ name, type: s.type, family: s.family, revision: 0, maxelem: s.maxelem, members: [...s.members] }));
+  }
+}
+
+const setup = () => {
+  const kernel = new FakeKernel();
+  const sets = new IPSets(4, { maxSize: 1048576, log, dataplane: kernel });
+  return { kernel, sets };
+};
+const members = (k: FakeKernel, name: string) => [...(k.sets.get(name)?.members ?? [])].sort();
+
+describe('IPSets (iptables mode)', () => {
+  it('creates and fills new sets, then sends only deltas', async () => {
+    const { kernel, sets } = setup();
+    sets.addOrReplace('cali40s:a', 'hash:net', ['10.0.0.1/32', '10.1.0.0/16']);
+    sets.addOrReplace('cali40n:p', 'hash:ip,port', ['10.0.0.1,tcp:80']);
+    assert.deepEqual(await sets.applyUpdates(), { created: 2, rewritten: 0, added: 3, removed: 0, destroyed: 0 });
+    assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.1/32', '10.1.0.0/16']);
+    kernel.log.length = 0;
+    sets.addMembers('cali40s:a', ['10.0.0.2']);
+    sets.removeMembers('cali40s:a', ['10.1.0.0/16']);
+    assert.deepEqual(await sets.applyUpdates(), { created: 0, rewritten: 0, added: 1, removed: 1, destroyed: 0 });
+    assert.deepEqual(kernel.log, ['del cali40s:a 1', 'add cali40s:a 1']);
+    assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.1/32', '10.0.0.2/32']);
+    kernel.log.length = 0;
+    assert.deepEqual(await sets.applyUpdates(), { created: 0, rewritten: 0, added: 0, removed: 0, destroyed: 0 });
+    assert.deepEqual(kernel.log, [], 'nothing changed, nothing sent');
+  });
+
+  it('rewrites a set whose size changed under a temporary name and swaps it in; one of another type is made again', async () => {
+    const { kernel, sets } = setup();
+    sets.addOrReplace('cali40s:a', 'hash:net', ['10.0.0.1']);
+    await sets.applyUpdates();
+    kernel.log.length = 0;
+    const bigger = new IPSets(4, { maxSize: 2097152, log, dataplane: kernel });
+    bigger.addOrReplace('cali40s:a', 'hash:net', ['10.0.0.1', '10.0.0.2']);
+    assert.equal((await bigger.applyUpdates()).rewritten, 1);
+    assert.deepEqual(kernel.log, ['create cali4t0', 'add cali4t0 2', 'swap cali4t0 cali40s:a', 'destroy cali4t0']);
+    assert.equal(kernel.sets.get('cali40s:a')?.maxelem, 2097152);
+    kernel.log.length = 0;
+    bigger.addOrReplace('cali40s:a', 'hash:ip', ['10.0.0.9']);
+    assert.equal((await bigger.applyUpdates()).rewritten, 1);
+    assert.deepEqual(kernel.log, ['destroy cali40s:a', 'create cali40s:a', 'add cali40s:a 1']);
+    assert.equal(kernel.sets.get('cali40s:a')?.type, 'hash:ip');
+    assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.9']);
+  });
+
+  it('destroys removed sets only in applyDeletions, and never a foreign one', async () => {
+    const { kernel, sets } = setup();
+    kernel.sets.set('KUBE-x', { type: 'hash:ip', family: 4, maxelem: 65536, members: new Set(['1.1.1.1']) });
+    kernel.sets.set('cali40s:stale', { type: 'hash:net', family: 4, maxelem: 1048576, members: new Set() });
+    sets.addOrReplace('cali40s:a', 'hash:net', ['10.0.0.1']);
+    await sets.applyUpdates();
+    assert.ok(kernel.sets.has('cali40s:stale'), 'not before the rules moved off it');
+    assert.equal(await sets.applyDeletions(), 1);
+    assert.ok(!kernel.sets.has('cali40s:stale'));
+    sets.remove('cali40s:a');
+    await sets.applyUpdates();
+    assert.ok(kernel.sets.has('cali40s:a'));
+    assert.equal(await sets.applyDeletions(), 1);
+    assert.deepEqual([...kernel.sets.keys()], ['KUBE-x']);
+  });
+
+  it('repairs tampering after a resync, and removes leftover temporary sets', async () => {
+    const { kernel, sets } = setup();
+    sets.addOrReplace('cali40s:a', 'hash:net', ['10.0.0.1', '10.0.0.2']);
+    await sets.applyUpdates();
+    kernel.sets.get('cali40s:a')?.members.clear();
+    kernel.sets.get('cali40s:a')?.members.add('6.6.6.6/32');
+    kernel.sets.set('cali4t7', { type: 'hash:net', family: 4, maxelem: 1048576, members: new Set() });
+    sets.markResync();
+    const s = await sets.applyUpdates();
+    assert.deepEqual({ added: s.added, removed: s.removed }, { added: 2, removed: 1 });
+    assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.1/32', '10.0.0.2/32']);
+    assert.ok(!kernel.sets.has('cali4t7'));
+  });
+
+  it('a kernel failure names the set and member, and the next apply reads back', async () => {
+    const { kernel, sets } = setup();
+    kernel.failMember = '10.0.0.2/32';
+    sets.addOrReplace('cali40s:a', 'hash:net', ['10.0.0.1', '10.0.0.2']);
+    await assert.rejects(sets.applyUpdates(), /add cali40s:a member 10\.0\.0\.2\/32 \(errno 4105\)/);
+    kernel.failMember = undefined;
+    await sets.applyUpdates();
+    assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.1/32', '10.0.0.2/32']);
+  });
+
+  it('refuses names that are not ours, and compares members in the kernel\'s spelling', () => {
+    const { sets } = setup();
+    assert.throws(() => sets.addOrReplace('KUBE-x', 'hash:ip', []), /not one of ours/);
+    assert.equal(canonicalMember('hash:ip', 4, '10.0.0.1/32'), '10.0.0.1');
+    assert.equal(canonicalMember('hash:net', 4, '10.0.0.1'), '10.0.0.1/32');
+    assert.equal(canonicalMember('hash:net', 6, 'FD00:0::1/128'), 'fd00::1/128');
+    assert.equal(canonicalMember('hash:ip,port', 6, 'FD00::1,tcp:80'), 'fd00::1,tcp:80');
+  });
+});

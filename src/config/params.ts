@@ -146,13 +146,14 @@ export const PARAMS = {
   InterfaceRefreshInterval: felix('InterfaceRefreshInterval', nonNegativeSeconds, 'Seconds between full interface resyncs, which also rewrite the workload interfaces\' sysctls (0: never).'),
   MaxIpsetSize: felix('MaxIpsetSize', positive, 'Largest number of members an IP set may hold (iptables mode: ipset maxelem; nftables sets have no size, as in Felix\'s nftables mode).'),
   DefaultEndpointToHostAction: felix('DefaultEndpointToHostAction', spelled(['Drop', 'Return', 'Accept'] as const), 'What happens to workload traffic to the host after its egress policy: Drop, Return or Accept.'),
+  IptablesBackend: felix('IptablesBackend', spelled(['legacy', 'nft', 'auto'] as const), 'iptables mode: program through the iptables-nft tools (nft), iptables-legacy (legacy), or choose as Felix does (auto: the backend kube-proxy uses, else the one holding more rules).'),
   ChainInsertMode: felix('ChainInsertMode', spelled(['Insert', 'Append'] as const), 'iptables mode: hook our chains at the top (Insert) or bottom (Append) of the kernel\'s chains (nftables mode has its own base chains, as Felix\'s).'),
   IptablesMarkMask: felix('IptablesMarkMask', asNumber, 'iptables mode: the packet mark bits palisade may use.', { format: formatMask }),
   NftablesMarkMask: felix('NftablesMarkMask', asNumber, 'nftables mode: the packet mark bits palisade may use.', { format: formatMask }),
   FailsafeInboundHostPorts: felix('FailsafeInboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked inbound: [tcp|udp:][cidr:]port, comma-separated, or none.', { format: formatPorts }),
   FailsafeOutboundHostPorts: felix('FailsafeOutboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked outbound, in the same form.', { format: formatPorts }),
-  NFTablesMode: felix('NFTablesMode', spelled(['Enabled', 'Disabled', 'Auto'] as const), 'Program nftables (Enabled), iptables (Disabled; the agent does not implement it yet: a fatal error), or choose (Auto: nftables).', {
-    differs: 'Auto always means nftables (Felix follows kube-proxy\'s mode); Disabled (iptables mode) is refused by the agent until iptables mode exists, `palisade plan` renders it',
+  NFTablesMode: felix('NFTablesMode', spelled(['Enabled', 'Disabled', 'Auto'] as const), 'Program nftables (Enabled), iptables (Disabled: iptables-restore with IP sets over netlink), or choose (Auto: nftables).', {
+    differs: 'Auto always means nftables (Felix follows kube-proxy\'s mode)',
   }),
   Ipv6Support: felix('Ipv6Support', asBool, 'Program IPv6 as well as IPv4.'),
   IptablesFilterAllowAction: felix('IptablesFilterAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'iptables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN to the kernel\'s chain (for rules after ours).'),

@@ -7,12 +7,9 @@ import type { Config } from './params.js';
  * Why the agent cannot run with `cfg`, or undefined. `local` checks what env, file and
  * flags decide (before the datastore is read); `datastore` what FelixConfiguration may set.
  */
-export function refusal(cfg: Readonly<Pick<Config, 'DatastoreType' | 'NFTablesMode'>>, stage: 'local' | 'datastore'): string | undefined {
+export function refusal(cfg: Readonly<Pick<Config, 'DatastoreType'>>, stage: 'local' | 'datastore'): string | undefined {
   if (stage === 'local' && cfg.DatastoreType === 'kubernetes') {
     return 'DatastoreType is kubernetes, and palisade does not implement the Kubernetes datastore yet (use etcdv3, or file with DatastoreDir)';
-  }
-  if (stage === 'datastore' && cfg.NFTablesMode === 'Disabled') {
-    return 'NFTablesMode is Disabled (iptables mode), and the agent programs only nftables so far (use Enabled or Auto; `palisade plan --dataplane iptables` renders iptables mode)';
   }
   return undefined;
 }

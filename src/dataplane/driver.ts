@@ -18,7 +18,7 @@ import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
 import { InterfaceTable } from './managers/interfaces.js';
 import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
-import { removeFelixIptablesState } from './migration/takeover.js';
+import { removeOtherModeState } from './migration/mode-switch.js';
 
 export interface ApplyReport {
   ms: number;
@@ -35,7 +35,7 @@ export interface DriverOptions {
   onApplied?: (r: ApplyReport) => void;
   onApplyError?: (e: Error) => void;
   onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
-  /** Remove Calico's iptables-mode state before the first apply (default true; see migration/takeover.ts). */
+  /** Remove the other mode's Calico state before the first apply (default true; see migration/mode-switch.ts). */
   takeOverFromFelix?: boolean;
   /** The rules backend (default: createRulesBackend(config)); tests pass a NoopRulesBackend. */
   rules?: RulesBackend;
@@ -69,7 +69,7 @@ export class DataplaneDriver {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'int_dataplane' });
     const cfg = opts.config;
-    this.#rules = opts.rules ?? createRulesBackend(cfg);
+    this.#rules = opts.rules ?? createRulesBackend(cfg, this.#log);
     const routes = new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log);
     this.#managers = opts.managers?.(this.ifaces) ?? [routes, new EndpointSysctlManager(cfg, this.ifaces, this.#log), new ConntrackManager(this.#log)];
     this.#routes = this.#managers.includes(routes) ? routes : undefined;
@@ -78,14 +78,14 @@ export class DataplaneDriver {
   }
 
   start(): void {
-    if (this.#opts.takeOverFromFelix ?? true) this.#takeover = removeFelixIptablesState(this.#log);
+    if (this.#opts.takeOverFromFelix ?? true) this.#takeover = removeOtherModeState(this.#rules, this.#log);
     this.#monitor.start();
     const cfg = this.#opts.config;
     const every = (seconds: number, f: () => void) => {
       if (seconds > 0) this.#refreshTimers.push(setInterval(f, seconds * 1000).unref());
     };
     // nftables mode: our IP sets live in our tables, so either refresh re-reads both.
-    every(cfg.NftablesRefreshInterval, () => this.#refresh('rules'));
+    every(this.#rules.name === 'nftables' ? cfg.NftablesRefreshInterval : cfg.IptablesRefreshInterval, () => this.#refresh('rules'));
     every(cfg.IpsetsRefreshInterval, () => this.#refresh('IP sets'));
     every(cfg.RouteRefreshInterval, () => {
       this.#routes?.markResync();

@@ -1,13 +1,20 @@
 // One place that chooses the rules backend from the configuration, as Felix chooses
-// between its nftables and iptables tables at start. NFTablesMode Enabled and Auto program
-// nftables; Disabled (iptables mode) is refused before the dataplane starts
-// (config/refusal.ts) until the iptables backends exist.
+// between its nftables and iptables tables at start: NFTablesMode Enabled and Auto program
+// nftables; Disabled is iptables mode, through the backend IptablesBackend names (or
+// detects, as Felix does).
 import type { Config } from '../../config/params.js';
+import type { Logger } from '../../log.js';
 import { families } from '../render/ruleset.js';
+import { detectIptablesBackend } from './iptables/detect.js';
+import { IptablesRulesBackend } from './iptables/rules-backend.js';
 import { NftRulesBackend } from './nft/rules-backend.js';
 import type { RulesBackend } from './rules-backend.js';
 
-export function createRulesBackend(config: Config): RulesBackend {
-  if (config.NFTablesMode === 'Disabled') throw new Error('NFTablesMode Disabled (iptables mode) has no rules backend yet');
+export function createRulesBackend(config: Config, log: Logger): RulesBackend {
+  if (config.NFTablesMode === 'Disabled') {
+    const flavour = detectIptablesBackend(config.IptablesBackend);
+    log.info({ setting: config.IptablesBackend, backend: `iptables-${flavour}` }, 'iptables mode');
+    return new IptablesRulesBackend(config, families(config), { flavour, log });
+  }
   return new NftRulesBackend(config, families(config));
 }

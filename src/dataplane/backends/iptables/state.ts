@@ -1,0 +1,139 @@
+// What iptables mode compares: per table, our chains (cali-*) with the `cali:` hash of each
+// rule ("" for a rule that is not ours), and our rules in the kernel's builtin chains (the
+// hooks) with their positions. Read from `iptables-save`, or built from the rendering;
+// restoreScript() turns the difference into one `iptables-restore --noflush` input.
+import type { Ruleset, TableName } from '../../render/model.js';
+import { TABLES } from '../../render/model.js';
+import { iptablesRuleLines } from './text.js';
+
+export interface TableState {
+  /** Our chains -> their rule lines (rendered) or hashes (read back). */
+  chains: Map<string, string[]>;
+  /**
+   * Builtin chain -> our rules in order: hash and the rule as iptables-save prints it
+   * (deleted by that spec, not by position, so a rule another tool inserted meanwhile
+   * cannot be hit instead).
+   */
+  hooks: Map<string, Array<{ hash: string; spec: string }>>;
+}
+
+export type IptablesState = Map<TableName, TableState>;
+
+const OURS = /^cali-/;
+const hashOf = (rule: string) => /--comment "?cali:([\w-]+)"?/.exec(rule)?.[1] ?? '';
+const emptyTable = (): TableState => ({ chains: new Map(), hooks: new Map() });
+
+/** Parses `iptables-save` output: only what is ours is kept. */
+export function parseSave(save: string): IptablesState {
+  const out: IptablesState = new Map();
+  let table: TableState | undefined;
+  for (const line of save.split('\n')) {
+    if (line.startsWith('*')) {
+      const name = line.slice(1).trim() as TableName;
+      table = TABLES.includes(name) ? emptyTable() : undefined;
+      if (table) out.set(name, table);
+    } else if (table && line.startsWith(':')) {
+      const name = line.slice(1).split(' ')[0] as string;
+      if (OURS.test(name)) table.chains.set(name, []);
+    } else if (table) {
+      const m = /^-A (\S+) ?(.*)$/.exec(line);
+      if (!m) continue;
+      const chain = m[1] as string;
+      const spec = m[2] ?? '';
+      const hash = hashOf(spec);
+      if (OURS.test(chain)) table.chains.get(chain)?.push(hash);
+      else if (hash || /(^|\s)-[jg] cali-\S/.test(spec)) {
+        const list = table.hooks.get(chain) ?? [];
+        list.push({ hash, spec });
+        table.hooks.set(chain, list);
+      }
+    }
+  }
+  return out;
+}
+
+export interface Desired {
+  /** Table -> chain -> full `-A` lines. */
+  chains: Map<TableName, Map<string, string[]>>;
+  /** Table -> builtin chain -> `-A` lines of our hooks, in order. */
+  hooks: Map<TableName, Map<string, string[]>>;
+}
+
+/** The rendered ruleset as `-A` lines with Felix's hashes. */
+export function desiredOf(rs: Ruleset): Desired {
+  const d: Desired = { chains: new Map(), hooks: new Map() };
+  for (const table of TABLES) {
+    const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
+    const chains = new Map<string, string[]>();
+    for (const c of rs.tables[table].values()) chains.set(c.name, iptablesRuleLines(c.name, c.rules, rs.family, maps));
+    d.chains.set(table, chains);
+    const hooks = new Map<string, string[]>();
+    for (const h of rs.hooks.filter((x) => x.table === table)) {
+      const lines = hooks.get(h.builtin) ?? [];
+      lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family, maps));
+      hooks.set(h.builtin, lines);
+    }
+    d.hooks.set(table, hooks);
+  }
+  return d;
+}
+
+const same = (a: readonly string[] | undefined, b: readonly string[]) => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
+
+export interface RestorePlan {
+  script: string;
+  chainsWritten: number;
+  rulesWritten: number;
+  chainsDeleted: number;
+}
+
+/**
+ * One `iptables-restore --noflush` input that takes the kernel from `have` to `want`:
+ * changed and new chains declared (which empties them) and written whole, hooks whose
+ * rules differ deleted (by their exact spec) and inserted again, then chains no longer
+ * wanted emptied and deleted. Chains and hooks that match are not in it at all.
+ */
+export function restoreScript(have: IptablesState, want: Desired, insertMode: 'Insert' | 'Append'): RestorePlan {
+  const plan: RestorePlan = { script: '', chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0 };
+  const out: string[] = [];
+  for (const table of TABLES) {
+    const h = have.get(table) ?? emptyTable();
+    const chains = want.chains.get(table) ?? new Map<string, string[]>();
+    const hooks = want.hooks.get(table) ?? new Map<string, string[]>();
+    const lines: string[] = [];
+    const changed = [...chains].filter(([name, rules]) => !same(h.chains.get(name), rules.map(hashOf)));
+    for (const [name] of changed) lines.push(`:${name} - [0:0]`);
+    for (const builtin of new Set([...h.hooks.keys(), ...hooks.keys()])) {
+      const mine = hooks.get(builtin) ?? [];
+      const there = h.hooks.get(builtin) ?? [];
+      if (same(there.map((r) => r.hash), mine.map(hashOf))) continue;
+      for (const r of there) lines.push(`-D ${builtin} ${r.spec}`);
+      mine.forEach((l, i) => lines.push(insertMode === 'Insert' ? l.replace(/^-A (\S+)/, `-I $1 ${i + 1}`) : l));
+      plan.rulesWritten += mine.length;
+    }
+    for (const [, rules] of changed) {
+      lines.push(...rules);
+      plan.rulesWritten += rules.length;
+    }
+    plan.chainsWritten += changed.length;
+    const gone = [...h.chains.keys()].filter((name) => !chains.has(name));
+    for (const name of gone) lines.push(`-F ${name}`);
+    for (const name of gone) lines.push(`-X ${name}`);
+    plan.chainsDeleted += gone.length;
+    if (lines.length) out.push(`*${table}`, ...lines, 'COMMIT');
+  }
+  plan.script = out.length ? `${out.join('\n')}\n` : '';
+  return plan;
+}
+
+/** What was committed, as a read-back would find it (so the next plan is a no-op). */
+export function stateOf(want: Desired): IptablesState {
+  const out: IptablesState = new Map();
+  for (const table of TABLES) {
+    const t = emptyTable();
+    for (const [name, rules] of want.chains.get(table) ?? []) t.chains.set(name, rules.map(hashOf));
+    for (const [builtin, rules] of want.hooks.get(table) ?? []) t.hooks.set(builtin, rules.map((l) => ({ hash: hashOf(l), spec: l.replace(/^-A \S+ /, '') })));
+    out.set(table, t);
+  }
+  return out;
+}

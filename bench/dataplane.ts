@@ -15,64 +15,9 @@ import { NftDesiredBuilder } from '../src/dataplane/backends/nft/desired-builder
 import { NativeSink } from '../src/dataplane/backends/nft/sinks.js';
 import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
-import type { Rule, ToDataplane, WorkloadEndpoint } from '../src/proto/messages.js';
+import type { ToDataplane } from '../src/proto/messages.js';
 import { log, percentile, report } from './lib/report.js';
-
-const ENDPOINTS = 500;
-const POLICIES = 2000;
-const SETS = 1000;
-const MEMBERS_PER_SET = 100;
-const POLICIES_PER_ENDPOINT = 4;
-const INCREMENTAL_RUNS = 30;
-const MEMBER_RUNS = 10;
-
-const ip = (n: number) => `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}/32`;
-
-function rule(fields: Partial<Rule>): Rule {
-  return {
-    action: 'allow', srcNet: [], srcPorts: [], srcNamedPortIpSetIds: [], srcIpSetIds: [], dstNet: [], dstPorts: [], dstNamedPortIpSetIds: [], dstIpSetIds: [], dstIpPortSetIds: [],
-    notSrcNet: [], notSrcPorts: [], notSrcNamedPortIpSetIds: [], notSrcIpSetIds: [], notDstNet: [], notDstPorts: [], notDstNamedPortIpSetIds: [], notDstIpSetIds: [],
-    ...fields,
-  };
-}
-
-const setId = (i: number) => `s:bench-set-${i % SETS}`;
-
-function policy(p: number): ToDataplane {
-  const inbound = [
-    rule({ protocol: { name: 'tcp' }, srcIpSetIds: [setId(p)], dstPorts: [{ first: 80 + (p % 50), last: 80 + (p % 50) }] }),
-    rule({ protocol: { name: 'tcp' }, srcIpSetIds: [setId(p + 1)], dstPorts: [{ first: 8000, last: 8100 }, { first: 443, last: 443 }] }),
-    rule({ action: 'deny', srcNet: [`192.168.${p % 256}.0/24`] }),
-  ];
-  const outbound = [rule({ protocol: { name: 'udp' }, dstIpSetIds: [setId(p + 2)], dstPorts: [{ first: 53, last: 53 }] }), rule({ dstIpSetIds: [setId(p + 3)] })];
-  return { type: 'ActivePolicyUpdate', id: { tier: 'default', name: `ns${p % 20}/pol-${p}` }, policy: { namespace: `ns${p % 20}`, inboundRules: inbound, outboundRules: outbound, untracked: false, preDnat: false, originalSelector: `app == 'a${p}'` } };
-}
-
-function endpoint(e: number, policies: string[]): ToDataplane {
-  const ep: WorkloadEndpoint = {
-    state: 'active', name: `cali${e.toString(16).padStart(11, '0')}`, mac: 'ee:ee:ee:ee:ee:ee', profileIds: [`kns.ns${e % 20}`],
-    ipv4Nets: [ip(0x20000 + e)], ipv6Nets: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
-    tiers: [{ name: 'default', ingressPolicies: policies, egressPolicies: policies, defaultAction: 'Deny' }],
-  };
-  return { type: 'WorkloadEndpointUpdate', id: { orchestratorId: 'k8s', workloadId: `ns/pod-${e}`, endpointId: 'eth0' }, endpoint: ep };
-}
-
-function snapshot(): ToDataplane[] {
-  const msgs: ToDataplane[] = [];
-  for (let s = 0; s < SETS; s++) {
-    const members: string[] = [];
-    for (let m = 0; m < MEMBERS_PER_SET; m++) members.push(ip(s * MEMBERS_PER_SET + m));
-    msgs.push({ type: 'IPSetUpdate', id: setId(s), members, ipsetType: 'NET' });
-  }
-  for (let p = 0; p < POLICIES; p++) msgs.push(policy(p));
-  for (let n = 0; n < 20; n++) msgs.push({ type: 'ActiveProfileUpdate', id: { name: `kns.ns${n}` }, profile: { inboundRules: [], outboundRules: [rule({})] } });
-  for (let e = 0; e < ENDPOINTS; e++) {
-    const pols = Array.from({ length: POLICIES_PER_ENDPOINT }, (_, k) => `ns${((e * POLICIES_PER_ENDPOINT + k) % POLICIES) % 20}/pol-${(e * POLICIES_PER_ENDPOINT + k) % POLICIES}`);
-    msgs.push(endpoint(e, pols));
-  }
-  msgs.push({ type: 'InSync' });
-  return msgs;
-}
+import { ENDPOINTS, incrementalChange, INCREMENTAL_RUNS, ip, memberChange, MEMBER_RUNS, MEMBERS_PER_SET, POLICIES, SETS, snapshot } from './workloads/node-dataplane.js';
 
 interface InsideResult {
   transport: Transport;
@@ -130,34 +75,12 @@ async function inside(transport: Transport): Promise<InsideResult> {
     return performance.now() - s;
   };
   const incrementalMs: number[] = [];
-  for (let k = 0; k < INCREMENTAL_RUNS; k++) {
-    const p = POLICIES + k;
-    const e = ENDPOINTS + k;
-    const pol = policy(p);
-    const polName = `ns${p % 20}/pol-${p}`;
-    incrementalMs.push(
-      await step([
-        { type: 'IPSetDeltaUpdate', id: setId(p), addedMembers: [ip(0x20000 + e)], removedMembers: [] },
-        pol,
-        endpoint(e, [polName, 'ns0/pol-0']),
-      ]),
-    );
-  }
+  for (let k = 0; k < INCREMENTAL_RUNS; k++) incrementalMs.push(await step(incrementalChange(k)));
   const incrementalRenderMs = renderMs.splice(0);
   const incrementalCommitMs = commitMs.splice(0);
   const membersMs: number[] = [];
   let next = 0x30000;
-  for (let k = 0; k < MEMBER_RUNS; k++) {
-    // 1,000 members change: 10 sets each lose 50 and gain 50.
-    const msgs: ToDataplane[] = [];
-    for (let s = 0; s < 10; s++) {
-      const id = setId(k * 10 + s);
-      const members = [...(state.ipsets.get(id)?.members ?? [])];
-      const added = Array.from({ length: 50 }, () => ip(next++));
-      msgs.push({ type: 'IPSetDeltaUpdate', id, addedMembers: added, removedMembers: members.slice(0, 50) });
-    }
-    membersMs.push(await step(msgs));
-  }
+  for (let k = 0; k < MEMBER_RUNS; k++) membersMs.push(await step(memberChange(k, (id) => state.ipsets.get(id)?.members ?? [], () => ip(next++))));
   return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, coldCommitMs: cold.commitMs, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs, floorMs };
 }
 

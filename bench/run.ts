@@ -13,6 +13,7 @@ const BENCHES: Record<string, [string, string[]]> = {
   calcgraph: ['calcgraph.js', []],
   filesync: ['filesync.js', []],
   dataplane: ['dataplane.js', []],
+  'dataplane-iptables': ['dataplane-iptables.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -20,6 +20,8 @@ namespace palisade::rtnl {
 namespace {
 
 constexpr size_t kBuf = 1 << 16;
+// DumpInto's answer when the kernel marked the dump interrupted (NLM_F_DUMP_INTR).
+constexpr int kInterrupted = -1;
 
 }  // namespace
 
@@ -85,6 +87,8 @@ void Monitor::Resync() {
 
 // A dump on its own socket, read to the end before anything else: events that arrive
 // meanwhile wait in the event socket and are applied after it (eventually consistent).
+// Returns 0, an errno, or kInterrupted when the kernel says the table changed during the
+// dump (NLM_F_DUMP_INTR): then it may have missed entries.
 int Monitor::DumpInto(int type, std::vector<Event>* out) {
   std::vector<char> buf(kBuf);
   nlmsghdr* h = mnl_nlmsg_put_header(buf.data());
@@ -94,6 +98,7 @@ int Monitor::DumpInto(int type, std::vector<Event>* out) {
   auto* g = static_cast<rtgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtgenmsg)));
   g->rtgen_family = AF_UNSPEC;
   if (send(dumpFd_, h, h->nlmsg_len, 0) < 0) return errno;
+  bool interrupted = false;
   for (;;) {
     ssize_t n = RecvFromKernel(dumpFd_, buf.data(), buf.size(), 0);
     if (n < 0) {
@@ -103,7 +108,8 @@ int Monitor::DumpInto(int type, std::vector<Event>* out) {
     int len = static_cast<int>(n);
     for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); NlmsgOk(m, len); m = mnl_nlmsg_next(m, &len)) {
       if (m->nlmsg_seq != dumpSeq_) continue;
-      if (m->nlmsg_type == NLMSG_DONE) return 0;
+      if (m->nlmsg_flags & NLM_F_DUMP_INTR) interrupted = true;
+      if (m->nlmsg_type == NLMSG_DONE) return interrupted ? kInterrupted : 0;
       if (m->nlmsg_type == NLMSG_ERROR) return mnl_nlmsg_get_payload_len(m) < sizeof(nlmsgerr) ? EPROTO : -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
       Handle(m, out);
     }
@@ -115,10 +121,18 @@ void Monitor::FullResync(std::vector<Event>* out) {
     entry.second.before = std::move(entry.second.addrs);
     entry.second.addrs.clear();
   }
-  gen_++;
   resyncing_ = true;
-  DumpInto(RTM_GETLINK, out);
-  DumpInto(RTM_GETADDR, out);
+  // An interrupted dump (links or addresses changed meanwhile, as when hundreds of links
+  // are being made after an overflow) can miss entries whose events were dropped: a link
+  // would then stay unknown until the next resync. Dump again, a few times, instead.
+  for (int tries = 0; tries < 5; tries++) {
+    gen_++;
+    if (DumpInto(RTM_GETLINK, out) != kInterrupted) break;
+  }
+  for (int tries = 0; tries < 5; tries++) {
+    for (auto& entry : ifaces_) entry.second.addrs.clear();
+    if (DumpInto(RTM_GETADDR, out) != kInterrupted) break;
+  }
   FinishResync(out);
 }
 
@@ -294,19 +308,27 @@ void Monitor::Run() {
     }
     // Drain everything queued now, then keep collecting while more follows within 2 ms
     // (a burst: many interfaces at once), up to 20 ms: one batch, one JS callback.
+    // The kernel dropped events (ENOBUFS; or one did not fit the buffer, ENOSPC): the
+    // table can no longer be trusted, and a full dump follows. Not at once, though: the
+    // kernel reports ENOBUFS once per congestion and stays silent about further drops
+    // until the queue has been emptied, so a dump taken before that could miss links
+    // created meanwhile (seen: 150 of 600 veths lost for good). The queue is drained
+    // first; the dump then covers every drop, and any drop after it raises a new ENOBUFS.
     auto drain = [&] {
+      bool overflowed = false;
       for (;;) {
         ssize_t n = RecvFromKernel(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
         if (n < 0) {
           if (errno == EINTR) continue;
           if (errno == ENOBUFS || errno == ENOSPC) {
-            // The kernel dropped events (or one did not fit the buffer): the table can no
-            // longer be trusted. Dump it all.
-            batch.push_back({Event::kOverflow, "", 0, "", {}});
-            FullResync(&batch);
+            overflowed = true;
             continue;
           }
-          return;  // EAGAIN: drained
+          if (!overflowed) return;  // EAGAIN: drained
+          overflowed = false;
+          batch.push_back({Event::kOverflow, "", 0, "", {}});
+          FullResync(&batch);
+          continue;  // what arrived during the dump
         }
         Feed(buf.data(), static_cast<int>(n), &batch);
       }

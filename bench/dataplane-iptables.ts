@@ -1,0 +1,103 @@
+// bench/dataplane-iptables (issue 15): the node of bench/dataplane (500 endpoints, 2,000
+// policies, 1,000 IP sets, 100,000 members) programmed in iptables mode, through
+// iptables-nft and iptables-legacy, each in its own throwaway network namespace: cold
+// apply, an endpoint added with its policy, 1,000 IP-set members changed; and the native
+// IP-set bulk add rate. Today's transport is Felix's (iptables-restore; IP sets over
+// netlink); the native iptables transports are not built yet, so there is nothing to
+// compare them with: the report says so. Needs root.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+import { defaultConfig } from '../src/config/params.js';
+import { IptablesRulesBackend, type IptablesFlavour } from '../src/dataplane/backends/iptables/rules-backend.js';
+import { DesiredState } from '../src/dataplane/desired-state.js';
+import { createLogger } from '../src/log.js';
+import { ipsetApply } from '../src/native/ipset.js';
+import type { ToDataplane } from '../src/proto/messages.js';
+import { log, percentile, report } from './lib/report.js';
+import { ENDPOINTS, incrementalChange, INCREMENTAL_RUNS, ip, memberChange, MEMBER_RUNS, MEMBERS_PER_SET, POLICIES, SETS, snapshot } from './workloads/node-dataplane.js';
+
+interface InsideResult {
+  coldMs: number;
+  coldRules: number;
+  incrementalMs: number[];
+  membersMs: number[];
+  ipsetMembersPerS: number;
+}
+
+async function inside(flavour: IptablesFlavour): Promise<InsideResult> {
+  const config = { ...defaultConfig(), Ipv6Support: false, NFTablesMode: 'Disabled' as const };
+  const state = new DesiredState();
+  const backend = new IptablesRulesBackend(config, [4], { flavour, log: createLogger({ severity: 'Fatal' }) });
+  state.apply(snapshot());
+  state.takeDirty();
+  await backend.resync();
+  const t0 = performance.now();
+  backend.rebuild(state);
+  const cold = await backend.apply();
+  const coldMs = performance.now() - t0;
+  const step = async (msgs: ToDataplane[]) => {
+    const s = performance.now();
+    state.apply(msgs);
+    backend.update(state, state.takeDirty());
+    await backend.apply();
+    return performance.now() - s;
+  };
+  const incrementalMs: number[] = [];
+  for (let k = 0; k < INCREMENTAL_RUNS; k++) incrementalMs.push(await step(incrementalChange(k)));
+  const membersMs: number[] = [];
+  let next = 0x30000;
+  for (let k = 0; k < MEMBER_RUNS; k++) membersMs.push(await step(memberChange(k, (id) => state.ipsets.get(id)?.members ?? [], () => ip(next++))));
+  // Native bulk add: 1,000,000 members into one set (created first, outside the timing).
+  const members = Array.from({ length: 1_000_000 }, (_, i) => `172.${16 + ((i >> 16) & 15)}.${(i >> 8) & 255}.${i & 255}`);
+  await ipsetApply([{ op: 'create', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, maxelem: 2_000_000 }]);
+  const b0 = performance.now();
+  const bulk = await ipsetApply([{ op: 'add', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, members }]);
+  const bulkMs = performance.now() - b0;
+  if (bulk.failures.length) throw new Error(`bulk add failed: ${JSON.stringify(bulk.failures.slice(0, 3))}`);
+  return { coldMs, coldRules: cold.rulesWritten, incrementalMs, membersMs, ipsetMembersPerS: members.length / (bulkMs / 1000) };
+}
+
+function runInside(flavour: IptablesFlavour): InsideResult {
+  const ns = `palisade-bench-${randomBytes(3).toString('hex')}`;
+  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
+  try {
+    log(`iptables-${flavour}: programming in netns ${ns}`);
+    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', flavour], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
+    if (r.status !== 0) throw new Error(`iptables-${flavour} run failed (${r.status ?? r.signal})`);
+    return JSON.parse(r.stdout) as InsideResult;
+  } finally {
+    spawnSync('ip', ['netns', 'del', ns]);
+  }
+}
+
+const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+
+async function main(): Promise<void> {
+  const i = process.argv.indexOf('--inside');
+  if (i >= 0) {
+    process.stdout.write(JSON.stringify(await inside(process.argv[i + 1] as IptablesFlavour)));
+    return;
+  }
+  if (process.getuid?.() !== 0) {
+    console.error('bench dataplane-iptables: SKIPPED: needs root (it programs iptables inside throwaway network namespaces)');
+    return;
+  }
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  const out: Record<string, number | string> = { endpoints: ENDPOINTS, policies: POLICIES, ip_sets: SETS, ip_set_members: SETS * MEMBERS_PER_SET, native_rules_transport: 'not built yet (issue 15 steps 4 and 5)' };
+  for (const flavour of ['nft', 'legacy'] as const) {
+    const r = runInside(flavour);
+    out[`${flavour}_cold_exec_ms`] = r3(r.coldMs);
+    out[`${flavour}_cold_rules`] = r.coldRules;
+    out[`${flavour}_incremental_exec_ms_median`] = r3(median(r.incrementalMs));
+    out[`${flavour}_members_1000_ms_median`] = r3(median(r.membersMs));
+    out[`${flavour}_ipset_members_per_s`] = Math.round(r.ipsetMembersPerS);
+  }
+  report('dataplane-iptables', out, [
+    ['nft_ipset_members_per_s', '>=', 1_000_000],
+    ['legacy_ipset_members_per_s', '>=', 1_000_000],
+  ]);
+}
+
+await main();

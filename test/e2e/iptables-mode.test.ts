@@ -32,9 +32,21 @@ describe(`e2e: iptables mode (${IPT})`, { skip: ROOT_SKIP }, () => {
     metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
     spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
   });
-  const resources = (port: number) => [
+  const resources = (port: number, partners = ['198.51.100.0/24']) => [
     { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } },
-    { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'be', namespace: 'e2e' }, spec: { selector: "app == 'be'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'fe'" }, destination: { ports: [port] } }] } },
+    { apiVersion: V3, kind: 'GlobalNetworkSet', metadata: { name: 'partners', labels: { role: 'partner' } }, spec: { nets: partners } },
+    {
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name: 'be', namespace: 'e2e' },
+      spec: {
+        selector: "app == 'be'",
+        ingress: [
+          { action: 'Allow', protocol: 'TCP', source: { selector: "app == 'fe'" }, destination: { ports: [port] } },
+          { action: 'Allow', protocol: 'TCP', source: { selector: "role == 'partner'", namespaceSelector: 'global()' }, destination: { ports: [port] } },
+        ],
+      },
+    },
     wep(fe, 'fe'),
     wep(be, 'be'),
     wep(other, 'other'),
@@ -88,6 +100,11 @@ describe(`e2e: iptables mode (${IPT})`, { skip: ROOT_SKIP }, () => {
     sh('ipset', ['flush', set]);
     assert.ok((await lab.until(() => lab.tcp(fe, be.ip, 9090, 300) && !lab.tcp(other, be.ip, 9090, 200), 2000 + 3000)) >= 0, `not repaired within one refresh:\n${sh(`${IPT}-save`, ['-t', 'filter']).slice(0, 3000)}`);
     assert.match(sh(`${IPT}-save`, ['-t', 'filter']), /^-A FORWARD -m comment --comment "?cali:[\w-]+"? -j cali-FORWARD$/m);
+    // Only an IP set's members change: the set alone is updated, no rule is rewritten.
+    const rules = sh(`${IPT}-save`, ['-t', 'filter']).split('\n').filter((l) => l.startsWith('-A cali-')).join('\n');
+    writeResources(dir, resources(9090, ['198.51.100.0/24', `${other.ip}/32`]));
+    assert.ok((await lab.until(() => lab.tcp(other, be.ip, 9090, 300), 5000)) >= 0, 'the network set change never landed');
+    assert.equal(sh(`${IPT}-save`, ['-t', 'filter']).split('\n').filter((l) => l.startsWith('-A cali-')).join('\n'), rules, 'rules were rewritten for a member change');
     assert.equal(foreign(), before, 'foreign state changed');
   });
 

@@ -3,8 +3,9 @@
 // hooks that differ are in it), IP sets through the native netlink code (IPSets: created
 // and filled before the rules that use them, removed after). Works with either iptables
 // backend: the `-nft` tools (nf_tables underneath) or `-legacy` (x_tables). Rendering is
-// the iptables style of the shared rule model; the whole ruleset is rendered per apply
-// (cheap next to the exec), the kernel gets only what changed.
+// the iptables style of the shared rule model. An apply where only IP-set members changed
+// touches only the sets; any other change renders the whole ruleset again (incremental
+// rule rendering is still to come), and the kernel gets only what differs.
 import { spawn } from 'node:child_process';
 
 import type { Config } from '../../../config/params.js';
@@ -13,7 +14,7 @@ import type { IpsetType } from '../../../native/ipset.js';
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family } from '../../render/model.js';
-import { renderRuleset } from '../../render/ruleset.js';
+import { ipSetOf, renderRuleset } from '../../render/ruleset.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
 import { type Desired, desiredOf, type IptablesState, parseSave, restoreScript, stateOf } from './state.js';
 
@@ -61,6 +62,10 @@ export class IptablesRulesBackend implements RulesBackend {
   readonly #log: Logger;
   readonly #ipsets: Map<Family, IPSets>;
   #state: DesiredState | undefined;
+  /** Everything must be rendered (start, resync, a change other than IP-set members). */
+  #full = true;
+  /** IP sets whose members changed since the last apply. */
+  readonly #dirtySets = new Set<string>();
   #committed = new Map<Family, IptablesState>();
   #desired = new Map<Family, Desired>();
 
@@ -88,10 +93,15 @@ export class IptablesRulesBackend implements RulesBackend {
 
   rebuild(state: DesiredState): void {
     this.#state = state;
+    this.#full = true;
   }
 
-  update(state: DesiredState, _dirty: Map<Dirty, Set<string>>): void {
+  update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
     this.#state = state;
+    for (const [kind, keys] of dirty) {
+      if (kind === 'ipset') for (const id of keys) this.#dirtySets.add(id);
+      else this.#full = true;
+    }
   }
 
   async apply(): Promise<RulesApplyStats> {
@@ -99,6 +109,14 @@ export class IptablesRulesBackend implements RulesBackend {
     const state = this.#state;
     if (!state) return stats;
     const t0 = performance.now();
+    // Only members of existing sets changed: no rule can differ, the sets alone go.
+    const setsOnly = !this.#full && [...this.#dirtySets].every((id) => state.ipsets.has(id) && this.#setNames.get(this.families[0] as Family)?.has(ipSetOf(id, state.ipsets.get(id)!, this.families[0] as Family).name));
+    if (setsOnly) {
+      await this.#applySets(state, stats);
+      stats.commitMs = performance.now() - t0;
+      return stats;
+    }
+    this.#dirtySets.clear();
     const plans: Array<{ family: Family; want: Desired; script: string }> = [];
     for (const f of this.families) {
       const rs = renderRuleset(state, this.#config, f, 'iptables');
@@ -129,8 +147,23 @@ export class IptablesRulesBackend implements RulesBackend {
       this.#committed.set(family, stateOf(want));
     }
     for (const f of this.families) await this.#ipsets.get(f)?.applyDeletions();
+    this.#full = false;
     stats.commitMs = performance.now() - t0;
     return stats;
+  }
+
+  async #applySets(state: DesiredState, stats: RulesApplyStats): Promise<void> {
+    for (const f of this.families) {
+      const sets = this.#ipsets.get(f) as IPSets;
+      for (const id of this.#dirtySets) {
+        const s = ipSetOf(id, state.ipsets.get(id)!, f);
+        sets.addOrReplace(s.name, SET_TYPE[s.kind], s.members);
+      }
+      const r = await sets.applyUpdates();
+      stats.elemsAdded += r.added;
+      stats.elemsRemoved += r.removed;
+    }
+    this.#dirtySets.clear();
   }
 
   readonly #setNames = new Map<Family, Set<string>>();

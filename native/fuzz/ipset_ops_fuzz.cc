@@ -13,10 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace palisade::ipset;
   Batch b;
   Result r;
-  const Revisions revisions{{kHashIp, 4}, {kHashNet, 6}, {kHashIpPort, 5}};
-  const bool ok = Build(data, size, 0xfffffff0u, revisions, &b, &r);
+  const bool ok = Build(data, size, 0xfffffff0u, &b, &r);
   if (ok != r.badInput.empty()) abort();
   if (!ok) return 0;
+  for (const Batch::RevisionSlot& slot : b.revisions)
+    if (slot.offset >= b.buf.size() || b.buf[slot.offset] != 0) abort();
+  SetRevisions(&b, {{kHashIp, 4}, {kHashNet, 6}, {kHashIpPort, 5}});
   int left = static_cast<int>(b.buf.size());
   size_t messages = 0;
   for (auto* h = reinterpret_cast<const nlmsghdr*>(b.buf.data()); palisade::NlmsgOk(h, left); h = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + NLMSG_ALIGN(h->nlmsg_len))) {

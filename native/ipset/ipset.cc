@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "common/netlink_read.h"
+#include "nft/netlink.h"
 
 namespace palisade::ipset {
 namespace {
@@ -64,23 +65,30 @@ class Reader {
   size_t off_ = 0;
 };
 
+// A request's netlink and nfnetlink headers and the protocol attribute every ipset
+// message carries.
+nlmsghdr* PutHeader(char* at, uint8_t cmd, uint16_t flags, uint32_t seq, uint8_t nfgenFamily) {
+  nlmsghdr* h = mnl_nlmsg_put_header(at);
+  h->nlmsg_type = (NFNL_SUBSYS_IPSET << 8) | cmd;
+  h->nlmsg_flags = NLM_F_REQUEST | flags;
+  h->nlmsg_seq = seq;
+  auto* g = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(nfgenmsg)));
+  g->nfgen_family = nfgenFamily;
+  g->version = NFNETLINK_V0;
+  g->res_id = 0;
+  mnl_attr_put_u8(h, IPSET_ATTR_PROTOCOL, IPSET_PROTOCOL);
+  return h;
+}
+
 class Writer {
  public:
   explicit Writer(Batch* b) : b_(b) {}
   // Starts a message with room for `reserve` more bytes.
   nlmsghdr* Start(uint8_t cmd, uint8_t family, uint32_t tag, int64_t firstMember, size_t reserve) {
     if (b_->buf.size() - used_ < reserve + kMaxCmd) b_->buf.resize((b_->buf.size() + reserve + kMaxCmd) * 2);
-    nlmsghdr* h = mnl_nlmsg_put_header(b_->buf.data() + used_);
-    h->nlmsg_type = (NFNL_SUBSYS_IPSET << 8) | cmd;
     // No NLM_F_EXCL: as `ipset -exist`, adding what is there or deleting what is not is fine.
-    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-    h->nlmsg_seq = b_->nextSeq;
+    nlmsghdr* h = PutHeader(b_->buf.data() + used_, cmd, NLM_F_ACK, b_->nextSeq, family ? Nfproto(family) : static_cast<uint8_t>(NFPROTO_UNSPEC));
     b_->bySeq[b_->nextSeq++] = {tag, firstMember};
-    auto* g = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(nfgenmsg)));
-    g->nfgen_family = family ? Nfproto(family) : static_cast<uint8_t>(NFPROTO_UNSPEC);
-    g->version = NFNETLINK_V0;
-    g->res_id = 0;
-    mnl_attr_put_u8(h, IPSET_ATTR_PROTOCOL, IPSET_PROTOCOL);
     return h;
   }
   void End(nlmsghdr* h) {
@@ -147,7 +155,7 @@ bool PutMembers(Reader& r, Writer& w, uint8_t cmd, uint32_t tag, const std::stri
   return true;
 }
 
-bool PutOp(Reader& r, Writer& w, const Revisions& revisions, Result* out, std::vector<uint8_t>* typesNeeded) {
+bool PutOp(Reader& r, Writer& w, Batch* b, Result* out) {
   if (!r.Has(5)) return false;
   const uint8_t op = r.U8();
   const uint32_t tag = r.U32();
@@ -159,12 +167,12 @@ bool PutOp(Reader& r, Writer& w, const Revisions& revisions, Result* out, std::v
       const uint8_t type = r.U8(), family = r.U8();
       const uint32_t maxelem = r.U32();
       if (!TypeName(type) || (family != 4 && family != 6) || maxelem == 0) return false;
-      if (typesNeeded) typesNeeded->push_back(type);
-      auto rev = revisions.find(type);
       nlmsghdr* h = w.Start(IPSET_CMD_CREATE, family, tag, -1, kMaxCmd);
       mnl_attr_put_strz(h, IPSET_ATTR_SETNAME, name.c_str());
       mnl_attr_put_strz(h, IPSET_ATTR_TYPENAME, TypeName(type));
-      mnl_attr_put_u8(h, IPSET_ATTR_REVISION, rev == revisions.end() ? 0 : rev->second);
+      auto* rev = static_cast<nlattr*>(mnl_nlmsg_get_payload_tail(h));
+      mnl_attr_put_u8(h, IPSET_ATTR_REVISION, 0);
+      b->revisions.push_back({static_cast<size_t>(static_cast<char*>(mnl_attr_get_payload(rev)) - b->buf.data()), type});
       mnl_attr_put_u8(h, IPSET_ATTR_FAMILY, Nfproto(family));
       nlattr* data = mnl_attr_nest_start(h, IPSET_ATTR_DATA);
       mnl_attr_put_u32(h, IPSET_ATTR_MAXELEM | NLA_F_NET_BYTEORDER, htonl(maxelem));
@@ -200,32 +208,16 @@ bool PutOp(Reader& r, Writer& w, const Revisions& revisions, Result* out, std::v
   return true;
 }
 
-struct Sock {
-  mnl_socket* nl = nullptr;
-  ~Sock() {
-    if (nl) mnl_socket_close(nl);
-  }
-  int Open(std::string* what) {
-    nl = mnl_socket_open(NETLINK_NETFILTER);
-    if (!nl) {
-      *what = "socket(NETLINK_NETFILTER)";
-      return errno;
-    }
-    if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-      *what = "bind";
-      return errno;
-    }
-    // Error reports echo the whole failing message (up to kMsgBudget each).
-    int rcv = 8 << 20;
-    if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) < 0) setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-    int snd = static_cast<int>(kSendChunk + kMsgBudget) * 2;
-    if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_SNDBUFFORCE, &snd, sizeof(snd)) < 0) setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
-    return 0;
-  }
-};
+// The netfilter netlink socket of the nft code, with buffers for a send chunk and for
+// error reports, which echo the whole failing message (up to kMsgBudget each).
+int OpenSocket(nft::NlSocket& s, std::string* what) {
+  if (int e = s.Open(what)) return e;
+  s.SizeFor(kSendChunk + kMsgBudget, 8 << 20);
+  return 0;
+}
 
 // The newest revision of `type` this kernel has (IPSET_CMD_TYPE), cached per process.
-int KernelRevision(Sock& s, uint8_t type, uint8_t* rev, std::string* what) {
+int KernelRevision(nft::NlSocket& s, uint8_t type, uint8_t* rev, std::string* what) {
   static std::mutex mu;
   static std::unordered_map<uint8_t, uint8_t> cache;
   {
@@ -237,22 +229,14 @@ int KernelRevision(Sock& s, uint8_t type, uint8_t* rev, std::string* what) {
     }
   }
   std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  nlmsghdr* h = mnl_nlmsg_put_header(buf.data());
-  h->nlmsg_type = (NFNL_SUBSYS_IPSET << 8) | IPSET_CMD_TYPE;
-  h->nlmsg_flags = NLM_F_REQUEST;
-  const uint32_t seq = static_cast<uint32_t>(time(nullptr));
-  h->nlmsg_seq = seq;
-  auto* g = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(nfgenmsg)));
-  g->nfgen_family = NFPROTO_IPV4;
-  g->version = NFNETLINK_V0;
-  mnl_attr_put_u8(h, IPSET_ATTR_PROTOCOL, IPSET_PROTOCOL);
+  nlmsghdr* h = PutHeader(buf.data(), IPSET_CMD_TYPE, 0, static_cast<uint32_t>(time(nullptr)), NFPROTO_IPV4);
   mnl_attr_put_strz(h, IPSET_ATTR_TYPENAME, TypeName(type));
   mnl_attr_put_u8(h, IPSET_ATTR_FAMILY, NFPROTO_IPV4);
-  if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
+  if (mnl_socket_sendto(s.get(), h, h->nlmsg_len) < 0) {
     *what = "send ipset type query";
     return errno;
   }
-  const ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf.data(), buf.size(), 0);
+  const ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.get()), buf.data(), buf.size(), 0);
   if (n < 0) {
     *what = "receive ipset type";
     return errno;
@@ -294,8 +278,8 @@ int64_t ErrorLine(const nlmsgerr* err, size_t payload) {
 }
 
 // Sends [from, to) of the batch and reads one answer per message.
-bool SendAndCollect(Sock& s, Batch& b, const char* from, size_t bytes, size_t messages, Result* out) {
-  if (mnl_socket_sendto(s.nl, from, bytes) < 0) {
+bool SendAndCollect(nft::NlSocket& s, Batch& b, const char* from, size_t bytes, size_t messages, Result* out) {
+  if (mnl_socket_sendto(s.get(), from, bytes) < 0) {
     out->sysErrno = errno;
     out->sysWhat = "sendto";
     return false;
@@ -303,7 +287,7 @@ bool SendAndCollect(Sock& s, Batch& b, const char* from, size_t bytes, size_t me
   std::vector<char> rbuf(1 << 20);
   size_t answered = 0;
   while (answered < messages) {
-    const ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), rbuf.data(), rbuf.size(), 0);
+    const ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.get()), rbuf.data(), rbuf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       out->sysErrno = errno;
@@ -414,28 +398,21 @@ void ParseListed(const nlmsghdr* h, const std::string& prefix, List* out) {
 
 List ListSets(const std::string& prefix) {
   List out;
-  Sock s;
-  if (int e = s.Open(&out.sysWhat)) {
+  nft::NlSocket s;
+  if (int e = OpenSocket(s, &out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
   std::vector<char> buf(1 << 20);
-  nlmsghdr* h = mnl_nlmsg_put_header(buf.data());
-  h->nlmsg_type = (NFNL_SUBSYS_IPSET << 8) | IPSET_CMD_LIST;
-  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   const uint32_t seq = static_cast<uint32_t>(time(nullptr));
-  h->nlmsg_seq = seq;
-  auto* g = static_cast<nfgenmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(nfgenmsg)));
-  g->nfgen_family = NFPROTO_UNSPEC;
-  g->version = NFNETLINK_V0;
-  mnl_attr_put_u8(h, IPSET_ATTR_PROTOCOL, IPSET_PROTOCOL);
-  if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
+  nlmsghdr* h = PutHeader(buf.data(), IPSET_CMD_LIST, NLM_F_DUMP, seq, NFPROTO_UNSPEC);
+  if (mnl_socket_sendto(s.get(), h, h->nlmsg_len) < 0) {
     out.sysErrno = errno;
     out.sysWhat = "send ipset list";
     return out;
   }
   for (;;) {
-    const ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf.data(), buf.size(), 0);
+    const ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.get()), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       out.sysErrno = errno;
@@ -471,15 +448,16 @@ const char* TypeName(uint8_t type) {
   }
 }
 
-bool Build(const uint8_t* ops, size_t len, uint32_t firstSeq, const Revisions& revisions, Batch* b, Result* out, std::vector<uint8_t>* typesNeeded) {
+bool Build(const uint8_t* ops, size_t len, uint32_t firstSeq, Batch* b, Result* out) {
   b->buf.assign(64 * 1024, 0);
   b->bySeq.clear();
   b->nextSeq = firstSeq;
   b->messages = 0;
+  b->revisions.clear();
   Reader r(ops, len);
   Writer w(b);
   while (!r.Done()) {
-    if (!PutOp(r, w, revisions, out, typesNeeded)) {
+    if (!PutOp(r, w, b, out)) {
       if (out->badInput.empty()) out->badInput = "malformed ipset op stream";
       return false;
     }
@@ -488,31 +466,34 @@ bool Build(const uint8_t* ops, size_t len, uint32_t firstSeq, const Revisions& r
   return true;
 }
 
+void SetRevisions(Batch* b, const Revisions& revisions) {
+  for (const Batch::RevisionSlot& slot : b->revisions) {
+    auto it = revisions.find(slot.type);
+    b->buf[slot.offset] = static_cast<char>(it == revisions.end() ? 0 : it->second);
+  }
+}
+
 Result Apply(const uint8_t* ops, size_t len) {
   Result out;
-  std::vector<uint8_t> types;
-  Batch probe;
-  // A first pass finds the set types created (and validates everything) before any I/O.
-  if (!Build(ops, len, 0, {}, &probe, &out, &types)) return out;
-  if (!out.ops) return out;
-  Sock s;
-  if (int e = s.Open(&out.sysWhat)) {
+  Batch b;
+  // Everything is read and built before any I/O: a malformed stream touches nothing.
+  if (!Build(ops, len, static_cast<uint32_t>(time(nullptr)) << 8, &b, &out) || !out.ops) return out;
+  nft::NlSocket s;
+  if (int e = OpenSocket(s, &out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
   Revisions revisions;
-  for (uint8_t t : types) {
-    if (revisions.count(t)) continue;
+  for (const Batch::RevisionSlot& slot : b.revisions) {
+    if (revisions.count(slot.type)) continue;
     uint8_t rev = 0;
-    if (int e = KernelRevision(s, t, &rev, &out.sysWhat)) {
+    if (int e = KernelRevision(s, slot.type, &rev, &out.sysWhat)) {
       out.sysErrno = e;
       return out;
     }
-    revisions[t] = rev;
+    revisions[slot.type] = rev;
   }
-  Batch b;
-  out = Result();
-  Build(ops, len, static_cast<uint32_t>(time(nullptr)) << 8, revisions, &b, &out);
+  SetRevisions(&b, revisions);
   out.messages = b.messages;
   // In chunks of whole messages, each chunk's answers read before the next is sent.
   size_t at = 0;

@@ -52,15 +52,24 @@ struct Batch {
   std::unordered_map<uint32_t, Msg> bySeq;
   uint32_t nextSeq = 0;
   size_t messages = 0;
+  // Each create's IPSET_ATTR_REVISION byte (its offset in buf) and set type: built as 0,
+  // filled in by SetRevisions once the kernel has said which revisions it has.
+  struct RevisionSlot {
+    size_t offset;
+    uint8_t type;
+  };
+  std::vector<RevisionSlot> revisions;
 };
 
-// The revision to create sets of `type` with (the kernel's newest, as `ipset` picks);
-// `revisions[type]` must be filled for every type the stream creates.
+// Everything Apply does before the socket (the fuzz target's entry): false, with
+// out->badInput, for a malformed stream.
+bool Build(const uint8_t* ops, size_t len, uint32_t firstSeq, Batch* b, Result* out);
+
+// The revision to create sets of each type with (the kernel's newest, as `ipset` picks).
 using Revisions = std::unordered_map<uint8_t, uint8_t>;
 
-// Everything Apply does before the socket (the fuzz target's entry): false, with
-// out->badInput, for a malformed stream. `typesNeeded` gets the set types it creates.
-bool Build(const uint8_t* ops, size_t len, uint32_t firstSeq, const Revisions& revisions, Batch* b, Result* out, std::vector<uint8_t>* typesNeeded = nullptr);
+// Writes the revision of each create's set type into the built batch.
+void SetRevisions(Batch* b, const Revisions& revisions);
 
 Result Apply(const uint8_t* ops, size_t len);
 

@@ -52,6 +52,7 @@ export class DataplaneDriver {
   readonly #log: Logger;
   readonly #rules: RulesBackend;
   readonly #routes: RouteManager | undefined;
+  readonly #sysctls: EndpointSysctlManager | undefined;
   readonly #managers: Manager[];
   readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
@@ -70,9 +71,10 @@ export class DataplaneDriver {
     this.#log = opts.log.child({ component: 'int_dataplane' });
     const cfg = opts.config;
     this.#rules = opts.rules ?? createRulesBackend(cfg, this.#log);
-    const routes = new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log);
-    this.#managers = opts.managers?.(this.ifaces) ?? [routes, new EndpointSysctlManager(cfg, this.ifaces, this.#log), new ConntrackManager(this.#log)];
-    this.#routes = this.#managers.includes(routes) ? routes : undefined;
+    this.#managers = opts.managers?.(this.ifaces) ?? [new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log), new EndpointSysctlManager(cfg, this.ifaces, this.#log), new ConntrackManager(this.#log)];
+    // The managers the refresh timers and route events address directly (when present).
+    this.#routes = this.#managers.find((m): m is RouteManager => m instanceof RouteManager);
+    this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }
@@ -94,7 +96,7 @@ export class DataplaneDriver {
     every(cfg.InterfaceRefreshInterval, () => {
       this.#monitor.resync();
       // Interface sysctls are written again too (managers/endpoint-sysctls.ts).
-      for (const m of this.#managers) if (m.name === 'sysctls') m.markResync?.();
+      this.#sysctls?.markResync();
       this.#schedule();
     });
   }

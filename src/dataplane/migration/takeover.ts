@@ -6,31 +6,9 @@
 // are not touched. Runs once, at start, before the first apply; it reads with
 // iptables-save and writes one `iptables-restore --noflush` transaction per backend and
 // family (a one-off at start: the agent's own programming stays native).
-import { spawn } from 'node:child_process';
-
 import type { Logger } from '../../log.js';
+import { run } from '../exec.js';
 import { calicoIpsets, calicoIptablesState, cleanupScript } from './iptables-cleanup.js';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  missing?: boolean;
-}
-
-function run(cmd: string, args: string[], input?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', (e: NodeJS.ErrnoException) => resolve({ code: null, stdout, stderr: e.message, missing: e.code === 'ENOENT' }));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {}); // a command that exits before reading its input
-    child.stdin.end(input ?? '');
-  });
-}
 
 export interface TakeoverReport {
   /** e.g. "iptables-legacy: 12 chains, 5 rules" */

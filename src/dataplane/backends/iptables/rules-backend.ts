@@ -6,39 +6,19 @@
 // the iptables style of the shared rule model. An apply where only IP-set members changed
 // touches only the sets; any other change renders the whole ruleset again (incremental
 // rule rendering is still to come), and the kernel gets only what differs.
-import { spawn } from 'node:child_process';
-
 import type { Config } from '../../../config/params.js';
 import type { Logger } from '../../../log.js';
 import type { IpsetType } from '../../../native/ipset.js';
-import type { Dirty, DesiredState } from '../../desired-state.js';
+import type { DesiredIPSet, Dirty, DesiredState } from '../../desired-state.js';
+import { run } from '../../exec.js';
 import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
-import type { Family } from '../../render/model.js';
+import type { Family, IPSet } from '../../render/model.js';
+import { ipSetName } from '../../render/names.js';
 import { ipSetOf, renderRuleset } from '../../render/ruleset.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
 import { type Desired, desiredOf, type IptablesState, parseSave, restoreScript, stateOf } from './state.js';
 
 export type IptablesFlavour = 'nft' | 'legacy';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], input?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', (e) => resolve({ code: null, stdout, stderr: e.message }));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {});
-    child.stdin.end(input ?? '');
-  });
-}
 
 /** A restore the kernel (or the tool) refused: nothing of it was applied. */
 export class IptablesApplyError extends Error {
@@ -66,6 +46,8 @@ export class IptablesRulesBackend implements RulesBackend {
   #full = true;
   /** IP sets whose members changed since the last apply. */
   readonly #dirtySets = new Set<string>();
+  /** The IP sets the last full render wanted, per family. */
+  readonly #setNames = new Map<Family, Set<string>>();
   #committed = new Map<Family, IptablesState>();
   #desired = new Map<Family, Desired>();
 
@@ -109,10 +91,10 @@ export class IptablesRulesBackend implements RulesBackend {
     const state = this.#state;
     if (!state) return stats;
     const t0 = performance.now();
-    // Only members of existing sets changed: no rule can differ, the sets alone go.
-    const setsOnly = !this.#full && [...this.#dirtySets].every((id) => state.ipsets.has(id) && this.#setNames.get(this.families[0] as Family)?.has(ipSetOf(id, state.ipsets.get(id)!, this.families[0] as Family).name));
-    if (setsOnly) {
-      await this.#applySets(state, stats);
+    if (this.#membersOnly(state)) {
+      // No rule can differ: the sets alone go.
+      for (const f of this.families) await this.#updateSets(f, [...this.#dirtySets].map((id) => ipSetOf(id, state.ipsets.get(id) as DesiredIPSet, f)), stats);
+      this.#dirtySets.clear();
       stats.commitMs = performance.now() - t0;
       return stats;
     }
@@ -120,17 +102,10 @@ export class IptablesRulesBackend implements RulesBackend {
     const plans: Array<{ family: Family; want: Desired; script: string }> = [];
     for (const f of this.families) {
       const rs = renderRuleset(state, this.#config, f, 'iptables');
-      const sets = this.#ipsets.get(f) as IPSets;
-      const wanted = new Set<string>();
-      for (const s of rs.sets.values()) {
-        sets.addOrReplace(s.name, SET_TYPE[s.kind], s.members);
-        wanted.add(s.name);
-      }
-      for (const name of this.#setNames.get(f) ?? []) if (!wanted.has(name)) sets.remove(name);
+      const wanted = new Set(rs.sets.keys());
+      for (const name of this.#setNames.get(f) ?? []) if (!wanted.has(name)) this.#ipsets.get(f)?.remove(name);
       this.#setNames.set(f, wanted);
-      const ipsetStats = await sets.applyUpdates();
-      stats.elemsAdded += ipsetStats.added;
-      stats.elemsRemoved += ipsetStats.removed;
+      await this.#updateSets(f, rs.sets.values(), stats);
       const want = desiredOf(rs);
       this.#desired.set(f, want);
       const plan = restoreScript(this.#committed.get(f) ?? new Map(), want, this.#config.ChainInsertMode);
@@ -152,21 +127,19 @@ export class IptablesRulesBackend implements RulesBackend {
     return stats;
   }
 
-  async #applySets(state: DesiredState, stats: RulesApplyStats): Promise<void> {
-    for (const f of this.families) {
-      const sets = this.#ipsets.get(f) as IPSets;
-      for (const id of this.#dirtySets) {
-        const s = ipSetOf(id, state.ipsets.get(id)!, f);
-        sets.addOrReplace(s.name, SET_TYPE[s.kind], s.members);
-      }
-      const r = await sets.applyUpdates();
-      stats.elemsAdded += r.added;
-      stats.elemsRemoved += r.removed;
-    }
-    this.#dirtySets.clear();
+  /** Only members of sets already programmed changed since the last full render. */
+  #membersOnly(state: DesiredState): boolean {
+    return !this.#full && [...this.#dirtySets].every((id) => state.ipsets.has(id) && this.families.every((f) => this.#setNames.get(f)?.has(ipSetName(f, id))));
   }
 
-  readonly #setNames = new Map<Family, Set<string>>();
+  /** Creates or updates these sets (before the rules that use them). */
+  async #updateSets(f: Family, list: Iterable<IPSet>, stats: RulesApplyStats): Promise<void> {
+    const sets = this.#ipsets.get(f) as IPSets;
+    for (const s of list) sets.addOrReplace(s.name, SET_TYPE[s.kind], s.members);
+    const r = await sets.applyUpdates();
+    stats.elemsAdded += r.added;
+    stats.elemsRemoved += r.removed;
+  }
 
   async #restore(family: Family, script: string): Promise<void> {
     const tool = this.#tool(family, 'restore');

@@ -15,6 +15,7 @@ import { type DesiredChain, type DesiredFamily, type DesiredSet, elemId } from '
 import { commentOf } from './exprs.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
+import type { RulesApplyStats } from '../rules-backend.js';
 
 export const TABLE = 'calico';
 
@@ -29,17 +30,10 @@ interface CommittedFamily {
   full: boolean;
 }
 
-export interface ApplyStats {
-  ops: number;
+/** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
+export interface ApplyStats extends RulesApplyStats {
   messages: number;
   bytes: number;
-  chainsWritten: number;
-  rulesWritten: number;
-  chainsDeleted: number;
-  elemsAdded: number;
-  elemsRemoved: number;
-  /** Time spent in the kernel transaction (native) or in `nft -f` (exec), ms. */
-  commitMs: number;
 }
 
 export interface DriftReport {

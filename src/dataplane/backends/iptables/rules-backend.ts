@@ -3,20 +3,19 @@
 // hooks that differ are in it), IP sets through the native netlink code (IPSets: created
 // and filled before the rules that use them, removed after). Works with either iptables
 // backend: the `-nft` tools (nf_tables underneath) or `-legacy` (x_tables). Rendering is
-// the iptables style of the shared rule model. An apply where only IP-set members changed
-// touches only the sets; any other change renders the whole ruleset again (incremental
-// rule rendering is still to come), and the kernel gets only what differs.
+// the iptables style of the shared rule model, kept per family by IptablesDesiredBuilder:
+// an apply renders, compares and writes only the chains that changed; one where only IP-set
+// members changed touches only the sets.
 import type { Config } from '../../../config/params.js';
 import type { Logger } from '../../../log.js';
 import type { IpsetType } from '../../../native/ipset.js';
-import type { DesiredIPSet, Dirty, DesiredState } from '../../desired-state.js';
+import type { Dirty, DesiredState } from '../../desired-state.js';
 import { run } from '../../exec.js';
 import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
-import { ipSetName } from '../../render/names.js';
-import { ipSetOf, renderRuleset } from '../../render/ruleset.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
-import { type Desired, desiredOf, type IptablesState, parseSave, restoreScript, stateOf } from './state.js';
+import { type ChainScope, IptablesDesiredBuilder } from './desired-builder.js';
+import { commitTo, type Desired, type IptablesState, parseSave, restoreScript } from './state.js';
 
 export type IptablesFlavour = 'nft' | 'legacy';
 
@@ -41,15 +40,8 @@ export class IptablesRulesBackend implements RulesBackend {
   readonly #flavour: IptablesFlavour;
   readonly #log: Logger;
   readonly #ipsets: Map<Family, IPSets>;
-  #state: DesiredState | undefined;
-  /** Everything must be rendered (start, resync, a change other than IP-set members). */
-  #full = true;
-  /** IP sets whose members changed since the last apply. */
-  readonly #dirtySets = new Set<string>();
-  /** The IP sets the last full render wanted, per family. */
-  readonly #setNames = new Map<Family, Set<string>>();
+  readonly #builders: Map<Family, IptablesDesiredBuilder>;
   #committed = new Map<Family, IptablesState>();
-  #desired = new Map<Family, Desired>();
 
   constructor(config: Config, families: readonly Family[], opts: { flavour: IptablesFlavour; log: Logger; ipsets?: IpsetDataplane }) {
     this.name = `iptables-${opts.flavour}`;
@@ -58,6 +50,7 @@ export class IptablesRulesBackend implements RulesBackend {
     this.#flavour = opts.flavour;
     this.#log = opts.log;
     this.#ipsets = new Map(families.map((f) => [f, new IPSets(f, { maxSize: config.MaxIpsetSize, log: opts.log, ...(opts.ipsets ? { dataplane: opts.ipsets } : {}) })]));
+    this.#builders = new Map(families.map((f) => [f, new IptablesDesiredBuilder(config, f)]));
   }
 
   #tool(family: Family, what: 'save' | 'restore'): string {
@@ -74,66 +67,47 @@ export class IptablesRulesBackend implements RulesBackend {
   }
 
   rebuild(state: DesiredState): void {
-    this.#state = state;
-    this.#full = true;
+    for (const b of this.#builders.values()) b.rebuild(state);
   }
 
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
-    this.#state = state;
-    for (const [kind, keys] of dirty) {
-      if (kind === 'ipset') for (const id of keys) this.#dirtySets.add(id);
-      else this.#full = true;
-    }
+    for (const b of this.#builders.values()) b.update(state, dirty);
   }
 
+  // IP sets first (the rules may use new ones), then one restore per family with only the
+  // chains that changed, then the sets nothing uses any more. An apply where only set
+  // members changed renders nothing and runs no restore.
   async apply(): Promise<RulesApplyStats> {
     const stats = noStats();
-    const state = this.#state;
-    if (!state) return stats;
     const t0 = performance.now();
-    if (this.#membersOnly(state)) {
-      // No rule can differ: the sets alone go.
-      for (const f of this.families) await this.#updateSets(f, [...this.#dirtySets].map((id) => ipSetOf(id, state.ipsets.get(id) as DesiredIPSet, f)), stats);
-      this.#dirtySets.clear();
-      stats.commitMs = performance.now() - t0;
-      return stats;
-    }
-    this.#dirtySets.clear();
-    const plans: Array<{ family: Family; want: Desired; script: string }> = [];
-    for (const f of this.families) {
-      const rs = renderRuleset(state, this.#config, f, 'iptables');
-      const wanted = new Set(rs.sets.keys());
-      for (const name of this.#setNames.get(f) ?? []) if (!wanted.has(name)) this.#ipsets.get(f)?.remove(name);
-      this.#setNames.set(f, wanted);
-      await this.#updateSets(f, rs.sets.values(), stats);
-      const want = desiredOf(rs);
-      this.#desired.set(f, want);
-      const plan = restoreScript(this.#committed.get(f) ?? new Map(), want, this.#config.ChainInsertMode);
+    const plans: Array<{ family: Family; builder: IptablesDesiredBuilder; scope: ChainScope; script: string }> = [];
+    for (const [f, builder] of this.#builders) {
+      const sets = builder.takeSets();
+      // Marked now, destroyed only after the restore (a failed apply keeps them marked).
+      for (const name of sets.removed) this.#ipsets.get(f)?.remove(name);
+      await this.#updateSets(f, sets.changed, stats);
+      if (!builder.rulesDirty) continue;
+      const scope = builder.render();
+      const plan = restoreScript(this.#committed.get(f) ?? new Map(), builder.desired, this.#config.ChainInsertMode, scope);
       stats.chainsWritten += plan.chainsWritten;
       stats.rulesWritten += plan.rulesWritten;
       stats.chainsDeleted += plan.chainsDeleted;
-      plans.push({ family: f, want, script: plan.script });
+      plans.push({ family: f, builder, scope, script: plan.script });
     }
-    for (const { family, want, script } of plans) {
+    for (const { family, builder, scope, script } of plans) {
       if (script) {
         stats.ops += script.split('\n').length - 1;
         await this.#restore(family, script);
       }
-      this.#committed.set(family, stateOf(want));
+      this.#committed.set(family, commitTo(this.#committed.get(family) ?? new Map(), builder.desired, scope));
     }
-    for (const f of this.families) await this.#ipsets.get(f)?.applyDeletions();
-    this.#full = false;
+    for (const sets of this.#ipsets.values()) await sets.applyDeletions();
     stats.commitMs = performance.now() - t0;
     return stats;
   }
 
-  /** Only members of sets already programmed changed since the last full render. */
-  #membersOnly(state: DesiredState): boolean {
-    return !this.#full && [...this.#dirtySets].every((id) => state.ipsets.has(id) && this.families.every((f) => this.#setNames.get(f)?.has(ipSetName(f, id))));
-  }
-
   /** Creates or updates these sets (before the rules that use them). */
-  async #updateSets(f: Family, list: Iterable<IPSet>, stats: RulesApplyStats): Promise<void> {
+  async #updateSets(f: Family, list: readonly IPSet[], stats: RulesApplyStats): Promise<void> {
     const sets = this.#ipsets.get(f) as IPSets;
     for (const s of list) sets.addOrReplace(s.name, SET_TYPE[s.kind], s.members);
     const r = await sets.applyUpdates();
@@ -157,7 +131,7 @@ export class IptablesRulesBackend implements RulesBackend {
 
   drift(): RulesDrift[] {
     return this.families.map((family) => {
-      const want = this.#desired.get(family);
+      const want = this.#builders.get(family)?.desired;
       const plan = want ? restoreScript(this.#committed.get(family) ?? new Map(), want, this.#config.ChainInsertMode) : undefined;
       const chains = [...(plan?.script.matchAll(/^:(\S+)/gm) ?? [])].map((m) => m[1] as string);
       return { family, chains, sets: [] };

@@ -93,17 +93,20 @@ export interface RestorePlan {
  * rules differ deleted (by their exact spec) and inserted again, then chains no longer
  * wanted emptied and deleted. Chains and hooks that match are not in it at all.
  */
-export function restoreScript(have: IptablesState, want: Desired, insertMode: 'Insert' | 'Append'): RestorePlan {
+export function restoreScript(have: IptablesState, want: Desired, insertMode: 'Insert' | 'Append', scope?: Map<TableName, Set<string>>): RestorePlan {
   const plan: RestorePlan = { script: '', chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0 };
   const out: string[] = [];
   for (const table of TABLES) {
     const h = have.get(table) ?? emptyTable();
     const chains = want.chains.get(table) ?? new Map<string, string[]>();
     const hooks = want.hooks.get(table) ?? new Map<string, string[]>();
+    const only = scope && (scope.get(table) ?? new Set<string>());
     const lines: string[] = [];
-    const changed = [...chains].filter(([name, rules]) => !same(h.chains.get(name), rules.map(hashOf)));
+    const candidates = only ? [...only].flatMap((name) => { const r = chains.get(name); return r ? [[name, r] as const] : []; }) : [...chains];
+    const changed = candidates.filter(([name, rules]) => !same(h.chains.get(name), rules.map(hashOf)));
     for (const [name] of changed) lines.push(`:${name} - [0:0]`);
-    for (const builtin of new Set([...h.hooks.keys(), ...hooks.keys()])) {
+    // Hooks only change with a rebuild (start, resync): a scoped plan leaves them alone.
+    for (const builtin of only ? [] : new Set([...h.hooks.keys(), ...hooks.keys()])) {
       const mine = hooks.get(builtin) ?? [];
       const there = h.hooks.get(builtin) ?? [];
       if (same(there.map((r) => r.hash), mine.map(hashOf))) continue;
@@ -116,7 +119,7 @@ export function restoreScript(have: IptablesState, want: Desired, insertMode: 'I
       plan.rulesWritten += rules.length;
     }
     plan.chainsWritten += changed.length;
-    const gone = [...h.chains.keys()].filter((name) => !chains.has(name));
+    const gone = [...(only ?? h.chains.keys())].filter((name) => h.chains.has(name) && !chains.has(name));
     for (const name of gone) lines.push(`-F ${name}`);
     for (const name of gone) lines.push(`-X ${name}`);
     plan.chainsDeleted += gone.length;
@@ -124,6 +127,22 @@ export function restoreScript(have: IptablesState, want: Desired, insertMode: 'I
   }
   plan.script = out.length ? `${out.join('\n')}\n` : '';
   return plan;
+}
+
+/** Records a committed plan's chains in `have` (all of them, or those of the scope). */
+export function commitTo(have: IptablesState, want: Desired, scope?: Map<TableName, Set<string>>): IptablesState {
+  if (!scope) return stateOf(want);
+  for (const [table, names] of scope) {
+    const t = have.get(table) ?? emptyTable();
+    have.set(table, t);
+    const chains = want.chains.get(table);
+    for (const name of names) {
+      const rules = chains?.get(name);
+      if (rules) t.chains.set(name, rules.map(hashOf));
+      else t.chains.delete(name);
+    }
+  }
+  return have;
 }
 
 /** What was committed, as a read-back would find it (so the next plan is a no-op). */

@@ -1,0 +1,219 @@
+// Keeps one family's desired iptables state up to date from the desired-state changes of
+// each apply, as NftDesiredBuilder does for nftables: only the sources that changed (a
+// policy, an endpoint, an IP set...) are rendered and hashed again, and only the chains
+// they touched are compared with the kernel. A dispatch chain (a verdict map, expanded
+// into one rule per interface) is re-rendered when one of its entries changes.
+import type { Dirty, DesiredState } from '../../desired-state.js';
+import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
+import type { Family, IPSet, Rule, TableName, Verdict, VerdictMap } from '../../render/model.js';
+import { TABLES } from '../../render/model.js';
+import { ipSetName } from '../../render/names.js';
+import type { RenderContext } from '../../render/policy.js';
+import {
+  contextOf, floatingIpFragment, type Fragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
+} from '../../render/ruleset.js';
+import type { Desired } from './state.js';
+import { iptablesRuleLines } from './text.js';
+
+/** Chains to compare at the next apply, per table; undefined: every chain and hook. */
+export type ChainScope = Map<TableName, Set<string>> | undefined;
+
+interface Owned {
+  chains: Array<[TableName, string]>;
+  entries: Array<[TableName, string, string]>;
+}
+
+const key = (table: TableName, name: string) => `${table} ${name}`;
+
+export class IptablesDesiredBuilder {
+  readonly family: Family;
+  readonly desired: Desired = { chains: new Map(), hooks: new Map() };
+  /** IP sets the rules use, by kernel name. */
+  readonly sets = new Map<string, IPSet>();
+  readonly #config: RenderConfig;
+  readonly #ctx: RenderContext;
+  readonly #rules = new Map<TableName, Map<string, Rule[]>>();
+  readonly #maps = new Map<TableName, Map<string, VerdictMap>>();
+  /** Verdict map -> the chains that expand it. */
+  readonly #mapUsers = new Map<string, Set<string>>();
+  readonly #owned = new Map<string, Owned>();
+  /** undefined: everything changed (start, resync). */
+  #dirty: Map<TableName, Set<string>> | undefined;
+  #dirtySets: Set<string> | undefined;
+  readonly #removedSets = new Set<string>();
+
+  constructor(config: RenderConfig, family: Family) {
+    this.family = family;
+    this.#config = config;
+    this.#ctx = contextOf(config, family, 'iptables');
+  }
+
+  /** Everything from scratch (start, resync): the next apply compares all of it. */
+  rebuild(state: DesiredState): void {
+    for (const name of this.sets.keys()) this.#removedSets.add(name);
+    this.sets.clear();
+    this.#rules.clear();
+    this.#maps.clear();
+    this.#mapUsers.clear();
+    this.#owned.clear();
+    this.desired.chains.clear();
+    this.desired.hooks.clear();
+    this.#dirty = undefined;
+    this.#dirtySets = undefined;
+    const rs = staticRuleset(this.#config, this.#ctx);
+    for (const table of TABLES) {
+      this.#rules.set(table, new Map());
+      this.#maps.set(table, new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m])));
+      this.desired.chains.set(table, new Map());
+      const hooks = new Map<string, string[]>();
+      for (const h of rs.hooks.filter((x) => x.table === table)) {
+        const lines = hooks.get(h.builtin) ?? [];
+        lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], this.family, new Map()));
+        hooks.set(h.builtin, lines);
+      }
+      this.desired.hooks.set(table, hooks);
+      for (const c of rs.tables[table].values()) this.#setChain(table, c.name, c.rules);
+    }
+    for (const id of state.ipsets.keys()) this.#ipset(state, id);
+    this.#pools(state);
+    for (const k of state.policies.keys()) this.#policy(state, k);
+    for (const k of state.profiles.keys()) this.#profile(state, k);
+    for (const k of state.weps.keys()) this.#wep(state, k);
+    this.#perWorkload(state);
+    this.#heps(state);
+    for (const name of this.sets.keys()) this.#removedSets.delete(name);
+  }
+
+  /** Applies one batch of changed keys (DesiredState.takeDirty()). */
+  update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
+    for (const id of dirty.get('ipset') ?? []) this.#ipset(state, id);
+    if (dirty.has('pool')) this.#pools(state);
+    for (const k of dirty.get('policy') ?? []) this.#policy(state, k);
+    for (const k of dirty.get('profile') ?? []) this.#profile(state, k);
+    for (const k of dirty.get('wep') ?? []) this.#wep(state, k);
+    if (dirty.has('hep')) this.#heps(state);
+    if (dirty.has('wep')) this.#perWorkload(state);
+  }
+
+  /**
+   * Renders the chains changed since the last call into `desired` and says which chains
+   * (undefined: all) the next plan must compare.
+   */
+  render(): ChainScope {
+    const scope = this.#dirty;
+    for (const table of TABLES) {
+      const rules = this.#rules.get(table) as Map<string, Rule[]>;
+      const lines = this.desired.chains.get(table) as Map<string, string[]>;
+      const maps = this.#maps.get(table) as Map<string, VerdictMap>;
+      for (const name of scope ? (scope.get(table) ?? []) : rules.keys()) {
+        const r = rules.get(name);
+        if (r) lines.set(name, iptablesRuleLines(name, r, this.family, maps));
+        else lines.delete(name);
+      }
+    }
+    this.#dirty = new Map();
+    return scope;
+  }
+
+  /** IP sets to create or update (undefined: all) and to remove, since the last call. */
+  takeSets(): { changed: IPSet[]; removed: string[] } {
+    const changed = this.#dirtySets ? [...this.#dirtySets].flatMap((n) => this.sets.get(n) ?? []) : [...this.sets.values()];
+    const removed = [...this.#removedSets];
+    this.#dirtySets = new Set();
+    this.#removedSets.clear();
+    return { changed, removed };
+  }
+
+  /** Chains or sets are waiting to be rendered. */
+  get rulesDirty(): boolean {
+    return !this.#dirty || [...this.#dirty.values()].some((s) => s.size > 0);
+  }
+
+  #markChain(table: TableName, name: string): void {
+    if (!this.#dirty) return;
+    const s = this.#dirty.get(table) ?? new Set<string>();
+    s.add(name);
+    this.#dirty.set(table, s);
+  }
+
+  #setSet(set: IPSet | undefined, name: string): void {
+    if (set) {
+      this.sets.set(name, set);
+      this.#removedSets.delete(name);
+    } else if (this.sets.delete(name)) this.#removedSets.add(name);
+    this.#dirtySets?.add(name);
+  }
+
+  #ipset(state: DesiredState, id: string): void {
+    const s = state.ipsets.get(id);
+    this.#setSet(s && ipSetOf(id, s, this.family), ipSetName(this.family, id));
+  }
+
+  #pools(state: DesiredState): void {
+    for (const set of poolSets(state.pools.values(), this.family)) this.#setSet(set, set.name);
+  }
+
+  #policy(state: DesiredState, k: string): void {
+    const p = state.policies.get(k);
+    this.#replace(`policy:${k}`, p && policyFragment(p.name, p.tier, p.policy, this.#ctx));
+  }
+  #profile(state: DesiredState, k: string): void {
+    const p = state.profiles.get(k);
+    this.#replace(`profile:${k}`, p && profileFragment(k, p, this.#ctx));
+  }
+  #wep(state: DesiredState, k: string): void {
+    const ep = state.weps.get(k);
+    this.#replace(`wep:${k}`, ep && workloadFragment(ep, this.#ctx));
+  }
+  // Per-workload rules gathered in shared chains: re-rendered whole when any workload changes.
+  #perWorkload(state: DesiredState): void {
+    this.#replace('rpf-skip', rpfSkipFragment(state.weps.values(), this.#ctx));
+    this.#replace('fip', floatingIpFragment(state.weps.values(), this.#ctx));
+  }
+  #heps(state: DesiredState): void {
+    this.#replace('heps', hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), this.#ctx, this.#config.InterfacePrefix));
+  }
+
+  #setChain(table: TableName, name: string, rules: Rule[] | undefined): void {
+    const all = this.#rules.get(table) as Map<string, Rule[]>;
+    for (const r of all.get(name) ?? []) if (r.action.k === 'vmap') this.#mapUsers.get(key(table, r.action.map))?.delete(name);
+    if (rules) {
+      all.set(name, rules);
+      for (const r of rules) {
+        if (r.action.k !== 'vmap') continue;
+        const users = this.#mapUsers.get(key(table, r.action.map)) ?? new Set<string>();
+        users.add(name);
+        this.#mapUsers.set(key(table, r.action.map), users);
+      }
+    } else all.delete(name);
+    this.#markChain(table, name);
+  }
+
+  #setEntry(table: TableName, map: string, iface: string, verdict: Verdict | undefined): void {
+    const m = this.#maps.get(table)?.get(map);
+    if (!m) return;
+    if (verdict) m.entries.set(iface, verdict);
+    else m.entries.delete(iface);
+    for (const chain of this.#mapUsers.get(key(table, map)) ?? []) this.#markChain(table, chain);
+  }
+
+  #replace(owner: string, f: Fragment | undefined): void {
+    const old = this.#owned.get(owner);
+    if (old) {
+      for (const [table, name] of old.chains) this.#setChain(table, name, undefined);
+      for (const [table, map, iface] of old.entries) this.#setEntry(table, map, iface, undefined);
+      this.#owned.delete(owner);
+    }
+    if (!f) return;
+    const owned: Owned = { chains: [], entries: [] };
+    for (const c of f.chains) {
+      this.#setChain(c.table, c.name, c.rules);
+      owned.chains.push([c.table, c.name]);
+    }
+    for (const e of f.entries) {
+      this.#setEntry(e.table, e.map, e.iface, e.verdict);
+      owned.entries.push([e.table, e.map, e.iface]);
+    }
+    this.#owned.set(owner, owned);
+  }
+}

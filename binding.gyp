@@ -26,12 +26,16 @@
         'native/ct/ct_napi.cc',
         'native/ipset/ipset.cc',
         'native/ipset/ipset_napi.cc',
+        'native/xt/rule.cc',
+        'native/xt/encode.cc',
+        'native/iptc/legacy.cc',
+        'native/iptc/iptc_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],
       'defines': [ 'NAPI_VERSION=8', 'NODE_ADDON_API_DISABLE_DEPRECATED' ],
       'cflags_cc': [ '-std=c++17', '-Wall', '-Wextra', '-Wno-unused-parameter', '-fvisibility=hidden' ],
-      'libraries': [ '-lcrypto', '<!@(pkg-config --libs libnftnl libmnl)' ],
+      'libraries': [ '-lcrypto', '<!@(pkg-config --libs libnftnl libmnl libip4tc libip6tc)' ],
       'conditions': [
         [ 'palisade_asan==1', {
           'cflags_cc': [ '-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined' ],

@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 import { defaultConfig } from '../src/config/params.js';
-import { IptablesRulesBackend, type IptablesFlavour } from '../src/dataplane/backends/iptables/rules-backend.js';
+import { IptablesRulesBackend } from '../src/dataplane/backends/iptables/rules-backend.js';
+import type { IptablesFlavour } from '../src/dataplane/backends/iptables/transport.js';
 import { DesiredState } from '../src/dataplane/desired-state.js';
 import { createLogger } from '../src/log.js';
 import { ipsetApply } from '../src/native/ipset.js';

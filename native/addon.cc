@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "ct/ct_napi.h"
 #include "ipset/ipset_napi.h"
+#include "iptc/iptc_napi.h"
 #include "labelindex/label_index_napi.h"
 #include "nft/nft_napi.h"
 #include "rtnl/rtnl_napi.h"
@@ -37,6 +38,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::rtnl::RegisterRoutes(env, exports);
   palisade::ct::Register(env, exports);
   palisade::ipset::Register(env, exports);
+  palisade::iptc::Register(env, exports);
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

@@ -18,8 +18,8 @@ if (( node_major < 20 )); then
 fi
 
 # Build: compiler, node-gyp's python, OpenSSL for SHA-224 (selector UIDs), libnftnl and
-# libmnl for the native nftables backend. Run: iproute2, nftables, iptables, ipset.
-pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev iproute2 nftables iptables ipset)
+# libmnl for the native nftables backend, libiptc for native iptables-legacy. Run: iproute2, nftables, iptables, ipset.
+pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev iproute2 nftables iptables ipset)
 if [[ ${1:-} == --with-test-tools ]]; then
   pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev)
 fi

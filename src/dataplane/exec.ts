@@ -10,9 +10,9 @@ export interface Run {
   missing?: boolean;
 }
 
-export function run(cmd: string, args: string[], input?: string): Promise<Run> {
+export function run(cmd: string, args: string[], input?: string, env?: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], ...(env ? { env: { ...process.env, ...env } } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

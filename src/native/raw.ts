@@ -105,6 +105,23 @@ export interface RawModule {
   /** IP-set commands (native/ipset/ipset.h); per-command failures in the result. */
   ipsetApply(ops: Uint8Array): Promise<RawIpsetResult>;
   ipsetList(prefix: string): Promise<RawIpset[]>;
+  /** One libiptc transaction (native/iptc/legacy.h); a failing op in `failure`; rejects with EINVAL or ESYS. */
+  iptcApply(ops: Uint8Array, lock: { lockPath: string; lockTimeoutMs: number; lockIntervalMs: number }): Promise<RawIptcResult>;
+  iptcDump(family: number, table: string): Promise<RawIptcChain[]>;
+}
+
+export interface RawIptcResult {
+  ops: number;
+  committedTables: number;
+  lockWaitMs: number;
+  failure?: { tag: number; errno: number; message: string };
+}
+
+export interface RawIptcChain {
+  name: string;
+  builtin: boolean;
+  policy: string;
+  rules: Array<{ target: string; entry: Buffer }>;
 }
 
 export interface RawIpsetResult {

@@ -102,11 +102,11 @@ describe('dataplane render: policy rules', () => {
     assert.deepEqual(mixed, [{ match: [{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], action: { k: 'drop' } }]);
   });
 
-  it('ORs numeric ports with named ports through the scratch marks', () => {
+  it('ORs numeric ports with named ports through the scratch marks, the numeric ones with their protocol (as Felix\'s AppendPortMatchBlock)', () => {
     const rules = renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 81 }], dstNamedPortIpSetIds: ['n:abc'] }), v4);
     assert.deepEqual(rules, [
       { match: [], action: { k: 'setMark', mark: 0x80000, mask: 0x180000 } },
-      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 81 }] }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
+      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'proto', proto: 6 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 81 }] }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
       { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'ipPortSet', dir: 'dst', set: 'cali40n:abc' }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
       { match: [{ k: 'mark', value: 0, mask: 0x100000 }], action: { k: 'setMark', mark: 0, mask: 0x80000 } },
       { match: [], action: { k: 'setMark', mark: 0, mask: 0x100000 } },

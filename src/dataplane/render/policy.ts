@@ -136,13 +136,16 @@ function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
     const ranges = dir === 'src' ? r.srcPorts : r.dstPorts;
     const named = dir === 'src' ? r.srcNamedPortIpSetIds : r.dstNamedPortIpSetIds;
     const alts: Match[][] = [];
+    // As Felix's AppendPortMatchBlock, a numeric-port alternative carries the protocol
+    // (iptables' multiport refuses a rule without one).
+    const protoMatch: Match[] = proto !== undefined ? [{ k: 'proto', proto }] : [];
     if (ranges.length) {
-      if (ctx.iptables) for (const chunk of portChunks(ranges)) alts.push([{ k: 'ports', dir, ranges: chunk }]);
-      else alts.push([{ k: 'ports', dir, ranges }]);
+      if (ctx.iptables) for (const chunk of portChunks(ranges)) alts.push([...protoMatch, { k: 'ports', dir, ranges: chunk }]);
+      else alts.push([...protoMatch, { k: 'ports', dir, ranges }]);
     }
     for (const id of named) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
     if (dir === 'dst') for (const id of r.dstIpPortSetIds) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
-    if (alts.length === 1) m.push(...(alts[0] as Match[]));
+    if (alts.length === 1) m.push(...(alts[0] as Match[]).filter((x) => x.k !== 'proto'));
     else if (alts.length > 1) blocks.push(alts);
     const notRanges = dir === 'src' ? r.notSrcPorts : r.notDstPorts;
     if (notRanges.length) {

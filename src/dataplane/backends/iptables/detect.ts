@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-import type { IptablesFlavour } from './rules-backend.js';
+import type { IptablesFlavour } from './transport.js';
 
 type Saver = (tool: string, args: string[]) => string | undefined;
 

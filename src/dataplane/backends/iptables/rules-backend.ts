@@ -15,20 +15,13 @@ import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
 import { type ChainScope, IptablesDesiredBuilder } from './desired-builder.js';
+import { ExecRestore, type IptablesFlavour, LibiptcRestore, type RestoreTransport } from './transport.js';
 import { commitTo, type Desired, type IptablesState, parseSave, restoreScript } from './state.js';
 
-export type IptablesFlavour = 'nft' | 'legacy';
-
-/** A restore the kernel (or the tool) refused: nothing of it was applied. */
-export class IptablesApplyError extends Error {
-  readonly code = 'EIPTABLES';
-  constructor(
-    message: string,
-    readonly script: string,
-  ) {
-    super(message);
-    this.name = 'IptablesApplyError';
-  }
+/** The configured transport: native for iptables-legacy unless IptablesTransport is exec. */
+export function transportFor(config: Config, flavour: IptablesFlavour, log: Logger): RestoreTransport {
+  const lock = { lockPath: config.IptablesLockFilePath, lockTimeoutMs: Math.round(config.IptablesLockTimeoutSecs * 1000), lockIntervalMs: Math.max(1, Math.round(config.IptablesLockProbeIntervalMillis)) };
+  return flavour === 'legacy' && config.IptablesTransport === 'native' ? new LibiptcRestore(lock, log) : new ExecRestore(flavour, lock);
 }
 
 const SET_TYPE: Record<'net' | 'ipPort', IpsetType> = { net: 'hash:net', ipPort: 'hash:ip,port' };
@@ -43,8 +36,11 @@ export class IptablesRulesBackend implements RulesBackend {
   readonly #builders: Map<Family, IptablesDesiredBuilder>;
   #committed = new Map<Family, IptablesState>();
 
-  constructor(config: Config, families: readonly Family[], opts: { flavour: IptablesFlavour; log: Logger; ipsets?: IpsetDataplane }) {
+  readonly #transport: RestoreTransport;
+
+  constructor(config: Config, families: readonly Family[], opts: { flavour: IptablesFlavour; log: Logger; ipsets?: IpsetDataplane; transport?: RestoreTransport }) {
     this.name = `iptables-${opts.flavour}`;
+    this.#transport = opts.transport ?? transportFor(config, opts.flavour, opts.log);
     this.families = families;
     this.#config = config;
     this.#flavour = opts.flavour;
@@ -116,16 +112,12 @@ export class IptablesRulesBackend implements RulesBackend {
   }
 
   async #restore(family: Family, script: string): Promise<void> {
-    const tool = this.#tool(family, 'restore');
-    // Felix's flags: wait up to 10 s for the xtables lock kube-proxy may hold, probing every 50 ms.
-    const lock = ['--wait', '10', '--wait-interval', '50000'];
-    const r = await run(tool, ['--noflush', ...lock], script);
-    if (r.code !== 0) {
-      // Nothing of a refused restore is applied; read back before the next try.
+    try {
+      await this.#transport.restore(family, script);
+    } catch (e) {
+      // Read back before the next try (the driver resyncs after a failed apply).
       this.#committed.delete(family);
-      const line = /line:? (\d+)/i.exec(r.stderr)?.[1];
-      const at = line ? ` at line ${line}: ${script.split('\n')[Number(line) - 1] ?? ''}` : '';
-      throw new IptablesApplyError(`${tool} failed (${r.code})${at}: ${r.stderr.trim()}`, script);
+      throw e;
     }
   }
 

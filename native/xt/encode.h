@@ -1,0 +1,49 @@
+// The x_tables extension payloads of a rule (match and target names, revisions and
+// binary infos), as iptables 1.8.9 builds them: the same bytes for x_tables entries
+// (libiptc) and for iptables-nft's compat expressions. IP-set names become the kernel's
+// set indices here (as libxt_set does), through SetIndex.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "xt/rule.h"
+
+namespace palisade::xt {
+
+struct Blob {
+  std::string name;
+  uint8_t revision = 0;
+  std::vector<uint8_t> data;
+  // Bytes of `data` userspace owns (compared when deleting by spec); the rest is the kernel's.
+  size_t userSize = 0;
+};
+
+// Set name -> kernel index, cached for one apply. A set that does not exist is an error
+// naming it (the kernel would refuse the rule without saying why).
+class SetIndex {
+ public:
+  explicit SetIndex(int family) : family_(family) {}
+  ~SetIndex();
+  uint16_t Get(const std::string& name);
+
+ private:
+  int family_;
+  int fd_ = -1;
+  unsigned version_ = 0;
+  std::map<std::string, uint16_t> cache_;
+};
+
+// A rule the kernel cannot take as described (a missing set): names what is wrong.
+struct RuleError : std::runtime_error {
+  RuleError(const std::string& what, int err) : std::runtime_error(what), errnum(err) {}
+  int errnum;
+};
+
+Blob EncodeMatch(const Match& m, int family, SetIndex& sets);
+// A standard target (ACCEPT, DROP, RETURN, a chain) has no blob: `name` only, data empty.
+Blob EncodeTarget(const Target& t, int family);
+
+}  // namespace palisade::xt

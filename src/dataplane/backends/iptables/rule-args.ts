@@ -1,0 +1,337 @@
+// A rule's iptables arguments ("-p tcp -m set --match-set cali40s:x src -j ACCEPT") as a
+// structure the native transports build kernel entries from. It reads what palisade
+// renders and what iptables-save prints back for our rules; anything else (an extension
+// or option we do not build natively) is an UnsupportedRule, and the backend then hands
+// that apply to the iptables tools instead.
+import type { Family } from '../../render/model.js';
+import { addressBytes, parseCidr, parseIp } from '../../../model/net.js';
+
+export class UnsupportedRule extends Error {
+  readonly code = 'EUNSUPPORTED';
+}
+
+export interface AddrArg {
+  bytes: Buffer;
+  prefix: number;
+  inv: boolean;
+}
+
+export type MatchArg =
+  | { k: 'comment'; text: string }
+  | { k: 'set'; inv: boolean; name: string; dirs: Array<'src' | 'dst'> }
+  | { k: 'multiport'; inv: boolean; dir: 'src' | 'dst'; ranges: Array<[number, number]> }
+  | { k: 'icmp'; inv: boolean; type: number; codeMin: number; codeMax: number }
+  | { k: 'mark'; inv: boolean; value: number; mask: number }
+  | { k: 'conntrack'; inv: boolean; states: number }
+  | { k: 'addrtype'; inv: boolean; dir: 'src' | 'dst'; type: number }
+  | { k: 'rpfilter'; flags: number }
+  | { k: 'limit'; avg: number; burst: number };
+
+export type TargetArg =
+  | { k: 'standard'; name: string }
+  | { k: 'mark'; mark: number; mask: number }
+  | { k: 'log'; level: number; prefix: string }
+  | { k: 'reject' }
+  | { k: 'notrack'; alias: boolean }
+  | { k: 'masquerade'; randomFully: boolean }
+  | { k: 'snat' | 'dnat'; addr: Buffer; randomFully: boolean };
+
+export interface RuleArgs {
+  proto: number;
+  protoInv: boolean;
+  isGoto: boolean;
+  src?: AddrArg;
+  dst?: AddrArg;
+  in?: { name: string; inv: boolean };
+  out?: { name: string; inv: boolean };
+  matches: MatchArg[];
+  target: TargetArg;
+}
+
+const PROTOS: Record<string, number> = { tcp: 6, udp: 17, icmp: 1, 'ipv6-icmp': 58, icmpv6: 58, sctp: 132, udplite: 136, all: 0 };
+export const CT_STATES = ['INVALID', 'ESTABLISHED', 'RELATED', 'NEW', 'UNTRACKED', 'SNAT', 'DNAT'];
+export const ADDR_TYPES = ['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE'];
+export const RPF = { loose: 1, validmark: 2, 'accept-local': 4, invert: 8 } as const;
+const RATE_UNITS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86400 };
+const XT_LIMIT_SCALE = 10000;
+// The rule's own long options: they end an extension's options.
+const RULE_OPTIONS = new Set(['--protocol', '--source', '--destination', '--in-interface', '--out-interface', '--match', '--jump', '--goto']);
+const STANDARD = /^[^\s!-]\S{0,27}$/;
+
+/** Splits an iptables-restore line into words as iptables-restore does ("..." with \" inside). */
+export function splitWords(line: string): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i < line.length) {
+    while (line[i] === ' ' || line[i] === '\t') i++;
+    if (i >= line.length) break;
+    let w = '';
+    if (line[i] === '"') {
+      for (i++; i < line.length && line[i] !== '"'; i++) w += line[i] === '\\' && line[i + 1] === '"' ? line[++i] : line[i];
+      if (i >= line.length) throw new UnsupportedRule(`unterminated quote in: ${line}`);
+      i++;
+    } else {
+      while (i < line.length && line[i] !== ' ' && line[i] !== '\t') w += line[i++];
+    }
+    out.push(w);
+  }
+  return out;
+}
+
+const u32 = (text: string, what: string): number => {
+  if (!/^(0x[0-9a-f]{1,8}|\d{1,10})$/i.test(text) || Number(text) > 0xffffffff) throw new UnsupportedRule(`bad ${what} "${text}"`);
+  return Number(text);
+};
+
+function addr(text: string, family: Family, inv: boolean): AddrArg {
+  const c = parseCidr(text);
+  if (!c || c.version !== family) throw new UnsupportedRule(`"${text}" is not an IPv${family} address or network`);
+  return { bytes: addressBytes(c.address), prefix: c.prefix, inv };
+}
+
+function rate(text: string): number {
+  const [n, unit = 'second'] = text.split('/');
+  const mult = Object.entries(RATE_UNITS).find(([u]) => unit.length > 0 && u.startsWith(unit.toLowerCase()))?.[1];
+  const r = Number(n);
+  if (!mult || !Number.isInteger(r) || r < 1) throw new UnsupportedRule(`bad rate "${text}"`);
+  const avg = Math.floor((XT_LIMIT_SCALE * mult) / r);
+  if (avg < 1) throw new UnsupportedRule(`rate "${text}" is too fast`);
+  return avg;
+}
+
+function ports(text: string): Array<[number, number]> {
+  return text.split(',').map((p) => {
+    const [a, b = a] = p.split(':');
+    const first = Number(a);
+    const last = Number(b);
+    if (!/^\d+$/.test(a ?? '') || !/^\d+$/.test(b ?? '') || first > 65535 || last > 65535 || first > last) throw new UnsupportedRule(`bad port "${p}"`);
+    return [first, last];
+  });
+}
+
+function icmpType(text: string): { type: number; codeMin: number; codeMax: number } {
+  const m = /^(\d{1,3})(?:\/(\d{1,3}))?$/.exec(text);
+  if (!m || Number(m[1]) > 255 || Number(m[2] ?? 0) > 255) throw new UnsupportedRule(`ICMP type "${text}" (numbers only)`);
+  return m[2] === undefined ? { type: Number(m[1]), codeMin: 0, codeMax: 255 } : { type: Number(m[1]), codeMin: Number(m[2]), codeMax: Number(m[2]) };
+}
+
+/** Reads the words of one extension's options, with `!` before any of them. */
+class Words {
+  i = 0;
+  constructor(readonly w: string[]) {}
+  get done(): boolean {
+    return this.i >= this.w.length;
+  }
+  peek(): string | undefined {
+    return this.w[this.i];
+  }
+  next(what: string): string {
+    const v = this.w[this.i++];
+    if (v === undefined) throw new UnsupportedRule(`${what} is missing`);
+    return v;
+  }
+  /** An option of the current extension (a `--x`, maybe after `!`), or undefined at the rule's next own option. */
+  option(): { name: string; inv: boolean } | undefined {
+    const inv = this.w[this.i] === '!' && this.w[this.i + 1]?.startsWith('--');
+    const name = this.w[this.i + (inv ? 1 : 0)];
+    if (!name?.startsWith('--') || RULE_OPTIONS.has(name)) return undefined;
+    this.i += inv ? 2 : 1;
+    return { name: name.slice(2), inv };
+  }
+}
+
+function match(name: string, w: Words, family: Family): MatchArg {
+  const opts: Array<{ name: string; inv: boolean; value?: string }> = [];
+  for (let o = w.option(); o; o = w.option()) {
+    // rpfilter's options are flags; every other option here takes a value.
+    opts.push(name === 'rpfilter' ? o : { ...o, value: w.next(`--${o.name}`) });
+    if (name === 'set' && o.name === 'match-set') (opts.at(-1) as { value: string }).value += ` ${w.next('the set directions')}`;
+  }
+  const one = (key: string) => {
+    const o = opts.find((x) => x.name === key);
+    if (!o || opts.length !== 1) throw new UnsupportedRule(`-m ${name} ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
+    return o as { name: string; inv: boolean; value: string };
+  };
+  switch (name) {
+    case 'comment':
+      return { k: 'comment', text: one('comment').value };
+    case 'set': {
+      const o = one('match-set');
+      const [set = '', dirs = ''] = o.value.split(' ');
+      const d = dirs.split(',');
+      if (!d.every((x) => x === 'src' || x === 'dst') || d.length > 6) throw new UnsupportedRule(`bad set directions "${dirs}"`);
+      return { k: 'set', inv: o.inv, name: set, dirs: d as Array<'src' | 'dst'> };
+    }
+    case 'multiport': {
+      const o = opts[0];
+      const dir = o && ({ 'source-ports': 'src', sports: 'src', 'destination-ports': 'dst', dports: 'dst' } as const)[o.name as 'sports'];
+      if (!o || !dir || opts.length !== 1) throw new UnsupportedRule(`-m multiport ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
+      return { k: 'multiport', inv: o.inv, dir, ranges: ports(o.value as string) };
+    }
+    case 'icmp':
+    case 'icmp6': {
+      if ((name === 'icmp') !== (family === 4)) throw new UnsupportedRule(`-m ${name} in an IPv${family} rule`);
+      const o = one(family === 4 ? 'icmp-type' : 'icmpv6-type');
+      return { k: 'icmp', inv: o.inv, ...icmpType(o.value) };
+    }
+    case 'mark': {
+      const o = one('mark');
+      const [v = '', m] = o.value.split('/');
+      return { k: 'mark', inv: o.inv, value: u32(v, 'mark'), mask: m === undefined ? 0xffffffff : u32(m, 'mark mask') };
+    }
+    case 'conntrack': {
+      const o = one('ctstate');
+      let states = 0;
+      for (const s of o.value.split(',')) {
+        const i = CT_STATES.indexOf(s);
+        if (i < 0) throw new UnsupportedRule(`unknown conntrack state "${s}"`);
+        states |= 1 << i;
+      }
+      return { k: 'conntrack', inv: o.inv, states };
+    }
+    case 'addrtype': {
+      const o = opts[0];
+      const dir = o?.name === 'src-type' ? 'src' : o?.name === 'dst-type' ? 'dst' : undefined;
+      const type = ADDR_TYPES.indexOf(o?.value ?? '');
+      if (!o || !dir || type < 0 || opts.length !== 1) throw new UnsupportedRule(`-m addrtype ${opts.map((x) => `--${x.name} ${x.value ?? ''}`).join(' ')} is not built natively`);
+      return { k: 'addrtype', inv: o.inv, dir, type };
+    }
+    case 'rpfilter': {
+      let flags = 0;
+      for (const o of opts) {
+        const f = RPF[o.name as keyof typeof RPF];
+        if (!f || o.inv) throw new UnsupportedRule(`-m rpfilter --${o.name}`);
+        flags |= f;
+      }
+      return { k: 'rpfilter', flags };
+    }
+    case 'limit': {
+      let avg = rate('3/hour');
+      let burst = 5;
+      for (const o of opts) {
+        if (o.inv) throw new UnsupportedRule('! in -m limit');
+        if (o.name === 'limit') avg = rate(o.value as string);
+        else if (o.name === 'limit-burst') burst = u32(o.value as string, 'limit burst');
+        else throw new UnsupportedRule(`-m limit --${o.name}`);
+      }
+      return { k: 'limit', avg, burst };
+    }
+  }
+  throw new UnsupportedRule(`-m ${name} is not built natively`);
+}
+
+function target(name: string, w: Words, family: Family): TargetArg {
+  const opts = new Map<string, string>();
+  const FLAGS = new Set(['random-fully', 'notrack']);
+  for (let o = w.option(); o; o = w.option()) {
+    if (o.inv) throw new UnsupportedRule(`! in -j ${name}`);
+    opts.set(o.name, FLAGS.has(o.name) ? '' : w.next(`--${o.name}`));
+  }
+  const only = (...allowed: string[]) => {
+    for (const k of opts.keys()) if (!allowed.includes(k)) throw new UnsupportedRule(`-j ${name} --${k} is not built natively`);
+  };
+  const ip = (text: string | undefined) => {
+    const a = text && parseIp(text);
+    if (!a || a.version !== family) throw new UnsupportedRule(`-j ${name} needs one IPv${family} address (not "${text}")`);
+    return addressBytes(a.address);
+  };
+  switch (name) {
+    case 'MARK': {
+      only('set-xmark');
+      const [v = '', m] = (opts.get('set-xmark') ?? '').split('/');
+      return { k: 'mark', mark: u32(v, 'mark'), mask: m === undefined ? 0xffffffff : u32(m, 'mark mask') };
+    }
+    case 'LOG': {
+      only('log-prefix', 'log-level');
+      const level = Number(opts.get('log-level') ?? 4);
+      const prefix = opts.get('log-prefix') ?? '';
+      if (!Number.isInteger(level) || level < 0 || level > 7 || Buffer.byteLength(prefix) > 29) throw new UnsupportedRule('LOG takes a level 0-7 and a prefix of at most 29 bytes');
+      return { k: 'log', level, prefix };
+    }
+    case 'REJECT':
+      only();
+      return { k: 'reject' };
+    case 'NOTRACK':
+      only();
+      return { k: 'notrack', alias: true };
+    case 'CT':
+      only('notrack');
+      if (!opts.has('notrack')) throw new UnsupportedRule('-j CT without --notrack is not built natively');
+      return { k: 'notrack', alias: false };
+    case 'MASQUERADE':
+      only('random-fully');
+      return { k: 'masquerade', randomFully: opts.has('random-fully') };
+    case 'SNAT':
+      only('to-source', 'random-fully');
+      return { k: 'snat', addr: ip(opts.get('to-source')), randomFully: opts.has('random-fully') };
+    case 'DNAT':
+      only('to-destination', 'random-fully');
+      return { k: 'dnat', addr: ip(opts.get('to-destination')), randomFully: opts.has('random-fully') };
+  }
+  only();
+  if (!STANDARD.test(name)) throw new UnsupportedRule(`-j ${name} is not built natively`);
+  return { k: 'standard', name };
+}
+
+/** Parses the words after `-A <chain>` (or `-I <chain> <n>`, `-D <chain>`). */
+export function parseRuleArgs(words: string[], family: Family): RuleArgs {
+  const w = new Words(words);
+  const r: Partial<RuleArgs> & { matches: MatchArg[] } = { proto: 0, protoInv: false, isGoto: false, matches: [] };
+  while (!w.done) {
+    let inv = false;
+    if (w.peek() === '!') {
+      inv = true;
+      w.i++;
+    }
+    const flag = w.next('an option');
+    switch (flag) {
+      case '-p':
+      case '--protocol': {
+        const p = w.next('-p');
+        const n = PROTOS[p] ?? (/^\d{1,3}$/.test(p) && Number(p) < 256 ? Number(p) : undefined);
+        if (n === undefined) throw new UnsupportedRule(`unknown protocol "${p}"`);
+        r.proto = n;
+        r.protoInv = inv;
+        break;
+      }
+      case '-s':
+      case '--source':
+        r.src = addr(w.next('-s'), family, inv);
+        break;
+      case '-d':
+      case '--destination':
+        r.dst = addr(w.next('-d'), family, inv);
+        break;
+      case '-i':
+      case '--in-interface':
+      case '-o':
+      case '--out-interface': {
+        const name = w.next(flag);
+        if (!/^[\w.+-]{1,15}$/.test(name)) throw new UnsupportedRule(`bad interface name "${name}"`);
+        if (flag.startsWith('-i') || flag === '--in-interface') r.in = { name, inv };
+        else r.out = { name, inv };
+        break;
+      }
+      case '-m':
+      case '--match':
+        if (inv) throw new UnsupportedRule('! before -m');
+        r.matches.push(match(w.next('-m'), w, family));
+        break;
+      case '-j':
+      case '--jump':
+      case '-g':
+      case '--goto': {
+        if (inv || r.target) throw new UnsupportedRule('one target per rule, without !');
+        r.isGoto = flag === '-g' || flag === '--goto';
+        r.target = target(w.next(flag), w, family);
+        if (r.isGoto && r.target.k !== 'standard') throw new UnsupportedRule('-g needs a chain');
+        break;
+      }
+      default:
+        throw new UnsupportedRule(`option "${flag}" is not built natively`);
+    }
+  }
+  if (r.matches.length > 16) throw new UnsupportedRule('more than 16 matches in one rule');
+  if (!r.target) throw new UnsupportedRule('a rule without a target');
+  return r as RuleArgs;
+}

@@ -1,0 +1,101 @@
+// Runs inside a test network namespace: the steps given as JSON on stdin, in order, and
+// prints one JSON array of results (an error as {"error", "code", "errno"}).
+//   {"restore": {family, script, transport: "exec"|"native", flavour?, lockPath?, lockTimeoutMs?}}
+//   {"dump": family}: every table's chains with each entry's bytes (hex), via libiptc
+//   {"churn": {flavour, transport, seed, steps}}: the iptables backend programming a random
+//      sequence of desired-state changes, each applied; returns the apply count and what a
+//      full apply after a fresh read-back still had to write (nothing, when converged)
+import { readFileSync } from 'node:fs';
+
+import { defaultConfig } from '../../src/config/params.js';
+import { IptablesRulesBackend, transportFor } from '../../src/dataplane/backends/iptables/rules-backend.js';
+import { ExecRestore, type IptablesFlavour, LibiptcRestore } from '../../src/dataplane/backends/iptables/transport.js';
+import { DesiredState } from '../../src/dataplane/desired-state.js';
+import type { Family } from '../../src/dataplane/render/model.js';
+import { createLogger } from '../../src/log.js';
+import { iptcDump } from '../../src/native/iptc.js';
+import { gnp, gns, Harness, np, profile, tier, wep } from './calc-fixtures.js';
+import { Rng } from './rng.js';
+
+interface Restore {
+  family: Family;
+  script: string;
+  transport: 'exec' | 'native';
+  flavour?: IptablesFlavour;
+  lockPath?: string;
+  lockTimeoutMs?: number;
+}
+interface Churn {
+  flavour: IptablesFlavour;
+  transport: 'exec' | 'native';
+  seed: number;
+  steps: number;
+}
+
+const log = createLogger({ severity: 'Fatal' });
+
+async function restore(r: Restore): Promise<unknown> {
+  const lock = { lockPath: r.lockPath ?? '', lockTimeoutMs: r.lockTimeoutMs ?? 10000, lockIntervalMs: 20 };
+  const t = r.transport === 'native' ? new LibiptcRestore(lock, log) : new ExecRestore(r.flavour ?? 'legacy', lock);
+  const t0 = performance.now();
+  await t.restore(r.family, r.script);
+  return { ok: true, ms: performance.now() - t0 };
+}
+
+async function dump(family: 4 | 6): Promise<unknown> {
+  const out: Record<string, unknown> = {};
+  for (const table of ['filter', 'raw', 'mangle', 'nat']) {
+    out[table] = (await iptcDump(family, table)).map((c) => ({ ...c, rules: c.rules.map((x) => ({ target: x.target, entry: x.entry.toString('hex') })) }));
+  }
+  return out;
+}
+
+async function churn(c: Churn): Promise<unknown> {
+  const rng = new Rng(c.seed);
+  const rand = () => rng.next();
+  const pick = (n: number) => Math.floor(rand() * n);
+  const config = { ...defaultConfig(), Ipv6Support: true, NFTablesMode: 'Disabled' as const, IptablesTransport: c.transport, IptablesLockFilePath: '' };
+  const backend = new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport: transportFor(config, c.flavour, log) });
+  const h = new Harness();
+  const state = new DesiredState();
+  h.put(tier('t1', 10), profile('kns.prod', {}));
+  state.apply(h.flush());
+  await backend.resync();
+  backend.rebuild(state);
+  state.takeDirty();
+  await backend.apply();
+  const pool = [
+    () => wep(`w${pick(8)}`, rand() < 0.8 ? 'node1' : 'node2', `10.65.0.${pick(60)}`, { app: `a${pick(3)}` }, { ipNetworks: [`10.65.0.${pick(60)}/32`, `fd00:65::${pick(60)}/128`] }),
+    () => np(`p${pick(6)}`, { selector: `app == 'a${pick(3)}'`, ingress: [{ action: rand() < 0.5 ? 'Allow' : 'Deny', protocol: 'TCP', source: { selector: `app == 'a${pick(3)}'` }, destination: { ports: [80 + pick(3)] } }] }),
+    () => gnp(`t1.g${pick(3)}`, { tier: 't1', order: rand() * 10, selector: 'all()', ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }] }),
+    () => gns(`n${pick(3)}`, [`192.0.${pick(4)}.0/24`, `2001:db8::${pick(9)}/128`], { feed: 'x' }),
+  ];
+  let applies = 0;
+  for (let step = 0; step < c.steps; step++) {
+    const r = (pool[pick(pool.length)] as () => ReturnType<typeof wep>)();
+    if (rand() < 0.25) h.del(r);
+    else h.put(r);
+    state.apply(h.flush());
+    backend.update(state, state.takeDirty());
+    await backend.apply();
+    applies++;
+  }
+  // A fresh read-back must find exactly what the last apply meant: nothing left to write.
+  await backend.resync();
+  backend.rebuild(state);
+  const again = await backend.apply();
+  return { applies, again: { ops: again.ops, chainsWritten: again.chainsWritten, elemsAdded: again.elemsAdded, elemsRemoved: again.elemsRemoved } };
+}
+
+const steps = JSON.parse(readFileSync(0, 'utf8')) as Array<{ restore?: Restore; dump?: 4 | 6; churn?: Churn }>;
+const out: unknown[] = [];
+for (const s of steps) {
+  try {
+    if (s.restore) out.push(await restore(s.restore));
+    else if (s.dump) out.push(await dump(s.dump));
+    else if (s.churn) out.push(await churn(s.churn));
+  } catch (e) {
+    out.push({ error: (e as Error).message, code: (e as { code?: string }).code, errno: (e as { errno?: number }).errno });
+  }
+}
+process.stdout.write(JSON.stringify(out));

@@ -2,9 +2,9 @@
 // policies, 1,000 IP sets, 100,000 members) programmed in iptables mode, through
 // iptables-nft and iptables-legacy, each in its own throwaway network namespace: cold
 // apply, an endpoint added with its policy, 1,000 IP-set members changed; and the native
-// IP-set bulk add rate. Today's transport is Felix's (iptables-restore; IP sets over
-// netlink); the native iptables transports are not built yet, so there is nothing to
-// compare them with: the report says so. Needs root.
+// IP-set bulk add rate. iptables-legacy runs twice: the native transport (libiptc) and
+// Felix's (iptables-legacy-restore), compared; iptables-nft has only Felix's transport so
+// far (its native one is issue 15 step 5), the report says so. Needs root.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -27,8 +27,9 @@ interface InsideResult {
   ipsetMembersPerS: number;
 }
 
-async function inside(flavour: IptablesFlavour): Promise<InsideResult> {
-  const config = { ...defaultConfig(), Ipv6Support: false, NFTablesMode: 'Disabled' as const };
+async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Promise<InsideResult> {
+  // No xtables lock: the namespace is ours alone (the lock file is the host's).
+  const config = { ...defaultConfig(), Ipv6Support: false, NFTablesMode: 'Disabled' as const, IptablesTransport: transport, IptablesLockFilePath: '' };
   const state = new DesiredState();
   const backend = new IptablesRulesBackend(config, [4], { flavour, log: createLogger({ severity: 'Fatal' }) });
   state.apply(snapshot());
@@ -60,12 +61,12 @@ async function inside(flavour: IptablesFlavour): Promise<InsideResult> {
   return { coldMs, coldRules: cold.rulesWritten, incrementalMs, membersMs, ipsetMembersPerS: members.length / (bulkMs / 1000) };
 }
 
-function runInside(flavour: IptablesFlavour): InsideResult {
+function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): InsideResult {
   const ns = `palisade-bench-${randomBytes(3).toString('hex')}`;
   spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
   try {
-    log(`iptables-${flavour}: programming in netns ${ns}`);
-    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', flavour], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
+    log(`iptables-${flavour} (${transport}): programming in netns ${ns}`);
+    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', flavour, transport], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
     if (r.status !== 0) throw new Error(`iptables-${flavour} run failed (${r.status ?? r.signal})`);
     return JSON.parse(r.stdout) as InsideResult;
   } finally {
@@ -78,7 +79,7 @@ const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 async function main(): Promise<void> {
   const i = process.argv.indexOf('--inside');
   if (i >= 0) {
-    process.stdout.write(JSON.stringify(await inside(process.argv[i + 1] as IptablesFlavour)));
+    process.stdout.write(JSON.stringify(await inside(process.argv[i + 1] as IptablesFlavour, process.argv[i + 2] as 'native' | 'exec')));
     return;
   }
   if (process.getuid?.() !== 0) {
@@ -86,18 +87,24 @@ async function main(): Promise<void> {
     return;
   }
   const r3 = (x: number) => Math.round(x * 1000) / 1000;
-  const out: Record<string, number | string> = { endpoints: ENDPOINTS, policies: POLICIES, ip_sets: SETS, ip_set_members: SETS * MEMBERS_PER_SET, native_rules_transport: 'not built yet (issue 15 steps 4 and 5)' };
-  for (const flavour of ['nft', 'legacy'] as const) {
-    const r = runInside(flavour);
-    out[`${flavour}_cold_exec_ms`] = r3(r.coldMs);
+  const out: Record<string, number | string> = { endpoints: ENDPOINTS, policies: POLICIES, ip_sets: SETS, ip_set_members: SETS * MEMBERS_PER_SET, nft_native_rules_transport: 'not built yet (issue 15 step 5): iptables-nft figures are the exec transport' };
+  const runs: Array<[IptablesFlavour, 'native' | 'exec']> = [['nft', 'exec'], ['legacy', 'native'], ['legacy', 'exec']];
+  for (const [flavour, transport] of runs) {
+    const r = runInside(flavour, transport);
+    const x = transport === 'exec' ? '_exec' : '_native';
+    out[`${flavour}_cold${x}_ms`] = r3(r.coldMs);
     out[`${flavour}_cold_rules`] = r.coldRules;
-    out[`${flavour}_incremental_exec_ms_median`] = r3(median(r.incrementalMs));
-    out[`${flavour}_members_1000_ms_median`] = r3(median(r.membersMs));
-    out[`${flavour}_ipset_members_per_s`] = Math.round(r.ipsetMembersPerS);
+    out[`${flavour}_incremental${transport === 'exec' ? '_exec' : ''}_ms_median`] = r3(median(r.incrementalMs));
+    out[`${flavour}_members_1000${transport === 'exec' ? '_exec' : ''}_ms_median`] = r3(median(r.membersMs));
+    if (transport !== 'exec' || flavour === 'nft') out[`${flavour}_ipset_members_per_s`] = Math.round(r.ipsetMembersPerS);
   }
+  out.legacy_incremental_speedup = r3((out.legacy_incremental_exec_ms_median as number) / (out.legacy_incremental_ms_median as number));
+  out.legacy_cold_speedup = r3((out.legacy_cold_exec_ms as number) / (out.legacy_cold_native_ms as number));
   report('dataplane-iptables', out, [
     ['nft_ipset_members_per_s', '>=', 1_000_000],
     ['legacy_ipset_members_per_s', '>=', 1_000_000],
+    ['legacy_incremental_speedup', '>=', 20],
+    ['legacy_cold_speedup', '>=', 2],
   ]);
 }
 

@@ -22,6 +22,10 @@ void SettleApply(Napi::Env env, const ApplyResult& r, Napi::Promise::Deferred& d
   o.Set("ops", r.ops);
   o.Set("committedTables", r.committedTables);
   o.Set("lockWaitMs", r.lockWaitMs);
+  o.Set("prepareMs", r.prepareMs);
+  o.Set("readMs", r.readMs);
+  o.Set("opsMs", r.opsMs);
+  o.Set("commitMs", r.commitMs);
   if (r.failed) {
     Napi::Object f = Napi::Object::New(env);
     f.Set("tag", r.failedTag);

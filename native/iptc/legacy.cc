@@ -140,40 +140,45 @@ void Header(const xt::Rule& r, ip6t_entry* e) {
   if (r.protoInv) e->ipv6.invflags |= IP6T_INV_PROTO;
 }
 
-// The entry as iptables builds it, and the mask `iptables -D` compares it with.
+// The entry as iptables builds it, and (for a delete) the mask `iptables -D` compares it with.
 template <typename Entry>
-void Build(const xt::Rule& r, int family, xt::SetIndex& sets, TxOp* out) {
-  std::vector<xt::Blob> matches;
-  for (const auto& m : r.matches) matches.push_back(xt::EncodeMatch(m, family, sets));
+void Build(const xt::Rule& r, int family, xt::SetIndex& sets, TxOp* out, bool withMask) {
+  xt::Blob matches[xt::kMaxMatches];
+  size_t count = r.matches.size();
+  for (size_t i = 0; i < count; i++) matches[i] = xt::EncodeMatch(r.matches[i], family, sets);
   xt::Blob target = xt::EncodeTarget(r.target, family);
   bool standard = r.target.kind == xt::TargetKind::Standard;
   size_t size = sizeof(Entry);
-  for (const auto& m : matches) size += XT_ALIGN(sizeof(xt_entry_match) + m.data.size());
-  size_t targetSize = standard ? XT_ALIGN(sizeof(xt_standard_target)) : XT_ALIGN(sizeof(xt_entry_target) + target.data.size());
+  for (size_t i = 0; i < count; i++) size += XT_ALIGN(sizeof(xt_entry_match) + matches[i].size);
+  size_t targetSize = standard ? XT_ALIGN(sizeof(xt_standard_target)) : XT_ALIGN(sizeof(xt_entry_target) + target.size);
   out->entry.assign(size + targetSize, 0);
-  out->mask.assign(size + targetSize, 0);
+  out->mask.assign(withMask ? size + targetSize : 0, 0);
+  auto mark = [&](size_t at, size_t n) {
+    if (withMask) std::memset(out->mask.data() + at, 0xff, n);
+  };
   auto* e = reinterpret_cast<Entry*>(out->entry.data());
   Header(r, e);
   e->target_offset = static_cast<uint16_t>(size);
   e->next_offset = static_cast<uint16_t>(size + targetSize);
-  std::memset(out->mask.data(), 0xff, sizeof(Entry));
+  mark(0, sizeof(Entry));
   size_t at = sizeof(Entry);
-  for (const auto& m : matches) {
+  for (size_t i = 0; i < count; i++) {
+    const xt::Blob& m = matches[i];
     auto* em = reinterpret_cast<xt_entry_match*>(out->entry.data() + at);
-    size_t msize = XT_ALIGN(sizeof(xt_entry_match) + m.data.size());
+    size_t msize = XT_ALIGN(sizeof(xt_entry_match) + m.size);
     em->u.user.match_size = static_cast<uint16_t>(msize);
-    std::strncpy(em->u.user.name, m.name.c_str(), sizeof em->u.user.name - 1);
+    std::strncpy(em->u.user.name, m.name, sizeof em->u.user.name - 1);
     em->u.user.revision = m.revision;
-    std::memcpy(em->data, m.data.data(), m.data.size());
-    std::memset(out->mask.data() + at, 0xff, XT_ALIGN(sizeof(xt_entry_match)) + m.userSize);
+    std::memcpy(em->data, m.data, m.size);
+    mark(at, XT_ALIGN(sizeof(xt_entry_match)) + m.userSize);
     at += msize;
   }
   auto* t = reinterpret_cast<xt_entry_target*>(out->entry.data() + at);
   t->u.user.target_size = static_cast<uint16_t>(targetSize);
-  std::strncpy(t->u.user.name, target.name.c_str(), sizeof t->u.user.name - 1);
+  std::strncpy(t->u.user.name, target.name, sizeof t->u.user.name - 1);
   t->u.user.revision = target.revision;
-  std::memcpy(t->data, target.data.data(), target.data.size());
-  std::memset(out->mask.data() + at, 0xff, XT_ALIGN(sizeof(xt_entry_target)) + (standard ? sizeof(int) : target.userSize));
+  std::memcpy(t->data, target.data, target.size);
+  mark(at, XT_ALIGN(sizeof(xt_entry_target)) + (standard ? sizeof(int) : target.userSize));
 }
 
 // Decodes the whole stream and builds every entry: nothing reaches the kernel yet.
@@ -203,8 +208,8 @@ std::vector<TableTx> Prepare(const uint8_t* ops, size_t len, int* family, ApplyR
     if (op == kAppend || op == kInsert || op == kDelete) {
       xt::Rule rule = xt::DecodeRule(r, *family);
       try {
-        if (*family == 4) Build<ipt_entry>(rule, 4, sets, &t);
-        else Build<ip6t_entry>(rule, 6, sets, &t);
+        if (*family == 4) Build<ipt_entry>(rule, 4, sets, &t, op == kDelete);
+        else Build<ip6t_entry>(rule, 6, sets, &t, op == kDelete);
       } catch (const xt::RuleError& e) {
         res->failed = true;
         res->failedTag = tag;
@@ -296,8 +301,10 @@ ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock) {
   ApplyResult res;
   int family = 0;
   std::vector<TableTx> tables;
+  auto p0 = std::chrono::steady_clock::now();
   try {
     tables = Prepare(ops, len, &family, &res);
+    res.prepareMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
   } catch (const BadOps& e) {
     res.badInput = e.what();
     return res;
@@ -312,12 +319,17 @@ ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock) {
   }
   std::lock_guard<std::mutex> g(gLibiptc);
   std::vector<Handle> handles;
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a) { return std::chrono::duration<double, std::milli>(Clock::now() - a).count(); };
   for (const auto& t : tables) {
+    auto t0 = Clock::now();
     Handle h(lib.init(t.name.c_str()), lib.free);
+    res.readMs += ms(t0);
     if (!h) {
       Fail(&res, t.tag, errno, "cannot read table " + t.name + ": " + lib.strerror(errno));
       return res;
     }
+    auto t1 = Clock::now();
     for (const auto& op : t.ops) {
       res.ops++;
       if (!Run(lib, h.get(), op)) {
@@ -326,10 +338,14 @@ ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock) {
         return res;
       }
     }
+    res.opsMs += ms(t1);
     handles.push_back(std::move(h));
   }
   for (size_t i = 0; i < tables.size(); i++) {
-    if (!lib.commit(handles[i].get())) {
+    auto t0 = Clock::now();
+    bool ok = lib.commit(handles[i].get());
+    res.commitMs += ms(t0);
+    if (!ok) {
       int err = errno;
       Fail(&res, tables[i].tag, err, "the kernel refused table " + tables[i].name + ": " + lib.strerror(err));
       return res;

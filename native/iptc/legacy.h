@@ -29,6 +29,9 @@ struct ApplyResult {
   uint32_t ops = 0;
   uint32_t committedTables = 0;
   double lockWaitMs = 0;
+  // Where the time went: decoding and building the entries, reading the tables (libiptc's
+  // cache), the ops, the commits.
+  double prepareMs = 0, readMs = 0, opsMs = 0, commitMs = 0;
 };
 
 ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock);

@@ -35,8 +35,13 @@ namespace {
 
 template <typename T>
 Blob Of(const char* name, uint8_t rev, const T& info, size_t userSize = sizeof(T)) {
-  Blob b{name, rev, std::vector<uint8_t>(sizeof(T)), userSize};
-  std::memcpy(b.data.data(), &info, sizeof(T));
+  static_assert(sizeof(T) <= kMaxInfo, "an info larger than Blob holds");
+  Blob b;
+  b.name = name;
+  b.revision = rev;
+  b.size = sizeof(T);
+  b.userSize = static_cast<uint16_t>(userSize);
+  std::memcpy(b.data, &info, sizeof(T));
   return b;
 }
 
@@ -214,8 +219,11 @@ Blob EncodeMatch(const Match& m, int family, SetIndex& sets) {
 
 Blob EncodeTarget(const Target& t, int family) {
   switch (t.kind) {
-    case TargetKind::Standard:
-      return Blob{t.name, 0, {}, 0};
+    case TargetKind::Standard: {
+      Blob b;
+      b.name = t.name.c_str();
+      return b;
+    }
     case TargetKind::Mark: {
       xt_mark_tginfo2 info{t.mark, t.mask};
       return Of("MARK", 2, info);

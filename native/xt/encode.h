@@ -13,12 +13,16 @@
 
 namespace palisade::xt {
 
+// Fixed storage, no heap: a cold ruleset builds ~100,000 of these.
+constexpr size_t kMaxInfo = 256;  // xt_comment_info, the largest info palisade writes
+
 struct Blob {
-  std::string name;
+  const char* name = "";  // a literal, or the rule's chain name (valid while the rule is)
   uint8_t revision = 0;
-  std::vector<uint8_t> data;
+  uint16_t size = 0;
   // Bytes of `data` userspace owns (compared when deleting by spec); the rest is the kernel's.
-  size_t userSize = 0;
+  uint16_t userSize = 0;
+  alignas(8) uint8_t data[kMaxInfo];
 };
 
 // Set name -> kernel index, cached for one apply. A set that does not exist is an error

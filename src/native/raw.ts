@@ -114,6 +114,11 @@ export interface RawIptcResult {
   ops: number;
   committedTables: number;
   lockWaitMs: number;
+  /** Building the entries, reading the tables into libiptc, the ops, the commits (ms). */
+  prepareMs: number;
+  readMs: number;
+  opsMs: number;
+  commitMs: number;
   failure?: { tag: number; errno: number; message: string };
 }
 

@@ -61,19 +61,35 @@ const STANDARD = /^[^\s!-]\S{0,27}$/;
 /** Splits an iptables-restore line into words as iptables-restore does ("..." with \" inside). */
 export function splitWords(line: string): string[] {
   const out: string[] = [];
+  const n = line.length;
   let i = 0;
-  while (i < line.length) {
-    while (line[i] === ' ' || line[i] === '\t') i++;
-    if (i >= line.length) break;
-    let w = '';
-    if (line[i] === '"') {
-      for (i++; i < line.length && line[i] !== '"'; i++) w += line[i] === '\\' && line[i + 1] === '"' ? line[++i] : line[i];
-      if (i >= line.length) throw new UnsupportedRule(`unterminated quote in: ${line}`);
+  while (i < n) {
+    let c = line.charCodeAt(i);
+    if (c === 32 || c === 9) {
       i++;
-    } else {
-      while (i < line.length && line[i] !== ' ' && line[i] !== '\t') w += line[i++];
+      continue;
     }
-    out.push(w);
+    let j = i;
+    if (c === 34) {
+      // A quoted word: slices between the quotes, \" standing for a quote.
+      let w = '';
+      for (j = i + 1; ; ) {
+        const q = line.indexOf('"', j);
+        if (q < 0) throw new UnsupportedRule(`unterminated quote in: ${line}`);
+        if (line.charCodeAt(q - 1) === 92) {
+          w += `${line.slice(j, q - 1)}"`;
+          j = q + 1;
+          continue;
+        }
+        out.push(w + line.slice(j, q));
+        i = q + 1;
+        break;
+      }
+      continue;
+    }
+    while (j < n && (c = line.charCodeAt(j)) !== 32 && c !== 9) j++;
+    out.push(line.slice(i, j));
+    i = j;
   }
   return out;
 }
@@ -125,9 +141,10 @@ class Words {
   peek(): string | undefined {
     return this.w[this.i];
   }
+  /** The next word; `what` names it if it is missing. */
   next(what: string): string {
     const v = this.w[this.i++];
-    if (v === undefined) throw new UnsupportedRule(`${what} is missing`);
+    if (v === undefined) throw new UnsupportedRule(`the value of ${what} is missing`);
     return v;
   }
   /** An option of the current extension (a `--x`, maybe after `!`), or undefined at the rule's next own option. */
@@ -140,23 +157,36 @@ class Words {
   }
 }
 
-function match(name: string, w: Words, family: Family): MatchArg {
-  const opts: Array<{ name: string; inv: boolean; value?: string }> = [];
+interface Opt {
+  name: string;
+  inv: boolean;
+  value: string;
+}
+
+/** The options of extension `ext` (rpfilter's are flags; set's --match-set takes two words). */
+function options(ext: string, w: Words): Opt[] {
+  const opts: Opt[] = [];
   for (let o = w.option(); o; o = w.option()) {
-    // rpfilter's options are flags; every other option here takes a value.
-    opts.push(name === 'rpfilter' ? o : { ...o, value: w.next(`--${o.name}`) });
-    if (name === 'set' && o.name === 'match-set') (opts.at(-1) as { value: string }).value += ` ${w.next('the set directions')}`;
+    let value = ext === 'rpfilter' ? '' : w.next(o.name);
+    if (ext === 'set' && o.name === 'match-set') value += ` ${w.next('the set directions')}`;
+    opts.push({ name: o.name, inv: o.inv, value });
   }
-  const one = (key: string) => {
-    const o = opts.find((x) => x.name === key);
-    if (!o || opts.length !== 1) throw new UnsupportedRule(`-m ${name} ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
-    return o as { name: string; inv: boolean; value: string };
-  };
+  return opts;
+}
+
+function one(ext: string, opts: Opt[], key: string): Opt {
+  const o = opts[0];
+  if (!o || o.name !== key || opts.length !== 1) throw new UnsupportedRule(`-m ${ext} ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
+  return o;
+}
+
+function match(name: string, w: Words, family: Family): MatchArg {
+  const opts = options(name, w);
   switch (name) {
     case 'comment':
-      return { k: 'comment', text: one('comment').value };
+      return { k: 'comment', text: one(name, opts, 'comment').value };
     case 'set': {
-      const o = one('match-set');
+      const o = one(name, opts, 'match-set');
       const [set = '', dirs = ''] = o.value.split(' ');
       const d = dirs.split(',');
       if (!d.every((x) => x === 'src' || x === 'dst') || d.length > 6) throw new UnsupportedRule(`bad set directions "${dirs}"`);
@@ -166,21 +196,21 @@ function match(name: string, w: Words, family: Family): MatchArg {
       const o = opts[0];
       const dir = o && ({ 'source-ports': 'src', sports: 'src', 'destination-ports': 'dst', dports: 'dst' } as const)[o.name as 'sports'];
       if (!o || !dir || opts.length !== 1) throw new UnsupportedRule(`-m multiport ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
-      return { k: 'multiport', inv: o.inv, dir, ranges: ports(o.value as string) };
+      return { k: 'multiport', inv: o.inv, dir, ranges: ports(o.value) };
     }
     case 'icmp':
     case 'icmp6': {
       if ((name === 'icmp') !== (family === 4)) throw new UnsupportedRule(`-m ${name} in an IPv${family} rule`);
-      const o = one(family === 4 ? 'icmp-type' : 'icmpv6-type');
+      const o = one(name, opts, family === 4 ? 'icmp-type' : 'icmpv6-type');
       return { k: 'icmp', inv: o.inv, ...icmpType(o.value) };
     }
     case 'mark': {
-      const o = one('mark');
+      const o = one(name, opts, 'mark');
       const [v = '', m] = o.value.split('/');
       return { k: 'mark', inv: o.inv, value: u32(v, 'mark'), mask: m === undefined ? 0xffffffff : u32(m, 'mark mask') };
     }
     case 'conntrack': {
-      const o = one('ctstate');
+      const o = one(name, opts, 'ctstate');
       let states = 0;
       for (const s of o.value.split(',')) {
         const i = CT_STATES.indexOf(s);
@@ -210,8 +240,8 @@ function match(name: string, w: Words, family: Family): MatchArg {
       let burst = 5;
       for (const o of opts) {
         if (o.inv) throw new UnsupportedRule('! in -m limit');
-        if (o.name === 'limit') avg = rate(o.value as string);
-        else if (o.name === 'limit-burst') burst = u32(o.value as string, 'limit burst');
+        if (o.name === 'limit') avg = rate(o.value);
+        else if (o.name === 'limit-burst') burst = u32(o.value, 'limit burst');
         else throw new UnsupportedRule(`-m limit --${o.name}`);
       }
       return { k: 'limit', avg, burst };
@@ -225,7 +255,7 @@ function target(name: string, w: Words, family: Family): TargetArg {
   const FLAGS = new Set(['random-fully', 'notrack']);
   for (let o = w.option(); o; o = w.option()) {
     if (o.inv) throw new UnsupportedRule(`! in -j ${name}`);
-    opts.set(o.name, FLAGS.has(o.name) ? '' : w.next(`--${o.name}`));
+    opts.set(o.name, FLAGS.has(o.name) ? '' : w.next(o.name));
   }
   const only = (...allowed: string[]) => {
     for (const k of opts.keys()) if (!allowed.includes(k)) throw new UnsupportedRule(`-j ${name} --${k} is not built natively`);

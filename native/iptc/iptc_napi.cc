@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/promise_worker.h"
 #include "iptc/legacy.h"
+#include "iptc/nft.h"
 
 namespace palisade::iptc {
 namespace {
@@ -58,6 +59,34 @@ void SettleDump(Napi::Env env, const DumpResult& r, Napi::Promise::Deferred& d) 
   d.Resolve(chains);
 }
 
+void SettleNft(Napi::Env env, const NftApplyResult& r, Napi::Promise::Deferred& d) {
+  if (!r.badInput.empty()) return d.Reject(MakeNativeError(env, "EINVAL", "iptNftApply", r.badInput).Value());
+  if (r.sysErrno) return d.Reject(SysError(env, "iptNftApply", r.sysWhat, r.sysErrno));
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("ops", r.ops);
+  o.Set("messages", r.messages);
+  o.Set("prepareMs", r.prepareMs);
+  o.Set("readMs", r.readMs);
+  o.Set("commitMs", r.commitMs);
+  if (!r.unsupported.empty()) o.Set("unsupported", r.unsupported);
+  if (r.failed) {
+    Napi::Object f = Napi::Object::New(env);
+    f.Set("tag", r.failedTag);
+    f.Set("errno", r.failedErrno);
+    f.Set("message", r.failedWhat);
+    o.Set("failure", f);
+  }
+  d.Resolve(o);
+}
+
+Napi::Value IptNftApply(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "iptNftApply", [&]() -> Napi::Value {
+    std::vector<uint8_t> ops = OpsArg(info, "iptNftApply");
+    return QueuePromise<NftApplyResult>(env, "iptNftApply", [ops = std::move(ops)]() { return ApplyNft(ops.data(), ops.size()); }, SettleNft);
+  });
+}
+
 LockOptions LockArg(const Napi::CallbackInfo& info) {
   LockOptions l;
   if (info.Length() < 2 || !info[1].IsObject()) return l;
@@ -94,6 +123,7 @@ Napi::Value IptcDump(const Napi::CallbackInfo& info) {
 void Register(Napi::Env env, Napi::Object exports) {
   exports.Set("iptcApply", Napi::Function::New(env, IptcApply, "iptcApply"));
   exports.Set("iptcDump", Napi::Function::New(env, IptcDump, "iptcDump"));
+  exports.Set("iptNftApply", Napi::Function::New(env, IptNftApply, "iptNftApply"));
 }
 
 }  // namespace palisade::iptc

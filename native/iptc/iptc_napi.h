@@ -1,5 +1,6 @@
-// JS face of the native iptables-legacy transport: iptcApply(ops, lock) and
-// iptcDump(family, table), Promises with the work on the libuv worker pool.
+// JS face of the native iptables transports: iptcApply(ops, lock) and iptcDump(family,
+// table) for iptables-legacy, iptNftApply(ops) for iptables-nft; Promises with the work
+// on the libuv worker pool.
 #pragma once
 
 #include <napi.h>

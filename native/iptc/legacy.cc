@@ -21,6 +21,7 @@ extern "C" {
 
 #include "common/op_reader.h"
 #include "xt/encode.h"
+#include "xt/restore.h"
 #include "xt/rule.h"
 
 namespace palisade::iptc {
@@ -74,7 +75,13 @@ const Lib kLib6 = {
     ip6tc_flush_entries, ip6tc_create_chain, ip6tc_delete_chain, ip6tc_commit, ip6tc_strerror,
 };
 
-enum Op : uint8_t { kTable = 1, kDeclare = 2, kAppend = 3, kInsert = 4, kDelete = 5, kFlush = 6, kDestroy = 7 };
+using xt::kAppend;
+using xt::kDeclare;
+using xt::kDelete;
+using xt::kDestroy;
+using xt::kFlush;
+using xt::kInsert;
+using Op = xt::RestoreOpKind;
 
 struct TxOp {
   Op op = kDeclare;
@@ -183,42 +190,33 @@ void Build(const xt::Rule& r, int family, xt::SetIndex& sets, TxOp* out, bool wi
 
 // Decodes the whole stream and builds every entry: nothing reaches the kernel yet.
 std::vector<TableTx> Prepare(const uint8_t* ops, size_t len, int* family, ApplyResult* res) {
-  OpReader r(ops, len, "iptables op stream");
-  *family = r.u8();
-  if (*family != 4 && *family != 6) throw BadOps("the iptables op stream starts with its family, 4 or 6");
-  xt::SetIndex sets(*family);
+  xt::RestoreTx tx = xt::DecodeRestore(ops, len);
+  *family = tx.family;
+  xt::SetIndex sets(tx.family);
   std::vector<TableTx> tables;
-  while (!r.done()) {
-    Op op = static_cast<Op>(r.u8());
-    uint32_t tag = r.u32();
-    if (op == kTable) {
-      tables.push_back({r.str(XT_TABLE_MAXNAMELEN - 1), tag, {}});
-      continue;
-    }
-    if (tables.empty()) throw BadOps("an iptables op before its table");
-    if (op < kDeclare || op > kDestroy) throw BadOps("unknown iptables op " + std::to_string(op));
-    TxOp t;
-    t.op = op;
-    t.tag = tag;
-    t.chain = r.str(xt::kChainMax);
-    if (op == kInsert) {
-      t.pos = r.u32();
-      if (t.pos < 1) throw BadOps("rule positions start at 1");
-    }
-    if (op == kAppend || op == kInsert || op == kDelete) {
-      xt::Rule rule = xt::DecodeRule(r, *family);
-      try {
-        if (*family == 4) Build<ipt_entry>(rule, 4, sets, &t, op == kDelete);
-        else Build<ip6t_entry>(rule, 6, sets, &t, op == kDelete);
-      } catch (const xt::RuleError& e) {
-        res->failed = true;
-        res->failedTag = tag;
-        res->failedErrno = e.errnum;
-        res->failedWhat = e.what();
-        return {};
+  for (auto& t : tx.tables) {
+    TableTx out{std::move(t.name), t.tag, {}};
+    for (auto& o : t.ops) {
+      TxOp op;
+      op.op = o.op;
+      op.tag = o.tag;
+      op.chain = std::move(o.chain);
+      op.pos = o.pos;
+      if (o.hasRule) {
+        try {
+          if (tx.family == 4) Build<ipt_entry>(o.rule, 4, sets, &op, o.op == kDelete);
+          else Build<ip6t_entry>(o.rule, 6, sets, &op, o.op == kDelete);
+        } catch (const xt::RuleError& e) {
+          res->failed = true;
+          res->failedTag = o.tag;
+          res->failedErrno = e.errnum;
+          res->failedWhat = e.what();
+          return {};
+        }
       }
+      out.ops.push_back(std::move(op));
     }
-    tables.back().ops.push_back(std::move(t));
+    tables.push_back(std::move(out));
   }
   return tables;
 }

@@ -22,6 +22,7 @@
 
 #include "common/netlink_read.h"
 #include "nft/attrs.h"
+#include "nft/batch_builder.h"
 #include "nft/netlink.h"
 #include "nft/ops.h"
 #include "nft/reader.h"
@@ -31,71 +32,6 @@ namespace {
 
 // Elements per NEWSETELEM message: keeps each message well inside the 64 KiB nest limit.
 constexpr uint32_t kElemsPerMessage = 256;
-// Headroom reserved before building any one message.
-constexpr size_t kMaxMessage = 256 * 1024;
-
-template <typename T, void (*Free)(const T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using TablePtr = std::unique_ptr<nftnl_table, Deleter<nftnl_table, nftnl_table_free>>;
-using ChainPtr = std::unique_ptr<nftnl_chain, Deleter<nftnl_chain, nftnl_chain_free>>;
-using RulePtr = std::unique_ptr<nftnl_rule, Deleter<nftnl_rule, nftnl_rule_free>>;
-using SetPtr = std::unique_ptr<nftnl_set, Deleter<nftnl_set, nftnl_set_free>>;
-
-void Check(const void* p) {
-  if (!p) throw std::bad_alloc();
-}
-
-class BatchBuilder {
- public:
-  explicit BatchBuilder(uint32_t seq) : seq_(seq) {
-    nlmsghdr* h = nftnl_batch_begin(Reserve(), seq_++);
-    Commit(h);
-  }
-
-  // Starts a message; the caller fills the payload, then calls Commit().
-  nlmsghdr* Header(uint16_t type, uint16_t family, uint16_t flags, uint32_t tag) {
-    tags_[seq_] = tag;
-    last_ = seq_;
-    messages_++;
-    return nftnl_nlmsg_build_hdr(Reserve(), type, family, flags, seq_++);
-  }
-  void Commit(nlmsghdr* h) {
-    lastOffset_ = used_;
-    used_ += NLMSG_ALIGN(h->nlmsg_len);
-  }
-  // Closes the batch: asks for an ACK of the last object message only.
-  void End() {
-    if (messages_) reinterpret_cast<nlmsghdr*>(buf_.data() + lastOffset_)->nlmsg_flags |= NLM_F_ACK;
-    nlmsghdr* h = nftnl_batch_end(Reserve(), seq_++);
-    Commit(h);
-    buf_.resize(used_);
-  }
-
-  std::vector<char>& buffer() { return buf_; }
-  size_t messages() const { return messages_; }
-  uint32_t lastSeq() const { return last_; }
-  bool TagOf(uint32_t seq, uint32_t* tag) const {
-    auto it = tags_.find(seq);
-    if (it == tags_.end()) return false;
-    *tag = it->second;
-    return true;
-  }
-
- private:
-  char* Reserve() {
-    if (buf_.size() < used_ + kMaxMessage) buf_.resize(used_ + kMaxMessage + buf_.size() / 2);
-    return buf_.data() + used_;
-  }
-  std::vector<char> buf_;
-  size_t used_ = 0;
-  size_t lastOffset_ = 0;
-  uint32_t seq_;
-  uint32_t last_ = 0;
-  size_t messages_ = 0;
-  std::unordered_map<uint32_t, uint32_t> tags_;
-};
 
 void TableOp(BatchBuilder& b, Reader& r, uint8_t family, uint32_t tag, bool add) {
   std::string name = r.str();
@@ -268,6 +204,8 @@ void RuleOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
   b.Commit(h);
 }
 
+}  // namespace
+
 // Reads every answer: errors for failing messages, then the one ACK of the last message.
 void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
   std::vector<char> buf(1 << 20);
@@ -298,7 +236,6 @@ void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
   }
 }
 
-}  // namespace
 
 namespace {
 
@@ -361,13 +298,17 @@ CommitResult Commit(const uint8_t* ops, size_t len) {
   CommitResult out;
   BatchBuilder b(static_cast<uint32_t>(time(nullptr)));
   if (!Build(ops, len, b, &out) || !out.messages) return out;
+  SendAndCollect(b, &out);
+  return out;
+}
 
+void SendAndCollect(BatchBuilder& b, CommitResult* out) {
   NlSocket sock;
-  if (int e = sock.Open(&out.sysWhat)) {
-    out.sysErrno = e;
-    return out;
+  if (int e = sock.Open(&out->sysWhat)) {
+    out->sysErrno = e;
+    return;
   }
-  sock.SizeFor(out.bytes, 4u << 20);
+  sock.SizeFor(out->bytes, 4u << 20);
   // Never wait forever for an answer the kernel will not send.
   timeval tv{30, 0};
   setsockopt(mnl_socket_get_fd(sock.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -380,12 +321,11 @@ CommitResult Commit(const uint8_t* ops, size_t len) {
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   if (sendmsg(mnl_socket_get_fd(sock.get()), &msg, 0) < 0) {
-    out.sysErrno = errno;
-    out.sysWhat = "sendmsg";
-    return out;
+    out->sysErrno = errno;
+    out->sysWhat = "sendmsg";
+    return;
   }
-  Collect(sock, b, &out);
-  return out;
+  Collect(sock, b, out);
 }
 
 }  // namespace palisade::nft

@@ -19,13 +19,11 @@
 namespace palisade::nft {
 namespace {
 
-using Parse = std::function<int(const nlmsghdr*)>;
+int Trampoline(const nlmsghdr* h, void* data) { return (*static_cast<DumpParse*>(data))(h); }
 
-int Trampoline(const nlmsghdr* h, void* data) { return (*static_cast<Parse*>(data))(h); }
+}  // namespace
 
-// Sends one dump request built by `build` and feeds every answer to `parse`. Returns 0
-// or a positive errno (ENOENT: no such table or set).
-int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build, Parse parse) {
+int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build, DumpParse parse) {
   static thread_local std::vector<char> buf(256 * 1024);
   uint32_t seq = static_cast<uint32_t>(time(nullptr));
   nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_DUMP, seq);
@@ -39,8 +37,6 @@ int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::functi
     if (r == MNL_CB_STOP) return 0;
   }
 }
-
-}  // namespace
 
 DumpResult Dump(uint8_t family, const std::string& table) {
   DumpResult out;

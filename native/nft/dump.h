@@ -3,11 +3,22 @@
 // to their rules and are left out. Plain C++; runs on a worker thread.
 #pragma once
 
+#include <linux/netlink.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "nft/netlink.h"
+
 namespace palisade::nft {
+
+using DumpParse = std::function<int(const nlmsghdr*)>;
+
+// Sends one dump request built by `build` and feeds every answer to `parse` (a libmnl
+// callback result). Returns 0 or a positive errno (ENOENT: no such table or set).
+int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build, DumpParse parse);
 
 struct DumpChain {
   std::string name;

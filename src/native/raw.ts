@@ -108,6 +108,19 @@ export interface RawModule {
   /** One libiptc transaction (native/iptc/legacy.h); a failing op in `failure`; rejects with EINVAL or ESYS. */
   iptcApply(ops: Uint8Array, lock: { lockPath: string; lockTimeoutMs: number; lockIntervalMs: number }): Promise<RawIptcResult>;
   iptcDump(family: number, table: string): Promise<RawIptcChain[]>;
+  /** The same transaction for iptables-nft, over netlink (native/iptc/nft.h). */
+  iptNftApply(ops: Uint8Array): Promise<RawIptNftResult>;
+}
+
+export interface RawIptNftResult {
+  ops: number;
+  messages: number;
+  prepareMs: number;
+  readMs: number;
+  commitMs: number;
+  /** Something the native transport does not build: run iptables-nft-restore instead. */
+  unsupported?: string;
+  failure?: { tag: number; errno: number; message: string };
 }
 
 export interface RawIptcResult {

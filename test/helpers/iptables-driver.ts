@@ -1,6 +1,7 @@
 // Runs inside a test network namespace: the steps given as JSON on stdin, in order, and
 // prints one JSON array of results (an error as {"error", "code", "errno"}).
-//   {"restore": {family, script, transport: "exec"|"native", flavour?, lockPath?, lockTimeoutMs?}}
+//   {"restore": {family, script, transport: "exec"|"native", flavour?, lockPath?, lockTimeoutMs?}}:
+//      {ok, ms, fallbacks} (fallbacks: applies a native transport handed to the tool)
 //   {"dump": family}: every table's chains with each entry's bytes (hex), via libiptc
 //   {"churn": {flavour, transport, seed, steps}}: the iptables backend programming a random
 //      sequence of desired-state changes, each applied; returns the apply count and what a
@@ -9,7 +10,7 @@ import { readFileSync } from 'node:fs';
 
 import { defaultConfig } from '../../src/config/params.js';
 import { IptablesRulesBackend, transportFor } from '../../src/dataplane/backends/iptables/rules-backend.js';
-import { ExecRestore, type IptablesFlavour, LibiptcRestore } from '../../src/dataplane/backends/iptables/transport.js';
+import { ExecRestore, type IptablesFlavour, LibiptcRestore, NetlinkRestore } from '../../src/dataplane/backends/iptables/transport.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import type { Family } from '../../src/dataplane/render/model.js';
 import { createLogger } from '../../src/log.js';
@@ -36,10 +37,11 @@ const log = createLogger({ severity: 'Fatal' });
 
 async function restore(r: Restore): Promise<unknown> {
   const lock = { lockPath: r.lockPath ?? '', lockTimeoutMs: r.lockTimeoutMs ?? 10000, lockIntervalMs: 20 };
-  const t = r.transport === 'native' ? new LibiptcRestore(lock, log) : new ExecRestore(r.flavour ?? 'legacy', lock);
+  const flavour = r.flavour ?? 'legacy';
+  const t = r.transport === 'exec' ? new ExecRestore(flavour, lock) : flavour === 'nft' ? new NetlinkRestore(lock, log) : new LibiptcRestore(lock, log);
   const t0 = performance.now();
   await t.restore(r.family, r.script);
-  return { ok: true, ms: performance.now() - t0 };
+  return { ok: true, ms: performance.now() - t0, fallbacks: 'fallbacks' in t ? t.fallbacks : 0 };
 }
 
 async function dump(family: 4 | 6): Promise<unknown> {
@@ -55,7 +57,8 @@ async function churn(c: Churn): Promise<unknown> {
   const rand = () => rng.next();
   const pick = (n: number) => Math.floor(rand() * n);
   const config = { ...defaultConfig(), Ipv6Support: true, NFTablesMode: 'Disabled' as const, IptablesTransport: c.transport, IptablesLockFilePath: '' };
-  const backend = new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport: transportFor(config, c.flavour, log) });
+  const transport = transportFor(config, c.flavour, log);
+  const backend = new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
   const h = new Harness();
   const state = new DesiredState();
   h.put(tier('t1', 10), profile('kns.prod', {}));
@@ -84,7 +87,7 @@ async function churn(c: Churn): Promise<unknown> {
   await backend.resync();
   backend.rebuild(state);
   const again = await backend.apply();
-  return { applies, again: { ops: again.ops, chainsWritten: again.chainsWritten, elemsAdded: again.elemsAdded, elemsRemoved: again.elemsRemoved } };
+  return { applies, fallbacks: 'fallbacks' in transport ? transport.fallbacks : 0, again: { ops: again.ops, chainsWritten: again.chainsWritten, elemsAdded: again.elemsAdded, elemsRemoved: again.elemsRemoved } };
 }
 
 const steps = JSON.parse(readFileSync(0, 'utf8')) as Array<{ restore?: Restore; dump?: 4 | 6; churn?: Churn }>;

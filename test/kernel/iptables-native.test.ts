@@ -2,13 +2,16 @@
 // - the native iptables-legacy transport (libiptc) and Felix's (iptables-legacy-restore)
 //   leave byte-identical x_tables entries for every rule shape palisade renders, both
 //   families, cold and then incremental (the differential test of issue 15 step 4);
+// - the native iptables-nft transport (netlink) and iptables-nft-restore leave the same
+//   nftables tables, expression for expression, and kube-proxy's own restores into the
+//   same tables still succeed afterwards (step 5);
 // - a rule the kernel refuses, or one naming a missing IP set, fails cleanly, naming the
 //   table (and the rule where the kernel says which), the previous rules staying in place;
 // - the native transport waits for the xtables lock as iptables does, and gives up with
 //   ETIMEDOUT;
-// - 1,000 random changes through each iptables backend (legacy native, nft exec; legacy
-//   exec with fewer) leave kube-proxy- and docker-like foreign rules and sets
-//   byte-identical, and converge (a fresh read-back finds nothing to write).
+// - 1,000 random changes through each native iptables backend (250 through each exec
+//   one) leave kube-proxy- and docker-like foreign rules and sets byte-identical, and
+//   converge (a fresh read-back finds nothing to write).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -41,6 +44,48 @@ function drive(ns: Netns, steps: unknown[]): Result[] {
 const tool = (family: 4 | 6, flavour: string, what: string) => `${family === 4 ? 'iptables' : 'ip6tables'}-${flavour}-${what}`;
 const save = (ns: Netns, family: 4 | 6, flavour = 'legacy') => ns.run(tool(family, flavour, 'save'), []).replace(/^#.*\n/gm, '');
 
+/** Every table of the family as `nft --debug=netlink` prints it, rule handles aside. */
+function nftTables(ns: Netns, family: 4 | 6): string {
+  const nf = family === 4 ? 'ip' : 'ip6';
+  return ['filter', 'raw', 'mangle', 'nat']
+    .map((t) => `=== ${t}\n${ns.try('nft', ['--debug=netlink', 'list', 'table', nf, t]).stdout.replace(/^(ip6? \S+ \S+) .*$/gm, '$1')}`)
+    .join('\n');
+}
+
+describe('kernel: native iptables-nft (netlink) against iptables-nft-restore', { skip: ROOT_SKIP }, () => {
+  for (const family of [4, 6] as const) {
+    it(`writes the same tables, expression for expression (IPv${family}), cold and then incremental; kube-proxy's restores still work`, () => {
+      const cold = renderRuleset(richState(), richConfig(), family, 'iptables');
+      const script = renderIptables(cold);
+      const next = renderRuleset(stateOf(wep('a', 'node1', '10.65.0.2', { app: 'web' }, { ipNetworks: ['10.65.0.2/32', 'fd00:65::2/128'] }), np('web', { selector: 'all()', ingress: [{ action: 'Allow' }] })), richConfig(), family, 'iptables');
+      const [a, b] = [netns(), netns()] as [Netns, Netns];
+      for (const ns of [a, b]) ns.run('ipset', ['restore'], renderIpsets(cold));
+      (['exec', 'native'] as const).forEach((transport, i) => {
+        const [r] = drive(i === 0 ? a : b, [{ restore: { family, script, transport, flavour: 'nft' } }]);
+        assert.equal(r?.ok, true, `${transport} cold: ${JSON.stringify(r)}`);
+        assert.equal(r?.fallbacks, 0, 'the native transport built everything itself');
+      });
+      assert.equal(nftTables(b, family), nftTables(a, family), 'cold: the same tables, expression for expression');
+      assert.equal(save(b, family, 'nft'), save(a, family, 'nft'), 'cold: iptables-nft-save prints the same');
+      const have = parseSave(save(a, family, 'nft'));
+      for (const t of have.values()) for (const list of t.hooks.values()) for (const h of list) h.hash = 'stale';
+      const second = restoreScript(have, desiredOf(next), 'Insert').script;
+      assert.match(second, /^-D /m);
+      (['exec', 'native'] as const).forEach((transport, i) => {
+        const [r] = drive(i === 0 ? a : b, [{ restore: { family, script: second, transport, flavour: 'nft' } }]);
+        assert.equal(r?.ok, true, `${transport} incremental: ${JSON.stringify(r)}`);
+        assert.equal(r?.fallbacks, 0, 'the native transport built everything itself');
+      });
+      assert.equal(nftTables(b, family), nftTables(a, family), 'incremental: the same tables, expression for expression');
+      assert.equal(save(b, family, 'nft'), save(a, family, 'nft'), 'incremental: iptables-nft-save prints the same');
+      // kube-proxy restoring into the tables we programmed (it uses --noflush, as we do).
+      b.run(tool(family, 'nft', 'restore'), ['--noflush'], FOREIGN);
+      assert.match(save(b, family, 'nft'), /-A KUBE-POSTROUTING -j MASQUERADE --random-fully/);
+      assert.doesNotMatch(save(b, family, 'nft'), /incompatible/);
+    });
+  }
+});
+
 describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-restore', { skip: ROOT_SKIP }, () => {
   for (const family of [4, 6] as const) {
     it(`writes byte-identical entries for every rule shape (IPv${family}), cold and then incremental`, () => {
@@ -53,6 +98,7 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
         ns.run('ipset', ['restore'], renderIpsets(cold));
         const [r, d] = drive(ns, [{ restore: { family, script, transport } }, { dump: family }]);
         assert.equal(r?.ok, true, `${transport} cold: ${JSON.stringify(r)}`);
+        assert.equal(r?.fallbacks, 0, 'the native transport built everything itself');
         return d;
       });
       assert.deepEqual(dumps[1], dumps[0], 'cold: the same entries, byte for byte');
@@ -67,6 +113,7 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
       const again = (['exec', 'native'] as const).map((transport, i) => {
         const [r, d] = drive(i === 0 ? a : b, [{ restore: { family, script: second, transport } }, { dump: family }]);
         assert.equal(r?.ok, true, `${transport} incremental: ${r?.error}`);
+        assert.equal(r?.fallbacks, 0, 'the native transport built everything itself');
         return d;
       });
       assert.deepEqual(again[1], again[0], 'incremental: the same entries, byte for byte');
@@ -74,23 +121,27 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
     });
   }
 
-  it('names the rule whose IP set is missing, and the table the kernel refused; the previous rules stay', () => {
-    const ns = netns();
-    const good = '*filter\n:cali-x - [0:0]\n-A cali-x -m comment --comment "cali:aaaaaaaaaaaaaaaa" -j ACCEPT\nCOMMIT\n';
-    const [ok] = drive(ns, [{ restore: { family: 4, script: good, transport: 'native' } }]);
-    assert.equal(ok?.ok, true, ok?.error);
-    const before = save(ns, 4);
-    const [missing, refused] = drive(ns, [
-      { restore: { family: 4, script: '*filter\n:cali-x - [0:0]\n-A cali-x -m set --match-set cali40s:nosuchset src -j DROP\nCOMMIT\n', transport: 'native' } },
-      // The kernel allows rpfilter only in raw and mangle: x_tables refuses the table at commit.
-      { restore: { family: 4, script: '*filter\n:cali-x - [0:0]\n-A cali-x -m rpfilter --invert -j DROP\nCOMMIT\n', transport: 'native' } },
-    ]);
-    assert.equal(missing?.code, 'EIPTABLES');
-    assert.match(missing?.error ?? '', /filter: -A cali-x -m set --match-set cali40s:nosuchset src -j DROP: IP set cali40s:nosuchset does not exist/);
-    assert.equal(refused?.code, 'EIPTABLES');
-    assert.match(refused?.error ?? '', /refused filter: \*filter: the kernel refused table filter/);
-    assert.equal(save(ns, 4), before, 'nothing of either transaction was applied');
-  });
+  for (const flavour of ['legacy', 'nft'] as const) {
+    it(`iptables-${flavour}: names the rule whose IP set is missing, and the rule (or table) the kernel refused; the previous rules stay`, () => {
+      const ns = netns();
+      const good = '*filter\n:cali-x - [0:0]\n-A cali-x -m comment --comment "cali:aaaaaaaaaaaaaaaa" -j ACCEPT\nCOMMIT\n';
+      const [ok] = drive(ns, [{ restore: { family: 4, script: good, transport: 'native', flavour } }]);
+      assert.equal(ok?.ok, true, ok?.error);
+      const before = save(ns, 4, flavour);
+      const [missing, refused] = drive(ns, [
+        { restore: { family: 4, script: '*filter\n:cali-x - [0:0]\n-A cali-x -m set --match-set cali40s:nosuchset src -j DROP\nCOMMIT\n', transport: 'native', flavour } },
+        // The kernel allows rpfilter only in raw and mangle.
+        { restore: { family: 4, script: '*filter\n:cali-x - [0:0]\n-A cali-x -j ACCEPT\n-A cali-x -m rpfilter --invert -j DROP\nCOMMIT\n', transport: 'native', flavour } },
+      ]);
+      assert.equal(missing?.code, 'EIPTABLES');
+      assert.match(missing?.error ?? '', /filter: -A cali-x -m set --match-set cali40s:nosuchset src -j DROP: IP set cali40s:nosuchset does not exist/);
+      assert.equal(refused?.code, 'EIPTABLES');
+      // x_tables checks a table at commit; nftables each rule, so the rule itself is named.
+      const where = flavour === 'legacy' ? /refused filter: \*filter: the kernel refused table filter/ : /refused filter: -A cali-x -m rpfilter --invert -j DROP: the kernel refused it/;
+      assert.match(refused?.error ?? '', where);
+      assert.equal(save(ns, 4, flavour), before, 'nothing of either transaction was applied');
+    });
+  }
 
   it('waits for the xtables lock another program holds, and gives up after the timeout', async () => {
     const ns = netns();
@@ -163,7 +214,8 @@ function foreign(text: string): string[] {
 describe('kernel: iptables backends beside kube-proxy and docker', { skip: ROOT_SKIP }, () => {
   const cases = [
     { flavour: 'legacy', transport: 'native', steps: 1000 },
-    { flavour: 'nft', transport: 'exec', steps: 1000 },
+    { flavour: 'nft', transport: 'native', steps: 1000 },
+    { flavour: 'nft', transport: 'exec', steps: 250 },
     { flavour: 'legacy', transport: 'exec', steps: 250 },
   ] as const;
   for (const c of cases) {
@@ -175,6 +227,7 @@ describe('kernel: iptables backends beside kube-proxy and docker', { skip: ROOT_
       const [r] = drive(ns, [{ churn: { flavour: c.flavour, transport: c.transport, seed: 15, steps: c.steps } }]);
       assert.equal(r?.error, undefined, r?.error);
       assert.equal(r?.applies, c.steps);
+      assert.equal(r?.fallbacks, 0, 'no apply was handed to the tool');
       assert.deepEqual(r?.again, { ops: 0, chainsWritten: 0, elemsAdded: 0, elemsRemoved: 0 }, 'a fresh read-back finds nothing to write');
       const after = [save(ns, 4, c.flavour), save(ns, 6, c.flavour), ns.run('ipset', ['save', 'KUBE-foreign'])];
       assert.match(after[0] as string, /-j cali-FORWARD/, 'our hooks are in');

@@ -15,13 +15,14 @@ import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
 import { type ChainScope, IptablesDesiredBuilder } from './desired-builder.js';
-import { ExecRestore, type IptablesFlavour, LibiptcRestore, type RestoreTransport } from './transport.js';
+import { ExecRestore, type IptablesFlavour, LibiptcRestore, NetlinkRestore, type RestoreTransport } from './transport.js';
 import { commitTo, type Desired, type IptablesState, parseSave, restoreScript } from './state.js';
 
-/** The configured transport: native for iptables-legacy unless IptablesTransport is exec. */
+/** The configured transport: native (libiptc or netlink) unless IptablesTransport is exec. */
 export function transportFor(config: Config, flavour: IptablesFlavour, log: Logger): RestoreTransport {
   const lock = { lockPath: config.IptablesLockFilePath, lockTimeoutMs: Math.round(config.IptablesLockTimeoutSecs * 1000), lockIntervalMs: Math.max(1, Math.round(config.IptablesLockProbeIntervalMillis)) };
-  return flavour === 'legacy' && config.IptablesTransport === 'native' ? new LibiptcRestore(lock, log) : new ExecRestore(flavour, lock);
+  if (config.IptablesTransport === 'exec') return new ExecRestore(flavour, lock);
+  return flavour === 'legacy' ? new LibiptcRestore(lock, log) : new NetlinkRestore(lock, log);
 }
 
 const SET_TYPE: Record<'net' | 'ipPort', IpsetType> = { net: 'hash:net', ipPort: 'hash:ip,port' };

@@ -1,11 +1,13 @@
 // How a restore script (one family's transaction) reaches the kernel. ExecRestore is
-// Felix's way: `iptables-restore --noflush` with the xtables lock waited for. LibiptcRestore
-// is iptables-legacy without a fork: the same script parsed into native ops and committed
-// through libiptc, one commit per table, under the same lock; a script holding something
-// the native side does not build goes to ExecRestore instead (said once per reason).
-// Both leave byte-identical kernel entries (test/kernel/iptables-native.test.ts).
+// Felix's way: `iptables-restore --noflush` with the xtables lock waited for. The native
+// transports parse the same script into ops and program it without a fork:
+// LibiptcRestore for iptables-legacy (libiptc, one commit per table, under the same lock),
+// NetlinkRestore for iptables-nft (one nftables batch in iptables-nft's own layout). A
+// script holding something the native side does not build goes to ExecRestore instead
+// (said once per reason). Native and exec leave identical kernel state, entry for entry
+// and expression for expression (test/kernel/iptables-native.test.ts).
 import type { Logger } from '../../../log.js';
-import { iptcApply, type XtablesLock } from '../../../native/iptc.js';
+import { iptcApply, iptNftApply, type XtablesLock } from '../../../native/iptc.js';
 import { run } from '../../exec.js';
 import type { Family } from '../../render/model.js';
 import { restoreOps } from './restore-ops.js';
@@ -52,17 +54,21 @@ export class ExecRestore implements RestoreTransport {
   }
 }
 
-export class LibiptcRestore implements RestoreTransport {
+/** The parse-or-fall-back shared by both native transports. */
+abstract class NativeRestore implements RestoreTransport {
   readonly kind = 'native';
   readonly #fallback: ExecRestore;
   readonly #log: Logger;
   readonly #reported = new Set<string>();
+  /** Applies handed to the tool because something in them is not built natively. */
+  fallbacks = 0;
 
   constructor(
+    readonly flavour: IptablesFlavour,
     readonly lock: XtablesLock,
     log: Logger,
   ) {
-    this.#fallback = new ExecRestore('legacy', lock);
+    this.#fallback = new ExecRestore(flavour, lock);
     this.#log = log;
   }
 
@@ -72,17 +78,46 @@ export class LibiptcRestore implements RestoreTransport {
       tx = restoreOps(script, family);
     } catch (e) {
       if (!(e instanceof UnsupportedRule)) throw e;
-      if (!this.#reported.has(e.message)) {
-        this.#reported.add(e.message);
-        this.#log.warn({ reason: e.message }, 'a rule is not built natively; this apply goes through iptables-legacy-restore');
-      }
-      return this.#fallback.restore(family, script);
+      return this.#viaTool(family, script, e.message);
     }
-    const r = await iptcApply(tx.ops, this.lock);
+    const r = await this.commit(tx.ops);
+    if (r.unsupported) return this.#viaTool(family, script, r.unsupported);
     if (!r.failure) return;
     const { tag, errno, message } = r.failure;
-    const what = tx.lines[tag] ?? '?';
     const committed = r.committedTables ? ` (${r.committedTables} table(s) before it were committed)` : ' (nothing was committed)';
-    throw new IptablesApplyError(`iptables-legacy (libiptc) refused ${what}: ${message}${committed}`, script, errno);
+    throw new IptablesApplyError(`iptables-${this.flavour} (${this.via}) refused ${tx.lines[tag] ?? '?'}: ${message}${committed}`, script, errno);
+  }
+
+  protected abstract readonly via: string;
+  protected abstract commit(ops: Uint8Array): Promise<{ unsupported?: string; committedTables?: number; failure?: { tag: number; errno: number; message: string } }>;
+
+  #viaTool(family: Family, script: string, reason: string): Promise<void> {
+    this.fallbacks++;
+    if (!this.#reported.has(reason)) {
+      this.#reported.add(reason);
+      this.#log.warn({ reason }, `a rule is not built natively; this apply goes through iptables-${this.flavour}-restore`);
+    }
+    return this.#fallback.restore(family, script);
+  }
+}
+
+export class LibiptcRestore extends NativeRestore {
+  protected readonly via = 'libiptc';
+  constructor(lock: XtablesLock, log: Logger) {
+    super('legacy', lock, log);
+  }
+  protected commit(ops: Uint8Array) {
+    return iptcApply(ops, this.lock);
+  }
+}
+
+/** iptables-nft over netlink: nftables transactions need no xtables lock (iptables-nft takes none). */
+export class NetlinkRestore extends NativeRestore {
+  protected readonly via = 'netlink';
+  constructor(lock: XtablesLock, log: Logger) {
+    super('nft', lock, log);
+  }
+  protected commit(ops: Uint8Array) {
+    return iptNftApply(ops);
   }
 }

@@ -149,7 +149,9 @@ export class NodeAgent {
       onApplied: (r) => {
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);
-        if (r.rules.ops) m.nftCommit.observe(r.rules.commitMs / 1000);
+        const iptables = driver.rulesBackend.startsWith('iptables');
+        if (r.rules.ops) (iptables ? m.iptablesCommit : m.nftCommit).observe(r.rules.commitMs / 1000);
+        if (r.rules.restores) m.iptablesRestoreCalls.inc(r.rules.restores);
         m.nftRulesWritten.inc(r.rules.rulesWritten);
         m.nftElements.inc(r.rules.elemsAdded + r.rules.elemsRemoved);
         if (r.rules.elemsAdded + r.rules.elemsRemoved) m.ipsetCalls.inc();
@@ -159,7 +161,10 @@ export class NodeAgent {
         m.activeLocalSelectors.set(driver.state.ipsets.size);
         this.health.report('int_dataplane', { live: true, ready: true });
       },
-      onApplyError: () => m.applyFailures.inc(),
+      onApplyError: () => {
+        m.applyFailures.inc();
+        if (driver.rulesBackend.startsWith('iptables')) m.iptablesRestoreErrors.inc();
+      },
       onEndpointStatus: (iface, up) => (up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0)),
     });
     return driver;

@@ -51,6 +51,10 @@ export class DataplaneDriver {
   readonly #opts: DriverOptions;
   readonly #log: Logger;
   readonly #rules: RulesBackend;
+  /** The rules backend's name ("nftables", "iptables-nft", ...): what the metrics are about. */
+  get rulesBackend(): string {
+    return this.#rules.name;
+  }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;
   readonly #managers: Manager[];
@@ -209,12 +213,14 @@ export class DataplaneDriver {
     }
   }
 
-  /** --cleanup: our rules (tables) and our routes, nothing else. */
+  /** --cleanup: our rules (tables, or chains and IP sets) of both modes and our routes, nothing else. */
   async cleanup(): Promise<void> {
     this.#monitor.start();
     await new Promise((r) => setTimeout(r, 200));
     const removed = (await this.#routes?.removeAll()) ?? 0;
     await this.#rules.removeAll();
+    // And whatever the other dataplane mode left (an earlier run in it, or Felix's), as at start.
+    if (this.#opts.takeOverFromFelix ?? true) await removeOtherModeState(this.#rules, this.#log);
     this.#monitor.stop();
     this.#log.info({ routes: removed, backend: this.#rules.name, families: this.#rules.families }, 'removed palisade state');
   }

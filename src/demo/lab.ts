@@ -47,9 +47,9 @@ export class Lab {
     this.#namespaces.push(name);
   }
 
-  sh(ns: string | undefined, cmd: string, args: string[]): string {
+  sh(ns: string | undefined, cmd: string, args: string[], env?: NodeJS.ProcessEnv): string {
     const argv = ns ? ['netns', 'exec', ns, cmd, ...args] : [cmd, ...args];
-    const r = spawnSync(ns ? 'ip' : cmd, ns ? argv : args, { encoding: 'utf8' });
+    const r = spawnSync(ns ? 'ip' : cmd, ns ? argv : args, { encoding: 'utf8', ...(env ? { env } : {}) });
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} (in ${ns ?? 'root'}): ${r.stderr}`);
     return r.stdout;
   }

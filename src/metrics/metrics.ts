@@ -23,6 +23,14 @@ export class AgentMetrics {
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5],
     registers: [this.registry],
   });
+  readonly iptablesCommit = new Histogram({
+    name: 'palisade_iptables_commit_seconds',
+    help: 'Seconds per iptables-mode apply that changed rules (the restore transactions, native or exec, and the IP sets).',
+    buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly iptablesRestoreCalls = new Counter({ name: 'felix_iptables_restore_calls', help: 'iptables-mode restore transactions (one per IP family that changed), as Felix counts iptables-restore runs.', registers: [this.registry] });
+  readonly iptablesRestoreErrors = new Counter({ name: 'felix_iptables_restore_errors', help: 'iptables-mode applies that failed (and were retried after a read-back).', registers: [this.registry] });
   /** Felix counts `ipset restore` calls; here: transactions that changed IP-set members. */
   readonly ipsetCalls = new Counter({ name: 'felix_ipset_calls', help: 'Dataplane updates that changed IP-set members (one nftables transaction each).', registers: [this.registry] });
   readonly nftRulesWritten = new Counter({ name: 'palisade_nft_rules_written_total', help: 'Rules written by the nftables backend.', registers: [this.registry] });

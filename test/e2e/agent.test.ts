@@ -1,6 +1,8 @@
 // palisade agent end to end, as root, with real packets: a lab of network namespaces
 // (host + workloads on cali veths), the agent in the host namespace against a file
-// datastore, and TCP connects / pings between workloads and from the host.
+// datastore, and TCP connects / pings between workloads and from the host. The same suite
+// runs in each dataplane mode: nftables, and iptables mode through iptables-nft and
+// iptables-legacy (native transports); only the look at the kernel's rules differs.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -26,12 +28,63 @@ const wepOf = (w: Workload, labels: Record<string, string>) => ({
   spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
 });
 
+/** How a test looks at the kernel's rules in one dataplane mode. */
+interface Mode {
+  name: string;
+  env: Record<string, string>;
+  /** Our rules as the standard tool lists them. */
+  rules(lab: Lab): string;
+  flushEndpointChain(lab: Lab, iface: string): void;
+  endpointChain(lab: Lab, iface: string): string;
+  /** In a workload's ingress chain: the jump to its profile. */
+  profileJump: RegExp;
+  /** The host-endpoint dispatch, and what it says for eth0 and for "*". */
+  hostDispatch(lab: Lab): string;
+  eth0Dispatch: RegExp;
+  anyInterface: RegExp;
+  commitMetric: string;
+  /** Nothing of ours left after --cleanup. */
+  clean(lab: Lab): boolean;
+}
+
+const nftables: Mode = {
+  name: 'nftables',
+  env: { FELIX_NFTABLESREFRESHINTERVAL: '1' },
+  rules: (lab) => lab.sh(lab.host, 'nft', ['list', 'table', 'ip', 'calico']),
+  flushEndpointChain: (lab, iface) => void lab.sh(lab.host, 'nft', ['flush', 'chain', 'ip', 'calico', `filter-cali-tw-${iface}`]),
+  endpointChain: (lab, iface) => lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', `filter-cali-tw-${iface}`]),
+  profileJump: /jump filter-cali-pri-kns\.e2e/,
+  hostDispatch: (lab) => `${lab.sh(lab.host, 'nft', ['list', 'map', 'ip', 'calico', 'filter-cali-from-host-endpoint'])}${lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-from-host-endpoint'])}`,
+  eth0Dispatch: /"eth0" : goto filter-cali-fh-eth0/,
+  anyInterface: /goto filter-cali-fh-any-interface-at-all/,
+  commitMetric: 'palisade_nft_commit_seconds_count',
+  clean: (lab) => !/calico/.test(lab.sh(lab.host, 'nft', ['list', 'tables'])),
+};
+
+function iptables(flavour: 'nft' | 'legacy'): Mode {
+  const save = (lab: Lab) => lab.sh(lab.host, `iptables-${flavour}-save`, []);
+  return {
+    name: `iptables-${flavour}`,
+    env: { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: flavour, FELIX_IPTABLESREFRESHINTERVAL: '1', FELIX_IPSETSREFRESHINTERVAL: '1' },
+    rules: (lab) => save(lab).split('\n').filter((l) => l.includes('cali')).join('\n'),
+    flushEndpointChain: (lab, iface) => void lab.sh(lab.host, `iptables-${flavour}`, ['-F', `cali-tw-${iface}`]),
+    endpointChain: (lab, iface) => save(lab).split('\n').filter((l) => l.startsWith(`-A cali-tw-${iface} `)).join('\n'),
+    profileJump: /-j cali-pri-kns\.e2e/,
+    hostDispatch: (lab) => save(lab).split('\n').filter((l) => l.startsWith('-A cali-from-host-endpoint ')).join('\n'),
+    eth0Dispatch: /-i eth0 .*-g cali-fh-eth0/,
+    anyInterface: /-g cali-fh-any-interface-at-all/,
+    commitMetric: 'palisade_iptables_commit_seconds_count',
+    clean: (lab) => !/cali/.test(save(lab)) && !/cali/.test(lab.sh(lab.host, 'ipset', ['list', '-n'])),
+  };
+}
+
 class Agent {
   proc: ChildProcess | undefined;
   log = '';
   constructor(
     readonly lab: Lab,
     readonly dir: string,
+    readonly mode: Mode,
   ) {}
   start(): void {
     this.proc = this.lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', this.dir, '--hostname', 'node1'], {
@@ -40,7 +93,7 @@ class Agent {
       FELIX_HEALTHENABLED: 'true',
       FELIX_HEALTHHOST: '127.0.0.1',
       FELIX_PROMETHEUSMETRICSENABLED: 'true',
-      FELIX_NFTABLESREFRESHINTERVAL: '1',
+      ...this.mode.env,
     });
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }
@@ -56,7 +109,8 @@ class Agent {
   }
 }
 
-describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
+for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
+describe(`e2e: palisade agent with real traffic (${mode.name})`, { skip: ROOT_SKIP }, () => {
   let lab: Lab;
   let dir: string;
   let agent: Agent;
@@ -74,7 +128,7 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     // Ingress is denied unless a policy allows it; egress is open (the profile allows it).
     put('profile.yaml', { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } });
     put('weps.yaml', wepOf(fe, { app: 'frontend' }), wepOf(be, { app: 'backend' }), wepOf(bad, { app: 'frontend', quarantine: 'yes' }), wepOf(ext, { app: 'other' }));
-    agent = new Agent(lab, dir);
+    agent = new Agent(lab, dir, mode);
     agent.start();
     await agent.waitLog(/"status":"up"[^\n]*cali|cali[^\n]*"status":"up"/);
   });
@@ -93,7 +147,7 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     assert.match(m, /^felix_resync_state 3$/m);
     assert.match(m, /^felix_int_dataplane_apply_time_seconds_count [1-9]/m);
     assert.match(m, /^felix_calc_graph_update_time_seconds_count [1-9]/m);
-    assert.match(m, /^palisade_nft_commit_seconds_count [1-9]/m);
+    assert.match(m, new RegExp(`^${mode.commitMetric} [1-9]`, 'm'));
     assert.match(m, new RegExp(`^palisade_workload_endpoint_up\\{interface="${fe.iface}"\\} 1$`, 'm'));
   });
 
@@ -178,7 +232,7 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     const tracked = () => lab.sh(lab.host, 'cat', ['/proc/net/nf_conntrack']).split('\n').filter((l) => l.includes(`=${be2.ip} `)).length;
     assert.ok((await lab.until(() => tracked() > 0, 2000)) >= 0, 'no conntrack entry to start with');
     rmSync(join(dir, 'be2.yaml'));
-    const gone = await lab.until(() => !lab.sh(lab.host, 'nft', ['list', 'table', 'ip', 'calico']).includes(be2.iface), 3000);
+    const gone = await lab.until(() => !mode.rules(lab).includes(be2.iface), 3000);
     assert.ok(gone >= 0, 'chains of the deleted endpoint remain');
     assert.doesNotMatch(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']), new RegExp(be2.ip.replaceAll('.', '\\.')));
     assert.ok((await lab.until(() => tracked() === 0, 3000)) >= 0, 'the removed endpoint\'s conntrack entries remain');
@@ -187,10 +241,10 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
 
   it('repairs drift on its refresh timer: a flushed chain and a deleted route come back', async () => {
     assert.equal(lab.tcp(fe, be.ip, 9090), true);
-    lab.sh(lab.host, 'nft', ['flush', 'chain', 'ip', 'calico', `filter-cali-tw-${be.iface}`]);
+    mode.flushEndpointChain(lab, be.iface);
     lab.sh(lab.host, 'ip', ['route', 'del', `${be.ip}/32`, 'dev', be.iface]);
-    const chain = () => lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', `filter-cali-tw-${be.iface}`]);
-    assert.ok((await lab.until(() => /jump filter-cali-pri-kns\.e2e/.test(chain()), 5000)) >= 0, 'the flushed chain was not repaired');
+    const chain = () => mode.endpointChain(lab, be.iface);
+    assert.ok((await lab.until(() => mode.profileJump.test(chain()), 5000)) >= 0, 'the flushed chain was not repaired');
     assert.ok((await lab.until(() => lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']).includes(be.ip), 5000)) >= 0, 'the route was not put back');
     assert.ok((await lab.until(() => lab.tcp(fe, be.ip, 9090, 300), 5000)) >= 0);
     assert.equal(lab.tcp(ext, be.ip, 9090), false);
@@ -237,11 +291,11 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
     put('hep.yaml', { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-by-ip', labels: { role: 'node' } }, spec: { node: 'node1', expectedIPs: ['192.168.200.2'] } });
     assert.ok((await lab.until(() => !lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0, 'expectedIPs-only host endpoint never enforced');
     assert.equal(lab.tcp('outside', '192.168.200.2', 22), true, 'failsafe port 22 blocked');
-    assert.match(lab.sh(lab.host, 'nft', ['list', 'map', 'ip', 'calico', 'filter-cali-from-host-endpoint']), /"eth0" : goto filter-cali-fh-eth0/);
+    assert.match(mode.hostDispatch(lab), mode.eth0Dispatch);
     // All interfaces: the dispatch chains' default; workloads keep talking to each other and to the host.
     put('hep.yaml', { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-all', labels: { role: 'node' } }, spec: { node: 'node1', interfaceName: '*' } });
-    const chain = () => lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-from-host-endpoint']);
-    assert.ok((await lab.until(() => /goto filter-cali-fh-any-interface-at-all/.test(chain()), 5000)) >= 0, chain());
+    const chain = () => mode.hostDispatch(lab);
+    assert.ok((await lab.until(() => mode.anyInterface.test(chain()), 5000)) >= 0, chain());
     assert.ok((await lab.until(() => !lab.tcp('outside', '192.168.200.2', 8081, 300))) >= 0, 'all-interfaces host endpoint never enforced');
     assert.equal(lab.tcp('outside', '192.168.200.2', 22), true, 'failsafe port 22 blocked');
     assert.equal(lab.tcp(fe, be.ip, 9090), true, 'workload to workload unaffected');
@@ -274,12 +328,13 @@ describe('e2e: palisade agent with real traffic', { skip: ROOT_SKIP }, () => {
 
   it('agent --cleanup removes our tables and routes, and nothing else', async () => {
     assert.equal(await agent.stop(), 0);
-    const r = lab.sh(lab.host, process.execPath, [BIN, 'agent', '--cleanup', '--datastore-dir', dir, '--hostname', 'node1']);
+    const r = lab.sh(lab.host, process.execPath, [BIN, 'agent', '--cleanup', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, ...mode.env });
     assert.equal(r, '');
-    assert.doesNotMatch(lab.sh(lab.host, 'nft', ['list', 'tables']), /calico/);
+    if (!mode.clean(lab)) assert.fail(`something of ours is left:\n${mode.rules(lab)}`);
     // The default route is protocol "boot" too (what `ip route add` gives): not ours, kept.
     const boot = lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']);
     assert.doesNotMatch(boot, /dev cali/);
     assert.match(boot, /default via 192\.168\.200\.1/);
   });
 });
+}

@@ -18,6 +18,8 @@ export interface RulesApplyStats {
   elemsRemoved: number;
   /** Time spent committing (the kernel transaction, or the exec'd tool), ms. */
   commitMs: number;
+  /** iptables mode: restore transactions run (one per family that changed). */
+  restores?: number;
   /** nftables: netlink messages and bytes sent. */
   messages?: number;
   bytes?: number;

@@ -94,6 +94,7 @@ export class IptablesRulesBackend implements RulesBackend {
     for (const { family, builder, scope, script } of plans) {
       if (script) {
         stats.ops += script.split('\n').length - 1;
+        stats.restores = (stats.restores ?? 0) + 1;
         await this.#restore(family, script);
       }
       this.#committed.set(family, commitTo(this.#committed.get(family) ?? new Map(), builder.desired, scope));

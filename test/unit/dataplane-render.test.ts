@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 
 import { coveringMembers } from '../../src/dataplane/render/cover.js';
 import { workloadChains } from '../../src/dataplane/render/endpoints.js';
+import { dispatchChains } from '../../src/dataplane/backends/iptables/dispatch.js';
 import { iptablesRuleLines, renderIpsets, renderIptables } from '../../src/dataplane/backends/iptables/text.js';
 import { allocateMarks } from '../../src/dataplane/render/marks.js';
 import type { Rule, Ruleset } from '../../src/dataplane/render/model.js';
@@ -63,7 +64,7 @@ describe('dataplane render: names and marks', () => {
     assert.equal(logPrefix('drop-%t-%k-%n-%p', owner), 'drop-security-np-web-prod/web');
     assert.equal(logPrefix('%p %x', { ...owner, kind: 'gnp', namespace: '' }), 'web %x');
     const [rule] = renderProtoRule(protoRule({ action: 'log' }), { ...v4ipt, log: { prefix: 'p %k', rateLimit: '5/minute', burst: 0 }, owner });
-    assert.match(iptablesRuleLines('cali-pi-x', [rule as Rule], 4, new Map())[0] ?? '', / -m limit --limit 5\/minute -j LOG --log-prefix "p np: " --log-level 5$/);
+    assert.match(iptablesRuleLines('cali-pi-x', [rule as Rule], 4)[0] ?? '', / -m limit --limit 5\/minute -j LOG --log-prefix "p np: " --log-level 5$/);
   });
 
   it('allocates marks from the mask, lowest bits first, and refuses a mask too small', () => {
@@ -188,6 +189,23 @@ describe('dataplane render: endpoints and dispatch', () => {
   });
 });
 
+describe('iptables mode: Felix\'s dispatch tree', () => {
+  it('bins interfaces by the character after their common prefix: one per bin in the root chain, several in a child chain with the end rules again', () => {
+    const goto = (n: string) => ({ k: 'goto' as const, chain: `cali-tw-${n}` });
+    const entries = new Map(['calia1', 'calib1', 'calia2', 'calic1', 'calia3'].map((n) => [n, goto(n)]));
+    const drop: Rule = { match: [], action: { k: 'drop' }, comment: 'Unknown interface' };
+    const chains = dispatchChains('cali-to-wl-dispatch', [{ match: [], action: { k: 'vmap', iface: 'out', map: 'm' } }, drop], new Map([['m', { name: 'm', table: 'filter', entries }]]));
+    const show = (r: Rule) => `${r.match.map((m) => (m.k === 'iface' ? `${m.dir}:${m.name}` : m.k)).join(' ')} -> ${r.action.k === 'goto' ? r.action.chain : r.action.k}`;
+    assert.deepEqual(chains.map((c) => [c.name, c.rules.map(show)]), [
+      ['cali-to-wl-dispatch-a', ['out:calia1 -> cali-tw-calia1', 'out:calia2 -> cali-tw-calia2', 'out:calia3 -> cali-tw-calia3', ' -> drop']],
+      ['cali-to-wl-dispatch', ['out:calia+ -> cali-to-wl-dispatch-a', 'out:calib1 -> cali-tw-calib1', 'out:calic1 -> cali-tw-calic1', ' -> drop']],
+    ]);
+    // One name: its common prefix is itself, one bin; none: the end rules alone.
+    assert.deepEqual(dispatchChains('d', [{ match: [], action: { k: 'vmap', iface: 'in', map: 'm' } }, drop], new Map([['m', { name: 'm', table: 'filter', entries: new Map([['calix', goto('calix')]]) }]])).map((c) => c.rules.map(show)), [['in:calix -> cali-tw-calix', ' -> drop']]);
+    assert.deepEqual(dispatchChains('d', [{ match: [], action: { k: 'vmap', iface: 'in', map: 'm' } }, drop], new Map()).map((c) => c.rules.map(show)), [[' -> drop']]);
+  });
+});
+
 describe('dataplane render: whole rulesets', () => {
   const resources = [
     tier('security', 100),
@@ -222,7 +240,7 @@ describe('dataplane render: whole rulesets', () => {
   });
 
   it('comments rules as Felix: the cali: hash first, then the rule\'s comments and annotations, escaped', () => {
-    const lines = iptablesRuleLines('cali-x', [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why', annotations: ['team=web "ops"'] }], 4, new Map());
+    const lines = iptablesRuleLines('cali-x', [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why', annotations: ['team=web "ops"'] }], 4);
     assert.match(lines[0] as string, /^-A cali-x -m comment --comment "cali:[\w-]{16}" -m comment --comment "why" -m comment --comment "team=web _ops_" -p tcp -j ACCEPT$/);
     assert.equal(nftComment('abc', { match: [], action: { k: 'drop' } }), 'cali:abc;');
     assert.equal(nftComment('abc', { match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' }), 'cali:abc; Drop if no profiles matched');

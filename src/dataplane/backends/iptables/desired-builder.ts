@@ -1,8 +1,8 @@
 // Keeps one family's desired iptables state up to date from the desired-state changes of
 // each apply, as NftDesiredBuilder does for nftables: only the sources that changed (a
 // policy, an endpoint, an IP set...) are rendered and hashed again, and only the chains
-// they touched are compared with the kernel. A dispatch chain (a verdict map, expanded
-// into one rule per interface) is re-rendered when one of its entries changes.
+// they touched are compared with the kernel. A dispatch chain (a verdict map, rendered as
+// Felix's dispatch tree) is re-rendered with its children when one of its entries changes.
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { Family, IPSet, Rule, TableName, Verdict, VerdictMap } from '../../render/model.js';
@@ -13,7 +13,7 @@ import {
   contextOf, floatingIpFragment, type Fragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import type { Desired } from './state.js';
-import { iptablesRuleLines } from './text.js';
+import { iptablesChainLines, iptablesRuleLines } from './text.js';
 
 /** Chains to compare at the next apply, per table; undefined: every chain and hook. */
 export type ChainScope = Map<TableName, Set<string>> | undefined;
@@ -36,6 +36,8 @@ export class IptablesDesiredBuilder {
   readonly #maps = new Map<TableName, Map<string, VerdictMap>>();
   /** Verdict map -> the chains that expand it. */
   readonly #mapUsers = new Map<string, Set<string>>();
+  /** Dispatch chain -> the child chains its last rendering made (Felix's dispatch tree). */
+  readonly #children = new Map<string, Set<string>>();
   readonly #owned = new Map<string, Owned>();
   /** undefined: everything changed (start, resync). */
   #dirty: Map<TableName, Set<string>> | undefined;
@@ -55,6 +57,7 @@ export class IptablesDesiredBuilder {
     this.#rules.clear();
     this.#maps.clear();
     this.#mapUsers.clear();
+    this.#children.clear();
     this.#owned.clear();
     this.desired.chains.clear();
     this.desired.hooks.clear();
@@ -68,7 +71,7 @@ export class IptablesDesiredBuilder {
       const hooks = new Map<string, string[]>();
       for (const h of rs.hooks.filter((x) => x.table === table)) {
         const lines = hooks.get(h.builtin) ?? [];
-        lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], this.family, new Map()));
+        lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], this.family));
         hooks.set(h.builtin, lines);
       }
       this.desired.hooks.set(table, hooks);
@@ -101,18 +104,33 @@ export class IptablesDesiredBuilder {
    */
   render(): ChainScope {
     const scope = this.#dirty;
+    const compared = scope && new Map<TableName, Set<string>>();
     for (const table of TABLES) {
       const rules = this.#rules.get(table) as Map<string, Rule[]>;
       const lines = this.desired.chains.get(table) as Map<string, string[]>;
       const maps = this.#maps.get(table) as Map<string, VerdictMap>;
-      for (const name of scope ? (scope.get(table) ?? []) : rules.keys()) {
+      const names = scope ? [...(scope.get(table) ?? [])] : [...rules.keys()];
+      const out = new Set<string>(names);
+      for (const name of names) {
         const r = rules.get(name);
-        if (r) lines.set(name, iptablesRuleLines(name, r, this.family, maps));
-        else lines.delete(name);
+        const produced = r ? iptablesChainLines(name, r, this.family, maps) : new Map<string, string[]>();
+        if (!r) lines.delete(name);
+        for (const [n, l] of produced) lines.set(n, l);
+        // A dispatch chain's children (dispatch.ts): those it no longer has go with it.
+        const k = key(table, name);
+        const children = new Set([...produced.keys()].filter((n) => n !== name));
+        for (const n of this.#children.get(k) ?? []) {
+          if (!children.has(n)) lines.delete(n);
+          out.add(n);
+        }
+        for (const n of children) out.add(n);
+        if (children.size) this.#children.set(k, children);
+        else this.#children.delete(k);
       }
+      compared?.set(table, out);
     }
     this.#dirty = new Map();
-    return scope;
+    return compared;
   }
 
   /** IP sets to create or update (undefined: all) and to remove, since the last call. */

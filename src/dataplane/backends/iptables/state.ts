@@ -4,7 +4,7 @@
 // restoreScript() turns the difference into one `iptables-restore --noflush` input.
 import type { Ruleset, TableName } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
-import { iptablesRuleLines } from './text.js';
+import { iptablesChainLines, iptablesRuleLines } from './text.js';
 
 export interface TableState {
   /** Our chains -> their rule lines (rendered) or hashes (read back). */
@@ -65,12 +65,12 @@ export function desiredOf(rs: Ruleset): Desired {
   for (const table of TABLES) {
     const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
     const chains = new Map<string, string[]>();
-    for (const c of rs.tables[table].values()) chains.set(c.name, iptablesRuleLines(c.name, c.rules, rs.family, maps));
+    for (const c of rs.tables[table].values()) for (const [name, lines] of iptablesChainLines(c.name, c.rules, rs.family, maps)) chains.set(name, lines);
     d.chains.set(table, chains);
     const hooks = new Map<string, string[]>();
     for (const h of rs.hooks.filter((x) => x.table === table)) {
       const lines = hooks.get(h.builtin) ?? [];
-      lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family, maps));
+      lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family));
       hooks.set(h.builtin, lines);
     }
     d.hooks.set(table, hooks);

@@ -1,12 +1,13 @@
 // iptables rendering, as Felix writes it: `iptables-restore --noflush` input per table with
 // our chains declared (which flushes them), every rule tagged `-m comment --comment
 // "cali:<hash>"`, hooks inserted at the top of the builtin chains (ChainInsertMode Insert)
-// or appended; and `ipset restore` input for the IP sets. Verdict maps become one
-// `-i/-o <iface> -g <chain>` rule per endpoint.
+// or appended; and `ipset restore` input for the IP sets. Verdict maps become Felix's
+// dispatch tree of `-i/-o <iface> -g <chain>` rules (dispatch.ts).
 import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
 import { MAX_IPTABLES_COMMENT, ruleComments } from '../../render/comments.js';
 import { ruleHashes } from '../../render/names.js';
+import { dispatchChains } from './dispatch.js';
 
 const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
 const hex = (n: number) => `0x${(n >>> 0).toString(16)}`;
@@ -75,23 +76,20 @@ function action(a: Action): string {
   }
 }
 
-function expandVmap(r: Rule, maps: Map<string, VerdictMap>): Rule[] {
-  if (r.action.k !== 'vmap') return [r];
-  const { iface, map } = r.action;
-  const entries = [...(maps.get(map)?.entries ?? [])].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return entries.map(([name, verdict]) => ({ match: [...r.match, { k: 'iface', dir: iface, name }], action: verdict }));
-}
-
 // As Felix: the rule's comments right after the hash comment, then matches, then the action.
 const body = (r: Rule, family: Family) =>
   [...ruleComments(r).map((c) => `-m comment --comment ${q(c.slice(0, MAX_IPTABLES_COMMENT))}`), ...r.match.map((m) => match(m, family)), action(r.action)].join(' ');
 
-/** `-A <chain> ...` lines for one chain, with Felix's chained `cali:` hashes. */
-export function iptablesRuleLines(chain: string, rules: Rule[], family: Family, maps: Map<string, VerdictMap>): string[] {
-  const expanded = rules.flatMap((r) => expandVmap(r, maps));
-  const bodies = expanded.map((r) => body(r, family));
+/** `-A <chain> ...` lines for one chain (no verdict maps left), with Felix's chained `cali:` hashes. */
+export function iptablesRuleLines(chain: string, rules: Rule[], family: Family): string[] {
+  const bodies = rules.map((r) => body(r, family));
   const hashes = ruleHashes(chain, bodies.map((b) => `-A ${chain} ${b}`));
   return bodies.map((b, i) => `-A ${chain} -m comment --comment "cali:${hashes[i]}" ${b}`);
+}
+
+/** A chain's lines, a chain holding a verdict map becoming Felix's dispatch tree (dispatch.ts). */
+export function iptablesChainLines(chain: string, rules: Rule[], family: Family, maps: Map<string, VerdictMap>): Map<string, string[]> {
+  return new Map(dispatchChains(chain, rules, maps).map((c) => [c.name, iptablesRuleLines(c.name, c.rules, family)]));
 }
 
 export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'Insert'): string {
@@ -102,12 +100,14 @@ export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'I
     if (!chains.size && !hooks.length) continue;
     const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
     out.push(`*${table}`);
-    for (const name of chains.keys()) out.push(`:${name} - [0:0]`);
+    const lines = new Map<string, string[]>();
+    for (const chain of chains.values()) for (const [name, l] of iptablesChainLines(chain.name, chain.rules, rs.family, maps)) lines.set(name, l);
+    for (const name of lines.keys()) out.push(`:${name} - [0:0]`);
     for (const h of hooks) {
-      const [line] = iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family, maps) as [string];
+      const [line] = iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family) as [string];
       out.push(insertMode === 'Insert' ? line.replace(/^-A (\S+)/, '-I $1 1') : line);
     }
-    for (const chain of chains.values()) out.push(...iptablesRuleLines(chain.name, chain.rules, rs.family, maps));
+    for (const l of lines.values()) out.push(...l);
     out.push('COMMIT');
   }
   return `${out.join('\n')}\n`;

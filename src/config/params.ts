@@ -152,6 +152,7 @@ export const PARAMS = {
   IptablesLockFilePath: ours('IptablesLockFilePath', 'string', '/run/xtables.lock', asString, 'iptables mode: the xtables lock file, the one iptables and kube-proxy take (Felix had this parameter until v3.2x) (ours).'),
   IptablesLockTimeoutSecs: ours('IptablesLockTimeoutSecs', 'seconds', '10', nonNegativeSeconds, 'iptables mode: how long to wait for the xtables lock before an apply fails and is retried (Felix passes --wait 10 to iptables-restore) (ours).'),
   IptablesLockProbeIntervalMillis: felix('IptablesLockProbeIntervalMillis', asNumber, 'iptables mode: how often a busy xtables lock is probed, in milliseconds.'),
+  IptablesPostWriteCheckIntervalSecs: felix('IptablesPostWriteCheckIntervalSecs', nonNegativeSeconds, 'iptables mode: seconds after a write before our rules are read back once more (to catch another program overwriting them); the wait doubles while nothing new is written, up to IptablesRefreshInterval (0: never).'),
   IptablesMarkMask: felix('IptablesMarkMask', asNumber, 'iptables mode: the packet mark bits palisade may use.', { format: formatMask }),
   NftablesMarkMask: felix('NftablesMarkMask', asNumber, 'nftables mode: the packet mark bits palisade may use.', { format: formatMask }),
   FailsafeInboundHostPorts: felix('FailsafeInboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked inbound: [tcp|udp:][cidr:]port, comma-separated, or none.', { format: formatPorts }),

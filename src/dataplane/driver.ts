@@ -51,6 +51,8 @@ export class DataplaneDriver {
   readonly #opts: DriverOptions;
   readonly #log: Logger;
   readonly #rules: RulesBackend;
+  #postWriteTimer: NodeJS.Timeout | undefined;
+  #postWriteSecs = 0;
   /** The rules backend's name ("nftables", "iptables-nft", ...): what the metrics are about. */
   get rulesBackend(): string {
     return this.#rules.name;
@@ -109,6 +111,7 @@ export class DataplaneDriver {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#postWriteTimer);
     for (const t of this.#refreshTimers) clearInterval(t);
     this.#monitor.stop();
     await this.#inFlight;
@@ -166,6 +169,7 @@ export class DataplaneDriver {
       if (this.#needResync) await this.#resyncAll();
       else this.#rules.update(this.state, this.state.takeDirty());
       const rules = await this.#rules.apply();
+      if (rules.ops > 0) this.#wrote();
       const managers: ApplyReport['managers'] = {};
       for (const m of this.#managers) managers[m.name] = await m.apply();
       this.#logEndpointStatus();
@@ -183,6 +187,28 @@ export class DataplaneDriver {
     } finally {
       this.#applyStarted = undefined;
     }
+  }
+
+  // As Felix's iptables Table: after a write, read back after IptablesPostWriteCheckIntervalSecs,
+  // then after twice that, and so on while nothing new is written, up to the refresh
+  // interval: another program restoring over our rules (an old kube-proxy without
+  // --noflush) is caught soon, without re-reading every second.
+  #wrote(): void {
+    const cfg = this.#opts.config;
+    if (!this.#rules.name.startsWith('iptables') || cfg.IptablesPostWriteCheckIntervalSecs <= 0 || this.#stopped) return;
+    this.#postWriteSecs = cfg.IptablesPostWriteCheckIntervalSecs;
+    this.#armPostWrite();
+  }
+
+  #armPostWrite(): void {
+    clearTimeout(this.#postWriteTimer);
+    const limit = this.#opts.config.IptablesRefreshInterval || Number.POSITIVE_INFINITY;
+    if (this.#postWriteSecs > limit || this.#stopped) return;
+    this.#postWriteTimer = setTimeout(() => {
+      this.#postWriteSecs *= 2;
+      this.#refresh('rules, after a write');
+      this.#armPostWrite();
+    }, this.#postWriteSecs * 1000).unref();
   }
 
   /** Start, refresh timers, after a failure: read the kernel back and compare everything. */

@@ -33,14 +33,14 @@ class RecordingManager implements Manager {
   }
 }
 
-function setup() {
-  const rules = new NoopRulesBackend([4]);
+function setup(opts: { name?: string; config?: Partial<ReturnType<typeof defaultConfig>> } = {}) {
+  const rules = new NoopRulesBackend([4], opts.name);
   const calls = rules.calls;
   const managers = [new RecordingManager('first', calls), new RecordingManager('second', calls)];
   const reports: number[] = [];
   const errors: string[] = [];
   const driver = new DataplaneDriver({
-    config: defaultConfig(),
+    config: { ...defaultConfig(), ...opts.config },
     log,
     rules,
     managers: () => managers,
@@ -90,6 +90,30 @@ describe('dataplane driver', () => {
     await new Promise((r) => setTimeout(r, 250));
     assert.deepEqual(errors, ['the kernel said no']);
     assert.deepEqual(calls, ['update:profile', 'apply', 'first:resync', 'second:resync', 'resync', 'rebuild', 'apply', 'first:apply', 'second:apply']);
+    await driver.stop();
+  });
+
+  it('in iptables mode reads back after a write, then at doubling intervals while nothing is written (IptablesPostWriteCheckIntervalSecs)', async () => {
+    const { rules, calls, driver } = setup({ name: 'iptables-nft', config: { IptablesPostWriteCheckIntervalSecs: 0.05, IptablesRefreshInterval: 0.3 } });
+    rules.opsPerApply = 1;
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    rules.opsPerApply = 0;
+    calls.length = 0;
+    // Checks at 50, 150 and 350 ms; the next wait (400 ms) is past the refresh interval: none more.
+    await new Promise((r) => setTimeout(r, 900));
+    assert.equal(calls.filter((c) => c === 'resync').length, 3, calls.join(' '));
+    await driver.stop();
+  });
+
+  it('does no post-write read-back in nftables mode or when writing nothing', async () => {
+    const { rules, calls, driver } = setup({ config: { IptablesPostWriteCheckIntervalSecs: 0.02 } });
+    rules.opsPerApply = 1;
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(calls, []);
     await driver.stop();
   });
 });

@@ -5,14 +5,18 @@ import type { Family } from '../render/model.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from './rules-backend.js';
 
 export class NoopRulesBackend implements RulesBackend {
-  readonly name = 'noop';
   readonly families: readonly Family[];
+  /** What each apply reports having written (0: nothing differed). */
+  opsPerApply = 0;
   /** Calls in order: "resync", "rebuild", "update:<kinds>", "apply", "removeAll". */
   readonly calls: string[] = [];
   /** The next apply rejects with this error (once). */
   failNext: Error | undefined;
 
-  constructor(families: readonly Family[] = [4]) {
+  constructor(
+    families: readonly Family[] = [4],
+    readonly name = 'noop',
+  ) {
     this.families = families;
   }
 
@@ -33,7 +37,7 @@ export class NoopRulesBackend implements RulesBackend {
     const e = this.failNext;
     this.failNext = undefined;
     if (e) throw e;
-    return noStats();
+    return { ...noStats(), ops: this.opsPerApply };
   }
 
   drift(): RulesDrift[] {

@@ -41,6 +41,17 @@ function drive(ns: Netns, steps: unknown[]): Result[] {
   return JSON.parse(r.stdout) as Result[];
 }
 
+function driveAsync(ns: Netns, steps: unknown[]): Promise<Result[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as Result[]) : reject(new Error(`driver exited ${code}`))));
+    child.stdin.end(JSON.stringify(steps));
+  });
+}
+
 const tool = (family: 4 | 6, flavour: string, what: string) => `${family === 4 ? 'iptables' : 'ip6tables'}-${flavour}-${what}`;
 const save = (ns: Netns, family: 4 | 6, flavour = 'legacy') => ns.run(tool(family, flavour, 'save'), []).replace(/^#.*\n/gm, '');
 
@@ -146,17 +157,36 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
   it('waits for the xtables lock another program holds, and gives up after the timeout', async () => {
     const ns = netns();
     const lockPath = join(tmp, 'xtables.lock');
-    // `flock` holds the lock the way iptables does (flock on the same file) for 600 ms.
-    const holder = spawn('flock', [lockPath, 'sleep', '0.6']);
-    await new Promise((r) => setTimeout(r, 150));
-    const script = '*filter\n:cali-x - [0:0]\nCOMMIT\n';
-    const [gaveUp] = drive(ns, [{ restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 100 } }]);
-    assert.equal(gaveUp?.code, 'ESYS', JSON.stringify(gaveUp));
-    assert.match(gaveUp?.error ?? '', /waiting for the xtables lock .*another program holds it/);
-    const [waited] = drive(ns, [{ restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 5000 } }]);
-    assert.equal(waited?.ok, true, waited?.error);
-    await new Promise((r) => holder.once('exit', r));
-    assert.match(save(ns, 4), /^:cali-x /m);
+    // `flock` holds the lock the way iptables does (flock on the same file) until its
+    // process group (flock and its sleep, which shares the lock) is killed.
+    const holder = spawn('flock', [lockPath, 'sleep', '60'], { detached: true, stdio: 'ignore' });
+    const release = () => {
+      try {
+        process.kill(-(holder.pid as number), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    try {
+      const held = () => spawnSync('flock', ['-n', lockPath, 'true']).status !== 0;
+      for (let i = 0; i < 100 && !held(); i++) await new Promise((r) => setTimeout(r, 20));
+      assert.ok(held(), 'the holder never took the lock');
+      const script = '*filter\n:cali-x - [0:0]\nCOMMIT\n';
+      const [gaveUp] = drive(ns, [{ restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 100 } }]);
+      assert.equal(gaveUp?.code, 'ESYS', JSON.stringify(gaveUp));
+      assert.match(gaveUp?.error ?? '', /waiting for the xtables lock .*another program holds it/);
+      assert.doesNotMatch(save(ns, 4), /cali-x/, 'nothing was written without the lock');
+      // A patient apply waits, and goes through once the holder lets go.
+      const waiting = driveAsync(ns, [{ restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 20000 } }]);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.doesNotMatch(save(ns, 4), /cali-x/, 'still waiting while the lock is held');
+      release();
+      const [waited] = await waiting;
+      assert.equal(waited?.ok, true, waited?.error);
+      assert.match(save(ns, 4), /^:cali-x /m);
+    } finally {
+      release();
+    }
   });
 });
 

@@ -1,7 +1,9 @@
 // Memory-safety runs of the native code:
 //  1. the core harness (native/test/core_test.cc) under ASan + UBSan + LeakSanitizer;
 //  2. the same harness, built plain, under valgrind memcheck with leak checking;
-//  3. the addon itself built with ASan + UBSan, running the unit tests in node.
+//  3. the addon itself built with ASan + UBSan, running the unit tests in node, and (as
+//     root) the native iptables transports' kernel tests, whose libnftnl and libiptc
+//     calls have ownership rules a mistake would break.
 import assert from 'node:assert/strict';
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -98,9 +100,11 @@ describe('native core under sanitizers and valgrind', { concurrency: false }, ()
     assert.equal(probe.status, 0, probe.stderr);
     assert.match(probe.stdout, /libasan/);
     const unit = join(root, 'dist', 'test', 'unit');
-    const files = ['selector.test.js', 'label-index.test.js', 'label-index-differential.test.js'].map((f) =>
+    const files = ['selector.test.js', 'label-index.test.js', 'label-index-differential.test.js', 'iptables-native-ops.test.js'].map((f) =>
       join(unit, f),
     );
+    // The kernel tests' drivers inherit the environment: their native calls run under ASan too.
+    if (process.getuid?.() === 0) files.push(join(root, 'dist', 'test', 'kernel', 'iptables-native.test.js'));
     const r = run(process.execPath, ['--test', '--test-reporter=tap', ...files], env);
     const text = r.stdout + r.stderr;
     assert.doesNotMatch(text, /AddressSanitizer|runtime error:/, text.slice(-4000));

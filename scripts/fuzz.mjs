@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs a libFuzzer target: `npm run fuzz -- <target> <seconds>` (targets: selector,
-// nft_ops, route_ops, rtnl_msgs, ipset_ops; default 60 s). Builds native/fuzz first; the working corpus lives in
+// nft_ops, route_ops, rtnl_msgs, ipset_ops, iptables_ops; default 60 s). Builds native/fuzz first; the working corpus lives in
 // build/fuzz-corpus/<target>, seeded from native/fuzz/corpus/<target>; findings (crash-*,
 // leak-*) land in build/fuzz-findings/. Exits non-zero when the target found something.
 import { spawnSync } from 'node:child_process';
@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const TARGETS = ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops'];
+const TARGETS = ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops'];
 const [target, secondsText = '60'] = process.argv.slice(2);
 if (!TARGETS.includes(target ?? '')) {
   console.error(`usage: npm run fuzz -- <${TARGETS.join('|')}> [seconds]`);

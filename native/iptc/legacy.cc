@@ -189,10 +189,10 @@ void Build(const xt::Rule& r, int family, xt::SetIndex& sets, TxOp* out, bool wi
 }
 
 // Decodes the whole stream and builds every entry: nothing reaches the kernel yet.
-std::vector<TableTx> Prepare(const uint8_t* ops, size_t len, int* family, ApplyResult* res) {
+std::vector<TableTx> Prepare(const uint8_t* ops, size_t len, int* family, ApplyResult* res, bool offline = false) {
   xt::RestoreTx tx = xt::DecodeRestore(ops, len);
   *family = tx.family;
-  xt::SetIndex sets(tx.family);
+  xt::SetIndex sets = offline ? xt::SetIndex::Offline(tx.family) : xt::SetIndex(tx.family);
   std::vector<TableTx> tables;
   for (auto& t : tx.tables) {
     TableTx out{std::move(t.name), t.tag, {}};
@@ -349,6 +349,17 @@ ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock) {
       return res;
     }
     res.committedTables++;
+  }
+  return res;
+}
+
+ApplyResult PrepareOnly(const uint8_t* ops, size_t len) {
+  ApplyResult res;
+  int family = 0;
+  try {
+    for (const auto& t : Prepare(ops, len, &family, &res, true)) res.ops += static_cast<uint32_t>(t.ops.size());
+  } catch (const BadOps& e) {
+    res.badInput = e.what();
   }
   return res;
 }

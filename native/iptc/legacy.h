@@ -35,6 +35,8 @@ struct ApplyResult {
 };
 
 ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock);
+// Everything Apply does before the lock and the kernel (set indices made up): the fuzz target's entry.
+ApplyResult PrepareOnly(const uint8_t* ops, size_t len);
 
 struct DumpedRule {
   std::string target;

@@ -491,7 +491,45 @@ int ReadKernel(const xt::RestoreTx& tx, uint8_t family, std::map<std::string, Ke
   return 0;
 }
 
+// The batch for `tx` against `kernel` into `b`; false (with res filled) when it cannot be built.
+bool BuildTx(const xt::RestoreTx& tx, std::map<std::string, KernelTable>& kernel, BatchBuilder& b, xt::SetIndex& sets, NftApplyResult* res) {
+  uint8_t family = tx.family == 4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+  TxBuilder builder(b, family, tx.family, sets);
+  try {
+    for (const auto& t : tx.tables) {
+      builder.Table(t, kernel[t.name]);
+      res->ops += static_cast<uint32_t>(t.ops.size());
+    }
+  } catch (const Unsupported& e) {
+    res->unsupported = e.what();
+    return false;
+  } catch (const xt::RuleError& e) {
+    res->failed = true;
+    res->failedTag = builder.tag();
+    res->failedErrno = e.errnum;
+    res->failedWhat = e.what();
+    return false;
+  }
+  b.End();
+  res->messages = static_cast<uint32_t>(b.messages());
+  return true;
+}
+
 }  // namespace
+
+NftApplyResult BuildOnlyNft(const uint8_t* ops, size_t len) {
+  NftApplyResult res;
+  try {
+    xt::RestoreTx tx = xt::DecodeRestore(ops, len);
+    std::map<std::string, KernelTable> none;
+    BatchBuilder b(1);
+    xt::SetIndex sets = xt::SetIndex::Offline(tx.family);
+    BuildTx(tx, none, b, sets, &res);
+  } catch (const BadOps& e) {
+    res.badInput = e.what();
+  }
+  return res;
+}
 
 NftApplyResult ApplyNft(const uint8_t* ops, size_t len) {
   NftApplyResult res;
@@ -515,24 +553,7 @@ NftApplyResult ApplyNft(const uint8_t* ops, size_t len) {
   auto t2 = std::chrono::steady_clock::now();
   BatchBuilder b(static_cast<uint32_t>(time(nullptr)));
   xt::SetIndex sets(tx.family);
-  TxBuilder builder(b, family, tx.family, sets);
-  try {
-    for (const auto& t : tx.tables) {
-      builder.Table(t, kernel[t.name]);
-      res.ops += static_cast<uint32_t>(t.ops.size());
-    }
-  } catch (const Unsupported& e) {
-    res.unsupported = e.what();
-    return res;
-  } catch (const xt::RuleError& e) {
-    res.failed = true;
-    res.failedTag = builder.tag();
-    res.failedErrno = e.errnum;
-    res.failedWhat = e.what();
-    return res;
-  }
-  b.End();
-  res.messages = static_cast<uint32_t>(b.messages());
+  if (!BuildTx(tx, kernel, b, sets, &res)) return res;
   res.prepareMs = std::chrono::duration<double, std::milli>(t1 - t0).count() + Since(t2);
   nft::CommitResult out;
   out.bytes = b.buffer().size();

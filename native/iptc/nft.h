@@ -26,5 +26,8 @@ struct NftApplyResult {
 };
 
 NftApplyResult ApplyNft(const uint8_t* ops, size_t len);
+// Everything ApplyNft does without the kernel (no read-back, set indices made up, nothing
+// sent): the fuzz target's entry.
+NftApplyResult BuildOnlyNft(const uint8_t* ops, size_t len);
 
 }  // namespace palisade::iptc

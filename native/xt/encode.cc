@@ -161,6 +161,7 @@ SetIndex::~SetIndex() {
 uint16_t SetIndex::Get(const std::string& name) {
   auto it = cache_.find(name);
   if (it != cache_.end()) return it->second;
+  if (offline_) return cache_.emplace(name, static_cast<uint16_t>(cache_.size())).first->second;
   if (fd_ < 0) {
     fd_ = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
     if (fd_ < 0) throw RuleError("cannot open a socket to look up IP sets", errno);

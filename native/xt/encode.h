@@ -30,11 +30,18 @@ struct Blob {
 class SetIndex {
  public:
   explicit SetIndex(int family) : family_(family) {}
+  // Indices by first use, no kernel (the fuzz targets' build-only runs).
+  static SetIndex Offline(int family) {
+    SetIndex s(family);
+    s.offline_ = true;
+    return s;
+  }
   ~SetIndex();
   uint16_t Get(const std::string& name);
 
  private:
   int family_;
+  bool offline_ = false;
   int fd_ = -1;
   unsigned version_ = 0;
   std::map<std::string, uint16_t> cache_;

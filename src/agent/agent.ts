@@ -10,6 +10,7 @@ import type { Server } from 'node:http';
 
 import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, RESTART_EXIT_CODE } from '../config/config.js';
 import type { Config } from '../config/params.js';
+import { kubeProxyNftablesAsync } from '../dataplane/backends/mode.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
 import { createSyncer } from '../datastore/index.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
@@ -43,6 +44,7 @@ export class NodeAgent {
   #plane: ControlPlane | undefined;
   #healthServer: { server: Server; host: string; port: number } | undefined;
   #metricsServer: Server | undefined;
+  #kubeProxyWatch: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
   #inSync = false;
   /** When the datastore last stopped being in sync (undefined while it is). */
@@ -138,6 +140,7 @@ export class NodeAgent {
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#driver = this.#newDriver(cfg);
     this.#driver.start();
+    this.#watchKubeProxyMode(cfg);
     void this.#startServers(cfg);
   }
 
@@ -211,10 +214,26 @@ export class NodeAgent {
     return CONFIG_EXIT_CODE;
   }
 
+  // NFTablesMode Auto follows kube-proxy (backends/mode.ts): as Felix, re-check every 15 s
+  // and restart when kube-proxy has moved to the other netfilter generation.
+  #watchKubeProxyMode(cfg: Config): void {
+    if (cfg.NFTablesMode !== 'Auto') return;
+    const nftables = this.#driver?.rulesBackend === 'nftables';
+    this.#kubeProxyWatch = setInterval(() => {
+      void kubeProxyNftablesAsync().then((now) => {
+        if (now === nftables || this.#done) return;
+        this.#log.warn({ previous: nftables, current: now }, 'kube-proxy nftables mode changed; restarting');
+        this.#finish(RESTART_EXIT_CODE);
+      });
+    }, 15_000);
+    this.#kubeProxyWatch.unref();
+  }
+
   #finish(code: number): void {
     if (this.#done) return;
     this.#done = true;
     clearInterval(this.#heartbeat);
+    clearInterval(this.#kubeProxyWatch);
     this.#log.info({ code }, 'stopping; the dataplane stays as programmed');
     this.#healthServer?.server.close();
     this.#metricsServer?.close();

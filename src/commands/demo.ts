@@ -132,6 +132,8 @@ export async function runDemo(argv: string[]): Promise<number> {
       ...process.env,
       PALISADE_LOG_FORMAT: 'json',
       FELIX_LOGSEVERITYSCREEN: 'Debug',
+      // The demo shows nftables mode (a lab has no kube-proxy for Auto to follow).
+      FELIX_NFTABLESMODE: 'Enabled',
       FELIX_HEALTHENABLED: 'true',
       FELIX_HEALTHHOST: '127.0.0.1',
     });

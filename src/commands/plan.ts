@@ -10,6 +10,7 @@ import { CONFIG_EXIT_CODE } from '../config/config.js';
 import type { Config } from '../config/params.js';
 import { DesiredState } from '../dataplane/desired-state.js';
 import { renderIpsets, renderIptables } from '../dataplane/backends/iptables/text.js';
+import { dataplaneMode } from '../dataplane/backends/mode.js';
 import { renderNft } from '../dataplane/backends/nft/text.js';
 import { families, renderRuleset } from '../dataplane/render/ruleset.js';
 import { DATASTORE_FLAGS_USAGE, startCommand, UsageError } from './datastore-flags.js';
@@ -26,7 +27,7 @@ is left out.
 
 Options:
 ${DATASTORE_FLAGS_USAGE}
-  --dataplane MODE        nftables or iptables (default: from NFTablesMode; Auto = nftables)
+  --dataplane MODE        nftables or iptables (default: from NFTablesMode; Auto follows kube-proxy, as the agent)
   --output-dir DIR        write one file per input (calico.nft, or ipsets.txt, iptables.txt,
                           ip6tables.txt) instead of printing
   --timeout SECONDS       give up if the datastore is not in sync by then (default 60)
@@ -86,7 +87,7 @@ export async function runPlan(argv: string[]): Promise<number> {
   }
   const state = new DesiredState();
   state.apply(msgs);
-  const mode = (values.dataplane as 'nftables' | 'iptables' | undefined) ?? (config.config.NFTablesMode === 'Disabled' ? 'iptables' : 'nftables');
+  const mode = (values.dataplane as 'nftables' | 'iptables' | undefined) ?? dataplaneMode(config.config).mode;
   const files = planFiles(state, config.config, mode);
   if (values['output-dir']) {
     mkdirSync(values['output-dir'], { recursive: true });

@@ -157,9 +157,7 @@ export const PARAMS = {
   NftablesMarkMask: felix('NftablesMarkMask', asNumber, 'nftables mode: the packet mark bits palisade may use.', { format: formatMask }),
   FailsafeInboundHostPorts: felix('FailsafeInboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked inbound: [tcp|udp:][cidr:]port, comma-separated, or none.', { format: formatPorts }),
   FailsafeOutboundHostPorts: felix('FailsafeOutboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked outbound, in the same form.', { format: formatPorts }),
-  NFTablesMode: felix('NFTablesMode', spelled(['Enabled', 'Disabled', 'Auto'] as const), 'Program nftables (Enabled), iptables (Disabled: iptables-restore with IP sets over netlink), or choose (Auto: nftables).', {
-    differs: 'Auto always means nftables (Felix follows kube-proxy\'s mode)',
-  }),
+  NFTablesMode: felix('NFTablesMode', spelled(['Enabled', 'Disabled', 'Auto'] as const), 'Program nftables (Enabled), iptables (Disabled), or follow kube-proxy as Felix does (Auto: nftables when kube-proxy runs in nftables mode, else iptables; re-checked every 15 s, a change restarts the agent).'),
   Ipv6Support: felix('Ipv6Support', asBool, 'Program IPv6 as well as IPv4.'),
   IptablesFilterAllowAction: felix('IptablesFilterAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'iptables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN to the kernel\'s chain (for rules after ours).'),
   IptablesMangleAllowAction: felix('IptablesMangleAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'iptables mode: the same for the mangle table (pre-DNAT policy).'),

@@ -66,6 +66,8 @@ export class DataplaneDriver {
   #refreshTimers: NodeJS.Timeout[] = [];
   #dirty = false;
   #needResync = true;
+  /** A refresh timer fired: read the kernel back and compare everything, without re-rendering. */
+  #needRefresh = false;
   #backoffMs = 0;
   #stopped = false;
   #loggedUp = new Map<string, boolean>();
@@ -145,7 +147,7 @@ export class DataplaneDriver {
 
   #refresh(what: string): void {
     this.#log.debug({ what }, 'refresh: re-reading the kernel');
-    this.#needResync = true;
+    this.#needRefresh = true;
     this.#schedule();
   }
 
@@ -167,6 +169,7 @@ export class DataplaneDriver {
     this.#applyStarted = t0;
     try {
       if (this.#needResync) await this.#resyncAll();
+      else if (this.#needRefresh) await this.#refreshAll();
       else this.#rules.update(this.state, this.state.takeDirty());
       const rules = await this.#rules.apply();
       if (rules.ops > 0) this.#wrote();
@@ -211,7 +214,19 @@ export class DataplaneDriver {
     }, this.#postWriteSecs * 1000).unref();
   }
 
-  /** Start, refresh timers, after a failure: read the kernel back and compare everything. */
+  /**
+   * A refresh (timers, the post-write check): read the kernel back; the rendering is kept
+   * and compared whole against it (the backends' resync() asks for that), as Felix's
+   * tables re-read without recalculating. Drift is repaired by the same apply.
+   */
+  async #refreshAll(): Promise<void> {
+    this.#needRefresh = false;
+    for (const m of this.#managers) m.markResync?.();
+    await this.#rules.resync();
+    this.#rules.update(this.state, this.state.takeDirty());
+  }
+
+  /** Start, after a failure: read the kernel back, render everything again, compare everything. */
   async #resyncAll(): Promise<void> {
     await this.#takeover;
     const started = performance.now();
@@ -220,6 +235,7 @@ export class DataplaneDriver {
     this.#rules.rebuild(this.state);
     this.state.takeDirty();
     this.#needResync = false;
+    this.#needRefresh = false;
     this.#log.info({ backend: this.#rules.name, ms: Math.round(performance.now() - started) }, 'read back our rules; comparing everything');
   }
 

@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
+import { cleanEnv } from '../helpers/lab-agent.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const PREFIX = '/calico/resources/v3/projectcalico.org';
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 const skip = ROOT_SKIP || (etcdAvailable() ? false : 'etcd-server/etcd-client not installed (npm test installs them)');
 
 const wep = (w: Workload, labels: Record<string, string>) => ({

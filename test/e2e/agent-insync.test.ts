@@ -11,10 +11,10 @@ import { stringify } from 'yaml';
 import { Lab } from '../helpers/lab.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
+import { cleanEnv } from '../helpers/lab-agent.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const tempDir = tempDirs('insync');
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
 describe('e2e: nothing before InSync', { skip: ROOT_SKIP }, () => {
   let lab: Lab | undefined;

@@ -11,11 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { missingPrivileges } from '../../src/agent/preflight.js';
 import { netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
+import { cleanEnv } from '../helpers/lab-agent.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const netns = netnsFactory('proc');
 const tempDir = tempDirs('proc');
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
 describe('agent process: privileges', () => {
   it('names what is missing: CAP_NET_ADMIN, a writable /proc/sys/net', () => {

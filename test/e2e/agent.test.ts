@@ -49,7 +49,7 @@ interface Mode {
 
 const nftables: Mode = {
   name: 'nftables',
-  env: { FELIX_NFTABLESREFRESHINTERVAL: '1' },
+  env: { FELIX_NFTABLESMODE: 'Enabled', FELIX_NFTABLESREFRESHINTERVAL: '1' },
   rules: (lab) => lab.sh(lab.host, 'nft', ['list', 'table', 'ip', 'calico']),
   flushEndpointChain: (lab, iface) => void lab.sh(lab.host, 'nft', ['flush', 'chain', 'ip', 'calico', `filter-cali-tw-${iface}`]),
   endpointChain: (lab, iface) => lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', `filter-cali-tw-${iface}`]),

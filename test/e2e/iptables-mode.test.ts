@@ -89,7 +89,7 @@ describe(`e2e: iptables mode (${IPT})`, { skip: ROOT_SKIP }, () => {
     assert.equal(spawnSync('ip', ['netns', 'exec', lab.host, 'nft', 'list', 'table', 'ip', 'calico']).status, 1, 'the nftables-mode table is gone');
   });
 
-  it('follows a policy edit, and repairs a flushed chain, a deleted hook and an emptied IP set', async () => {
+  it('follows a policy edit, and repairs a flushed chain, a deleted hook, an emptied IP set and a foreign rule put in our chain', async () => {
     const before = foreign();
     writeResources(dir, resources(9090));
     assert.ok((await lab.until(() => lab.tcp(fe, be.ip, 9090, 300), 5000)) >= 0, 'the edit never landed');
@@ -98,8 +98,11 @@ describe(`e2e: iptables mode (${IPT})`, { skip: ROOT_SKIP }, () => {
     sh(IPT, ['-F', `cali-tw-${be.iface}`]);
     sh(IPT, ['-D', 'FORWARD', '1']);
     sh('ipset', ['flush', set]);
+    // Someone slips an allow rule into the top of another endpoint's ingress chain.
+    sh(IPT, ['-I', `cali-tw-${fe.iface}`, '1', '-s', other.ip, '-j', 'ACCEPT']);
     assert.ok((await lab.until(() => lab.tcp(fe, be.ip, 9090, 300) && !lab.tcp(other, be.ip, 9090, 200), 2000 + 3000)) >= 0, `not repaired within one refresh:\n${sh(`${IPT}-save`, ['-t', 'filter']).slice(0, 3000)}`);
     assert.match(sh(`${IPT}-save`, ['-t', 'filter']), /^-A FORWARD -m comment --comment "?cali:[\w-]+"? -j cali-FORWARD$/m);
+    assert.ok((await lab.until(() => !sh(`${IPT}-save`, ['-t', 'filter']).includes(`-A cali-tw-${fe.iface} -s ${other.ip}/32 -j ACCEPT`), 5000)) >= 0, 'the foreign rule in our chain stayed');
     // Only an IP set's members change: the set alone is updated, no rule is rewritten.
     const rules = sh(`${IPT}-save`, ['-t', 'filter']).split('\n').filter((l) => l.startsWith('-A cali-')).join('\n');
     writeResources(dir, resources(9090, ['198.51.100.0/24', `${other.ip}/32`]));

@@ -3,7 +3,8 @@
 //   {"restore": {family, script, transport: "exec"|"native", flavour?, lockPath?, lockTimeoutMs?}}:
 //      {ok, ms, fallbacks} (fallbacks: applies a native transport handed to the tool)
 //   {"dump": family}: every table's chains with each entry's bytes (hex), via libiptc
-//   {"churn": {flavour, transport, seed, steps}}: the iptables backend programming a random
+//   {"churn": {flavour, transport, seed, steps}}: an iptables backend (or nftables mode,
+//      flavour "nftables") programming a random
 //      sequence of desired-state changes, each applied; returns the apply count and what a
 //      full apply after a fresh read-back still had to write (nothing, when converged)
 import { readFileSync } from 'node:fs';
@@ -11,6 +12,8 @@ import { readFileSync } from 'node:fs';
 import { defaultConfig } from '../../src/config/params.js';
 import { IptablesRulesBackend, transportFor } from '../../src/dataplane/backends/iptables/rules-backend.js';
 import { ExecRestore, type IptablesFlavour, LibiptcRestore, NetlinkRestore } from '../../src/dataplane/backends/iptables/transport.js';
+import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
+import type { RulesBackend } from '../../src/dataplane/backends/rules-backend.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import type { Family } from '../../src/dataplane/render/model.js';
 import { createLogger } from '../../src/log.js';
@@ -27,7 +30,8 @@ interface Restore {
   lockTimeoutMs?: number;
 }
 interface Churn {
-  flavour: IptablesFlavour;
+  /** An iptables backend, or nftables mode. */
+  flavour: IptablesFlavour | 'nftables';
   transport: 'exec' | 'native';
   seed: number;
   steps: number;
@@ -57,8 +61,8 @@ async function churn(c: Churn): Promise<unknown> {
   const rand = () => rng.next();
   const pick = (n: number) => Math.floor(rand() * n);
   const config = { ...defaultConfig(), Ipv6Support: true, NFTablesMode: 'Disabled' as const, IptablesTransport: c.transport, IptablesLockFilePath: '' };
-  const transport = transportFor(config, c.flavour, log);
-  const backend = new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
+  const transport = c.flavour === 'nftables' ? undefined : transportFor(config, c.flavour, log);
+  const backend: RulesBackend = c.flavour === 'nftables' || !transport ? new NftRulesBackend(config, [4, 6]) : new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
   const h = new Harness();
   const state = new DesiredState();
   h.put(tier('t1', 10), profile('kns.prod', {}));
@@ -87,7 +91,7 @@ async function churn(c: Churn): Promise<unknown> {
   await backend.resync();
   backend.rebuild(state);
   const again = await backend.apply();
-  return { applies, fallbacks: 'fallbacks' in transport ? transport.fallbacks : 0, again: { ops: again.ops, chainsWritten: again.chainsWritten, elemsAdded: again.elemsAdded, elemsRemoved: again.elemsRemoved } };
+  return { applies, fallbacks: transport && 'fallbacks' in transport ? transport.fallbacks : 0, again: { ops: again.ops, chainsWritten: again.chainsWritten, elemsAdded: again.elemsAdded, elemsRemoved: again.elemsRemoved } };
 }
 
 const steps = JSON.parse(readFileSync(0, 'utf8')) as Array<{ restore?: Restore; dump?: 4 | 6; churn?: Churn }>;

@@ -12,7 +12,12 @@ import type { Lab } from './lab.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 /** The test runner's environment without FELIX_* variables, which would override the datastore. */
-export const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
+/**
+ * The environment for a palisade started by a test: no FELIX_* variables of the caller,
+ * and nftables mode unless the test says otherwise (a lab has no kube-proxy, so Felix's
+ * NFTablesMode Auto would choose iptables mode).
+ */
+export const cleanEnv: NodeJS.ProcessEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k))), FELIX_NFTABLESMODE: 'Enabled' };
 
 /** Writes `resources` as one calicoctl-style multi-document YAML file in `dir`. */
 export function writeResources(dir: string, resources: unknown[], file = 'r.yaml'): void {

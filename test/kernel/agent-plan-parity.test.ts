@@ -15,12 +15,12 @@ import { stringify } from 'yaml';
 
 import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
+import { cleanEnv } from '../helpers/lab-agent.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join(ROOT, 'bin/palisade.js');
 const tempDir = tempDirs('parity');
 const netns = netnsFactory('parity');
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 const V3 = 'projectcalico.org/v3';
 
 const fc = (name: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}) => ({ apiVersion: V3, kind: 'FelixConfiguration', metadata: { name, ...meta }, spec });

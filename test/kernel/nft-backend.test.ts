@@ -95,7 +95,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const text = ns.run('nft', ['list', 'table', 'ip', 'calico']);
     assert.match(text, /elements = \{ 192\.0\.2\.0\/24, 198\.51\.100\.0\/25,\s+198\.51\.100\.128\/25 \}/);
     // Inside a mark block (numeric ports ORed with a named port) lists stay anonymous sets.
-    assert.match(text, /th dport \{ 443, 8000-8100 \}/);
+    assert.match(text, /tcp dport \{ 443, 8000-8100 \}/);
     assert.match(text, /ip saddr \{ 10\.0\.0\.0\/8, 172\.16\.0\.0\/12 \}/);
     const again = await d.call<{ stats: { ops: number } }>({ cmd: 'apply' });
     assert.equal(again.stats.ops, 0);

@@ -12,12 +12,12 @@ import { stringify } from 'yaml';
 
 import { netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
+import { cleanEnv } from '../helpers/lab-agent.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join(ROOT, 'bin/palisade.js');
 const tempDir = tempDirs('plan');
 const netns = netnsFactory('plan');
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
 const V3 = 'projectcalico.org/v3';
 /** examples/ plus host endpoints with untracked, pre-DNAT and forward policy, IPv6 and an invalid resource. */
@@ -107,7 +107,10 @@ describe('kernel: palisade plan output loads', { skip: ROOT_SKIP }, () => {
     const rules = (text: string) => text.split('\n').filter((l) => /^-[AI] cali-/.test(l)).length;
     assert.equal(rules(saved), rules(planned));
     assert.match(saved, /^-A FORWARD -m comment --comment "cali:[\w-]{16}" -j cali-FORWARD$/m);
-    assert.match(saved, /^-A cali-to-wl-dispatch -o cali1b0e0a00002 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali1b0e0a00002$/m);
+    // Felix's dispatch tree: the three cali1* interfaces in a child chain, cali6* alone in the root.
+    assert.match(saved, /^-A cali-to-wl-dispatch -o cali1\+ -m comment --comment "cali:[\w-]{16}" -g cali-to-wl-dispatch-1$/m);
+    assert.match(saved, /^-A cali-to-wl-dispatch -o cali6a0e0a00005 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali6a0e0a00005$/m);
+    assert.match(saved, /^-A cali-to-wl-dispatch-1 -o cali1b0e0a00002 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali1b0e0a00002$/m);
     assert.match(ns.run('ipset', ['list', '-n']), /^cali40masq-ipam-pools$/m);
   });
 });

@@ -1,7 +1,8 @@
 // The libFuzzer targets (native/fuzz) run for a bounded time in every test run: the
 // selector parser, the nft op-stream reader and batch builder, the route op-stream reader
 // the rtnetlink message handling of the interface monitor and the IP-set op-stream
-// reader and message builder, under ASan, UBSan and
+// reader and message builder, and the iptables restore op stream as both native iptables
+// transports build it, under ASan, UBSan and
 // LeakSanitizer (and a 10 s limit per input, so a hang is a finding), from the committed
 // seed corpus. Longer runs: `npm run fuzz -- <target> <s>`.
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ const SECONDS = Number(process.env.PALISADE_FUZZ_SECONDS) || 15;
 const haveClang = spawnSync('clang++-14', ['--version']).status === 0;
 
 describe('native fuzzing', { skip: haveClang ? false : 'clang-14 is not installed (npm test installs it: scripts/setup.sh --with-test-tools)' }, () => {
-  for (const target of ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops']) {
+  for (const target of ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops']) {
     it(`${target}: ${SECONDS} s of fuzzing find no crash, leak or undefined behaviour`, { timeout: (SECONDS + 240) * 1000 }, () => {
       const r = spawnSync(process.execPath, [SCRIPT, target, String(SECONDS)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
       const out = `${r.stdout}${r.stderr}`;

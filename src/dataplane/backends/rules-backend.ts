@@ -35,7 +35,7 @@ export interface RulesBackend {
   /** "nftables", "iptables-nft", "iptables-legacy", "noop": for logs and `palisade config`. */
   readonly name: string;
   readonly families: readonly Family[];
-  /** Reads our kernel state back: the next apply compares everything against it. */
+  /** Reads our kernel state back: the next apply compares everything (as rendered) against it. */
   resync(): Promise<void>;
   /** Renders the whole desired state again (after a resync). */
   rebuild(state: DesiredState): void;

@@ -42,6 +42,7 @@ export class IptablesDesiredBuilder {
   /** undefined: everything changed (start, resync). */
   #dirty: Map<TableName, Set<string>> | undefined;
   #dirtySets: Set<string> | undefined;
+  #compareAll = false;
   readonly #removedSets = new Set<string>();
 
   constructor(config: RenderConfig, family: Family) {
@@ -102,6 +103,11 @@ export class IptablesDesiredBuilder {
    * Renders the chains changed since the last call into `desired` and says which chains
    * (undefined: all) the next plan must compare.
    */
+  /** The next render() asks for a whole comparison (after a read-back), rendering only what changed. */
+  compareAll(): void {
+    this.#compareAll = true;
+  }
+
   render(): ChainScope {
     const scope = this.#dirty;
     const compared = scope && new Map<TableName, Set<string>>();
@@ -130,7 +136,9 @@ export class IptablesDesiredBuilder {
       compared?.set(table, out);
     }
     this.#dirty = new Map();
-    return compared;
+    const whole = this.#compareAll;
+    this.#compareAll = false;
+    return whole ? undefined : compared;
   }
 
   /** IP sets to create or update (undefined: all) and to remove, since the last call. */
@@ -142,9 +150,9 @@ export class IptablesDesiredBuilder {
     return { changed, removed };
   }
 
-  /** Chains or sets are waiting to be rendered. */
+  /** Chains are waiting to be rendered, or a whole comparison. */
   get rulesDirty(): boolean {
-    return !this.#dirty || [...this.#dirty.values()].some((s) => s.size > 0);
+    return !this.#dirty || this.#compareAll || [...this.#dirty.values()].some((s) => s.size > 0);
   }
 
   #markChain(table: TableName, name: string): void {

@@ -60,6 +60,7 @@ export class IptablesRulesBackend implements RulesBackend {
       if (r.code !== 0) throw new Error(`${this.#tool(f, 'save')} failed (${r.code}): ${r.stderr.trim()}`);
       this.#committed.set(f, parseSave(r.stdout));
       this.#ipsets.get(f)?.markResync();
+      this.#builders.get(f)?.compareAll();
     }
   }
 

@@ -1,5 +1,5 @@
 # palisade: a Calico-Felix-compatible node agent. Two stages: the build stage compiles the
-# native addon (libnftnl, libmnl) and the TypeScript; the runtime stage is Debian slim with
+# native addon (libnftnl, libmnl, libiptc) and the TypeScript; the runtime stage is Debian slim with
 # Node 20, the netfilter tools for operators (nft, iptables, ipset, ip) and the built app.
 # No network access at run time. Build: docker build -t palisade:0.1.0 .
 
@@ -20,7 +20,7 @@ RUN bash scripts/docker-build.sh build
 FROM node:20-bookworm-slim AS runtime
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libnftnl11 libmnl0 libssl3 nftables iptables ipset iproute2 \
+      libnftnl11 libmnl0 libip4tc2 libip6tc2 libssl3 nftables iptables ipset iproute2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /src/package.json ./

@@ -7,7 +7,7 @@ set -euo pipefail
 
 case "${1:-}" in
   deps)
-    pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev)
+    pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev)
     missing=()
     for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p"); done
     if (( ${#missing[@]} )); then

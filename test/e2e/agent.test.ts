@@ -234,7 +234,9 @@ describe(`e2e: palisade agent with real traffic (${mode.name})`, { skip: ROOT_SK
     rmSync(join(dir, 'be2.yaml'));
     const gone = await lab.until(() => !mode.rules(lab).includes(be2.iface), 3000);
     assert.ok(gone >= 0, 'chains of the deleted endpoint remain');
-    assert.doesNotMatch(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']), new RegExp(be2.ip.replaceAll('.', '\\.')));
+    // Routes go in the same apply, after the rules: wait for that part of it too.
+    const routed = () => new RegExp(`^${be2.ip.replaceAll('.', '\\.')} `, 'm').test(lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']));
+    assert.ok((await lab.until(() => !routed(), 3000)) >= 0, 'the deleted endpoint\'s route remains');
     assert.ok((await lab.until(() => tracked() === 0, 3000)) >= 0, 'the removed endpoint\'s conntrack entries remain');
     assert.equal(lab.tcp(fe, be2.ip, 9090), false);
   });

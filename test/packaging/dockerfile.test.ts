@@ -66,7 +66,7 @@ describe('Dockerfile', { skip: process.env.CI || process.getuid?.() === 0 ? fals
     const app = join(scratch, 'src');
     const v = spawnSync(process.execPath, ['bin/palisade.js', 'version'], { cwd: app, encoding: 'utf8' });
     assert.equal(v.status, 0, v.stderr);
-    const plan = spawnSync(process.execPath, ['bin/palisade.js', 'plan', '--datastore-dir', 'examples', '--hostname', 'node1'], { cwd: app, encoding: 'utf8' });
+    const plan = spawnSync(process.execPath, ['bin/palisade.js', 'plan', '--datastore-dir', 'examples', '--hostname', 'node1', '--dataplane', 'nftables'], { cwd: app, encoding: 'utf8' });
     assert.equal(plan.status, 0, plan.stderr);
     assert.match(plan.stdout, /^table ip calico \{$/m);
     assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'dev dependencies were not pruned');
@@ -74,5 +74,13 @@ describe('Dockerfile', { skip: process.env.CI || process.getuid?.() === 0 ? fals
     const pkgs = /apt-get install[^&]*?--no-install-recommends\s+([^&]+?)\s*&&/.exec(runtime.lines.join(' '))?.[1]?.split(/\s+/) ?? [];
     assert.ok(pkgs.includes('nftables') && pkgs.includes('libnftnl11'));
     for (const p of pkgs) assert.match(spawnSync('apt-cache', ['policy', p], { encoding: 'utf8' }).stdout, /Candidate: (?!\(none\))/, `${p} is not a Debian 12 package`);
+    // Every shared library the addon links comes with a runtime package (or the base image's C/C++ runtime).
+    const base = new Set(['libc6', 'libstdc++6', 'libgcc-s1']);
+    const needed = [...spawnSync('readelf', ['-d', join(app, 'build', 'Release', 'palisade.node')], { encoding: 'utf8' }).stdout.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1] as string);
+    assert.ok(needed.length > 3, 'readelf listed the addon\'s libraries');
+    for (const so of needed) {
+      const owner = /^([^:]+):/.exec(spawnSync('dpkg', ['-S', `*/${so}`], { encoding: 'utf8' }).stdout)?.[1] ?? '?';
+      assert.ok(base.has(owner) || pkgs.includes(owner), `the addon needs ${so} (${owner}), which the runtime stage does not install`);
+    }
   });
 });

@@ -1,0 +1,15 @@
+// Builds the Go stand-in for Typha's wire format (test/fixtures/typha-gob/main.go) into
+// build/gob-fixture, offline: standard library only, a throwaway module, no downloads.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export function buildGobFixture(root) {
+  const dir = join(root, 'build', 'gob-fixture');
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(join(root, 'test', 'fixtures', 'typha-gob', 'main.go'), join(dir, 'main.go'));
+  writeFileSync(join(dir, 'go.mod'), 'module gobfixture\n\ngo 1.19\n');
+  const bin = join(dir, 'gobfixture');
+  execFileSync('go', ['build', '-o', bin, '.'], { cwd: dir, env: { ...process.env, GOFLAGS: '-mod=mod', GOPROXY: 'off', GOCACHE: join(dir, 'cache'), HOME: process.env.HOME ?? dir }, stdio: ['ignore', 'inherit', 'inherit'] });
+  return bin;
+}

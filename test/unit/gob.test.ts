@@ -17,6 +17,7 @@ import { GobDecoder } from '../../src/typha/gob/decoder.js';
 import { GobEncoder, type Schema } from '../../src/typha/gob/encoder.js';
 import { decodeTime, encodeTime } from '../../src/typha/gob/time.js';
 import { frame, GobError } from '../../src/typha/gob/wire.js';
+import { ENVELOPE, SCHEMAS } from '../../src/typha/syncproto.js';
 import { Rng } from '../helpers/rng.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -53,21 +54,7 @@ const GOLDEN: unknown[] = [
   {},
 ];
 
-// The syncproto structs as schemas (the Typha client will own these).
-const S = (t: 'string' | 'bool' | 'uint' | 'int' | 'bytes' | 'interface'): Schema => ({ t });
-const TIME: Schema = { t: 'gob', name: 'Time' };
-const UPDATE: Schema = { t: 'struct', name: 'SerializedUpdate', fields: [['Key', S('string')], ['Value', S('bytes')], ['Revision', S('interface')], ['V3ResourceVersion', S('string')], ['TTL', S('int')], ['UpdateType', S('uint')]] };
-const REGISTRY: Array<[string, Schema]> = [
-  [`${PKG}MsgClientHello`, { t: 'struct', name: 'MsgClientHello', fields: [['Hostname', S('string')], ['Info', S('string')], ['Version', S('string')], ['SyncerType', S('string')], ['SupportsDecoderRestart', S('bool')], ['SupportedCompressionAlgorithms', { t: 'slice', name: '[]syncproto.CompressionAlgorithm', elem: S('string') }], ['SupportsModernPolicyKeys', S('bool')], ['ClientConnID', S('uint')]] }],
-  [`${PKG}MsgServerHello`, { t: 'struct', name: 'MsgServerHello', fields: [['Version', S('string')], ['SyncerType', S('string')], ['SupportsNodeResourceUpdates', S('bool')], ['ServerConnID', S('uint')]] }],
-  [`${PKG}MsgSyncStatus`, { t: 'struct', name: 'MsgSyncStatus', fields: [['SyncStatus', S('uint')]] }],
-  [`${PKG}MsgKVs`, { t: 'struct', name: 'MsgKVs', fields: [['KVs', { t: 'slice', name: '[]syncproto.SerializedUpdate', elem: UPDATE }]] }],
-  [`${PKG}MsgPing`, { t: 'struct', name: 'MsgPing', fields: [['Timestamp', TIME]] }],
-  [`${PKG}MsgPong`, { t: 'struct', name: 'MsgPong', fields: [['PingTimestamp', TIME], ['PongTimestamp', TIME]] }],
-  [`${PKG}MsgDecoderRestart`, { t: 'struct', name: 'MsgDecoderRestart', fields: [['Message', S('string')], ['CompressionAlgorithm', S('string')]] }],
-  [`${PKG}MsgACK`, { t: 'struct', name: 'MsgACK', fields: [] }],
-];
-const ENVELOPE: Schema = { t: 'struct', name: 'Envelope', fields: [['Message', S('interface')]] };
+const REGISTRY: Array<[string, Schema]> = Object.entries(SCHEMAS).map(([type, schema]) => [`${PKG}Msg${type}`, schema]);
 
 const golden = () => readFileSync(`${root}/test/fixtures/typha-gob/golden.bin`);
 const haveGo = spawnSync('go', ['version']).status === 0;
@@ -122,7 +109,7 @@ describe('gob codec', () => {
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; value: Record<string, unknown> | null });
     assert.equal(lines.length, GOLDEN.length);
-    assert.deepEqual(lines.map((l) => l.type), [...REGISTRY.map(([n]) => `main.${n.slice(PKG.length)}`).slice(0, 3), 'main.MsgKVs', 'main.MsgSyncStatus', 'main.MsgPing', 'main.MsgPong', 'main.MsgDecoderRestart', 'main.MsgACK', '<nil>']);
+    assert.deepEqual(lines.map((l) => l.type), ['ClientHello', 'ServerHello', 'SyncStatus', 'KVs', 'SyncStatus', 'Ping', 'Pong', 'DecoderRestart', 'ACK'].map((t) => `main.Msg${t}`).concat('<nil>'));
     // The same stream Go itself writes, decoded by Go, prints the same lines.
     const fromGo = spawnSync(build.stdout, ['decode'], { input: golden(), encoding: 'utf8' });
     assert.equal(fromGo.stdout, r.stdout);

@@ -1,0 +1,143 @@
+// One connection to a Typha, as Felix's syncclient holds it: TCP (or TLS) to TyphaAddr,
+// our MsgClientHello (modern policy keys; no decoder restart, so no compression: Typha then
+// never sends one), its MsgServerHello checked (node resource updates, the same syncer
+// type), then the stream: KVs and sync statuses to the callbacks, each ping answered with
+// a pong. Anything else, a read gap longer than TyphaReadTimeout or a malformed stream
+// ends the connection with an error; reconnecting and the client-side resync are the
+// caller's (Felix's DedupeBuffer).
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import tls from 'node:tls';
+
+import { GobDecoder } from './gob/decoder.js';
+import { type GobEncoder } from './gob/encoder.js';
+import { GobError } from './gob/wire.js';
+import { encodeMessage, type SerializedUpdate, type SyncStatus, toMessage, type TyphaMessage, typhaEncoder } from './syncproto.js';
+import { timeOfDate } from './gob/time.js';
+
+export interface TyphaConnectionOptions {
+  /** host:port */
+  address: string;
+  hostname: string;
+  /** Our version and a description, for Typha's logs. */
+  version: string;
+  info: string;
+  syncerType?: string;
+  readTimeoutMs?: number;
+  writeTimeoutMs?: number;
+  handshakeTimeoutMs?: number;
+  /** TLS to Typha (Felix's TyphaCAFile/CertFile/KeyFile; the CN/URI SAN check is the caller's checkServerIdentity). */
+  tls?: tls.ConnectionOptions;
+  onUpdates(kvs: SerializedUpdate[]): void;
+  onStatus(status: SyncStatus): void;
+}
+
+export class TyphaConnectionError extends Error {
+  readonly code = 'ETYPHA';
+}
+
+export class TyphaConnection {
+  readonly #opts: TyphaConnectionOptions;
+  readonly #enc: GobEncoder = typhaEncoder();
+  readonly #dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
+  #socket: net.Socket | undefined;
+  #helloDone = false;
+  #timer: NodeJS.Timeout | undefined;
+  #closed: Promise<void> | undefined;
+  serverVersion = '';
+
+  constructor(opts: TyphaConnectionOptions) {
+    this.#opts = opts;
+  }
+
+  /** Connects and runs until the connection ends: resolves on close(), rejects on any failure. */
+  run(): Promise<void> {
+    this.#closed ??= new Promise<void>((resolve, reject) => {
+      const [host, port] = splitAddress(this.#opts.address);
+      const s = this.#opts.tls ? tls.connect({ host, port, ...this.#opts.tls }) : net.connect({ host, port });
+      this.#socket = s;
+      let done = false;
+      const finish = (e?: Error) => {
+        if (done) return;
+        done = true;
+        clearTimeout(this.#timer);
+        s.destroy();
+        if (e) reject(e);
+        else resolve();
+      };
+      this.#fail = (e) => finish(e);
+      this.#arm(this.#opts.handshakeTimeoutMs ?? 10_000, 'no server hello');
+      s.once(this.#opts.tls ? 'secureConnect' : 'connect', () => {
+        this.#send({ type: 'ClientHello', hostname: this.#opts.hostname, info: this.#opts.info, version: this.#opts.version, syncerType: this.#opts.syncerType ?? 'felix', supportsDecoderRestart: false, supportedCompressionAlgorithms: [], supportsModernPolicyKeys: true, clientConnId: randomBytes(8).readBigUInt64BE() });
+      });
+      s.on('data', (chunk: Buffer) => {
+        try {
+          for (const env of this.#dec.push(chunk)) this.#onMessage(toMessage(env));
+        } catch (e) {
+          finish(e instanceof GobError || e instanceof TyphaConnectionError ? e : new TyphaConnectionError(`handling a message: ${(e as Error).message}`));
+        }
+      });
+      s.on('error', (e) => finish(new TyphaConnectionError(`connection to Typha ${this.#opts.address}: ${e.message}`)));
+      s.on('close', () => finish(this.#closing ? undefined : new TyphaConnectionError(`Typha ${this.#opts.address} closed the connection`)));
+    });
+    return this.#closed;
+  }
+
+  #closing = false;
+  #fail: (e: Error) => void = () => {};
+
+  /** Ends the connection; run() resolves. */
+  close(): void {
+    this.#closing = true;
+    this.#socket?.end();
+    this.#socket?.destroy();
+  }
+
+  #arm(ms: number, why: string): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#fail(new TyphaConnectionError(`Typha ${this.#opts.address}: ${why} within ${ms} ms`)), ms);
+    this.#timer.unref();
+  }
+
+  #send(m: TyphaMessage): void {
+    const s = this.#socket;
+    if (!s) return;
+    const ok = s.write(encodeMessage(this.#enc, m));
+    // A peer that stops reading: give up after the write timeout, as Felix does.
+    if (!ok) {
+      const t = setTimeout(() => this.#fail(new TyphaConnectionError(`Typha ${this.#opts.address}: a write took longer than ${this.#opts.writeTimeoutMs ?? 10_000} ms`)), this.#opts.writeTimeoutMs ?? 10_000);
+      t.unref();
+      s.once('drain', () => clearTimeout(t));
+    }
+  }
+
+  #onMessage(m: TyphaMessage): void {
+    this.#arm(this.#opts.readTimeoutMs ?? 30_000, 'nothing received');
+    if (!this.#helloDone) {
+      if (m.type !== 'ServerHello') throw new TyphaConnectionError(`Typha sent ${m.type} before its hello`);
+      if (!m.supportsNodeResourceUpdates) throw new TyphaConnectionError(`Typha ${m.version} does not support node resource updates (too old)`);
+      if (m.syncerType && m.syncerType !== (this.#opts.syncerType ?? 'felix')) throw new TyphaConnectionError(`Typha serves syncer "${m.syncerType}", not "${this.#opts.syncerType ?? 'felix'}"`);
+      this.#helloDone = true;
+      this.serverVersion = m.version;
+      return;
+    }
+    switch (m.type) {
+      case 'KVs':
+        return this.#opts.onUpdates(m.kvs);
+      case 'SyncStatus':
+        return this.#opts.onStatus(m.status);
+      case 'Ping':
+        return this.#send({ type: 'Pong', pingTimestamp: m.timestamp, pongTimestamp: timeOfDate(new Date()) });
+      default:
+        // We never offered a decoder restart; nothing else is a server's to send.
+        throw new TyphaConnectionError(`Typha sent an unexpected ${m.type}`);
+    }
+  }
+}
+
+function splitAddress(address: string): [string, number] {
+  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(address);
+  const port = Number(m?.[2]);
+  if (!m || port < 1 || port > 65535) throw new TyphaConnectionError(`TyphaAddr "${address}" is not host:port`);
+  return [m[1] as string, port];
+}

@@ -54,9 +54,14 @@ Match DecodeMatch(OpReader& r) {
       m.codeMax = r.u8();
       break;
     case MatchKind::Mark:
+      m.value = r.u32();
+      m.mask = r.u32();
+      break;
     case MatchKind::Limit:
       m.value = r.u32();
       m.mask = r.u32();
+      // The average interval divides (nft's rate, the kernel's credit): never 0 (fuzzing found this).
+      if (m.value == 0) throw BadOps("a limit's average interval must not be 0");
       break;
     case MatchKind::Conntrack:
       m.states = r.u16();

@@ -204,13 +204,13 @@ export class CuttableProxy {
   }
 }
 
-/** A CA, and server and client certificates for 127.0.0.1, made with the openssl CLI. */
-export function makeTls(dir: string): { server: EtcdTls; client: EtcdTls } {
+/** A CA, and server and client certificates for 127.0.0.1 (plus `serverSan`), made with the openssl CLI. */
+export function makeTls(dir: string, serverSan = ''): { server: EtcdTls; client: EtcdTls } {
   const f = (n: string) => join(dir, n);
   const ssl = (args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
   ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=palisade-test-ca', '-keyout', f('ca.key'), '-out', f('ca.crt')]);
   for (const [name, ext] of [
-    ['server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth'],
+    ['server', `subjectAltName=IP:127.0.0.1${serverSan ? `,${serverSan}` : ''}\nextendedKeyUsage=serverAuth,clientAuth`],
     ['client', 'extendedKeyUsage=clientAuth'],
   ] as const) {
     ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=palisade-${name}`, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`)]);

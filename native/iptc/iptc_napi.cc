@@ -16,6 +16,15 @@
 namespace palisade::iptc {
 namespace {
 
+// { tag, errno, message }: the op a transaction failed on, for both transports.
+Napi::Object Failure(Napi::Env env, uint32_t tag, int err, const std::string& message) {
+  Napi::Object f = Napi::Object::New(env);
+  f.Set("tag", tag);
+  f.Set("errno", err);
+  f.Set("message", message);
+  return f;
+}
+
 void SettleApply(Napi::Env env, const ApplyResult& r, Napi::Promise::Deferred& d) {
   if (!r.badInput.empty()) return d.Reject(MakeNativeError(env, "EINVAL", "iptcApply", r.badInput).Value());
   if (r.sysErrno) return d.Reject(SysError(env, "iptcApply", r.sysWhat, r.sysErrno));
@@ -27,13 +36,7 @@ void SettleApply(Napi::Env env, const ApplyResult& r, Napi::Promise::Deferred& d
   o.Set("readMs", r.readMs);
   o.Set("opsMs", r.opsMs);
   o.Set("commitMs", r.commitMs);
-  if (r.failed) {
-    Napi::Object f = Napi::Object::New(env);
-    f.Set("tag", r.failedTag);
-    f.Set("errno", r.failedErrno);
-    f.Set("message", r.failedWhat);
-    o.Set("failure", f);
-  }
+  if (r.failed) o.Set("failure", Failure(env, r.failedTag, r.failedErrno, r.failedWhat));
   d.Resolve(o);
 }
 
@@ -69,13 +72,7 @@ void SettleNft(Napi::Env env, const NftApplyResult& r, Napi::Promise::Deferred& 
   o.Set("readMs", r.readMs);
   o.Set("commitMs", r.commitMs);
   if (!r.unsupported.empty()) o.Set("unsupported", r.unsupported);
-  if (r.failed) {
-    Napi::Object f = Napi::Object::New(env);
-    f.Set("tag", r.failedTag);
-    f.Set("errno", r.failedErrno);
-    f.Set("message", r.failedWhat);
-    o.Set("failure", f);
-  }
+  if (r.failed) o.Set("failure", Failure(env, r.failedTag, r.failedErrno, r.failedWhat));
   d.Resolve(o);
 }
 

@@ -80,3 +80,21 @@ export class Harness {
     return msgs;
   }
 }
+
+/**
+ * One random change for the incremental-render tests: a workload, a policy, a tiered
+ * policy or a network set, put (3 in 4) or deleted. Same draws, same sequence: a seed
+ * replays a run.
+ */
+export function randomChange(h: Harness, rand: () => number): void {
+  const pick = (n: number) => Math.floor(rand() * n);
+  const pool = [
+    () => wep(`w${pick(6)}`, rand() < 0.7 ? 'node1' : 'node2', `10.0.0.${pick(50)}`, { app: `a${pick(3)}` }, { ipNetworks: [`10.0.0.${pick(50)}/32`, `fd00::${pick(50)}/128`] }),
+    () => np(`p${pick(5)}`, { selector: `app == 'a${pick(3)}'`, ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: `app == 'a${pick(3)}'` }, destination: { ports: [80 + pick(3)] } }] }),
+    () => gnp(`t1.g${pick(3)}`, { tier: 't1', order: rand() * 10, selector: 'all()', ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }] }),
+    () => gns(`n${pick(3)}`, [`192.0.${pick(4)}.0/24`, `192.0.2.${pick(9)}/32`], { feed: 'x' }),
+  ];
+  const r = (pool[pick(pool.length)] as () => Res)();
+  if (rand() < 0.25) h.del(r);
+  else h.put(r);
+}

@@ -13,7 +13,7 @@ import { commitTo, type Desired, desiredOf, parseSave, restoreScript, stateOf } 
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import type { TableName } from '../../src/dataplane/render/model.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
-import { gnp, gns, Harness, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
+import { Harness, profile, randomChange, tier } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
 import { Rng } from '../helpers/rng.js';
 
@@ -88,16 +88,8 @@ describe('iptables mode: incremental desired state', () => {
       assert.equal(scope, undefined, 'a rebuild compares everything');
       return commitTo(new Map(), b.desired, scope);
     });
-    const pool = [
-      () => wep(`w${Math.floor(rand() * 6)}`, rand() < 0.7 ? 'node1' : 'node2', `10.0.0.${Math.floor(rand() * 50)}`, { app: `a${Math.floor(rand() * 3)}` }, { ipNetworks: [`10.0.0.${Math.floor(rand() * 50)}/32`, `fd00::${Math.floor(rand() * 50)}/128`] }),
-      () => np(`p${Math.floor(rand() * 5)}`, { selector: `app == 'a${Math.floor(rand() * 3)}'`, ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: `app == 'a${Math.floor(rand() * 3)}'` }, destination: { ports: [80 + Math.floor(rand() * 3)] } }] }),
-      () => gnp(`t1.g${Math.floor(rand() * 3)}`, { tier: 't1', order: rand() * 10, selector: 'all()', ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }] }),
-      () => gns(`n${Math.floor(rand() * 3)}`, [`192.0.${Math.floor(rand() * 4)}.0/24`, `192.0.2.${Math.floor(rand() * 9)}/32`], { feed: 'x' }),
-    ];
     for (let step = 0; step < 150; step++) {
-      const r = (pool[Math.floor(rand() * pool.length)] as () => ReturnType<typeof wep>)();
-      if (rand() < 0.25) h.del(r);
-      else h.put(r);
+      randomChange(h, rand);
       state.apply(h.flush());
       const dirty = state.takeDirty();
       builders.forEach((b, i) => {

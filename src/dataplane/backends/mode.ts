@@ -10,20 +10,23 @@ import { run } from '../exec.js';
 
 export type DataplaneMode = 'nftables' | 'iptables';
 
-/** kube-proxy runs in nftables mode: its table has chains (read-only `nft -j list table`). */
+// Read-only: `nft -j list table <family> kube-proxy`, per family; chains mean nftables mode.
+const listKubeProxy = (family: string) => ['-j', 'list', 'table', family, 'kube-proxy'];
+const hasChains = (code: number | null, stdout: string) => code === 0 && /"chain"\s*:/.test(stdout);
+
+/** kube-proxy runs in nftables mode: its table has chains. */
 export function kubeProxyNftables(): boolean {
-  for (const family of ['ip', 'ip6']) {
-    const r = spawnSync('nft', ['-j', 'list', 'table', family, 'kube-proxy'], { encoding: 'utf8', timeout: 10_000 });
-    if (r.status === 0 && /"chain"\s*:/.test(r.stdout)) return true;
-  }
-  return false;
+  return ['ip', 'ip6'].some((family) => {
+    const r = spawnSync('nft', listKubeProxy(family), { encoding: 'utf8', timeout: 10_000 });
+    return hasChains(r.status, r.stdout);
+  });
 }
 
 /** The same check without blocking the event loop (the agent's 15 s re-check). */
 export async function kubeProxyNftablesAsync(): Promise<boolean> {
   for (const family of ['ip', 'ip6']) {
-    const r = await run('nft', ['-j', 'list', 'table', family, 'kube-proxy']);
-    if (r.code === 0 && /"chain"\s*:/.test(r.stdout)) return true;
+    const r = await run('nft', listKubeProxy(family));
+    if (hasChains(r.code, r.stdout)) return true;
   }
   return false;
 }

@@ -34,7 +34,9 @@ describe('agent process: privileges', () => {
   it('exits 4 at once, saying why, when not privileged (agent and agent --cleanup)', { skip: ROOT_SKIP }, () => {
     const dir = tempDir();
     for (const extra of [[], ['--cleanup']]) {
-      const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all', process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1', ...extra], { encoding: 'utf8', env: cleanEnv, timeout: 20_000 });
+      // Root without capabilities, as in a container without NET_ADMIN: unlike another
+      // uid, it can read a checkout whose directories only root may enter (a mktemp -d clone).
+      const r = spawnSync('setpriv', ['--bounding-set=-all', '--inh-caps=-all', '--ambient-caps=-all', process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1', ...extra], { encoding: 'utf8', env: cleanEnv, timeout: 20_000 });
       assert.equal(r.status, 4, `${extra.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /cannot program this node: the process lacks CAP_NET_ADMIN/);
     }

@@ -1,6 +1,8 @@
-// The control plane, as Felix's daemon wires it: syncer -> validation filter -> calc
-// graph, with the configuration resources (FelixConfiguration, ClusterInformation, this
-// node's labels) fed to the ConfigBatcher and from it to the config resolver. Updates are
+// The control plane, as Felix's daemon wires it: syncer -> validation filter -> update
+// processors -> calc graph, with the configuration keys (FelixConfiguration's and
+// ClusterInformation's, the Ready flag, this node's labels) also fed to the ConfigBatcher
+// and from it to the config resolver. A syncer that already speaks the internal model
+// (Typha) skips the first two stages. Updates are
 // batched: a flush of the graph is scheduled after each burst (never before in-sync), and
 // its dataplane messages go to `onMessages`. The first flush resolves the datastore's
 // configuration before anything else (`onConfigResolved`), so whatever the caller builds
@@ -12,15 +14,17 @@ import { CalcGraph } from '../calc/calc-graph.js';
 import { ConfigBatcher } from '../config/config-batcher.js';
 import type { ConfigProblem, ConfigResolver } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
-import type { Syncer, SyncStatus } from '../datastore/types.js';
+import { UpdateProcessors } from '../datastore/processors/index.js';
+import type { ModelSyncer, Syncer, SyncStatus } from '../datastore/types.js';
 import { ValidationFilter } from '../datastore/validation-filter.js';
 import { levelFor, type Logger } from '../log.js';
-import type { Resource, ResourceOf } from '../model/schemas.js';
+import type { Resource } from '../model/schemas.js';
+import type { V1Update } from '../model/v1/values.js';
 import type { ResourceRef } from '../model/validate.js';
 import type { ToDataplane } from '../proto/messages.js';
 
 export interface ControlPlaneOptions {
-  syncer: Syncer;
+  syncer: Syncer | ModelSyncer;
   config: ConfigResolver;
   log: Logger;
   onMessages: (messages: ToDataplane[]) => void;
@@ -44,6 +48,7 @@ export class ControlPlane {
   readonly batcher: ConfigBatcher;
   readonly #opts: ControlPlaneOptions;
   readonly #filter: ValidationFilter;
+  readonly #processors: UpdateProcessors;
   #started = false;
   #paused = false;
   #timer: NodeJS.Timeout | undefined;
@@ -54,6 +59,7 @@ export class ControlPlane {
     const host = opts.config.config.FelixHostname;
     this.graph = new CalcGraph(host);
     this.batcher = new ConfigBatcher(host, opts.log);
+    this.#processors = new UpdateProcessors(opts.log);
     this.#filter = new ValidationFilter(
       {
         onUpdate: (ref, resource) => this.#onUpdate(ref, resource),
@@ -73,7 +79,18 @@ export class ControlPlane {
   }
 
   start(): void {
-    this.#opts.syncer.start({
+    const syncer = this.#opts.syncer;
+    if ('deliversModel' in syncer) {
+      syncer.start({
+        onModelUpdates: (updates) => {
+          for (const u of updates) this.#onModelUpdate(u);
+          this.#schedule();
+        },
+        onStatusUpdated: (s) => this.#onStatus(s),
+      });
+      return;
+    }
+    syncer.start({
       onUpdates: (u) => {
         this.#filter.onUpdates(u);
         this.#schedule();
@@ -103,11 +120,12 @@ export class ControlPlane {
   }
 
   #onUpdate(ref: ResourceRef, resource: Resource | undefined): void {
-    const name = ref.name as string;
-    if (ref.kind === 'FelixConfiguration') this.batcher.onFelixConfiguration(name, resource as ResourceOf<'FelixConfiguration'> | undefined);
-    if (ref.kind === 'ClusterInformation') this.batcher.onClusterInformation(name, (resource as ResourceOf<'ClusterInformation'> | undefined)?.spec);
-    if (ref.kind === 'Node') this.batcher.onNode(name, (resource as ResourceOf<'Node'> | undefined)?.metadata.labels, !!resource);
-    this.graph.onUpdate(ref, resource);
+    for (const u of this.#processors.process(ref, resource)) this.#onModelUpdate(u);
+  }
+
+  #onModelUpdate(u: V1Update): void {
+    this.batcher.onUpdate(u);
+    this.graph.onUpdate(u);
   }
 
   #onStatus(status: SyncStatus): void {

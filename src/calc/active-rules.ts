@@ -5,7 +5,7 @@
 // Matching runs in the native LabelIndex: local endpoints are items whose parents are
 // their profiles (so profiles' labelsToApply are inherited), policies are selectors.
 import { matchAllRule } from '../model/convert.js';
-import type { InternalPolicy, InternalProfile } from '../model/internal.js';
+import type { InternalPolicy, InternalProfileRules } from '../model/internal.js';
 import { LabelIndex } from '../native/label-index.js';
 import { parseSelector } from '../native/selector.js';
 import { IdAllocator } from './id-allocator.js';
@@ -13,7 +13,7 @@ import { IdAllocator } from './id-allocator.js';
 export interface ActiveRulesListener {
   onPolicyActive(name: string, policy: InternalPolicy): void;
   onPolicyInactive(name: string): void;
-  onProfileActive(name: string, profile: InternalProfile): void;
+  onProfileActive(name: string, profile: InternalProfileRules): void;
   onProfileInactive(name: string): void;
   onPolicyMatch(policyName: string, endpointId: string): void;
   onPolicyMatchStopped(policyName: string, endpointId: string): void;
@@ -21,8 +21,8 @@ export interface ActiveRulesListener {
 
 
 /** What Felix sends for a profile that is referenced but missing. */
-export function missingProfile(name: string): InternalProfile {
-  return { name, labels: {}, inboundRules: [matchAllRule('deny')], outboundRules: [matchAllRule('deny')] };
+export function missingProfile(): InternalProfileRules {
+  return { inboundRules: [matchAllRule('deny')], outboundRules: [matchAllRule('deny')] };
 }
 
 export class ActiveRulesCalculator {
@@ -32,7 +32,7 @@ export class ActiveRulesCalculator {
   readonly #profileIds = new IdAllocator();
   readonly #policyIds = new IdAllocator();
   readonly #policies = new Map<string, InternalPolicy>();
-  readonly #profiles = new Map<string, InternalProfile>();
+  readonly #profiles = new Map<string, InternalProfileRules>();
   readonly #endpointProfiles = new Map<string, string[]>();
   readonly #profileUsers = new Map<string, number>();
   readonly #policyMatches = new Map<string, number>();
@@ -86,14 +86,17 @@ export class ActiveRulesCalculator {
     this.#changedPolicies.add(name);
   }
 
-  onProfileUpdate(name: string, profile: InternalProfile | undefined): void {
-    if (profile) {
-      this.#profiles.set(name, profile);
-      this.#index.upsertParent(this.#profileIds.id(name), profile.labels);
-    } else if (this.#profiles.delete(name)) {
-      this.#index.deleteParent(this.#profileIds.id(name));
-    }
+  /** A profile's rules (ProfileRulesKey); a referenced profile without them denies all. */
+  onProfileRules(name: string, rules: InternalProfileRules | undefined): void {
+    if (rules) this.#profiles.set(name, rules);
+    else if (!this.#profiles.delete(name)) return;
     this.#changedProfiles.add(name);
+  }
+
+  /** A profile's labels (ProfileLabelsKey), inherited by the endpoints that list it. */
+  onProfileLabels(name: string, labels: Readonly<Record<string, string>> | undefined): void {
+    if (labels) this.#index.upsertParent(this.#profileIds.id(name), labels);
+    else if (this.#profileIds.get(name) !== undefined) this.#index.deleteParent(this.#profileIds.id(name));
   }
 
   /** Runs the batched matching and tells the listener what changed. */
@@ -128,7 +131,7 @@ export class ActiveRulesCalculator {
       const was = this.#activeProfiles.has(name);
       if (active && (!was || this.#changedProfiles.has(name))) {
         this.#activeProfiles.add(name);
-        this.#listener.onProfileActive(name, this.#profiles.get(name) ?? missingProfile(name));
+        this.#listener.onProfileActive(name, this.#profiles.get(name) ?? missingProfile());
       } else if (!active && was) {
         this.#activeProfiles.delete(name);
         this.#listener.onProfileInactive(name);

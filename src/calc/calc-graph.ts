@@ -1,5 +1,6 @@
-// The calculation graph (wiring only), as Felix's NewCalculationGraph: validated v3
-// resources in, dataplane messages out.
+// The calculation graph (wiring only), as Felix's NewCalculationGraph: internal-model
+// (v1) updates in - from the update processors, or straight from Typha - dataplane
+// messages out. One typed handler per key type (Felix's dispatcher registrations).
 //
 //   policies, profiles ---------> ActiveRulesCalculator --(active rules)--> RuleScanner
 //   local endpoints ------------/        |  (matches)                          |  (IP sets)
@@ -11,25 +12,12 @@
 //
 // Nothing is emitted before the datastore is in sync; the first flush after that carries
 // the whole state and one InSync message.
-import {
-  convertGlobalNetworkPolicy,
-  convertGlobalNetworkSet,
-  convertHostEndpoint,
-  convertIpPool,
-  convertNetworkPolicy,
-  convertNetworkSet,
-  convertProfile,
-  convertTier,
-  convertWorkloadEndpoint,
-  workloadEndpointMembership,
-} from '../model/convert.js';
-import { felixConfigurationParams } from '../config/felix-configuration.js';
-import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
-import { policyId } from '../model/names.js';
-import { parseCidr, parseIp } from '../model/net.js';
-import type { Resource, ResourceOf } from '../model/schemas.js';
-import type { ResourceRef } from '../model/validate.js';
 import type { SyncStatus } from '../datastore/types.js';
+import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
+import { POLICY_KIND_SHORT, type PolicyKind, policyId } from '../model/names.js';
+import { parseCidr, parseIp } from '../model/net.js';
+import type { V1KeyOf, V1KeyType } from '../model/v1/keys.js';
+import type { V1Update, V1Values } from '../model/v1/values.js';
 import type { PolicyID, ToDataplane } from '../proto/messages.js';
 import { ActiveRulesCalculator } from './active-rules.js';
 import { EventSequencer } from './event-sequencer.js';
@@ -41,15 +29,17 @@ import { RuleScanner } from './rule-scanner.js';
 export type { SyncStatus };
 
 type LocalEndpoint = { kind: 'wep'; ep: InternalWorkloadEndpoint } | { kind: 'hep'; ep: InternalHostEndpoint };
+type Handlers = { [T in V1KeyType]: (key: V1KeyOf<T>, value: V1Values[T] | undefined) => void };
 
-const refKey = (r: ResourceRef) => `${r.kind}/${r.namespace ?? ''}/${r.name ?? ''}`;
-
-export function workloadEndpointKey(ep: InternalWorkloadEndpoint): string {
-  return `wep:${ep.key.hostname}/${ep.key.orchestratorId}/${ep.key.workloadId}/${ep.key.endpointId}`;
+/** Felix's endpoint key: also the endpoint's IP-set member source key. */
+export function workloadEndpointKey(k: { hostname: string; orchestratorId: string; workloadId: string; endpointId: string }): string {
+  // join() builds a flat string; a template literal would keep a tree of parts alive
+  // (250,000 of these in a snapshot).
+  return ['wep:', k.hostname, '/', k.orchestratorId, '/', k.workloadId, '/', k.endpointId].join('');
 }
 
-export function hostEndpointKey(ep: InternalHostEndpoint): string {
-  return `hep:${ep.key.hostname}/${ep.key.endpointId}`;
+export function hostEndpointKey(k: { hostname: string; endpointId: string }): string {
+  return `hep:${k.hostname}/${k.endpointId}`;
 }
 
 export class CalcGraph {
@@ -65,12 +55,42 @@ export class CalcGraph {
   /** The PolicyID each active policy was last sent under (a tier change retires it). */
   readonly #activeIds = new Map<string, PolicyID>();
   readonly #localEndpoints = new Map<string, LocalEndpoint>();
-  /** Local endpoints' member-source key -> their Felix endpoint key. */
-  readonly #localKeys = new Map<string, string>();
-  /** IPPool resource -> the pool ID it was sent under. */
-  readonly #poolIds = new Map<string, string>();
-  readonly #felixConfig = new Map<string, ResourceOf<'FelixConfiguration'>>();
+  readonly #globalConfig = new Map<string, string>();
+  readonly #hostConfig = new Map<string, string>();
   #status: SyncStatus = 'wait-for-datastore';
+  readonly #handlers: Handlers = {
+    Policy: (k, p) => this.#onPolicy(k, p),
+    Tier: (k, t) => {
+      if (this.#sorter.onTierUpdate(k.name, t && { order: t.order, defaultAction: t.defaultAction })) this.#resolver.onSortChanged();
+    },
+    ProfileRules: (k, rules) => this.#activeRules.onProfileRules(k.name, rules),
+    ProfileLabels: (k, labels) => {
+      this.#activeRules.onProfileLabels(k.name, labels);
+      this.#members.onProfileLabels(k.name, labels);
+    },
+    WorkloadEndpoint: (k, ep) => this.#onEndpoint(workloadEndpointKey(k), k.hostname, ep && { kind: 'wep', ep }),
+    HostEndpoint: (k, ep) => this.#onEndpoint(hostEndpointKey(k), k.hostname, ep && { kind: 'hep', ep }),
+    NetworkSet: (k, set) => {
+      const key = `netset:${k.name}`;
+      if (set) this.#members.onSourceUpdate(key, { labels: set.labels, parents: [], nets: set.nets, ports: [] });
+      else this.#members.onSourceRemove(key);
+    },
+    IPPool: (k, pool) => this.#sequencer.onIpamPoolUpdate(k.cidr.replace('/', '-'), pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled }),
+    GlobalConfig: (k, v) => this.#onConfig(this.#globalConfig, k.name, v),
+    HostConfig: (k, v) => {
+      if (k.hostname === this.hostname) this.#onConfig(this.#hostConfig, k.name, v);
+    },
+    Resource: (k, r) => {
+      // Of the v3 resources passed through, the graph needs Nodes' addresses.
+      if (k.kind !== 'Node') return;
+      const addr = r?.kind === 'Node' ? r.spec.bgp?.ipv4Address : undefined;
+      this.#sequencer.onHostMetadataUpdate(k.name, addr ? parseCidr(addr)?.address : undefined);
+    },
+    // For the config batcher, WireGuard (not programmed) and routing (not yet): nothing here.
+    ReadyFlag: () => {},
+    Wireguard: () => {},
+    Block: () => {},
+  };
 
   constructor(hostname: string) {
     this.hostname = hostname;
@@ -121,91 +141,9 @@ export class CalcGraph {
     if (status === 'in-sync') this.#sequencer.onInSync();
   }
 
-  /** A validated resource (or, with `resource` undefined, the deletion of `ref`). */
-  onUpdate(ref: ResourceRef, resource: Resource | undefined): void {
-    switch (ref.kind) {
-      case 'NetworkPolicy':
-      case 'GlobalNetworkPolicy': {
-        const policy = resource
-          ? resource.kind === 'NetworkPolicy'
-            ? convertNetworkPolicy(resource)
-            : convertGlobalNetworkPolicy(resource as ResourceOf<'GlobalNetworkPolicy'>)
-          : undefined;
-        const name = policyId(ref.kind, ref.namespace ?? '', ref.name as string);
-        this.#onPolicy(name, policy);
-        break;
-      }
-      case 'Tier': {
-        const t = resource && convertTier(resource as ResourceOf<'Tier'>);
-        if (this.#sorter.onTierUpdate(ref.name as string, t && { order: t.order, defaultAction: t.defaultAction })) {
-          this.#resolver.onSortChanged();
-        }
-        break;
-      }
-      case 'Profile': {
-        const p = resource && convertProfile(resource as ResourceOf<'Profile'>);
-        this.#activeRules.onProfileUpdate(ref.name as string, p);
-        this.#members.onProfileLabels(ref.name as string, p?.labels);
-        break;
-      }
-      case 'WorkloadEndpoint': {
-        const w = resource as ResourceOf<'WorkloadEndpoint'> | undefined;
-        if (w && (w.spec.node ?? '') !== this.hostname) {
-          // Another node's endpoint (nearly all of them): only its IP-set membership matters.
-          const m = workloadEndpointMembership(w);
-          const nets = m && (m.ipv6Nets.length ? [...m.ipv4Nets, ...m.ipv6Nets] : m.ipv4Nets);
-          this.#onEndpoint(ref, m && nets && { labels: m.labels, parents: m.profileIds, nets, ports: m.ports }, undefined);
-          break;
-        }
-        const ep = w && convertWorkloadEndpoint(w);
-        this.#onEndpoint(ref, ep && this.#sourceOf({ kind: 'wep', ep }), ep && { key: workloadEndpointKey(ep), local: { kind: 'wep', ep } });
-        break;
-      }
-      case 'HostEndpoint': {
-        const ep = resource && convertHostEndpoint(resource as ResourceOf<'HostEndpoint'>);
-        const local = ep && ep.key.hostname === this.hostname ? { key: hostEndpointKey(ep), local: { kind: 'hep' as const, ep } } : undefined;
-        this.#onEndpoint(ref, ep && this.#sourceOf({ kind: 'hep', ep }), local);
-        break;
-      }
-      case 'NetworkSet':
-      case 'GlobalNetworkSet': {
-        const set = resource
-          ? resource.kind === 'NetworkSet'
-            ? convertNetworkSet(resource)
-            : convertGlobalNetworkSet(resource as ResourceOf<'GlobalNetworkSet'>)
-          : undefined;
-        const key = `netset:${ref.kind === 'NetworkSet' ? `${ref.namespace}/` : ''}${ref.name}`;
-        if (set) this.#members.onSourceUpdate(key, { labels: set.labels, parents: [], nets: set.nets, ports: [] });
-        else this.#members.onSourceRemove(key);
-        break;
-      }
-      case 'IPPool': {
-        const old = this.#poolIds.get(refKey(ref));
-        const pool = resource && convertIpPool(resource as ResourceOf<'IPPool'>);
-        const id = pool && pool.cidr.replace('/', '-');
-        if (old && old !== id) this.#sequencer.onIpamPoolUpdate(old, undefined);
-        if (pool && id) {
-          this.#poolIds.set(refKey(ref), id);
-          this.#sequencer.onIpamPoolUpdate(id, { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled });
-        } else {
-          this.#poolIds.delete(refKey(ref));
-        }
-        break;
-      }
-      case 'Node': {
-        const addr = (resource as ResourceOf<'Node'> | undefined)?.spec.bgp?.ipv4Address;
-        this.#sequencer.onHostMetadataUpdate(ref.name as string, addr ? parseCidr(addr)?.address : undefined);
-        break;
-      }
-      case 'FelixConfiguration': {
-        if (resource) this.#felixConfig.set(ref.name as string, resource as ResourceOf<'FelixConfiguration'>);
-        else this.#felixConfig.delete(ref.name as string);
-        this.#sequencer.onConfigUpdate(this.#mergedConfig());
-        break;
-      }
-      default:
-        break; // ClusterInformation: nothing for the dataplane
-    }
+  /** One internal-model update (a deletion when its value is undefined). */
+  onUpdate(u: V1Update): void {
+    (this.#handlers[u.key.type] as (k: V1Update['key'], v: V1Update['value']) => void)(u.key, u.value);
   }
 
   /** Runs the graph and returns the messages for the dataplane (none before in-sync). */
@@ -217,7 +155,10 @@ export class CalcGraph {
     return this.#sequencer.flush();
   }
 
-  #onPolicy(name: string, policy: InternalPolicy | undefined): void {
+  #onPolicy(k: V1KeyOf<'Policy'>, policy: InternalPolicy | undefined): void {
+    // Staged policies are never enforced (Felix only reports what they would do).
+    if (!(k.kind in POLICY_KIND_SHORT) || k.kind.startsWith('Staged')) return;
+    const name = policy?.key.name ?? policyId(k.kind as PolicyKind, k.namespace, k.name);
     const old = this.#policies.get(name);
     if (policy) this.#policies.set(name, policy);
     else this.#policies.delete(name);
@@ -226,6 +167,12 @@ export class CalcGraph {
       ? this.#sorter.onPolicyUpdate(name, policy.key.tier, policyMeta(policy))
       : this.#sorter.onPolicyUpdate(name, old?.key.tier ?? '', undefined);
     if (changed) this.#resolver.onSortChanged();
+  }
+
+  #onConfig(map: Map<string, string>, name: string, value: string | undefined): void {
+    if (value === undefined ? !map.delete(name) : map.get(name) === value) return;
+    if (value !== undefined) map.set(name, value);
+    this.#sequencer.onConfigUpdate(Object.fromEntries([...this.#globalConfig, ...this.#hostConfig]));
   }
 
   #sourceOf(e: LocalEndpoint): MemberSource {
@@ -238,29 +185,20 @@ export class CalcGraph {
     return { labels: e.ep.labels, parents: e.ep.profileIds, nets, ports: e.ep.ports };
   }
 
-  // Every endpoint in the cluster is an IP-set member source, known by its resource name
-  // (the short key keeps 250,000 of them cheap); local ones are also known by their
-  // Felix endpoint key, which the rest of the graph and the dataplane use.
-  #onEndpoint(ref: ResourceRef, source: MemberSource | undefined, local: { key: string; local: LocalEndpoint } | undefined): void {
-    // join() builds a flat string; a template literal would keep a tree of parts alive.
-    const sourceKey = ref.kind === 'WorkloadEndpoint' ? ['w:', ref.namespace ?? '', '/', ref.name].join('') : `h:${ref.name}`;
-    const oldKey = this.#localKeys.get(sourceKey);
-    if (oldKey !== undefined && oldKey !== local?.key) {
-      this.#localKeys.delete(sourceKey);
-      this.#localEndpoints.delete(oldKey);
-      this.#activeRules.onLocalEndpointRemove(oldKey);
-      this.#resolver.onEndpointUpdate(oldKey, false);
-    }
-    if (!source) {
-      this.#members.onSourceRemove(sourceKey);
+  // Every endpoint in the cluster is an IP-set member source; this node's are also local
+  // endpoints, matched against policies and sent to the dataplane. The key names both.
+  #onEndpoint(key: string, hostname: string, e: LocalEndpoint | undefined): void {
+    if (!e) {
+      this.#members.onSourceRemove(key);
+      if (!this.#localEndpoints.delete(key)) return;
+      this.#activeRules.onLocalEndpointRemove(key);
+      this.#resolver.onEndpointUpdate(key, false);
       return;
     }
-    this.#members.onSourceUpdate(sourceKey, source);
-    if (!local) return;
-    const { key, local: next } = local;
-    this.#localKeys.set(sourceKey, key);
-    this.#localEndpoints.set(key, next);
-    this.#activeRules.onLocalEndpointUpdate(key, next.ep.labels, next.ep.profileIds);
+    this.#members.onSourceUpdate(key, this.#sourceOf(e));
+    if (hostname !== this.hostname) return;
+    this.#localEndpoints.set(key, e);
+    this.#activeRules.onLocalEndpointUpdate(key, e.ep.labels, e.ep.profileIds);
     this.#resolver.onEndpointUpdate(key, true);
   }
 
@@ -310,16 +248,5 @@ export class CalcGraph {
   #widFromKey(key: string) {
     const parts = key.slice(4).split('/');
     return { orchestratorId: parts[1] ?? '', workloadId: parts.slice(2, -1).join('/'), endpointId: parts[parts.length - 1] ?? '' };
-  }
-
-  // FelixConfiguration "default" then "node.<hostname>"; the config layer (src/config) owns
-  // precedence with env and file; here the datastore's view is passed on as strings.
-  #mergedConfig(): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const name of ['default', `node.${this.hostname}`]) {
-      const fc = this.#felixConfig.get(name);
-      if (fc) for (const [k, v] of felixConfigurationParams(fc.spec, fc.metadata.annotations).values) out[k] = v;
-    }
-    return out;
   }
 }

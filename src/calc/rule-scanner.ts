@@ -2,7 +2,7 @@
 // into dataplane rules whose selectors, named ports and services are replaced by IP-set
 // IDs, and reference-counts those IP sets across all active rules, reporting when one
 // becomes active (first user) or inactive (last user gone).
-import { type InternalPolicy, type InternalProfile, type InternalRule, none, orNone, type PortSpec } from '../model/internal.js';
+import { type InternalPolicy, type InternalProfileRules, type InternalRule, none, orNone, type PortSpec } from '../model/internal.js';
 import { parseSelector, type Selector } from '../native/selector.js';
 import type { IPSetType, PortRange, Protocol, Rule } from '../proto/messages.js';
 import { makeUniqueId } from './unique-id.js';
@@ -112,7 +112,7 @@ export class RuleScanner {
     for (const uid of old) this.#release(uid, key);
   }
 
-  onProfileActive(key: string, profile: InternalProfile): ParsedRules {
+  onProfileActive(key: string, profile: InternalProfileRules): ParsedRules {
     return this.#update(key, profile.inboundRules, profile.outboundRules, {
       namespace: '',
       untracked: false,

@@ -1,11 +1,14 @@
-// Felix's ConfigBatcher: collects what the datastore says about configuration -
-// FelixConfiguration "default", "node.<hostname>" and the selector-scoped ones (any other
-// name, applied when their nodeSelector matches this node's labels: the oldest match wins,
-// ties by name), ClusterInformation "default" (its fields, and the datastoreReady flag) and
-// this node's labels - and hands the config resolver one consistent view when it changed.
+// Felix's ConfigBatcher: collects what the datastore says about configuration, as the
+// update processors (or Typha) deliver it - global config keys (FelixConfiguration
+// "default", ClusterInformation's fields), this host's config keys ("node.<hostname>"),
+// the Ready flag, the selector-scoped FelixConfigurations (any other name, passed as v3
+// resources and applied when their nodeSelector matches this node's labels: the oldest
+// match wins, ties by name) and this node's labels - and hands the config resolver one
+// consistent view when it changed.
 import type { Logger } from '../log.js';
 import { parseSelector } from '../native/selector.js';
-import { clusterInformationParams, felixConfigurationParams } from './felix-configuration.js';
+import type { V1Update } from '../model/v1/values.js';
+import { felixConfigurationParams } from './felix-configuration.js';
 import type { DatastoreParams } from './config.js';
 
 interface FelixConfigurationLike {
@@ -23,9 +26,8 @@ interface SelectorScoped {
 export class ConfigBatcher {
   readonly #hostname: string;
   readonly #log: Logger;
-  #global = new Map<string, string>();
-  #clusterInfo = new Map<string, string>();
-  #node = new Map<string, string>();
+  readonly #global = new Map<string, string>();
+  readonly #node = new Map<string, string>();
   readonly #scoped = new Map<string, SelectorScoped>();
   #nodeLabels: Record<string, string> | undefined;
   #ready: boolean | undefined;
@@ -50,15 +52,39 @@ export class ConfigBatcher {
     return this.#ready !== false;
   }
 
-  onFelixConfiguration(name: string, resource: FelixConfigurationLike | undefined): void {
-    this.#dirty = true;
-    if (name === 'default' || name === `node.${this.#hostname}`) {
-      const params = resource ? this.#params(resource) : new Map<string, string>();
-      if (name === 'default') this.#global = params;
-      else this.#node = params;
-      return;
+  /** Takes the config-related updates of the internal model and ignores the rest. */
+  onUpdate(u: V1Update): void {
+    switch (u.key.type) {
+      case 'GlobalConfig':
+        this.#set(this.#global, u.key.name, u.value as string | undefined);
+        break;
+      case 'HostConfig':
+        if (u.key.hostname === this.#hostname) this.#set(this.#node, u.key.name, u.value as string | undefined);
+        break;
+      case 'ReadyFlag':
+        this.#ready = u.value as boolean | undefined;
+        this.#dirty = true;
+        break;
+      case 'Resource':
+        if (u.key.kind === 'FelixConfiguration') this.#onSelectorScoped(u.key.name, u.value as FelixConfigurationLike | undefined);
+        if (u.key.kind === 'Node') {
+          const node = u.value as { metadata: { labels?: Record<string, string> | undefined } } | undefined;
+          this.#onNode(u.key.name, node?.metadata.labels, !!node);
+        }
+        break;
+      default:
+        break;
     }
-    if (name.startsWith('node.')) return; // another node's
+  }
+
+  #set(map: Map<string, string>, name: string, value: string | undefined): void {
+    if (value === undefined ? !map.delete(name) : map.get(name) === value) return;
+    if (value !== undefined) map.set(name, value);
+    this.#dirty = true;
+  }
+
+  #onSelectorScoped(name: string, resource: FelixConfigurationLike | undefined): void {
+    this.#dirty = true;
     const selector = typeof resource?.spec.nodeSelector === 'string' ? resource.spec.nodeSelector : '';
     if (!resource || selector === '') {
       this.#scoped.delete(name);
@@ -68,15 +94,7 @@ export class ConfigBatcher {
     this.#scoped.set(name, { name, selector, created: Number.isNaN(created) ? 0 : created, params: this.#params(resource) });
   }
 
-  onClusterInformation(name: string, spec: Parameters<typeof clusterInformationParams>[0] | undefined): void {
-    if (name !== 'default') return;
-    const { values, ready } = clusterInformationParams(spec ?? {});
-    this.#clusterInfo = values;
-    this.#ready = spec ? ready : undefined;
-    this.#dirty = true;
-  }
-
-  onNode(name: string, labels: Record<string, string> | undefined, exists: boolean): void {
+  #onNode(name: string, labels: Record<string, string> | undefined, exists: boolean): void {
     if (name !== this.#hostname) return;
     const next = exists ? (labels ?? {}) : undefined;
     if (JSON.stringify(next) === JSON.stringify(this.#nodeLabels)) return;
@@ -87,9 +105,8 @@ export class ConfigBatcher {
   /** The current view, and clears `dirty`. */
   take(): DatastoreParams {
     this.#dirty = false;
-    const global = new Map([...this.#clusterInfo, ...this.#global]);
     const winner = this.#selectorWinner();
-    return { global, selector: winner?.params ?? new Map(), selectorName: winner?.name, node: this.#node };
+    return { global: new Map(this.#global), selector: winner?.params ?? new Map(), selectorName: winner?.name, node: new Map(this.#node) };
   }
 
   #params(resource: FelixConfigurationLike): Map<string, string> {

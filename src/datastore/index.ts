@@ -6,16 +6,45 @@ import type { Logger } from '../log.js';
 import { Etcd3Client } from './etcdv3/client.js';
 import { EtcdSyncer } from './etcdv3/etcd-syncer.js';
 import { FileSyncer } from './file/file-syncer.js';
-import type { Syncer } from './types.js';
+import { TyphaSyncer } from './typha/typha-syncer.js';
+import type { ModelSyncer, Syncer } from './types.js';
 
 export { KEY_PREFIX, keyOf, pluralOf, refOfKey } from './keys.js';
-export type { Syncer, SyncerCallbacks, SyncStatus, Update } from './types.js';
+export type { ModelSyncer, ModelSyncerCallbacks, Syncer, SyncerCallbacks, SyncStatus, Update } from './types.js';
+export { TyphaSyncer } from './typha/typha-syncer.js';
 export { type ResourceSink, ValidationFilter } from './validation-filter.js';
 export { FileSyncer } from './file/file-syncer.js';
 export { EtcdSyncer } from './etcdv3/etcd-syncer.js';
 export { Etcd3Client, type EtcdClient } from './etcdv3/client.js';
 
-export function createSyncer(config: Pick<Config, 'DatastoreType' | 'DatastoreDir' | 'EtcdEndpoints' | 'EtcdCaFile' | 'EtcdCertFile' | 'EtcdKeyFile' | 'EtcdTimeout' | 'NFTablesMode'>, log: Logger): Syncer {
+type SyncerConfig = Pick<
+  Config,
+  | 'DatastoreType'
+  | 'DatastoreDir'
+  | 'EtcdEndpoints'
+  | 'EtcdCaFile'
+  | 'EtcdCertFile'
+  | 'EtcdKeyFile'
+  | 'EtcdTimeout'
+  | 'NFTablesMode'
+  | 'FelixHostname'
+  | 'TyphaAddr'
+  | 'TyphaK8sServiceName'
+  | 'TyphaReadTimeout'
+  | 'TyphaWriteTimeout'
+  | 'TyphaCAFile'
+  | 'TyphaCertFile'
+  | 'TyphaKeyFile'
+  | 'TyphaCN'
+  | 'TyphaURISAN'
+>;
+
+/** As Felix: Typha when TyphaAddr is set (whatever DatastoreType says), else the datastore itself. */
+export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelSyncer {
+  if (config.TyphaAddr) return typhaSyncer(config, log);
+  if (config.TyphaK8sServiceName) {
+    throw new ConfigError(`TyphaK8sServiceName (${config.TyphaK8sServiceName}) needs Kubernetes discovery, which palisade does not have yet: set TyphaAddr to Typha's host:port`);
+  }
   if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
   const refused = refusal(config, 'local');
   if (refused) throw new ConfigError(refused);
@@ -27,4 +56,21 @@ export function createSyncer(config: Pick<Config, 'DatastoreType' | 'DatastoreDi
     ...(config.EtcdKeyFile ? { keyFile: config.EtcdKeyFile } : {}),
   });
   return new EtcdSyncer({ client, log });
+}
+
+function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
+  if (!/^.+:\d+$/.test(config.TyphaAddr)) throw new ConfigError(`TyphaAddr "${config.TyphaAddr}" is not host:port`);
+  const tls = { caFile: config.TyphaCAFile, certFile: config.TyphaCertFile, keyFile: config.TyphaKeyFile, cn: config.TyphaCN, uriSan: config.TyphaURISAN };
+  try {
+    return new TyphaSyncer({
+      address: config.TyphaAddr,
+      hostname: config.FelixHostname,
+      readTimeoutMs: config.TyphaReadTimeout * 1000,
+      writeTimeoutMs: config.TyphaWriteTimeout * 1000,
+      tls,
+      log,
+    });
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
 }

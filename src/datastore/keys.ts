@@ -25,6 +25,10 @@ export function pluralOf(kind: Kind): string {
   return PLURALS[kind];
 }
 
+export function kindOfPlural(plural: string): Kind | undefined {
+  return KIND_OF_PLURAL.get(plural);
+}
+
 /** The key of a resource, or undefined if its kind is unknown or its name missing. */
 export function keyOf(ref: ResourceRef): string | undefined {
   if (!(KINDS as readonly string[]).includes(ref.kind) || !ref.name) return undefined;

@@ -2,6 +2,7 @@
 // value or null for a delete, revision) and sync-status changes, delivered in order; a
 // syncer delivers all updates it has before it reports a new status.
 import type { Resource } from '../model/schemas.js';
+import type { V1Update } from '../model/v1/values.js';
 
 export type SyncStatus = 'wait-for-datastore' | 'resync-in-progress' | 'in-sync';
 
@@ -29,5 +30,17 @@ export interface Syncer {
   /** Starts listing and watching; callbacks run on the event loop, in order. */
   start(callbacks: SyncerCallbacks): void;
   /** Stops watching and releases connections, timers and watches. */
+  stop(): Promise<void>;
+}
+
+export interface ModelSyncerCallbacks {
+  onModelUpdates(updates: V1Update[]): void;
+  onStatusUpdated(status: SyncStatus): void;
+}
+
+/** A syncer that delivers Felix's internal model itself, already processed (Typha). */
+export interface ModelSyncer {
+  readonly deliversModel: true;
+  start(callbacks: ModelSyncerCallbacks): void;
   stop(): Promise<void>;
 }

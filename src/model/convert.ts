@@ -174,7 +174,7 @@ export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'>): InternalPo
     types: policyTypes(p.spec),
     doNotTrack: false,
     preDNAT: false,
-    applyOnForward: true,
+    applyOnForward: false, // as upstream: only host endpoints apply policy on forward, and NetworkPolicies select workloads
   };
   if (p.spec.order !== undefined) out.order = p.spec.order;
   if (p.spec.performanceHints?.includes('AssumeNeededOnEveryNode')) out.assumeNeededOnEveryNode = true;

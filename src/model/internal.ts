@@ -78,11 +78,15 @@ export interface InternalTier {
   defaultAction: 'Deny' | 'Pass';
 }
 
-export interface InternalProfile {
-  name: string;
-  labels: Record<string, string>;
+/** A profile's rules (Felix's ProfileRulesKey); its labels travel separately (ProfileLabelsKey). */
+export interface InternalProfileRules {
   inboundRules: InternalRule[];
   outboundRules: InternalRule[];
+}
+
+export interface InternalProfile extends InternalProfileRules {
+  name: string;
+  labels: Record<string, string>;
 }
 
 export interface EndpointPort {

@@ -30,3 +30,32 @@ export function policyId(kind: PolicyKind, namespace: string, name: string): str
 export function policySortKey(kind: PolicyKind, namespace: string, name: string): string {
   return `${name}/${namespace}/${kind}`;
 }
+
+/**
+ * Splits a WorkloadEndpoint name into its dash-separated parts ("--" is an escaped "-"), as
+ * Calico's names.ExtractDashSeparatedParms; undefined unless there are exactly `count`.
+ */
+export function dashSeparatedParts(name: string, count: number): string[] | undefined {
+  if (name.length < 2 * count - 1) return undefined;
+  if (!name.includes('--')) {
+    // The common case (no escaped dash), natively.
+    const parts = name.split('-');
+    return parts.length === count && parts.every((p) => p !== '') ? parts : undefined;
+  }
+  const parts: string[] = [];
+  // The first character is never a separator (as upstream).
+  let cur = name[0] as string;
+  for (let i = 1; i < name.length; i++) {
+    const c = name[i] as string;
+    if (c !== '-') cur += c;
+    else if (name[i + 1] === '-') {
+      cur += '-';
+      i++;
+    } else {
+      parts.push(cur);
+      cur = '';
+    }
+  }
+  parts.push(cur);
+  return parts.length === count && parts.every((p) => p !== '') ? parts : undefined;
+}

@@ -2,6 +2,8 @@
 import { model } from 'palisade';
 
 import { CalcGraph } from '../../src/calc/calc-graph.js';
+import { UpdateProcessors } from '../../src/datastore/processors/index.js';
+import { createLogger } from '../../src/log.js';
 import { DataplaneState } from './dataplane-state.js';
 
 export type Res = { apiVersion: string; kind: string; metadata: Record<string, unknown>; spec: Record<string, unknown> };
@@ -10,7 +12,7 @@ const V3 = 'projectcalico.org/v3';
 export const wep = (name: string, node: string, ip: string, labels: Record<string, string>, extra: Record<string, unknown> = {}, ns = 'prod'): Res => ({
   apiVersion: V3,
   kind: 'WorkloadEndpoint',
-  metadata: { name: `${node}-k8s-${name}-eth0`, namespace: ns, labels },
+  metadata: { name: `${node}-k8s-${name.replaceAll("-", "--")}-eth0`, namespace: ns, labels },
   spec: {
     node,
     orchestrator: 'k8s',
@@ -52,6 +54,17 @@ export function refOf(r: Res): model.ResourceRef {
 /** A calc graph for host "node1" with a model dataplane fed on every flush. */
 export class Harness {
   readonly graph = new CalcGraph('node1');
+  // A fixture the processors cannot convert is a broken test: fail loudly.
+  readonly processors = new UpdateProcessors(
+    createLogger({
+      severity: 'Warning',
+      destination: {
+        write(line: string) {
+          throw new Error(`update processor: ${line}`);
+        },
+      },
+    }),
+  );
   readonly dp = new DataplaneState();
   readonly log: string[] = [];
 
@@ -63,13 +76,13 @@ export class Harness {
     for (const r of rs) {
       const v = model.validateResource(r);
       if (!v.ok) throw v.error;
-      this.graph.onUpdate(refOf(r), v.resource);
+      for (const u of this.processors.process(refOf(r), v.resource)) this.graph.onUpdate(u);
     }
     return this;
   }
 
   del(...rs: Res[]): this {
-    for (const r of rs) this.graph.onUpdate(refOf(r), undefined);
+    for (const r of rs) for (const u of this.processors.process(refOf(r), undefined)) this.graph.onUpdate(u);
     return this;
   }
 

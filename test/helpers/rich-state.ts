@@ -18,8 +18,9 @@ export const richConfig = () => ({
   IptablesFilterDenyAction: 'REJECT' as const,
 });
 
-export function richState() {
-  return stateOf(
+/** Every kind and rule feature the renderers handle, as v3 resources. */
+export function richResources() {
+  return [
     tier('t1', 10),
     profile('kns.prod', { team: 'a' }),
     wep('a', 'node1', '10.65.0.2', { app: 'web' }, { ipNetworks: ['10.65.0.2/32', 'fd00:65::2/128'], ipNATs: [{ internalIP: '10.65.0.2', externalIP: '192.0.2.9' }], allowSpoofedSourcePrefixes: ['198.51.100.0/24'], ports: [{ name: 'http', port: 8080, protocol: 'TCP' }] }),
@@ -45,5 +46,9 @@ export function richState() {
     { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-eth0', labels: { host: 'true' } }, spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.0.2.10'] } },
     { apiVersion: V3, kind: 'IPPool', metadata: { name: 'p4' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } },
     { apiVersion: V3, kind: 'IPPool', metadata: { name: 'p6' }, spec: { cidr: 'fd00:65::/48', natOutgoing: true } },
-  );
+  ];
+}
+
+export function richState() {
+  return stateOf(...richResources());
 }

@@ -10,7 +10,9 @@ import { ControlPlane } from '../../src/agent/control-plane.js';
 import { ConfigBatcher } from '../../src/config/config-batcher.js';
 import { ConfigResolver } from '../../src/config/config.js';
 import { felixConfigurationParams, goDurationSeconds } from '../../src/config/felix-configuration.js';
+import { UpdateProcessors } from '../../src/datastore/processors/index.js';
 import { createLogger } from '../../src/log.js';
+import type { Resource } from '../../src/model/schemas.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
 import { FakeSyncer } from '../helpers/fake-syncer.js';
 
@@ -84,37 +86,53 @@ describe('config: FelixConfiguration as Felix sees it', () => {
 });
 
 describe('config: ConfigBatcher', () => {
+  // As the agent feeds it: each resource through the update processors.
+  function batcher(host: string) {
+    const b = new ConfigBatcher(host, log);
+    const processors = new UpdateProcessors(log);
+    const feed = (kind: string, name: string, resource: Resource | undefined) => {
+      for (const u of processors.process({ kind, name }, resource)) b.onUpdate(u);
+    };
+    return {
+      b,
+      fc: (name: string, r: ReturnType<typeof fc> | undefined) => feed('FelixConfiguration', name, r as Resource | undefined),
+      node: (name: string, labels: Record<string, string>) => feed('Node', name, { apiVersion: 'projectcalico.org/v3', kind: 'Node', metadata: { name, labels }, spec: {} } as Resource),
+      ci: (spec: Record<string, unknown> | undefined) =>
+        feed('ClusterInformation', 'default', spec && ({ apiVersion: 'projectcalico.org/v3', kind: 'ClusterInformation', metadata: { name: 'default' }, spec } as Resource)),
+    };
+  }
+
   it('default, node.<host> and the oldest matching selector-scoped resource; not other nodes\'', () => {
-    const b = new ConfigBatcher('node1', log);
-    b.onFelixConfiguration('default', fc('default', { healthPort: 9100 }));
-    b.onFelixConfiguration('node.node1', fc('node.node1', { healthPort: 9200 }));
-    b.onFelixConfiguration('node.node2', fc('node.node2', { healthPort: 9300 }));
-    b.onFelixConfiguration('zone-a', fc('zone-a', { nodeSelector: "zone == 'a'", maxIpsetSize: 10 }, { creationTimestamp: '2026-01-02T00:00:00Z' }));
-    b.onFelixConfiguration('all', fc('all', { nodeSelector: 'all()', maxIpsetSize: 20 }, { creationTimestamp: '2026-01-01T00:00:00Z' }));
+    const { b, fc: put, node } = batcher('node1');
+    put('default', fc('default', { healthPort: 9100 }));
+    put('node.node1', fc('node.node1', { healthPort: 9200 }));
+    put('node.node2', fc('node.node2', { healthPort: 9300 }));
+    put('zone-a', fc('zone-a', { nodeSelector: "zone == 'a'", maxIpsetSize: 10 }, { creationTimestamp: '2026-01-02T00:00:00Z' }));
+    put('all', fc('all', { nodeSelector: 'all()', maxIpsetSize: 20 }, { creationTimestamp: '2026-01-01T00:00:00Z' }));
     let d = b.take();
     assert.deepEqual([...d.global], [['HealthPort', '9100']]);
     assert.deepEqual([...d.node], [['HealthPort', '9200']]);
     assert.equal(d.selectorName, undefined, 'no Node resource: no labels, nothing matches');
-    b.onNode('node1', { zone: 'a' }, true);
+    node('node1', { zone: 'a' });
     assert.equal(b.dirty, true);
     d = b.take();
     assert.equal(d.selectorName, 'all', 'the oldest match wins');
     assert.deepEqual([...d.selector], [['MaxIpsetSize', '20']]);
-    b.onFelixConfiguration('all', undefined);
+    put('all', undefined);
     assert.equal(b.take().selectorName, 'zone-a');
-    b.onNode('node1', { zone: 'b' }, true);
+    node('node1', { zone: 'b' });
     assert.equal(b.take().selectorName, undefined);
   });
 
   it('ClusterInformation: its fields are global parameters; datastoreReady false means not ready, absent means ready', () => {
-    const b = new ConfigBatcher('node1', log);
+    const { b, ci } = batcher('node1');
     assert.equal(b.ready, true);
-    b.onClusterInformation('default', { clusterGUID: 'abc', datastoreReady: false });
+    ci({ clusterGUID: 'abc', datastoreReady: false });
     assert.equal(b.ready, false);
     assert.deepEqual([...b.take().global], [['ClusterGUID', 'abc']]);
-    b.onClusterInformation('default', { datastoreReady: true });
+    ci({ datastoreReady: true });
     assert.equal(b.ready, true);
-    b.onClusterInformation('default', undefined);
+    ci(undefined);
     assert.equal(b.ready, true);
   });
 });

@@ -60,7 +60,7 @@ describe('model: NetworkPolicy conversion', () => {
     assert.equal(p.selector, "(app == 'web') && projectcalico.org/namespace == 'prod'");
     assert.deepEqual(p.key, { tier: 'default', name: 'np/prod/p', sortKey: 'p/prod/NetworkPolicy' });
     assert.equal(p.namespace, 'prod');
-    assert.equal(p.applyOnForward, true);
+    assert.equal(p.applyOnForward, false, 'as upstream\'s processor');
     assert.equal(model.convertNetworkPolicy(NP({})).selector, "projectcalico.org/namespace == 'prod'");
   });
 

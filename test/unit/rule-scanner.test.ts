@@ -112,8 +112,6 @@ describe('RuleScanner', () => {
   it('passes protocol, ICMP, nets and ports through in dataplane form', () => {
     const { rs } = scanner();
     const p = rs.onProfileActive('profile:p', {
-      name: 'p',
-      labels: {},
       inboundRules: [rule({ action: 'deny', protocol: 'icmp', icmpType: 8, icmpCode: 0, srcNets: ['10.0.0.0/8'], notProtocol: 6, ipVersion: 4 })],
       outboundRules: [],
     });

@@ -1,0 +1,119 @@
+// The Typha datastore: Felix's feed from an existing calico-typha (TyphaAddr), already
+// through the update processors, so it goes straight to the calc graph. Each serialized
+// update becomes a typed internal-model update; a key palisade has no use for is counted
+// and reported once per kind, and a value that does not parse is reported (once per key
+// while it stays bad, and at most a few lines a minute in all) and treated as a deletion,
+// so a stale value never outlives a bad one.
+import { VERSION } from '../../version.js';
+import type { Logger } from '../../log.js';
+import { pathToKey } from '../../model/v1/keys.js';
+import { parseUpdate, type V1Update } from '../../model/v1/values.js';
+import { TyphaClient } from '../../typha/client.js';
+import type { SerializedUpdate } from '../../typha/syncproto.js';
+import { typhaTlsOptions, typhaTlsProblem, type TyphaTlsConfig } from '../../typha/tls.js';
+import type { ModelSyncer, ModelSyncerCallbacks } from '../types.js';
+
+export interface TyphaSyncerOptions {
+  address: string;
+  hostname: string;
+  readTimeoutMs: number;
+  writeTimeoutMs: number;
+  tls: TyphaTlsConfig;
+  log: Logger;
+  backoffMs?: { min: number; max: number };
+}
+
+/** Problem reports per minute, beyond which they are only counted. */
+const REPORTS_PER_MINUTE = 10;
+
+export class TyphaSyncer implements ModelSyncer {
+  readonly deliversModel = true;
+  readonly #opts: TyphaSyncerOptions;
+  #client: TyphaClient | undefined;
+  readonly #badKeys = new Map<string, string>();
+  readonly #ignoredKinds = new Set<string>();
+  #reports = { windowStart: 0, count: 0, suppressed: 0 };
+
+  constructor(opts: TyphaSyncerOptions) {
+    const problem = typhaTlsProblem(opts.tls);
+    if (problem) throw new Error(problem);
+    this.#opts = opts;
+  }
+
+  /** Keys whose current value could not be parsed (dropped). */
+  get badValueCount(): number {
+    return this.#badKeys.size;
+  }
+
+  start(callbacks: ModelSyncerCallbacks): void {
+    const o = this.#opts;
+    const tlsOn = !!o.tls.caFile;
+    o.log.info({ typha: o.address, tls: tlsOn }, 'connecting to Typha');
+    this.#client = new TyphaClient({
+      address: o.address,
+      hostname: o.hostname,
+      version: VERSION,
+      info: `palisade ${VERSION}`,
+      readTimeoutMs: o.readTimeoutMs,
+      writeTimeoutMs: o.writeTimeoutMs,
+      ...(tlsOn ? { tls: typhaTlsOptions(o.tls) } : {}),
+      log: o.log,
+      ...(o.backoffMs ? { backoffMs: o.backoffMs } : {}),
+      onUpdates: (kvs) => {
+        const out = this.#convert(kvs);
+        if (out.length) callbacks.onModelUpdates(out);
+      },
+      onStatus: (s) => callbacks.onStatusUpdated(s),
+    });
+    this.#client.start();
+  }
+
+  async stop(): Promise<void> {
+    this.#client?.stop();
+  }
+
+  #convert(kvs: SerializedUpdate[]): V1Update[] {
+    const out: V1Update[] = [];
+    for (const kv of kvs) {
+      const key = pathToKey(kv.key);
+      if (!key) {
+        this.#ignore(kv.key);
+        continue;
+      }
+      const text = kv.updateType === 3 ? undefined : kv.value.toString('utf8');
+      try {
+        out.push(parseUpdate(key, text));
+        if (this.#badKeys.delete(kv.key)) this.#opts.log.info({ key: kv.key }, 'Typha: the value of this key parses again');
+      } catch (e) {
+        this.#reportBad(kv, (e as Error).message);
+        out.push({ key, value: undefined } as V1Update);
+      }
+    }
+    return out;
+  }
+
+  // Typha sends every key the felix syncer has (BGP peers, IPAM affinities, Kubernetes
+  // services...); what palisade does not use yet is said once per kind, not per key.
+  #ignore(path: string): void {
+    const kind = path.split('/').slice(0, path.startsWith('/calico/resources/') ? 6 : 5).join('/');
+    if (this.#ignoredKinds.has(kind)) return;
+    this.#ignoredKinds.add(kind);
+    this.#opts.log.info({ keys: `${kind}/...` }, 'Typha: ignoring keys of a kind palisade does not use');
+  }
+
+  #reportBad(kv: SerializedUpdate, message: string): void {
+    if (this.#badKeys.get(kv.key) === message) return;
+    this.#badKeys.set(kv.key, message);
+    const now = Date.now();
+    const r = this.#reports;
+    if (now - r.windowStart > 60_000) {
+      if (r.suppressed) this.#opts.log.warn({ suppressed: r.suppressed }, 'Typha: more unparseable values were dropped than were reported');
+      this.#reports = { windowStart: now, count: 0, suppressed: 0 };
+    }
+    if (this.#reports.count++ >= REPORTS_PER_MINUTE) {
+      this.#reports.suppressed++;
+      return;
+    }
+    this.#opts.log.warn({ key: kv.key, revision: kv.revision, error: message }, 'Typha: unparseable value dropped (treated as a deletion)');
+  }
+}

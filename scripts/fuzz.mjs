@@ -1,14 +1,16 @@
 #!/usr/bin/env node
-// Runs a libFuzzer target: `npm run fuzz -- <target> <seconds>` (targets: selector,
-// nft_ops, route_ops, rtnl_msgs, ipset_ops, iptables_ops; default 60 s). Builds native/fuzz first; the working corpus lives in
-// build/fuzz-corpus/<target>, seeded from native/fuzz/corpus/<target>; findings (crash-*,
-// leak-*) land in build/fuzz-findings/. Exits non-zero when the target found something.
+// Runs a fuzz target: `npm run fuzz -- <target> <seconds>` (default 60 s). The native ones
+// (selector, nft_ops, route_ops, rtnl_msgs, ipset_ops, iptables_ops) are libFuzzer targets:
+// native/fuzz is built first; the working corpus lives in build/fuzz-corpus/<target>,
+// seeded from native/fuzz/corpus/<target>. typha_stream is the TypeScript Typha reader
+// (gob decoder, messages, v1 values: test/fuzz/typha-stream.ts), mutation-based. Findings
+// (crash-*, leak-*) land in build/fuzz-findings/. Exits non-zero when the target found something.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const TARGETS = ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops'];
+const TARGETS = ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops', 'typha_stream'];
 const [target, secondsText = '60'] = process.argv.slice(2);
 if (!TARGETS.includes(target ?? '')) {
   console.error(`usage: npm run fuzz -- <${TARGETS.join('|')}> [seconds]`);
@@ -18,6 +20,12 @@ const seconds = Number(secondsText);
 if (!Number.isFinite(seconds) || seconds <= 0) {
   console.error(`fuzz: expected a positive number of seconds, got "${secondsText}"`);
   process.exit(2);
+}
+if (target === 'typha_stream') {
+  const ts = spawnSync('npx', ['tsc', '-p', root], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (ts.status !== 0) process.exit(ts.status ?? 1);
+  const run = spawnSync(process.execPath, [`${root}dist/test/fuzz/typha-stream.js`, String(seconds)], { stdio: 'inherit' });
+  process.exit(run.status ?? 1);
 }
 const make = spawnSync('make', ['-C', `${root}native/fuzz`, '-j2', '--no-print-directory'], { stdio: ['ignore', 'ignore', 'inherit'] });
 if (make.status !== 0) process.exit(make.status ?? 1);

@@ -7,9 +7,9 @@ import { SelectorError } from '../native/errors.js';
 import { parseSelector } from '../native/selector.js';
 import { parseCidr, parseIp } from './net.js';
 
-const NAME = /^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$/;
+export const NAME = /^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$/;
 const PORT_NAME = /^[a-zA-Z0-9]([-a-zA-Z0-9._]*[a-zA-Z0-9])?$/;
-const IFACE = /^[a-zA-Z0-9_.@:-]{1,15}$/;
+export const IFACE = /^[a-zA-Z0-9_.@:-]{1,15}$/;
 
 export const PROTOCOL_NAMES = ['TCP', 'UDP', 'ICMP', 'ICMPv6', 'SCTP', 'UDPLite'] as const;
 export type ProtocolName = (typeof PROTOCOL_NAMES)[number];

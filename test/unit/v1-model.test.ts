@@ -131,7 +131,7 @@ describe('v1 model: values as libcalico-go serializes them', () => {
       selector: "role == 'db'",
       inbound_rules: [
         { action: 'allow', protocol: 'tcp', src_net: '10.0.0.5/8', src_nets: ['192.168.0.0/16'], src_ports: [1234, '2048:4000', 'http'], '!dst_ports': [22], ip_version: 4 },
-        { action: 'next-tier', '!protocol': 17, icmp_type: 8, icmp_code: 0, '!src_selector': 'has(x)', metadata: { annotations: { a: 'b' } } },
+        { action: 'next-tier', protocol: 'icmp', '!protocol': 17, icmp_type: 8, icmp_code: 0, '!src_selector': 'has(x)', metadata: { annotations: { a: 'b' } } },
       ],
       types: ['ingress'],
     }));
@@ -190,6 +190,19 @@ describe('v1 model: values as libcalico-go serializes them', () => {
       [{ type: 'WorkloadEndpoint', hostname: 'h', orchestratorId: 'k8s', workloadId: 'a/b', endpointId: 'e' }, '{"state":"inactive"}', /only "active"/],
       [{ type: 'HostEndpoint', hostname: 'h', endpointId: 'e' }, '{"labels":{"a":1}}', /labels\.a: expected a string/],
       [{ type: 'Tier', name: 't' }, '{"defaultAction":"Allow"}', /Deny or Pass/],
+      // What Felix's validator refuses, and the dataplane could not program.
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"selector":"app == "}', /^selector: invalid selector/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"inbound_rules":[{"!dst_selector":"has("}]}', /!dst_selector: invalid selector/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"inbound_rules":[{"dst_ports":[80]}]}', /ports are only allowed with protocol/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"inbound_rules":[{"protocol":"tcp","icmp_type":8}]}', /need protocol icmp/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"inbound_rules":[{"protocol":"gre"}]}', /protocol: expected TCP, UDP/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"inbound_rules":[{"ip_version":6,"src_nets":["10.0.0.0/8"]}]}', /in an ip_version 6 rule/],
+      [{ type: 'WorkloadEndpoint', hostname: 'h', orchestratorId: 'k8s', workloadId: 'a/b', endpointId: 'e' }, '{"name":"a-very-long-interface-name"}', /not a Linux interface name/],
+      [{ type: 'WorkloadEndpoint', hostname: 'h', orchestratorId: 'k8s', workloadId: 'a/b', endpointId: 'e' }, '{"mac":"zz"}', /not a MAC address/],
+      [{ type: 'WorkloadEndpoint', hostname: 'h', orchestratorId: 'k8s', workloadId: 'a/b', endpointId: 'e' }, '{"profile_ids":["Bad Name"]}', /not a Calico name/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p q' }, '{}', /policy name: "p q" is not a Calico name/],
+      [{ type: 'Policy', kind: 'NetworkPolicy', namespace: 'n', name: 'p' }, '{"tier":"T!"}', /tier: "T!"/],
+      [{ type: 'ProfileRules', name: 'x;y' }, '{}', /profile name/],
       [{ type: 'ReadyFlag' }, 'yes', /true or false/],
       [{ type: 'NetworkSet', name: 'n' }, '{not json', /not JSON/],
       [{ type: 'Resource', kind: 'Node', name: 'n1' }, JSON.stringify({ apiVersion: V3, kind: 'Node', metadata: { name: 'n2' }, spec: {} }), /different resource/],

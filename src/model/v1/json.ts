@@ -1,6 +1,9 @@
 // Checked reads of a decoded JSON value, for the v1 value codec: each failure names the
 // field, so a bad value from Typha is logged as what it is and skipped.
+import { SelectorError } from '../../native/errors.js';
+import { parseSelector } from '../../native/selector.js';
 import { parseCidr, parseIp } from '../net.js';
+import { IFACE, NAME, PROTOCOL_NAMES } from '../schemas.js';
 
 export class V1ValueError extends Error {
   readonly code = 'EV1VALUE';
@@ -83,13 +86,36 @@ export function ips(o: JsonObject, field: string): string[] {
   });
 }
 
-/** A numorstring.Protocol: a number, or a name kept as given (v1 values are lower case). */
+const PROTOCOLS = new Set(PROTOCOL_NAMES.map((p) => p.toLowerCase()));
+
+/** A numorstring.Protocol: a number 1-255, or one of Calico's names (lower case in v1 values). */
 export function optProtocol(o: JsonObject, field: string): string | number | undefined {
   const v = o[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 255) return v;
-  if (typeof v === 'string' && v !== '') return /^\d+$/.test(v) ? Number(v) : v.toLowerCase();
-  throw new V1ValueError(`${field}: expected a protocol name or number, got ${JSON.stringify(v)}`);
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined;
+  if (n !== undefined && Number.isInteger(n) && n >= 1 && n <= 255) return n;
+  if (typeof v === 'string' && PROTOCOLS.has(v.toLowerCase())) return v.toLowerCase();
+  throw new V1ValueError(`${field}: expected ${PROTOCOL_NAMES.join(', ')} or a number 1-255, got ${JSON.stringify(v)}`);
+}
+
+/** A selector, checked as Felix's validator does (the calc graph trusts it). */
+export function optSelector(o: JsonObject, field: string): string | undefined {
+  const s = optString(o, field);
+  if (!s) return s;
+  try {
+    parseSelector(s);
+  } catch (e) {
+    if (!(e instanceof SelectorError)) throw e;
+    throw new V1ValueError(`${field}: invalid selector: ${e.reason} at position ${e.position}`);
+  }
+  return s;
+}
+
+/** A Linux interface name, as the dataplane needs it. */
+export function optIface(o: JsonObject, field: string): string | undefined {
+  const s = optString(o, field);
+  if (s && !IFACE.test(s)) throw new V1ValueError(`${field}: "${s}" is not a Linux interface name (at most 15 characters)`);
+  return s;
 }
 
 /** Keeps only the fields that are set, so serialized values omit what Go's omitempty would. */
@@ -101,4 +127,10 @@ export function compact(o: JsonObject): JsonObject {
     out[k] = v;
   }
   return out;
+}
+
+/** A Calico resource name (chains and sets are named after them, so the dataplane needs them clean). */
+export function checkName(name: string, what: string): string {
+  if (name.length > 253 || !NAME.test(name)) throw new V1ValueError(`${what}: "${name.slice(0, 80)}" is not a Calico name (lower-case letters, digits, "-", "." or "_")`);
+  return name;
 }

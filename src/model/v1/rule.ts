@@ -3,7 +3,8 @@
 // src_net/dst_net merged into the lists (Rule.AllSrcNets). Tags were removed with Calico
 // v3: a rule naming one is refused rather than silently widened.
 import { type InternalRule, none, orNone, type PortSpec } from '../internal.js';
-import { cidrs, compact, type JsonObject, labels, list, object, optInt, optProtocol, optString, V1ValueError } from './json.js';
+import { parseCidr } from '../net.js';
+import { cidrs, compact, type JsonObject, labels, list, object, optInt, optProtocol, optSelector, optString, V1ValueError } from './json.js';
 
 const ACTIONS = new Set(['allow', 'deny', 'log', 'next-tier']);
 
@@ -54,10 +55,10 @@ export function parseRule(v: unknown, what: string): InternalRule {
     notSrcNets: nets(o, '!src_net', '!src_nets'),
     dstNets: nets(o, 'dst_net', 'dst_nets'),
     notDstNets: nets(o, '!dst_net', '!dst_nets'),
-    srcSelector: optString(o, 'src_selector') ?? '',
-    notSrcSelector: optString(o, '!src_selector') ?? '',
-    dstSelector: optString(o, 'dst_selector') ?? '',
-    notDstSelector: optString(o, '!dst_selector') ?? '',
+    srcSelector: optSelector(o, 'src_selector') ?? '',
+    notSrcSelector: optSelector(o, '!src_selector') ?? '',
+    dstSelector: optSelector(o, 'dst_selector') ?? '',
+    notDstSelector: optSelector(o, '!dst_selector') ?? '',
     srcPorts: ports(o, 'src_ports'),
     notSrcPorts: ports(o, '!src_ports'),
     dstPorts: ports(o, 'dst_ports'),
@@ -77,7 +78,27 @@ export function parseRule(v: unknown, what: string): InternalRule {
   for (const [k, x] of Object.entries(optional)) if (x !== undefined) (r as unknown as JsonObject)[k] = x;
   const meta = o.metadata === undefined || o.metadata === null ? undefined : object(o.metadata, `${what}.metadata`);
   if (meta && meta.annotations) r.annotations = labels(meta, 'annotations');
+  const problem = ruleProblem(r);
+  if (problem) throw new V1ValueError(`${what}: ${problem}`);
   return r;
+}
+
+const PORT_PROTOCOLS = new Set<string | number>(['tcp', 'udp', 'sctp', 'udplite', 6, 17, 132, 136]);
+const ICMP_PROTOCOLS = new Set<string | number>(['icmp', 'icmpv6', 1, 58]);
+
+/** What Felix's validator refuses in a v1 rule, and the dataplane could not program. */
+function ruleProblem(r: InternalRule): string | undefined {
+  const hasPorts = r.srcPorts.length || r.dstPorts.length || r.notSrcPorts.length || r.notDstPorts.length;
+  if (hasPorts && (r.protocol === undefined || !PORT_PROTOCOLS.has(r.protocol))) return 'ports are only allowed with protocol tcp, udp, sctp or udplite';
+  const hasIcmp = [r.icmpType, r.icmpCode, r.notIcmpType, r.notIcmpCode].some((x) => x !== undefined);
+  if (hasIcmp && (r.protocol === undefined || !ICMP_PROTOCOLS.has(r.protocol))) return 'icmp_type and icmp_code need protocol icmp or icmpv6';
+  if ((r.icmpCode !== undefined && r.icmpType === undefined) || (r.notIcmpCode !== undefined && r.notIcmpType === undefined)) return 'an icmp code needs an icmp type';
+  if (r.ipVersion) {
+    for (const n of [...r.srcNets, ...r.notSrcNets, ...r.dstNets, ...r.notDstNets]) {
+      if (parseCidr(n)?.version !== r.ipVersion) return `${n} in an ip_version ${r.ipVersion} rule`;
+    }
+  }
+  return undefined;
 }
 
 export function parseRules(o: JsonObject, field: string): InternalRule[] {

@@ -16,7 +16,7 @@ import { orNone } from '../internal.js';
 import { POLICY_KIND_SHORT, type PolicyKind, policyId, policySortKey } from '../names.js';
 import type { Resource } from '../schemas.js';
 import { validateResource } from '../validate.js';
-import { bool, cidrs, compact, ips, type JsonObject, labels, list, object, optNumber, optProtocol, optString, strings, V1ValueError } from './json.js';
+import { bool, checkName, cidrs, compact, ips, type JsonObject, labels, list, object, optIface, optNumber, optProtocol, optSelector, optString, strings, V1ValueError } from './json.js';
 import type { V1Key, V1KeyOf, V1KeyType } from './keys.js';
 import { parseRules, serializeRule } from './rule.js';
 
@@ -98,12 +98,14 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     parse(key, text) {
       const o = object(json(text), 'policy');
       const kind = policyKind(key.kind);
+      checkName(key.name, 'policy name');
+      if (key.namespace) checkName(key.namespace, 'namespace');
       const types = strings(o, 'types').map((t) => t.toLowerCase());
       for (const t of types) if (t !== 'ingress' && t !== 'egress') throw new V1ValueError(`types: unknown type "${t}"`);
       const p: InternalPolicy = {
-        key: { tier: optString(o, 'tier') || 'default', name: policyId(kind, key.namespace, key.name), sortKey: policySortKey(kind, key.namespace, key.name) },
+        key: { tier: checkName(optString(o, 'tier') || 'default', 'tier'), name: policyId(kind, key.namespace, key.name), sortKey: policySortKey(kind, key.namespace, key.name) },
         namespace: optString(o, 'namespace') ?? key.namespace,
-        selector: optString(o, 'selector') ?? '',
+        selector: optSelector(o, 'selector') ?? '',
         inboundRules: parseRules(o, 'inbound_rules'),
         outboundRules: parseRules(o, 'outbound_rules'),
         // No types means both (Felix's back-compatibility rule).
@@ -135,6 +137,7 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
   Tier: {
     parse(key, text) {
       const o = object(json(text), 'tier');
+      checkName(key.name, 'tier name');
       const action = optString(o, 'defaultAction') || 'Deny';
       if (action !== 'Deny' && action !== 'Pass') throw new V1ValueError(`defaultAction: expected Deny or Pass, got "${action}"`);
       const t: InternalTier = { name: key.name, defaultAction: action };
@@ -147,7 +150,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     },
   },
   ProfileRules: {
-    parse(_key, text) {
+    parse(key, text) {
+      checkName(key.name, 'profile name');
       const o = object(json(text), 'profile rules');
       return { inboundRules: parseRules(o, 'inbound_rules'), outboundRules: parseRules(o, 'outbound_rules') };
     },
@@ -156,7 +160,10 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     },
   },
   ProfileLabels: {
-    parse: (_key, text) => labels({ labels: json(text) }, 'labels'),
+    parse(key, text) {
+      checkName(key.name, 'profile name');
+      return labels({ labels: json(text) }, 'labels');
+    },
     serialize: (_key, l) => JSON.stringify(l),
   },
   WorkloadEndpoint: {
@@ -167,8 +174,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
       const ep: InternalWorkloadEndpoint = {
         key: { hostname: key.hostname, orchestratorId: key.orchestratorId, workloadId: key.workloadId, endpointId: key.endpointId },
         state: 'active',
-        name: optString(o, 'name') ?? '',
-        profileIds: orNone(strings(o, 'profile_ids')),
+        name: optIface(o, 'name') ?? '',
+        profileIds: orNone(strings(o, 'profile_ids').map((p) => checkName(p, 'profile_ids'))),
         ipv4Nets: orNone(cidrs(o, 'ipv4_nets')),
         ipv6Nets: orNone(cidrs(o, 'ipv6_nets')),
         ipv4Nat: nats(o, 'ipv4_nat'),
@@ -178,7 +185,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
         allowSpoofedSourcePrefixes: orNone(cidrs(o, 'allow_spoofed_source_ips')),
       };
       const mac = optString(o, 'mac');
-      if (mac) ep.mac = mac.toLowerCase();
+      if (mac && !/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/.test(mac)) throw new V1ValueError(`mac: "${mac}" is not a MAC address`);
+      if (mac) ep.mac = mac.toLowerCase().replaceAll('-', ':');
       const gw4 = optString(o, 'ipv4_gateway');
       if (gw4) ep.ipv4Gateway = gw4;
       const gw6 = optString(o, 'ipv6_gateway');
@@ -211,11 +219,11 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
       const o = object(json(text), 'host endpoint');
       return {
         key: { hostname: key.hostname, endpointId: key.endpointId },
-        name: optString(o, 'name') ?? '',
+        name: optIface(o, 'name') ?? '',
         expectedIpv4Addrs: ips(o, 'expected_ipv4_addrs'),
         expectedIpv6Addrs: ips(o, 'expected_ipv6_addrs'),
         labels: labels(o, 'labels'),
-        profileIds: strings(o, 'profile_ids'),
+        profileIds: strings(o, 'profile_ids').map((p) => checkName(p, 'profile_ids')),
         ports: endpointPorts(o),
       };
     },

@@ -7,6 +7,7 @@ import { DEMO_USAGE, runDemo } from './commands/demo.js';
 import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
 import { runSync, SYNC_USAGE } from './commands/sync.js';
+import { runTypha, TYPHA_USAGE } from './commands/typha.js';
 import { VERSION } from './version.js';
 
 const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-policy agent
@@ -21,6 +22,8 @@ Commands:
              computes for this node (programs nothing)
   plan       print the complete ruleset palisade would program on this host
              (nftables, or ipset + iptables-restore input); touches nothing
+  typha      serve Typha's protocol: one datastore connection fanned out to every
+             node's agent (or Felix)
   config     print the effective configuration and the source of each value
   selector   parse a Calico selector, print its canonical form, UID and IP-set name,
              and evaluate it against labels
@@ -57,6 +60,8 @@ export async function main(argv: string[]): Promise<number> {
       return runAgent(rest);
     case 'demo':
       return runDemo(rest);
+    case 'typha':
+      return runTypha(rest);
     case 'version':
     case '--version':
     case '-v':
@@ -67,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
-      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE, demo: DEMO_USAGE };
+      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE, demo: DEMO_USAGE, typha: TYPHA_USAGE };
       console.log((topic && usages[topic]) ?? USAGE);
       return command === undefined ? 2 : 0;
     }

@@ -41,7 +41,7 @@ export class AgentMetrics {
 export const RESYNC_STATE = { 'wait-for-datastore': 1, 'resync-in-progress': 2, 'in-sync': 3 } as const;
 
 /** `host` "" listens on every address, as Felix's PrometheusMetricsHost default. */
-export function serveMetrics(m: AgentMetrics, host: string, port: number, log: Logger, tls?: ServerTls): Promise<Server> {
+export function serveMetrics(m: { registry: AgentMetrics["registry"] }, host: string, port: number, log: Logger, tls?: ServerTls): Promise<Server> {
   const server = guardedServer('metrics', log, (req, res) => {
     if (req.path !== '/metrics') {
       res.writeHead(404).end();

@@ -32,6 +32,17 @@ export class GobEncoder {
     this.#registry = new Map([['string', { t: 'string' }], ['int64', { t: 'int' }], ['uint64', { t: 'uint' }], ...registry]);
   }
 
+  /**
+   * The definitions of `schema` and its components not yet sent on this stream (empty when
+   * all are known). Defining every type up front, in a fixed order, gives every stream the
+   * same type ids, so a value encoded once can be written to many streams.
+   */
+  define(schema: Schema): Buffer {
+    const out: Buffer[] = [];
+    this.#id(schema, out);
+    return Buffer.concat(out);
+  }
+
   /** The bytes for one top-level value: any type definitions it needs, then its message. */
   encode(value: unknown, schema: Schema): Buffer {
     const out: Buffer[] = [];

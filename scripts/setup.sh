@@ -6,7 +6,8 @@
 #                       etcd-client and openssl for the etcd datastore tests;
 #                       iputils-ping for the end-to-end traffic tests; clang-14 and
 #                       libclang-rt-14-dev for the libFuzzer targets; golang-go for
-#                       Go's own encoding/gob, the Typha wire format's reference)
+#                       Go's own encoding/gob, the Typha wire format's reference; golang-github-golang-snappy-dev,
+#                       the snappy package Typha itself uses, for the compressed stream)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,7 @@ fi
 # libmnl for the native nftables backend, libiptc for native iptables-legacy. Run: iproute2, nftables, iptables, ipset.
 pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev iproute2 nftables iptables ipset)
 if [[ ${1:-} == --with-test-tools ]]; then
-  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev golang-go)
+  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev golang-go golang-github-golang-snappy-dev)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,15 +1,22 @@
-// Builds the Go stand-in for Typha's wire format (test/fixtures/typha-gob/main.go) into
-// build/gob-fixture, offline: standard library only, a throwaway module, no downloads.
+// Builds the Go stand-in for Typha's wire format (test/fixtures/typha-gob/*.go) into
+// build/gob-fixture, offline: Go's standard library and Debian's packaged source of
+// github.com/golang/snappy (golang-github-golang-snappy-dev, the package Typha uses), in
+// GOPATH mode, no module downloads.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 export function buildGobFixture(root) {
-  const dir = join(root, 'build', 'gob-fixture');
+  const gopath = join(root, 'build', 'gob-fixture');
+  const dir = join(gopath, 'src', 'gobfixture');
   mkdirSync(dir, { recursive: true });
-  for (const f of ['main.go', 'typha.go', 'client.go']) copyFileSync(join(root, 'test', 'fixtures', 'typha-gob', f), join(dir, f));
-  writeFileSync(join(dir, 'go.mod'), 'module gobfixture\n\ngo 1.19\n');
-  const bin = join(dir, 'gobfixture');
-  execFileSync('go', ['build', '-o', bin, '.'], { cwd: dir, env: { ...process.env, GOFLAGS: '-mod=mod', GOPROXY: 'off', GOCACHE: join(dir, 'cache'), HOME: process.env.HOME ?? dir }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const src = join(root, 'test', 'fixtures', 'typha-gob');
+  for (const f of readdirSync(src).filter((f) => f.endsWith('.go'))) copyFileSync(join(src, f), join(dir, f));
+  const bin = join(gopath, 'gobfixture');
+  execFileSync('go', ['build', '-o', bin, '.'], {
+    cwd: dir,
+    env: { ...process.env, GO111MODULE: 'off', GOPATH: `${gopath}:/usr/share/gocode`, GOPROXY: 'off', GOCACHE: join(gopath, 'cache'), HOME: process.env.HOME ?? gopath },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   return bin;
 }

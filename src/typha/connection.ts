@@ -1,10 +1,13 @@
 // One connection to a Typha, as Felix's syncclient holds it: TCP (or TLS) to TyphaAddr,
-// our MsgClientHello (modern policy keys; no decoder restart, so no compression: Typha then
-// never sends one), its MsgServerHello checked (node resource updates, the same syncer
-// type), then the stream: KVs and sync statuses to the callbacks, each ping answered with
-// a pong. Anything else, a read gap longer than TyphaReadTimeout or a malformed stream
-// ends the connection with an error; reconnecting and the client-side resync are the
-// caller's (Felix's DedupeBuffer).
+// our MsgClientHello (modern policy keys; decoder restart and snappy compression offered,
+// as Felix offers them, unless `compression` is false), its MsgServerHello checked (node
+// resource updates, the same syncer type), then the stream: KVs and sync statuses to the
+// callbacks, each ping answered with a pong. A MsgDecoderRestart is acknowledged and
+// the rest of the stream read with a new gob decoder, through snappy's framing when the
+// server chose it (its compressed snapshot ends with another restart). Anything else, a
+// read gap longer than TyphaReadTimeout or a malformed stream ends the connection with
+// an error; reconnecting and the client-side resync are the caller's (Felix's
+// DedupeBuffer).
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -12,6 +15,7 @@ import tls from 'node:tls';
 import { GobDecoder } from './gob/decoder.js';
 import { type GobEncoder } from './gob/encoder.js';
 import { GobError } from './gob/wire.js';
+import { SnappyFrameDecoder } from './snappy.js';
 import { encodeMessage, type SerializedUpdate, type SyncStatus, toMessage, type TyphaMessage, typhaEncoder } from './syncproto.js';
 import { timeOfDate } from './gob/time.js';
 
@@ -28,6 +32,8 @@ export interface TyphaConnectionOptions {
   handshakeTimeoutMs?: number;
   /** TLS to Typha (Felix's TyphaCAFile/CertFile/KeyFile; the CN/URI SAN check is the caller's checkServerIdentity). */
   tls?: tls.ConnectionOptions;
+  /** Offer decoder restarts and snappy compression (default true, as Felix). */
+  compression?: boolean;
   onUpdates(kvs: SerializedUpdate[]): void;
   onStatus(status: SyncStatus): void;
 }
@@ -39,7 +45,11 @@ export class TyphaConnectionError extends Error {
 export class TyphaConnection {
   readonly #opts: TyphaConnectionOptions;
   readonly #enc: GobEncoder = typhaEncoder();
-  readonly #dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
+  #dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
+  /** The server's stream is snappy-framed from its last decoder restart on. */
+  #snappy: SnappyFrameDecoder | undefined;
+  /** Restarts seen (the compressed snapshot is followed by one more). */
+  restarts = 0;
   #socket: net.Socket | undefined;
   #helloDone = false;
   #timer: NodeJS.Timeout | undefined;
@@ -68,11 +78,12 @@ export class TyphaConnection {
       this.#fail = (e) => finish(e);
       this.#arm(this.#opts.handshakeTimeoutMs ?? 10_000, 'no server hello');
       s.once(this.#opts.tls ? 'secureConnect' : 'connect', () => {
-        this.#send({ type: 'ClientHello', hostname: this.#opts.hostname, info: this.#opts.info, version: this.#opts.version, syncerType: this.#opts.syncerType ?? 'felix', supportsDecoderRestart: false, supportedCompressionAlgorithms: [], supportsModernPolicyKeys: true, clientConnId: randomBytes(8).readBigUInt64BE() });
+        const compression = this.#opts.compression ?? true;
+        this.#send({ type: 'ClientHello', hostname: this.#opts.hostname, info: this.#opts.info, version: this.#opts.version, syncerType: this.#opts.syncerType ?? 'felix', supportsDecoderRestart: compression, supportedCompressionAlgorithms: compression ? ['snappy'] : [], supportsModernPolicyKeys: true, clientConnId: randomBytes(8).readBigUInt64BE() });
       });
       s.on('data', (chunk: Buffer) => {
         try {
-          for (const env of this.#dec.push(chunk)) this.#onMessage(toMessage(env));
+          this.#onData(chunk);
         } catch (e) {
           finish(e instanceof GobError || e instanceof TyphaConnectionError ? e : new TyphaConnectionError(`handling a message: ${(e as Error).message}`));
         }
@@ -109,6 +120,32 @@ export class TyphaConnection {
       t.unref();
       s.once('drain', () => clearTimeout(t));
     }
+  }
+
+  #onData(chunk: Buffer): void {
+    const bytes = this.#snappy ? this.#snappy.push(chunk) : chunk;
+    const values = this.#dec.push(bytes);
+    for (let i = 0; i < values.length; i++) {
+      const m = toMessage(values[i]);
+      if (m.type !== 'DecoderRestart') {
+        this.#onMessage(m);
+        continue;
+      }
+      // Typha sends nothing after a restart until our ACK: whatever is left was sent in the old format.
+      if (i !== values.length - 1 || this.#dec.buffered || this.#snappy?.buffered) throw new TyphaConnectionError('Typha sent data after a decoder restart, before our ACK');
+      this.#restart(m.compressionAlgorithm);
+    }
+  }
+
+  #restart(algorithm: string): void {
+    if (!this.#helloDone) throw new TyphaConnectionError('Typha sent a decoder restart before its hello');
+    if (!(this.#opts.compression ?? true)) throw new TyphaConnectionError('Typha sent a decoder restart we did not offer');
+    if (algorithm !== '' && algorithm !== 'snappy') throw new TyphaConnectionError(`Typha chose compression "${algorithm}", which we did not offer`);
+    this.restarts++;
+    this.#arm(this.#opts.readTimeoutMs ?? 30_000, 'nothing received');
+    this.#dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
+    this.#snappy = algorithm === 'snappy' ? new SnappyFrameDecoder() : undefined;
+    this.#send({ type: 'ACK' });
   }
 
   #onMessage(m: TyphaMessage): void {

@@ -60,7 +60,7 @@ describe('Typha connection', { timeout: 120_000 }, () => {
       (e: Error) => e.message,
     );
     const hello = JSON.parse((await lines.next()).value as string) as { hello: Record<string, unknown> };
-    assert.deepEqual({ ...hello.hello, ClientConnID: undefined }, { Hostname: 'node1', Info: 'unit test', Version: 'palisade-test', SyncerType: 'felix', SupportsDecoderRestart: false, SupportedCompressionAlgorithms: null, SupportsModernPolicyKeys: true, ClientConnID: undefined });
+    assert.deepEqual({ ...hello.hello, ClientConnID: undefined }, { Hostname: 'node1', Info: 'unit test', Version: 'palisade-test', SyncerType: 'felix', SupportsDecoderRestart: true, SupportedCompressionAlgorithms: ['snappy'], SupportsModernPolicyKeys: true, ClientConnID: undefined });
     const pong = JSON.parse((await lines.next()).value as string) as { pong?: unknown; error?: string };
     assert.ok(pong.pong, `Go did not accept the pong: ${pong.error}`);
     assert.match(await ended, /closed the connection/);

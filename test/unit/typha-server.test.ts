@@ -62,7 +62,7 @@ async function serve(opts: { timers?: Partial<ServerTimers>; maxConns?: number; 
 }
 
 /** Our own client connection, recording the state it holds. */
-function client(addr: string, extra: { tls?: import('node:tls').ConnectionOptions } = {}) {
+function client(addr: string, extra: { tls?: import('node:tls').ConnectionOptions; compression?: boolean } = {}) {
   const held = new Map<string, string>();
   const statuses: SyncStatus[] = [];
   let kvMessages = 0;
@@ -144,9 +144,14 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       cache.onUpdates(Array.from({ length: 1000 }, (_, i) => cfg(i)));
       cache.onStatus('in-sync');
       const one = client(addr);
-      await until(() => one.statuses.includes('in-sync'), 5000, 'in-sync');
+      const plain = client(addr, { compression: false });
+      await until(() => one.statuses.includes('in-sync') && plain.statuses.includes('in-sync'), 5000, 'in-sync');
       assert.equal(one.held.size, 1000);
       assert.deepEqual(one.statuses, ['in-sync']);
+      assert.equal(one.c.restarts, 2, 'snappy: compression on, then the compressed snapshot\'s closing restart');
+      assert.equal(plain.c.restarts, 0);
+      assert.deepEqual([...plain.held].sort(), [...one.held].sort());
+      plain.c.close();
       cache.onUpdates([kv('/calico/v1/config/Param5', 'edited'), kv('/calico/v1/config/Param6', null), cfg(5000)]);
       await until(() => one.held.get('/calico/v1/config/Param5') === 'edited' && !one.held.has('/calico/v1/config/Param6') && one.held.has('/calico/v1/config/Param5000'));
 
@@ -177,7 +182,8 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       // It never reads: its socket fills, it falls behind, and it is cut off.
       // More than the kernel's socket buffers hold (a few MB on the loopback).
       const big = 'x'.repeat(50_000);
-      const good = client(`127.0.0.1:${port}`);
+      // Uncompressed, 25 MB make this client lag too, so it gets its deltas coalesced.
+      const good = client(`127.0.0.1:${port}`, { compression: false });
       await until(() => good.statuses.includes('in-sync'));
       for (let i = 0; i < 500; i++) cache.onUpdates([kv(`/calico/v1/config/Big${i}`, big)]);
       await new Promise((res) => setTimeout(res, 400));
@@ -276,30 +282,33 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
     }
   });
 
-  it('Go\'s encoding/gob decodes our stream (a client as Felix\'s)', async (t) => {
-    if (!haveGo) {
-      assert.ok(!process.env.CI, 'go is required on CI');
-      t.skip('go is not installed');
-      return;
-    }
-    const { cache, server, addr } = await serve({ timers: { pingMs: 200 } });
-    try {
-      cache.onUpdates(Array.from({ length: 250 }, (_, i) => cfg(i)));
-      cache.onStatus('in-sync');
-      const go = spawn(await goStandInBinary(), ['client', addr, '1.5']);
-      let out = '';
-      go.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      setTimeout(() => cache.onUpdates([cfg(999), kv('/calico/v1/config/Param0', null)]), 500);
-      await new Promise((r) => go.on('exit', r));
-      const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-      assert.equal(lines[0]?.type, 'main.MsgServerHello');
-      assert.ok(!lines.some((l) => l.error), out);
-      const summary = lines.at(-1)?.summary as { keys: number; statuses: number[]; pings: number };
-      assert.deepEqual(summary.statuses, [2]);
-      assert.equal(summary.keys, 250);
-      assert.ok(summary.pings >= 3, `pings answered: ${summary.pings}`);
-    } finally {
-      server.close();
-    }
-  });
+  for (const mode of ['plain', 'snappy'] as const) {
+    it(`Go's encoding/gob (and golang/snappy) decodes our stream, ${mode} (a client as Felix's)`, async (t) => {
+      if (!haveGo) {
+        assert.ok(!process.env.CI, 'go is required on CI');
+        t.skip('go is not installed');
+        return;
+      }
+      const { cache, server, addr } = await serve({ timers: { pingMs: 200 } });
+      try {
+        cache.onUpdates(Array.from({ length: 2500 }, (_, i) => cfg(i)));
+        cache.onStatus('in-sync');
+        const go = spawn(await goStandInBinary(), ['client', addr, '1.5', ...(mode === 'snappy' ? ['snappy'] : [])]);
+        let out = '';
+        go.stdout.on('data', (d: Buffer) => (out += d.toString()));
+        setTimeout(() => cache.onUpdates([cfg(9999), kv('/calico/v1/config/Param0', null)]), 500);
+        await new Promise((r) => go.on('exit', r));
+        const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+        assert.equal(lines[0]?.type, 'main.MsgServerHello');
+        assert.ok(!lines.some((l) => l.error), out);
+        const summary = lines.at(-1)?.summary as { keys: number; statuses: number[]; pings: number; restarts: number };
+        assert.deepEqual(summary.statuses, [2]);
+        assert.equal(summary.keys, 2500, 'the snapshot, plus one key and minus one');
+        assert.equal(summary.restarts, mode === 'snappy' ? 2 : 0, 'compression on, then the compressed snapshot\'s closing restart');
+        assert.ok(summary.pings >= 3, `pings answered: ${summary.pings}`);
+      } finally {
+        server.close();
+      }
+    });
+  }
 });

@@ -30,6 +30,11 @@ export class GobDecoder {
     this.#maxDepth = limits.maxDepth ?? 32;
   }
 
+  /** Bytes taken but not yet part of a returned value. */
+  get buffered(): number {
+    return this.#messages.reduce((n, m) => n + m.length, 0) + this.#pending.length;
+  }
+
   /** Takes the next bytes of the stream; returns the top-level values now complete. */
   push(chunk: Uint8Array): unknown[] {
     this.#pending = this.#pending.length ? Buffer.concat([this.#pending, chunk]) : Buffer.from(chunk);

@@ -1,7 +1,10 @@
 // One client of `palisade typha`, as Typha's syncserver connection handles it: the
 // client's hello within the handshake timeout (modern policy keys, the felix syncer), our
 // hello, the shared snapshot in MsgKVs batches, its sync status, then the breadcrumbs as
-// they come - the next one as its shared bytes when the client is up to date, coalesced
+// they come. A client that offers decoder restarts and snappy (Felix does) is sent a
+// MsgDecoderRestart, and after its ACK the shared compressed snapshot, which ends with
+// another restart; after the second ACK its stream goes on snappy-framed - each
+// breadcrumb's message compressed once for every client - the next one as its shared bytes when the client is up to date, coalesced
 // into fuller messages when it lags. Pings every interval; a pong must follow in time.
 // The client may send nothing but pongs (and nothing over the inbound size cap); a write
 // that cannot drain within the write timeout, or a client more than MaxFallBehind behind
@@ -14,9 +17,10 @@ import { GobDecoder } from '../gob/decoder.js';
 import { timeOfDate } from '../gob/time.js';
 import { GobError } from '../gob/wire.js';
 import { type SerializedUpdate, type TyphaMessage, toMessage } from '../syncproto.js';
+import { frameChunks, STREAM_IDENTIFIER } from '../snappy.js';
 import { encodeShared, SERVER_PREAMBLE } from './encoding.js';
 import type { TyphaMetrics } from './metrics.js';
-import type { Breadcrumb, SnapshotCache } from './snapshot-cache.js';
+import type { Breadcrumb, SharedSnapshot, SnapshotCache } from './snapshot-cache.js';
 
 export interface ServerTimers {
   handshakeMs: number;
@@ -45,10 +49,11 @@ export interface ServerConnectionOptions {
   onStreaming?: () => void;
 }
 
-type State = 'handshake' | 'snapshot' | 'streaming' | 'closed';
+type State = 'handshake' | 'await-ack' | 'snapshot' | 'streaming' | 'closed';
 
-/** Shared deltas of each breadcrumb, encoded on first use. */
+/** Shared deltas of each breadcrumb, encoded on first use (and compressed, for snappy streams). */
 const crumbBytes = new WeakMap<Breadcrumb, Buffer>();
+const crumbSnappy = new WeakMap<Breadcrumb, Buffer>();
 
 export class ServerConnection {
   readonly id: bigint;
@@ -61,6 +66,10 @@ export class ServerConnection {
   #pumping = false;
   #pingSentAt: number | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
+  /** The client chose snappy: after the handshake everything is framed. */
+  #snappy = false;
+  /** What the next ACK from the client lets us do. */
+  #onAck: (() => void) | undefined;
   readonly #timers = new Set<NodeJS.Timeout>();
   #unsubscribe: (() => void) | undefined;
   #done!: (reason: string) => void;
@@ -129,6 +138,16 @@ export class ServerConnection {
       this.#onHello(m);
       return;
     }
+    if (this.#state === 'await-ack') {
+      if (m.type !== 'ACK') {
+        this.close(`the client sent ${m.type} where its ACK of a decoder restart was due`);
+        return;
+      }
+      const next = this.#onAck;
+      this.#onAck = undefined;
+      next?.();
+      return;
+    }
     if (m.type !== 'Pong') {
       this.close(`the client sent ${m.type}; after its hello only pongs are allowed`);
       return;
@@ -155,10 +174,47 @@ export class ServerConnection {
       return;
     }
     this.#o.log.info({ connID: String(this.id), client: m.hostname, clientVersion: m.version, info: m.info }, 'Typha client connected');
-    this.#state = 'snapshot';
     this.#write(Buffer.concat([SERVER_PREAMBLE, encodeShared({ type: 'ServerHello', version: this.#o.version, syncerType: 'felix', supportsNodeResourceUpdates: true, serverConnId: this.id })]));
     this.#o.onStreaming?.();
+    if (m.supportsDecoderRestart && m.supportedCompressionAlgorithms.includes('snappy')) {
+      this.#write(encodeShared({ type: 'DecoderRestart', message: 'enable compression: snappy;send binary snapshot', compressionAlgorithm: 'snappy' }));
+      this.#awaitAck(() => void this.#sendCompressedSnapshot());
+      return;
+    }
+    this.#state = 'snapshot';
     void this.#sendSnapshot();
+  }
+
+  // As Typha: the client has its pong timeout to acknowledge a restart.
+  #awaitAck(then: () => void): void {
+    this.#state = 'await-ack';
+    const t = this.#after(this.#o.timers.pongTimeoutMs, () => this.close(`no ACK of a decoder restart within ${this.#o.timers.pongTimeoutMs} ms`));
+    this.#onAck = () => {
+      this.#cancel(t);
+      then();
+    };
+  }
+
+  async #sendCompressedSnapshot(): Promise<void> {
+    this.#state = 'snapshot';
+    const t0 = Date.now();
+    const snap = await this.#o.cache.snapshot();
+    const blob = await snap.compressed();
+    if (this.#isClosed()) return;
+    if (!this.#o.socket.write(blob)) await this.#drained();
+    if (this.#isClosed()) return;
+    this.#awaitAck(() => {
+      // A new stream: snappy-framed, gob started afresh.
+      this.#snappy = true;
+      this.#o.socket.write(Buffer.concat([STREAM_IDENTIFIER, frameChunks(SERVER_PREAMBLE)]));
+      this.#write(encodeShared({ type: 'SyncStatus', status: snap.crumb.status }));
+      this.#startStreaming(snap, t0);
+    });
+  }
+
+  // (A method, so the compiler does not carry a state narrowed before an await past it.)
+  #isClosed(): boolean {
+    return this.#state === 'closed';
   }
 
   async #sendSnapshot(): Promise<void> {
@@ -170,6 +226,10 @@ export class ServerConnection {
     }
     if (this.#state === 'closed') return;
     this.#write(encodeShared({ type: 'SyncStatus', status: snap.crumb.status }));
+    this.#startStreaming(snap, t0);
+  }
+
+  #startStreaming(snap: SharedSnapshot, t0: number): void {
     this.#o.metrics?.snapshotSendSecs.observe((Date.now() - t0) / 1000);
     if (snap.kvs) this.#o.metrics?.kvsPerMsg.observe(snap.kvs / Math.max(1, snap.messages.length));
     this.#crumb = snap.crumb;
@@ -270,15 +330,25 @@ export class ServerConnection {
       }
       this.#o.metrics?.clientLatency.observe((Date.now() - c.time) / 1000);
       this.#o.metrics?.kvsPerMsg.observe(c.deltas.length);
-      ok = this.#write(bytes);
+      if (this.#snappy) {
+        let framed = crumbSnappy.get(c);
+        if (!framed) {
+          framed = frameChunks(bytes);
+          crumbSnappy.set(c, framed);
+        }
+        ok = this.#o.socket.write(framed);
+      } else {
+        ok = this.#write(bytes);
+      }
     }
     if (c.status !== prevStatus) ok = this.#write(encodeShared({ type: 'SyncStatus', status: c.status })) && ok;
     return ok;
   }
 
+  /** Writes a message's gob bytes, snappy-framed on a compressed stream. */
   #write(b: Buffer): boolean {
     if (this.#state === 'closed') return true;
-    return this.#o.socket.write(b);
+    return this.#o.socket.write(this.#snappy ? frameChunks(b) : b);
   }
 
   #drained(): Promise<void> {

@@ -12,6 +12,7 @@ export class TyphaMetrics {
   readonly snapshotsGenerated = new Counter({ name: 'typha_snapshots_generated', help: 'Encoded snapshots built.', registers: this.#r });
   readonly snapshotsReused = new Counter({ name: 'typha_snapshots_reused', help: 'Connections served an encoded snapshot built for another.', registers: this.#r });
   readonly snapshotRawBytes = new Gauge({ name: 'typha_snapshot_raw_bytes', help: 'Size of the newest encoded snapshot.', registers: this.#r });
+  readonly snapshotCompressedBytes = new Gauge({ name: 'typha_snapshot_compressed_bytes', help: 'Size of the newest snapshot compressed for snappy clients.', registers: this.#r });
   readonly connectionsAccepted = new Counter({ name: 'typha_connections_accepted', help: 'Connections accepted.', registers: this.#r });
   readonly connectionsDropped = new Counter({ name: 'typha_connections_dropped', help: 'Connections dropped to stay under the connection limit, or to shut down.', registers: this.#r });
   readonly connectionsActive = new Gauge({ name: 'typha_connections_active', help: 'Open connections.', registers: this.#r });

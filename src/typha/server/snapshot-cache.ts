@@ -9,7 +9,8 @@
 // snapshot's build gets that one and catches up from its breadcrumb (Typha's binary
 // snapshot, BinarySnapshotTimeout), so 200 nodes restarting together cost one encoding.
 import type { SerializedUpdate, SyncStatus } from '../syncproto.js';
-import { encodeShared } from './encoding.js';
+import { frameChunks, STREAM_IDENTIFIER } from '../snappy.js';
+import { encodeShared, SERVER_PREAMBLE } from './encoding.js';
 import type { TyphaMetrics } from './metrics.js';
 
 export interface Breadcrumb {
@@ -30,6 +31,25 @@ export interface SharedSnapshot {
   readonly kvs: number;
   readonly bytes: number;
   readonly builtAt: number;
+  /**
+   * The same, as Typha's binary snapshot for clients that chose snappy: a whole
+   * compressed gob stream (type definitions, the KVs, then a MsgDecoderRestart), built
+   * once on first use and shared.
+   */
+  compressed(): Promise<Buffer>;
+}
+
+/** Bytes compressed per turn of the event loop. */
+const COMPRESS_SLICE = 1 << 20;
+
+async function compressedSnapshot(messages: readonly Buffer[]): Promise<Buffer> {
+  const raw = Buffer.concat([SERVER_PREAMBLE, ...messages, encodeShared({ type: 'DecoderRestart', message: 'End of compressed snapshot.', compressionAlgorithm: 'snappy' })]);
+  const out: Buffer[] = [STREAM_IDENTIFIER];
+  for (let at = 0; at < raw.length; at += COMPRESS_SLICE) {
+    if (at) await new Promise((r) => setImmediate(r));
+    out.push(frameChunks(raw.subarray(at, at + COMPRESS_SLICE)));
+  }
+  return Buffer.concat(out);
 }
 
 export interface SnapshotCacheOptions {
@@ -159,6 +179,21 @@ export class SnapshotCache {
     }
     this.#metrics?.snapshotsGenerated.inc();
     this.#metrics?.snapshotRawBytes.set(bytes);
-    return { crumb, messages, kvs: kvs.length, bytes, builtAt: Date.now() };
+    let compressed: Promise<Buffer> | undefined;
+    const metrics = this.#metrics;
+    return {
+      crumb,
+      messages,
+      kvs: kvs.length,
+      bytes,
+      builtAt: Date.now(),
+      compressed() {
+        compressed ??= compressedSnapshot(messages).then((b) => {
+          metrics?.snapshotCompressedBytes.set(b.length);
+          return b;
+        });
+        return compressed;
+      },
+    };
   }
 }

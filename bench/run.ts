@@ -14,6 +14,7 @@ const BENCHES: Record<string, [string, string[]]> = {
   filesync: ['filesync.js', []],
   dataplane: ['dataplane.js', []],
   'dataplane-iptables': ['dataplane-iptables.js', []],
+  typha: ['typha.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

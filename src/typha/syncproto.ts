@@ -106,7 +106,8 @@ const bool = (v: unknown, what: string): boolean => {
 };
 const uint = (v: unknown, what: string): bigint => {
   if (v === undefined) return 0n;
-  if ((typeof v !== 'number' && typeof v !== 'bigint') || v < 0) throw new GobError(`${what} is not an unsigned integer`);
+  // A peer may define a field under the expected name with another type (a float, say).
+  if (!(typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) || v < 0) throw new GobError(`${what} is not an unsigned integer`);
   return BigInt(v);
 };
 const small = (v: unknown, what: string, max: number): number => {
@@ -136,7 +137,7 @@ function update(v: unknown): SerializedUpdate {
   const value = f.Value;
   if (value !== undefined && !Buffer.isBuffer(value)) throw new GobError('a SerializedUpdate value is not bytes');
   const ttl = f.TTL ?? 0;
-  if (typeof ttl !== 'number') throw new GobError('a TTL out of range');
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl)) throw new GobError('a TTL out of range');
   return { key: str(f.Key, 'a key'), value: value ?? Buffer.alloc(0), revision, v3ResourceVersion: str(f.V3ResourceVersion, 'a v3 resource version'), ttlNanos: ttl, updateType: small(f.UpdateType, 'an update type', 3) as UpdateType };
 }
 

@@ -15,6 +15,7 @@ import { parseUpdate, serializeValue, V1ValueError } from '../../src/model/v1/va
 import { validateResource } from '../../src/model/validate.js';
 import { GobDecoder } from '../../src/typha/gob/decoder.js';
 import { GobError } from '../../src/typha/gob/wire.js';
+import { frameStream, SnappyFrameDecoder, STREAM_IDENTIFIER } from '../../src/typha/snappy.js';
 import { encodeMessage, type SerializedUpdate, toMessage, typhaEncoder } from '../../src/typha/syncproto.js';
 import { richResources } from '../helpers/rich-state.js';
 import { Rng } from '../helpers/rng.js';
@@ -24,11 +25,14 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Decodes `input` in the chunks given; throws only for a finding. Returns how far it got (messages and KVs read). */
 export function fuzzOnce(input: Buffer, cuts: number[] = []): number {
   const dec = new GobDecoder({ maxMessageBytes: 1 << 16 });
+  // A stream that starts as snappy's does goes through the framing decoder first.
+  const snappy = input.subarray(0, 4).equals(STREAM_IDENTIFIER.subarray(0, 4)) ? new SnappyFrameDecoder() : undefined;
   let depth = 0;
   try {
     let at = 0;
     for (const cut of [...cuts.filter((c) => c > 0 && c < input.length).sort((a, b) => a - b), input.length]) {
-      for (const v of dec.push(input.subarray(at, cut))) {
+      const piece = input.subarray(at, cut);
+      for (const v of dec.push(snappy ? snappy.push(piece) : piece)) {
         const m = toMessage(v);
         depth++;
         if (m.type === 'KVs') for (const kv of m.kvs) depth += parseKV(kv);
@@ -53,7 +57,7 @@ function parseKV(kv: SerializedUpdate): number {
   }
 }
 
-/** Seeds: Go's golden stream, and a whole session as our encoder writes it (KVs of every kind). */
+/** Seeds: Go's golden stream, a whole session as our encoder writes it (KVs of every kind), and that session snappy-framed. */
 export function seeds(): Buffer[] {
   const golden = readFileSync(`${ROOT}test/fixtures/typha-gob/golden.bin`);
   const enc = typhaEncoder();
@@ -75,7 +79,7 @@ export function seeds(): Buffer[] {
     encodeMessage(enc, { type: 'SyncStatus', status: 'in-sync' }),
     encodeMessage(enc, { type: 'Ping', timestamp: { unix: 1_795_000_000, nanos: 5 } }),
   ]);
-  return [golden, session];
+  return [golden, session, frameStream(session)];
 }
 
 const INTERESTING = [0, 1, 0x7f, 0x80, 0xf8, 0xfc, 0xfe, 0xff];

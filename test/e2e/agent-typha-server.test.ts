@@ -76,7 +76,7 @@ describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (
     etcd.put(`${PREFIX}/profiles/kns.e2e`, JSON.stringify(profile));
     etcd.put(`${PREFIX}/workloadendpoints/e2e/node1-k8s-api-eth0`, JSON.stringify(wep(api, { app: 'api' })));
     etcd.put(`${PREFIX}/workloadendpoints/e2e/node1-k8s-db-eth0`, JSON.stringify(wep(db, { app: 'db' })));
-    typha = new TyphaProcess(lab, [], { FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: etcd.endpoint });
+    typha = new TyphaProcess(lab, [], { FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: etcd.endpoint, TYPHA_HEALTHENABLED: 'true', TYPHA_PROMETHEUSMETRICSENABLED: 'true', TYPHA_PROMETHEUSMETRICSHOST: '127.0.0.1' });
     await typha.start();
     agent = new LabAgent(lab, tempDir(), { FELIX_TYPHAADDR: `127.0.0.1:${PORT}` });
     await agent.applied();
@@ -96,6 +96,15 @@ describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (
     etcd.put(`${PREFIX}/networkpolicies/e2e/db`, JSON.stringify(policy(6543)));
     assert.ok((await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 5000, 10)) >= 0);
     console.log(`# etcd -> palisade typha -> agent -> kernel: policy edit enforced in ${Date.now() - t0} ms`);
+  });
+
+  it('palisade typha reports ready and serves typha_* metrics', () => {
+    assert.equal(lab.http('http://localhost:9098/readiness').status, 204);
+    const m = lab.http('http://127.0.0.1:9093/metrics').body;
+    assert.match(m, /^typha_connections_active 1$/m);
+    assert.match(m, /^typha_cache_size [1-9]/m);
+    assert.match(m, /^typha_breadcrumb_seq_number [1-9]/m);
+    assert.match(m, /^typha_snapshots_generated [1-9]/m);
   });
 
   it('a Typha restart, with a change made while it was down: traffic keeps flowing, then the change is enforced', async () => {

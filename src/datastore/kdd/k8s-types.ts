@@ -1,0 +1,74 @@
+// The parts of Kubernetes objects the Kubernetes datastore reads, as the API serves them
+// (JSON). Everything is optional: an object from the API is checked as it is converted.
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  generateName?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface ContainerPort {
+  name?: string;
+  containerPort?: number;
+  hostPort?: number;
+  hostIP?: string;
+  protocol?: string;
+}
+
+export interface Pod {
+  metadata?: ObjectMeta;
+  spec?: {
+    nodeName?: string;
+    hostNetwork?: boolean;
+    serviceAccountName?: string;
+    containers?: Array<{ ports?: ContainerPort[] }>;
+    initContainers?: Array<{ ports?: ContainerPort[] }>;
+  };
+  status?: { phase?: string; podIP?: string; podIPs?: Array<{ ip?: string }> };
+}
+
+export interface Namespace {
+  metadata?: ObjectMeta;
+}
+
+export interface ServiceAccount {
+  metadata?: ObjectMeta;
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+export interface NetworkPolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: { cidr: string; except?: string[] };
+}
+
+export interface NetworkPolicyPort {
+  protocol?: string;
+  port?: number | string;
+  endPort?: number;
+}
+
+export interface NetworkPolicy {
+  metadata?: ObjectMeta;
+  spec?: {
+    podSelector?: LabelSelector;
+    ingress?: Array<{ from?: NetworkPolicyPeer[]; ports?: NetworkPolicyPort[] }>;
+    egress?: Array<{ to?: NetworkPolicyPeer[]; ports?: NetworkPolicyPort[] }>;
+    policyTypes?: string[];
+  };
+}
+
+export interface Node {
+  metadata?: ObjectMeta;
+  spec?: { podCIDR?: string; podCIDRs?: string[] };
+  status?: { addresses?: Array<{ type?: string; address?: string }> };
+}

@@ -7,7 +7,8 @@
 #                       iputils-ping for the end-to-end traffic tests; clang-14 and
 #                       libclang-rt-14-dev for the libFuzzer targets; golang-go for
 #                       Go's own encoding/gob, the Typha wire format's reference; golang-github-golang-snappy-dev,
-#                       the snappy package Typha itself uses, for the compressed stream)
+#                       the snappy package Typha itself uses, for the compressed stream;
+#                       kubectl (Debian's kubernetes-client) unless one is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,8 @@ fi
 pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev iproute2 nftables iptables ipset)
 if [[ ${1:-} == --with-test-tools ]]; then
   pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev golang-go golang-github-golang-snappy-dev)
+  # kubectl checks the tests' Kubernetes API server; Debian's client where none is installed.
+  command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -15,7 +15,7 @@
 import type { SyncStatus } from '../datastore/types.js';
 import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
 import { POLICY_KIND_SHORT, type PolicyKind, policyId } from '../model/names.js';
-import { parseCidr, parseIp } from '../model/net.js';
+import { parseIp } from '../model/net.js';
 import type { V1KeyOf, V1KeyType } from '../model/v1/keys.js';
 import type { V1Update, V1Values } from '../model/v1/values.js';
 import type { PolicyID, ToDataplane } from '../proto/messages.js';
@@ -84,7 +84,8 @@ export class CalcGraph {
       // Of the v3 resources passed through, the graph needs Nodes' addresses.
       if (k.kind !== 'Node') return;
       const addr = r?.kind === 'Node' ? r.spec.bgp?.ipv4Address : undefined;
-      this.#sequencer.onHostMetadataUpdate(k.name, addr ? parseCidr(addr)?.address : undefined);
+      // The host's own address: "192.0.2.1/24" is 192.0.2.1, not its network.
+      this.#sequencer.onHostMetadataUpdate(k.name, addr ? parseIp(addr.split('/')[0] as string)?.address : undefined);
     },
     // For the config batcher, WireGuard (not programmed) and routing (not yet): nothing here.
     ReadyFlag: () => {},

@@ -7,6 +7,7 @@ export const KEY_PREFIX = '/calico/resources/v3/projectcalico.org/';
 
 const PLURALS: Readonly<Record<Kind, string>> = {
   NetworkPolicy: 'networkpolicies',
+  KubernetesNetworkPolicy: 'kubernetesnetworkpolicies',
   GlobalNetworkPolicy: 'globalnetworkpolicies',
   Tier: 'tiers',
   Profile: 'profiles',

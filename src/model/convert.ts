@@ -160,13 +160,14 @@ function policyTypes(spec: {
   return ['ingress', 'egress'];
 }
 
-export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'>): InternalPolicy {
+/** A NetworkPolicy, or a Kubernetes NetworkPolicy as the Kubernetes datastore gives it (the same spec, its own policy kind). */
+export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'> | ResourceOf<'KubernetesNetworkPolicy'>, kind: 'NetworkPolicy' | 'KubernetesNetworkPolicy' = 'NetworkPolicy'): InternalPolicy {
   const ns = p.metadata.namespace;
   const nsClause = `${LABEL_NAMESPACE} == '${ns}'`;
   let selector = p.spec.selector ? `(${p.spec.selector}) && ${nsClause}` : nsClause;
   selector = prefixAndAppend(selector, p.spec.serviceAccountSelector, SERVICE_ACCOUNT_LABEL_PREFIX);
   const out: InternalPolicy = {
-    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId('NetworkPolicy', ns, p.metadata.name), sortKey: policySortKey('NetworkPolicy', ns, p.metadata.name) },
+    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId(kind, ns, p.metadata.name), sortKey: policySortKey(kind, ns, p.metadata.name) },
     namespace: ns,
     selector,
     inboundRules: (p.spec.ingress ?? []).map((r) => convertRule(r, ns)),

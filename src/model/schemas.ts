@@ -200,6 +200,9 @@ function resource<K extends string, M extends z.ZodTypeAny, S extends z.ZodTypeA
 
 export const schemas = {
   NetworkPolicy: resource('NetworkPolicy', namespacedMeta, z.object(policySpecFields)),
+  // A Kubernetes NetworkPolicy as the Kubernetes datastore converts it (Calico's
+  // KindKubernetesNetworkPolicy): a NetworkPolicy's spec, its own policy kind ("knp/").
+  KubernetesNetworkPolicy: resource('KubernetesNetworkPolicy', namespacedMeta, z.object(policySpecFields)),
   GlobalNetworkPolicy: resource(
     'GlobalNetworkPolicy',
     globalMeta,
@@ -308,4 +311,4 @@ export type ResourceOf<K extends Kind> = z.infer<(typeof schemas)[K]>;
 export type Resource = { [K in Kind]: ResourceOf<K> }[Kind];
 export type Rule = z.infer<typeof rule>;
 export type EntityRule = z.infer<typeof entityRule>;
-export const NAMESPACED_KINDS: ReadonlySet<Kind> = new Set(['NetworkPolicy', 'WorkloadEndpoint', 'NetworkSet']);
+export const NAMESPACED_KINDS: ReadonlySet<Kind> = new Set(['NetworkPolicy', 'KubernetesNetworkPolicy', 'WorkloadEndpoint', 'NetworkSet']);

@@ -13,6 +13,7 @@ import { nodeProcessor } from './node.js';
 import {
   globalNetworkPolicyProcessor,
   globalNetworkSetProcessor,
+  kubernetesNetworkPolicyProcessor,
   networkPolicyProcessor,
   networkSetProcessor,
   profileProcessor,
@@ -36,6 +37,7 @@ export class UpdateProcessors {
     const felixConfig = new FelixConfigProcessor(warnField);
     this.#processors = {
       NetworkPolicy: networkPolicyProcessor,
+      KubernetesNetworkPolicy: kubernetesNetworkPolicyProcessor,
       GlobalNetworkPolicy: globalNetworkPolicyProcessor,
       Tier: tierProcessor,
       Profile: profileProcessor,

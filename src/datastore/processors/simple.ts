@@ -18,6 +18,10 @@ export const networkPolicyProcessor: UpdateProcessor<'NetworkPolicy'> = {
   process: (ref, r) => [{ key: { type: 'Policy', kind: 'NetworkPolicy', namespace: ref.namespace ?? '', name: ref.name }, value: r && convertNetworkPolicy(r) }],
 };
 
+export const kubernetesNetworkPolicyProcessor: UpdateProcessor<'KubernetesNetworkPolicy'> = {
+  process: (ref, r) => [{ key: { type: 'Policy', kind: 'KubernetesNetworkPolicy', namespace: ref.namespace ?? '', name: ref.name }, value: r && convertNetworkPolicy(r, 'KubernetesNetworkPolicy') }],
+};
+
 export const globalNetworkPolicyProcessor: UpdateProcessor<'GlobalNetworkPolicy'> = {
   process: (ref, r) => [{ key: { type: 'Policy', kind: 'GlobalNetworkPolicy', namespace: '', name: ref.name }, value: r && convertGlobalNetworkPolicy(r) }],
 };

@@ -1,0 +1,165 @@
+// The Kubernetes datastore as a Syncer, as libcalico-go's k8s backend feeds the felix
+// syncer: one reflector per resource type; each Kubernetes object converted to the Calico
+// resource it stands for (pods -> WorkloadEndpoints, namespaces and service accounts ->
+// profiles, NetworkPolicies -> KubernetesNetworkPolicies, nodes -> Nodes) and passed on
+// under Calico's v3 key, to the validation filter and the update processors like any
+// other datastore's. In sync once every type has listed. A pod that stops being a Calico
+// endpoint, or an object that does not convert (reported once), is a deletion of what it
+// was; what a pod became is remembered so its deletion finds it.
+import type { Logger } from '../../log.js';
+import { keyOf } from '../keys.js';
+import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
+import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
+import { k8sNodeToCalico } from './conversion/node.js';
+import { isCalicoPod, podToWorkloadEndpoint } from './conversion/pod.js';
+import { namespaceToProfile, serviceAccountToProfile } from './conversion/profiles.js';
+import type { NetworkPolicy, Node, Pod } from './k8s-types.js';
+import { type KubeObject, Reflector } from './reflector.js';
+import type { KubeTransport } from './transport.js';
+
+interface Converted {
+  /** The Calico resource, or undefined when the object stands for none (now). */
+  resource: Record<string, unknown> | undefined;
+  problems?: string[];
+}
+
+interface Source {
+  path: string;
+  convert(o: KubeObject): Converted;
+}
+
+export interface KddSyncerOptions {
+  transport: KubeTransport;
+  log: Logger;
+  /** FELIX_INTERFACEPREFIX, for pods' interface names. */
+  interfacePrefix?: string;
+  pageSize?: number;
+  backoffMs?: { min: number; max: number };
+}
+
+const calicoKey = (r: Record<string, unknown>) => {
+  const m = r.metadata as { name: string; namespace?: string };
+  return keyOf({ kind: r.kind as string, name: m.name, ...(m.namespace ? { namespace: m.namespace } : {}) });
+};
+
+export class KddSyncer implements Syncer {
+  readonly #o: KddSyncerOptions;
+  readonly #reflectors: Reflector[] = [];
+  /** Kubernetes object ("<path> <ns>/<name>") -> the Calico key it was last passed on as. */
+  readonly #keys = new Map<string, string>();
+  readonly #reported = new Map<string, string>();
+  #pending: Update[] = [];
+  #flushScheduled = false;
+  #listed = new Set<number>();
+  #status: SyncStatus = 'wait-for-datastore';
+  #callbacks: SyncerCallbacks | undefined;
+  #revision = 0;
+
+  constructor(o: KddSyncerOptions) {
+    this.#o = o;
+  }
+
+  #sources(): Source[] {
+    const prefix = this.#o.interfacePrefix ?? 'cali';
+    return [
+      { path: '/api/v1/namespaces', convert: (o) => ({ resource: namespaceToProfile(o) }) },
+      { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
+      { path: '/api/v1/pods', convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }) },
+      { path: '/apis/networking.k8s.io/v1/networkpolicies', convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy) },
+      { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
+    ];
+  }
+
+  start(callbacks: SyncerCallbacks): void {
+    this.#callbacks = callbacks;
+    callbacks.onStatusUpdated(this.#status);
+    const sources = this.#sources();
+    sources.forEach((source, i) => {
+      const r = new Reflector(
+        { transport: this.#o.transport, path: source.path, log: this.#o.log, ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}), ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}) },
+        {
+          onUpsert: (o) => this.#onUpsert(source, o),
+          onDelete: (o) => this.#onDelete(source, o),
+          onListed: () => this.#onListed(i, sources.length),
+        },
+      );
+      this.#reflectors.push(r);
+      r.start();
+    });
+    this.#setStatus('resync-in-progress');
+  }
+
+  async stop(): Promise<void> {
+    for (const r of this.#reflectors) r.stop();
+  }
+
+  #onUpsert(source: Source, o: KubeObject): void {
+    const id = `${source.path} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+    let converted: Converted;
+    try {
+      converted = source.convert(o);
+    } catch (e) {
+      this.#report(id, (e as Error).message);
+      this.#retract(id);
+      return;
+    }
+    for (const p of converted.problems ?? []) this.#report(id, p);
+    if (!converted.resource) {
+      this.#retract(id);
+      return;
+    }
+    const key = calicoKey(converted.resource);
+    if (!key) return;
+    const old = this.#keys.get(id);
+    if (old && old !== key) this.#push({ key: old, value: null, revision: String(++this.#revision) });
+    this.#keys.set(id, key);
+    this.#push({ key, value: converted.resource, revision: o.metadata?.resourceVersion ?? String(++this.#revision), source: `Kubernetes ${id}` });
+  }
+
+  #onDelete(source: Source, o: KubeObject): void {
+    this.#retract(`${source.path} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`);
+  }
+
+  #retract(id: string): void {
+    const key = this.#keys.get(id);
+    if (!key) return;
+    this.#keys.delete(id);
+    this.#push({ key, value: null, revision: String(++this.#revision) });
+  }
+
+  #report(id: string, message: string): void {
+    if (this.#reported.get(id) === message) return;
+    this.#reported.set(id, message);
+    this.#o.log.warn({ object: id }, `Kubernetes object not (fully) converted: ${message}`);
+  }
+
+  #onListed(i: number, total: number): void {
+    this.#listed.add(i);
+    if (this.#listed.size === total) {
+      this.#flush();
+      this.#setStatus('in-sync');
+    }
+  }
+
+  #setStatus(s: SyncStatus): void {
+    if (s === this.#status) return;
+    this.#status = s;
+    this.#callbacks?.onStatusUpdated(s);
+  }
+
+  // Updates go out in batches, one per turn of the event loop (and before a status).
+  #push(u: Update): void {
+    this.#pending.push(u);
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    if (!this.#pending.length) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    this.#callbacks?.onUpdates(batch);
+  }
+}

@@ -1,0 +1,97 @@
+// The Kubernetes datastore through the whole control plane, against the tests' API
+// server: namespaces, service accounts, pods on this node and another, a host-networked
+// pod and a NetworkPolicy become the dataplane messages Felix would send; edits and
+// deletions follow.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { ControlPlane } from '../../src/agent/control-plane.js';
+import { ConfigResolver } from '../../src/config/config.js';
+import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
+import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
+import { createLogger } from '../../src/log.js';
+import type { ToDataplane } from '../../src/proto/messages.js';
+import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+
+const log = createLogger({ severity: 'Fatal' });
+
+const pod = (name: string, ns: string, node: string, ip: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
+  metadata: { name, namespace: ns, labels },
+  spec: { nodeName: node, serviceAccountName: 'default', containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }], ...extra },
+  status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
+});
+
+function until(f: () => boolean, ms = 5000, what = 'the condition'): Promise<void> {
+  const t0 = Date.now();
+  return new Promise((resolve, reject) => {
+    const tick = () => (f() ? resolve() : Date.now() - t0 > ms ? reject(new Error(`timed out waiting for ${what}`)) : setTimeout(tick, 10));
+    tick();
+  });
+}
+
+describe('Kubernetes datastore: the control plane fed by the API server', { timeout: 60_000 }, () => {
+  let api: FakeKubeApiServer;
+  let url: string;
+
+  before(async () => {
+    api = new FakeKubeApiServer();
+    url = await api.start();
+    api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
+    api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
+    api.put('nodes', { metadata: { name: 'node1', labels: { zone: 'z1' }, annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' } } });
+    api.put('pods', pod('web-0', 'prod', 'node1', '10.65.0.10', { app: 'web' }));
+    api.put('pods', pod('db-0', 'prod', 'node1', '10.65.0.11', { app: 'db' }));
+    api.put('pods', pod('web-1', 'prod', 'node2', '10.65.1.10', { app: 'web' }));
+    api.put('pods', pod('hostnet', 'prod', 'node1', '192.0.2.1', { app: 'web' }, { hostNetwork: true }));
+    api.put('networkpolicies', {
+      metadata: { name: 'db-from-web', namespace: 'prod' },
+      spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 5432 }] }], policyTypes: ['Ingress'] },
+    });
+  });
+  after(async () => {
+    await api?.stop();
+  });
+
+  it('converges on what Felix would program, then follows edits and deletions', async () => {
+    const messages: ToDataplane[] = [];
+    const syncer = new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } });
+    const cp = new ControlPlane({
+      syncer,
+      config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
+      log,
+      flushDelayMs: 0,
+      onMessages: (m) => messages.push(...m),
+      onRestartNeeded: () => {},
+    });
+    cp.start();
+    try {
+      await until(() => messages.some((m) => m.type === 'InSync'), 10_000, 'in-sync');
+      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>>;
+      assert.deepEqual(weps.map((w) => w.id.workloadId).sort(), ['prod/db-0', 'prod/web-0'], 'this node\'s pods, not the host-networked one');
+      const db = weps.find((w) => w.id.workloadId === 'prod/db-0');
+      assert.deepEqual(db?.endpoint.profileIds, ['kns.prod', 'ksa.prod.default']);
+      assert.deepEqual(db?.endpoint.ipv4Nets, ['10.65.0.11/32']);
+      assert.match(db?.endpoint.name ?? '', /^cali[0-9a-f]{11}$/);
+      const policy = messages.find((m) => m.type === 'ActivePolicyUpdate') as Extract<ToDataplane, { type: 'ActivePolicyUpdate' }> | undefined;
+      assert.equal(policy?.id.name, 'knp/prod/db-from-web', 'Felix\'s policy ID for a Kubernetes NetworkPolicy');
+      assert.deepEqual(db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies]), [['default', ['knp/prod/db-from-web']]]);
+      // The web pods of both nodes are the rule's source set.
+      const sets = messages.filter((m) => m.type === 'IPSetUpdate') as Array<Extract<ToDataplane, { type: 'IPSetUpdate' }>>;
+      assert.ok(sets.some((s) => [...s.members].sort().join() === '10.65.0.10/32,10.65.1.10/32'), JSON.stringify(sets.map((s) => s.members)));
+      // The node's address from its Calico annotation.
+      assert.ok(messages.some((m) => m.type === 'HostMetadataUpdate' && m.hostname === 'node1' && m.ipv4Addr === '192.0.2.1'), JSON.stringify(messages.filter((m) => m.type.startsWith('Host'))));
+
+      messages.length = 0;
+      api.put('networkpolicies', {
+        metadata: { name: 'db-from-web', namespace: 'prod' },
+        spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 6543 }] }], policyTypes: ['Ingress'] },
+      });
+      api.delete('pods', 'prod', 'web-0');
+      await until(() => messages.some((m) => m.type === 'WorkloadEndpointRemove') && messages.some((m) => m.type === 'ActivePolicyUpdate'), 5000, 'the edit and the deletion');
+      const removed = messages.find((m) => m.type === 'WorkloadEndpointRemove') as Extract<ToDataplane, { type: 'WorkloadEndpointRemove' }>;
+      assert.equal(removed.id.workloadId, 'prod/web-0');
+    } finally {
+      await cp.stop();
+    }
+  });
+});

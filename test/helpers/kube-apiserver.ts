@@ -31,6 +31,19 @@ export const CORE_TYPES: ResourceType[] = [
   { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', kind: 'EndpointSlice', namespaced: true },
 ];
 
+/** Calico's CRDs (crd.projectcalico.org/v1), as a cluster with Calico installed has them. */
+export const CALICO_CRD_TYPES: ResourceType[] = [
+  ['GlobalNetworkPolicy', 'globalnetworkpolicies', false],
+  ['NetworkPolicy', 'networkpolicies', true],
+  ['Tier', 'tiers', false],
+  ['GlobalNetworkSet', 'globalnetworksets', false],
+  ['NetworkSet', 'networksets', true],
+  ['HostEndpoint', 'hostendpoints', false],
+  ['IPPool', 'ippools', false],
+  ['FelixConfiguration', 'felixconfigurations', false],
+  ['ClusterInformation', 'clusterinformations', false],
+].map(([kind, plural, namespaced]) => ({ group: 'crd.projectcalico.org', version: 'v1', plural: plural as string, kind: kind as string, namespaced: namespaced as boolean }));
+
 type Obj = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; [k: string]: unknown }; [k: string]: unknown };
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -42,10 +55,12 @@ interface Watcher {
 }
 
 const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);
+/** How the store (and its put/get/delete) names a type: its plural, "<plural>.<group>" for Calico's CRDs (kubectl's notation), whose plurals repeat Kubernetes' own. */
+export const storeKey = (t: ResourceType) => (t.group === 'crd.projectcalico.org' ? `${t.plural}.${t.group}` : t.plural);
 
 export class FakeKubeApiServer {
   readonly #types: ResourceType[];
-  /** type plural -> "ns/name" -> object */
+  /** store key (see storeKey) -> "ns/name" -> object */
   readonly #objects = new Map<string, Map<string, Obj>>();
   readonly #events: Array<{ plural: string; type: EventType; object: Obj; rv: number }> = [];
   readonly #watchers = new Set<Watcher>();
@@ -57,9 +72,9 @@ export class FakeKubeApiServer {
   /** Requests seen, for tests ("GET /api/v1/pods?limit=500"). */
   readonly requests: string[] = [];
 
-  constructor(types: ResourceType[] = CORE_TYPES) {
+  constructor(types: ResourceType[] = [...CORE_TYPES, ...CALICO_CRD_TYPES]) {
     this.#types = types;
-    for (const t of types) this.#objects.set(t.plural, new Map());
+    for (const t of types) this.#objects.set(storeKey(t), new Map());
   }
 
   get resourceVersion(): number {
@@ -121,7 +136,7 @@ export class FakeKubeApiServer {
   }
 
   #type(plural: string): ResourceType {
-    const t = this.#types.find((x) => x.plural === plural);
+    const t = this.#types.find((x) => storeKey(x) === plural);
     if (!t) throw new Error(`fake apiserver: no resource ${plural}`);
     return t;
   }
@@ -130,7 +145,7 @@ export class FakeKubeApiServer {
     const rv = Number(object.metadata.resourceVersion);
     this.#events.push({ plural, type, object, rv });
     for (const w of this.#watchers) {
-      if (w.type.plural !== plural || (w.namespace && w.namespace !== object.metadata.namespace)) continue;
+      if (storeKey(w.type) !== plural || (w.namespace && w.namespace !== object.metadata.namespace)) continue;
       w.res.write(`${JSON.stringify({ type, object })}\n`);
     }
   }
@@ -183,12 +198,12 @@ export class FakeKubeApiServer {
     if (method === 'PUT' && name) return this.#write(type, namespace, name, JSON.parse(body) as Obj, res, 200);
     if (method === 'PATCH' && name) {
       if (!contentType.startsWith('application/merge-patch+json')) return this.#status(res, 415, 'UnsupportedMediaType', `only merge patches are supported, not ${contentType}`);
-      const cur = this.get(type.plural, namespace, name);
+      const cur = this.get(storeKey(type), namespace, name);
       if (!cur) return this.#status(res, 404, 'NotFound', `${type.plural} "${name}" not found`);
       return this.#write(type, namespace, name, mergePatch(cur, JSON.parse(body)) as Obj, res, 200);
     }
     if (method === 'DELETE' && name) {
-      const gone = this.delete(type.plural, namespace, name);
+      const gone = this.delete(storeKey(type), namespace, name);
       return gone ? this.#json(res, 200, gone) : this.#status(res, 404, 'NotFound', `${type.plural} "${name}" not found`);
     }
     return this.#status(res, 405, 'MethodNotAllowed', `${method} ${p}`);
@@ -216,7 +231,7 @@ export class FakeKubeApiServer {
   }
 
   #list(type: ResourceType, namespace: string | undefined, url: URL, res: ServerResponse): void {
-    const all = [...(this.#objects.get(type.plural) as Map<string, Obj>).entries()].filter(([, o]) => !namespace || o.metadata.namespace === namespace).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const all = [...(this.#objects.get(storeKey(type)) as Map<string, Obj>).entries()].filter(([, o]) => !namespace || o.metadata.namespace === namespace).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const limit = Number(url.searchParams.get('limit') ?? 0);
     const token = url.searchParams.get('continue');
     let start = 0;
@@ -236,7 +251,7 @@ export class FakeKubeApiServer {
   }
 
   #getOne(type: ResourceType, namespace: string | undefined, name: string, res: ServerResponse): void {
-    const o = this.get(type.plural, namespace, name);
+    const o = this.get(storeKey(type), namespace, name);
     if (!o) return this.#status(res, 404, 'NotFound', `${type.plural} "${name}" not found`);
     this.#json(res, 200, o);
   }
@@ -245,13 +260,13 @@ export class FakeKubeApiServer {
     if (!obj?.metadata?.name) return this.#status(res, 422, 'Invalid', 'metadata.name: Required value');
     if (name && obj.metadata.name !== name) return this.#status(res, 400, 'BadRequest', 'the name of the object does not match the name on the URL');
     if (type.namespaced) obj.metadata.namespace = namespace ?? obj.metadata.namespace ?? 'default';
-    const existing = this.get(type.plural, obj.metadata.namespace, obj.metadata.name);
+    const existing = this.get(storeKey(type), obj.metadata.namespace, obj.metadata.name);
     if (code === 201 && existing) return this.#status(res, 409, 'AlreadyExists', `${type.plural} "${obj.metadata.name}" already exists`);
     if (code === 200 && !existing) return this.#status(res, 404, 'NotFound', `${type.plural} "${obj.metadata.name}" not found`);
     if (code === 200 && obj.metadata.resourceVersion && obj.metadata.resourceVersion !== existing?.metadata.resourceVersion) {
       return this.#status(res, 409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again');
     }
-    this.#json(res, code, this.put(type.plural, obj));
+    this.#json(res, code, this.put(storeKey(type), obj));
   }
 
   #watch(type: ResourceType, namespace: string | undefined, url: URL, res: ServerResponse): void {
@@ -264,9 +279,9 @@ export class FakeKubeApiServer {
     const w: Watcher = { type, namespace, res, bookmarks: url.searchParams.get('allowWatchBookmarks') === 'true' };
     // From a version: the history after it; without one: the current state as ADDED.
     if (from) {
-      for (const e of this.#events) if (e.plural === type.plural && e.rv > from && (!namespace || e.object.metadata.namespace === namespace)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
+      for (const e of this.#events) if (e.plural === storeKey(type) && e.rv > from && (!namespace || e.object.metadata.namespace === namespace)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
     } else {
-      for (const o of (this.#objects.get(type.plural) as Map<string, Obj>).values()) if (!namespace || o.metadata.namespace === namespace) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
+      for (const o of (this.#objects.get(storeKey(type)) as Map<string, Obj>).values()) if (!namespace || o.metadata.namespace === namespace) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
     }
     if (w.bookmarks) res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: type.kind, apiVersion: apiVersionOf(type), metadata: { resourceVersion: String(this.#rv) } } })}\n`);
     this.#watchers.add(w);

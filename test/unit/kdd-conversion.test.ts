@@ -283,3 +283,19 @@ describe('KDD conversion: nodes', () => {
     assert.ok(validateResource(resource).ok);
   });
 });
+
+describe('KDD conversion: Calico CRDs', () => {
+  it('v3 metadata from the annotation merged back; the legacy "default." prefix only in the default tier', async () => {
+    const { crdToCalico } = await import('../../src/datastore/kdd/conversion/crd.js');
+    const r = crdToCalico('GlobalNetworkPolicy', {
+      metadata: { name: 'default.p', labels: { a: '1' }, annotations: { 'projectcalico.org/metadata': '{"labels":{"b":"2"},"annotations":{"note":"x"}}', other: 'y' }, resourceVersion: '9' },
+      spec: { selector: 'all()' },
+    });
+    assert.deepEqual(r, { apiVersion: 'projectcalico.org/v3', kind: 'GlobalNetworkPolicy', metadata: { name: 'p', labels: { a: '1', b: '2' }, annotations: { other: 'y', note: 'x' }, resourceVersion: '9' }, spec: { selector: 'all()' } });
+    assert.ok(validateResource(r).ok);
+    const tiered = crdToCalico('NetworkPolicy', { metadata: { name: 'security.p', namespace: 'ns' }, spec: { tier: 'security' } });
+    assert.equal((tiered.metadata as { name: string }).name, 'security.p');
+    assert.equal((crdToCalico('Tier', { metadata: { name: 'default.x' }, spec: {} }).metadata as { name: string }).name, 'default.x', 'only policies lose the prefix');
+    assert.throws(() => crdToCalico('Tier', { metadata: { name: 't', annotations: { 'projectcalico.org/metadata': '{' } } }), /not JSON/);
+  });
+});

@@ -47,6 +47,12 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       metadata: { name: 'db-from-web', namespace: 'prod' },
       spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 5432 }] }], policyTypes: ['Ingress'] },
     });
+    // Calico's own resources, as CRDs: a policy with the legacy "default." prefix, a pool.
+    api.put('globalnetworkpolicies.crd.projectcalico.org', {
+      metadata: { name: 'default.allow-dns', annotations: { 'projectcalico.org/metadata': '{"labels":{"owner":"ops"}}' } },
+      spec: { selector: "app == 'db'", types: ['Egress'], egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] },
+    });
+    api.put('ippools.crd.projectcalico.org', { metadata: { name: 'pool1' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } });
   });
   after(async () => {
     await api?.stop();
@@ -72,9 +78,10 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       assert.deepEqual(db?.endpoint.profileIds, ['kns.prod', 'ksa.prod.default']);
       assert.deepEqual(db?.endpoint.ipv4Nets, ['10.65.0.11/32']);
       assert.match(db?.endpoint.name ?? '', /^cali[0-9a-f]{11}$/);
-      const policy = messages.find((m) => m.type === 'ActivePolicyUpdate') as Extract<ToDataplane, { type: 'ActivePolicyUpdate' }> | undefined;
-      assert.equal(policy?.id.name, 'knp/prod/db-from-web', 'Felix\'s policy ID for a Kubernetes NetworkPolicy');
-      assert.deepEqual(db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies]), [['default', ['knp/prod/db-from-web']]]);
+      const policies = (messages.filter((m) => m.type === 'ActivePolicyUpdate') as Array<Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>>).map((p) => p.id.name);
+      assert.deepEqual(policies.sort(), ['gnp/allow-dns', 'knp/prod/db-from-web'], 'Felix\'s policy IDs: knp/ for a Kubernetes NetworkPolicy; the CRD\'s legacy "default." prefix gone');
+      assert.deepEqual(db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies, t.egressPolicies]), [['default', ['knp/prod/db-from-web'], ['gnp/allow-dns']]]);
+      assert.ok(messages.some((m) => m.type === 'IPAMPoolUpdate' && m.pool.cidr === '10.65.0.0/16' && m.pool.masquerade), 'the IPPool CRD');
       // The web pods of both nodes are the rule's source set.
       const sets = messages.filter((m) => m.type === 'IPSetUpdate') as Array<Extract<ToDataplane, { type: 'IPSetUpdate' }>>;
       assert.ok(sets.some((s) => [...s.members].sort().join() === '10.65.0.10/32,10.65.1.10/32'), JSON.stringify(sets.map((s) => s.members)));

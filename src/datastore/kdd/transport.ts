@@ -1,7 +1,8 @@
 // HTTP(S) to the Kubernetes API: JSON GETs, and watches read as JSON lines from a chunked
-// response. Authentication is a bearer token and/or a client certificate; the server is
-// checked against its CA. (Loading these from a kubeconfig or the in-cluster service
-// account is the configuration's job.)
+// response. Authentication is a bearer token and/or a client certificate, the server
+// checked against its CA; or whatever `authorize` adds to each request (the kubeconfig's
+// auth, from @kubernetes/client-node, see kubeconfig.ts), asked again per request so
+// expiring credentials are renewed.
 import http from 'node:http';
 import https from 'node:https';
 
@@ -22,6 +23,8 @@ export interface KubeEndpoint {
   key?: Buffer | undefined;
   token?: string | undefined;
   timeoutMs?: number | undefined;
+  /** Adds authentication (headers, agent) to a request's options. */
+  authorize?: ((opts: https.RequestOptions) => Promise<void>) | undefined;
 }
 
 export class KubeApiError extends Error {
@@ -46,34 +49,38 @@ export class HttpKubeTransport implements KubeTransport {
     this.#e = e;
   }
 
-  #request(path: string, onResponse: (res: http.IncomingMessage) => void, onError: (e: Error) => void): http.ClientRequest {
+  async #request(path: string, onResponse: (res: http.IncomingMessage) => void, onError: (e: Error) => void): Promise<http.ClientRequest> {
     const url = new URL(path, this.#e.server);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#e.token) headers.authorization = `Bearer ${this.#e.token}`;
     const opts: https.RequestOptions = { method: 'GET', headers, ...(this.#e.ca ? { ca: this.#e.ca } : {}), ...(this.#e.cert ? { cert: this.#e.cert } : {}), ...(this.#e.key ? { key: this.#e.key } : {}) };
+    if (this.#e.authorize) {
+      await this.#e.authorize(opts);
+      opts.headers = { ...(opts.headers as Record<string, string>), accept: 'application/json' };
+    }
     const req = (url.protocol === 'https:' ? https : http).request(url, opts, onResponse);
     req.on('error', onError);
     req.end();
     return req;
   }
 
-  get(path: string): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const req = this.#request(
+  async get(path: string): Promise<unknown> {
+    let req: http.ClientRequest | undefined;
+    const done = new Promise<unknown>((resolve, reject) => {
+      void this.#request(
         path,
         (res) => {
           const chunks: Buffer[] = [];
           let size = 0;
           res.on('data', (d: Buffer) => {
             size += d.length;
-            if (size > MAX_BODY) req.destroy(new KubeApiError(`GET ${path}: response over ${MAX_BODY} bytes`, 0));
+            if (size > MAX_BODY) req?.destroy(new KubeApiError(`GET ${path}: response over ${MAX_BODY} bytes`, 0));
             else chunks.push(d);
           });
           res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
             let body: unknown;
             try {
-              body = JSON.parse(text);
+              body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
             } catch {
               reject(new KubeApiError(`GET ${path}: HTTP ${res.statusCode}, not JSON`, res.statusCode ?? 0));
               return;
@@ -84,20 +91,25 @@ export class HttpKubeTransport implements KubeTransport {
           res.on('error', reject);
         },
         reject,
-      );
-      req.setTimeout(this.#e.timeoutMs ?? 60_000, () => req.destroy(new KubeApiError(`GET ${path}: timed out`, 0)));
+      ).then((r) => {
+        req = r;
+        r.setTimeout(this.#e.timeoutMs ?? 60_000, () => r.destroy(new KubeApiError(`GET ${path}: timed out`, 0)));
+      }, reject);
     });
+    return done;
   }
 
   watch(path: string, onEvent: (event: unknown, abort: () => void) => void, handle?: { abort?: () => void }): Promise<void> {
     return new Promise((resolve, reject) => {
       let aborted = false;
+      let req: http.ClientRequest | undefined;
       const stop = () => {
         aborted = true;
-        req.destroy();
+        req?.destroy();
         resolve();
       };
-      const req = this.#request(
+      if (handle) handle.abort = stop;
+      void this.#request(
         path,
         (res) => {
           if ((res.statusCode ?? 0) >= 300) {
@@ -106,11 +118,10 @@ export class HttpKubeTransport implements KubeTransport {
             return;
           }
           let pending = '';
-          const abort = stop;
           res.on('data', (d: Buffer) => {
             pending += d.toString('utf8');
             if (pending.length > MAX_LINE) {
-              req.destroy();
+              req?.destroy();
               reject(new KubeApiError(`watch ${path}: a line over ${MAX_LINE} bytes`, 0));
               return;
             }
@@ -123,14 +134,14 @@ export class HttpKubeTransport implements KubeTransport {
               try {
                 event = JSON.parse(line);
               } catch {
-                req.destroy();
+                req?.destroy();
                 reject(new KubeApiError(`watch ${path}: a line that is not JSON`, 0));
                 return;
               }
               try {
-                onEvent(event, abort);
+                onEvent(event, stop);
               } catch (e) {
-                req.destroy();
+                req?.destroy();
                 reject(e as Error);
                 return;
               }
@@ -141,8 +152,10 @@ export class HttpKubeTransport implements KubeTransport {
           res.on('error', (e) => (aborted ? resolve() : reject(e)));
         },
         (e) => (aborted ? resolve() : reject(e)),
-      );
-      if (handle) handle.abort = stop;
+      ).then((r) => {
+        req = r;
+        if (aborted) r.destroy();
+      }, reject);
     });
   }
 }

@@ -71,6 +71,8 @@ export class FakeKubeApiServer {
   #uid = 0;
   /** Requests seen, for tests ("GET /api/v1/pods?limit=500"). */
   readonly requests: string[] = [];
+  /** The Authorization header of the last request. */
+  lastAuthorization: string | undefined;
 
   constructor(types: ResourceType[] = [...CORE_TYPES, ...CALICO_CRD_TYPES]) {
     this.#types = types;
@@ -155,6 +157,7 @@ export class FakeKubeApiServer {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://x');
     this.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    this.lastAuthorization = req.headers.authorization;
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
     req.on('end', () => {

@@ -112,3 +112,27 @@ describe('Kubernetes reflector', { timeout: 120_000 }, () => {
     }
   });
 });
+
+describe('Kubernetes configuration', () => {
+  it('a kubeconfig\'s server and credentials reach the API; a missing one is a clear error', async () => {
+    const { loadKubeEndpoint } = await import('../../src/datastore/kdd/kubeconfig.js');
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const api = new FakeKubeApiServer();
+    const url = await api.start();
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-kubeconfig-'));
+    const file = join(dir, 'config');
+    writeFileSync(file, `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user:\n    token: s3cret\n`);
+    try {
+      const e = loadKubeEndpoint({ env: { KUBECONFIG: file } });
+      assert.equal(e.server, url);
+      assert.equal(e.source, `kubeconfig ${file}`);
+      await new HttpKubeTransport(e).get('/api/v1/pods');
+      assert.equal(api.lastAuthorization, 'Bearer s3cret');
+      assert.throws(() => loadKubeEndpoint({ env: { KUBECONFIG: join(dir, 'missing') } }), /cannot load the Kubernetes configuration/);
+    } finally {
+      await api.stop();
+    }
+  });
+});

@@ -81,7 +81,16 @@ export class CalcGraph {
       if (k.hostname === this.hostname) this.#onConfig(this.#hostConfig, k.name, v);
     },
     Resource: (k, r) => {
-      // Of the v3 resources passed through, the graph needs Nodes' addresses.
+      // Of the v3 resources passed through, the graph needs EndpointSlices (service sets)
+      // and Nodes' addresses.
+      if (k.kind === 'KubernetesEndpointSlice') {
+        const spec = r?.kind === 'KubernetesEndpointSlice' ? r.spec : undefined;
+        this.#members.onEndpointSlice(
+          `${k.namespace ?? ''}/${k.name}`,
+          spec && { service: `${k.namespace ?? ''}/${spec.serviceName}`, addresses: (spec.endpoints ?? []).flatMap((e) => e.addresses), ports: spec.ports ?? [] },
+        );
+        return;
+      }
       if (k.kind !== 'Node') return;
       const addr = r?.kind === 'Node' ? r.spec.bgp?.ipv4Address : undefined;
       // The host's own address: "192.0.2.1/24" is 192.0.2.1, not its network.

@@ -9,8 +9,13 @@
 // the sets it is in; labels live in the native index only. What a source gives a set is
 // not stored but recomputed from the source's snapshot, so a flush diffs the snapshot
 // from before the batch against the one after it.
+//
+// A service set (a rule's `services` match) gets its members from the service's
+// EndpointSlices, as Felix's ServiceIndex: every endpoint address, or with ports every
+// "address,proto:port" (TCP unless said). Only the Kubernetes datastore has them.
 import type { EndpointPort } from '../model/internal.js';
 import { LabelIndex } from '../native/label-index.js';
+import { parseCidr } from '../model/net.js';
 import { parseSelector } from '../native/selector.js';
 import type { IPSetType } from '../proto/messages.js';
 import { IdAllocator } from './id-allocator.js';
@@ -90,8 +95,35 @@ function portMatches(p: EndpointPort, protocol: string | undefined): boolean {
   return (typeof p.protocol === 'number' ? PROTOCOL_NAMES[p.protocol] : p.protocol) === protocol;
 }
 
+/** An EndpointSlice, as far as service sets use it. */
+export interface EndpointSliceData {
+  /** "<namespace>/<service>". */
+  service: string;
+  addresses: readonly string[];
+  ports: ReadonlyArray<{ port?: number | undefined; protocol?: string | undefined }>;
+}
+
+const SLICE_PROTOCOLS: Readonly<Record<string, string>> = { UDP: 'udp', SCTP: 'sctp' };
+
+/** What a slice gives a service set with or without ports (Felix's membersFromEndpointSlice). */
+function sliceMembers(slice: EndpointSliceData, includePorts: boolean): string[] {
+  const out: string[] = [];
+  for (const addr of slice.addresses) {
+    const c = parseCidr(addr);
+    if (!c) continue; // a name or garbage, skipped as Felix skips non-IP addresses
+    if (!includePorts) {
+      out.push(c.text);
+      continue;
+    }
+    for (const p of slice.ports) {
+      if (p.port !== undefined) out.push(`${c.address},${SLICE_PROTOCOLS[p.protocol ?? ''] ?? 'tcp'}:${p.port}`);
+    }
+  }
+  return out;
+}
+
 export function membersOf(set: IPSetData, nets: Strings, ports: readonly EndpointPort[]): Strings {
-  if (set.service) return NO_STRINGS; // Kubernetes services are not in this datastore
+  if (set.service) return NO_STRINGS; // a service set's members come from EndpointSlices, not sources
   if (!set.namedPort) return nets;
   const out: string[] = [];
   for (const port of ports) {
@@ -138,6 +170,9 @@ export class IPSetMemberCalculator {
   #batch = 0;
   /** Scratch for a source's profile IDs (the index copies them). */
   readonly #parentIds: number[] = [];
+  /** EndpointSlices by "<namespace>/<name>", and the live service sets by service. */
+  readonly #slices = new Map<string, EndpointSliceData>();
+  readonly #serviceSets = new Map<string, Set<SetState>>();
 
   readonly #drainWords: number;
 
@@ -149,10 +184,31 @@ export class IPSetMemberCalculator {
 
   onIPSetActive(set: IPSetData): void {
     const num = this.#setIds.id(set.uid);
-    this.#sets[num] = { num, data: set, members: new Set(), extra: new Map(), batch: this.#batch };
+    const state: SetState = { num, data: set, members: new Set(), extra: new Map(), batch: this.#batch };
+    this.#sets[num] = state;
     this.#listener.onIPSetAdded(set.uid, set.type);
-    if (set.service) return;
-    this.#index.upsertSelector(num, set.selector ?? parseSelector('all()'));
+    if (!set.service) {
+      this.#index.upsertSelector(num, set.selector ?? parseSelector('all()'));
+      return;
+    }
+    const sets = this.#serviceSets.get(set.service) ?? new Set();
+    sets.add(state);
+    this.#serviceSets.set(set.service, sets);
+    for (const slice of this.#slices.values()) if (slice.service === set.service) this.#apply(state, NO_STRINGS, sliceMembers(slice, !!set.serviceIncludePorts));
+  }
+
+  /** An EndpointSlice's update (or, undefined, its deletion). */
+  onEndpointSlice(key: string, slice: EndpointSliceData | undefined): void {
+    const old = this.#slices.get(key);
+    if (slice) this.#slices.set(key, slice);
+    else this.#slices.delete(key);
+    const affected = new Set([...(old ? (this.#serviceSets.get(old.service) ?? []) : []), ...(slice ? (this.#serviceSets.get(slice.service) ?? []) : [])]);
+    for (const state of affected) {
+      const ports = !!state.data.serviceIncludePorts;
+      const had = old && old.service === state.data.service ? sliceMembers(old, ports) : NO_STRINGS;
+      const has = slice && slice.service === state.data.service ? sliceMembers(slice, ports) : NO_STRINGS;
+      this.#apply(state, had, has);
+    }
   }
 
   onIPSetInactive(set: IPSetData): void {
@@ -163,6 +219,11 @@ export class IPSetMemberCalculator {
     this.#sets[num] = undefined;
     this.#listener.onIPSetRemoved(set.uid);
     if (!set.service) this.#index.deleteSelector(num);
+    else {
+      const sets = this.#serviceSets.get(set.service);
+      for (const s of sets ?? []) if (s.num === num) sets?.delete(s);
+      if (sets && !sets.size) this.#serviceSets.delete(set.service);
+    }
     this.#removedSets.push(set.uid);
   }
 

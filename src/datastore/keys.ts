@@ -8,6 +8,7 @@ export const KEY_PREFIX = '/calico/resources/v3/projectcalico.org/';
 const PLURALS: Readonly<Record<Kind, string>> = {
   NetworkPolicy: 'networkpolicies',
   KubernetesNetworkPolicy: 'kubernetesnetworkpolicies',
+  KubernetesEndpointSlice: 'kubernetesendpointslices',
   GlobalNetworkPolicy: 'globalnetworkpolicies',
   Tier: 'tiers',
   Profile: 'profiles',

@@ -203,6 +203,17 @@ export const schemas = {
   // A Kubernetes NetworkPolicy as the Kubernetes datastore converts it (Calico's
   // KindKubernetesNetworkPolicy): a NetworkPolicy's spec, its own policy kind ("knp/").
   KubernetesNetworkPolicy: resource('KubernetesNetworkPolicy', namespacedMeta, z.object(policySpecFields)),
+  // A Kubernetes EndpointSlice as the Kubernetes datastore passes it on (Calico's
+  // KindKubernetesEndpointSlice): which service it belongs to, its addresses, its ports.
+  KubernetesEndpointSlice: resource(
+    'KubernetesEndpointSlice',
+    namespacedMeta,
+    z.object({
+      serviceName: z.string().min(1),
+      endpoints: z.array(z.object({ addresses: z.array(z.string()) })).optional(),
+      ports: z.array(z.object({ name: z.string().optional(), port: z.number().int().min(1).max(65535).optional(), protocol: z.string().optional() })).optional(),
+    }),
+  ),
   GlobalNetworkPolicy: resource(
     'GlobalNetworkPolicy',
     globalMeta,
@@ -311,4 +322,4 @@ export type ResourceOf<K extends Kind> = z.infer<(typeof schemas)[K]>;
 export type Resource = { [K in Kind]: ResourceOf<K> }[Kind];
 export type Rule = z.infer<typeof rule>;
 export type EntityRule = z.infer<typeof entityRule>;
-export const NAMESPACED_KINDS: ReadonlySet<Kind> = new Set(['NetworkPolicy', 'KubernetesNetworkPolicy', 'WorkloadEndpoint', 'NetworkSet']);
+export const NAMESPACED_KINDS: ReadonlySet<Kind> = new Set(['NetworkPolicy', 'KubernetesNetworkPolicy', 'KubernetesEndpointSlice', 'WorkloadEndpoint', 'NetworkSet']);

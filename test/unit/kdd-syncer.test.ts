@@ -50,8 +50,11 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
     // Calico's own resources, as CRDs: a policy with the legacy "default." prefix, a pool.
     api.put('globalnetworkpolicies.crd.projectcalico.org', {
       metadata: { name: 'default.allow-dns', annotations: { 'projectcalico.org/metadata': '{"labels":{"owner":"ops"}}' } },
-      spec: { selector: "app == 'db'", types: ['Egress'], egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] },
+      spec: { selector: "app == 'db'", types: ['Egress'], egress: [{ action: 'Allow', destination: { services: { name: 'dns', namespace: 'prod' } } }] },
     });
+    // The service the policy names, through its EndpointSlice; and a slice of no service.
+    api.put('endpointslices', { metadata: { name: 'dns-abcde', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'dns' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.65.0.53'] }], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }, { name: 'dns-tcp', port: 53 }] });
+    api.put('endpointslices', { metadata: { name: 'orphan', namespace: 'prod' }, endpoints: [{ addresses: ['10.9.9.9'] }], ports: [{ port: 1 }] });
     api.put('ippools.crd.projectcalico.org', { metadata: { name: 'pool1' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } });
   });
   after(async () => {
@@ -85,6 +88,8 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       // The web pods of both nodes are the rule's source set.
       const sets = messages.filter((m) => m.type === 'IPSetUpdate') as Array<Extract<ToDataplane, { type: 'IPSetUpdate' }>>;
       assert.ok(sets.some((s) => [...s.members].sort().join() === '10.65.0.10/32,10.65.1.10/32'), JSON.stringify(sets.map((s) => s.members)));
+      // The service match: each endpoint address with each port, TCP unless said.
+      assert.ok(sets.some((s) => [...s.members].sort().join() === '10.65.0.53,tcp:53,10.65.0.53,udp:53'), `the service's IP set: ${JSON.stringify(sets.map((s) => s.members))}`);
       // The node's address from its Calico annotation.
       assert.ok(messages.some((m) => m.type === 'HostMetadataUpdate' && m.hostname === 'node1' && m.ipv4Addr === '192.0.2.1'), JSON.stringify(messages.filter((m) => m.type.startsWith('Host'))));
 
@@ -94,7 +99,10 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
         spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 6543 }] }], policyTypes: ['Ingress'] },
       });
       api.delete('pods', 'prod', 'web-0');
-      await until(() => messages.some((m) => m.type === 'WorkloadEndpointRemove') && messages.some((m) => m.type === 'ActivePolicyUpdate'), 5000, 'the edit and the deletion');
+      api.put('endpointslices', { metadata: { name: 'dns-abcde', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'dns' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.65.0.54'] }], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] });
+      await until(() => messages.some((m) => m.type === 'WorkloadEndpointRemove') && messages.some((m) => m.type === 'ActivePolicyUpdate') && messages.some((m) => m.type === 'IPSetDeltaUpdate' && m.addedMembers.includes('10.65.0.54,udp:53')), 5000, 'the edit, the deletion and the service\'s new endpoint');
+      const delta = messages.find((m) => m.type === 'IPSetDeltaUpdate' && m.addedMembers.includes('10.65.0.54,udp:53')) as Extract<ToDataplane, { type: 'IPSetDeltaUpdate' }>;
+      assert.deepEqual([...delta.removedMembers].sort(), ['10.65.0.53,tcp:53', '10.65.0.53,udp:53']);
       const removed = messages.find((m) => m.type === 'WorkloadEndpointRemove') as Extract<ToDataplane, { type: 'WorkloadEndpointRemove' }>;
       assert.equal(removed.id.workloadId, 'prod/web-0');
     } finally {

@@ -164,6 +164,16 @@ describe('v1 model: values as libcalico-go serializes them', () => {
     assert.equal(p.namespace, 'ns');
   });
 
+  it('an EndpointSlice as Typha sends it (Kubernetes\' own JSON) becomes the slice the service sets use', () => {
+    const key = pathToKey('/calico/resources/v3/projectcalico.org/kubernetesendpointslices/kube-system/kube-dns-x7k2p') as V1Key & { type: 'Resource' };
+    assert.deepEqual(key, { type: 'Resource', kind: 'KubernetesEndpointSlice', namespace: 'kube-system', name: 'kube-dns-x7k2p' });
+    const r = parseValue(key, JSON.stringify({ apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice', metadata: { name: 'kube-dns-x7k2p', namespace: 'kube-system', labels: { 'kubernetes.io/service-name': 'kube-dns' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.96.0.10'], conditions: { ready: true } }], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] }));
+    const slice = r as { kind: string; spec: unknown };
+    assert.equal(slice.kind, 'KubernetesEndpointSlice');
+    assert.deepEqual(slice.spec, { serviceName: 'kube-dns', endpoints: [{ addresses: ['10.96.0.10'] }], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] });
+    assert.throws(() => parseValue(key, JSON.stringify({ metadata: { name: 'kube-dns-x7k2p', namespace: 'kube-system' } })), /without a kubernetes.io\/service-name label/);
+  });
+
   it('config values and the Ready flag are raw text; nil, empty or null bytes are deletions', () => {
     assert.equal(parseValue({ type: 'GlobalConfig', name: 'LogSeverityScreen' }, 'Debug'), 'Debug');
     assert.equal(parseValue({ type: 'ReadyFlag' }, 'true'), true);

@@ -1,8 +1,9 @@
 // The Kubernetes datastore as a Syncer, as libcalico-go's k8s backend feeds the felix
 // syncer: one reflector per resource type; each Kubernetes object converted to the Calico
 // resource it stands for (pods -> WorkloadEndpoints, namespaces and service accounts ->
-// profiles, NetworkPolicies -> KubernetesNetworkPolicies, nodes -> Nodes, Calico's CRDs
-// -> their v3 resources) and passed on
+// profiles, NetworkPolicies -> KubernetesNetworkPolicies, nodes -> Nodes, EndpointSlices
+// -> KubernetesEndpointSlices for service matches, Calico's CRDs -> their v3 resources)
+// and passed on
 // under Calico's v3 key, to the validation filter and the update processors like any
 // other datastore's. In sync once every type has listed. A pod that stops being a Calico
 // endpoint, or an object that does not convert (reported once), is a deletion of what it
@@ -11,6 +12,7 @@ import type { Logger } from '../../log.js';
 import { keyOf } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
 import { CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
+import { type EndpointSlice, endpointSliceToCalico } from './conversion/endpoint-slice.js';
 import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
 import { k8sNodeToCalico } from './conversion/node.js';
 import { isCalicoPod, podToWorkloadEndpoint } from './conversion/pod.js';
@@ -69,6 +71,7 @@ export class KddSyncer implements Syncer {
       { path: '/api/v1/pods', convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }) },
       { path: '/apis/networking.k8s.io/v1/networkpolicies', convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy) },
       { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
+      { path: '/apis/discovery.k8s.io/v1/endpointslices', convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }) },
       ...CALICO_CRDS.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
     ];
   }

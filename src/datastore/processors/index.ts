@@ -38,6 +38,8 @@ export class UpdateProcessors {
     this.#processors = {
       NetworkPolicy: networkPolicyProcessor,
       KubernetesNetworkPolicy: kubernetesNetworkPolicyProcessor,
+      // Passed on as itself, as the felix syncer passes EndpointSlices.
+      KubernetesEndpointSlice: { process: (ref, r) => [{ key: { type: 'Resource', kind: 'KubernetesEndpointSlice', namespace: ref.namespace ?? '', name: ref.name }, value: r }] },
       GlobalNetworkPolicy: globalNetworkPolicyProcessor,
       Tier: tierProcessor,
       Profile: profileProcessor,

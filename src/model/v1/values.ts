@@ -15,6 +15,7 @@ import type {
 import { orNone } from '../internal.js';
 import { POLICY_KIND_SHORT, type PolicyKind, policyId, policySortKey } from '../names.js';
 import type { Resource } from '../schemas.js';
+import { type EndpointSlice, endpointSliceToCalico } from '../../datastore/kdd/conversion/endpoint-slice.js';
 import { validateResource } from '../validate.js';
 import { bool, checkName, cidrs, compact, ips, type JsonObject, labels, list, object, optIface, optNumber, optProtocol, optSelector, optString, strings, V1ValueError } from './json.js';
 import type { V1Key, V1KeyOf, V1KeyType } from './keys.js';
@@ -275,7 +276,13 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
   Block: { parse: (_key, text) => object(json(text), 'IPAM block'), serialize: (_key, v) => JSON.stringify(v) },
   Resource: {
     parse(key, text) {
-      const r = validateResource(json(text));
+      let v = json(text);
+      // Typha passes EndpointSlices on as Kubernetes has them (discovery.k8s.io/v1).
+      if (key.kind === 'KubernetesEndpointSlice' && (v as { apiVersion?: string } | null)?.apiVersion !== 'projectcalico.org/v3') {
+        v = endpointSliceToCalico(object(v, 'EndpointSlice') as EndpointSlice);
+        if (!v) throw new V1ValueError('an EndpointSlice without a kubernetes.io/service-name label');
+      }
+      const r = validateResource(v);
       if (!r.ok) throw new V1ValueError(r.error.message);
       const same = r.resource.kind === key.kind && r.resource.metadata.name === key.name && (key.namespace === undefined || ('namespace' in r.resource.metadata && r.resource.metadata.namespace === key.namespace));
       if (!same) throw new V1ValueError(`the value names a different resource (${r.resource.kind} ${r.resource.metadata.name})`);

@@ -12,7 +12,7 @@ import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, RESTART_EXIT
 import type { Config } from '../config/params.js';
 import { kubeProxyNftablesAsync } from '../dataplane/backends/mode.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
-import { createSyncer } from '../datastore/index.js';
+import { createSyncer, datastoreProblem } from '../datastore/index.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
 import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
@@ -63,7 +63,7 @@ export class NodeAgent {
 
   /** Runs until a signal (0), a needed restart (129), a refused configuration (3) or a failure (1). */
   async run(): Promise<number> {
-    const early = refusal(this.#config.config, 'local');
+    const early = refusal(this.#config.config, 'local') ?? datastoreProblem(this.#config.config);
     if (early) return this.#refuse(early);
     if (!(await this.#serveHealth(this.#config.config))) return 1;
     const exit = new Promise<number>((resolve) => (this.#resolve = resolve));

@@ -30,7 +30,7 @@ stop a node agent. SIGUSR1 does not open the Node inspector.
 
 Exit codes: 0 stopped by a signal (or cleaned up), 1 failed, 2 bad usage,
 ${CONFIG_EXIT_CODE} a configuration palisade refuses to run with (a value Felix refuses to start
-with, or DatastoreType kubernetes), ${PRIVILEGE_EXIT_CODE} not privileged enough (no
+with, or a Kubernetes datastore whose configuration cannot be loaded), ${PRIVILEGE_EXIT_CODE} not privileged enough (no
 CAP_NET_ADMIN, or /proc/sys/net not writable), ${RESTART_EXIT_CODE} a configuration change needs a
 restart.`;
 

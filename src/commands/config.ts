@@ -26,7 +26,7 @@ Examples:
   FELIX_HEALTHPORT=9199 palisade config --datastore-dir /etc/palisade/resources --json
 
 Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad usage,
-3 DatastoreType kubernetes (not implemented yet).`;
+3 a Kubernetes datastore whose configuration cannot be loaded.`;
 
 export async function runConfig(argv: string[]): Promise<number> {
   const options = { local: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;

@@ -5,6 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, loadLocalConfig } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
 import { refusal } from '../config/refusal.js';
+import { datastoreProblem } from '../datastore/index.js';
 import { createLogger, type Logger } from '../log.js';
 
 export const DATASTORE_FLAGS = {
@@ -99,7 +100,7 @@ export function startCommand<O extends Options>(
     return 2;
   }
   log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
-  const refused = refusal(config.config, 'local');
+  const refused = refusal(config.config, 'local') ?? datastoreProblem(config.config);
   if (refused && !allowFatal) {
     console.error(`palisade ${command}: ${refused}`);
     return CONFIG_EXIT_CODE;

@@ -38,7 +38,7 @@ Examples:
   palisade plan --datastore-dir examples/ --hostname node1 | nft -c -f -
 
 Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad usage,
-3 a configuration Felix refuses to start with (or DatastoreType kubernetes).`;
+3 a configuration Felix refuses to start with (or a Kubernetes configuration that cannot be loaded).`;
 
 export interface PlanFiles {
   [file: string]: string;

@@ -25,7 +25,7 @@ Examples:
   FELIX_DATASTORETYPE=etcdv3 FELIX_ETCDENDPOINTS=http://127.0.0.1:2379 palisade sync
 
 Exit codes: 0 done (or stopped by SIGINT/SIGTERM), 1 not in sync before --timeout,
-2 bad usage, 3 a configuration Felix refuses to start with (or DatastoreType kubernetes),
+2 bad usage, 3 a configuration Felix refuses to start with (or a Kubernetes configuration that cannot be loaded),
 ${RESTART_EXIT_CODE} a configuration change needs a restart.`;
 
 function summary(msgs: ToDataplane[]): string {

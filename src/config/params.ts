@@ -110,9 +110,9 @@ const formatMask = (v: number) => `0x${v.toString(16).padStart(8, '0')}`;
 export const LOG_SEVERITIES = ['Trace', 'Debug', 'Info', 'Warning', 'Error', 'Fatal'] as const;
 
 export const PARAMS = {
-  DatastoreType: felix('DatastoreType', spelled(['etcdv3', 'kubernetes', 'file'] as const), 'Where resources come from: etcdv3, kubernetes (not implemented yet: a fatal error), or file (palisade\'s directory of YAML/JSON). Default etcdv3, or file when DatastoreDir is set.', {
+  DatastoreType: felix('DatastoreType', spelled(['etcdv3', 'kubernetes', 'file'] as const), 'Where resources come from: etcdv3, kubernetes (the API server found by KUBECONFIG or the in-cluster service account), or file (palisade\'s directory of YAML/JSON). Default etcdv3, or file when DatastoreDir is set.', {
     type: 'oneof(kubernetes,etcdv3,file)',
-    differs: 'palisade adds "file" (a directory of YAML/JSON files), chosen when DatastoreDir is set and DatastoreType is not; "kubernetes" is refused until the Kubernetes datastore exists',
+    differs: 'palisade adds "file" (a directory of YAML/JSON files), chosen when DatastoreDir is set and DatastoreType is not',
   }),
   DatastoreDir: ours('DatastoreDir', 'string', '/etc/palisade/resources', asString, 'The directory of calicoctl-style YAML/JSON files (DatastoreType file; ours).'),
   EtcdAddr: felix('EtcdAddr', asString, 'host:port of etcd, with EtcdScheme, when EtcdEndpoints is not set.'),

@@ -7,9 +7,7 @@ import type { Config } from './params.js';
  * Why the agent cannot run with `cfg`, or undefined. `local` checks what env, file and
  * flags decide (before the datastore is read); `datastore` what FelixConfiguration may set.
  */
-export function refusal(cfg: Readonly<Pick<Config, 'DatastoreType'>>, stage: 'local' | 'datastore'): string | undefined {
-  if (stage === 'local' && cfg.DatastoreType === 'kubernetes') {
-    return 'DatastoreType is kubernetes, and palisade does not implement the Kubernetes datastore yet (use etcdv3, or file with DatastoreDir)';
-  }
+export function refusal(_cfg: Readonly<Pick<Config, 'DatastoreType'>>, _stage: 'local' | 'datastore'): string | undefined {
+  // Nothing is refused today; the Kubernetes datastore, the last refusal, now exists.
   return undefined;
 }

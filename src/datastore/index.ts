@@ -6,6 +6,9 @@ import type { Logger } from '../log.js';
 import { Etcd3Client } from './etcdv3/client.js';
 import { EtcdSyncer } from './etcdv3/etcd-syncer.js';
 import { FileSyncer } from './file/file-syncer.js';
+import { KddSyncer } from './kdd/kdd-syncer.js';
+import { KubeConfigError, loadKubeEndpoint } from './kdd/kubeconfig.js';
+import { HttpKubeTransport } from './kdd/transport.js';
 import { TyphaSyncer } from './typha/typha-syncer.js';
 import type { ModelSyncer, Syncer } from './types.js';
 
@@ -37,7 +40,20 @@ type SyncerConfig = Pick<
   | 'TyphaKeyFile'
   | 'TyphaCN'
   | 'TyphaURISAN'
+  | 'InterfacePrefix'
 >;
+
+/** Why the configured datastore cannot be reached as configured (the Kubernetes configuration cannot be loaded), or undefined. */
+export function datastoreProblem(config: Pick<Config, 'DatastoreType' | 'TyphaAddr'>): string | undefined {
+  if (config.TyphaAddr || config.DatastoreType !== 'kubernetes') return undefined;
+  try {
+    loadKubeEndpoint();
+    return undefined;
+  } catch (e) {
+    if (!(e instanceof KubeConfigError)) throw e;
+    return e.message;
+  }
+}
 
 /** As Felix: Typha when TyphaAddr is set (whatever DatastoreType says), else the datastore itself. */
 export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelSyncer {
@@ -46,6 +62,7 @@ export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelS
     throw new ConfigError(`TyphaK8sServiceName (${config.TyphaK8sServiceName}) needs Kubernetes discovery, which palisade does not have yet: set TyphaAddr to Typha's host:port`);
   }
   if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
+  if (config.DatastoreType === 'kubernetes') return kddSyncer(config, log);
   const refused = refusal(config, 'local');
   if (refused) throw new ConfigError(refused);
   const client = new Etcd3Client({
@@ -73,4 +90,16 @@ function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }
+}
+
+function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
+  let endpoint;
+  try {
+    endpoint = loadKubeEndpoint();
+  } catch (e) {
+    if (!(e instanceof KubeConfigError)) throw e;
+    throw new ConfigError(e.message);
+  }
+  log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore');
+  return new KddSyncer({ transport: new HttpKubeTransport(endpoint), log, ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}) });
 }

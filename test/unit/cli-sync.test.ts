@@ -88,12 +88,13 @@ describe('cli: palisade sync and config', () => {
     assert.match(text.stdout, /where palisade deliberately differs from Felix/);
   });
 
-  it('refuses, with exit 3 and a reason, what palisade cannot run with: the Kubernetes datastore, a fatal value', () => {
+  it('refuses, with exit 3 and a reason, what palisade cannot run with: a Kubernetes datastore it cannot find, a fatal value', () => {
+    const noKube = { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: '/nonexistent/kubeconfig' };
     const cases: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
-      [['sync', '--once'], { FELIX_DATASTORETYPE: 'kubernetes' }, /Kubernetes datastore/],
-      [['agent'], { FELIX_DATASTORETYPE: 'kubernetes' }, /Kubernetes datastore/],
+      [['sync', '--once'], noKube, /cannot load the Kubernetes configuration/],
+      [['agent'], noKube, /cannot load the Kubernetes configuration/],
       [['plan', '--datastore-dir', '/nonexistent'], { FELIX_DEFAULTENDPOINTTOHOSTACTION: 'Allow' }, /DefaultEndpointToHostAction from env FELIX_DEFAULTENDPOINTTOHOSTACTION: unknown option/],
-      [['config'], { FELIX_DATASTORETYPE: 'kubernetes' }, /Kubernetes datastore/],
+      [['config'], noKube, /cannot load the Kubernetes configuration/],
     ];
     for (const [args, env, want] of cases) {
       const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...cleanEnv, ...env }, timeout: 10_000 });

@@ -33,6 +33,7 @@ const base = {
   TyphaKeyFile: '',
   TyphaCN: '',
   TyphaURISAN: '',
+  InterfacePrefix: ['cali'],
 };
 
 describe('Typha datastore', { timeout: 60_000 }, () => {

@@ -1,0 +1,108 @@
+// The agent on the Kubernetes datastore, with real packets: the tests' API server runs
+// in the lab's host namespace; pods, a namespace and a Kubernetes NetworkPolicy written
+// to it are enforced - the namespace profile allows by default, the policy narrows the
+// database to one client and one port, an edit moves the port, a deletion opens it again.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
+import { Lab, type Workload } from '../helpers/lab.js';
+import { LabAgent } from '../helpers/lab-agent.js';
+import { ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const API_MAIN = fileURLToPath(new URL('../helpers/kube-apiserver-main.js', import.meta.url));
+const tempDir = tempDirs('kdd');
+
+class ApiProcess {
+  readonly proc: ChildProcess;
+  out = '';
+  #sent = 0;
+  constructor(netns: string) {
+    this.proc = spawn('ip', ['netns', 'exec', netns, process.execPath, API_MAIN], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.proc.stdout?.on('data', (d: Buffer) => (this.out += d.toString()));
+  }
+  async url(): Promise<string> {
+    const t0 = Date.now();
+    while (!this.out.includes('"url"')) {
+      assert.ok(Date.now() - t0 < 10_000, 'the API server never started');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return (JSON.parse(this.out.split('\n')[0] as string) as { url: string }).url;
+  }
+  async send(cmd: Record<string, unknown>): Promise<void> {
+    const n = ++this.#sent;
+    this.proc.stdin?.write(`${JSON.stringify(cmd)}\n`);
+    const t0 = Date.now();
+    while (!this.out.includes(`{"done":${n}}`)) {
+      assert.ok(Date.now() - t0 < 5000, 'the API server never applied a command');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  put = (resource: string, object: unknown) => this.send({ op: 'put', resource, object });
+  del = (resource: string, namespace: string, name: string) => this.send({ op: 'delete', resource, namespace, name });
+}
+
+const pod = (w: Workload) => ({
+  metadata: { name: w.name, namespace: 'shop', labels: { app: w.name } },
+  spec: { nodeName: 'node1', serviceAccountName: 'default', containers: [{ name: 'c' }] },
+  status: { phase: 'Running', podIP: w.ip, podIPs: [{ ip: w.ip }] },
+});
+const policy = (port: number) => ({
+  metadata: { name: 'db-from-api', namespace: 'shop' },
+  spec: { podSelector: { matchLabels: { app: 'db' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }] },
+});
+
+describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, timeout: 120_000 }, () => {
+  let lab: Lab;
+  let api: ApiProcess;
+  let agent: LabAgent;
+  let apiW: Workload, db: Workload, other: Workload;
+
+  before(async () => {
+    lab = new Lab();
+    // The pods' interfaces as Calico's CNI plugin names them.
+    const add = (name: string, ip: string, i: number) => lab.addWorkload(name, ip, i, { iface: vethNameForWorkload('shop', name) });
+    apiW = add('api', '10.68.0.10', 1);
+    db = add('db', '10.68.0.11', 2);
+    other = add('other', '10.68.0.12', 3);
+    await lab.listen(db, [5432, 6543]);
+    api = new ApiProcess(lab.host);
+    const url = await api.url();
+    await api.put('namespaces', { metadata: { name: 'shop' } });
+    await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
+    await api.put('nodes', { metadata: { name: 'node1' } });
+    for (const w of [apiW, db, other]) await api.put('pods', pod(w));
+    const dir = tempDir();
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`);
+    agent = new LabAgent(lab, tempDir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: kubeconfig });
+    await agent.applied();
+  });
+  after(async () => {
+    await agent?.stop();
+    api?.proc.kill();
+    lab?.destroy();
+  });
+
+  it('the namespace profile allows by default', () => {
+    assert.equal(lab.tcp(apiW, db.ip, 6543), true);
+    assert.equal(lab.tcp(other, db.ip, 5432), true);
+    assert.match(agent.log, /"msg":"Kubernetes datastore"/);
+  });
+
+  it('a Kubernetes NetworkPolicy narrows the database to one client and one port; an edit moves it; a deletion opens it again', async () => {
+    await api.put('networkpolicies', policy(5432));
+    assert.ok((await lab.until(() => !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0, 'the policy was never enforced');
+    assert.equal(lab.tcp(apiW, db.ip, 5432), true);
+    assert.equal(lab.tcp(apiW, db.ip, 6543), false);
+    await api.put('networkpolicies', policy(6543));
+    assert.ok((await lab.until(() => lab.tcp(apiW, db.ip, 6543, 300) && !lab.tcp(apiW, db.ip, 5432, 100), 10_000)) >= 0, 'the edit was never enforced');
+    await api.del('networkpolicies', 'shop', 'db-from-api');
+    assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the deletion never reached the kernel');
+  });
+});

@@ -1,0 +1,25 @@
+// The tests' Kubernetes API server as a process (run in a lab's namespace by the e2e
+// tests): prints {"url": ...}, then takes JSON commands on stdin, one per line -
+// {"op":"put","resource":"pods","object":{...}} or {"op":"delete","resource":"pods",
+// "namespace":"ns","name":"n"} - and prints {"done": <count>} after each.
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+import { FakeKubeApiServer } from './kube-apiserver.js';
+
+async function main(): Promise<void> {
+  const api = new FakeKubeApiServer();
+  const url = await api.start();
+  process.stdout.write(`${JSON.stringify({ url })}\n`);
+  let done = 0;
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    const c = JSON.parse(line) as { op: 'put' | 'delete'; resource: string; object?: never; namespace?: string; name?: string };
+    if (c.op === 'put') api.put(c.resource, c.object as never);
+    else api.delete(c.resource, c.namespace, c.name ?? '');
+    process.stdout.write(`${JSON.stringify({ done: ++done })}\n`);
+  }
+  await api.stop();
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main();

@@ -15,6 +15,7 @@ const BENCHES: Record<string, [string, string[]]> = {
   dataplane: ['dataplane.js', []],
   'dataplane-iptables': ['dataplane-iptables.js', []],
   typha: ['typha.js', []],
+  kdd: ['kdd.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

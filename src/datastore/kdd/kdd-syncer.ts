@@ -46,6 +46,22 @@ const calicoKey = (r: Record<string, unknown>) => {
   return keyOf({ kind: r.kind as string, name: m.name, ...(m.namespace ? { namespace: m.namespace } : {}) });
 };
 
+/** What the Kubernetes datastore reads, and how each kind of object converts. */
+function sourcesFor(prefix: string): Source[] {
+  return [
+    { path: '/api/v1/namespaces', convert: (o) => ({ resource: namespaceToProfile(o) }) },
+    { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
+    { path: '/api/v1/pods', convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }) },
+    { path: '/apis/networking.k8s.io/v1/networkpolicies', convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy) },
+    { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
+    { path: '/apis/discovery.k8s.io/v1/endpointslices', convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }) },
+    ...CALICO_CRDS.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
+  ];
+}
+
+/** The API paths the Kubernetes datastore lists and watches (what its RBAC must allow). */
+export const KDD_SOURCE_PATHS: readonly string[] = sourcesFor('cali').map((s) => s.path);
+
 export class KddSyncer implements Syncer {
   readonly #o: KddSyncerOptions;
   readonly #reflectors: Reflector[] = [];
@@ -63,23 +79,10 @@ export class KddSyncer implements Syncer {
     this.#o = o;
   }
 
-  #sources(): Source[] {
-    const prefix = this.#o.interfacePrefix ?? 'cali';
-    return [
-      { path: '/api/v1/namespaces', convert: (o) => ({ resource: namespaceToProfile(o) }) },
-      { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
-      { path: '/api/v1/pods', convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }) },
-      { path: '/apis/networking.k8s.io/v1/networkpolicies', convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy) },
-      { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
-      { path: '/apis/discovery.k8s.io/v1/endpointslices', convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }) },
-      ...CALICO_CRDS.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
-    ];
-  }
-
   start(callbacks: SyncerCallbacks): void {
     this.#callbacks = callbacks;
     callbacks.onStatusUpdated(this.#status);
-    const sources = this.#sources();
+    const sources = sourcesFor(this.#o.interfacePrefix ?? 'cali');
     sources.forEach((source, i) => {
       const r = new Reflector(
         { transport: this.#o.transport, path: source.path, log: this.#o.log, ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}), ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}) },

@@ -9,11 +9,10 @@ import { fileURLToPath } from 'node:url';
 
 import { UpdateProcessors } from '../src/datastore/processors/index.js';
 import { silentLogger } from '../src/log.js';
-import { keyToPath } from '../src/model/v1/keys.js';
-import { serializeValue } from '../src/model/v1/values.js';
 import type { Resource } from '../src/model/schemas.js';
 import type { ResourceRef } from '../src/model/validate.js';
 import { DEFAULT_TIMERS } from '../src/typha/server/connection.js';
+import { serializedUpdate } from '../src/typha/server/feeder.js';
 import { TyphaMetrics } from '../src/typha/server/metrics.js';
 import { TyphaServer } from '../src/typha/server/server.js';
 import { SnapshotCache } from '../src/typha/server/snapshot-cache.js';
@@ -56,8 +55,7 @@ function feed(cache: SnapshotCache): { kvs: number; buildS: number } {
   let kvs = 0;
   const add = (ref: ResourceRef, r: Resource) => {
     for (const u of processors.process(ref, r)) {
-      if (u.value === undefined) continue;
-      batch.push({ key: keyToPath(u.key), value: Buffer.from(serializeValue(u.key, u.value as never)), revision: String(++revision), v3ResourceVersion: '', ttlNanos: 0, updateType: 1 });
+      if (u.value !== undefined) batch.push(serializedUpdate(u, String(++revision)));
     }
     if (batch.length >= 10_000) {
       kvs += batch.length;

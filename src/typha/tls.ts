@@ -22,6 +22,22 @@ export function typhaTlsProblem(c: TyphaTlsConfig): string | undefined {
   return undefined;
 }
 
+/** A certificate's Common Names and URI SANs: how Typha and its clients identify each other. */
+export function certIdentity(cert: PeerCertificate): { cns: string[]; uris: string[] } {
+  const cns = [cert.subject?.CN ?? []].flat();
+  const uris = (cert.subjectaltname ?? '')
+    .split(', ')
+    .filter((s) => s.startsWith('URI:'))
+    .map((s) => s.slice(4));
+  return { cns, uris };
+}
+
+/** True when the certificate has the CN or the URI SAN wanted (either is enough). */
+export function certMatches(cert: PeerCertificate, cn: string, uriSan: string): boolean {
+  const { cns, uris } = certIdentity(cert);
+  return (!!cn && cns.includes(cn)) || (!!uriSan && uris.includes(uriSan));
+}
+
 /** Node's TLS options for it: the CA checks the chain, our check replaces the hostname one. */
 export function typhaTlsOptions(c: TyphaTlsConfig): ConnectionOptions {
   return {
@@ -30,15 +46,10 @@ export function typhaTlsOptions(c: TyphaTlsConfig): ConnectionOptions {
     key: readFileSync(c.keyFile),
     minVersion: 'TLSv1.2',
     checkServerIdentity: (_host: string, cert: PeerCertificate) => {
-      const cn = [cert.subject?.CN ?? []].flat();
-      const uris = (cert.subjectaltname ?? '')
-        .split(', ')
-        .filter((s) => s.startsWith('URI:'))
-        .map((s) => s.slice(4));
-      if (c.cn && cn.includes(c.cn)) return undefined;
-      if (c.uriSan && uris.includes(c.uriSan)) return undefined;
+      if (certMatches(cert, c.cn, c.uriSan)) return undefined;
+      const { cns, uris } = certIdentity(cert);
       const wanted = [c.cn && `CN ${c.cn}`, c.uriSan && `URI SAN ${c.uriSan}`].filter(Boolean).join(' or ');
-      return new Error(`Typha's certificate is not the one configured: wanted ${wanted}, got CN ${cn.join(',') || '(none)'}${uris.length ? `, URI SANs ${uris.join(', ')}` : ''}`);
+      return new Error(`Typha's certificate is not the one configured: wanted ${wanted}, got CN ${cns.join(',') || '(none)'}${uris.length ? `, URI SANs ${uris.join(', ')}` : ''}`);
     },
   };
 }

@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 
 import { UpdateProcessors } from '../../src/datastore/processors/index.js';
 import { silentLogger } from '../../src/log.js';
-import { keyToPath, pathToKey } from '../../src/model/v1/keys.js';
-import { parseUpdate, serializeValue, V1ValueError } from '../../src/model/v1/values.js';
+import { pathToKey } from '../../src/model/v1/keys.js';
+import { parseUpdate, V1ValueError } from '../../src/model/v1/values.js';
+import { serializedUpdate } from '../../src/typha/server/feeder.js';
 import { validateResource } from '../../src/model/validate.js';
 import { GobDecoder } from '../../src/typha/gob/decoder.js';
 import { GobError } from '../../src/typha/gob/wire.js';
@@ -68,8 +69,7 @@ export function seeds(): Buffer[] {
     if (!v.ok) continue;
     const meta = v.resource.metadata as { name: string; namespace?: string };
     for (const u of processors.process({ kind: v.resource.kind, name: meta.name, ...(meta.namespace ? { namespace: meta.namespace } : {}) }, v.resource)) {
-      const value = u.value === undefined ? Buffer.alloc(0) : Buffer.from(serializeValue(u.key, u.value as never));
-      kvs.push({ key: keyToPath(u.key), value, revision: '1', v3ResourceVersion: '', ttlNanos: 0, updateType: u.value === undefined ? 3 : 1 });
+      kvs.push(serializedUpdate(u, '1'));
     }
   }
   const session = Buffer.concat([

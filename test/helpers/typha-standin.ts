@@ -7,8 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 import { UpdateProcessors } from '../../src/datastore/processors/index.js';
 import { silentLogger } from '../../src/log.js';
-import { keyToPath } from '../../src/model/v1/keys.js';
-import { serializeValue } from '../../src/model/v1/values.js';
+import { serializedUpdate } from '../../src/typha/server/feeder.js';
 import { validateResource } from '../../src/model/validate.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -28,7 +27,8 @@ export function typhaKVs(resources: unknown[], deleted = false): WireKV[] {
     const meta = v.resource.metadata as { name: string; namespace?: string };
     const ref = { kind: v.resource.kind, name: meta.name, ...(meta.namespace ? { namespace: meta.namespace } : {}) };
     for (const u of processors.process(ref, deleted ? undefined : v.resource)) {
-      out.set(keyToPath(u.key), deleted || u.value === undefined ? null : serializeValue(u.key, u.value as never));
+      const kv = serializedUpdate(deleted ? { key: u.key, value: undefined } as typeof u : u, '');
+      out.set(kv.key, kv.updateType === 3 ? null : kv.value.toString());
     }
   }
   return [...out].map(([key, value]) => ({ key, value }));

@@ -8,17 +8,11 @@ import { type KubeObject, Reflector } from '../../src/datastore/kdd/reflector.js
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: process.env.REFLECTOR_DEBUG ? 'Debug' : 'Fatal' });
 const pod = (name: string, ns = 'default', labels: Record<string, string> = {}) => ({ metadata: { name, namespace: ns, labels }, spec: { nodeName: 'node1' } });
 
-function until(f: () => boolean, ms = 5000, what = 'the condition'): Promise<void> {
-  const t0 = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = () => (f() ? resolve() : Date.now() - t0 > ms ? reject(new Error(`timed out waiting for ${what}`)) : setTimeout(tick, 10));
-    tick();
-  });
-}
 
 function mirror(api: FakeKubeApiServer, url: string, pageSize = 10) {
   const held = new Map<string, KubeObject>();

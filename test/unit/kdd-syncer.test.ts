@@ -12,6 +12,7 @@ import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
 import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: 'Fatal' });
 
@@ -21,13 +22,6 @@ const pod = (name: string, ns: string, node: string, ip: string, labels: Record<
   status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
 });
 
-function until(f: () => boolean, ms = 5000, what = 'the condition'): Promise<void> {
-  const t0 = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = () => (f() ? resolve() : Date.now() - t0 > ms ? reject(new Error(`timed out waiting for ${what}`)) : setTimeout(tick, 10));
-    tick();
-  });
-}
 
 describe('Kubernetes datastore: the control plane fed by the API server', { timeout: 60_000 }, () => {
   let api: FakeKubeApiServer;

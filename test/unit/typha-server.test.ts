@@ -17,6 +17,7 @@ import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 import { encodeMessage, type SerializedUpdate, type SyncStatus, typhaEncoder } from '../../src/typha/syncproto.js';
 import { makeTls } from '../helpers/etcd.js';
 import { tempDirs } from '../helpers/temp.js';
+import { until } from '../helpers/until.js';
 import { goStandInBinary } from '../helpers/typha-standin.js';
 
 const log = createLogger({ severity: 'Fatal' });
@@ -26,17 +27,6 @@ const tempDir = tempDirs('typha-server');
 const kv = (key: string, value: string | null): SerializedUpdate => ({ key, value: value === null ? Buffer.alloc(0) : Buffer.from(value), revision: '1', v3ResourceVersion: '', ttlNanos: 0, updateType: value === null ? 3 : 1 });
 const cfg = (n: number) => kv(`/calico/v1/config/Param${n}`, `value-${n}`);
 
-function until(f: () => boolean, ms = 5000, what = 'the condition'): Promise<void> {
-  const t0 = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = () => {
-      if (f()) resolve();
-      else if (Date.now() - t0 > ms) reject(new Error(`timed out waiting for ${what}`));
-      else setTimeout(tick, 10);
-    };
-    tick();
-  });
-}
 
 async function serve(opts: { timers?: Partial<ServerTimers>; maxConns?: number; dropIntervalMs?: number; tls?: TyphaServerTls; shutdownTimeoutMs?: number } = {}) {
   const metrics = new TyphaMetrics();

@@ -66,16 +66,23 @@ export class CacheFeeder {
   }
 
   #serialize(u: V1Update): SerializedUpdate {
-    const revision = String(++this.#revision);
-    const key = keyToPath(u.key);
-    if (u.value === undefined) return { key, value: Buffer.alloc(0), revision, v3ResourceVersion: '', ttlNanos: 0, updateType: 3 };
-    let v3ResourceVersion = '';
-    let value = u.value;
-    if (u.key.type === 'Resource') {
-      const r = u.value as { metadata: { resourceVersion?: string } };
-      v3ResourceVersion = r.metadata.resourceVersion ?? '';
-      if (v3ResourceVersion) value = { ...r, metadata: { ...r.metadata, resourceVersion: undefined } } as typeof value;
-    }
-    return { key, value: Buffer.from(serializeValue(u.key, value as never)), revision, v3ResourceVersion, ttlNanos: 0, updateType: 1 };
+    return serializedUpdate(u, String(++this.#revision));
   }
+}
+
+/**
+ * An internal-model update as Typha sends it: the key's path, the value's bytes (empty and
+ * UpdateTypeKVDeleted for a deletion), a v3 resource's resourceVersion moved out of the value.
+ */
+export function serializedUpdate(u: V1Update, revision: string): SerializedUpdate {
+  const key = keyToPath(u.key);
+  if (u.value === undefined) return { key, value: Buffer.alloc(0), revision, v3ResourceVersion: '', ttlNanos: 0, updateType: 3 };
+  let v3ResourceVersion = '';
+  let value = u.value;
+  if (u.key.type === 'Resource') {
+    const r = u.value as { metadata: { resourceVersion?: string } };
+    v3ResourceVersion = r.metadata.resourceVersion ?? '';
+    if (v3ResourceVersion) value = { ...r, metadata: { ...r.metadata, resourceVersion: undefined } } as typeof value;
+  }
+  return { key, value: Buffer.from(serializeValue(u.key, value as never)), revision, v3ResourceVersion, ttlNanos: 0, updateType: 1 };
 }

@@ -10,6 +10,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 import type { Logger } from '../../log.js';
+import { certMatches } from '../tls.js';
 import { ServerConnection, type ServerTimers } from './connection.js';
 import type { TyphaMetrics } from './metrics.js';
 import type { SnapshotCache } from './snapshot-cache.js';
@@ -42,14 +43,7 @@ export interface TyphaServerOptions {
 
 /** Why a client certificate is refused, or undefined. */
 export function clientCertProblem(cert: tls.PeerCertificate, cn: string, uriSan: string): string | undefined {
-  if (!cn && !uriSan) return undefined;
-  const cns = [cert.subject?.CN ?? []].flat();
-  if (cn && cns.includes(cn)) return undefined;
-  const uris = (cert.subjectaltname ?? '')
-    .split(', ')
-    .filter((s) => s.startsWith('URI:'))
-    .map((s) => s.slice(4));
-  if (uriSan && uris.includes(uriSan)) return undefined;
+  if ((!cn && !uriSan) || certMatches(cert, cn, uriSan)) return undefined;
   return `the client certificate has neither ${[cn && `CN ${cn}`, uriSan && `URI SAN ${uriSan}`].filter(Boolean).join(' nor ')}`;
 }
 

@@ -14,13 +14,10 @@ import { CalcGraph } from '../calc/calc-graph.js';
 import { ConfigBatcher } from '../config/config-batcher.js';
 import type { ConfigProblem, ConfigResolver } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
-import { UpdateProcessors } from '../datastore/processors/index.js';
+import { ModelStage } from '../datastore/model-stage.js';
 import type { ModelSyncer, Syncer, SyncStatus } from '../datastore/types.js';
-import { ValidationFilter } from '../datastore/validation-filter.js';
 import { levelFor, type Logger } from '../log.js';
-import type { Resource } from '../model/schemas.js';
 import type { V1Update } from '../model/v1/values.js';
-import type { ResourceRef } from '../model/validate.js';
 import type { ToDataplane } from '../proto/messages.js';
 
 export interface ControlPlaneOptions {
@@ -47,8 +44,7 @@ export class ControlPlane {
   readonly graph: CalcGraph;
   readonly batcher: ConfigBatcher;
   readonly #opts: ControlPlaneOptions;
-  readonly #filter: ValidationFilter;
-  readonly #processors: UpdateProcessors;
+  readonly #stage: ModelStage;
   #started = false;
   #paused = false;
   #timer: NodeJS.Timeout | undefined;
@@ -59,14 +55,7 @@ export class ControlPlane {
     const host = opts.config.config.FelixHostname;
     this.graph = new CalcGraph(host);
     this.batcher = new ConfigBatcher(host, opts.log);
-    this.#processors = new UpdateProcessors(opts.log);
-    this.#filter = new ValidationFilter(
-      {
-        onUpdate: (ref, resource) => this.#onUpdate(ref, resource),
-        onStatus: (status) => this.#onStatus(status),
-      },
-      opts.log,
-    );
+    this.#stage = new ModelStage({ onModelUpdate: (u) => this.#onModelUpdate(u), onStatus: (status) => this.#onStatus(status) }, opts.log);
   }
 
   get status(): SyncStatus {
@@ -92,10 +81,10 @@ export class ControlPlane {
     }
     syncer.start({
       onUpdates: (u) => {
-        this.#filter.onUpdates(u);
+        this.#stage.onUpdates(u);
         this.#schedule();
       },
-      onStatusUpdated: (s) => this.#filter.onStatusUpdated(s),
+      onStatusUpdated: (s) => this.#stage.onStatusUpdated(s),
     });
   }
 
@@ -117,10 +106,6 @@ export class ControlPlane {
     this.#opts.onFlushTime?.((performance.now() - t0) / 1000);
     if (msgs.length) this.#opts.onMessages(msgs);
     return msgs;
-  }
-
-  #onUpdate(ref: ResourceRef, resource: Resource | undefined): void {
-    for (const u of this.#processors.process(ref, resource)) this.#onModelUpdate(u);
   }
 
   #onModelUpdate(u: V1Update): void {

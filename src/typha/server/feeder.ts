@@ -4,9 +4,8 @@
 // snapshot cache that every client is served from. A v3 resource passed through (Node,
 // Profile...) travels with its resourceVersion moved out of the value, as Typha does.
 import type { Logger } from '../../log.js';
-import { UpdateProcessors } from '../../datastore/processors/index.js';
+import { ModelStage } from '../../datastore/model-stage.js';
 import type { Syncer, SyncStatus } from '../../datastore/types.js';
-import { ValidationFilter } from '../../datastore/validation-filter.js';
 import { keyToPath } from '../../model/v1/keys.js';
 import { serializeValue, type V1Update } from '../../model/v1/values.js';
 import type { SerializedUpdate } from '../syncproto.js';
@@ -15,8 +14,7 @@ import type { SnapshotCache } from './snapshot-cache.js';
 export class CacheFeeder {
   readonly #syncer: Syncer;
   readonly #cache: SnapshotCache;
-  readonly #filter: ValidationFilter;
-  readonly #processors: UpdateProcessors;
+  readonly #stage: ModelStage;
   #pending: SerializedUpdate[] = [];
   #revision = 0;
   #status: SyncStatus = 'wait-for-datastore';
@@ -24,12 +22,9 @@ export class CacheFeeder {
   constructor(syncer: Syncer, cache: SnapshotCache, log: Logger) {
     this.#syncer = syncer;
     this.#cache = cache;
-    this.#processors = new UpdateProcessors(log);
-    this.#filter = new ValidationFilter(
+    this.#stage = new ModelStage(
       {
-        onUpdate: (ref, resource) => {
-          for (const u of this.#processors.process(ref, resource)) this.#pending.push(this.#serialize(u));
-        },
+        onModelUpdate: (u) => this.#pending.push(this.#serialize(u)),
         onStatus: (s) => {
           this.#flush();
           this.#status = s;
@@ -47,10 +42,10 @@ export class CacheFeeder {
   start(): void {
     this.#syncer.start({
       onUpdates: (updates) => {
-        this.#filter.onUpdates(updates);
+        this.#stage.onUpdates(updates);
         this.#flush();
       },
-      onStatusUpdated: (s) => this.#filter.onStatusUpdated(s),
+      onStatusUpdated: (s) => this.#stage.onStatusUpdated(s),
     });
   }
 

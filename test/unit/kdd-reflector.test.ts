@@ -130,3 +130,40 @@ describe('Kubernetes configuration', () => {
     }
   });
 });
+
+describe('Kubernetes reflector: bad answers from the API', () => {
+  it('garbage, an error status and a watch line that is not JSON are retried; the reflector carries on', async () => {
+    const { createServer } = await import('node:http');
+    let lists = 0;
+    let watches = 0;
+    const server = createServer((req, res) => {
+      if (!req.url?.includes('watch=true')) {
+        lists++;
+        if (lists === 1) return void res.writeHead(200).end('{not json');
+        if (lists === 2) return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"boom"}');
+        return void res.writeHead(200).end(JSON.stringify({ metadata: { resourceVersion: '5' }, items: [{ metadata: { name: 'a', namespace: 'default', resourceVersion: '5' } }] }));
+      }
+      watches++;
+      res.writeHead(200);
+      if (watches === 1) return void res.end('this is not JSON\n');
+      res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'b', namespace: 'default', resourceVersion: '6' } } })}\n`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const held = new Set<string>();
+    const r = new Reflector(
+      { transport: new HttpKubeTransport({ server: url }), path: '/api/v1/pods', log, backoffMs: { min: 10, max: 50 } },
+      { onUpsert: (o) => held.add(o.metadata?.name ?? ''), onDelete: () => {}, onListed: () => {} },
+    );
+    r.start();
+    try {
+      await until(() => held.has('a') && held.has('b'), 5000, 'the reflector to get past the bad answers');
+      assert.equal(lists, 3, 'garbage and a 500 were retried');
+      assert.ok(watches >= 2, 'a bad watch line was retried');
+    } finally {
+      r.stop();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});

@@ -1,4 +1,5 @@
-// `palisade typha`'s own parameters, under Typha's names and types
+// `palisade typha`'s own parameters, under Typha's names and types (ranges written as
+// palisade's Felix type parser reads them: Typha's "int(0,65535)" is "int(0:65535)" here)
 // (typha/pkg/config/config_params.go), read from TYPHA_<NAME> environment variables (any
 // case, as Typha reads them) and overridden by command-line flags. The datastore is read
 // with the agent's parameters (FELIX_* and the datastore flags). A value that does not
@@ -13,7 +14,7 @@ interface TyphaParam {
 }
 
 const PARAMS = {
-  ServerPort: { type: 'int(0,65535)', default: '5473' },
+  ServerPort: { type: 'int(0:65535)', default: '5473' },
   ServerHost: { type: 'string', default: '' },
   ServerKeyFile: { type: 'file(must-exist)', default: '' },
   ServerCertFile: { type: 'file(must-exist)', default: '' },
@@ -22,12 +23,12 @@ const PARAMS = {
   ClientURISAN: { type: 'string', default: '' },
   HealthEnabled: { type: 'bool', default: 'false' },
   HealthHost: { type: 'string', default: 'localhost' },
-  HealthPort: { type: 'int(0,65535)', default: '9098' },
+  HealthPort: { type: 'int(0:65535)', default: '9098' },
   PrometheusMetricsEnabled: { type: 'bool', default: 'false' },
   PrometheusMetricsHost: { type: 'string', default: '' },
-  PrometheusMetricsPort: { type: 'int(0,65535)', default: '9093' },
-  SnapshotCacheMaxBatchSize: { type: 'int(1,)', default: '100' },
-  ServerMaxMessageSize: { type: 'int(1,)', default: '100' },
+  PrometheusMetricsPort: { type: 'int(0:65535)', default: '9093' },
+  SnapshotCacheMaxBatchSize: { type: 'int(1:)', default: '100' },
+  ServerMaxMessageSize: { type: 'int(1:)', default: '100' },
   ServerMaxFallBehindSecs: { type: 'seconds', default: '300' },
   ServerNewClientFallBehindGracePeriod: { type: 'seconds', default: '300' },
   ServerPingIntervalSecs: { type: 'seconds', default: '10' },
@@ -38,8 +39,8 @@ const PARAMS = {
   ConnectionDropIntervalSecs: { type: 'seconds', default: '1' },
   ShutdownTimeoutSecs: { type: 'seconds', default: '300' },
   ShutdownConnectionDropIntervalMaxSecs: { type: 'seconds', default: '1' },
-  MaxConnectionsUpperLimit: { type: 'int(1,)', default: '10000' },
-  MaxConnectionsLowerLimit: { type: 'int(1,)', default: '400' },
+  MaxConnectionsUpperLimit: { type: 'int(1:)', default: '10000' },
+  MaxConnectionsLowerLimit: { type: 'int(1:)', default: '400' },
 } as const satisfies Record<string, TyphaParam>;
 
 export type TyphaParamName = keyof typeof PARAMS;

@@ -32,12 +32,15 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
   let api: FakeKubeApiServer;
   let url: string;
   let kubeconfig: string;
+  /** kubectl's discovery cache, kept in the test's own directory rather than ~/.kube. */
+  let cacheDir: string;
 
   before(async () => {
     api = new FakeKubeApiServer();
     url = await api.start();
     const dir = tempDir();
     kubeconfig = join(dir, 'kubeconfig');
+    cacheDir = join(dir, 'cache');
     writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: ${url}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {}\n`);
   });
   after(async () => {
@@ -47,7 +50,7 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
   // Asynchronous: the server answering it runs in this process.
   const kubectl = (...args: string[]) =>
     new Promise<string>((resolve, reject) =>
-      execFile('kubectl', ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', timeout: 20_000 }, (e, stdout, stderr) => (e ? reject(new Error(`kubectl ${args.join(' ')}: ${e.message} ${stderr}`)) : resolve(`${stdout}${stderr}`))),
+      execFile('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, ...args], { encoding: 'utf8', timeout: 20_000 }, (e, stdout, stderr) => (e ? reject(new Error(`kubectl ${args.join(' ')}: ${e.message} ${stderr}`)) : resolve(`${stdout}${stderr}`))),
     );
 
   it('kubectl: create, get, replace, merge patch, delete', async (t) => {
@@ -76,7 +79,7 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
       t.skip('kubectl is not installed');
       return;
     }
-    const w = spawn('kubectl', ['--kubeconfig', kubeconfig, 'get', 'pods', '-n', 'default', '--watch-only', '-o', 'name']);
+    const w = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, 'get', 'pods', '-n', 'default', '--watch-only', '-o', 'name']);
     let out = '';
     w.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {

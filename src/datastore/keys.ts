@@ -9,6 +9,7 @@ const PLURALS: Readonly<Record<Kind, string>> = {
   NetworkPolicy: 'networkpolicies',
   KubernetesNetworkPolicy: 'kubernetesnetworkpolicies',
   KubernetesEndpointSlice: 'kubernetesendpointslices',
+  KubernetesClusterNetworkPolicy: 'kubernetesclusternetworkpolicies',
   GlobalNetworkPolicy: 'globalnetworkpolicies',
   Tier: 'tiers',
   Profile: 'profiles',

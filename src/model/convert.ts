@@ -182,7 +182,12 @@ export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'> | ResourceOf
   return out;
 }
 
-export function convertGlobalNetworkPolicy(p: ResourceOf<'GlobalNetworkPolicy'>): InternalPolicy {
+/** A GlobalNetworkPolicy, or a Kubernetes ClusterNetworkPolicy as the Kubernetes datastore gives it (its spec, its own policy kind). */
+export function convertGlobalNetworkPolicy(
+  p: ResourceOf<'GlobalNetworkPolicy'> | ResourceOf<'KubernetesClusterNetworkPolicy'>,
+  kind: 'GlobalNetworkPolicy' | 'KubernetesClusterNetworkPolicy' = 'GlobalNetworkPolicy',
+): InternalPolicy {
+  const s: ResourceOf<'GlobalNetworkPolicy'>['spec'] = p.spec;
   let selector = p.spec.selector ?? '';
   if (p.spec.namespaceSelector) {
     selector = prefixAndAppend(selector, p.spec.namespaceSelector, NAMESPACE_LABEL_PREFIX).replaceAll(
@@ -197,15 +202,15 @@ export function convertGlobalNetworkPolicy(p: ResourceOf<'GlobalNetworkPolicy'>)
     );
   }
   const out: InternalPolicy = {
-    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId('GlobalNetworkPolicy', '', p.metadata.name), sortKey: policySortKey('GlobalNetworkPolicy', '', p.metadata.name) },
+    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId(kind, '', p.metadata.name), sortKey: policySortKey(kind, '', p.metadata.name) },
     namespace: '',
     selector,
     inboundRules: (p.spec.ingress ?? []).map((r) => convertRule(r, '')),
     outboundRules: (p.spec.egress ?? []).map((r) => convertRule(r, '')),
     types: policyTypes(p.spec),
-    doNotTrack: p.spec.doNotTrack ?? false,
-    preDNAT: p.spec.preDNAT ?? false,
-    applyOnForward: p.spec.applyOnForward ?? false,
+    doNotTrack: s.doNotTrack ?? false,
+    preDNAT: s.preDNAT ?? false,
+    applyOnForward: s.applyOnForward ?? false,
   };
   if (p.spec.order !== undefined) out.order = p.spec.order;
   if (p.spec.performanceHints?.includes('AssumeNeededOnEveryNode')) out.assumeNeededOnEveryNode = true;

@@ -233,6 +233,9 @@ export const schemas = {
         if (s.preDNAT && s.egress?.length) ctx.addIssue({ code: 'custom', path: ['egress'], message: 'preDNAT policies cannot have egress rules' });
       }),
   ),
+  // A Kubernetes ClusterNetworkPolicy as the Kubernetes datastore converts it (Calico's
+  // KindKubernetesClusterNetworkPolicy): a GlobalNetworkPolicy's spec, its own kind ("kcnp/").
+  KubernetesClusterNetworkPolicy: resource('KubernetesClusterNetworkPolicy', globalMeta, z.object({ ...policySpecFields, namespaceSelector: selector.optional() })),
   Tier: resource('Tier', globalMeta, z.object({ order: z.number().finite().optional(), defaultAction: z.enum(['Deny', 'Pass']).optional() })),
   Profile: resource(
     'Profile',

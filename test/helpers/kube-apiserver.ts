@@ -44,6 +44,9 @@ export const CALICO_CRD_TYPES: ResourceType[] = [
   ['ClusterInformation', 'clusterinformations', false],
 ].map(([kind, plural, namespaced]) => ({ group: 'crd.projectcalico.org', version: 'v1', plural: plural as string, kind: kind as string, namespaced: namespaced as boolean }));
 
+/** A CRD most clusters do not have: ClusterNetworkPolicy (sigs.k8s.io/network-policy-api). Not served unless given or installed. */
+export const CLUSTER_NETWORK_POLICY_TYPE: ResourceType = { group: 'policy.networking.k8s.io', version: 'v1alpha2', plural: 'clusternetworkpolicies', kind: 'ClusterNetworkPolicy', namespaced: false };
+
 type Obj = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; [k: string]: unknown }; [k: string]: unknown };
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -59,7 +62,7 @@ const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` :
 export const storeKey = (t: ResourceType) => (t.group === 'crd.projectcalico.org' ? `${t.plural}.${t.group}` : t.plural);
 
 export class FakeKubeApiServer {
-  readonly #types: ResourceType[];
+  #types: ResourceType[];
   /** store key (see storeKey) -> "ns/name" -> object */
   readonly #objects = new Map<string, Map<string, Obj>>();
   readonly #events: Array<{ plural: string; type: EventType; object: Obj; rv: number }> = [];
@@ -107,6 +110,25 @@ export class FakeKubeApiServer {
   compact(): void {
     this.#compacted = this.#rv;
     this.#events.length = 0;
+  }
+
+  /** Starts serving a type (as creating its CRD does). */
+  install(t: ResourceType): void {
+    if (this.#types.some((x) => storeKey(x) === storeKey(t))) return;
+    this.#types = [...this.#types, t];
+    this.#objects.set(storeKey(t), new Map());
+  }
+
+  /** Stops serving a type and forgets its objects (as deleting its CRD does); its watches end. */
+  uninstall(plural: string): void {
+    const t = this.#type(plural);
+    this.#types = this.#types.filter((x) => x !== t);
+    this.#objects.delete(plural);
+    for (const w of [...this.#watchers]) {
+      if (w.type !== t) continue;
+      w.res.destroy();
+      this.#watchers.delete(w);
+    }
   }
 
   // ---- the store, for tests ----

@@ -1,13 +1,14 @@
 // The Kubernetes reflector against the tests' API server: a paged list, then the watch;
 // resuming after a dropped watch without losing what changed meanwhile; a 410 after
-// compaction answered by a relist that finds what was deleted; a 50,000-pod list.
+// compaction answered by a relist that finds what was deleted; a 50,000-pod list; a type
+// the server does not have (a CRD not installed) is listed as empty, and found once installed.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
 import { type KubeObject, Reflector } from '../../src/datastore/kdd/reflector.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
-import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
 import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: process.env.REFLECTOR_DEBUG ? 'Debug' : 'Fatal' });
@@ -164,6 +165,39 @@ describe('Kubernetes reflector: bad answers from the API', () => {
       r.stop();
       server.closeAllConnections();
       server.close();
+    }
+  });
+});
+
+describe('Kubernetes reflector: a resource type the server does not have', () => {
+  it('a 404 is an empty list (in sync, not an error loop); once its CRD is installed it is found; when removed, its objects are deleted', async () => {
+    const api = new FakeKubeApiServer();
+    const url = await api.start();
+    const held = new Set<string>();
+    let listed = 0;
+    const r = new Reflector(
+      { transport: new HttpKubeTransport({ server: url }), path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', log, backoffMs: { min: 10, max: 50 }, missingApiRetryMs: 300 },
+      { onUpsert: (o) => held.add(o.metadata?.name ?? ''), onDelete: (o) => held.delete(o.metadata?.name ?? ''), onListed: () => listed++ },
+    );
+    r.start();
+    try {
+      await until(() => listed === 1, 5000, 'the 404 to count as a list');
+      assert.ok(r.missing);
+      const tries = () => api.requests.filter((q) => q.includes('clusternetworkpolicies')).length;
+      const before = tries();
+      await new Promise((res) => setTimeout(res, 150));
+      assert.equal(tries(), before, 'no retry before the pause is over');
+      api.install(CLUSTER_NETWORK_POLICY_TYPE);
+      api.put('clusternetworkpolicies', { metadata: { name: 'deny-all' }, spec: { tier: 'Admin' } });
+      await until(() => held.has('deny-all'), 5000, 'the policy once the type is installed');
+      assert.equal(r.missing, false);
+      api.put('clusternetworkpolicies', { metadata: { name: 'second' }, spec: { tier: 'Admin' } });
+      await until(() => held.has('second'), 5000, 'the watch');
+      api.uninstall('clusternetworkpolicies');
+      await until(() => held.size === 0 && r.missing, 5000, 'the objects of a removed type to be deleted');
+    } finally {
+      r.stop();
+      await api.stop();
     }
   });
 });

@@ -1,7 +1,8 @@
 // The Kubernetes datastore through the whole control plane, against the tests' API
 // server: namespaces, service accounts, pods on this node and another, a host-networked
 // pod and a NetworkPolicy become the dataplane messages Felix would send; edits and
-// deletions follow.
+// deletions follow. ClusterNetworkPolicies, once their CRD exists, land in the kube-admin
+// and kube-baseline tiers.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
@@ -11,7 +12,7 @@ import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
-import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
 import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: 'Fatal' });
@@ -101,6 +102,44 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       assert.equal(removed.id.workloadId, 'prod/web-0');
     } finally {
       await cp.stop();
+    }
+  });
+  it('ClusterNetworkPolicies (once their CRD is installed) are kcnp/ policies in the kube-admin and kube-baseline tiers, around the default tier', async () => {
+    api.install(CLUSTER_NETWORK_POLICY_TYPE);
+    // calico-node creates these tiers at start (clientv3's EnsureInitialized), default included.
+    api.put('tiers.crd.projectcalico.org', { metadata: { name: 'default' }, spec: { order: 1_000_000, defaultAction: 'Deny' } });
+    api.put('tiers.crd.projectcalico.org', { metadata: { name: 'kube-admin' }, spec: { order: 1000, defaultAction: 'Pass' } });
+    api.put('tiers.crd.projectcalico.org', { metadata: { name: 'kube-baseline' }, spec: { order: 10_000_000, defaultAction: 'Pass' } });
+    api.put('clusternetworkpolicies', {
+      metadata: { name: 'no-metadata-service' },
+      spec: { tier: 'Admin', priority: 10, subject: { namespaces: {} }, egress: [{ name: 'metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }] },
+    });
+    api.put('clusternetworkpolicies', {
+      metadata: { name: 'default-deny-prod' },
+      spec: { tier: 'Baseline', priority: 1, subject: { namespaces: { matchLabels: { team: 'a' } } }, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] },
+    });
+    const messages: ToDataplane[] = [];
+    const syncer = new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } });
+    const cp = new ControlPlane({ syncer, config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }), log, flushDelayMs: 0, onMessages: (m) => messages.push(...m), onRestartNeeded: () => {} });
+    cp.start();
+    try {
+      await until(() => messages.some((m) => m.type === 'InSync'), 10_000, 'in-sync');
+      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>>;
+      const db = [...weps].reverse().find((w) => w.id.workloadId === 'prod/db-0');
+      assert.deepEqual(
+        db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies, t.egressPolicies]),
+        [
+          ['kube-admin', [], ['kcnp/no-metadata-service']],
+          ['default', ['knp/prod/db-from-web'], ['gnp/allow-dns']],
+          ['kube-baseline', ['kcnp/default-deny-prod'], []],
+        ],
+      );
+      const admin = messages.find((m) => m.type === 'ActivePolicyUpdate' && m.id.name === 'kcnp/no-metadata-service') as Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>;
+      assert.deepEqual(admin.policy.outboundRules.map((r) => [r.action, r.dstNet]), [['deny', ['169.254.169.254/32']]]);
+    } finally {
+      await cp.stop();
+      api.uninstall('clusternetworkpolicies');
+      for (const t of ['default', 'kube-admin', 'kube-baseline']) api.delete('tiers.crd.projectcalico.org', undefined, t);
     }
   });
 });

@@ -72,3 +72,50 @@ export interface Node {
   spec?: { podCIDR?: string; podCIDRs?: string[] };
   status?: { addresses?: Array<{ type?: string; address?: string }> };
 }
+
+/** policy.networking.k8s.io/v1alpha2 ClusterNetworkPolicy (sigs.k8s.io/network-policy-api). */
+export interface NamespacedPod {
+  namespaceSelector?: LabelSelector;
+  podSelector?: LabelSelector;
+}
+
+export interface CnpPort {
+  number?: number;
+  range?: { start?: number; end?: number };
+}
+
+export interface CnpProtocol {
+  tcp?: { destinationPort?: CnpPort };
+  udp?: { destinationPort?: CnpPort };
+  sctp?: { destinationPort?: CnpPort };
+  destinationNamedPort?: string;
+}
+
+export interface CnpPeer {
+  namespaces?: LabelSelector;
+  pods?: NamespacedPod;
+  /** Egress only. */
+  networks?: string[];
+  /** Egress only; Calico does not convert these (the rule fails closed). */
+  nodes?: LabelSelector;
+  domainNames?: string[];
+}
+
+export interface CnpRule {
+  name?: string;
+  action?: string;
+  from?: CnpPeer[];
+  to?: CnpPeer[];
+  protocols?: CnpProtocol[];
+}
+
+export interface ClusterNetworkPolicy {
+  metadata?: ObjectMeta;
+  spec?: {
+    tier?: string;
+    priority?: number;
+    subject?: { namespaces?: LabelSelector; pods?: NamespacedPod };
+    ingress?: CnpRule[];
+    egress?: CnpRule[];
+  };
+}

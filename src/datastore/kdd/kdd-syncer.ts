@@ -1,7 +1,8 @@
 // The Kubernetes datastore as a Syncer, as libcalico-go's k8s backend feeds the felix
 // syncer: one reflector per resource type; each Kubernetes object converted to the Calico
 // resource it stands for (pods -> WorkloadEndpoints, namespaces and service accounts ->
-// profiles, NetworkPolicies -> KubernetesNetworkPolicies, nodes -> Nodes, EndpointSlices
+// profiles, NetworkPolicies -> KubernetesNetworkPolicies, ClusterNetworkPolicies ->
+// KubernetesClusterNetworkPolicies, nodes -> Nodes, EndpointSlices
 // -> KubernetesEndpointSlices for service matches, Calico's CRDs -> their v3 resources)
 // and passed on
 // under Calico's v3 key, to the validation filter and the update processors like any
@@ -11,13 +12,14 @@
 import type { Logger } from '../../log.js';
 import { keyOf } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
+import { k8sClusterNetworkPolicyToCalico } from './conversion/cluster-network-policy.js';
 import { CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
 import { type EndpointSlice, endpointSliceToCalico } from './conversion/endpoint-slice.js';
 import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
 import { k8sNodeToCalico } from './conversion/node.js';
 import { isCalicoPod, podToWorkloadEndpoint } from './conversion/pod.js';
 import { namespaceToProfile, serviceAccountToProfile } from './conversion/profiles.js';
-import type { NetworkPolicy, Node, Pod } from './k8s-types.js';
+import type { ClusterNetworkPolicy, NetworkPolicy, Node, Pod } from './k8s-types.js';
 import { type KubeObject, Reflector } from './reflector.js';
 import type { KubeTransport } from './transport.js';
 
@@ -39,6 +41,8 @@ export interface KddSyncerOptions {
   interfacePrefix?: string;
   pageSize?: number;
   backoffMs?: { min: number; max: number };
+  /** How long before a resource type the server lacks is listed again. */
+  missingApiRetryMs?: number;
 }
 
 const calicoKey = (r: Record<string, unknown>) => {
@@ -53,6 +57,8 @@ function sourcesFor(prefix: string): Source[] {
     { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
     { path: '/api/v1/pods', convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }) },
     { path: '/apis/networking.k8s.io/v1/networkpolicies', convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy) },
+    // A CRD most clusters do not have yet: its reflector counts a 404 as an empty list.
+    { path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', convert: (o) => k8sClusterNetworkPolicyToCalico(o as ClusterNetworkPolicy) },
     { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
     { path: '/apis/discovery.k8s.io/v1/endpointslices', convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }) },
     ...CALICO_CRDS.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
@@ -85,7 +91,7 @@ export class KddSyncer implements Syncer {
     const sources = sourcesFor(this.#o.interfacePrefix ?? 'cali');
     sources.forEach((source, i) => {
       const r = new Reflector(
-        { transport: this.#o.transport, path: source.path, log: this.#o.log, ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}), ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}) },
+        { transport: this.#o.transport, path: source.path, log: this.#o.log, ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}), ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}), ...(this.#o.missingApiRetryMs ? { missingApiRetryMs: this.#o.missingApiRetryMs } : {}) },
         {
           onUpsert: (o) => this.#onUpsert(source, o),
           onDelete: (o) => this.#onDelete(source, o),

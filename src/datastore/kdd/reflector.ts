@@ -4,9 +4,12 @@
 // resumed from the last version seen; an ERROR 410 (the version was compacted away) or a
 // list that fails means a relist, after which objects that were known and are gone are
 // reported deleted. Errors back off, doubling to a cap. Only each object's key and
-// version are kept (to find the deleted ones), not the objects.
+// version are kept (to find the deleted ones), not the objects. A type the server does not
+// have (404 on the list: its CRD is not installed, as ClusterNetworkPolicy on most
+// clusters) counts as listed and empty, and is listed again after a long pause, as Calico's
+// watcher cache does: a valid long-term state, not an error to hammer the server with.
 import type { Logger } from '../../log.js';
-import type { KubeTransport } from './transport.js';
+import { KubeApiError, type KubeTransport } from './transport.js';
 
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -27,7 +30,11 @@ export interface ReflectorOptions {
   log: Logger;
   pageSize?: number;
   backoffMs?: { min: number; max: number };
+  /** How long to wait before listing a type the server does not have again (upstream's MissingAPIRetryTime, 30 min). */
+  missingApiRetryMs?: number;
 }
+
+const MISSING_API_RETRY_MS = 30 * 60_000;
 
 const keyOf = (o: KubeObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
@@ -44,6 +51,8 @@ export class Reflector {
   /** Lists done (the first, then relists), for tests and metrics. */
   lists = 0;
   watches = 0;
+  /** The server answered 404 to the last list: the type is not installed. */
+  missing = false;
 
   constructor(o: ReflectorOptions, cb: ReflectorCallbacks) {
     this.#o = o;
@@ -87,20 +96,35 @@ export class Reflector {
         cont = page.metadata?.continue ?? '';
       } while (cont && !this.#stopped);
       if (this.#stopped) return;
-      for (const k of [...this.#known.keys()]) {
-        if (seen.has(k)) continue;
-        this.#known.delete(k);
-        const [namespace, name] = splitKey(k);
-        this.#cb.onDelete({ metadata: { name, ...(namespace ? { namespace } : {}) } });
-      }
-      this.lists++;
+      this.#listed(seen);
+      this.missing = false;
       this.#rv = rv;
-      this.#backoff = this.#o.backoffMs?.min ?? 200;
-      this.#cb.onListed();
       void this.#watch();
     } catch (e) {
-      this.#retry(`listing ${this.#o.path}`, e as Error, () => this.#list());
+      if (e instanceof KubeApiError && e.status === 404) this.#notInstalled();
+      else this.#retry(`listing ${this.#o.path}`, e as Error, () => this.#list());
     }
+  }
+
+  /** Ends a list: what was known and not seen is gone. */
+  #listed(seen: ReadonlySet<string>): void {
+    for (const k of [...this.#known.keys()]) {
+      if (seen.has(k)) continue;
+      this.#known.delete(k);
+      const [namespace, name] = splitKey(k);
+      this.#cb.onDelete({ metadata: { name, ...(namespace ? { namespace } : {}) } });
+    }
+    this.lists++;
+    this.#backoff = this.#o.backoffMs?.min ?? 200;
+    this.#cb.onListed();
+  }
+
+  #notInstalled(): void {
+    const retryMs = this.#o.missingApiRetryMs ?? MISSING_API_RETRY_MS;
+    if (!this.missing) this.#o.log.info({ path: this.#o.path, retryInMs: retryMs }, 'Kubernetes API: this resource type is not installed (404); treating it as empty and checking again later');
+    this.missing = true;
+    this.#listed(new Set());
+    this.#timer = setTimeout(() => void this.#list(), retryMs);
   }
 
   async #watch(): Promise<void> {
@@ -142,7 +166,9 @@ export class Reflector {
       if (relist) void this.#list();
       else void this.#watch();
     } catch (e) {
-      this.#retry(`watching ${this.#o.path}`, e as Error, () => (relist ? this.#list() : this.#watch()));
+      // A 404 here: the type went away (its CRD deleted) since the list; the list finds out.
+      const gone = e instanceof KubeApiError && e.status === 404;
+      this.#retry(`watching ${this.#o.path}`, e as Error, () => (relist || gone ? this.#list() : this.#watch()));
     }
   }
 

@@ -12,6 +12,7 @@ import { ConflictResolvingCache } from './conflict-cache.js';
 import { nodeProcessor } from './node.js';
 import {
   globalNetworkPolicyProcessor,
+  kubernetesClusterNetworkPolicyProcessor,
   globalNetworkSetProcessor,
   kubernetesNetworkPolicyProcessor,
   networkPolicyProcessor,
@@ -41,6 +42,7 @@ export class UpdateProcessors {
       // Passed on as itself, as the felix syncer passes EndpointSlices.
       KubernetesEndpointSlice: { process: (ref, r) => [{ key: { type: 'Resource', kind: 'KubernetesEndpointSlice', namespace: ref.namespace ?? '', name: ref.name }, value: r }] },
       GlobalNetworkPolicy: globalNetworkPolicyProcessor,
+      KubernetesClusterNetworkPolicy: kubernetesClusterNetworkPolicyProcessor,
       Tier: tierProcessor,
       Profile: profileProcessor,
       WorkloadEndpoint: workloadEndpointProcessor,

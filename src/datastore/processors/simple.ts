@@ -26,6 +26,10 @@ export const globalNetworkPolicyProcessor: UpdateProcessor<'GlobalNetworkPolicy'
   process: (ref, r) => [{ key: { type: 'Policy', kind: 'GlobalNetworkPolicy', namespace: '', name: ref.name }, value: r && convertGlobalNetworkPolicy(r) }],
 };
 
+export const kubernetesClusterNetworkPolicyProcessor: UpdateProcessor<'KubernetesClusterNetworkPolicy'> = {
+  process: (ref, r) => [{ key: { type: 'Policy', kind: 'KubernetesClusterNetworkPolicy', namespace: '', name: ref.name }, value: r && convertGlobalNetworkPolicy(r, 'KubernetesClusterNetworkPolicy') }],
+};
+
 export const tierProcessor: UpdateProcessor<'Tier'> = {
   process: (ref, r) => [{ key: { type: 'Tier', name: ref.name }, value: r && convertTier(r) }],
 };

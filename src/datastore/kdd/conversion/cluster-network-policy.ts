@@ -1,0 +1,160 @@
+// Kubernetes ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2) -> Calico policy, as
+// libcalico-go's K8sClusterNetworkPolicyToCalico: kind KubernetesClusterNetworkPolicy (a
+// GlobalNetworkPolicy's spec), tier kube-admin (Admin) or kube-baseline (Baseline), order =
+// priority. The subject becomes a namespace selector plus the k8s orchestrator pod
+// selector. Each rule gives one rule per (protocol, peer), protocols sorted, numeric ports
+// merged (SimplifyPorts); Accept is Allow, Deny and Pass stay. Types follow the rules
+// present (the tiers pass by default, so a direction without rules needs no policy).
+// A rule that cannot be converted (an unknown action, a peer of a kind Calico does not
+// convert: nodes, domainNames) fails closed as the API asks: dropped if it accepts,
+// replaced by a deny-all if it denies or passes. A bad tier or subject withdraws the policy.
+import { parseCidr } from '../../../model/net.js';
+import type { ClusterNetworkPolicy, CnpPeer, CnpPort, CnpProtocol, CnpRule } from '../k8s-types.js';
+import { k8sSelectorToCalico, simplifyPorts } from './network-policy.js';
+
+export const KUBE_ADMIN_TIER = 'kube-admin';
+export const KUBE_BASELINE_TIER = 'kube-baseline';
+/** The rule annotation carrying a CNP rule's name (upstream's K8sCNPRuleNameLabel). */
+export const CNP_RULE_NAME_ANNOTATION = 'name';
+
+const TIERS: Record<string, string> = { Admin: KUBE_ADMIN_TIER, Baseline: KUBE_BASELINE_TIER };
+const ACTIONS: Record<string, string> = { Accept: 'Allow', Deny: 'Deny', Pass: 'Pass' };
+
+type Port = number | string;
+
+function portOf(p: CnpPort | undefined): Port | undefined {
+  if (!p) return undefined;
+  if (p.number) {
+    if (!Number.isInteger(p.number) || p.number < 1 || p.number > 65535) throw new Error(`invalid port ${p.number}`);
+    return p.number;
+  }
+  if (p.range) {
+    const { start = 0, end = 0 } = p.range;
+    if (!Number.isInteger(start) || !Number.isInteger(end) || start < 1 || end > 65535 || start > end) throw new Error(`invalid port range ${start}:${end}`);
+    return `${start}:${end}`;
+  }
+  return undefined;
+}
+
+/** One protocol entry: its protocol ("" for a named port) and port (undefined: all its ports), or undefined for an empty entry. */
+function protocolOf(p: CnpProtocol): { protocol: string; port: Port | undefined } | undefined {
+  for (const [field, protocol] of [['tcp', 'TCP'], ['udp', 'UDP'], ['sctp', 'SCTP']] as const) {
+    const entry = p[field];
+    if (entry) return { protocol, port: portOf(entry.destinationPort) };
+  }
+  if (p.destinationNamedPort) return { protocol: '', port: p.destinationNamedPort };
+  return undefined;
+}
+
+/** protocol -> ports (undefined: all ports); "" alone with undefined: any traffic. */
+function protocolPorts(protocols: CnpProtocol[] | undefined): Map<string, Port[] | undefined> {
+  const out = new Map<string, Port[] | undefined>();
+  for (const p of protocols?.length ? protocols : [{}]) {
+    const entry = protocolOf(p);
+    if (!entry) return new Map([['', undefined]]);
+    if (entry.port === undefined) out.set(entry.protocol, undefined);
+    else if (!out.has(entry.protocol) || out.get(entry.protocol) !== undefined) out.set(entry.protocol, [...(out.get(entry.protocol) ?? []), entry.port]);
+  }
+  return out;
+}
+
+function peerFields(peer: CnpPeer, egress: boolean): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  let found = false;
+  if (peer.namespaces) {
+    fields.namespaceSelector = k8sSelectorToCalico(peer.namespaces, 'namespace');
+    found = true;
+  }
+  if (peer.pods) {
+    fields.selector = k8sSelectorToCalico(peer.pods.podSelector ?? {}, 'pod');
+    fields.namespaceSelector = k8sSelectorToCalico(peer.pods.namespaceSelector ?? {}, 'namespace');
+    found = true;
+  }
+  if (egress && peer.networks?.length) {
+    fields.nets = peer.networks.map((n) => {
+      const c = parseCidr(n);
+      if (!c || !n.includes('/')) throw new Error(`invalid CIDR "${n}" in networks`);
+      return c.text;
+    });
+    found = true;
+  }
+  if (!found) {
+    const other = Object.keys(peer).filter((k) => (peer as Record<string, unknown>)[k] !== undefined);
+    throw new Error(`none of the supported fields in '${egress ? 'to' : 'from'}' is set${other.length ? ` (${other.join(', ')} not supported)` : ''}`);
+  }
+  return fields;
+}
+
+function ruleToCalico(r: CnpRule, egress: boolean): Array<Record<string, unknown>> {
+  const action = ACTIONS[r.action ?? ''];
+  if (!action) throw new Error(`unsupported action "${r.action ?? ''}"`);
+  const byProtocol = protocolPorts(r.protocols);
+  const peers = (egress ? r.to : r.from) ?? [];
+  const rules: Array<Record<string, unknown>> = [];
+  for (const protocol of [...byProtocol.keys()].sort()) {
+    const list = byProtocol.get(protocol);
+    const ports = list ? simplifyPorts(list) : undefined;
+    for (const peer of peers) {
+      const fields = peerFields(peer, egress);
+      const rule: Record<string, unknown> = { action };
+      if (r.name) rule.metadata = { annotations: { [CNP_RULE_NAME_ANNOTATION]: r.name } };
+      if (protocol) rule.protocol = protocol;
+      const dst: Record<string, unknown> = ports?.length ? { ports } : {};
+      if (egress) Object.assign(dst, fields);
+      else rule.source = fields;
+      if (Object.keys(dst).length) rule.destination = dst;
+      rules.push(rule);
+    }
+  }
+  return rules;
+}
+
+export interface ConvertedClusterPolicy {
+  /** Undefined when the policy as a whole cannot stand (bad tier or subject): a deletion. */
+  resource: Record<string, unknown> | undefined;
+  problems: string[];
+}
+
+export function k8sClusterNetworkPolicyToCalico(cnp: ClusterNetworkPolicy): ConvertedClusterPolicy {
+  const problems: string[] = [];
+  const spec = cnp.spec ?? {};
+  const tier = TIERS[spec.tier ?? ''];
+  if (!tier) return { resource: undefined, problems: [`invalid tier "${spec.tier ?? ''}" (Admin or Baseline); the policy is not applied`] };
+  let namespaceSelector: string;
+  let selector: string;
+  if (spec.subject?.namespaces) {
+    namespaceSelector = k8sSelectorToCalico(spec.subject.namespaces, 'namespace');
+    selector = k8sSelectorToCalico(undefined, 'pod');
+  } else if (spec.subject?.pods) {
+    namespaceSelector = k8sSelectorToCalico(spec.subject.pods.namespaceSelector ?? {}, 'namespace');
+    selector = k8sSelectorToCalico(spec.subject.pods.podSelector ?? {}, 'pod');
+  } else {
+    return { resource: undefined, problems: ['no subject (namespaces or pods); the policy is not applied'] };
+  }
+  const convert = (dir: 'ingress' | 'egress') => {
+    const out: Array<Record<string, unknown>> = [];
+    for (const [i, r] of (spec[dir] ?? []).entries()) {
+      try {
+        out.push(...ruleToCalico(r, dir === 'egress'));
+      } catch (e) {
+        // Fail closed: a rule that would have denied or passed denies everything instead.
+        const failClosed = r.action === 'Deny' || r.action === 'Pass';
+        problems.push(`${dir} rule ${i}${r.name ? ` "${r.name}"` : ''}: ${(e as Error).message}; ${failClosed ? 'replaced by a deny-all rule' : 'dropped'}`);
+        if (failClosed) out.push({ action: 'Deny' });
+      }
+    }
+    return out;
+  };
+  const ingress = convert('ingress');
+  const egress = convert('egress');
+  const types = [...(ingress.length ? ['Ingress'] : []), ...(egress.length ? ['Egress'] : [])];
+  const out: Record<string, unknown> = { tier, order: spec.priority ?? 0, namespaceSelector, selector };
+  if (types.length) out.types = types;
+  if (ingress.length) out.ingress = ingress;
+  if (egress.length) out.egress = egress;
+  const m = cnp.metadata ?? {};
+  return {
+    resource: { apiVersion: 'projectcalico.org/v3', kind: 'KubernetesClusterNetworkPolicy', metadata: { name: m.name ?? '', ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}) }, spec: out },
+    problems,
+  };
+}

@@ -108,7 +108,7 @@ export class NodeAgent {
     }, 5_000);
     this.health.report('calc_graph', { live: true, ready: false });
     this.health.report('int_dataplane', { live: true, ready: false });
-    this.#log.info({ hostname: cfg.FelixHostname, datastore: cfg.TyphaAddr ? `typha (${cfg.TyphaAddr})` : cfg.DatastoreType }, 'palisade agent starting');
+    this.#log.info({ hostname: cfg.FelixHostname, datastore: cfg.TyphaAddr ? `typha (${cfg.TyphaAddr})` : cfg.TyphaK8sServiceName ? `typha (service ${cfg.TyphaK8sNamespace}/${cfg.TyphaK8sServiceName})` : cfg.DatastoreType }, 'palisade agent starting');
     this.#plane.start();
   }
 

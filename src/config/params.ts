@@ -123,7 +123,7 @@ export const PARAMS = {
   EtcdKeyFile: felix('EtcdKeyFile', asString, 'Private key of EtcdCertFile.'),
   EtcdTimeout: ours('EtcdTimeout', 'seconds', '10', nonNegativeSeconds, 'Timeout, in seconds, of one etcd request and of dialling (ours).'),
   TyphaAddr: felix('TyphaAddr', asString, 'host:port of Typha: when set, resources come from Typha instead of the datastore (Felix\'s feed, whatever the datastore).'),
-  TyphaK8sServiceName: felix('TyphaK8sServiceName', asString, 'Typha discovered through this Kubernetes service (refused until the Kubernetes client exists; use TyphaAddr).'),
+  TyphaK8sServiceName: felix('TyphaK8sServiceName', asString, 'Typha found through the EndpointSlices of this Kubernetes service (port "calico-typha", ready, this node first) when TyphaAddr is not set.'),
   TyphaK8sNamespace: felix('TyphaK8sNamespace', asString, 'Namespace of TyphaK8sServiceName.'),
   TyphaReadTimeout: felix('TyphaReadTimeout', nonNegativeSeconds, 'Seconds without a message from Typha (its pings come every 10) before the connection is dropped and remade.'),
   TyphaWriteTimeout: felix('TyphaWriteTimeout', nonNegativeSeconds, 'Seconds a write to Typha may block before the connection is dropped and remade.'),

@@ -9,6 +9,7 @@ import { FileSyncer } from './file/file-syncer.js';
 import { KddSyncer } from './kdd/kdd-syncer.js';
 import { KubeConfigError, loadKubeEndpoint } from './kdd/kubeconfig.js';
 import { HttpKubeTransport } from './kdd/transport.js';
+import { ConnectionAttemptTracker, TyphaDiscoverer } from './typha/discovery.js';
 import { TyphaSyncer } from './typha/typha-syncer.js';
 import type { ModelSyncer, Syncer } from './types.js';
 
@@ -33,6 +34,7 @@ type SyncerConfig = Pick<
   | 'FelixHostname'
   | 'TyphaAddr'
   | 'TyphaK8sServiceName'
+  | 'TyphaK8sNamespace'
   | 'TyphaReadTimeout'
   | 'TyphaWriteTimeout'
   | 'TyphaCAFile'
@@ -43,9 +45,10 @@ type SyncerConfig = Pick<
   | 'InterfacePrefix'
 >;
 
-/** Why the configured datastore cannot be reached as configured (the Kubernetes configuration cannot be loaded), or undefined. */
-export function datastoreProblem(config: Pick<Config, 'DatastoreType' | 'TyphaAddr'>): string | undefined {
-  if (config.TyphaAddr || config.DatastoreType !== 'kubernetes') return undefined;
+/** Why the configured datastore cannot be reached as configured (the Kubernetes configuration it needs cannot be loaded), or undefined. */
+export function datastoreProblem(config: Pick<Config, 'DatastoreType' | 'TyphaAddr' | 'TyphaK8sServiceName'>): string | undefined {
+  if (config.TyphaAddr) return undefined;
+  if (config.DatastoreType !== 'kubernetes' && !config.TyphaK8sServiceName) return undefined;
   try {
     loadKubeEndpoint();
     return undefined;
@@ -55,12 +58,12 @@ export function datastoreProblem(config: Pick<Config, 'DatastoreType' | 'TyphaAd
   }
 }
 
-/** As Felix: Typha when TyphaAddr is set (whatever DatastoreType says), else the datastore itself. */
+/**
+ * As Felix: Typha when TyphaAddr is set, or found through TyphaK8sServiceName (the address
+ * form first), whatever DatastoreType says; else the datastore itself.
+ */
 export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelSyncer {
-  if (config.TyphaAddr) return typhaSyncer(config, log);
-  if (config.TyphaK8sServiceName) {
-    throw new ConfigError(`TyphaK8sServiceName (${config.TyphaK8sServiceName}) needs Kubernetes discovery, which palisade does not have yet: set TyphaAddr to Typha's host:port`);
-  }
+  if (config.TyphaAddr || config.TyphaK8sServiceName) return typhaSyncer(config, log);
   if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
   if (config.DatastoreType === 'kubernetes') return kddSyncer(config, log);
   const refused = refusal(config, 'local');
@@ -76,11 +79,13 @@ export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelS
 }
 
 function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
-  if (!/^.+:\d+$/.test(config.TyphaAddr)) throw new ConfigError(`TyphaAddr "${config.TyphaAddr}" is not host:port`);
+  if (config.TyphaAddr && !/^.+:\d+$/.test(config.TyphaAddr)) throw new ConfigError(`TyphaAddr "${config.TyphaAddr}" is not host:port`);
   const tls = { caFile: config.TyphaCAFile, certFile: config.TyphaCertFile, keyFile: config.TyphaKeyFile, cn: config.TyphaCN, uriSan: config.TyphaURISAN };
+  const discovery = config.TyphaAddr ? undefined : typhaDiscovery(config, log);
   try {
     return new TyphaSyncer({
-      address: config.TyphaAddr,
+      address: config.TyphaAddr || `service ${config.TyphaK8sNamespace}/${config.TyphaK8sServiceName}`,
+      ...(discovery ? { nextAddress: discovery } : {}),
       hostname: config.FelixHostname,
       readTimeoutMs: config.TyphaReadTimeout * 1000,
       writeTimeoutMs: config.TyphaWriteTimeout * 1000,
@@ -92,14 +97,26 @@ function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
   }
 }
 
-function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
-  let endpoint;
+/** Typha found through its Kubernetes service, one address per connection attempt. */
+function typhaDiscovery(config: SyncerConfig, log: Logger): () => Promise<string> {
+  const endpoint = kubeEndpoint();
+  log.info({ api: endpoint.server, from: endpoint.source, service: `${config.TyphaK8sNamespace}/${config.TyphaK8sServiceName}` }, 'Typha discovery through Kubernetes');
+  const discoverer = new TyphaDiscoverer({ transport: new HttpKubeTransport(endpoint), namespace: config.TyphaK8sNamespace, serviceName: config.TyphaK8sServiceName, nodeName: config.FelixHostname, log });
+  const tracker = new ConnectionAttemptTracker(() => discoverer.load());
+  return () => tracker.next();
+}
+
+function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
   try {
-    endpoint = loadKubeEndpoint();
+    return loadKubeEndpoint();
   } catch (e) {
     if (!(e instanceof KubeConfigError)) throw e;
     throw new ConfigError(e.message);
   }
+}
+
+function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
+  const endpoint = kubeEndpoint();
   log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore');
   return new KddSyncer({ transport: new HttpKubeTransport(endpoint), log, ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}) });
 }

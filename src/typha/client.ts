@@ -13,6 +13,8 @@ export interface TyphaClientOptions extends Omit<TyphaConnectionOptions, 'onUpda
   log: Logger;
   /** Reconnect backoff, doubling from min to max (ms). */
   backoffMs?: { min: number; max: number };
+  /** Where to connect next (Kubernetes discovery), asked before each attempt; else `address`. */
+  nextAddress?: () => Promise<string>;
 }
 
 /** What has been passed on, per key: a re-sent identical value is not passed on again. */
@@ -65,10 +67,17 @@ export class TyphaClient {
   #timer: NodeJS.Timeout | undefined;
   #backoff: number;
   #connections = 0;
+  #address: string;
 
   constructor(opts: TyphaClientOptions) {
     this.#opts = opts;
     this.#backoff = opts.backoffMs?.min ?? 100;
+    this.#address = opts.address;
+  }
+
+  /** The Typha connected to (or last tried). */
+  get address(): string {
+    return this.#address;
   }
 
   get connections(): number {
@@ -77,7 +86,7 @@ export class TyphaClient {
 
   start(): void {
     this.#opts.onStatus('wait-for-datastore');
-    this.#connect();
+    void this.#connect();
   }
 
   stop(): void {
@@ -86,11 +95,21 @@ export class TyphaClient {
     this.#conn?.close();
   }
 
-  #connect(): void {
+  async #connect(): Promise<void> {
     if (this.#stopped) return;
     if (this.#connections++ > 0) this.#dedupe.restarted();
+    if (this.#opts.nextAddress) {
+      try {
+        this.#address = await this.#opts.nextAddress();
+      } catch (e) {
+        this.#retry(e as Error);
+        return;
+      }
+      if (this.#stopped) return;
+    }
     const conn = new TyphaConnection({
       ...this.#opts,
+      address: this.#address,
       onUpdates: (kvs) => {
         const out = this.#dedupe.updates(kvs);
         if (out.length) this.#opts.onUpdates(out);
@@ -113,9 +132,9 @@ export class TyphaClient {
 
   #retry(e: Error | undefined): void {
     if (this.#stopped) return;
-    this.#opts.log.warn({ typha: this.#opts.address, error: e?.message, retryInMs: this.#backoff }, 'lost the connection to Typha; reconnecting');
+    this.#opts.log.warn({ typha: this.#address, error: e?.message, retryInMs: this.#backoff }, 'lost the connection to Typha; reconnecting');
     this.#opts.onStatus('wait-for-datastore');
-    this.#timer = setTimeout(() => this.#connect(), this.#backoff);
+    this.#timer = setTimeout(() => void this.#connect(), this.#backoff);
     this.#backoff = Math.min(this.#backoff * 2, this.#opts.backoffMs?.max ?? 5000);
   }
 }

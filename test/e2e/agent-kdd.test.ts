@@ -2,6 +2,8 @@
 // in the lab's host namespace; pods, a namespace and a Kubernetes NetworkPolicy written
 // to it are enforced - the namespace profile allows by default, the policy narrows the
 // database to one client and one port, an edit moves the port, a deletion opens it again.
+// ClusterNetworkPolicies: an Admin deny overrides everything below it, a Baseline deny
+// applies only where no Kubernetes NetworkPolicy decided, and Pass hands over to the next tier.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -44,6 +46,7 @@ class ApiProcess {
     }
   }
   put = (resource: string, object: unknown) => this.send({ op: 'put', resource, object });
+  install = (resource: string) => this.send({ op: 'install', resource });
   del = (resource: string, namespace: string, name: string) => this.send({ op: 'delete', resource, namespace, name });
 }
 
@@ -52,6 +55,11 @@ const pod = (w: Workload) => ({
   spec: { nodeName: 'node1', serviceAccountName: 'default', containers: [{ name: 'c' }] },
   status: { phase: 'Running', podIP: w.ip, podIPs: [{ ip: w.ip }] },
 });
+const cnp = (name: string, tier: 'Admin' | 'Baseline', priority: number, ingress: unknown[]) => ({
+  metadata: { name },
+  spec: { tier, priority, subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'db' } } } }, ingress },
+});
+const fromApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
 const policy = (port: number) => ({
   metadata: { name: 'db-from-api', namespace: 'shop' },
   spec: { podSelector: { matchLabels: { app: 'db' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }] },
@@ -76,6 +84,11 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     await api.put('namespaces', { metadata: { name: 'shop' } });
     await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
     await api.put('nodes', { metadata: { name: 'node1' } });
+    // A cluster with the ClusterNetworkPolicy CRD, and the tiers calico-node creates at start.
+    await api.install('clusternetworkpolicies');
+    for (const [name, order, defaultAction] of [['default', 1_000_000, 'Deny'], ['kube-admin', 1000, 'Pass'], ['kube-baseline', 10_000_000, 'Pass']] as const) {
+      await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
+    }
     for (const w of [apiW, db, other]) await api.put('pods', pod(w));
     const dir = tempDir();
     const kubeconfig = join(dir, 'kubeconfig');
@@ -104,5 +117,24 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     assert.ok((await lab.until(() => lab.tcp(apiW, db.ip, 6543, 300) && !lab.tcp(apiW, db.ip, 5432, 100), 10_000)) >= 0, 'the edit was never enforced');
     await api.del('networkpolicies', 'shop', 'db-from-api');
     assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the deletion never reached the kernel');
+  });
+  it('ClusterNetworkPolicies: Admin denies over everything, Baseline only where no NetworkPolicy decided, Pass hands over', async () => {
+    await api.put('clusternetworkpolicies', cnp('no-other-to-db', 'Admin', 10, [{ name: 'other', action: 'Deny', from: [fromApp('other')] }]));
+    assert.ok((await lab.until(() => !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0, 'the Admin deny was never enforced');
+    assert.equal(lab.tcp(apiW, db.ip, 5432), true, 'the Admin tier passes what it does not deny');
+    await api.put('clusternetworkpolicies', cnp('baseline-deny-db', 'Baseline', 10, [{ action: 'Deny', from: [{ namespaces: {} }] }]));
+    assert.ok((await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200), 10_000)) >= 0, 'the Baseline deny was never enforced');
+    // A NetworkPolicy selecting the database decides in the default tier: Baseline is not reached.
+    await api.put('networkpolicies', policy(5432));
+    assert.ok((await lab.until(() => lab.tcp(apiW, db.ip, 5432, 300), 10_000)) >= 0, 'the NetworkPolicy did not override Baseline');
+    assert.equal(lab.tcp(other, db.ip, 5432, 300), false, 'the Admin deny still holds');
+    // An Admin Pass for the other client skips the rest of the Admin tier (its deny).
+    await api.put('clusternetworkpolicies', cnp('no-other-to-db', 'Admin', 10, [{ name: 'pass', action: 'Pass', from: [fromApp('other')] }, { action: 'Deny', from: [fromApp('other')] }]));
+    await api.del('networkpolicies', 'shop', 'db-from-api');
+    assert.ok((await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200) && !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0, 'both fall through to the Baseline deny');
+    await api.del('clusternetworkpolicies', '', 'baseline-deny-db');
+    assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the Pass never let the other client through to the profile');
+    await api.del('clusternetworkpolicies', '', 'no-other-to-db');
+    assert.equal(lab.tcp(apiW, db.ip, 6543, 300), true);
   });
 });

@@ -1,12 +1,15 @@
 // The tests' Kubernetes API server as a process (run in a lab's namespace by the e2e
 // tests): prints {"url": ...}, then takes JSON commands on stdin, one per line -
 // {"op":"put","resource":"pods","object":{...}}, {"op":"putMany","resource":"pods",
-// "objects":[...]} or {"op":"delete","resource":"pods","namespace":"ns","name":"n"} - and
-// prints {"done": <count>} after each.
+// "objects":[...]}, {"op":"delete","resource":"pods","namespace":"ns","name":"n"} or
+// {"op":"install","resource":"clusternetworkpolicies"} (an optional CRD) - and prints
+// {"done": <count>} after each.
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { FakeKubeApiServer } from './kube-apiserver.js';
+import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer, type ResourceType } from './kube-apiserver.js';
+
+const OPTIONAL_TYPES: Record<string, ResourceType> = { clusternetworkpolicies: CLUSTER_NETWORK_POLICY_TYPE };
 
 async function main(): Promise<void> {
   const api = new FakeKubeApiServer();
@@ -15,9 +18,10 @@ async function main(): Promise<void> {
   let done = 0;
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
-    const c = JSON.parse(line) as { op: 'put' | 'putMany' | 'delete'; resource: string; object?: never; objects?: never[]; namespace?: string; name?: string };
+    const c = JSON.parse(line) as { op: 'put' | 'putMany' | 'delete' | 'install'; resource: string; object?: never; objects?: never[]; namespace?: string; name?: string };
     if (c.op === 'put') api.put(c.resource, c.object as never);
     else if (c.op === 'putMany') for (const o of c.objects ?? []) api.put(c.resource, o);
+    else if (c.op === 'install') api.install(OPTIONAL_TYPES[c.resource] as ResourceType);
     else api.delete(c.resource, c.namespace, c.name ?? '');
     process.stdout.write(`${JSON.stringify({ done: ++done })}\n`);
   }

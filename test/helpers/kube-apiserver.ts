@@ -3,7 +3,8 @@
 // real one behaves:
 // - discovery (/version, /api, /api/v1, /apis, /apis/<group>/<version>);
 // - list (all namespaces or one), with limit/continue pagination and the list's
-//   resourceVersion; get one object;
+//   resourceVersion, and equality-based label selectors (labelSelector=k=v,k!=v,k,!k);
+//   get one object;
 // - watch from a resourceVersion: JSON lines in a chunked response, ADDED / MODIFIED /
 //   DELETED, BOOKMARK when asked for, and an ERROR with a 410 Status when the version is
 //   older than the compacted history;
@@ -52,7 +53,8 @@ type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 interface Watcher {
   type: ResourceType;
-  namespace: string | undefined;
+  /** Whether an object is in this watch (its namespace and label selector). */
+  keep: (o: Obj) => boolean;
   res: ServerResponse;
   bookmarks: boolean;
 }
@@ -169,7 +171,7 @@ export class FakeKubeApiServer {
     const rv = Number(object.metadata.resourceVersion);
     this.#events.push({ plural, type, object, rv });
     for (const w of this.#watchers) {
-      if (storeKey(w.type) !== plural || (w.namespace && w.namespace !== object.metadata.namespace)) continue;
+      if (storeKey(w.type) !== plural || !w.keep(object)) continue;
       w.res.write(`${JSON.stringify({ type, object })}\n`);
     }
   }
@@ -256,7 +258,8 @@ export class FakeKubeApiServer {
   }
 
   #list(type: ResourceType, namespace: string | undefined, url: URL, res: ServerResponse): void {
-    const all = [...(this.#objects.get(storeKey(type)) as Map<string, Obj>).entries()].filter(([, o]) => !namespace || o.metadata.namespace === namespace).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const keep = selection(namespace, url);
+    const all = [...(this.#objects.get(storeKey(type)) as Map<string, Obj>).entries()].filter(([, o]) => keep(o)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const limit = Number(url.searchParams.get('limit') ?? 0);
     const token = url.searchParams.get('continue');
     let start = 0;
@@ -301,12 +304,13 @@ export class FakeKubeApiServer {
       res.end(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${this.#compacted})`, reason: 'Expired', code: 410 } })}\n`);
       return;
     }
-    const w: Watcher = { type, namespace, res, bookmarks: url.searchParams.get('allowWatchBookmarks') === 'true' };
+    const keep = selection(namespace, url);
+    const w: Watcher = { type, keep, res, bookmarks: url.searchParams.get('allowWatchBookmarks') === 'true' };
     // From a version: the history after it; without one: the current state as ADDED.
     if (from) {
-      for (const e of this.#events) if (e.plural === storeKey(type) && e.rv > from && (!namespace || e.object.metadata.namespace === namespace)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
+      for (const e of this.#events) if (e.plural === storeKey(type) && e.rv > from && keep(e.object)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
     } else {
-      for (const o of (this.#objects.get(storeKey(type)) as Map<string, Obj>).values()) if (!namespace || o.metadata.namespace === namespace) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
+      for (const o of (this.#objects.get(storeKey(type)) as Map<string, Obj>).values()) if (keep(o)) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
     }
     if (w.bookmarks) res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: type.kind, apiVersion: apiVersionOf(type), metadata: { resourceVersion: String(this.#rv) } } })}\n`);
     this.#watchers.add(w);
@@ -317,6 +321,21 @@ export class FakeKubeApiServer {
   bookmark(): void {
     for (const w of this.#watchers) if (w.bookmarks) w.res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: w.type.kind, apiVersion: apiVersionOf(w.type), metadata: { resourceVersion: String(this.#rv) } } })}\n`);
   }
+}
+
+/** The objects a request selects: its namespace, and its labelSelector (equality-based terms, comma-separated; a bad one is an error). */
+function selection(namespace: string | undefined, url: URL): (o: Obj) => boolean {
+  const terms = (url.searchParams.get('labelSelector') ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .map((t) => {
+      const m = /^(!)?([\w./-]+)(?:\s*(==|=|!=)\s*([\w.-]*))?$/.exec(t);
+      if (!m || (m[1] && m[3])) throw new Error(`unable to parse requirement: ${t}`);
+      const [, not, key, op, value] = m as unknown as [string, string | undefined, string, string | undefined, string | undefined];
+      return (labels: Record<string, string>) => (op ? (labels[key] === value) === (op !== '!=') : (key in labels) !== !!not);
+    });
+  return (o) => (!namespace || o.metadata.namespace === namespace) && terms.every((t) => t((o.metadata.labels as Record<string, string> | undefined) ?? {}));
 }
 
 /** RFC 7386 JSON merge patch. */

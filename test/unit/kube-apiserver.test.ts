@@ -53,7 +53,7 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
       execFile('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, ...args], { encoding: 'utf8', timeout: 20_000 }, (e, stdout, stderr) => (e ? reject(new Error(`kubectl ${args.join(' ')}: ${e.message} ${stderr}`)) : resolve(`${stdout}${stderr}`))),
     );
 
-  it('kubectl: create, get, replace, merge patch, delete', async (t) => {
+  it('kubectl: create, get (with label selectors), replace, merge patch, delete', async (t) => {
     if (!haveKubectl) {
       assert.ok(!process.env.CI, 'kubectl is required on CI');
       t.skip('kubectl is not installed');
@@ -68,6 +68,10 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
     assert.match(await kubectl('replace', '--validate=false', '-f', join(dir, 'pod.json')), /pod\/web replaced/);
     assert.match(await kubectl('patch', 'pod', 'web', '--type=merge', '-p', '{"metadata":{"labels":{"v":"3","app":null}}}'), /pod\/web patched/);
     assert.deepEqual(api.get('pods', 'default', 'web')?.metadata.labels, { v: '3' });
+    // Label selectors, as kubectl sends them (Typha discovery lists EndpointSlices this way).
+    assert.match(await kubectl('get', 'pods', '-n', 'default', '-l', 'v=3', '-o', 'name'), /^pod\/web$/m);
+    assert.equal((await kubectl('get', 'pods', '-n', 'default', '-l', 'v!=3,!app', '-o', 'name')).trim(), '');
+    assert.match(await kubectl('get', 'pods', '-A', '-l', 'v,!app', '-o', 'name'), /^pod\/web$/m);
     assert.match(await kubectl('get', 'networkpolicies', '-n', 'default'), /No resources found/);
     assert.match(await kubectl('delete', 'pod', 'web'), /pod "web" deleted/);
     assert.equal(api.get('pods', 'default', 'web'), undefined);

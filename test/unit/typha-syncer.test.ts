@@ -26,6 +26,7 @@ const base = {
   FelixHostname: 'node1',
   TyphaAddr: '',
   TyphaK8sServiceName: '',
+  TyphaK8sNamespace: 'kube-system',
   TyphaReadTimeout: 30,
   TyphaWriteTimeout: 10,
   TyphaCAFile: '',
@@ -37,16 +38,24 @@ const base = {
 };
 
 describe('Typha datastore', { timeout: 60_000 }, () => {
-  it('TyphaAddr chooses Typha whatever DatastoreType says; bad or unsupported settings are clear errors', () => {
+  it('TyphaAddr (or TyphaK8sServiceName) chooses Typha whatever DatastoreType says; bad or unsupported settings are clear errors', () => {
     const log = createLogger({ severity: 'Fatal' });
     assert.ok(createSyncer({ ...base, TyphaAddr: '10.0.0.1:5473' }, log) instanceof TyphaSyncer);
     const refused: Array<[Partial<typeof base>, RegExp]> = [
       [{ TyphaAddr: 'typha' }, /not host:port/],
-      [{ TyphaK8sServiceName: 'calico-typha' }, /needs Kubernetes discovery[^]*set TyphaAddr/],
       [{ TyphaAddr: 'typha:5473', TyphaCAFile: '/ca.pem' }, /needs all of TyphaCAFile, TyphaCertFile and TyphaKeyFile/],
       [{ TyphaAddr: 'typha:5473', TyphaCAFile: '/ca', TyphaCertFile: '/c', TyphaKeyFile: '/k' }, /TyphaCN or TyphaURISAN/],
     ];
     for (const [cfg, re] of refused) assert.throws(() => createSyncer({ ...base, ...cfg }, log), (e: Error) => e instanceof ConfigError && re.test(e.message), JSON.stringify(cfg));
+    // Discovery needs the Kubernetes configuration; one that cannot be loaded is a clear error.
+    const saved = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = '/nonexistent/kubeconfig';
+    try {
+      assert.throws(() => createSyncer({ ...base, TyphaK8sServiceName: 'calico-typha' }, log), (e: Error) => e instanceof ConfigError && /cannot load the Kubernetes configuration/.test(e.message));
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+    }
   });
 
   it('typed updates from the wire; unknown kinds said once; bad values dropped as deletions, reports rate-limited', async (t) => {

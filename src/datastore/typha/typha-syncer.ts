@@ -1,4 +1,5 @@
-// The Typha datastore: Felix's feed from an existing calico-typha (TyphaAddr), already
+// The Typha datastore: Felix's feed from an existing calico-typha (TyphaAddr, or found
+// through its Kubernetes service: discovery.ts), already
 // through the update processors, so it goes straight to the calc graph. Each serialized
 // update becomes a typed internal-model update; a key palisade has no use for is counted
 // and reported once per kind, and a value that does not parse is reported (once per key
@@ -14,7 +15,10 @@ import { typhaTlsOptions, typhaTlsProblem, type TyphaTlsConfig } from '../../typ
 import type { ModelSyncer, ModelSyncerCallbacks } from '../types.js';
 
 export interface TyphaSyncerOptions {
+  /** host:port, or what discovery looks for (for logs) when `nextAddress` is given. */
   address: string;
+  /** Kubernetes discovery: the Typha to try next, asked before each connection. */
+  nextAddress?: () => Promise<string>;
   hostname: string;
   readTimeoutMs: number;
   writeTimeoutMs: number;
@@ -59,6 +63,7 @@ export class TyphaSyncer implements ModelSyncer {
       ...(tlsOn ? { tls: typhaTlsOptions(o.tls) } : {}),
       log: o.log,
       ...(o.backoffMs ? { backoffMs: o.backoffMs } : {}),
+      ...(o.nextAddress ? { nextAddress: o.nextAddress } : {}),
       onUpdates: (kvs) => {
         const out = this.#convert(kvs);
         if (out.length) callbacks.onModelUpdates(out);

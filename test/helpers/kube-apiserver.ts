@@ -12,6 +12,7 @@
 //   from one global counter.
 // It is checked with kubectl itself (test/unit/kube-apiserver.test.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface ResourceType {
@@ -88,11 +89,13 @@ export class FakeKubeApiServer {
     return this.#rv;
   }
 
-  async start(host = '127.0.0.1'): Promise<string> {
-    const server = createServer((req, res) => this.#handle(req, res));
+  /** Listens (HTTPS when given a certificate and key, as a real API server); resolves with the URL. */
+  async start(host = '127.0.0.1', tls?: { cert: Buffer; key: Buffer }): Promise<string> {
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res);
+    const server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }, handler) : createServer(handler);
     this.#server = server;
     await new Promise<void>((r) => server.listen(0, host, r));
-    return `http://${host}:${(server.address() as AddressInfo).port}`;
+    return `${tls ? 'https' : 'http'}://${host}:${(server.address() as AddressInfo).port}`;
   }
 
   async stop(): Promise<void> {

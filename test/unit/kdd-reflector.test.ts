@@ -9,8 +9,10 @@ import { type KubeObject, Reflector } from '../../src/datastore/kdd/reflector.js
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { tempDirs } from '../helpers/temp.js';
 import { until } from '../helpers/until.js';
 
+const tempDir = tempDirs('kdd-reflector');
 const log = createLogger({ severity: process.env.REFLECTOR_DEBUG ? 'Debug' : 'Fatal' });
 const pod = (name: string, ns = 'default', labels: Record<string, string> = {}) => ({ metadata: { name, namespace: ns, labels }, spec: { nodeName: 'node1' } });
 
@@ -127,6 +129,50 @@ describe('Kubernetes configuration', () => {
       assert.equal(api.lastAuthorization, 'Bearer s3cret');
       assert.throws(() => loadKubeEndpoint({ env: { KUBECONFIG: join(dir, 'missing') } }), /cannot load the Kubernetes configuration/);
     } finally {
+      await api.stop();
+    }
+  });
+});
+
+describe('Kubernetes configuration in the cluster', () => {
+  it('in a pod: KUBERNETES_SERVICE_HOST/PORT, the service account\'s CA checks the server and its token authenticates', async () => {
+    const { loadKubeEndpoint } = await import('../../src/datastore/kdd/kubeconfig.js');
+    const { mkdirSync, readFileSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { makeTls } = await import('../helpers/etcd.js');
+    const dir = tempDir();
+    const tls = makeTls(dir);
+    const api = new FakeKubeApiServer();
+    const url = await api.start('127.0.0.1', { cert: readFileSync(tls.server.certFile), key: readFileSync(tls.server.keyFile) });
+    const root = join(dir, 'root');
+    const sa = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
+    mkdirSync(sa, { recursive: true });
+    writeFileSync(join(sa, 'token'), 'pod-token');
+    writeFileSync(join(sa, 'ca.crt'), readFileSync(tls.server.caFile));
+    writeFileSync(join(sa, 'namespace'), 'kube-system');
+    const port = new URL(url).port;
+    const saved = { host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT };
+    // client-node reads these from the process environment itself.
+    process.env.KUBERNETES_SERVICE_HOST = '127.0.0.1';
+    process.env.KUBERNETES_SERVICE_PORT = port;
+    try {
+      const e = loadKubeEndpoint({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, serviceAccountRoot: root });
+      assert.equal(e.source, 'in-cluster service account');
+      assert.equal(e.server, url);
+      await new HttpKubeTransport(e).get('/api/v1/pods');
+      assert.equal(api.lastAuthorization, 'Bearer pod-token');
+      // A server the service account's CA did not sign is refused.
+      const otherDir = join(dir, 'other');
+      mkdirSync(otherDir);
+      const other = makeTls(otherDir);
+      writeFileSync(join(sa, 'ca.crt'), readFileSync(other.server.caFile));
+      const e2 = loadKubeEndpoint({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, serviceAccountRoot: root });
+      await assert.rejects(new HttpKubeTransport(e2).get('/api/v1/pods'), /self[- ]signed|unable to verify|certificate/i);
+    } finally {
+      for (const [k, v] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
       await api.stop();
     }
   });

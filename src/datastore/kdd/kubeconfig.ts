@@ -13,7 +13,14 @@ export class KubeConfigError extends Error {
   readonly code = 'EKUBECONFIG';
 }
 
-export function loadKubeEndpoint(opts: { kubeconfig?: string | undefined; env?: NodeJS.ProcessEnv } = {}): KubeEndpoint & { source: string } {
+export interface KubeEndpointOptions {
+  kubeconfig?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  /** Where /var/run/secrets/... is (tests); the in-cluster service account's token is re-read every minute, as client-go does. */
+  serviceAccountRoot?: string;
+}
+
+export function loadKubeEndpoint(opts: KubeEndpointOptions = {}): KubeEndpoint & { source: string } {
   const env = opts.env ?? process.env;
   const kc = new KubeConfig();
   let source: string;
@@ -23,7 +30,7 @@ export function loadKubeEndpoint(opts: { kubeconfig?: string | undefined; env?: 
       kc.loadFromFile(file);
       source = `kubeconfig ${file}`;
     } else if (env.KUBERNETES_SERVICE_HOST) {
-      kc.loadFromCluster();
+      kc.loadFromCluster(opts.serviceAccountRoot);
       source = 'in-cluster service account';
     } else {
       kc.loadFromDefault();

@@ -161,6 +161,13 @@ describe('KDD conversion: ClusterNetworkPolicy', () => {
     assert.match(problems[3] ?? '', /nodes not supported/);
   });
 
+  it('a named port gives ports without a protocol, which validation refuses (as Felix\'s validation filter): the policy is not applied', () => {
+    const { spec, resource } = specOf(cnp({ tier: 'Admin', priority: 1, subject: nsSubject, ingress: [{ action: 'Accept', protocols: [{ destinationNamedPort: 'http' }], from: [{ namespaces: {} }] }] }));
+    assert.deepEqual(spec.ingress, [{ action: 'Allow', source: { namespaceSelector: 'all()' }, destination: { ports: ['http'] } }]);
+    const checked = validateResource(resource);
+    assert.ok(!checked.ok && /ports are only allowed with protocol/.test(JSON.stringify(checked)), JSON.stringify(checked));
+  });
+
   it('a bad tier or no subject withdraws the policy (a tombstone), saying why', () => {
     for (const [spec, why] of [
       [{ tier: 'Developer', priority: 1, subject: nsSubject }, /invalid tier "Developer"/],

@@ -24,6 +24,7 @@ ServerHandshakeTimeoutSecs, ServerWriteTimeoutSecs), health (HealthEnabled, Heal
 9098) and metrics (PrometheusMetricsEnabled, PrometheusMetricsPort 9093).
 
 Examples:
+  FELIX_DATASTORETYPE=kubernetes palisade typha      (in a pod, or with KUBECONFIG)
   FELIX_DATASTORETYPE=etcdv3 FELIX_ETCDENDPOINTS=http://10.0.0.5:2379 palisade typha
   palisade typha --datastore-dir /etc/palisade/resources --port 5473
 

@@ -1,0 +1,93 @@
+// `palisade typha` on the Kubernetes datastore: the tests' API server -> KDD syncer ->
+// the feeder's update processors -> the snapshot cache -> a Typha client as the agent runs
+// it. What reaches the client is Felix's feed: the pod as a workload endpoint key, the
+// namespace's profile, the Kubernetes and cluster network policies under their own kinds,
+// the service's EndpointSlice, each parsing back to what the agent would have made itself.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
+import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
+import { TyphaSyncer } from '../../src/datastore/typha/typha-syncer.js';
+import { createLogger } from '../../src/log.js';
+import { keyToPath } from '../../src/model/v1/keys.js';
+import type { V1Update } from '../../src/model/v1/values.js';
+import { DEFAULT_TIMERS } from '../../src/typha/server/connection.js';
+import { CacheFeeder } from '../../src/typha/server/feeder.js';
+import { TyphaServer } from '../../src/typha/server/server.js';
+import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
+import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { until } from '../helpers/until.js';
+
+const log = createLogger({ severity: 'Fatal' });
+
+describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () => {
+  let api: FakeKubeApiServer;
+  let url: string;
+
+  before(async () => {
+    api = new FakeKubeApiServer();
+    api.install(CLUSTER_NETWORK_POLICY_TYPE);
+    url = await api.start();
+    api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
+    api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
+    api.put('nodes', { metadata: { name: 'node1', annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' } } });
+    api.put('pods', { metadata: { name: 'web-0', namespace: 'prod', labels: { app: 'web' } }, spec: { nodeName: 'node1', serviceAccountName: 'default' }, status: { phase: 'Running', podIP: '10.65.0.10' } });
+    api.put('networkpolicies', { metadata: { name: 'web', namespace: 'prod' }, spec: { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 80 }] }] } });
+    api.put('clusternetworkpolicies', { metadata: { name: 'no-metadata' }, spec: { tier: 'Admin', priority: 3, subject: { namespaces: {} }, egress: [{ action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }] } });
+    api.put('endpointslices', { metadata: { name: 'web-x', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'web' } }, endpoints: [{ addresses: ['10.65.0.10'] }], ports: [{ port: 80 }] });
+  });
+  after(async () => {
+    await api?.stop();
+  });
+
+  it('serves Felix\'s feed from the Kubernetes API to a Typha client', async () => {
+    const cache = new SnapshotCache({ snapshotReuseMs: 100 });
+    const feeder = new CacheFeeder(new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } }), cache, log);
+    const server = new TyphaServer({ cache, log, version: 'test', host: '127.0.0.1', port: 0, timers: DEFAULT_TIMERS, maxMessageKvs: 100, maxInboundBytes: 1 << 20, maxConns: 10, dropIntervalMs: 1000, shutdownTimeoutMs: 1000, shutdownMaxDropIntervalMs: 100 });
+    const port = await server.listen();
+    feeder.start();
+    const held = new Map<string, V1Update>();
+    const statuses: string[] = [];
+    const client = new TyphaSyncer({ address: `127.0.0.1:${port}`, hostname: 'node1', readTimeoutMs: 5000, writeTimeoutMs: 5000, tls: { caFile: '', certFile: '', keyFile: '', cn: '', uriSan: '' }, log });
+    client.start({
+      onModelUpdates: (us) => {
+        for (const u of us) {
+          if (u.value === undefined) held.delete(keyToPath(u.key));
+          else held.set(keyToPath(u.key), u);
+        }
+      },
+      onStatusUpdated: (s) => statuses.push(s),
+    });
+    try {
+      await until(() => statuses.includes('in-sync'), 10_000, 'the client in sync');
+      const paths = [...held.keys()];
+      for (const p of [
+        '/calico/v1/host/node1/workload/k8s/prod%2fweb-0/endpoint/eth0',
+        '/calico/v1/policy/profile/kns.prod/rules',
+        '/calico/v1/policy/profile/ksa.prod.default/rules',
+        '/calico/v1/policy/KubernetesNetworkPolicy/prod/web',
+        '/calico/v1/policy/KubernetesClusterNetworkPolicy//no-metadata',
+        '/calico/resources/v3/projectcalico.org/kubernetesendpointslices/prod/web-x',
+        '/calico/resources/v3/projectcalico.org/nodes/node1',
+      ]) {
+        assert.ok(paths.includes(p), `${p} in ${JSON.stringify(paths.sort())}`);
+      }
+      const kcnp = held.get('/calico/v1/policy/KubernetesClusterNetworkPolicy//no-metadata')?.value as { key: { tier: string; name: string }; order: number; outboundRules: Array<{ action: string; dstNets: string[] }> };
+      assert.equal(kcnp.key.tier, 'kube-admin');
+      assert.equal(kcnp.key.name, 'kcnp/no-metadata');
+      assert.equal(kcnp.order, 3);
+      assert.deepEqual(kcnp.outboundRules.map((r) => [r.action, r.dstNets]), [['deny', ['169.254.169.254/32']]]);
+      const wep = held.get('/calico/v1/host/node1/workload/k8s/prod%2fweb-0/endpoint/eth0')?.value as { ipv4Nets: string[]; profileIds: string[]; name: string };
+      assert.deepEqual(wep.ipv4Nets, ['10.65.0.10/32']);
+      assert.deepEqual(wep.profileIds, ['kns.prod', 'ksa.prod.default']);
+      // A change in the API reaches the client.
+      api.delete('networkpolicies', 'prod', 'web');
+      await until(() => !held.has('/calico/v1/policy/KubernetesNetworkPolicy/prod/web'), 5000, 'the deletion');
+    } finally {
+      await client.stop();
+      await feeder.stop();
+      server.close();
+    }
+  });
+});

@@ -10,6 +10,7 @@ const PLURALS: Readonly<Record<Kind, string>> = {
   KubernetesNetworkPolicy: 'kubernetesnetworkpolicies',
   KubernetesEndpointSlice: 'kubernetesendpointslices',
   KubernetesClusterNetworkPolicy: 'kubernetesclusternetworkpolicies',
+  IPAMBlock: 'ipamblocks',
   GlobalNetworkPolicy: 'globalnetworkpolicies',
   Tier: 'tiers',
   Profile: 'profiles',

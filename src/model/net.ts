@@ -147,3 +147,16 @@ export function parseIp(text: string): { version: 4 | 6; address: string } | und
   const c = parseCidr(text);
   return c && { version: c.version, address: c.address };
 }
+
+/** An unsigned integer as an address of `version` (the inverse of addressToBigInt). */
+export function bigIntToAddress(n: bigint, version: 4 | 6): string {
+  return version === 4 ? intToV4(Number(n & 0xffffffffn)) : bigToV6(n);
+}
+
+/** Whether `cidr` contains `address` (same family). */
+export function cidrContains(cidr: Cidr, address: string): boolean {
+  if (address.includes(':') !== (cidr.version === 6)) return false;
+  const bits = cidr.version === 4 ? 32n : 128n;
+  const shift = bits - BigInt(cidr.prefix);
+  return addressToBigInt(address) >> shift === addressToBigInt(cidr.address) >> shift;
+}

@@ -1,6 +1,7 @@
 // zod schemas for Calico v3 resources in the calicoctl shape (apiVersion, kind, metadata,
 // spec). Field names and rules follow projectcalico.org/v3 and Calico's validator; unknown
 // fields are dropped (a newer Calico may add fields) rather than refused.
+import { blockSchema } from './ipam.js';
 import { z } from 'zod';
 
 import { SelectorError } from '../native/errors.js';
@@ -27,6 +28,7 @@ const selector = z.string().superRefine((s, ctx) => {
 
 const cidr = z.string().refine((s) => parseCidr(s) !== undefined, { error: 'expected an IP address or CIDR, e.g. 10.0.0.0/8' });
 const ip = z.string().refine((s) => parseIp(s) !== undefined, { error: 'expected an IP address' });
+const mac = z.string().regex(/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/, { error: 'expected a MAC address' });
 
 /** A protocol name (any case) or number 1-255; normalised to Calico's spelling. */
 export const protocol = z.union(
@@ -236,6 +238,9 @@ export const schemas = {
   // A Kubernetes ClusterNetworkPolicy as the Kubernetes datastore converts it (Calico's
   // KindKubernetesClusterNetworkPolicy): a GlobalNetworkPolicy's spec, its own kind ("kcnp/").
   KubernetesClusterNetworkPolicy: resource('KubernetesClusterNetworkPolicy', globalMeta, z.object({ ...policySpecFields, namespaceSelector: selector.optional() })),
+  // An IPAM block as Calico stores it (etcd's /calico/ipam/v2/assignment/ keys, the
+  // ipamblocks CRD): named after its CIDR ("10.65.1.0-26"), its spec the block itself.
+  IPAMBlock: resource('IPAMBlock', globalMeta, blockSchema),
   Tier: resource('Tier', globalMeta, z.object({ order: z.number().finite().optional(), defaultAction: z.enum(['Deny', 'Pass']).optional() })),
   Profile: resource(
     'Profile',
@@ -259,7 +264,7 @@ export const schemas = {
       ipv6Gateway: ip.optional(),
       profiles: z.array(z.string()).optional(),
       interfaceName: z.string().regex(IFACE, { error: 'expected a Linux interface name (at most 15 characters)' }).optional(),
-      mac: z.string().regex(/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/, { error: 'expected a MAC address' }).optional(),
+      mac: mac.optional(),
       ports: z.array(endpointPort).optional(),
       allowSpoofedSourcePrefixes: z.array(cidr).optional(),
     }),
@@ -311,10 +316,20 @@ export const schemas = {
     'Node',
     globalMeta,
     z.object({
-      bgp: z.object({ ipv4Address: cidr.optional(), ipv6Address: cidr.optional(), asNumber: z.union([z.number(), z.string()]).optional() }).optional(),
+      bgp: z
+        .object({
+          ipv4Address: cidr.optional(),
+          ipv6Address: cidr.optional(),
+          asNumber: z.union([z.number(), z.string()]).optional(),
+          ipv4IPIPTunnelAddr: ip.optional(),
+          routeReflectorClusterID: z.string().optional(),
+        })
+        .optional(),
       addresses: z.array(z.object({ address: z.string(), type: z.string().optional() })).optional(),
       ipv4VXLANTunnelAddr: ip.optional(),
-      vxlanTunnelMACAddr: z.string().optional(),
+      vxlanTunnelMACAddr: mac.optional(),
+      ipv6VXLANTunnelAddr: ip.optional(),
+      vxlanTunnelMACAddrV6: mac.optional(),
     }),
   ),
 } as const;

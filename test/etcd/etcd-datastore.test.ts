@@ -87,6 +87,29 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     }
   });
 
+  it('reads IPAM blocks from /calico/ipam/v2/assignment/ (and nothing else there) as IPAMBlock resources, listed and watched', async () => {
+    const block = (cidr: string, node: string) => JSON.stringify({ cidr, affinity: `host:${node}`, allocations: [0, null, 1], unallocated: [1], attributes: [{ handle_id: 'h0', secondary: { node } }, { handle_id: 'h1', secondary: { node: 'other' } }], deleted: false });
+    etcd.put('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26', block('10.65.1.0/26', 'node1'));
+    etcd.put('/calico/ipam/v2/handle/h0', '{"block":{}}');
+    etcd.put('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26', '{"state":"confirmed"}');
+    const { syncer, rec } = syncerFor(etcd.endpoint);
+    const key = `${KEY_PREFIX}ipamblocks/10.65.1.0-26`;
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
+      assert.deepEqual([...rec.state.keys()].filter((k) => !k.startsWith(`${KEY_PREFIX}ipamblocks/`)).length, 0, 'handles and affinities are not read');
+      const r = validateResource(rec.state.get(key));
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.equal(r.ok && r.resource.kind === 'IPAMBlock' && r.resource.spec.affinity, 'host:node1');
+      etcd.put('/calico/ipam/v2/assignment/ipv4/block/10.65.2.0-26', block('10.65.2.0/26', 'node2'));
+      await rec.waitFor(() => rec.state.has(`${KEY_PREFIX}ipamblocks/10.65.2.0-26`), 5000, 'a new block');
+      etcd.del('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26');
+      await rec.waitFor(() => !rec.state.has(key), 5000, 'the deleted block');
+    } finally {
+      await syncer.stop();
+      etcd.ctl(['del', '/calico/ipam/', '--prefix']);
+    }
+  });
+
   it('keeps its state while cut off, and resyncs (changes and deletes) after an etcd restart', async () => {
     const a = profile('kns.a', { v: '1' });
     const b = profile('kns.b', { v: '1' });

@@ -44,6 +44,7 @@ export const CALICO_CRD_TYPES: ResourceType[] = [
   ['IPPool', 'ippools', false],
   ['FelixConfiguration', 'felixconfigurations', false],
   ['ClusterInformation', 'clusterinformations', false],
+  ['IPAMBlock', 'ipamblocks', false],
 ].map(([kind, plural, namespaced]) => ({ group: 'crd.projectcalico.org', version: 'v1', plural: plural as string, kind: kind as string, namespaced: namespaced as boolean }));
 
 /** A CRD most clusters do not have: ClusterNetworkPolicy (sigs.k8s.io/network-policy-api). Not served unless given or installed. */

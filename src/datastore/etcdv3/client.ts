@@ -43,8 +43,8 @@ export interface WatchHandle {
 }
 
 export interface EtcdClient {
-  /** Every key under `prefix` at one revision, read in pages. */
-  list(prefix: string, pageSize?: number): Promise<{ revision: string; kvs: KeyValue[] }>;
+  /** Every key under `prefix` at one revision (the latest, or `atRevision`), read in pages. */
+  list(prefix: string, pageSize?: number, atRevision?: string): Promise<{ revision: string; kvs: KeyValue[] }>;
   /** Watches `prefix` from `startRevision` on. */
   watch(prefix: string, startRevision: string, handlers: WatchHandlers): Promise<WatchHandle>;
   close(): void;
@@ -96,11 +96,11 @@ export class Etcd3Client implements EtcdClient {
     this.#etcd = new Etcd3(o);
   }
 
-  async list(prefix: string, pageSize = 1000): Promise<{ revision: string; kvs: KeyValue[] }> {
+  async list(prefix: string, pageSize = 1000, atRevision?: string): Promise<{ revision: string; kvs: KeyValue[] }> {
     const end = prefixEnd(prefix);
     const kvs: KeyValue[] = [];
     let start: Buffer = Buffer.from(prefix);
-    let revision: string | undefined;
+    let revision: string | undefined = atRevision;
     for (;;) {
       let q = this.#etcd.getAll().inRange(new Range(start, end)).limit(pageSize);
       if (revision) q = q.revision(revision);

@@ -4,7 +4,11 @@
 // kept, and a resync begins: re-list with backoff, deliver what changed and the deletes
 // of what vanished, then watch again from the new revision. Known keys are remembered by
 // modification revision only, so a resync costs no second copy of the data.
+// Two prefixes are read, at one revision: the v3 resources, and the IPAM blocks
+// (`/calico/ipam/v2/assignment/`, libcalico-go's v1 layout), which go on as IPAMBlock
+// resources so every datastore hands the same kinds to the update processors.
 import type { Logger } from '../../log.js';
+import { blockName } from '../../model/ipam.js';
 import { KEY_PREFIX } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
 import type { EtcdClient, WatchEvent, WatchHandle } from './client.js';
@@ -12,33 +16,53 @@ import type { EtcdClient, WatchEvent, WatchHandle } from './client.js';
 export interface EtcdSyncerOptions {
   client: EtcdClient;
   log: Logger;
-  prefix?: string;
+  /** The key prefixes read (default: the v3 resources and the IPAM blocks). */
+  prefixes?: string[];
   /** First and largest retry delay. */
   backoffMs?: { min: number; max: number };
   /** Test hook: runs after a list and before the watch on it is created. */
   afterList?: (revision: string) => Promise<void>;
 }
 
+export const IPAM_BLOCK_PREFIX = '/calico/ipam/v2/assignment/';
+const BLOCK_KEY = /^\/calico\/ipam\/v2\/assignment\/ipv[46]\/block\/([^/]+)$/;
+
+/** The resource key an etcd key goes on under: itself, or for an IPAM block its IPAMBlock key; undefined for keys that are neither. */
+function resourceKeyOf(key: string): string | undefined {
+  if (key.startsWith(KEY_PREFIX)) return key;
+  const m = BLOCK_KEY.exec(key);
+  return m ? `${KEY_PREFIX}ipamblocks/${blockName((m[1] as string).replace('-', '/'))}` : undefined;
+}
+
 // A key's stored text as an Update; undecodable JSON goes on with the reason, and the
-// validation filter drops it.
-function updateOf(key: string, text: string, revision: string): Update {
+// validation filter drops it. A block's JSON becomes the spec of its IPAMBlock resource.
+function updateOf(key: string, text: string, revision: string): Update | undefined {
+  const rkey = resourceKeyOf(key);
+  if (!rkey) return undefined;
   try {
-    return { key, value: JSON.parse(text) as unknown, revision, source: `etcd ${key}` };
+    const v = JSON.parse(text) as unknown;
+    const value = rkey === key ? v : { apiVersion: 'projectcalico.org/v3', kind: 'IPAMBlock', metadata: { name: rkey.slice(rkey.lastIndexOf('/') + 1) }, spec: v };
+    return { key: rkey, value, revision, source: `etcd ${key}` };
   } catch (e) {
-    return { key, value: null, revision, source: `etcd ${key}`, decodeError: `value is not JSON: ${(e as Error).message}` };
+    return { key: rkey, value: null, revision, source: `etcd ${key}`, decodeError: `value is not JSON: ${(e as Error).message}` };
   }
+}
+
+function deletionOf(key: string, revision: string): Update | undefined {
+  const rkey = resourceKeyOf(key);
+  return rkey ? { key: rkey, value: null, revision } : undefined;
 }
 
 export class EtcdSyncer implements Syncer {
   readonly #client: EtcdClient;
   readonly #log: Logger;
-  readonly #prefix: string;
+  readonly #prefixes: string[];
   readonly #backoff: { min: number; max: number };
   readonly #afterList: ((revision: string) => Promise<void>) | undefined;
   /** key -> mod revision of what was delivered. */
   readonly #known = new Map<string, string>();
   #cb: SyncerCallbacks | undefined;
-  #watch: WatchHandle | undefined;
+  #watches: WatchHandle[] = [];
   #status: SyncStatus | undefined;
   #stopped = false;
   #running: Promise<void> | undefined;
@@ -49,7 +73,7 @@ export class EtcdSyncer implements Syncer {
   constructor(opts: EtcdSyncerOptions) {
     this.#client = opts.client;
     this.#log = opts.log.child({ datastore: 'etcdv3' });
-    this.#prefix = opts.prefix ?? KEY_PREFIX;
+    this.#prefixes = opts.prefixes ?? [KEY_PREFIX, IPAM_BLOCK_PREFIX];
     this.#backoff = opts.backoffMs ?? { min: 100, max: 2000 };
     this.#afterList = opts.afterList;
   }
@@ -68,10 +92,10 @@ export class EtcdSyncer implements Syncer {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#generation++;
-    const watch = this.#watch;
-    this.#watch = undefined;
+    const watches = this.#watches;
+    this.#watches = [];
     this.#wake?.();
-    await watch?.cancel();
+    await Promise.all(watches.map((w) => w.cancel()));
     await this.#running;
     this.#client.close();
   }
@@ -101,7 +125,7 @@ export class EtcdSyncer implements Syncer {
       let revision: string;
       try {
         const t0 = Date.now();
-        const listed = await this.#client.list(this.#prefix);
+        const listed = await this.#listAll();
         if (this.#stopped) return;
         if (failures > 1) this.#log.info({ failures }, 'the datastore is reachable again');
         failures = 0;
@@ -136,6 +160,14 @@ export class EtcdSyncer implements Syncer {
     }
   }
 
+  // Every prefix at the first one's revision: one consistent snapshot.
+  async #listAll(): Promise<{ revision: string; kvs: Array<{ key: string; value: string; modRevision: string }> }> {
+    const [first, ...rest] = this.#prefixes;
+    const listed = await this.#client.list(first as string);
+    for (const prefix of rest) listed.kvs.push(...(await this.#client.list(prefix, undefined, listed.revision)).kvs);
+    return listed;
+  }
+
   // Delivers the difference between the listing and what was delivered before.
   #applyList(kvs: Array<{ key: string; value: string; modRevision: string }>, revision: string): number {
     const updates: Update[] = [];
@@ -143,20 +175,23 @@ export class EtcdSyncer implements Syncer {
     for (const kv of kvs) {
       seen.add(kv.key);
       if (this.#known.get(kv.key) === kv.modRevision) continue;
+      const u = updateOf(kv.key, kv.value, kv.modRevision);
+      if (!u) continue;
       this.#known.set(kv.key, kv.modRevision);
-      updates.push(updateOf(kv.key, kv.value, kv.modRevision));
+      updates.push(u);
     }
     for (const key of [...this.#known.keys()]) {
       if (seen.has(key)) continue;
       this.#known.delete(key);
-      updates.push({ key, value: null, revision });
+      const u = deletionOf(key, revision);
+      if (u) updates.push(u);
     }
     if (updates.length) this.#cb?.onUpdates(updates);
     this.#setStatus('in-sync');
     return updates.length;
   }
 
-  // Watches until the watch is lost; resolves with why.
+  // Watches every prefix until a watch is lost; resolves with why.
   #watchFrom(revision: string): Promise<'lost' | 'watch-failed'> {
     const generation = ++this.#generation;
     return new Promise((resolve) => {
@@ -165,30 +200,34 @@ export class EtcdSyncer implements Syncer {
         if (settled) return;
         settled = true;
         this.#wake = undefined;
-        this.#watch = undefined;
+        const watches = this.#watches;
+        this.#watches = [];
+        for (const w of watches) void w.cancel().catch(() => {});
         resolve(why);
       };
       this.#wake = () => finish('lost');
       const next = (BigInt(revision) + 1n).toString();
-      this.#client
-        .watch(this.#prefix, next, {
-          onEvents: (events) => {
-            if (generation === this.#generation) this.#onEvents(events);
-          },
-          onLost: (err, compacted) => {
-            if (generation !== this.#generation) return;
-            this.#log.warn({ err: err.message, compacted }, compacted ? 'watch revision compacted; full resync' : 'lost the datastore watch; resyncing');
-            finish('lost');
-          },
-        })
-        .then((handle) => {
-          if (settled || this.#stopped) void handle.cancel();
-          else this.#watch = handle;
-        })
-        .catch((e: unknown) => {
-          this.#log.warn({ err: (e as Error).message }, 'cannot watch the datastore; resyncing');
-          finish('watch-failed');
-        });
+      for (const prefix of this.#prefixes) {
+        this.#client
+          .watch(prefix, next, {
+            onEvents: (events) => {
+              if (generation === this.#generation && !settled) this.#onEvents(events);
+            },
+            onLost: (err, compacted) => {
+              if (generation !== this.#generation) return;
+              this.#log.warn({ err: err.message, compacted, prefix }, compacted ? 'watch revision compacted; full resync' : 'lost the datastore watch; resyncing');
+              finish('lost');
+            },
+          })
+          .then((handle) => {
+            if (settled || this.#stopped) void handle.cancel();
+            else this.#watches.push(handle);
+          })
+          .catch((e: unknown) => {
+            this.#log.warn({ err: (e as Error).message, prefix }, 'cannot watch the datastore; resyncing');
+            finish('watch-failed');
+          });
+      }
     });
   }
 
@@ -197,10 +236,13 @@ export class EtcdSyncer implements Syncer {
     for (const ev of events) {
       if (ev.type === 'delete') {
         if (!this.#known.delete(ev.key)) continue;
-        updates.push({ key: ev.key, value: null, revision: ev.modRevision });
+        const u = deletionOf(ev.key, ev.modRevision);
+        if (u) updates.push(u);
       } else {
+        const u = updateOf(ev.key, ev.value ?? '', ev.modRevision);
+        if (!u) continue;
         this.#known.set(ev.key, ev.modRevision);
-        updates.push(updateOf(ev.key, ev.value ?? '', ev.modRevision));
+        updates.push(u);
       }
     }
     if (updates.length) this.#cb?.onUpdates(updates);

@@ -13,6 +13,7 @@ import { nodeProcessor } from './node.js';
 import {
   globalNetworkPolicyProcessor,
   kubernetesClusterNetworkPolicyProcessor,
+  ipamBlockProcessor,
   globalNetworkSetProcessor,
   kubernetesNetworkPolicyProcessor,
   networkPolicyProcessor,
@@ -43,6 +44,7 @@ export class UpdateProcessors {
       KubernetesEndpointSlice: { process: (ref, r) => [{ key: { type: 'Resource', kind: 'KubernetesEndpointSlice', namespace: ref.namespace ?? '', name: ref.name }, value: r }] },
       GlobalNetworkPolicy: globalNetworkPolicyProcessor,
       KubernetesClusterNetworkPolicy: kubernetesClusterNetworkPolicyProcessor,
+      IPAMBlock: ipamBlockProcessor,
       Tier: tierProcessor,
       Profile: profileProcessor,
       WorkloadEndpoint: workloadEndpointProcessor,

@@ -9,8 +9,11 @@ export const nodeProcessor: UpdateProcessor<'Node'> = {
     const hostname = ref.name;
     const config = (name: string, value: string | undefined): V1Update => ({ key: { type: 'HostConfig', hostname, name }, value: value || undefined });
     return [
+      config('IpInIpTunnelAddr', r?.spec.bgp?.ipv4IPIPTunnelAddr),
       config('IPv4VXLANTunnelAddr', r?.spec.ipv4VXLANTunnelAddr),
       config('VXLANTunnelMACAddr', r?.spec.vxlanTunnelMACAddr),
+      config('IPv6VXLANTunnelAddr', r?.spec.ipv6VXLANTunnelAddr),
+      config('VXLANTunnelMACAddrV6', r?.spec.vxlanTunnelMACAddrV6),
       { key: { type: 'Resource', kind: 'Node', name: hostname }, value: r },
       { key: { type: 'Wireguard', nodeName: hostname }, value: undefined },
     ];

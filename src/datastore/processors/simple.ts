@@ -9,7 +9,9 @@ import {
   convertTier,
   convertWorkloadEndpoint,
 } from '../../model/convert.js';
+import { blockName } from '../../model/ipam.js';
 import { dashSeparatedParts } from '../../model/names.js';
+import { parseCidr } from '../../model/net.js';
 import type { V1KeyOf } from '../../model/v1/keys.js';
 import type { V1Update } from '../../model/v1/values.js';
 import { ProcessorError, type UpdateProcessor } from './types.js';
@@ -28,6 +30,16 @@ export const globalNetworkPolicyProcessor: UpdateProcessor<'GlobalNetworkPolicy'
 
 export const kubernetesClusterNetworkPolicyProcessor: UpdateProcessor<'KubernetesClusterNetworkPolicy'> = {
   process: (ref, r) => [{ key: { type: 'Policy', kind: 'KubernetesClusterNetworkPolicy', namespace: '', name: ref.name }, value: r && convertGlobalNetworkPolicy(r, 'KubernetesClusterNetworkPolicy') }],
+};
+
+/** An IPAM block: the v1 Block key from its CIDR, which its name must spell ("10.65.1.0-26"). */
+export const ipamBlockProcessor: UpdateProcessor<'IPAMBlock'> = {
+  process(ref, r) {
+    const cidr = parseCidr(ref.name.replace('-', '/'));
+    if (!cidr || blockName(cidr.text) !== ref.name) throw new ProcessorError(`the name "${ref.name}" is not a block CIDR with "-" for "/" (10.65.1.0-26)`);
+    if (r && r.spec.cidr !== cidr.text) throw new ProcessorError(`the name says ${cidr.text}, spec.cidr says ${r.spec.cidr}`, [{ key: { type: 'Block', cidr: cidr.text }, value: undefined }]);
+    return [{ key: { type: 'Block', cidr: cidr.text }, value: r?.spec }];
+  },
 };
 
 export const tierProcessor: UpdateProcessor<'Tier'> = {

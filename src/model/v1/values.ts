@@ -2,6 +2,7 @@
 // a codec for their JSON as libcalico-go serializes them (model.SerializeValue: JSON of
 // the model struct; config values and the Ready flag as raw text). Typha sends these
 // bytes; `palisade typha` will send them.
+import { blockSchema, type IpamBlock } from '../ipam.js';
 import type {
   EndpointPort,
   InternalHostEndpoint,
@@ -37,8 +38,7 @@ export interface V1Values {
   ReadyFlag: boolean;
   /** Kept as sent until palisade programs WireGuard. */
   Wireguard: JsonObject;
-  /** Kept as sent until cross-node routing (IPAM blocks) exists. */
-  Block: JsonObject;
+  Block: IpamBlock;
   Resource: Resource;
 }
 
@@ -273,7 +273,15 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     serialize: (_key, v) => String(v),
   },
   Wireguard: { parse: (_key, text) => object(json(text), 'wireguard'), serialize: (_key, v) => JSON.stringify(v) },
-  Block: { parse: (_key, text) => object(json(text), 'IPAM block'), serialize: (_key, v) => JSON.stringify(v) },
+  Block: {
+    parse(key, text) {
+      const r = blockSchema.safeParse(json(text));
+      if (!r.success) throw new V1ValueError(`IPAM block: ${r.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ')}`);
+      if (r.data.cidr !== key.cidr) throw new V1ValueError(`IPAM block: its cidr ${r.data.cidr} is not the key's ${key.cidr}`);
+      return r.data;
+    },
+    serialize: (_key, v) => JSON.stringify(v),
+  },
   Resource: {
     parse(key, text) {
       let v = json(text);

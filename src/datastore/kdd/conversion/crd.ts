@@ -18,6 +18,8 @@ export const CALICO_CRDS = [
   ['IPPool', 'ippools'],
   ['FelixConfiguration', 'felixconfigurations'],
   ['ClusterInformation', 'clusterinformations'],
+  // Routes to other nodes' pods follow their blocks (the CRD's spec is the block itself).
+  ['IPAMBlock', 'ipamblocks'],
 ] as const;
 
 export class CrdConversionError extends Error {

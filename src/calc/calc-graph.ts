@@ -9,6 +9,9 @@
 //                                        |  (endpoint tiers)  -> IPSetMemberCalculator
 //                                        v                                     |
 //                                    EventSequencer <---------------------------+
+//                                        ^
+//   pools, IPAM blocks, nodes, local workload IPs -> L3 RouteResolver (routes)
+//   nodes, their tunnel host config ---------------> VxlanResolver (VTEPs)
 //
 // Nothing is emitted before the datastore is in sync; the first flush after that carries
 // the whole state and one InSync message.
@@ -24,7 +27,9 @@ import { EventSequencer } from './event-sequencer.js';
 import { IPSetMemberCalculator, type MemberSource } from './ipset-members.js';
 import { type EndpointTiers, PolicyResolver } from './policy-resolver.js';
 import { policyMeta, PolicySorter } from './policy-sorter.js';
+import { RouteResolver } from './route-resolver.js';
 import { RuleScanner } from './rule-scanner.js';
+import { VxlanResolver } from './vxlan-resolver.js';
 
 export type { SyncStatus };
 
@@ -55,6 +60,8 @@ export class CalcGraph {
   /** The PolicyID each active policy was last sent under (a tier change retires it). */
   readonly #activeIds = new Map<string, PolicyID>();
   readonly #localEndpoints = new Map<string, LocalEndpoint>();
+  readonly #routes: RouteResolver;
+  readonly #vxlan = new VxlanResolver({ onVtepUpdate: (v) => this.#sequencer.onVtepUpdate(v), onVtepRemove: (n) => this.#sequencer.onVtepRemove(n) });
   readonly #globalConfig = new Map<string, string>();
   readonly #hostConfig = new Map<string, string>();
   #status: SyncStatus = 'wait-for-datastore';
@@ -75,9 +82,13 @@ export class CalcGraph {
       if (set) this.#members.onSourceUpdate(key, { labels: set.labels, parents: [], nets: set.nets, ports: [] });
       else this.#members.onSourceRemove(key);
     },
-    IPPool: (k, pool) => this.#sequencer.onIpamPoolUpdate(k.cidr.replace('/', '-'), pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled }),
+    IPPool: (k, pool) => {
+      this.#sequencer.onIpamPoolUpdate(k.cidr.replace('/', '-'), pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled });
+      this.#routes.onPoolUpdate(k.cidr, pool);
+    },
     GlobalConfig: (k, v) => this.#onConfig(this.#globalConfig, k.name, v),
     HostConfig: (k, v) => {
+      this.#vxlan.onHostConfigUpdate(k.hostname, k.name, v);
       if (k.hostname === this.hostname) this.#onConfig(this.#hostConfig, k.name, v);
     },
     Resource: (k, r) => {
@@ -92,18 +103,22 @@ export class CalcGraph {
         return;
       }
       if (k.kind !== 'Node') return;
-      const addr = r?.kind === 'Node' ? r.spec.bgp?.ipv4Address : undefined;
+      const node = r?.kind === 'Node' ? r : undefined;
+      this.#routes.onNodeUpdate(k.name, node);
+      this.#vxlan.onNodeUpdate(k.name, node);
+      const addr = node?.spec.bgp?.ipv4Address;
       // The host's own address: "192.0.2.1/24" is 192.0.2.1, not its network.
       this.#sequencer.onHostMetadataUpdate(k.name, addr ? parseIp(addr.split('/')[0] as string)?.address : undefined);
     },
-    // For the config batcher, WireGuard (not programmed) and routing (not yet): nothing here.
+    // For the config batcher, and WireGuard (not programmed): nothing here.
     ReadyFlag: () => {},
     Wireguard: () => {},
-    Block: () => {},
+    Block: (k, b) => this.#routes.onBlockUpdate(k.cidr, b),
   };
 
   constructor(hostname: string) {
     this.hostname = hostname;
+    this.#routes = new RouteResolver(hostname, { onRouteUpdate: (r) => this.#sequencer.onRouteUpdate(r), onRouteRemove: (d) => this.#sequencer.onRouteRemove(d) });
     this.#members = new IPSetMemberCalculator(this.#sequencer);
     this.#scanner.onIPSetActive = (s) => this.#members.onIPSetActive(s);
     this.#scanner.onIPSetInactive = (s) => this.#members.onIPSetInactive(s);
@@ -161,6 +176,7 @@ export class CalcGraph {
     this.#activeRules.flush();
     this.#members.flush();
     this.#resolver.flush((key, tiers) => this.#emitEndpoint(key, tiers));
+    this.#routes.flush();
     if (this.#status !== 'in-sync') return [];
     return this.#sequencer.flush();
   }
@@ -198,6 +214,7 @@ export class CalcGraph {
   // Every endpoint in the cluster is an IP-set member source; this node's are also local
   // endpoints, matched against policies and sent to the dataplane. The key names both.
   #onEndpoint(key: string, hostname: string, e: LocalEndpoint | undefined): void {
+    if (hostname === this.hostname && key.startsWith('wep:')) this.#routes.onWorkloadUpdate(key, hostname, e?.kind === 'wep' ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets] : undefined);
     if (!e) {
       this.#members.onSourceRemove(key);
       if (!this.#localEndpoints.delete(key)) return;

@@ -10,7 +10,9 @@ import type {
   Policy,
   PolicyID,
   Profile,
+  RouteUpdate,
   ToDataplane,
+  VXLANTunnelEndpoint,
   WorkloadEndpoint,
   WorkloadEndpointID,
 } from '../proto/messages.js';
@@ -56,6 +58,12 @@ export class EventSequencer {
   #config: Record<string, string> | undefined;
   readonly #pools = new Map<string, { cidr: string; masquerade: boolean } | undefined>();
   readonly #hosts = new Map<string, string | undefined>();
+  readonly #routeAdds = new Map<string, RouteUpdate>();
+  readonly #routeRemoves = new Set<string>();
+  readonly #sentRoutes = new Set<string>();
+  readonly #vtepAdds = new Map<string, VXLANTunnelEndpoint>();
+  readonly #vtepRemoves = new Set<string>();
+  readonly #sentVteps = new Set<string>();
   #inSyncPending = false;
   #inSyncSent = false;
 
@@ -159,6 +167,25 @@ export class EventSequencer {
     this.#hosts.set(hostname, ipv4Addr);
   }
 
+  onRouteUpdate(route: RouteUpdate): void {
+    this.#routeAdds.set(route.dst, route);
+    this.#routeRemoves.delete(route.dst);
+  }
+
+  onRouteRemove(dst: string): void {
+    this.#routeAdds.delete(dst);
+    if (this.#sentRoutes.has(dst)) this.#routeRemoves.add(dst);
+  }
+
+  onVtepUpdate(vtep: VXLANTunnelEndpoint): void {
+    this.#vtepAdds.set(vtep.node, vtep);
+  }
+
+  onVtepRemove(node: string): void {
+    this.#vtepAdds.delete(node);
+    if (this.#sentVteps.has(node)) this.#vtepRemoves.add(node);
+  }
+
   onInSync(): void {
     if (!this.#inSyncSent) this.#inSyncPending = true;
   }
@@ -212,6 +239,7 @@ export class EventSequencer {
       out.push({ type: 'IPSetRemove', id });
       this.#sentSets.delete(id);
     }
+    this.#flushRoutesAndVteps(out);
     for (const [id, pool] of this.#pools) if (!pool) out.push({ type: 'IPAMPoolRemove', id });
     for (const [hostname, ipv4Addr] of this.#hosts) if (ipv4Addr === undefined) out.push({ type: 'HostMetadataRemove', hostname });
     if (this.#inSyncPending) {
@@ -231,6 +259,31 @@ export class EventSequencer {
     this.#pools.clear();
     this.#hosts.clear();
     return out;
+  }
+
+  // As Felix: no route is in the dataplane without its VTEP - route removes, VTEP removes,
+  // VTEP adds, then route adds.
+  #flushRoutesAndVteps(out: ToDataplane[]): void {
+    for (const dst of this.#routeRemoves) {
+      out.push({ type: 'RouteRemove', dst });
+      this.#sentRoutes.delete(dst);
+    }
+    for (const node of this.#vtepRemoves) {
+      out.push({ type: 'VXLANTunnelEndpointRemove', node });
+      this.#sentVteps.delete(node);
+    }
+    for (const vtep of this.#vtepAdds.values()) {
+      out.push({ type: 'VXLANTunnelEndpointUpdate', vtep });
+      this.#sentVteps.add(vtep.node);
+    }
+    for (const route of this.#routeAdds.values()) {
+      out.push({ type: 'RouteUpdate', route });
+      this.#sentRoutes.add(route.dst);
+    }
+    this.#routeRemoves.clear();
+    this.#vtepRemoves.clear();
+    this.#vtepAdds.clear();
+    this.#routeAdds.clear();
   }
 
   #delta(id: string) {

@@ -114,6 +114,36 @@ export interface IPAMPool {
   masquerade: boolean;
 }
 
+/** Felix's RouteType bits (felixbackend.proto). */
+export const RouteType = { REMOTE_WORKLOAD: 1, REMOTE_HOST: 2, LOCAL_WORKLOAD: 4, LOCAL_HOST: 8, REMOTE_TUNNEL: 16, LOCAL_TUNNEL: 32 } as const;
+export type IPPoolType = 'NONE' | 'NO_ENCAP' | 'VXLAN' | 'IPIP';
+
+/** A route Felix's L3RouteResolver sends (RouteUpdate): what `dst` is and where it lives. */
+export interface RouteUpdate {
+  /** RouteType bits. */
+  types: number;
+  ipPoolType: IPPoolType;
+  dst: string;
+  dstNodeName: string;
+  dstNodeIp: string;
+  sameSubnet: boolean;
+  natOutgoing: boolean;
+  localWorkload: boolean;
+  tunnelType?: { ipip: boolean; vxlan: boolean; wireguard: boolean };
+  borrowed: boolean;
+}
+
+/** A node's VXLAN tunnel endpoint (VXLANTunnelEndpointUpdate). */
+export interface VXLANTunnelEndpoint {
+  node: string;
+  mac: string;
+  ipv4Addr: string;
+  parentDeviceIp: string;
+  macV6: string;
+  ipv6Addr: string;
+  parentDeviceIpv6: string;
+}
+
 export type ToDataplane =
   | { type: 'InSync' }
   | { type: 'ConfigUpdate'; config: Record<string, string> }
@@ -131,6 +161,10 @@ export type ToDataplane =
   | { type: 'IPAMPoolUpdate'; id: string; pool: IPAMPool }
   | { type: 'IPAMPoolRemove'; id: string }
   | { type: 'HostMetadataUpdate'; hostname: string; ipv4Addr: string }
-  | { type: 'HostMetadataRemove'; hostname: string };
+  | { type: 'HostMetadataRemove'; hostname: string }
+  | { type: 'RouteUpdate'; route: RouteUpdate }
+  | { type: 'RouteRemove'; dst: string }
+  | { type: 'VXLANTunnelEndpointUpdate'; vtep: VXLANTunnelEndpoint }
+  | { type: 'VXLANTunnelEndpointRemove'; node: string };
 
 export type MessageType = ToDataplane['type'];

@@ -203,7 +203,7 @@ describe('calc graph: scenarios', () => {
     assert.ok(h.dp.ipsets.size && h.dp.policies.size && h.dp.weps.size && h.dp.profiles.size);
     h.del(...all);
     const msgs = h.flush().map((m) => m.type);
-    assert.deepEqual(msgs, ['WorkloadEndpointRemove', 'ActiveProfileRemove', 'ActivePolicyRemove', 'IPSetRemove']);
+    assert.deepEqual(msgs, ['WorkloadEndpointRemove', 'ActiveProfileRemove', 'ActivePolicyRemove', 'IPSetRemove', 'RouteRemove']);
     assert.deepEqual(h.dp.snapshot(), { ipsets: [], policies: [], profiles: [], weps: [], heps: [] });
   });
 

@@ -36,7 +36,7 @@ describe('cli: palisade sync and config', () => {
     const r = spawnSync(process.execPath, [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1', '--once', '--json'], { encoding: 'utf8', env: cleanEnv });
     assert.equal(r.status, 0, r.stderr);
     const msgs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    assert.deepEqual(msgs.map((m) => m.type), ['ActivePolicyUpdate', 'ActiveProfileUpdate', 'WorkloadEndpointUpdate', 'InSync']);
+    assert.deepEqual(msgs.map((m) => m.type), ['ActivePolicyUpdate', 'ActiveProfileUpdate', 'WorkloadEndpointUpdate', 'RouteUpdate', 'InSync']);
     assert.match(r.stderr, /app\.yaml document 4: NetworkPolicy prod\/typo: spec\.selector: invalid selector/);
   });
 

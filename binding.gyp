@@ -22,6 +22,8 @@
         'native/rtnl/rtnl_napi.cc',
         'native/rtnl/routes.cc',
         'native/rtnl/routes_napi.cc',
+        'native/rtnl/links.cc',
+        'native/rtnl/links_napi.cc',
         'native/ct/conntrack.cc',
         'native/ct/ct_napi.cc',
         'native/ipset/ipset.cc',

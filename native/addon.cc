@@ -36,6 +36,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::nft::Register(env, exports);
   exports.Set("RtnlMonitor", palisade::rtnl::InitMonitor(env));
   palisade::rtnl::RegisterRoutes(env, exports);
+  palisade::rtnl::RegisterLinks(env, exports);
   palisade::ct::Register(env, exports);
   palisade::ipset::Register(env, exports);
   palisade::iptc::Register(env, exports);

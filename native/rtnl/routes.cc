@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <unordered_map>
@@ -57,6 +58,7 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
     // A short attribute would make the reader run past it: take only well-formed ones.
     if (mnl_attr_get_type(a) == RTA_DST && mnl_attr_get_payload_len(a) == c->alen) c->r->dst = mnl_attr_get_payload(a);
     if (mnl_attr_get_type(a) == RTA_OIF && mnl_attr_validate(a, MNL_TYPE_U32) >= 0) c->r->oif = static_cast<int>(mnl_attr_get_u32(a));
+    if (mnl_attr_get_type(a) == RTA_GATEWAY && mnl_attr_get_payload_len(a) == c->alen) c->r->gateway = mnl_attr_get_payload(a);
     return MNL_CB_OK;
   }, &ctx);
   return r;
@@ -84,6 +86,9 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
   const uint8_t* addr = p + 11;
   const uint8_t proto = p[27], scope = p[28];
   const uint8_t* mac = p + 29;
+  const uint8_t* gw = p + 35;
+  const uint8_t rtype = p[51], rflags = p[52];
+  static const uint8_t kZero[16] = {};
   nlmsghdr* h = mnl_nlmsg_put_header(b->buf.data() + b->used);
   h->nlmsg_seq = b->nextSeq;
   b->tags[b->nextSeq++] = tag;
@@ -97,18 +102,24 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
     rt->rtm_table = RT_TABLE_MAIN;
     rt->rtm_protocol = proto;
     rt->rtm_scope = scope;
-    rt->rtm_type = RTN_UNICAST;
+    rt->rtm_type = rtype ? rtype : RTN_UNICAST;
+    rt->rtm_flags = rflags;
     mnl_attr_put(h, RTA_DST, alen, addr);
-    mnl_attr_put_u32(h, RTA_OIF, ifindex);
-  } else if (op == kNeighReplace || op == kNeighDelete) {
-    h->nlmsg_type = op == kNeighReplace ? RTM_NEWNEIGH : RTM_DELNEIGH;
-    if (op == kNeighReplace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
+    if (ifindex) mnl_attr_put_u32(h, RTA_OIF, ifindex);
+    if (std::memcmp(gw, kZero, alen) != 0) mnl_attr_put(h, RTA_GATEWAY, alen, gw);
+  } else if (op == kNeighReplace || op == kNeighDelete || op == kFdbReplace || op == kFdbDelete) {
+    const bool fdb = op == kFdbReplace || op == kFdbDelete;
+    const bool replace = op == kNeighReplace || op == kFdbReplace;
+    h->nlmsg_type = replace ? RTM_NEWNEIGH : RTM_DELNEIGH;
+    if (replace) h->nlmsg_flags |= NLM_F_CREATE | NLM_F_REPLACE;
     auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ndmsg)));
-    nd->ndm_family = fam;
+    nd->ndm_family = fdb ? AF_BRIDGE : fam;
     nd->ndm_ifindex = static_cast<int>(ifindex);
     nd->ndm_state = NUD_PERMANENT;
+    if (fdb) nd->ndm_flags = NTF_SELF;
     mnl_attr_put(h, NDA_DST, alen, addr);
-    if (op == kNeighReplace) mnl_attr_put(h, NDA_LLADDR, 6, mac);
+    // An FDB entry is keyed by its MAC, so a delete names it too.
+    if (replace || fdb) mnl_attr_put(h, NDA_LLADDR, 6, mac);
   } else {
     out->badInput = "unknown route op " + std::to_string(op);
     return false;
@@ -212,12 +223,88 @@ RouteDump DumpRoutes(int protocol) {
         if (rt->rtm_protocol != c->protocol || rt->rtm_table != RT_TABLE_MAIN) return MNL_CB_OK;
         const RouteAttrs a = ParseRouteAttrs(m);
         if (!a.dst) return MNL_CB_OK;
-        c->out->routes.push_back({rt->rtm_family == AF_INET ? 4 : 6, AddrString(rt->rtm_family, a.dst, rt->rtm_dst_len), a.oif, rt->rtm_protocol, rt->rtm_scope});
+        std::string gw = a.gateway ? AddrString(rt->rtm_family, a.gateway, 0) : "";
+        if (!gw.empty()) gw.resize(gw.size() - 2);  // drop "/0"
+        c->out->routes.push_back({rt->rtm_family == AF_INET ? 4 : 6, AddrString(rt->rtm_family, a.dst, rt->rtm_dst_len), a.oif, rt->rtm_protocol, rt->rtm_scope, rt->rtm_type, static_cast<int>(rt->rtm_flags), gw});
         return MNL_CB_OK;
       }, &ctx);
       if (r < 0) {
         out.sysErrno = errno;
         out.sysWhat = "dump routes";
+        return out;
+      }
+      if (r == MNL_CB_STOP) break;
+    }
+  }
+  return out;
+}
+
+NeighDump DumpNeighs(int ifindex) {
+  NeighDump out;
+  Sock s;
+  if (int e = s.Open(&out.sysWhat)) {
+    out.sysErrno = e;
+    return out;
+  }
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  for (int fam : {AF_INET, AF_INET6, AF_BRIDGE}) {
+    nlmsghdr* h = mnl_nlmsg_put_header(buf.data());
+    h->nlmsg_type = RTM_GETNEIGH;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    const uint32_t seq = static_cast<uint32_t>(time(nullptr)) + static_cast<uint32_t>(fam);
+    h->nlmsg_seq = seq;
+    auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ndmsg)));
+    nd->ndm_family = static_cast<unsigned char>(fam);
+    nd->ndm_ifindex = ifindex;
+    if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
+      out.sysErrno = errno;
+      out.sysWhat = "sendto";
+      return out;
+    }
+    struct Ctx {
+      NeighDump* out;
+      int ifindex;
+    } ctx{&out, ifindex};
+    for (;;) {
+      ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf.data(), buf.size(), 0);
+      if (n < 0) {
+        out.sysErrno = errno;
+        out.sysWhat = "recv";
+        return out;
+      }
+      int r = mnl_cb_run(buf.data(), n, seq, mnl_socket_get_portid(s.nl), [](const nlmsghdr* m, void* data) {
+        auto* c = static_cast<Ctx*>(data);
+        if (mnl_nlmsg_get_payload_len(m) < sizeof(ndmsg)) return MNL_CB_OK;
+        auto* nd = static_cast<const ndmsg*>(mnl_nlmsg_get_payload(m));
+        // Older kernels ignore the interface filter: apply it here too.
+        if (nd->ndm_ifindex != c->ifindex) return MNL_CB_OK;
+        struct A {
+          const void* dst = nullptr;
+          uint16_t dstLen = 0;
+          const uint8_t* mac = nullptr;
+        } a;
+        mnl_attr_parse(m, sizeof(ndmsg), [](const nlattr* at, void* d) {
+          auto* x = static_cast<A*>(d);
+          const uint16_t len = mnl_attr_get_payload_len(at);
+          if (mnl_attr_get_type(at) == NDA_DST && (len == 4 || len == 16)) {
+            x->dst = mnl_attr_get_payload(at);
+            x->dstLen = len;
+          }
+          if (mnl_attr_get_type(at) == NDA_LLADDR && len == 6) x->mac = static_cast<const uint8_t*>(mnl_attr_get_payload(at));
+          return MNL_CB_OK;
+        }, &a);
+        if (!a.dst) return MNL_CB_OK;
+        std::string dst = AddrString(a.dstLen == 4 ? AF_INET : AF_INET6, a.dst, 0);
+        if (!dst.empty()) dst.resize(dst.size() - 2);
+        char mac[18] = "";
+        if (a.mac) snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", a.mac[0], a.mac[1], a.mac[2], a.mac[3], a.mac[4], a.mac[5]);
+        const int family = nd->ndm_family == AF_BRIDGE ? 7 : nd->ndm_family == AF_INET6 ? 6 : 4;
+        c->out->neighs.push_back({family, dst, mac, nd->ndm_state, nd->ndm_flags});
+        return MNL_CB_OK;
+      }, &ctx);
+      if (r < 0) {
+        out.sysErrno = errno;
+        out.sysWhat = "dump neighbours";
         return out;
       }
       if (r == MNL_CB_STOP) break;

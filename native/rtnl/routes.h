@@ -15,18 +15,22 @@ namespace palisade::rtnl {
 // "addr/prefix" for an address of `family` (AF_INET, AF_INET6); empty if unprintable.
 std::string AddrString(int family, const void* data, int prefix);
 
-// A route message's destination (null for a default route) and output interface.
+// A route message's destination (null for a default route), output interface and gateway.
 struct RouteAttrs {
   const void* dst = nullptr;
   int oif = 0;
+  const void* gateway = nullptr;
 };
 RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 
 // Op stream (little-endian): u8 op, u32 tag, u8 family (4|6), u32 ifindex,
 // u8 prefixLen, 16 bytes address (IPv4 in the first 4), u8 protocol, u8 scope,
-// 6 bytes MAC (neighbour ops).
-enum RouteOp : uint8_t { kRouteReplace = 1, kRouteDelete = 2, kNeighReplace = 3, kNeighDelete = 4 };
-constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6;
+// 6 bytes MAC (neighbour and FDB ops), 16 bytes gateway (routes; all zero: none),
+// u8 route type (RTN_*, 0 meaning unicast), u8 route flags (RTNH_F_ONLINK).
+// Routes: no output interface when ifindex is 0 (a blackhole). FDB ops: the address is
+// the remote VTEP's IP (NDA_DST), the MAC its VTEP MAC, on the VXLAN device `ifindex`.
+enum RouteOp : uint8_t { kRouteReplace = 1, kRouteDelete = 2, kNeighReplace = 3, kNeighDelete = 4, kFdbReplace = 5, kFdbDelete = 6 };
+constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1;
 
 struct RouteFailure {
   uint32_t tag;
@@ -64,6 +68,9 @@ struct DumpedRoute {
   int ifindex;
   int protocol;
   int scope;
+  int type;          // RTN_*
+  int flags;         // rtm_flags (RTNH_F_ONLINK)
+  std::string gateway;  // "" when none
 };
 
 struct RouteDump {
@@ -73,5 +80,22 @@ struct RouteDump {
 };
 
 RouteDump DumpRoutes(int protocol);
+
+// Permanent neighbour (AF_INET/AF_INET6) and FDB (AF_BRIDGE) entries of one interface.
+struct DumpedNeigh {
+  int family;  // 4, 6, or 7 for an FDB entry
+  std::string dst;  // address without prefix
+  std::string mac;  // "aa:bb:..."
+  int state;
+  int flags;
+};
+
+struct NeighDump {
+  std::vector<DumpedNeigh> neighs;
+  int sysErrno = 0;
+  std::string sysWhat;
+};
+
+NeighDump DumpNeighs(int ifindex);
 
 }  // namespace palisade::rtnl

@@ -1,4 +1,5 @@
-// routeApply(ops) and routeDump(protocol): Promises, I/O on the libuv worker pool.
+// routeApply(ops), routeDump(protocol) and neighDump(ifindex): Promises, I/O on the libuv
+// worker pool.
 // Per-operation failures are part of the result (a delete of what is already gone is
 // ENOENT and the caller may not care); transport failures reject with ESYS.
 #include <cstring>
@@ -41,9 +42,38 @@ void SettleDump(Napi::Env env, const RouteDump& r, Napi::Promise::Deferred& d) {
     x.Set("ifindex", rt.ifindex);
     x.Set("protocol", rt.protocol);
     x.Set("scope", rt.scope);
+    x.Set("type", rt.type);
+    x.Set("flags", rt.flags);
+    x.Set("gateway", rt.gateway);
     a.Set(static_cast<uint32_t>(i), x);
   }
   d.Resolve(a);
+}
+
+// neighDump's result: one interface's neighbour and FDB entries.
+void SettleNeighs(Napi::Env env, const NeighDump& r, Napi::Promise::Deferred& d) {
+  if (r.sysErrno) return d.Reject(SysError(env, "neighDump", r.sysWhat, r.sysErrno));
+  Napi::Array a = Napi::Array::New(env, r.neighs.size());
+  for (size_t i = 0; i < r.neighs.size(); i++) {
+    const DumpedNeigh& n = r.neighs[i];
+    Napi::Object x = Napi::Object::New(env);
+    x.Set("family", n.family);
+    x.Set("dst", n.dst);
+    x.Set("mac", n.mac);
+    x.Set("state", n.state);
+    x.Set("flags", n.flags);
+    a.Set(static_cast<uint32_t>(i), x);
+  }
+  d.Resolve(a);
+}
+
+Napi::Value NeighDumpFn(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "neighDump", [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsNumber()) throw MakeNativeError(env, "EINVAL", "neighDump", "expected an interface index");
+    const int ifindex = info[0].As<Napi::Number>().Int32Value();
+    return QueuePromise<NeighDump>(env, "neighDump", [ifindex]() { return DumpNeighs(ifindex); }, SettleNeighs);
+  });
 }
 
 Napi::Value RouteApply(const Napi::CallbackInfo& info) {
@@ -68,6 +98,7 @@ Napi::Value RouteDumpFn(const Napi::CallbackInfo& info) {
 void RegisterRoutes(Napi::Env env, Napi::Object exports) {
   exports.Set("routeApply", Napi::Function::New(env, RouteApply, "routeApply"));
   exports.Set("routeDump", Napi::Function::New(env, RouteDumpFn, "routeDump"));
+  exports.Set("neighDump", Napi::Function::New(env, NeighDumpFn, "neighDump"));
 }
 
 }  // namespace palisade::rtnl

@@ -11,5 +11,7 @@ namespace palisade::rtnl {
 Napi::Function InitMonitor(Napi::Env env);
 // routeApply / routeDump (routes_napi.cc).
 void RegisterRoutes(Napi::Env env, Napi::Object exports);
+// linkGet / linkAddVxlan / linkSet / linkDelete / addrChange / addrDump (links_napi.cc).
+void RegisterLinks(Napi::Env env, Napi::Object exports);
 
 }  // namespace palisade::rtnl

@@ -84,6 +84,36 @@ export interface RawRoute {
   ifindex: number;
   protocol: number;
   scope: number;
+  /** RTN_* (1 unicast, 6 blackhole). */
+  type: number;
+  /** rtm_flags (4: onlink). */
+  flags: number;
+  /** "" when none. */
+  gateway: string;
+}
+
+export interface RawLink {
+  index: number;
+  /** "vxlan", "veth"... ("" when the kernel does not say). */
+  kind: string;
+  mtu: number;
+  up: boolean;
+  mac: string;
+  vni: number;
+  port: number;
+  parent: number;
+  local: string;
+  /** -1 when not a VXLAN device. */
+  learning: number;
+}
+
+export interface RawNeigh {
+  /** 4, 6, or 7 for an FDB (AF_BRIDGE) entry. */
+  family: 4 | 6 | 7;
+  dst: string;
+  mac: string;
+  state: number;
+  flags: number;
 }
 
 export interface RawModule {
@@ -100,6 +130,13 @@ export interface RawModule {
   /** Route/neighbour ops (native/rtnl/routes.h); per-op failures in the result. */
   routeApply(ops: Uint8Array): Promise<RawRouteResult>;
   routeDump(protocol: number): Promise<RawRoute[]>;
+  neighDump(ifindex: number): Promise<RawNeigh[]>;
+  linkGet(name: string): Promise<RawLink | undefined>;
+  linkAddVxlan(spec: { name: string; vni: number; port: number; parent: number; localFamily: 0 | 4 | 6; local: Uint8Array; mac: Uint8Array | undefined; mtu: number }): Promise<RawLink>;
+  linkSet(index: number, mtu: number, up: boolean): Promise<undefined>;
+  linkDelete(index: number): Promise<undefined>;
+  addrChange(add: boolean, index: number, family: 4 | 6, addr: Uint8Array, prefix: number): Promise<undefined>;
+  addrDump(index: number): Promise<string[]>;
   /** Deletes the conntrack entries of these addresses (17-byte records: family, 16 address bytes). */
   conntrackFlush(records: Uint8Array): Promise<{ scanned: number; deleted: number }>;
   /** IP-set commands (native/ipset/ipset.h); per-command failures in the result. */

@@ -2,11 +2,13 @@
 // from its own thread) and batched route / neighbour programming.
 import { addressBytes } from '../model/net.js';
 import { native } from './load.js';
-import type { RawIfaceEvent, RawRoute, RawRouteResult } from './raw.js';
+import type { RawIfaceEvent, RawLink, RawNeigh, RawRoute, RawRouteResult } from './raw.js';
 
 export type IfaceEvent = RawIfaceEvent;
 export type Route = RawRoute;
 export type RouteResult = RawRouteResult;
+export type Neigh = RawNeigh;
+export type Link = RawLink;
 
 export class InterfaceMonitor {
   readonly #raw;
@@ -36,16 +38,30 @@ export class InterfaceMonitor {
 /** RTPROT_BOOT: the protocol Felix gives workload routes (DeviceRouteProtocol 3). */
 export const ROUTE_PROTOCOL = 3;
 export const SCOPE_LINK = 253;
+export const SCOPE_UNIVERSE = 0;
+export const RTN_UNICAST = 1;
+export const RTN_BLACKHOLE = 6;
+export const RTNH_F_ONLINK = 4;
 
-const OP = { routeReplace: 1, routeDelete: 2, neighReplace: 3, neighDelete: 4 } as const;
-const OP_SIZE = 35;
+const OP = { routeReplace: 1, routeDelete: 2, neighReplace: 3, neighDelete: 4, fdbReplace: 5, fdbDelete: 6 } as const;
+const OP_SIZE = 53;
 
 export interface RouteOp {
   op: keyof typeof OP;
+  /** The output interface (0: none, for a blackhole); for FDB ops the VXLAN device. */
   ifindex: number;
-  /** "10.0.0.1/32", "fd00::1/128" */
+  /** "10.0.0.1/32", "fd00::1/128"; for FDB ops the remote VTEP's IP. */
   dst: string;
-  mac?: string;
+  /** Neighbour and FDB ops. */
+  mac?: string | undefined;
+  /** Routes: via this address. */
+  gateway?: string | undefined;
+  /** Routes: unicast (default) or blackhole. */
+  type?: 'unicast' | 'blackhole';
+  /** Routes: the gateway is on the link even if no route says so (RTNH_F_ONLINK). */
+  onlink?: boolean;
+  /** Routes: link (default, a workload route) or universe. */
+  scope?: 'link' | 'universe';
 }
 
 export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
@@ -61,8 +77,11 @@ export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
     buf[at + 10] = len === undefined ? (family === 4 ? 32 : 128) : Number(len);
     addressBytes(addr).copy(buf, at + 11);
     buf[at + 27] = ROUTE_PROTOCOL;
-    buf[at + 28] = SCOPE_LINK;
+    buf[at + 28] = o.scope === 'universe' || o.type === 'blackhole' ? SCOPE_UNIVERSE : SCOPE_LINK;
     if (o.mac) o.mac.split(':').forEach((h, j) => (buf[at + 29 + j] = parseInt(h, 16)));
+    if (o.gateway) addressBytes(o.gateway).copy(buf, at + 35);
+    buf[at + 51] = o.type === 'blackhole' ? RTN_BLACKHOLE : RTN_UNICAST;
+    buf[at + 52] = o.onlink ? RTNH_F_ONLINK : 0;
   });
   return buf;
 }
@@ -74,4 +93,67 @@ export async function routeApply(ops: readonly RouteOp[]): Promise<RouteResult> 
 
 export async function routeDump(protocol = ROUTE_PROTOCOL): Promise<Route[]> {
   return native.routeDump(protocol);
+}
+
+/** One interface's neighbour (family 4/6) and FDB (family 7) entries. */
+export async function neighDump(ifindex: number): Promise<Neigh[]> {
+  return native.neighDump(ifindex);
+}
+
+// ---- links and addresses (the VXLAN device) ----
+
+export interface VxlanLinkSpec {
+  name: string;
+  vni: number;
+  port: number;
+  /** The underlay device's ifindex. */
+  parent: number;
+  /** The underlay address packets leave from. */
+  local: string;
+  mac?: string | undefined;
+  /** 0: the kernel's default. */
+  mtu: number;
+}
+
+const macBytes = (mac: string) => Uint8Array.from(mac.split(':').map((h) => parseInt(h, 16)));
+
+/** The link of this name, or undefined. */
+export function linkGet(name: string): Promise<Link | undefined> {
+  return native.linkGet(name);
+}
+
+/** Creates a VXLAN device (learning off), as Felix's vxlan manager does; rejects (ELINK, errno) if the kernel refuses. */
+export function linkAddVxlan(spec: VxlanLinkSpec): Promise<Link> {
+  const local = Buffer.alloc(16);
+  if (spec.local) addressBytes(spec.local).copy(local);
+  return native.linkAddVxlan({
+    name: spec.name,
+    vni: spec.vni,
+    port: spec.port,
+    parent: spec.parent,
+    localFamily: spec.local ? (spec.local.includes(':') ? 6 : 4) : 0,
+    local,
+    mac: spec.mac ? macBytes(spec.mac) : undefined,
+    mtu: spec.mtu,
+  });
+}
+
+export function linkSet(index: number, mtu: number, up: boolean): Promise<undefined> {
+  return native.linkSet(index, mtu, up);
+}
+
+export function linkDelete(index: number): Promise<undefined> {
+  return native.linkDelete(index);
+}
+
+/** Adds (or replaces) or deletes an address ("10.65.0.1/32") on an interface. */
+export function addrChange(add: boolean, index: number, cidr: string): Promise<undefined> {
+  const [addr, len] = cidr.split('/') as [string, string?];
+  const v6 = addr.includes(':');
+  return native.addrChange(add, index, v6 ? 6 : 4, addressBytes(addr), len === undefined ? (v6 ? 128 : 32) : Number(len));
+}
+
+/** An interface's addresses ("10.65.0.1/32"). */
+export function addrDump(index: number): Promise<string[]> {
+  return native.addrDump(index);
 }

@@ -3,7 +3,7 @@
 // they arrive: {"events": [...]}; command answers as {"ok": ..., "result": ...}.
 import { createInterface } from 'node:readline';
 
-import { InterfaceMonitor, routeApply, routeDump, type RouteOp } from '../../src/native/rtnl.js';
+import { addrChange, addrDump, InterfaceMonitor, linkAddVxlan, linkDelete, linkGet, linkSet, neighDump, routeApply, routeDump, type RouteOp, type VxlanLinkSpec } from '../../src/native/rtnl.js';
 
 const exclude = JSON.parse(process.argv[2] ?? '[]') as string[];
 const rcvbuf = process.argv[3] ? Number(process.argv[3]) : undefined;
@@ -24,6 +24,20 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       return routeApply(req.ops as RouteOp[]);
     case 'dump':
       return routeDump();
+    case 'neighDump':
+      return neighDump(req.ifindex as number);
+    case 'linkGet':
+      return (await linkGet(req.name as string)) ?? null;
+    case 'linkAddVxlan':
+      return linkAddVxlan(req.spec as VxlanLinkSpec);
+    case 'linkSet':
+      return linkSet(req.index as number, req.mtu as number, req.up as boolean);
+    case 'linkDelete':
+      return linkDelete(req.index as number);
+    case 'addrChange':
+      return addrChange(req.add as boolean, req.index as number, req.cidr as string);
+    case 'addrDump':
+      return addrDump(req.index as number);
     default:
       throw new Error(`unknown command ${String(req.cmd)}`);
   }

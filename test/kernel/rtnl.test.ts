@@ -1,7 +1,8 @@
 // The native rtnetlink code against a real kernel in a throwaway namespace: the monitor
 // reports links, their state and addresses in batches, drops excluded interfaces natively,
 // resynchronises on request, stops cleanly; route and neighbour batches program the main
-// table and the dump finds them by protocol.
+// table and the dump finds them by protocol; and VXLAN between two namespaces, all native:
+// the device, its address, ARP and FDB entries, onlink routes and a blackhole, with pings.
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -156,5 +157,76 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
     assert.equal(mixed.failures.length, 1);
     assert.equal(mixed.failures[0]?.tag, 0);
     assert.match(ns.run('ip', ['route', 'show', 'proto', 'boot']), /10\.65\.0\.6 dev caliR0/);
+  });
+});
+
+describe('kernel: VXLAN between two namespaces, programmed natively', { skip: ROOT_SKIP }, () => {
+  it('device, tunnel address, permanent ARP and FDB entries, onlink routes and a blackhole: pods on two nodes ping each other', async () => {
+    const a = netns();
+    const b = netns();
+    // The underlay: a veth pair between the two "nodes".
+    a.run('ip', ['link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0b', 'netns', b.name]);
+    b.run('ip', ['link', 'set', 'eth0b', 'name', 'eth0']);
+    const nodes = [
+      { ns: a, ip: '10.98.0.1', tunnel: '10.65.0.1', block: '10.65.0.0/26', pod: '10.65.0.5', mac: '66:00:00:00:00:01' },
+      { ns: b, ip: '10.98.0.2', tunnel: '10.65.1.1', block: '10.65.1.0/26', pod: '10.65.1.5', mac: '66:00:00:00:00:02' },
+    ];
+    const made: Array<{ d: ReturnType<typeof driver>; index: number }> = [];
+    for (const n of nodes) {
+      n.ns.run('ip', ['addr', 'add', `${n.ip}/24`, 'dev', 'eth0']);
+      n.ns.run('ip', ['link', 'set', 'eth0', 'up']);
+      n.ns.run('ip', ['link', 'set', 'lo', 'up']);
+      // The "pod": an address on lo stands for a workload behind the node.
+      n.ns.run('ip', ['addr', 'add', `${n.pod}/32`, 'dev', 'lo']);
+      const d = driver(n.ns);
+      const parent = (await d.call<{ index: number }>({ cmd: 'linkGet', name: 'eth0' })).index;
+      assert.equal(await d.call({ cmd: 'linkGet', name: 'vxlan.calico' }), null, 'no device yet');
+      const link = await d.call<{ index: number; kind: string; vni: number; port: number; parent: number; local: string; learning: number; mac: string }>({
+        cmd: 'linkAddVxlan',
+        spec: { name: 'vxlan.calico', vni: 4096, port: 4789, parent, local: n.ip, mac: n.mac, mtu: 1450 },
+      });
+      assert.deepEqual({ ...link, index: 0 }, { ...link, index: 0, kind: 'vxlan', vni: 4096, port: 4789, parent, local: n.ip, learning: 0, mac: n.mac });
+      await assert.rejects(d.call({ cmd: 'linkAddVxlan', spec: { name: 'vxlan.calico', vni: 4096, port: 4789, parent, local: n.ip, mtu: 0 } }), /ELINK/);
+      await d.call({ cmd: 'linkSet', index: link.index, mtu: 1400, up: true });
+      await d.call({ cmd: 'addrChange', add: true, index: link.index, cidr: `${n.tunnel}/32` });
+      // (and the kernel's own IPv6 link-local address)
+      assert.deepEqual((await d.call<string[]>({ cmd: 'addrDump', index: link.index })).filter((x) => !x.startsWith('fe80:')), [`${n.tunnel}/32`]);
+      const got = await d.call<{ mtu: number; up: boolean }>({ cmd: 'linkGet', name: 'vxlan.calico' });
+      assert.equal(got.mtu, 1400);
+      assert.equal(got.up, true);
+      made.push({ d, index: link.index });
+    }
+    for (const [i, n] of nodes.entries()) {
+      const other = nodes[1 - i] as (typeof nodes)[number];
+      const { d, index } = made[i] as { d: ReturnType<typeof driver>; index: number };
+      const res = await d.call<{ failures: unknown[] }>({
+        cmd: 'routes',
+        ops: [
+          { op: 'neighReplace', dst: `${other.tunnel}/32`, ifindex: index, mac: other.mac },
+          { op: 'fdbReplace', dst: `${other.ip}/32`, ifindex: index, mac: other.mac },
+          { op: 'routeReplace', dst: other.block, ifindex: index, gateway: other.tunnel, onlink: true, scope: 'universe' },
+          { op: 'routeReplace', dst: n.block, ifindex: 0, type: 'blackhole' },
+        ],
+      });
+      assert.deepEqual(res.failures, []);
+      const routes = await d.call<Array<{ dst: string; gateway: string; flags: number; type: number; ifindex: number }>>({ cmd: 'dump' });
+      assert.deepEqual(
+        routes.filter((r) => r.dst.startsWith('10.65.')).map((r) => [r.dst, r.gateway, r.flags & 4, r.type]).sort(),
+        [[n.block, '', 0, 6], [other.block, other.tunnel, 4, 1]].sort(),
+      );
+      const neighs = await d.call<Array<{ family: number; dst: string; mac: string; state: number }>>({ cmd: 'neighDump', ifindex: index });
+      assert.ok(neighs.some((x) => x.family === 4 && x.dst === other.tunnel && x.mac === other.mac && x.state === 0x80), JSON.stringify(neighs));
+      assert.ok(neighs.some((x) => x.family === 7 && x.dst === other.ip && x.mac === other.mac), JSON.stringify(neighs));
+    }
+    assert.match(a.run('ip', ['route', 'show', '10.65.1.0/26']), /10\.65\.1\.0\/26 via 10\.65\.1\.1 dev vxlan\.calico onlink/);
+    // Pod to pod across the tunnel, both ways (the source is the pod's address).
+    assert.equal(a.try('ping', ['-c', '1', '-W', '2', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status, 0, 'a -> b');
+    assert.equal(b.try('ping', ['-c', '1', '-W', '2', '-I', nodes[1]?.pod as string, nodes[0]?.pod as string]).status, 0, 'b -> a');
+    // Withdrawing the FDB entry cuts it; the blackhole drops what has no pod.
+    const { d, index } = made[0] as { d: ReturnType<typeof driver>; index: number };
+    await d.call({ cmd: 'routes', ops: [{ op: 'fdbDelete', dst: `${nodes[1]?.ip}/32`, ifindex: index, mac: nodes[1]?.mac }] });
+    assert.notEqual(a.try('ping', ['-c', '1', '-W', '1', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status, 0, 'no FDB entry, no path');
+    await d.call({ cmd: 'linkDelete', index });
+    assert.equal(await d.call({ cmd: 'linkGet', name: 'vxlan.calico' }), null);
   });
 });

@@ -132,6 +132,10 @@ export const PARAMS = {
   TyphaKeyFile: felix('TyphaKeyFile', asString, 'Private key of TyphaCertFile.'),
   TyphaCN: felix('TyphaCN', asString, 'Common name Typha\'s certificate must have (this or TyphaURISAN).'),
   TyphaURISAN: felix('TyphaURISAN', asString, 'URI SAN Typha\'s certificate must have (this or TyphaCN).'),
+  VXLANEnabled: felix('VXLANEnabled', (v) => v as boolean | undefined, 'The VXLAN overlay (vxlan.calico): unset means "when an IP pool has vxlanMode Always or CrossSubnet", as Felix.'),
+  VXLANVNI: felix('VXLANVNI', asNumber, 'VXLAN network identifier of vxlan.calico.'),
+  VXLANPort: felix('VXLANPort', asNumber, 'UDP port of the VXLAN overlay.'),
+  VXLANMTU: felix('VXLANMTU', asNumber, 'MTU of vxlan.calico; 0: the underlay device\'s MTU less 50.'),
   FelixHostname: felix('FelixHostname', asString, 'This node\'s name: the endpoints whose node is this name are local.', { default: () => hostname().toLowerCase() }),
   LogSeverityScreen: felix('LogSeverityScreen', spelled(LOG_SEVERITIES), 'Lowest severity logged: Trace, Debug, Info, Warning, Error, Fatal.', {
     live: true,

@@ -18,6 +18,7 @@ import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
 import { InterfaceTable } from './managers/interfaces.js';
 import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
+import { VxlanManager } from './managers/vxlan-manager.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
 
 export interface ApplyReport {
@@ -59,6 +60,7 @@ export class DataplaneDriver {
   }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;
+  readonly #vxlan: VxlanManager | undefined;
   readonly #managers: Manager[];
   readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
@@ -79,10 +81,16 @@ export class DataplaneDriver {
     this.#log = opts.log.child({ component: 'int_dataplane' });
     const cfg = opts.config;
     this.#rules = opts.rules ?? createRulesBackend(cfg, this.#log);
-    this.#managers = opts.managers?.(this.ifaces) ?? [new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log), new EndpointSysctlManager(cfg, this.ifaces, this.#log), new ConntrackManager(this.#log)];
+    this.#managers = opts.managers?.(this.ifaces) ?? [
+      new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log),
+      new VxlanManager({ hostname: cfg.FelixHostname, enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU }, this.ifaces, this.#log),
+      new EndpointSysctlManager(cfg, this.ifaces, this.#log),
+      new ConntrackManager(this.#log),
+    ];
     // The managers the refresh timers and route events address directly (when present).
     this.#routes = this.#managers.find((m): m is RouteManager => m instanceof RouteManager);
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
+    this.#vxlan = this.#managers.find((m): m is VxlanManager => m instanceof VxlanManager);
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }
@@ -99,6 +107,7 @@ export class DataplaneDriver {
     every(cfg.IpsetsRefreshInterval, () => this.#refresh('IP sets'));
     every(cfg.RouteRefreshInterval, () => {
       this.#routes?.markResync();
+      this.#vxlan?.markResync();
       this.#schedule();
     });
     every(cfg.InterfaceRefreshInterval, () => {

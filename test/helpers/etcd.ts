@@ -42,9 +42,13 @@ export class TestEtcd {
   /** `netns`: run etcd and etcdctl inside this network namespace (its own loopback). */
   readonly #netns: string | undefined;
 
-  constructor(tls?: { server: EtcdTls; client: EtcdTls }, netns?: string) {
+  /** `host`: the address it listens on (a test namespace's own address, for other namespaces to reach). */
+  readonly #host: string;
+
+  constructor(tls?: { server: EtcdTls; client: EtcdTls }, netns?: string, host = '127.0.0.1') {
     this.#tls = tls;
     this.#netns = netns;
+    this.#host = host;
   }
 
   #wrap(cmd: string, args: string[]): [string, string[]] {
@@ -52,7 +56,7 @@ export class TestEtcd {
   }
 
   get endpoint(): string {
-    return `${this.#tls ? 'https' : 'http'}://127.0.0.1:${this.clientPort}`;
+    return `${this.#tls ? 'https' : 'http'}://${this.#host}:${this.clientPort}`;
   }
 
   async start(): Promise<void> {
@@ -70,7 +74,7 @@ export class TestEtcd {
   }
 
   async #start(): Promise<void> {
-    const peer = `http://127.0.0.1:${this.peerPort}`;
+    const peer = `http://${this.#host}:${this.peerPort}`;
     const args = [
       '--name', 'palisade-test',
       '--data-dir', join(this.dir, 'data'),

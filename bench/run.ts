@@ -16,6 +16,7 @@ const BENCHES: Record<string, [string, string[]]> = {
   'dataplane-iptables': ['dataplane-iptables.js', []],
   typha: ['typha.js', []],
   kdd: ['kdd.js', []],
+  routes: ['routes.js', []],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

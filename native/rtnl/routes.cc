@@ -89,6 +89,7 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
   const uint8_t* gw = p + 35;
   const uint8_t rtype = p[51], rflags = p[52];
   static const uint8_t kZero[16] = {};
+  b->starts.push_back(b->used);
   nlmsghdr* h = mnl_nlmsg_put_header(b->buf.data() + b->used);
   h->nlmsg_seq = b->nextSeq;
   b->tags[b->nextSeq++] = tag;
@@ -102,7 +103,7 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
     rt->rtm_table = RT_TABLE_MAIN;
     rt->rtm_protocol = proto;
     rt->rtm_scope = scope;
-    rt->rtm_type = rtype ? rtype : RTN_UNICAST;
+    rt->rtm_type = rtype ? rtype : static_cast<uint8_t>(RTN_UNICAST);
     rt->rtm_flags = rflags;
     mnl_attr_put(h, RTA_DST, alen, addr);
     if (ifindex) mnl_attr_put_u32(h, RTA_OIF, ifindex);
@@ -140,6 +141,7 @@ bool BuildRoutes(const uint8_t* ops, size_t len, uint32_t firstSeq, RouteBatch* 
   b->used = 0;
   b->nextSeq = firstSeq;
   b->tags.clear();
+  b->starts.clear();
   for (size_t off = 0; off < len; off += kRouteOpSize)
     if (!PutOp(ops + off, b, out)) return false;
   return true;
@@ -154,32 +156,48 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
     out.sysErrno = e;
     return out;
   }
-  if (mnl_socket_sendto(s.nl, b.buf.data(), b.used) < 0) {
-    out.sysErrno = errno;
-    out.sysWhat = "sendto";
-    return out;
-  }
-  // One answer (ACK or error) per message, in order.
+  // Errors then carry only the failed message's header, not the whole message.
+  const int one = 1;
+  setsockopt(mnl_socket_get_fd(s.nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
   std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
-  size_t answered = 0;
-  while (answered < out.ops) {
-    ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), rbuf.data(), rbuf.size(), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
+  for (size_t first = 0; first < b.starts.size();) {
+    // A chunk of whole messages [first, last): at least one, within the chunk limits.
+    const size_t n = b.starts.size();
+    auto endOf = [&](size_t k) { return k + 1 < n ? b.starts[k + 1] : b.used; };
+    size_t last = first + 1;
+    while (last < n && last - first < kRouteChunkMsgs && endOf(last) - b.starts[first] <= kRouteChunk) last++;
+    const size_t from = b.starts[first];
+    const size_t to = endOf(last - 1);
+    // Only the chunk's last message asks for an ACK: the kernel answers the others only
+    // if they fail (in order, before that ACK), which spares an skb per route.
+    for (size_t k = first; k + 1 < last; k++) reinterpret_cast<nlmsghdr*>(b.buf.data() + b.starts[k])->nlmsg_flags &= ~NLM_F_ACK;
+    const uint32_t lastSeq = reinterpret_cast<nlmsghdr*>(b.buf.data() + b.starts[last - 1])->nlmsg_seq;
+    if (mnl_socket_sendto(s.nl, b.buf.data() + from, to - from) < 0) {
       out.sysErrno = errno;
-      out.sysWhat = "recv";
+      out.sysWhat = "sendto";
       return out;
     }
-    int left = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(rbuf.data()); NlmsgOk(h, left); h = mnl_nlmsg_next(h, &left)) {
-      if (h->nlmsg_type != NLMSG_ERROR || mnl_nlmsg_get_payload_len(h) < sizeof(nlmsgerr)) continue;
-      // By sequence number, not by range: the numbers may wrap around within a batch.
-      auto t = b.tags.find(h->nlmsg_seq);
-      if (t == b.tags.end()) continue;
-      auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h));
-      answered++;
-      if (err->error) out.failures.push_back({t->second, -err->error});
+    bool done = false;
+    while (!done) {
+      ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), rbuf.data(), rbuf.size(), 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        out.sysErrno = errno;
+        out.sysWhat = "recv";
+        return out;
+      }
+      int left = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(rbuf.data()); NlmsgOk(h, left); h = mnl_nlmsg_next(h, &left)) {
+        if (h->nlmsg_type != NLMSG_ERROR || mnl_nlmsg_get_payload_len(h) < sizeof(nlmsgerr)) continue;
+        // By sequence number, not by range: the numbers may wrap around within a batch.
+        auto t = b.tags.find(h->nlmsg_seq);
+        if (t == b.tags.end()) continue;
+        auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(h));
+        if (err->error) out.failures.push_back({t->second, -err->error});
+        if (h->nlmsg_seq == lastSeq) done = true;
+      }
     }
+    first = last;
   }
   return out;
 }

@@ -48,9 +48,16 @@ struct RouteResult {
 // The largest message one op becomes (a route: header, rtmsg, a 16-byte RTA_DST, RTA_OIF).
 constexpr size_t kMaxRouteMsg = 128;
 
-// One sendmsg's worth of messages, and which op each sequence number came from.
+// The messages of a batch, where each starts, and which op each sequence number came from.
+// They go to the kernel in chunks of at most kRouteChunk bytes and kRouteChunkMsgs
+// messages, each chunk's answers read before the next is sent: one sendmsg of 10,000
+// routes is too long for the socket (EMSGSIZE), and each answer is its own skb, charged
+// at about a kilobyte against the receive buffer (ENOBUFS beyond a few hundred).
+constexpr size_t kRouteChunk = 64 * 1024;
+constexpr size_t kRouteChunkMsgs = 128;
 struct RouteBatch {
   std::vector<char> buf;
+  std::vector<size_t> starts;
   size_t used = 0;
   uint32_t nextSeq = 0;
   std::unordered_map<uint32_t, uint32_t> tags;

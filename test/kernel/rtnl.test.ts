@@ -160,6 +160,27 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
   });
 });
 
+describe('kernel: large route batches', { skip: ROOT_SKIP }, () => {
+  it('5,000 routes in one call go in chunks (no EMSGSIZE, no ENOBUFS); 300 failing deletes are each reported with their index', async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'caliB0', 'type', 'veth', 'peer', 'name', 'caliB1']);
+    ns.run('ip', ['link', 'set', 'caliB0', 'up']);
+    const index = Number(/^(\d+):/.exec(ns.run('ip', ['-o', 'link', 'show', 'caliB0']))?.[1]);
+    const d = driver(ns);
+    const dst = (i: number) => `10.${70 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32`;
+    const res = await d.call<{ ops: number; failures: unknown[] }>({ cmd: 'routes', ops: Array.from({ length: 5000 }, (_, i) => ({ op: 'routeReplace', dst: dst(i), ifindex: index })) });
+    assert.deepEqual(res, { ops: 5000, failures: [] });
+    assert.equal((await d.call<unknown[]>({ cmd: 'dump' })).length, 5000);
+    const gone = await d.call<{ failures: Array<{ tag: number; errno: number }> }>({
+      cmd: 'routes',
+      ops: Array.from({ length: 600 }, (_, i) => ({ op: 'routeDelete', dst: i % 2 ? dst(i) : `10.90.${i >> 8}.${i & 255}/32`, ifindex: index })),
+    });
+    assert.equal(gone.failures.length, 300);
+    assert.deepEqual(gone.failures.map((f) => f.tag), Array.from({ length: 300 }, (_, i) => i * 2));
+    assert.equal((await d.call<unknown[]>({ cmd: 'dump' })).length, 4700);
+  });
+});
+
 describe('kernel: VXLAN between two namespaces, programmed natively', { skip: ROOT_SKIP }, () => {
   it('device, tunnel address, permanent ARP and FDB entries, onlink routes and a blackhole: pods on two nodes ping each other', async () => {
     const a = netns();

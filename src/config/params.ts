@@ -134,7 +134,7 @@ export const PARAMS = {
   TyphaURISAN: felix('TyphaURISAN', asString, 'URI SAN Typha\'s certificate must have (this or TyphaCN).'),
   IPv4VXLANTunnelAddr: felix('IPv4VXLANTunnelAddr', asString, 'This node\'s VXLAN tunnel address (calico-node sets it on the Node; the VXLAN resolver reads every node\'s).'),
   VXLANTunnelMACAddr: felix('VXLANTunnelMACAddr', asString, 'This node\'s VTEP MAC (calico-node sets it on the Node); unset: derived from the node name, as Felix.'),
-  VXLANEnabled: felix('VXLANEnabled', (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)), 'The VXLAN overlay (vxlan.calico): unset means "when an IP pool has vxlanMode Always or CrossSubnet", as Felix.'),
+  VXLANEnabled: felix('VXLANEnabled', (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)), 'The VXLAN overlay (vxlan.calico): unset means "when an IP pool has vxlanMode Always or CrossSubnet", as Felix.', { format: (v) => (v === undefined ? '' : String(v)) }),
   VXLANVNI: felix('VXLANVNI', asNumber, 'VXLAN network identifier of vxlan.calico.'),
   VXLANPort: felix('VXLANPort', asNumber, 'UDP port of the VXLAN overlay.'),
   VXLANMTU: felix('VXLANMTU', asNumber, 'MTU of vxlan.calico; 0: the underlay device\'s MTU less 50.'),

@@ -7,8 +7,8 @@
 // address directly on the device; a blackhole for each of this node's blocks.
 //
 // What is ours: the device itself; and, of the routes with our protocol, those on the
-// device, and blackholes and underlay routes whose destination is inside an IP pool. A
-// device of that name that is not what we would make is replaced. Nothing else is touched.
+// device, and blackholes and underlay routes whose destination is inside a VXLAN IP pool.
+// A device of that name that is not what we would make is replaced. Nothing else is touched.
 import type { Logger } from '../../log.js';
 import { cidrContains, parseCidr } from '../../model/net.js';
 import {
@@ -230,7 +230,9 @@ export class VxlanManager implements Manager {
 
   /** Deletes our routes that are not wanted and programs the wanted ones that are missing; returns the ops. */
   async #sweepRoutes(vxlanIndex: number | undefined, parentIndex: number | undefined, want: RouteSpec[]): Promise<number> {
-    const pools = [...this.#pools.keys()].map((p) => parseCidr(p)).filter((p) => p !== undefined);
+    // Blackholes and underlay routes are ours only inside VXLAN pools: those in IPIP or
+    // unencapsulated pools belong to their own route managers (as Felix's route classes).
+    const pools = [...this.#pools].filter(([, vxlan]) => vxlan).map(([p]) => parseCidr(p)).filter((p) => p !== undefined);
     const inPool = (dst: string) => {
       const c = parseCidr(dst);
       return !!c && pools.some((p) => p.version === c.version && p.prefix <= c.prefix && cidrContains(p, c.address));

@@ -8,7 +8,7 @@
 // CIDRs dirty; flush() sends what changed (RouteUpdate) and what went (RouteRemove).
 import { blockHost, type IpamBlock, nonAffineAllocations } from '../model/ipam.js';
 import type { InternalIpPool } from '../model/internal.js';
-import { cidrContains, parseCidr, parseIp } from '../model/net.js';
+import { cidrContains, containingCidrs, parseCidr, parseIp } from '../model/net.js';
 import type { ResourceOf } from '../model/schemas.js';
 import { type IPPoolType, RouteType, type RouteUpdate } from '../proto/messages.js';
 
@@ -247,8 +247,7 @@ export class RouteResolver {
     const c = parseCidr(dst);
     if (!c) return [];
     const out: Array<[string, RouteInfo]> = [];
-    for (let len = 0; len <= c.prefix; len++) {
-      const k = len === c.prefix ? dst : (parseCidr(`${c.address}/${len}`)?.text as string);
+    for (const k of containingCidrs(c)) {
       const ri = this.#info.get(k);
       if (ri) out.push([k, ri]);
     }

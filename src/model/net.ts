@@ -160,3 +160,21 @@ export function cidrContains(cidr: Cidr, address: string): boolean {
   const shift = bits - BigInt(cidr.prefix);
   return addressToBigInt(address) >> shift === addressToBigInt(cidr.address) >> shift;
 }
+
+/**
+ * Every CIDR containing `cidr`, from /0 down to itself, in canonical form (the candidates
+ * of a longest-prefix walk). IPv4 by integer masking; IPv6 through parseCidr.
+ */
+export function containingCidrs(cidr: Cidr): string[] {
+  const out: string[] = [];
+  if (cidr.version === 4) {
+    const n = v4ToInt(cidr.address);
+    for (let len = 0; len <= cidr.prefix; len++) {
+      const mask = len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0;
+      out.push(`${intToV4((n & mask) >>> 0)}/${len}`);
+    }
+    return out;
+  }
+  for (let len = 0; len <= cidr.prefix; len++) out.push(parseCidr(`${cidr.address}/${len}`)?.text as string);
+  return out;
+}

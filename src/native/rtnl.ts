@@ -91,6 +91,17 @@ export async function routeApply(ops: readonly RouteOp[]): Promise<RouteResult> 
   return native.routeApply(encodeRouteOps(ops));
 }
 
+/**
+ * Applies route/neighbour ops and throws `<what> failed: ...` naming each op the kernel
+ * refused; a delete of what is already gone (ENOENT, ESRCH) is what was wanted anyway.
+ */
+export async function routeApplyOrThrow(ops: readonly RouteOp[], what: string): Promise<void> {
+  if (!ops.length) return;
+  const res = await routeApply(ops);
+  const real = res.failures.filter((f) => !(ops[f.tag]?.op.endsWith('Delete') && (f.errno === 2 || f.errno === 3)));
+  if (real.length) throw new Error(`${what} failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`);
+}
+
 export async function routeDump(protocol = ROUTE_PROTOCOL): Promise<Route[]> {
   return native.routeDump(protocol);
 }

@@ -3,7 +3,7 @@
 // interface is up. Owned routes are recognised by protocol and interface prefix, so a
 // route anyone else made (another protocol, another interface) is never touched.
 import type { Logger } from '../../log.js';
-import { ROUTE_PROTOCOL, routeApply, routeDump, type RouteOp } from '../../native/rtnl.js';
+import { ROUTE_PROTOCOL, routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
 import type { ToDataplane } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import { LocalEndpoints, type Manager } from './manager.js';
@@ -92,14 +92,11 @@ export class RouteManager implements Manager {
       if (r.mac) ops.push({ op: 'neighReplace', dst: r.dst, ifindex: r.ifindex, mac: r.mac });
       added++;
     }
-    if (ops.length) {
-      const res = await routeApply(ops);
-      // A delete of what is already gone (ENOENT, ESRCH) is what we wanted anyway.
-      const real = res.failures.filter((f) => !(ops[f.tag]?.op.endsWith('Delete') && (f.errno === 2 || f.errno === 3)));
-      if (real.length) {
-        this.#resync = true;
-        throw new Error(`route programming failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`);
-      }
+    try {
+      await routeApplyOrThrow(ops, 'route programming');
+    } catch (e) {
+      this.#resync = true;
+      throw e;
     }
     for (const k of removed) this.#programmed.delete(k);
     for (const [k, r] of want) this.#programmed.set(k, r);

@@ -23,7 +23,7 @@ import {
   ROUTE_PROTOCOL,
   RTN_BLACKHOLE,
   RTNH_F_ONLINK,
-  routeApply,
+  routeApplyOrThrow,
   routeDump,
   type RouteOp,
 } from '../../native/rtnl.js';
@@ -195,7 +195,7 @@ export class VxlanManager implements Manager {
       if (!have.some((n) => n.family === 4 && n.dst === w.arp && n.mac === w.mac)) ops.push({ op: 'neighReplace', ifindex: index, dst: w.arp, mac: w.mac });
       if (!have.some((n) => n.family === 7 && n.dst === w.fdb && n.mac === w.mac)) ops.push({ op: 'fdbReplace', ifindex: index, dst: w.fdb, mac: w.mac });
     }
-    await this.#run(ops);
+    await routeApplyOrThrow(ops, 'VXLAN programming');
     return ops.length;
   }
 
@@ -252,7 +252,7 @@ export class VxlanManager implements Manager {
     for (const [k, r] of wanted) {
       if (!have.has(k)) ops.push({ op: 'routeReplace', ...this.#routeOp(r) });
     }
-    await this.#run(ops);
+    await routeApplyOrThrow(ops, 'VXLAN programming');
     return ops.length;
   }
 
@@ -260,13 +260,5 @@ export class VxlanManager implements Manager {
     if (r.blackhole) return { dst: r.dst, ifindex: 0, type: 'blackhole' };
     if (!r.gateway) return { dst: r.dst, ifindex: r.ifindex };
     return { dst: r.dst, ifindex: r.ifindex, gateway: r.gateway, onlink: r.onlink, scope: 'universe' };
-  }
-
-  async #run(ops: RouteOp[]): Promise<void> {
-    if (!ops.length) return;
-    const res = await routeApply(ops);
-    // A delete of what is already gone (ENOENT, ESRCH) is what we wanted anyway.
-    const real = res.failures.filter((f) => !(ops[f.tag]?.op.endsWith('Delete') && (f.errno === 2 || f.errno === 3)));
-    if (real.length) throw new Error(`VXLAN programming failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`);
   }
 }

@@ -8,33 +8,13 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
 
-#include "common/netlink_read.h"
+#include "rtnl/request.h"
+#include "rtnl/routes.h"
 
 namespace palisade::rtnl {
 namespace {
-
-struct Sock {
-  mnl_socket* nl = nullptr;
-  ~Sock() {
-    if (nl) mnl_socket_close(nl);
-  }
-};
-
-std::string MacString(const uint8_t* m) {
-  char buf[18];
-  snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  return buf;
-}
-
-std::string Addr(int family, const void* data, int prefix) {
-  char buf[INET6_ADDRSTRLEN];
-  if (!inet_ntop(family, data, buf, sizeof(buf))) return "";
-  return prefix < 0 ? std::string(buf) : std::string(buf) + "/" + std::to_string(prefix);
-}
 
 // The VXLAN attributes of a link message's IFLA_LINKINFO / IFLA_INFO_DATA.
 void ParseVxlanData(const nlattr* data, LinkInfo* l) {
@@ -52,10 +32,10 @@ void ParseVxlanData(const nlattr* data, LinkInfo* l) {
         if (len == 4) l->parent = static_cast<int>(mnl_attr_get_u32(a));
         break;
       case IFLA_VXLAN_LOCAL:
-        if (len == 4) l->local = Addr(AF_INET, mnl_attr_get_payload(a), -1);
+        if (len == 4) l->local = AddrString(AF_INET, mnl_attr_get_payload(a), -1);
         break;
       case IFLA_VXLAN_LOCAL6:
-        if (len == 16) l->local = Addr(AF_INET6, mnl_attr_get_payload(a), -1);
+        if (len == 16) l->local = AddrString(AF_INET6, mnl_attr_get_payload(a), -1);
         break;
       case IFLA_VXLAN_LEARNING:
         if (len == 1) l->learning = mnl_attr_get_u8(a);
@@ -94,52 +74,20 @@ void ParseLink(const nlmsghdr* m, LinkInfo* l) {
   }, l);
 }
 
-// Sends one request and reads until its answer: an ACK or error, or (for a GET) the reply
-// message, or (for a dump) every message up to NLMSG_DONE; `onMsg` sees each reply.
+// One request on a fresh socket, its outcome (and replies, through `onMsg`) in a LinkResult.
 template <typename F>
 LinkResult Transact(nlmsghdr* h, F onMsg) {
   LinkResult out;
-  Sock s;
-  s.nl = mnl_socket_open(NETLINK_ROUTE);
-  if (!s.nl) {
-    out.sysErrno = errno;
-    out.sysWhat = "socket(NETLINK_ROUTE)";
+  RtnlSocket s;
+  if (int e = s.Open(&out.sysWhat)) {
+    out.sysErrno = e;
     return out;
   }
-  if (mnl_socket_bind(s.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-    out.sysErrno = errno;
-    out.sysWhat = "bind";
-    return out;
-  }
-  const uint32_t seq = static_cast<uint32_t>(time(nullptr));
-  h->nlmsg_seq = seq;
-  if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
-    out.sysErrno = errno;
-    out.sysWhat = "sendto";
-    return out;
-  }
-  const bool dump = (h->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
-  for (;;) {
-    ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf.data(), buf.size(), 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      out.sysErrno = errno;
-      out.sysWhat = "recv";
-      return out;
-    }
-    int left = static_cast<int>(n);
-    for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); NlmsgOk(m, left); m = mnl_nlmsg_next(m, &left)) {
-      if (m->nlmsg_seq != seq) continue;
-      if (m->nlmsg_type == NLMSG_DONE) return out;
-      if (m->nlmsg_type == NLMSG_ERROR) {
-        if (mnl_nlmsg_get_payload_len(m) >= sizeof(nlmsgerr)) out.err = -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
-        return out;
-      }
-      onMsg(m, &out);
-      if (!dump) return out;
-    }
-  }
+  const RequestStatus st = Request(s, h, [&](const nlmsghdr* m) { onMsg(m, &out); });
+  out.sysErrno = st.sysErrno;
+  if (st.sysErrno) out.sysWhat = st.sysWhat;
+  out.err = st.err;
+  return out;
 }
 
 nlmsghdr* Header(char* buf, uint16_t type, uint16_t flags) {
@@ -245,7 +193,7 @@ LinkResult DumpAddrs(int index) {
       return MNL_CB_OK;
     }, &a);
     const void* local = a.local ? a.local : a.addr;
-    if (local) out->addrs.push_back(Addr(ifa->ifa_family, local, ifa->ifa_prefixlen));
+    if (local) out->addrs.push_back(AddrString(ifa->ifa_family, local, ifa->ifa_prefixlen));
   });
 }
 

@@ -13,35 +13,19 @@
 #include <unordered_map>
 
 #include "common/netlink_read.h"
+#include "rtnl/request.h"
 
 namespace palisade::rtnl {
-namespace {
-
-struct Sock {
-  mnl_socket* nl = nullptr;
-  ~Sock() {
-    if (nl) mnl_socket_close(nl);
-  }
-  int Open(std::string* what) {
-    nl = mnl_socket_open(NETLINK_ROUTE);
-    if (!nl) {
-      *what = "socket(NETLINK_ROUTE)";
-      return errno;
-    }
-    if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-      *what = "bind";
-      return errno;
-    }
-    return 0;
-  }
-};
-
-}  // namespace
-
 std::string AddrString(int family, const void* data, int prefix) {
   char buf[INET6_ADDRSTRLEN];
   if (!inet_ntop(family, data, buf, sizeof(buf))) return "";
-  return std::string(buf) + "/" + std::to_string(prefix);
+  return prefix < 0 ? std::string(buf) : std::string(buf) + "/" + std::to_string(prefix);
+}
+
+std::string MacString(const uint8_t* m) {
+  char buf[18];
+  snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return buf;
 }
 
 RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
@@ -151,14 +135,14 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
   RouteResult out;
   RouteBatch b;
   if (!BuildRoutes(ops, len, static_cast<uint32_t>(time(nullptr)) << 8, &b, &out) || !out.ops) return out;
-  Sock s;
+  RtnlSocket s;
   if (int e = s.Open(&out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
   // Errors then carry only the failed message's header, not the whole message.
   const int one = 1;
-  setsockopt(mnl_socket_get_fd(s.nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+  setsockopt(s.fd(), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
   std::vector<char> rbuf(MNL_SOCKET_BUFFER_SIZE);
   for (size_t first = 0; first < b.starts.size();) {
     // A chunk of whole messages [first, last): at least one, within the chunk limits.
@@ -179,7 +163,7 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
     }
     bool done = false;
     while (!done) {
-      ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), rbuf.data(), rbuf.size(), 0);
+      ssize_t n = RecvFromKernel(s.fd(), rbuf.data(), rbuf.size(), 0);
       if (n < 0) {
         if (errno == EINTR) continue;
         out.sysErrno = errno;
@@ -204,7 +188,7 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
 
 RouteDump DumpRoutes(int protocol) {
   RouteDump out;
-  Sock s;
+  RtnlSocket s;
   if (int e = s.Open(&out.sysWhat)) {
     out.sysErrno = e;
     return out;
@@ -214,44 +198,21 @@ RouteDump DumpRoutes(int protocol) {
     nlmsghdr* h = mnl_nlmsg_put_header(buf);
     h->nlmsg_type = RTM_GETROUTE;
     h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    uint32_t seq = static_cast<uint32_t>(time(nullptr)) + fam;
-    h->nlmsg_seq = seq;
     auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtmsg)));
     rt->rtm_family = static_cast<unsigned char>(fam);
-    if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
-      out.sysErrno = errno;
-      out.sysWhat = "sendto";
+    const RequestStatus st = Request(s, h, [&](const nlmsghdr* m) {
+      if (mnl_nlmsg_get_payload_len(m) < sizeof(rtmsg)) return;
+      auto* r = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
+      if (r->rtm_protocol != protocol || r->rtm_table != RT_TABLE_MAIN) return;
+      const RouteAttrs a = ParseRouteAttrs(m);
+      if (!a.dst) return;
+      out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, AddrString(r->rtm_family, a.dst, r->rtm_dst_len), a.oif, r->rtm_protocol, r->rtm_scope, r->rtm_type,
+                            static_cast<int>(r->rtm_flags), a.gateway ? AddrString(r->rtm_family, a.gateway, -1) : ""});
+    });
+    if (st.sysErrno || st.err) {
+      out.sysErrno = st.sysErrno ? st.sysErrno : st.err;
+      out.sysWhat = st.sysErrno ? st.sysWhat : "dump routes";
       return out;
-    }
-    struct Ctx {
-      RouteDump* out;
-      int protocol;
-    } ctx{&out, protocol};
-    for (;;) {
-      ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf, sizeof(buf), 0);
-      if (n < 0) {
-        out.sysErrno = errno;
-        out.sysWhat = "recv";
-        return out;
-      }
-      int r = mnl_cb_run(buf, n, seq, mnl_socket_get_portid(s.nl), [](const nlmsghdr* m, void* data) {
-        auto* c = static_cast<Ctx*>(data);
-        if (mnl_nlmsg_get_payload_len(m) < sizeof(rtmsg)) return MNL_CB_OK;
-        auto* rt = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
-        if (rt->rtm_protocol != c->protocol || rt->rtm_table != RT_TABLE_MAIN) return MNL_CB_OK;
-        const RouteAttrs a = ParseRouteAttrs(m);
-        if (!a.dst) return MNL_CB_OK;
-        std::string gw = a.gateway ? AddrString(rt->rtm_family, a.gateway, 0) : "";
-        if (!gw.empty()) gw.resize(gw.size() - 2);  // drop "/0"
-        c->out->routes.push_back({rt->rtm_family == AF_INET ? 4 : 6, AddrString(rt->rtm_family, a.dst, rt->rtm_dst_len), a.oif, rt->rtm_protocol, rt->rtm_scope, rt->rtm_type, static_cast<int>(rt->rtm_flags), gw});
-        return MNL_CB_OK;
-      }, &ctx);
-      if (r < 0) {
-        out.sysErrno = errno;
-        out.sysWhat = "dump routes";
-        return out;
-      }
-      if (r == MNL_CB_STOP) break;
     }
   }
   return out;
@@ -259,73 +220,47 @@ RouteDump DumpRoutes(int protocol) {
 
 NeighDump DumpNeighs(int ifindex) {
   NeighDump out;
-  Sock s;
+  RtnlSocket s;
   if (int e = s.Open(&out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
-  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  char buf[MNL_SOCKET_BUFFER_SIZE];
   for (int fam : {AF_INET, AF_INET6, AF_BRIDGE}) {
-    nlmsghdr* h = mnl_nlmsg_put_header(buf.data());
+    nlmsghdr* h = mnl_nlmsg_put_header(buf);
     h->nlmsg_type = RTM_GETNEIGH;
     h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    const uint32_t seq = static_cast<uint32_t>(time(nullptr)) + static_cast<uint32_t>(fam);
-    h->nlmsg_seq = seq;
     auto* nd = static_cast<ndmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ndmsg)));
     nd->ndm_family = static_cast<unsigned char>(fam);
     nd->ndm_ifindex = ifindex;
-    if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
-      out.sysErrno = errno;
-      out.sysWhat = "sendto";
-      return out;
-    }
-    struct Ctx {
-      NeighDump* out;
-      int ifindex;
-    } ctx{&out, ifindex};
-    for (;;) {
-      ssize_t n = RecvFromKernel(mnl_socket_get_fd(s.nl), buf.data(), buf.size(), 0);
-      if (n < 0) {
-        out.sysErrno = errno;
-        out.sysWhat = "recv";
-        return out;
-      }
-      int r = mnl_cb_run(buf.data(), n, seq, mnl_socket_get_portid(s.nl), [](const nlmsghdr* m, void* data) {
-        auto* c = static_cast<Ctx*>(data);
-        if (mnl_nlmsg_get_payload_len(m) < sizeof(ndmsg)) return MNL_CB_OK;
-        auto* nd = static_cast<const ndmsg*>(mnl_nlmsg_get_payload(m));
-        // Older kernels ignore the interface filter: apply it here too.
-        if (nd->ndm_ifindex != c->ifindex) return MNL_CB_OK;
-        struct A {
-          const void* dst = nullptr;
-          uint16_t dstLen = 0;
-          const uint8_t* mac = nullptr;
-        } a;
-        mnl_attr_parse(m, sizeof(ndmsg), [](const nlattr* at, void* d) {
-          auto* x = static_cast<A*>(d);
-          const uint16_t len = mnl_attr_get_payload_len(at);
-          if (mnl_attr_get_type(at) == NDA_DST && (len == 4 || len == 16)) {
-            x->dst = mnl_attr_get_payload(at);
-            x->dstLen = len;
-          }
-          if (mnl_attr_get_type(at) == NDA_LLADDR && len == 6) x->mac = static_cast<const uint8_t*>(mnl_attr_get_payload(at));
-          return MNL_CB_OK;
-        }, &a);
-        if (!a.dst) return MNL_CB_OK;
-        std::string dst = AddrString(a.dstLen == 4 ? AF_INET : AF_INET6, a.dst, 0);
-        if (!dst.empty()) dst.resize(dst.size() - 2);
-        char mac[18] = "";
-        if (a.mac) snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", a.mac[0], a.mac[1], a.mac[2], a.mac[3], a.mac[4], a.mac[5]);
-        const int family = nd->ndm_family == AF_BRIDGE ? 7 : nd->ndm_family == AF_INET6 ? 6 : 4;
-        c->out->neighs.push_back({family, dst, mac, nd->ndm_state, nd->ndm_flags});
+    const RequestStatus st = Request(s, h, [&](const nlmsghdr* m) {
+      if (mnl_nlmsg_get_payload_len(m) < sizeof(ndmsg)) return;
+      auto* n = static_cast<const ndmsg*>(mnl_nlmsg_get_payload(m));
+      // Older kernels ignore the interface filter: apply it here too.
+      if (n->ndm_ifindex != ifindex) return;
+      struct A {
+        const void* dst = nullptr;
+        uint16_t dstLen = 0;
+        const uint8_t* mac = nullptr;
+      } a;
+      mnl_attr_parse(m, sizeof(ndmsg), [](const nlattr* at, void* d) {
+        auto* x = static_cast<A*>(d);
+        const uint16_t len = mnl_attr_get_payload_len(at);
+        if (mnl_attr_get_type(at) == NDA_DST && (len == 4 || len == 16)) {
+          x->dst = mnl_attr_get_payload(at);
+          x->dstLen = len;
+        }
+        if (mnl_attr_get_type(at) == NDA_LLADDR && len == 6) x->mac = static_cast<const uint8_t*>(mnl_attr_get_payload(at));
         return MNL_CB_OK;
-      }, &ctx);
-      if (r < 0) {
-        out.sysErrno = errno;
-        out.sysWhat = "dump neighbours";
-        return out;
-      }
-      if (r == MNL_CB_STOP) break;
+      }, &a);
+      if (!a.dst) return;
+      const int family = n->ndm_family == AF_BRIDGE ? 7 : n->ndm_family == AF_INET6 ? 6 : 4;
+      out.neighs.push_back({family, AddrString(a.dstLen == 4 ? AF_INET : AF_INET6, a.dst, -1), a.mac ? MacString(a.mac) : "", n->ndm_state, n->ndm_flags});
+    });
+    if (st.sysErrno || st.err) {
+      out.sysErrno = st.sysErrno ? st.sysErrno : st.err;
+      out.sysWhat = st.sysErrno ? st.sysWhat : "dump neighbours";
+      return out;
     }
   }
   return out;

@@ -12,8 +12,11 @@ struct nlmsghdr;
 
 namespace palisade::rtnl {
 
-// "addr/prefix" for an address of `family` (AF_INET, AF_INET6); empty if unprintable.
+// "addr/prefix" for an address of `family` (AF_INET, AF_INET6), or just "addr" when
+// `prefix` is negative; empty if unprintable.
 std::string AddrString(int family, const void* data, int prefix);
+// "aa:bb:cc:dd:ee:ff"
+std::string MacString(const uint8_t* mac);
 
 // A route message's destination (null for a default route), output interface and gateway.
 struct RouteAttrs {

@@ -10,7 +10,7 @@
 // replaced by a deny-all if it denies or passes. A bad tier or subject withdraws the policy.
 import { parseCidr } from '../../../model/net.js';
 import type { ClusterNetworkPolicy, CnpPeer, CnpPort, CnpProtocol, CnpRule } from '../k8s-types.js';
-import { k8sSelectorToCalico, simplifyPorts } from './network-policy.js';
+import { addProtocolPorts, k8sSelectorToCalico, type Port, simplifyPorts } from './network-policy.js';
 
 export const KUBE_ADMIN_TIER = 'kube-admin';
 export const KUBE_BASELINE_TIER = 'kube-baseline';
@@ -19,8 +19,6 @@ export const CNP_RULE_NAME_ANNOTATION = 'name';
 
 const TIERS: Record<string, string> = { Admin: KUBE_ADMIN_TIER, Baseline: KUBE_BASELINE_TIER };
 const ACTIONS: Record<string, string> = { Accept: 'Allow', Deny: 'Deny', Pass: 'Pass' };
-
-type Port = number | string;
 
 function portOf(p: CnpPort | undefined): Port | undefined {
   if (!p) return undefined;
@@ -52,8 +50,7 @@ function protocolPorts(protocols: CnpProtocol[] | undefined): Map<string, Port[]
   for (const p of protocols?.length ? protocols : [{}]) {
     const entry = protocolOf(p);
     if (!entry) return new Map([['', undefined]]);
-    if (entry.port === undefined) out.set(entry.protocol, undefined);
-    else if (!out.has(entry.protocol) || out.get(entry.protocol) !== undefined) out.set(entry.protocol, [...(out.get(entry.protocol) ?? []), entry.port]);
+    addProtocolPorts(out, entry.protocol, entry.port === undefined ? [] : [entry.port]);
   }
   return out;
 }

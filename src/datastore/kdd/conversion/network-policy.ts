@@ -29,7 +29,16 @@ export function k8sSelectorToCalico(s: LabelSelector | undefined, type: 'pod' | 
   return parts.join(' && ');
 }
 
-type Port = number | string;
+export type Port = number | string;
+
+/**
+ * Adds a protocol's ports to a protocol -> ports map, as Calico's conversions merge them:
+ * no ports means every port of that protocol (undefined), which later ports do not narrow.
+ */
+export function addProtocolPorts(map: Map<string, Port[] | undefined>, protocol: string, ports: Port[]): void {
+  if (!ports.length) map.set(protocol, undefined);
+  else if (!map.has(protocol) || map.get(protocol) !== undefined) map.set(protocol, [...(map.get(protocol) ?? []), ...ports]);
+}
 
 /** Calico's SimplifyPorts: named ports as they are, numeric ports and ranges merged into the fewest ranges. */
 export function simplifyPorts(ports: Port[]): Port[] {
@@ -94,10 +103,7 @@ function rulesOf(peers: NetworkPolicyPeer[] | undefined, ports: NetworkPolicyPor
       byProtocol = new Map([['', undefined]]);
       break;
     }
-    const protocol = (p.protocol ?? 'TCP').toUpperCase();
-    const list = portOf(p);
-    if (!list.length) byProtocol.set(protocol, undefined);
-    else if (!byProtocol.has(protocol) || byProtocol.get(protocol) !== undefined) byProtocol.set(protocol, [...(byProtocol.get(protocol) ?? []), ...list]);
+    addProtocolPorts(byProtocol, (p.protocol ?? 'TCP').toUpperCase(), portOf(p));
   }
   const rules: Array<Record<string, unknown>> = [];
   for (const protocol of [...byProtocol.keys()].sort()) {

@@ -18,7 +18,7 @@
 import type { SyncStatus } from '../datastore/types.js';
 import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
 import { POLICY_KIND_SHORT, type PolicyKind, policyId } from '../model/names.js';
-import { parseIp } from '../model/net.js';
+import { hostAddress, parseIp } from '../model/net.js';
 import type { V1KeyOf, V1KeyType } from '../model/v1/keys.js';
 import type { V1Update, V1Values } from '../model/v1/values.js';
 import type { PolicyID, ToDataplane } from '../proto/messages.js';
@@ -108,7 +108,7 @@ export class CalcGraph {
       this.#vxlan.onNodeUpdate(k.name, node);
       const addr = node?.spec.bgp?.ipv4Address;
       // The host's own address: "192.0.2.1/24" is 192.0.2.1, not its network.
-      this.#sequencer.onHostMetadataUpdate(k.name, addr ? parseIp(addr.split('/')[0] as string)?.address : undefined);
+      this.#sequencer.onHostMetadataUpdate(k.name, addr ? hostAddress(addr) : undefined);
     },
     // For the config batcher, and WireGuard (not programmed): nothing here.
     ReadyFlag: () => {},

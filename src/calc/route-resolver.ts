@@ -8,7 +8,7 @@
 // CIDRs dirty; flush() sends what changed (RouteUpdate) and what went (RouteRemove).
 import { blockHost, type IpamBlock, nonAffineAllocations } from '../model/ipam.js';
 import type { InternalIpPool } from '../model/internal.js';
-import { cidrContains, containingCidrs, parseCidr, parseIp } from '../model/net.js';
+import { cidrContains, containingCidrs, hostAddress, parseCidr } from '../model/net.js';
 import type { ResourceOf } from '../model/schemas.js';
 import { type IPPoolType, RouteType, type RouteUpdate } from '../proto/messages.js';
 
@@ -307,10 +307,10 @@ export function nodeInfoOf(node: ResourceOf<'Node'>): NodeInfo | undefined {
   const set = (text: string | undefined, v6: boolean) => {
     if (!text) return;
     const c = parseCidr(text);
-    const addr = parseIp(text.split('/')[0] as string);
+    const addr = hostAddress(text);
     if (!c || !addr || (c.version === 6) !== v6) return;
-    if (v6) [info.v6Addr, info.v6Cidr] = [addr.address, c.text];
-    else [info.v4Addr, info.v4Cidr] = [addr.address, c.text];
+    if (v6) [info.v6Addr, info.v6Cidr] = [addr, c.text];
+    else [info.v4Addr, info.v4Cidr] = [addr, c.text];
   };
   const bgp = node.spec.bgp;
   if (bgp?.ipv4Address || bgp?.ipv6Address) {
@@ -326,8 +326,8 @@ export function nodeInfoOf(node: ResourceOf<'Node'>): NodeInfo | undefined {
   info.vxlanAddr = node.spec.ipv4VXLANTunnelAddr ?? '';
   info.vxlanV6Addr = node.spec.ipv6VXLANTunnelAddr ?? '';
   for (const a of node.spec.addresses ?? []) {
-    const ip = parseIp(a.address.split('/')[0] as string);
-    if (ip) info.addresses.push(ip.address);
+    const ip = hostAddress(a.address);
+    if (ip) info.addresses.push(ip);
   }
   return info;
 }

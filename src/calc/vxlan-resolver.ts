@@ -5,7 +5,7 @@
 // and sent again; a VTEP that loses either half is withdrawn.
 import { createHash } from 'node:crypto';
 
-import { parseIp } from '../model/net.js';
+import { hostAddress } from '../model/net.js';
 import type { ResourceOf } from '../model/schemas.js';
 import type { VXLANTunnelEndpoint } from '../proto/messages.js';
 
@@ -47,7 +47,7 @@ export class VxlanResolver {
 
   onNodeUpdate(name: string, node: ResourceOf<'Node'> | undefined): void {
     const info = this.#info(name);
-    const host = (text: string | undefined) => (text ? parseIp(text.split('/')[0] as string)?.address : undefined);
+    const host = (text: string | undefined) => (text ? hostAddress(text) : undefined);
     info.hostV4 = node?.spec.bgp ? host(node.spec.bgp.ipv4Address) : undefined;
     info.hostV6 = node?.spec.bgp ? host(node.spec.bgp.ipv6Address) : undefined;
     this.#send(name);

@@ -148,6 +148,11 @@ export function parseIp(text: string): { version: 4 | 6; address: string } | und
   return c && { version: c.version, address: c.address };
 }
 
+/** The address of "192.0.2.1/24" or "192.0.2.1" (a host's own address, not its network); undefined if invalid. */
+export function hostAddress(text: string): string | undefined {
+  return parseIp(text.split('/')[0] as string)?.address;
+}
+
 /** An unsigned integer as an address of `version` (the inverse of addressToBigInt). */
 export function bigIntToAddress(n: bigint, version: 4 | 6): string {
   return version === 4 ? intToV4(Number(n & 0xffffffffn)) : bigToV6(n);

@@ -30,7 +30,14 @@ interface Member {
   log: string;
 }
 
-describe('e2e: pods across three nodes over VXLAN (etcd)', { skip, timeout: 240_000 }, () => {
+// The overlay does not depend on the rules backend, but the policy test does: both modes.
+const MODES: Array<[string, NodeJS.ProcessEnv]> = [
+  ['nftables', { FELIX_NFTABLESMODE: 'Enabled' }],
+  ['iptables-legacy', { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: 'legacy' }],
+];
+
+for (const [mode, modeEnv] of MODES)
+describe(`e2e: pods across three nodes over VXLAN (etcd, ${mode})`, { skip, timeout: 240_000 }, () => {
   let mn: MultiNodeLab;
   let etcd: TestEtcd;
   const members: Member[] = [];
@@ -71,6 +78,7 @@ describe('e2e: pods across three nodes over VXLAN (etcd)', { skip, timeout: 240_
       m.log = '';
       m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
         ...cleanEnv,
+        ...modeEnv,
         FELIX_DATASTORETYPE: 'etcdv3',
         FELIX_ETCDENDPOINTS: etcd.endpoint,
         FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',

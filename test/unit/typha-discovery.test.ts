@@ -10,10 +10,9 @@ import { TyphaSyncer } from '../../src/datastore/typha/typha-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import type { V1Update } from '../../src/model/v1/values.js';
-import { DEFAULT_TIMERS } from '../../src/typha/server/connection.js';
-import { TyphaServer } from '../../src/typha/server/server.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { loopbackTyphaServer } from '../helpers/typha-server.js';
 import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: 'Fatal' });
@@ -80,20 +79,7 @@ describe('Typha discovery through Kubernetes', () => {
     const cache = new SnapshotCache({ snapshotReuseMs: 100 });
     cache.onUpdates([{ key: '/calico/v1/config/LogSeverityScreen', value: Buffer.from('Info'), revision: '1', v3ResourceVersion: '', ttlNanos: 0, updateType: 1 }]);
     cache.onStatus('in-sync');
-    const server = new TyphaServer({
-      cache,
-      log,
-      version: 'test',
-      host: '127.0.0.1',
-      port: 0,
-      timers: DEFAULT_TIMERS,
-      maxMessageKvs: 100,
-      maxInboundBytes: 1 << 20,
-      maxConns: 100,
-      dropIntervalMs: 1000,
-      shutdownTimeoutMs: 1000,
-      shutdownMaxDropIntervalMs: 100,
-    });
+    const server = loopbackTyphaServer(cache, log);
     const port = await server.listen();
     // This node's Typha is listed first but nothing listens there (port 1).
     api.put('endpointslices', slice('live-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node9' }], port, 'calico-typha', 'live-typha'));

@@ -12,11 +12,10 @@ import { TyphaSyncer } from '../../src/datastore/typha/typha-syncer.js';
 import { createLogger } from '../../src/log.js';
 import { keyToPath } from '../../src/model/v1/keys.js';
 import type { V1Update } from '../../src/model/v1/values.js';
-import { DEFAULT_TIMERS } from '../../src/typha/server/connection.js';
 import { CacheFeeder } from '../../src/typha/server/feeder.js';
-import { TyphaServer } from '../../src/typha/server/server.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { loopbackTyphaServer } from '../helpers/typha-server.js';
 import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: 'Fatal' });
@@ -44,7 +43,7 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
   it('serves Felix\'s feed from the Kubernetes API to a Typha client', async () => {
     const cache = new SnapshotCache({ snapshotReuseMs: 100 });
     const feeder = new CacheFeeder(new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } }), cache, log);
-    const server = new TyphaServer({ cache, log, version: 'test', host: '127.0.0.1', port: 0, timers: DEFAULT_TIMERS, maxMessageKvs: 100, maxInboundBytes: 1 << 20, maxConns: 10, dropIntervalMs: 1000, shutdownTimeoutMs: 1000, shutdownMaxDropIntervalMs: 100 });
+    const server = loopbackTyphaServer(cache, log);
     const port = await server.listen();
     feeder.start();
     const held = new Map<string, V1Update>();

@@ -12,13 +12,14 @@ import { createLogger } from '../../src/log.js';
 import { TyphaConnection } from '../../src/typha/connection.js';
 import { DEFAULT_TIMERS, type ServerTimers } from '../../src/typha/server/connection.js';
 import { TyphaMetrics } from '../../src/typha/server/metrics.js';
-import { TyphaServer, type TyphaServerTls } from '../../src/typha/server/server.js';
+import type { TyphaServerTls } from '../../src/typha/server/server.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 import { encodeMessage, type SerializedUpdate, type SyncStatus, typhaEncoder } from '../../src/typha/syncproto.js';
 import { makeTls } from '../helpers/etcd.js';
 import { tempDirs } from '../helpers/temp.js';
 import { until } from '../helpers/until.js';
 import { goStandInBinary } from '../helpers/typha-standin.js';
+import { loopbackTyphaServer } from '../helpers/typha-server.js';
 
 const log = createLogger({ severity: 'Fatal' });
 const haveGo = spawnSync('go', ['version']).status === 0;
@@ -31,20 +32,12 @@ const cfg = (n: number) => kv(`/calico/v1/config/Param${n}`, `value-${n}`);
 async function serve(opts: { timers?: Partial<ServerTimers>; maxConns?: number; dropIntervalMs?: number; tls?: TyphaServerTls; shutdownTimeoutMs?: number } = {}) {
   const metrics = new TyphaMetrics();
   const cache = new SnapshotCache({ metrics, snapshotReuseMs: 200 });
-  const server = new TyphaServer({
-    cache,
-    log,
-    version: 'test',
-    host: '127.0.0.1',
-    port: 0,
+  const server = loopbackTyphaServer(cache, log, {
     tls: opts.tls,
     timers: { ...DEFAULT_TIMERS, ...opts.timers },
-    maxMessageKvs: 100,
-    maxInboundBytes: 1 << 20,
     maxConns: opts.maxConns ?? 10_000,
     dropIntervalMs: opts.dropIntervalMs ?? 1000,
     shutdownTimeoutMs: opts.shutdownTimeoutMs ?? 300_000,
-    shutdownMaxDropIntervalMs: 1000,
     metrics,
   });
   const port = await server.listen();

@@ -137,6 +137,8 @@ export const PARAMS = {
   VXLANEnabled: felix('VXLANEnabled', (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)), 'The VXLAN overlay (vxlan.calico): unset means "when an IP pool has vxlanMode Always or CrossSubnet", as Felix.', { format: (v) => (v === undefined ? '' : String(v)) }),
   VXLANVNI: felix('VXLANVNI', asNumber, 'VXLAN network identifier of vxlan.calico.'),
   VXLANPort: felix('VXLANPort', asNumber, 'UDP port of the VXLAN overlay.'),
+  AllowVXLANPacketsFromWorkloads: felix('AllowVXLANPacketsFromWorkloads', asBool, 'Let workloads send VXLAN (UDP to VXLANPort); false: dropped first thing in their egress chains, as Felix, since encapsulation would carry traffic around policy.'),
+  AllowIPIPPacketsFromWorkloads: felix('AllowIPIPPacketsFromWorkloads', asBool, 'Let workloads send IP-in-IP; false: dropped first thing in their egress chains, as Felix.'),
   VXLANMTU: felix('VXLANMTU', asNumber, 'MTU of vxlan.calico; 0: the underlay device\'s MTU less 50.'),
   FelixHostname: felix('FelixHostname', asString, 'This node\'s name: the endpoints whose node is this name are local.', { default: () => hostname().toLowerCase() }),
   LogSeverityScreen: felix('LogSeverityScreen', spelled(LOG_SEVERITIES), 'Lowest severity logged: Trace, Debug, Info, Warning, Error, Fatal.', {

@@ -12,7 +12,7 @@ export interface DesiredIPSet {
   members: Set<string>;
 }
 
-export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'config';
+export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'overlay' | 'config';
 
 export class DesiredState {
   readonly ipsets = new Map<string, DesiredIPSet>();
@@ -29,6 +29,13 @@ export class DesiredState {
    */
   hostIfaces: ReadonlyMap<string, readonly string[]> | undefined;
   readonly pools = new Map<string, IPAMPool>();
+  /**
+   * What the overlay input rules need: the IP pools that use VXLAN (from the pools' own
+   * RouteUpdates, as the VXLAN manager learns them) and each node's VTEP parent addresses
+   * (Felix's all-vxlan-net set), by node.
+   */
+  readonly vxlanPools = new Set<string>();
+  readonly vtepParents = new Map<string, { v4: string; v6: string }>();
   config: Record<string, string> = {};
   inSync = false;
   /** Keys changed since the last takeDirty(), by kind. */
@@ -130,6 +137,25 @@ export class DesiredState {
       case 'IPAMPoolRemove':
         this.pools.delete(m.id);
         this.#mark('pool', m.id);
+        return;
+      case 'RouteUpdate': {
+        const r = m.route;
+        const vxlanPool = r.types === 0 && r.ipPoolType === 'VXLAN';
+        if (vxlanPool === this.vxlanPools.has(r.dst)) return;
+        if (vxlanPool) this.vxlanPools.add(r.dst);
+        else this.vxlanPools.delete(r.dst);
+        this.#mark('overlay', '');
+        return;
+      }
+      case 'RouteRemove':
+        if (this.vxlanPools.delete(m.dst)) this.#mark('overlay', '');
+        return;
+      case 'VXLANTunnelEndpointUpdate':
+        this.vtepParents.set(m.vtep.node, { v4: m.vtep.parentDeviceIp, v6: m.vtep.parentDeviceIpv6 });
+        this.#mark('overlay', '');
+        return;
+      case 'VXLANTunnelEndpointRemove':
+        if (this.vtepParents.delete(m.node)) this.#mark('overlay', '');
         return;
       case 'HostMetadataUpdate':
       case 'HostMetadataRemove':

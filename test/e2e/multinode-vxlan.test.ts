@@ -109,6 +109,24 @@ describe(`e2e: pods across three nodes over VXLAN (etcd, ${mode})`, { skip, time
     assert.match(routeTo(m1, '10.66.1.0/26'), /blackhole/);
   });
 
+  it('VXLAN to a node is taken only from other nodes\' VTEPs: from any other host it is dropped on input (all-vxlan-net)', async () => {
+    const m1 = n1();
+    const mac = (JSON.parse(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-j', 'link', 'show', 'vxlan.calico'])) as Array<{ address: string }>)[0]?.address as string;
+    const rx = () => (JSON.parse(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-s', '-j', 'link', 'show', 'vxlan.calico'])) as Array<{ stats64: { rx: { packets: number } } }>)[0]?.stats64.rx.packets as number;
+    // A VXLAN frame (VNI 4096) carrying an IPv4 header for node1's pod, sent from `ns`.
+    const send = (ns: string) => {
+      const script = `const d=require('dgram').createSocket('udp4');const m=Buffer.from(process.argv[1],'hex');d.send(m,4789,'${m1.node.ip}',()=>d.close());`;
+      const inner = `${mac.replace(/:/g, '')}66aabbccddee0800` + '4500001c0000000040010000' + '0a630001' + '0a42010a' + '0800f7ff00000000';
+      spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', script, `0800000000100000${inner}`], { stdio: 'ignore' });
+    };
+    const before = rx();
+    for (let i = 0; i < 5; i++) send(mn.underlay);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(rx(), before, 'VXLAN from the underlay router (not a node) reached vxlan.calico');
+    for (let i = 0; i < 5; i++) send(n2().node.lab.host);
+    assert.ok((await until(() => rx() >= before + 5, 3_000)) >= 0, `VXLAN from node2 was not taken: ${rx() - before} of 5`);
+  });
+
   it('a policy on node2 admits node1\'s pod and refuses node3\'s (remote pods in the rule\'s IP set)', async () => {
     etcd.put(`${PREFIX}/networkpolicies/e2e/db`, res('NetworkPolicy', 'db', { selector: "app == 'db'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [5432] } }] }, { namespace: 'e2e' }));
     assert.ok((await until(() => !tcp(n3(), n2(), 5432, 300))) >= 0, 'the policy never reached node2');

@@ -13,6 +13,7 @@ import { nftElement, renderNft } from '../../src/dataplane/backends/nft/text.js'
 import { DEFAULT_ACTIONS, logPrefix, portChunks, renderProtoRule } from '../../src/dataplane/render/policy.js';
 import { nftComment } from '../../src/dataplane/render/comments.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
+import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
 import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
@@ -270,5 +271,51 @@ describe('dataplane render: whole rulesets', () => {
   it('covers CIDRs and writes nft elements', () => {
     assert.deepEqual(coveringMembers(['10.0.0.1/32', '10.0.0.0/8', '11.0.0.0/8', '10.0.0.0/8', 'fd00::1/128', 'fd00::/8']), ['10.0.0.0/8', '11.0.0.0/8', 'fd00::/8']);
     assert.equal(nftElement('10.0.0.1,udp:53'), '10.0.0.1 . udp . 53');
+  });
+});
+
+describe('dataplane render: the overlay\'s static rules', () => {
+  const vxlanPool = { type: 'RouteUpdate' as const, route: { types: 0, ipPoolType: 'VXLAN' as const, dst: '10.65.0.0/16', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: false, vxlan: false, wireguard: false }, borrowed: false } };
+  const vtep = (node: string, parent: string) => ({ type: 'VXLANTunnelEndpointUpdate' as const, vtep: { node, mac: '66:00:00:00:00:01', ipv4Addr: '10.65.9.0', parentDeviceIp: parent, macV6: '', ipv6Addr: '', parentDeviceIpv6: '' } });
+  const input = (rs: Ruleset) => iptablesRuleLines('cali-INPUT', rs.tables.filter.get('cali-INPUT')?.rules ?? [], 4).map((l) => l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''));
+
+  it('accepts VXLAN to a local address only from known VTEPs, and lets it out to them, while a pool uses VXLAN (Felix\'s filterInputChain)', () => {
+    const state = new DesiredState();
+    state.apply([vxlanPool, vtep('node2', '10.99.0.12'), vtep('node3', '10.99.1.13')]);
+    const rs = renderRuleset(state, config(), 4, 'iptables');
+    assert.deepEqual(input(rs).slice(0, 2), [
+      '-A cali-INPUT -m comment --comment "Allow IPv4 VXLAN packets from allowed hosts" -p udp -m multiport --destination-ports 4789 -m set --match-set cali40all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT',
+      '-A cali-INPUT -m comment --comment "Drop IPv4 VXLAN packets from non-allowed hosts" -p udp -m multiport --destination-ports 4789 -m addrtype --dst-type LOCAL -j DROP',
+    ]);
+    assert.deepEqual(rs.sets.get('cali40all-vxlan-net')?.members, ['10.99.0.12', '10.99.1.13']);
+    const output = rs.tables.filter.get('cali-OUTPUT')?.rules.map((r) => r.comment ?? '');
+    assert.ok(output?.includes('Allow IPv4 VXLAN packets to other allowed hosts'));
+    // IPv6 VXLAN is not programmed: no rules for it.
+    assert.equal(renderRuleset(state, config(), 6, 'iptables').sets.has('cali60all-vxlan-net'), false);
+  });
+
+  it('has neither the rules nor the set without VXLAN, and VXLANEnabled overrides the pools', () => {
+    const state = new DesiredState();
+    state.apply([vtep('node2', '10.99.0.12')]);
+    assert.match(input(renderRuleset(state, config(), 4, 'iptables'))[0] as string, /-i cali\+ -g cali-wl-to-host/);
+    assert.equal(renderRuleset(state, config(), 4, 'iptables').sets.has('cali40all-vxlan-net'), false);
+    const on = renderRuleset(state, { ...config(), VXLANEnabled: true, VXLANPort: 8472 }, 4, 'iptables');
+    assert.match(input(on)[0] as string, /--destination-ports 8472 .*-j ACCEPT$/);
+    state.apply([vxlanPool]);
+    assert.equal(renderRuleset(state, { ...config(), VXLANEnabled: false }, 4, 'iptables').sets.has('cali40all-vxlan-net'), false);
+  });
+
+  it('drops VXLAN (to VXLANPort) and IPIP from workloads unless Allow*PacketsFromWorkloads', () => {
+    const ep = stateOf(wep('web', 'node1', '10.65.0.10', { app: 'web' })).weps.values().next().value as WorkloadEndpoint;
+    const comments = (cfg: ReturnType<typeof config>) => {
+      const rs = renderRuleset(stateOf(wep('web', 'node1', '10.65.0.10', { app: 'web' })), cfg, 4, 'iptables');
+      const chain = [...rs.tables.filter.values()].find((c) => c.name.startsWith('cali-fw-') && c.name.endsWith(ep.name.slice(-4)));
+      return chain?.rules.filter((r) => r.comment?.includes('encapped')).map((r) => `${r.comment} ${JSON.stringify(r.match.find((m) => m.k === 'ports') ?? '')}`);
+    };
+    const all = comments({ ...config(), VXLANPort: 8472 });
+    assert.equal(all?.length, 2);
+    assert.match(all?.[0] as string, /Drop VXLAN encapped packets originating in workloads .*8472/);
+    assert.deepEqual(comments({ ...config(), AllowVXLANPacketsFromWorkloads: true })?.map((c) => c.split(' ')[1]), ['IPinIP']);
+    assert.deepEqual(comments({ ...config(), AllowVXLANPacketsFromWorkloads: true, AllowIPIPPacketsFromWorkloads: true }), []);
   });
 });

@@ -8,7 +8,7 @@ import type { Rule, Verdict } from './model.js';
 import { endpointChain, EP, policyChain, profileChain } from './names.js';
 import type { FilterActions, NamedChain, RenderContext } from './policy.js';
 
-type EndpointContext = Pick<RenderContext, 'marks' | 'iptables' | 'actions'>;
+type EndpointContext = Pick<RenderContext, 'marks' | 'iptables' | 'actions' | 'encapFromWorkloads'>;
 
 type ChainKind = 'normal' | 'untracked' | 'preDnat' | 'forward';
 
@@ -39,8 +39,10 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
   rules.push({ match: [], action: clearMark(marks.accept | marks.pass) });
   if (spec.failsafe) rules.push({ match: [], action: { k: 'jump', chain: spec.failsafe } });
   if (spec.dropEncap) {
-    rules.push({ match: [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: 4789, last: 4789 }] }], action: deny, comment: `${denyWord(deny)} VXLAN encapped packets originating in workloads` });
-    rules.push({ match: [{ k: 'proto', proto: 4 }], action: deny, comment: `${denyWord(deny)} IPinIP encapped packets originating in workloads` });
+    const encap = ctx.encapFromWorkloads ?? { vxlanPort: 4789, allowVxlan: false, allowIpip: false };
+    const port = encap.vxlanPort;
+    if (!encap.allowVxlan) rules.push({ match: [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] }], action: deny, comment: `${denyWord(deny)} VXLAN encapped packets originating in workloads` });
+    if (!encap.allowIpip) rules.push({ match: [{ k: 'proto', proto: 4 }], action: deny, comment: `${denyWord(deny)} IPinIP encapped packets originating in workloads` });
   }
   for (const tier of spec.tiers) {
     const policies = spec.dir === 'in' ? tier.ingressPolicies : tier.egressPolicies;

@@ -37,6 +37,8 @@ export interface RenderContext {
   actions: FilterActions;
   /** WorkloadSourceSpoofing Any: endpoints may be exempt from the reverse-path check. */
   spoofing?: boolean;
+  /** Workload egress drops encapsulated traffic (VXLAN to this port, IPIP) unless allowed (Allow*PacketsFromWorkloads). */
+  encapFromWorkloads?: { vxlanPort: number; allowVxlan: boolean; allowIpip: boolean } | undefined;
   /** FloatingIPs Enabled: workloads' ipNATs are programmed. */
   floatingIps?: boolean;
 }

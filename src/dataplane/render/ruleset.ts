@@ -11,7 +11,7 @@ import { allocateMarks } from './marks.js';
 import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
 import { actionsIn, type FilterActions, type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
-import { addStaticChains, ALL_POOLS_SET, DISPATCH, FIP_DNAT, FIP_SNAT, MASQ_POOLS_SET, RPF_SKIP } from './static.js';
+import { addStaticChains, ALL_POOLS_SET, ALL_VXLAN_SET, DISPATCH, FIP_DNAT, FIP_SNAT, MASQ_POOLS_SET, type Overlay, overlayChains, RPF_SKIP, type StaticOptions } from './static.js';
 
 export type RenderConfig = Pick<
   Config,
@@ -26,6 +26,10 @@ export type RenderConfig = Pick<
   | 'NftablesFilterAllowAction'
   | 'NftablesMangleAllowAction'
   | 'NftablesFilterDenyAction'
+  | 'VXLANEnabled'
+  | 'VXLANPort'
+  | 'AllowVXLANPacketsFromWorkloads'
+  | 'AllowIPIPPacketsFromWorkloads'
   | 'LogPrefix' | 'LogActionRateLimit' | 'LogActionRateLimitBurst' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
 >;
 
@@ -53,7 +57,17 @@ export interface Fragment {
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
   const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
   const log = { prefix: config.LogPrefix, rateLimit: config.LogActionRateLimit, burst: config.LogActionRateLimitBurst };
-  return { family, marks: allocateMarks(mask), iptables: style === 'iptables', log, actions: filterActions(config, style), spoofing: config.WorkloadSourceSpoofing === 'Any', floatingIps: config.FloatingIPs === 'Enabled' };
+  const encapFromWorkloads = { vxlanPort: config.VXLANPort, allowVxlan: config.AllowVXLANPacketsFromWorkloads, allowIpip: config.AllowIPIPPacketsFromWorkloads };
+  return {
+    family,
+    marks: allocateMarks(mask),
+    iptables: style === 'iptables',
+    log,
+    actions: filterActions(config, style),
+    spoofing: config.WorkloadSourceSpoofing === 'Any',
+    floatingIps: config.FloatingIPs === 'Enabled',
+    encapFromWorkloads,
+  };
 }
 
 /** As Felix's FilterAllowAction()/MangleAllowAction()/FilterDenyAction(): the Nftables* parameters in nftables mode, the Iptables* ones in iptables mode. */
@@ -67,10 +81,8 @@ function filterActions(config: RenderConfig, style: Style): FilterActions {
   };
 }
 
-/** Static chains, hooks and the empty dispatch maps. */
-export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset {
-  const rs = emptyRuleset(ctx.family);
-  addStaticChains(rs, {
+function staticOptions(config: RenderConfig, ctx: RenderContext): StaticOptions {
+  return {
     family: ctx.family,
     marks: ctx.marks,
     interfacePrefixes: config.InterfacePrefix,
@@ -79,8 +91,36 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
     natOutgoingAddress: config.NATOutgoingAddress,
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
-  });
+  };
+}
+
+/** Static chains, hooks and the empty dispatch maps. */
+export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset {
+  const rs = emptyRuleset(ctx.family);
+  addStaticChains(rs, staticOptions(config, ctx));
   return rs;
+}
+
+/**
+ * Whether VXLAN is on for this family: VXLANEnabled, or when unset an IP pool using VXLAN,
+ * as the VXLAN manager decides. IPv4 only, as the manager.
+ */
+export function overlayOf(state: Pick<DesiredState, 'vxlanPools'>, config: RenderConfig, family: Family): Overlay {
+  const vxlan = family === 4 && (config.VXLANEnabled ?? state.vxlanPools.size > 0);
+  return vxlan ? { vxlanPort: config.VXLANPort } : {};
+}
+
+/** cali-INPUT and cali-OUTPUT with the overlay's rules: they replace the static ones. */
+export function overlayFragment(state: Pick<DesiredState, 'vxlanPools'>, config: RenderConfig, ctx: RenderContext): Fragment {
+  return { chains: overlayChains(staticOptions(config, ctx), overlayOf(state, config, ctx.family)).map((c) => ({ table: 'filter' as const, ...c })), entries: [] };
+}
+
+/** all-vxlan-net (the VTEPs' underlay addresses) while VXLAN is on; its name either way, to remove it when off. */
+export function overlaySet(state: Pick<DesiredState, 'vxlanPools' | 'vtepParents'>, config: RenderConfig, family: Family): { name: string; set: IPSet | undefined } {
+  const name = ipSetName(family, ALL_VXLAN_SET);
+  if (overlayOf(state, config, family).vxlanPort === undefined) return { name, set: undefined };
+  const members = [...state.vtepParents.values()].map((p) => (family === 4 ? p.v4 : p.v6)).filter((a) => a !== '');
+  return { name, set: { name, kind: 'net', members: [...new Set(members)].sort() } };
 }
 
 const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({ table, name: c.name, rules: c.rules }));
@@ -180,6 +220,9 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
     rs.sets.set(set.name, set);
   }
   for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
+  const overlay = overlaySet(state, config, family).set;
+  if (overlay) rs.sets.set(overlay.name, overlay);
+  addFragment(rs, overlayFragment(state, config, ctx));
   for (const { name, tier, policy } of state.policies.values()) addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));

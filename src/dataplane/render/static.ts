@@ -93,6 +93,58 @@ export interface DispatchMaps {
   mangleFromHost: VerdictMap;
 }
 
+/**
+ * What the overlay adds to the static chains (Felix's VXLANEnabled, decided from the IP
+ * pools when unset): the VXLAN port, when VXLAN is on for this family.
+ */
+export interface Overlay {
+  vxlanPort?: number | undefined;
+}
+
+/** Felix's IPSetIDAllVXLANSourceNets: the underlay addresses of every node's VTEP. */
+export const ALL_VXLAN_SET = 'all-vxlan-net';
+
+/**
+ * cali-INPUT and cali-OUTPUT, as Felix's filterInputChain / filterOutputChain. With VXLAN
+ * on, VXLAN to a local address is accepted only from known VTEPs and dropped from anyone
+ * else (so no host can inject packets into the overlay), and VXLAN to other VTEPs is let
+ * out whatever host-endpoint policy says (or a host policy could cut the overlay).
+ */
+export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name: string; rules: Rule[] }> {
+  const { marks } = o;
+  const allow = o.actions.filterAllow;
+  const acceptIfMarked = (comment?: string): Rule => ({ match: [markSet(marks.accept)], action: allow, comment });
+  const vxlanSet = ipSetName(o.family, ALL_VXLAN_SET);
+  const v = o.family === 4 ? 'IPv4' : 'IPv6';
+  const vxlan = (port: number): Match[] => [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] }];
+
+  const input: Rule[] = [];
+  if (overlay.vxlanPort !== undefined) {
+    const local: Match = { k: 'addrType', dir: 'dst', type: 'LOCAL' };
+    input.push(
+      { match: [...vxlan(overlay.vxlanPort), { k: 'set', dir: 'src', set: vxlanSet }, local], action: allow, comment: `Allow ${v} VXLAN packets from allowed hosts` },
+      { match: [...vxlan(overlay.vxlanPort), local], action: { k: 'drop' }, comment: `Drop ${v} VXLAN packets from non-allowed hosts` },
+    );
+  }
+  for (const p of o.interfacePrefixes) input.push({ match: [{ k: 'iface', dir: 'in', name: wildcard(p) }], action: { k: 'goto', chain: 'cali-wl-to-host' } });
+  input.push(acceptIfMarked(), { match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+
+  const output: Rule[] = [acceptIfMarked()];
+  for (const p of o.interfacePrefixes) output.push({ match: [{ k: 'iface', dir: 'out', name: wildcard(p) }], action: { k: 'return' }, comment: 'Return if to workload' });
+  if (overlay.vxlanPort !== undefined) {
+    output.push({
+      match: [...vxlan(overlay.vxlanPort), { k: 'addrType', dir: 'src', type: 'LOCAL' }, { k: 'set', dir: 'dst', set: vxlanSet }],
+      action: allow,
+      comment: `Allow ${v} VXLAN packets to other allowed hosts`,
+    });
+  }
+  output.push({ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  return [
+    { name: 'cali-INPUT', rules: input },
+    { name: 'cali-OUTPUT', rules: output },
+  ];
+}
+
 export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const { marks, family } = o;
   // Felix accepts with its configured allow action in the filter and mangle tables; raw accepts.
@@ -101,11 +153,8 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const fromWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'in', name: wildcard(p) }]);
   const toWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'out', name: wildcard(p) }]);
 
-  // filter
-  const input: Rule[] = [];
-  for (const m of fromWorkload()) input.push({ match: m, action: { k: 'goto', chain: 'cali-wl-to-host' } });
-  input.push(acceptIfMarked(), { match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
-  addChain(rs, 'filter', 'cali-INPUT', input);
+  // filter (cali-INPUT and cali-OUTPUT depend on the overlay too: see overlayChains)
+  for (const c of overlayChains(o, {})) addChain(rs, 'filter', c.name, c.rules);
 
   const toHost: Rule[] = [];
   if (family === 6) {
@@ -126,10 +175,6 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   forward.push({ match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } }, acceptIfMarked('Policy explicitly accepted packet.'));
   addChain(rs, 'filter', 'cali-FORWARD', forward);
 
-  const output: Rule[] = [acceptIfMarked()];
-  for (const m of toWorkload()) output.push({ match: m, action: { k: 'return' }, comment: 'Return if to workload' });
-  output.push({ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
-  addChain(rs, 'filter', 'cali-OUTPUT', output);
 
   for (const table of ['filter', 'raw', 'mangle'] as const) {
     addChain(rs, table, 'cali-failsafe-in', failsafeChain(o, 'in', table, allowIn[table]));

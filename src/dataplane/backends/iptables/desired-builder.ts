@@ -10,7 +10,7 @@ import { TABLES } from '../../render/model.js';
 import { ipSetName } from '../../render/names.js';
 import type { RenderContext } from '../../render/policy.js';
 import {
-  contextOf, floatingIpFragment, type Fragment, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
+  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySet, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import type { Desired } from './state.js';
 import { iptablesChainLines, iptablesRuleLines } from './text.js';
@@ -80,6 +80,7 @@ export class IptablesDesiredBuilder {
     }
     for (const id of state.ipsets.keys()) this.#ipset(state, id);
     this.#pools(state);
+    this.#overlay(state);
     for (const k of state.policies.keys()) this.#policy(state, k);
     for (const k of state.profiles.keys()) this.#profile(state, k);
     for (const k of state.weps.keys()) this.#wep(state, k);
@@ -92,6 +93,7 @@ export class IptablesDesiredBuilder {
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
     for (const id of dirty.get('ipset') ?? []) this.#ipset(state, id);
     if (dirty.has('pool')) this.#pools(state);
+    if (dirty.has('overlay')) this.#overlay(state);
     for (const k of dirty.get('policy') ?? []) this.#policy(state, k);
     for (const k of dirty.get('profile') ?? []) this.#profile(state, k);
     for (const k of dirty.get('wep') ?? []) this.#wep(state, k);
@@ -177,6 +179,13 @@ export class IptablesDesiredBuilder {
 
   #pools(state: DesiredState): void {
     for (const set of poolSets(state.pools.values(), this.family)) this.#setSet(set, set.name);
+  }
+
+  // cali-INPUT/cali-OUTPUT and all-vxlan-net follow whether VXLAN is on and who the VTEPs are.
+  #overlay(state: DesiredState): void {
+    const { name, set } = overlaySet(state, this.#config, this.family);
+    this.#setSet(set, name);
+    this.#replace('overlay', overlayFragment(state, this.#config, this.#ctx));
   }
 
   #policy(state: DesiredState, k: string): void {

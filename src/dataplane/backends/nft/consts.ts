@@ -22,6 +22,10 @@ export const concatType = (...types: number[]) => types.reduce((acc, t) => (acc 
 export const LOG_LEVEL_INFO = 6;
 export const REJECT_ICMP_UNREACH = 0;
 export const FIB_RESULT_OIF = 1;
+export const FIB_RESULT_ADDRTYPE = 3;
+export const FIB_F_DADDR = 2;
+/** RTN_LOCAL: what `fib daddr type local` compares the address type with. */
+export const RTN_LOCAL = 2;
 export const FIB_F_SADDR = 1;
 export const FIB_F_MARK = 4;
 export const FIB_F_IIF = 8;

@@ -7,7 +7,7 @@ import type { Family } from '../../render/model.js';
 import { nftChainName } from './text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
-  contextOf, floatingIpFragment, type Fragment, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySet, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
@@ -42,6 +42,7 @@ export class NftDesiredBuilder {
     this.#owned.clear();
     for (const id of state.ipsets.keys()) this.#ipset(state, id);
     this.#pools(state);
+    this.#overlay(state);
     for (const key of state.policies.keys()) this.#policy(state, key);
     for (const key of state.profiles.keys()) this.#profile(state, key);
     for (const key of state.weps.keys()) this.#wep(state, key);
@@ -55,6 +56,7 @@ export class NftDesiredBuilder {
     this.desired.dirty ??= { chains: new Set(), sets: new Set() };
     for (const id of dirty.get('ipset') ?? []) this.#ipset(state, id);
     if (dirty.has('pool')) this.#pools(state);
+    if (dirty.has('overlay')) this.#overlay(state);
     for (const key of dirty.get('policy') ?? []) this.#policy(state, key);
     for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
@@ -83,6 +85,16 @@ export class NftDesiredBuilder {
       this.desired.sets.set(d.name, d);
       this.#markSet(d.name);
     }
+  }
+
+  // cali-INPUT/cali-OUTPUT and all-vxlan-net follow whether VXLAN is on and who the VTEPs are.
+  #overlay(state: DesiredState): void {
+    const { name, set } = overlaySet(state, this.#config, this.family);
+    const nftName = nftSetName(name);
+    if (set) this.desired.sets.set(nftName, desiredSetOf(this.family, set));
+    else this.desired.sets.delete(nftName);
+    this.#markSet(nftName);
+    this.#replace('overlay', overlayFragment(state, this.#config, this.#ctx));
   }
 
   #policy(state: DesiredState, key: string): void {

@@ -11,7 +11,7 @@ import { nftChainName } from './text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {
-  CMP, CT_BITS, CT_STATE, FIB_F_IIF, FIB_F_MARK, FIB_F_SADDR, FIB_RESULT_OIF, LOG_LEVEL_INFO, LOOKUP_INVERT, NAT_TYPE, NFPROTO, REJECT_ICMP_UNREACH, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+  CMP, CT_BITS, CT_STATE, FIB_F_DADDR, FIB_F_IIF, FIB_F_MARK, FIB_F_SADDR, FIB_RESULT_ADDRTYPE, FIB_RESULT_OIF, RTN_LOCAL, LOG_LEVEL_INFO, LOOKUP_INVERT, NAT_TYPE, NFPROTO, REJECT_ICMP_UNREACH, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
 } from './consts.js';
 import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys.js';
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
@@ -147,7 +147,9 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
       return;
     }
     case 'addrType':
-      throw new Error('address-type matches are not supported by the native nftables backend');
+      // fib daddr|saddr type [!=] local: the address type (RTN_*) into a register, compared.
+      e.push(expr('fib', { dreg: u32(REG.r1), result: u32(FIB_RESULT_ADDRTYPE), flags: u32(m.dir === 'src' ? FIB_F_SADDR : FIB_F_DADDR) }), cmp(u32(RTN_LOCAL), neg));
+      return;
     case 'rpfFailed':
       // fib saddr . mark . iif oif 0: the route back to the source does not leave by the input interface.
       e.push(expr('fib', { dreg: u32(REG.r1), result: u32(FIB_RESULT_OIF), flags: u32(FIB_F_SADDR | FIB_F_MARK | FIB_F_IIF) }), cmp(u32(0)));

@@ -4,13 +4,14 @@ import type { Config } from '../config/params.js';
 import { refusal } from '../config/refusal.js';
 import type { Logger } from '../log.js';
 import { Etcd3Client } from './etcdv3/client.js';
-import { EtcdSyncer } from './etcdv3/etcd-syncer.js';
+import { EtcdSyncer, IPAM_AFFINITY_PREFIX } from './etcdv3/etcd-syncer.js';
 import { FileSyncer } from './file/file-syncer.js';
 import { KddSyncer } from './kdd/kdd-syncer.js';
 import { KubeConfigError, loadKubeEndpoint } from './kdd/kubeconfig.js';
 import { HttpKubeTransport } from './kdd/transport.js';
 import { ConnectionAttemptTracker, TyphaDiscoverer } from './typha/discovery.js';
 import { TyphaSyncer } from './typha/typha-syncer.js';
+import { KEY_PREFIX } from './keys.js';
 import type { ModelSyncer, Syncer } from './types.js';
 
 export { KEY_PREFIX, keyOf, pluralOf, refOfKey } from './keys.js';
@@ -66,16 +67,34 @@ export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelS
   if (config.TyphaAddr || config.TyphaK8sServiceName) return typhaSyncer(config, log);
   if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
   if (config.DatastoreType === 'kubernetes') return kddSyncer(config, log);
+  return new EtcdSyncer({ client: etcdClient(config), log });
+}
+
+/**
+ * The datastore as calico-node's BGP side reads it (confd's BGP syncer): nodes, IP pools,
+ * BGP configurations and peers, and block affinities - never through Typha, whose server
+ * here serves Felix's syncer only.
+ */
+export function createBgpSyncer(config: SyncerConfig, log: Logger): Syncer {
+  if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
+  if (config.DatastoreType === 'kubernetes') {
+    const endpoint = kubeEndpoint();
+    log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore (BGP resources)');
+    return new KddSyncer({ transport: new HttpKubeTransport(endpoint), log, syncer: 'bgp' });
+  }
+  return new EtcdSyncer({ client: etcdClient(config), log, prefixes: [KEY_PREFIX, IPAM_AFFINITY_PREFIX] });
+}
+
+function etcdClient(config: SyncerConfig): Etcd3Client {
   const refused = refusal(config, 'local');
   if (refused) throw new ConfigError(refused);
-  const client = new Etcd3Client({
+  return new Etcd3Client({
     endpoints: config.EtcdEndpoints,
     timeoutMs: Math.max(1, Math.round(config.EtcdTimeout * 1000)),
     ...(config.EtcdCaFile ? { caFile: config.EtcdCaFile } : {}),
     ...(config.EtcdCertFile ? { certFile: config.EtcdCertFile } : {}),
     ...(config.EtcdKeyFile ? { keyFile: config.EtcdKeyFile } : {}),
   });
-  return new EtcdSyncer({ client, log });
 }
 
 function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {

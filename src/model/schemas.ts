@@ -1,6 +1,7 @@
 // zod schemas for Calico v3 resources in the calicoctl shape (apiVersion, kind, metadata,
 // spec). Field names and rules follow projectcalico.org/v3 and Calico's validator; unknown
 // fields are dropped (a newer Calico may add fields) rather than refused.
+import { asNumber, bgpConfigurationSpec, bgpPeerSpec, blockAffinitySpec } from './bgp.js';
 import { blockSchema } from './ipam.js';
 import { z } from 'zod';
 
@@ -17,13 +18,19 @@ export type ProtocolName = (typeof PROTOCOL_NAMES)[number];
 /** Protocols whose rules may match on ports. */
 export const PORT_PROTOCOLS: ReadonlySet<string> = new Set(['TCP', 'UDP', 'SCTP', 'UDPLite', '6', '17', '132', '136']);
 
-const selector = z.string().superRefine((s, ctx) => {
+function selectorIssue(s: string): string | undefined {
   try {
     parseSelector(s);
+    return undefined;
   } catch (e) {
     if (!(e instanceof SelectorError)) throw e;
-    ctx.addIssue({ code: 'custom', message: `invalid selector: ${e.reason} at position ${e.position}; expected ${e.expected}, found ${e.found}` });
+    return `invalid selector: ${e.reason} at position ${e.position}; expected ${e.expected}, found ${e.found}`;
   }
+}
+
+const selector = z.string().superRefine((s, ctx) => {
+  const issue = selectorIssue(s);
+  if (issue) ctx.addIssue({ code: 'custom', message: issue });
 });
 
 const cidr = z.string().refine((s) => parseCidr(s) !== undefined, { error: 'expected an IP address or CIDR, e.g. 10.0.0.0/8' });
@@ -241,6 +248,22 @@ export const schemas = {
   // An IPAM block as Calico stores it (etcd's /calico/ipam/v2/assignment/ keys, the
   // ipamblocks CRD): named after its CIDR ("10.65.1.0-26"), its spec the block itself.
   IPAMBlock: resource('IPAMBlock', globalMeta, blockSchema),
+  // BGP (palisade bgp, as calico-node's confd): the cluster's and nodes' BGP settings,
+  // explicit peerings, and which blocks are affine to which node.
+  BGPConfiguration: resource('BGPConfiguration', globalMeta, bgpConfigurationSpec),
+  BGPPeer: resource(
+    'BGPPeer',
+    globalMeta,
+    bgpPeerSpec.superRefine((s, ctx) => {
+      for (const field of ['nodeSelector', 'peerSelector'] as const) {
+        const text = s[field];
+        if (text === undefined) continue;
+        const issue = selectorIssue(text);
+        if (issue) ctx.addIssue({ code: 'custom', path: [field], message: issue });
+      }
+    }),
+  ),
+  BlockAffinity: resource('BlockAffinity', globalMeta, blockAffinitySpec),
   Tier: resource('Tier', globalMeta, z.object({ order: z.number().finite().optional(), defaultAction: z.enum(['Deny', 'Pass']).optional() })),
   Profile: resource(
     'Profile',
@@ -315,12 +338,13 @@ export const schemas = {
   Node: resource(
     'Node',
     globalMeta,
-    z.object({
+    // A Node without a spec (or `spec:` left empty) has no BGP addresses yet.
+    z.preprocess((v) => v ?? {}, z.object({
       bgp: z
         .object({
           ipv4Address: cidr.optional(),
           ipv6Address: cidr.optional(),
-          asNumber: z.union([z.number(), z.string()]).optional(),
+          asNumber: asNumber.optional(),
           ipv4IPIPTunnelAddr: ip.optional(),
           routeReflectorClusterID: z.string().optional(),
         })
@@ -330,7 +354,7 @@ export const schemas = {
       vxlanTunnelMACAddr: mac.optional(),
       ipv6VXLANTunnelAddr: ip.optional(),
       vxlanTunnelMACAddrV6: mac.optional(),
-    }),
+    })),
   ),
 } as const;
 

@@ -8,6 +8,7 @@
 // (`/calico/ipam/v2/assignment/`, libcalico-go's v1 layout), which go on as IPAMBlock
 // resources so every datastore hands the same kinds to the update processors.
 import type { Logger } from '../../log.js';
+import { affinityName } from '../../model/bgp.js';
 import { blockName } from '../../model/ipam.js';
 import { KEY_PREFIX } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
@@ -25,23 +26,44 @@ export interface EtcdSyncerOptions {
 }
 
 export const IPAM_BLOCK_PREFIX = '/calico/ipam/v2/assignment/';
+/** Block affinities, which only `palisade bgp` reads (as confd's BGP syncer). */
+export const IPAM_AFFINITY_PREFIX = '/calico/ipam/v2/host/';
 const BLOCK_KEY = /^\/calico\/ipam\/v2\/assignment\/ipv[46]\/block\/([^/]+)$/;
+const AFFINITY_KEY = /^\/calico\/ipam\/v2\/host\/([^/]+)\/ipv[46]\/block\/([^/]+)$/;
 
-/** The resource key an etcd key goes on under: itself, or for an IPAM block its IPAMBlock key; undefined for keys that are neither. */
-function resourceKeyOf(key: string): string | undefined {
-  if (key.startsWith(KEY_PREFIX)) return key;
-  const m = BLOCK_KEY.exec(key);
-  return m ? `${KEY_PREFIX}ipamblocks/${blockName((m[1] as string).replace('-', '/'))}` : undefined;
+const cidrOfKeyPart = (part: string) => `${part.slice(0, part.lastIndexOf('-'))}/${part.slice(part.lastIndexOf('-') + 1)}`;
+
+/**
+ * The resource an etcd key goes on as: itself; an IPAM block as its IPAMBlock; an
+ * affinity as its BlockAffinity (node and CIDR from the key). Undefined for other keys.
+ */
+function resourceOf(key: string): { key: string; wrap?: (v: unknown) => unknown } | undefined {
+  if (key.startsWith(KEY_PREFIX)) return { key };
+  const b = BLOCK_KEY.exec(key);
+  if (b) {
+    const name = blockName(cidrOfKeyPart(b[1] as string));
+    return { key: `${KEY_PREFIX}ipamblocks/${name}`, wrap: (v) => ({ apiVersion: 'projectcalico.org/v3', kind: 'IPAMBlock', metadata: { name }, spec: v }) };
+  }
+  const a = AFFINITY_KEY.exec(key);
+  if (a) {
+    const node = a[1] as string;
+    const cidr = cidrOfKeyPart(a[2] as string);
+    const name = affinityName(node, cidr);
+    const wrap = (v: unknown) => ({ apiVersion: 'projectcalico.org/v3', kind: 'BlockAffinity', metadata: { name }, spec: { ...(v as object), node, cidr } });
+    return { key: `${KEY_PREFIX}blockaffinities/${name}`, wrap };
+  }
+  return undefined;
 }
 
 // A key's stored text as an Update; undecodable JSON goes on with the reason, and the
 // validation filter drops it. A block's JSON becomes the spec of its IPAMBlock resource.
 function updateOf(key: string, text: string, revision: string): Update | undefined {
-  const rkey = resourceKeyOf(key);
-  if (!rkey) return undefined;
+  const r = resourceOf(key);
+  if (!r) return undefined;
+  const rkey = r.key;
   try {
     const v = JSON.parse(text) as unknown;
-    const value = rkey === key ? v : { apiVersion: 'projectcalico.org/v3', kind: 'IPAMBlock', metadata: { name: rkey.slice(rkey.lastIndexOf('/') + 1) }, spec: v };
+    const value = r.wrap ? r.wrap(v) : v;
     return { key: rkey, value, revision, source: `etcd ${key}` };
   } catch (e) {
     return { key: rkey, value: null, revision, source: `etcd ${key}`, decodeError: `value is not JSON: ${(e as Error).message}` };
@@ -49,8 +71,8 @@ function updateOf(key: string, text: string, revision: string): Update | undefin
 }
 
 function deletionOf(key: string, revision: string): Update | undefined {
-  const rkey = resourceKeyOf(key);
-  return rkey ? { key: rkey, value: null, revision } : undefined;
+  const r = resourceOf(key);
+  return r ? { key: r.key, value: null, revision } : undefined;
 }
 
 export class EtcdSyncer implements Syncer {

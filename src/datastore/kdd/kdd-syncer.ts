@@ -13,7 +13,7 @@ import type { Logger } from '../../log.js';
 import { keyOf } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
 import { k8sClusterNetworkPolicyToCalico } from './conversion/cluster-network-policy.js';
-import { CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
+import { BGP_CRDS, CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
 import { type EndpointSlice, endpointSliceToCalico } from './conversion/endpoint-slice.js';
 import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
 import { k8sNodeToCalico } from './conversion/node.js';
@@ -43,6 +43,8 @@ export interface KddSyncerOptions {
   backoffMs?: { min: number; max: number };
   /** How long before a resource type the server lacks is listed again. */
   missingApiRetryMs?: number;
+  /** What to read: Felix's resources (default), or the BGP syncer's (nodes, IP pools, BGP CRDs). */
+  syncer?: 'felix' | 'bgp';
 }
 
 const calicoKey = (r: Record<string, unknown>) => {
@@ -62,6 +64,15 @@ function sourcesFor(prefix: string): Source[] {
     { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
     { path: '/apis/discovery.k8s.io/v1/endpointslices', convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }) },
     ...CALICO_CRDS.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
+  ];
+}
+
+/** As confd's BGP syncer: nodes, IP pools, BGP configurations and peers, block affinities. */
+function bgpSources(): Source[] {
+  const calico = [['IPPool', 'ippools'] as const, ...BGP_CRDS];
+  return [
+    { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
+    ...calico.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
   ];
 }
 
@@ -88,7 +99,7 @@ export class KddSyncer implements Syncer {
   start(callbacks: SyncerCallbacks): void {
     this.#callbacks = callbacks;
     callbacks.onStatusUpdated(this.#status);
-    const sources = sourcesFor(this.#o.interfacePrefix ?? 'cali');
+    const sources = this.#o.syncer === 'bgp' ? bgpSources() : sourcesFor(this.#o.interfacePrefix ?? 'cali');
     sources.forEach((source, i) => {
       const r = new Reflector(
         { transport: this.#o.transport, path: source.path, log: this.#o.log, ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}), ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}), ...(this.#o.missingApiRetryMs ? { missingApiRetryMs: this.#o.missingApiRetryMs } : {}) },

@@ -22,6 +22,13 @@ export const CALICO_CRDS = [
   ['IPAMBlock', 'ipamblocks'],
 ] as const;
 
+/** The CRDs calico-node's BGP side reads besides nodes and IP pools (`palisade bgp`). */
+export const BGP_CRDS = [
+  ['BGPConfiguration', 'bgpconfigurations'],
+  ['BGPPeer', 'bgppeers'],
+  ['BlockAffinity', 'blockaffinities'],
+] as const;
+
 export class CrdConversionError extends Error {
   readonly code = 'EKDDCRD';
 }

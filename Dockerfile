@@ -20,7 +20,7 @@ RUN bash scripts/docker-build.sh build
 FROM node:20-bookworm-slim AS runtime
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libnftnl11 libmnl0 libip4tc2 libip6tc2 libssl3 nftables iptables ipset iproute2 \
+      libnftnl11 libmnl0 libip4tc2 libip6tc2 libssl3 nftables iptables ipset iproute2 bird \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /src/package.json ./

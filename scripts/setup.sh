@@ -21,8 +21,9 @@ if (( node_major < 20 )); then
 fi
 
 # Build: compiler, node-gyp's python, OpenSSL for SHA-224 (selector UIDs), libnftnl and
-# libmnl for the native nftables backend, libiptc for native iptables-legacy. Run: iproute2, nftables, iptables, ipset.
-pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev iproute2 nftables iptables ipset)
+# libmnl for the native nftables backend, libiptc for native iptables-legacy. Run: iproute2, nftables, iptables, ipset;
+# bird (BIRD 1.6, the syntax Calico's own BIRD speaks) for `palisade bgp`.
+pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev iproute2 nftables iptables ipset bird)
 if [[ ${1:-} == --with-test-tools ]]; then
   pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev golang-go golang-github-golang-snappy-dev)
   # kubectl checks the tests' Kubernetes API server; Debian's client where none is installed.
@@ -43,6 +44,11 @@ if (( ${#missing[@]} )); then
   log "installing Debian packages: ${missing[*]}"
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian's bird package enables a host-wide BIRD service: palisade bgp runs its own BIRD
+  # (with its own socket), and nothing of ours may run in the host's network namespace.
+  if [[ " ${missing[*]} " == *" bird "* && -d /run/systemd/system ]]; then
+    "${sudo[@]}" systemctl disable --now bird.service bird6.service >/dev/null 2>&1 || true
+  fi
 fi
 
 if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then

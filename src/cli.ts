@@ -8,6 +8,7 @@ import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
 import { runSync, SYNC_USAGE } from './commands/sync.js';
 import { runTypha, TYPHA_USAGE } from './commands/typha.js';
+import { BGP_USAGE, runBgp } from './commands/bgp.js';
 import { VERSION } from './version.js';
 
 const USAGE = `palisade ${VERSION}: a Calico-Felix-compatible node network-policy agent
@@ -24,6 +25,8 @@ Commands:
              (nftables, or ipset + iptables-restore input); touches nothing
   typha      serve Typha's protocol: one datastore connection fanned out to every
              node's agent (or Felix)
+  bgp        calico-node's BGP side: render BIRD's configuration from the datastore
+             (as confd) and run BIRD
   config     print the effective configuration and the source of each value
   selector   parse a Calico selector, print its canonical form, UID and IP-set name,
              and evaluate it against labels
@@ -35,6 +38,7 @@ Examples:
   palisade agent --datastore-dir examples/ --hostname node1
   palisade sync --datastore-dir examples/ --hostname node1 --once
   palisade plan --datastore-dir examples/ --hostname node1 --dataplane nftables
+  palisade bgp --datastore-dir examples/ --hostname node1 --once
   palisade config --local
   palisade selector "app == 'web' && tier in {'fe', 'be'}" --labels app=web,tier=fe
   palisade selector --demo
@@ -60,6 +64,8 @@ export async function main(argv: string[]): Promise<number> {
       return runAgent(rest);
     case 'demo':
       return runDemo(rest);
+    case 'bgp':
+      return runBgp(rest);
     case 'typha':
       return runTypha(rest);
     case 'version':
@@ -72,7 +78,7 @@ export async function main(argv: string[]): Promise<number> {
     case '--help':
     case '-h': {
       const topic = rest[0];
-      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE, demo: DEMO_USAGE, typha: TYPHA_USAGE };
+      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE, demo: DEMO_USAGE, typha: TYPHA_USAGE, bgp: BGP_USAGE };
       console.log((topic && usages[topic]) ?? USAGE);
       return command === undefined ? 2 : 0;
     }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { Etcd3Client } from '../../src/datastore/etcdv3/client.js';
-import { EtcdSyncer } from '../../src/datastore/etcdv3/etcd-syncer.js';
+import { EtcdSyncer, IPAM_AFFINITY_PREFIX } from '../../src/datastore/etcdv3/etcd-syncer.js';
 import { KEY_PREFIX, keyOf } from '../../src/datastore/keys.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { validateResource } from '../../src/model/validate.js';
@@ -104,6 +104,26 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       await rec.waitFor(() => rec.state.has(`${KEY_PREFIX}ipamblocks/10.65.2.0-26`), 5000, 'a new block');
       etcd.del('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26');
       await rec.waitFor(() => !rec.state.has(key), 5000, 'the deleted block');
+    } finally {
+      await syncer.stop();
+      etcd.ctl(['del', '/calico/ipam/', '--prefix']);
+    }
+  });
+
+  it('with the BGP syncer\'s prefixes, reads block affinities (/calico/ipam/v2/host/) as BlockAffinity resources, node and CIDR from the key', async () => {
+    etcd.put('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26', '{"state":"confirmed","deleted":false}');
+    etcd.put('/calico/ipam/v2/host/node.two/ipv4/block/10.65.2.0-26', '{"state":"pending"}');
+    etcd.put('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26', '{"cidr":"10.65.1.0/26"}');
+    const { syncer, rec } = syncerFor(etcd.endpoint, { prefixes: [KEY_PREFIX, IPAM_AFFINITY_PREFIX] });
+    const key = `${KEY_PREFIX}blockaffinities/node1-10.65.1.0-26`;
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
+      assert.deepEqual([...rec.state.keys()].filter((k) => k.includes('/blockaffinities/') || k.includes('/ipamblocks/')).sort(), [`${KEY_PREFIX}blockaffinities/node.two-10.65.2.0-26`, key], 'affinities only: blocks are not on these prefixes');
+      const r = validateResource(rec.state.get(key));
+      assert.ok(r.ok && r.resource.kind === 'BlockAffinity', JSON.stringify(r));
+      assert.deepEqual(r.ok && r.resource.spec, { node: 'node1', cidr: '10.65.1.0/26', state: 'confirmed', deleted: false });
+      etcd.del('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26');
+      await rec.waitFor(() => !rec.state.has(key), 5000, 'the deleted affinity');
     } finally {
       await syncer.stop();
       etcd.ctl(['del', '/calico/ipam/', '--prefix']);

@@ -135,6 +135,23 @@ LinkResult AddVxlan(const VxlanSpec& spec) {
   return GetLink(spec.name);
 }
 
+// An IP-in-IP device with no fixed ends (what `ip link add NAME type ipip` makes; tunl0 is
+// the kernel's own when the ipip module loads). EOPNOTSUPP without the module.
+LinkResult AddIpip(const std::string& name, int mtu) {
+  char buf[512];
+  nlmsghdr* h = Header(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
+  auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ifinfomsg)));
+  ifi->ifi_family = AF_UNSPEC;
+  mnl_attr_put_strz(h, IFLA_IFNAME, name.c_str());
+  if (mtu) mnl_attr_put_u32(h, IFLA_MTU, static_cast<uint32_t>(mtu));
+  nlattr* info = mnl_attr_nest_start(h, IFLA_LINKINFO);
+  mnl_attr_put_strz(h, IFLA_INFO_KIND, "ipip");
+  mnl_attr_nest_end(h, info);
+  LinkResult r = Transact(h, [](const nlmsghdr*, LinkResult*) {});
+  if (r.sysErrno || r.err) return r;
+  return GetLink(name);
+}
+
 LinkResult SetLink(int index, int mtu, bool up) {
   char buf[256];
   nlmsghdr* h = Header(buf, RTM_NEWLINK, NLM_F_ACK);

@@ -1,4 +1,4 @@
-// linkGet(name), linkAddVxlan(spec), linkSet(index, mtu, up), linkDelete(index),
+// linkGet(name), linkAddVxlan(spec), linkAddIpip(name, mtu), linkSet(index, mtu, up), linkDelete(index),
 // addrChange(add, index, family, addrBytes, prefix), addrDump(index): Promises, I/O on
 // the libuv worker pool. The kernel refusing a request rejects with its errno (code
 // ELINK); a socket failure rejects with ESYS. TypeScript validates the arguments.
@@ -86,6 +86,16 @@ Napi::Value LinkAddVxlanFn(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value LinkAddIpipFn(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "linkAddIpip", [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsString()) throw MakeNativeError(env, "EINVAL", "linkAddIpip", "expected a name");
+    std::string name = info[0].As<Napi::String>();
+    const int mtu = IntArg(info, 1, "linkAddIpip");
+    return QueuePromise<LinkResult>(env, "linkAddIpip", [name, mtu]() { return AddIpip(name, mtu); }, Settler("linkAddIpip", false));
+  });
+}
+
 Napi::Value LinkSetFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "linkSet", [&]() -> Napi::Value {
@@ -134,6 +144,7 @@ Napi::Value AddrDumpFn(const Napi::CallbackInfo& info) {
 void RegisterLinks(Napi::Env env, Napi::Object exports) {
   exports.Set("linkGet", Napi::Function::New(env, LinkGetFn, "linkGet"));
   exports.Set("linkAddVxlan", Napi::Function::New(env, LinkAddVxlanFn, "linkAddVxlan"));
+  exports.Set("linkAddIpip", Napi::Function::New(env, LinkAddIpipFn, "linkAddIpip"));
   exports.Set("linkSet", Napi::Function::New(env, LinkSetFn, "linkSet"));
   exports.Set("linkDelete", Napi::Function::New(env, LinkDeleteFn, "linkDelete"));
   exports.Set("addrChange", Napi::Function::New(env, AddrChangeFn, "addrChange"));

@@ -72,6 +72,7 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
   const uint8_t* mac = p + 29;
   const uint8_t* gw = p + 35;
   const uint8_t rtype = p[51], rflags = p[52];
+  const uint8_t* prefsrc = p + 53;
   static const uint8_t kZero[16] = {};
   b->starts.push_back(b->used);
   nlmsghdr* h = mnl_nlmsg_put_header(b->buf.data() + b->used);
@@ -92,6 +93,7 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
     mnl_attr_put(h, RTA_DST, alen, addr);
     if (ifindex) mnl_attr_put_u32(h, RTA_OIF, ifindex);
     if (std::memcmp(gw, kZero, alen) != 0) mnl_attr_put(h, RTA_GATEWAY, alen, gw);
+    if (op == kRouteReplace && std::memcmp(prefsrc, kZero, alen) != 0) mnl_attr_put(h, RTA_PREFSRC, alen, prefsrc);
   } else if (op == kNeighReplace || op == kNeighDelete || op == kFdbReplace || op == kFdbDelete) {
     const bool fdb = op == kFdbReplace || op == kFdbDelete;
     const bool replace = op == kNeighReplace || op == kFdbReplace;
@@ -203,7 +205,7 @@ RouteDump DumpRoutes(int protocol) {
     const RequestStatus st = Request(s, h, [&](const nlmsghdr* m) {
       if (mnl_nlmsg_get_payload_len(m) < sizeof(rtmsg)) return;
       auto* r = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
-      if (r->rtm_protocol != protocol || r->rtm_table != RT_TABLE_MAIN) return;
+      if ((protocol >= 0 && r->rtm_protocol != protocol) || r->rtm_table != RT_TABLE_MAIN) return;
       const RouteAttrs a = ParseRouteAttrs(m);
       if (!a.dst) return;
       out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, AddrString(r->rtm_family, a.dst, r->rtm_dst_len), a.oif, r->rtm_protocol, r->rtm_scope, r->rtm_type,

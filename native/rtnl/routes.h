@@ -29,11 +29,12 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 // Op stream (little-endian): u8 op, u32 tag, u8 family (4|6), u32 ifindex,
 // u8 prefixLen, 16 bytes address (IPv4 in the first 4), u8 protocol, u8 scope,
 // 6 bytes MAC (neighbour and FDB ops), 16 bytes gateway (routes; all zero: none),
-// u8 route type (RTN_*, 0 meaning unicast), u8 route flags (RTNH_F_ONLINK).
+// u8 route type (RTN_*, 0 meaning unicast), u8 route flags (RTNH_F_ONLINK), 16 bytes
+// preferred source (route replaces; all zero: none).
 // Routes: no output interface when ifindex is 0 (a blackhole). FDB ops: the address is
 // the remote VTEP's IP (NDA_DST), the MAC its VTEP MAC, on the VXLAN device `ifindex`.
 enum RouteOp : uint8_t { kRouteReplace = 1, kRouteDelete = 2, kNeighReplace = 3, kNeighDelete = 4, kFdbReplace = 5, kFdbDelete = 6 };
-constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1;
+constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1 + 16;
 
 struct RouteFailure {
   uint32_t tag;
@@ -89,6 +90,7 @@ struct RouteDump {
   std::string sysWhat;
 };
 
+// protocol < 0: every protocol's routes.
 RouteDump DumpRoutes(int protocol);
 
 // Permanent neighbour (AF_INET/AF_INET6) and FDB (AF_BRIDGE) entries of one interface.

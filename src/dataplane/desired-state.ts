@@ -30,12 +30,13 @@ export class DesiredState {
   hostIfaces: ReadonlyMap<string, readonly string[]> | undefined;
   readonly pools = new Map<string, IPAMPool>();
   /**
-   * What the overlay input rules need: the IP pools that use VXLAN (from the pools' own
-   * RouteUpdates, as the VXLAN manager learns them) and each node's VTEP parent addresses
-   * (Felix's all-vxlan-net set), by node.
+   * What the overlay input rules need: the IP pools that use VXLAN or IPIP (from the
+   * pools' own RouteUpdates, as the overlay managers learn them), each node's VTEP parent
+   * addresses (Felix's all-vxlan-net set) and each node's address (all-hosts-net), by node.
    */
-  readonly vxlanPools = new Set<string>();
+  readonly overlayPools = new Map<string, 'VXLAN' | 'IPIP'>();
   readonly vtepParents = new Map<string, { v4: string; v6: string }>();
+  readonly hostAddrs = new Map<string, string>();
   config: Record<string, string> = {};
   inSync = false;
   /** Keys changed since the last takeDirty(), by kind. */
@@ -140,15 +141,15 @@ export class DesiredState {
         return;
       case 'RouteUpdate': {
         const r = m.route;
-        const vxlanPool = r.types === 0 && r.ipPoolType === 'VXLAN';
-        if (vxlanPool === this.vxlanPools.has(r.dst)) return;
-        if (vxlanPool) this.vxlanPools.add(r.dst);
-        else this.vxlanPools.delete(r.dst);
+        const type = r.types === 0 && (r.ipPoolType === 'VXLAN' || r.ipPoolType === 'IPIP') ? r.ipPoolType : undefined;
+        if (type === this.overlayPools.get(r.dst)) return;
+        if (type) this.overlayPools.set(r.dst, type);
+        else this.overlayPools.delete(r.dst);
         this.#mark('overlay', '');
         return;
       }
       case 'RouteRemove':
-        if (this.vxlanPools.delete(m.dst)) this.#mark('overlay', '');
+        if (this.overlayPools.delete(m.dst)) this.#mark('overlay', '');
         return;
       case 'VXLANTunnelEndpointUpdate':
         this.vtepParents.set(m.vtep.node, { v4: m.vtep.parentDeviceIp, v6: m.vtep.parentDeviceIpv6 });
@@ -158,7 +159,13 @@ export class DesiredState {
         if (this.vtepParents.delete(m.node)) this.#mark('overlay', '');
         return;
       case 'HostMetadataUpdate':
+        if (this.hostAddrs.get(m.hostname) === m.ipv4Addr) return;
+        if (m.ipv4Addr) this.hostAddrs.set(m.hostname, m.ipv4Addr);
+        else this.hostAddrs.delete(m.hostname);
+        this.#mark('overlay', '');
+        return;
       case 'HostMetadataRemove':
+        if (this.hostAddrs.delete(m.hostname)) this.#mark('overlay', '');
         return;
     }
   }

@@ -18,6 +18,7 @@ import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
 import { InterfaceTable } from './managers/interfaces.js';
 import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
+import { IpipManager } from './managers/ipip-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
 
@@ -60,7 +61,8 @@ export class DataplaneDriver {
   }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;
-  readonly #vxlan: VxlanManager | undefined;
+  /** The overlays' route managers (VXLAN, IPIP), refreshed with the routes. */
+  readonly #overlays: Array<VxlanManager | IpipManager>;
   readonly #managers: Manager[];
   readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
@@ -82,15 +84,25 @@ export class DataplaneDriver {
     const cfg = opts.config;
     this.#rules = opts.rules ?? createRulesBackend(cfg, this.#log);
     this.#managers = opts.managers?.(this.ifaces) ?? [
-      new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log),
-      new VxlanManager({ hostname: cfg.FelixHostname, enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU }, this.ifaces, this.#log),
+      new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log, {
+        protocol: cfg.DeviceRouteProtocol,
+        sourceV4: cfg.DeviceRouteSourceAddress,
+        sourceV6: cfg.DeviceRouteSourceAddressIPv6,
+        removeExternal: cfg.RemoveExternalRoutes,
+      }),
+      new VxlanManager({ hostname: cfg.FelixHostname, enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, routeProtocol: cfg.DeviceRouteProtocol }, this.ifaces, this.#log),
+      new IpipManager(
+        { hostname: cfg.FelixHostname, enabled: cfg.IpInIpEnabled, mtu: cfg.IpInIpMtu, tunnelAddr: cfg.IpInIpTunnelAddr, programRoutes: cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledIPIPOnly', routeProtocol: cfg.DeviceRouteProtocol },
+        this.ifaces,
+        this.#log,
+      ),
       new EndpointSysctlManager(cfg, this.ifaces, this.#log),
       new ConntrackManager(this.#log),
     ];
     // The managers the refresh timers and route events address directly (when present).
     this.#routes = this.#managers.find((m): m is RouteManager => m instanceof RouteManager);
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
-    this.#vxlan = this.#managers.find((m): m is VxlanManager => m instanceof VxlanManager);
+    this.#overlays = this.#managers.filter((m): m is VxlanManager | IpipManager => m instanceof VxlanManager || m instanceof IpipManager);
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }
@@ -107,7 +119,7 @@ export class DataplaneDriver {
     every(cfg.IpsetsRefreshInterval, () => this.#refresh('IP sets'));
     every(cfg.RouteRefreshInterval, () => {
       this.#routes?.markResync();
-      this.#vxlan?.markResync();
+      for (const o of this.#overlays) o.markResync();
       this.#schedule();
     });
     every(cfg.InterfaceRefreshInterval, () => {

@@ -133,6 +133,7 @@ export interface RawModule {
   neighDump(ifindex: number): Promise<RawNeigh[]>;
   linkGet(name: string): Promise<RawLink | undefined>;
   linkAddVxlan(spec: { name: string; vni: number; port: number; parent: number; localFamily: 0 | 4 | 6; local: Uint8Array; mac: Uint8Array | undefined; mtu: number }): Promise<RawLink>;
+  linkAddIpip(name: string, mtu: number): Promise<RawLink>;
   linkSet(index: number, mtu: number, up: boolean): Promise<undefined>;
   linkDelete(index: number): Promise<undefined>;
   addrChange(add: boolean, index: number, family: 4 | 6, addr: Uint8Array, prefix: number): Promise<undefined>;

@@ -44,7 +44,7 @@ export const RTN_BLACKHOLE = 6;
 export const RTNH_F_ONLINK = 4;
 
 const OP = { routeReplace: 1, routeDelete: 2, neighReplace: 3, neighDelete: 4, fdbReplace: 5, fdbDelete: 6 } as const;
-const OP_SIZE = 53;
+const OP_SIZE = 69;
 
 export interface RouteOp {
   op: keyof typeof OP;
@@ -62,6 +62,10 @@ export interface RouteOp {
   onlink?: boolean;
   /** Routes: link (default, a workload route) or universe. */
   scope?: 'link' | 'universe';
+  /** Routes: the protocol (default ROUTE_PROTOCOL; DeviceRouteProtocol). */
+  protocol?: number | undefined;
+  /** Route replaces: the preferred source address (DeviceRouteSourceAddress). */
+  prefsrc?: string | undefined;
 }
 
 export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
@@ -76,12 +80,13 @@ export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
     buf.writeUInt32LE(o.ifindex, at + 6);
     buf[at + 10] = len === undefined ? (family === 4 ? 32 : 128) : Number(len);
     addressBytes(addr).copy(buf, at + 11);
-    buf[at + 27] = ROUTE_PROTOCOL;
+    buf[at + 27] = o.protocol ?? ROUTE_PROTOCOL;
     buf[at + 28] = o.scope === 'universe' || o.type === 'blackhole' ? SCOPE_UNIVERSE : SCOPE_LINK;
     if (o.mac) o.mac.split(':').forEach((h, j) => (buf[at + 29 + j] = parseInt(h, 16)));
     if (o.gateway) addressBytes(o.gateway).copy(buf, at + 35);
     buf[at + 51] = o.type === 'blackhole' ? RTN_BLACKHOLE : RTN_UNICAST;
     buf[at + 52] = o.onlink ? RTNH_F_ONLINK : 0;
+    if (o.prefsrc) addressBytes(o.prefsrc).copy(buf, at + 53);
   });
   return buf;
 }
@@ -102,6 +107,7 @@ export async function routeApplyOrThrow(ops: readonly RouteOp[], what: string): 
   if (real.length) throw new Error(`${what} failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`);
 }
 
+/** The main table's routes of one protocol (-1: of every protocol). */
 export async function routeDump(protocol = ROUTE_PROTOCOL): Promise<Route[]> {
   return native.routeDump(protocol);
 }
@@ -147,6 +153,11 @@ export function linkAddVxlan(spec: VxlanLinkSpec): Promise<Link> {
     mac: spec.mac ? macBytes(spec.mac) : undefined,
     mtu: spec.mtu,
   });
+}
+
+/** Creates an IP-in-IP device (tunl0 when the ipip module made none); rejects (ELINK, errno EOPNOTSUPP) without the module. */
+export function linkAddIpip(name: string, mtu: number): Promise<Link> {
+  return native.linkAddIpip(name, mtu);
 }
 
 export function linkSet(index: number, mtu: number, up: boolean): Promise<undefined> {

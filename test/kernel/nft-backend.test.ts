@@ -191,11 +191,13 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const native = driver(nsNative);
     const exec = driver(nsExec, 'exec');
     const h = new Harness().put(...app());
-    // A VXLAN pool and a VTEP: cali-INPUT gets its fib (address-type) matches.
+    // VXLAN and IPIP pools, a VTEP, a host: cali-INPUT gets its fib (address-type) matches.
     const msgs = [
       ...h.flush(),
       { type: 'RouteUpdate', route: { types: 0, ipPoolType: 'VXLAN', dst: '10.66.0.0/16', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: false, vxlan: false, wireguard: false }, borrowed: false } },
       { type: 'VXLANTunnelEndpointUpdate', vtep: { node: 'node2', mac: '66:00:00:00:00:02', ipv4Addr: '10.66.2.1', parentDeviceIp: '10.99.0.12', macV6: '', ipv6Addr: '', parentDeviceIpv6: '' } },
+      { type: 'RouteUpdate', route: { types: 0, ipPoolType: 'IPIP', dst: '10.70.0.0/16', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: false, vxlan: false, wireguard: false }, borrowed: false } },
+      { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '10.99.0.12' },
     ];
     h.put(wep('web2', 'node1', '10.65.0.12', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }));
     h.del(gns('bad', [], {}));
@@ -215,6 +217,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const input = (ns: Netns) => ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-INPUT']) + ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-OUTPUT']);
     assert.match(input(nsNative), /udp dport 4789 ip saddr @cali40all-vxlan-net fib daddr type local .*accept/);
     assert.match(input(nsNative), /fib saddr type local ip daddr @cali40all-vxlan-net .*accept/);
+    assert.match(input(nsNative), /meta l4proto (?:ipip|ipencap) ip saddr @cali40all-hosts-net fib daddr type local .*accept/);
     assert.equal(input(nsNative), input(nsExec));
     // A native backend reading the nft-programmed kernel back finds it in sync: nft and
     // our encoder agree on every rule hash and every element key.

@@ -305,6 +305,27 @@ describe('dataplane render: the overlay\'s static rules', () => {
     assert.equal(renderRuleset(state, { ...config(), VXLANEnabled: false }, 4, 'iptables').sets.has('cali40all-vxlan-net'), false);
   });
 
+  it('accepts IPIP only from Calico hosts (all-hosts-net: node addresses and ExternalNodesCIDRList) while a pool uses IPIP, before the VXLAN rules', () => {
+    const ipipPool = { ...vxlanPool, route: { ...vxlanPool.route, ipPoolType: 'IPIP' as const, dst: '10.70.0.0/16' } };
+    const host = (hostname: string, ipv4Addr: string) => ({ type: 'HostMetadataUpdate' as const, hostname, ipv4Addr });
+    const state = new DesiredState();
+    state.apply([ipipPool, vxlanPool, host('node1', '10.99.0.11'), host('node2', '10.99.0.12'), vtep('node2', '10.99.0.12')]);
+    const cfg = { ...config(), ExternalNodesCIDRList: ['192.0.2.0/24', 'fd00::/64'] };
+    const rs = renderRuleset(state, cfg, 4, 'iptables');
+    assert.deepEqual(input(rs).slice(0, 3), [
+      '-A cali-INPUT -m comment --comment "Allow IPIP packets from Calico hosts" -p 4 -m set --match-set cali40all-hosts-net src -m addrtype --dst-type LOCAL -j ACCEPT',
+      '-A cali-INPUT -m comment --comment "Drop IPIP packets from non-Calico hosts" -p 4 -j DROP',
+      '-A cali-INPUT -m comment --comment "Allow IPv4 VXLAN packets from allowed hosts" -p udp -m multiport --destination-ports 4789 -m set --match-set cali40all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT',
+    ]);
+    assert.deepEqual(rs.sets.get('cali40all-hosts-net')?.members, ['10.99.0.11', '10.99.0.12', '192.0.2.0/24']);
+    const output = rs.tables.filter.get('cali-OUTPUT')?.rules.map((r) => r.comment ?? '');
+    assert.ok(output?.indexOf('Allow IPIP packets to other Calico hosts') === (output?.indexOf('Allow IPv4 VXLAN packets to other allowed hosts') ?? 0) - 1);
+    // IpInIpEnabled false wins over the pool; and without the pool the set goes.
+    assert.equal(renderRuleset(state, { ...cfg, IpInIpEnabled: false }, 4, 'iptables').sets.has('cali40all-hosts-net'), false);
+    state.apply([{ type: 'RouteRemove', dst: '10.70.0.0/16' }]);
+    assert.equal(renderRuleset(state, cfg, 4, 'iptables').sets.has('cali40all-hosts-net'), false);
+  });
+
   it('drops VXLAN (to VXLANPort) and IPIP from workloads unless Allow*PacketsFromWorkloads', () => {
     const ep = stateOf(wep('web', 'node1', '10.65.0.10', { app: 'web' })).weps.values().next().value as WorkloadEndpoint;
     const comments = (cfg: ReturnType<typeof config>) => {

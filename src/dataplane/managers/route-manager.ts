@@ -1,9 +1,12 @@
 // Workload routes, as Felix's route table: `<ip>/32` (or /128) dev <cali iface> scope link
-// protocol 3, plus a permanent neighbour entry from the endpoint's MAC, only while the
-// interface is up. Owned routes are recognised by protocol and interface prefix, so a
-// route anyone else made (another protocol, another interface) is never touched.
+// protocol DeviceRouteProtocol (3), with DeviceRouteSourceAddress as the preferred source
+// when set, plus a permanent neighbour entry from the endpoint's MAC, only while the
+// interface is up. Owned routes are recognised by protocol and interface prefix. Routes of
+// other protocols on our workload interfaces are removed when RemoveExternalRoutes (the
+// default, as Felix: a workload interface routes only what Calico says); routes on any
+// other interface are never touched.
 import type { Logger } from '../../log.js';
-import { ROUTE_PROTOCOL, routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
+import { routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
 import type { ToDataplane } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import { LocalEndpoints, type Manager } from './manager.js';
@@ -16,18 +19,36 @@ interface RouteSpec {
 
 const key = (r: { dst: string; ifindex: number }) => `${r.dst}@${r.ifindex}`;
 
+export interface WorkloadRouteOptions {
+  /** DeviceRouteProtocol. */
+  protocol: number;
+  /** DeviceRouteSourceAddress / DeviceRouteSourceAddressIPv6 ("" for none). */
+  sourceV4: string;
+  sourceV6: string;
+  /** RemoveExternalRoutes. */
+  removeExternal: boolean;
+}
+
 export class RouteManager implements Manager {
   readonly name = 'routes';
   readonly #endpoints = new LocalEndpoints();
   #programmed = new Map<string, RouteSpec>();
   #want = new Map<string, RouteSpec>();
   #resync = true;
+  /** Routes of other protocols found on our interfaces at the last read-back. */
+  #external: Array<{ dst: string; ifindex: number; protocol: number }> = [];
+  /** The first apply replaces every wanted route: one programmed before may lack today's source address. */
+  #first = true;
+  readonly #o: WorkloadRouteOptions;
 
   constructor(
     readonly interfacePrefixes: string[],
     readonly ifaces: InterfaceTable,
     readonly log: Logger,
-  ) {}
+    o: Partial<WorkloadRouteOptions> = {},
+  ) {
+    this.#o = { protocol: 3, sourceV4: '', sourceV6: '', removeExternal: true, ...o };
+  }
 
   onUpdate(msg: ToDataplane): void {
     this.#endpoints.onUpdate(msg);
@@ -61,34 +82,32 @@ export class RouteManager implements Manager {
   }
 
   async apply(): Promise<{ added: number; removed: number }> {
-    const ifaces = this.ifaces;
-    if (this.#resync) {
-      const names = new Map([...ifaces.byName.values()].map((i) => [i.index, i.name]));
-      this.#programmed.clear();
-      for (const r of await routeDump(ROUTE_PROTOCOL)) {
-        const name = names.get(r.ifindex);
-        if (r.scope === 253 && name && this.ours(name)) this.#programmed.set(key(r), { dst: r.dst, ifindex: r.ifindex });
-      }
-      this.#resync = false;
-    }
+    if (this.#resync) await this.#readBack();
     const want = this.desired();
-    const present = new Set([...ifaces.byName.values()].map((i) => i.index));
+    const present = new Set([...this.ifaces.byName.values()].map((i) => i.index));
     const ops: RouteOp[] = [];
     const removed: string[] = [];
+    const protocol = this.#o.protocol;
     for (const [k, r] of this.#programmed) {
       if (want.has(k)) continue;
       // Only while the interface still exists: its routes go with it otherwise.
       if (present.has(r.ifindex)) {
-        ops.push({ op: 'routeDelete', dst: r.dst, ifindex: r.ifindex });
+        ops.push({ op: 'routeDelete', dst: r.dst, ifindex: r.ifindex, protocol });
         if (!r.dst.includes(':')) ops.push({ op: 'neighDelete', dst: r.dst, ifindex: r.ifindex });
       }
       removed.push(k);
     }
+    for (const r of this.#external) {
+      this.log.info({ dst: r.dst, ifindex: r.ifindex, protocol: r.protocol }, 'removing a route another program put on a workload interface (RemoveExternalRoutes)');
+      ops.push({ op: 'routeDelete', dst: r.dst, ifindex: r.ifindex, protocol: r.protocol });
+    }
+    this.#external = [];
     let added = 0;
     for (const [k, r] of want) {
       const had = this.#programmed.get(k);
-      if (had && had.mac === r.mac) continue;
-      ops.push({ op: 'routeReplace', dst: r.dst, ifindex: r.ifindex });
+      if (had && had.mac === r.mac && !this.#first) continue;
+      const prefsrc = (r.dst.includes(':') ? this.#o.sourceV6 : this.#o.sourceV4) || undefined;
+      ops.push({ op: 'routeReplace', dst: r.dst, ifindex: r.ifindex, protocol, prefsrc });
       if (r.mac) ops.push({ op: 'neighReplace', dst: r.dst, ifindex: r.ifindex, mac: r.mac });
       added++;
     }
@@ -98,10 +117,27 @@ export class RouteManager implements Manager {
       this.#resync = true;
       throw e;
     }
+    this.#first = false;
     for (const k of removed) this.#programmed.delete(k);
     for (const [k, r] of want) this.#programmed.set(k, r);
     this.#want = want;
     return { added, removed: removed.length };
+  }
+
+  /** Our routes (protocol, scope link, our interfaces) and, with RemoveExternalRoutes, others' on our interfaces. */
+  async #readBack(): Promise<void> {
+    const names = new Map([...this.ifaces.byName.values()].map((i) => [i.index, i.name]));
+    this.#programmed.clear();
+    this.#external = [];
+    for (const r of await routeDump(this.#o.removeExternal ? -1 : this.#o.protocol)) {
+      const name = names.get(r.ifindex);
+      if (!name || !this.ours(name)) continue;
+      if (r.protocol === this.#o.protocol) {
+        if (r.scope === 253) this.#programmed.set(key(r), { dst: r.dst, ifindex: r.ifindex });
+        // The kernel's own routes (protocol kernel: the interface's addresses) are not routes to remove.
+      } else if (r.protocol !== 2) this.#external.push({ dst: r.dst, ifindex: r.ifindex, protocol: r.protocol });
+    }
+    this.#resync = false;
   }
 
   /** --cleanup: every route of ours, on interfaces of ours. */

@@ -10,26 +10,11 @@
 // device, and blackholes and underlay routes whose destination is inside a VXLAN IP pool.
 // A device of that name that is not what we would make is replaced. Nothing else is touched.
 import type { Logger } from '../../log.js';
-import { cidrContains, parseCidr } from '../../model/net.js';
-import {
-  addrChange,
-  addrDump,
-  type Link,
-  linkAddVxlan,
-  linkDelete,
-  linkGet,
-  linkSet,
-  neighDump,
-  ROUTE_PROTOCOL,
-  RTN_BLACKHOLE,
-  RTNH_F_ONLINK,
-  routeApplyOrThrow,
-  routeDump,
-  type RouteOp,
-} from '../../native/rtnl.js';
+import { addrChange, addrDump, type Link, linkAddVxlan, linkDelete, linkGet, linkSet, neighDump, routeApplyOrThrow, type RouteOp } from '../../native/rtnl.js';
 import { RouteType, type RouteUpdate, type ToDataplane, type VXLANTunnelEndpoint } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import type { Manager } from './manager.js';
+import { isType, OverlayRoutes, type RouteSpec } from './overlay-routes.js';
 
 export const VXLAN_DEVICE = 'vxlan.calico';
 /** Felix's allowance for the VXLAN header when the MTU is derived from the underlay's. */
@@ -43,18 +28,9 @@ export interface VxlanConfig {
   port: number;
   /** VXLANMTU; 0: the underlay's MTU less 50. */
   mtu: number;
+  /** DeviceRouteProtocol (default 3). */
+  routeProtocol?: number | undefined;
 }
-
-interface RouteSpec {
-  dst: string;
-  ifindex: number;
-  gateway: string;
-  onlink: boolean;
-  blackhole: boolean;
-}
-
-const routeKey = (r: RouteSpec) => `${r.dst}|${r.ifindex}|${r.gateway}|${r.onlink ? 1 : 0}|${r.blackhole ? 1 : 0}`;
-const isType = (r: RouteUpdate, t: number) => (r.types & t) === t;
 
 export class VxlanManager implements Manager {
   readonly name = 'vxlan';
@@ -62,9 +38,7 @@ export class VxlanManager implements Manager {
   readonly #ifaces: InterfaceTable;
   readonly #log: Logger;
   readonly #vteps = new Map<string, VXLANTunnelEndpoint>();
-  readonly #routes = new Map<string, RouteUpdate>();
-  /** Pool CIDRs (RouteUpdates without types) and whether they use VXLAN. */
-  readonly #pools = new Map<string, boolean>();
+  readonly #routes: OverlayRoutes;
   #reported = '';
   /** Something changed (or a resync is due): the next apply reads the kernel back. */
   #dirty = true;
@@ -74,6 +48,7 @@ export class VxlanManager implements Manager {
     this.#cfg = cfg;
     this.#ifaces = ifaces;
     this.#log = log;
+    this.#routes = new OverlayRoutes('VXLAN', 'VXLAN', cfg.routeProtocol);
   }
 
   markResync(): void {
@@ -86,29 +61,18 @@ export class VxlanManager implements Manager {
   }
 
   onUpdate(msg: ToDataplane): void {
-    if (msg.type === 'VXLANTunnelEndpointUpdate' || msg.type === 'VXLANTunnelEndpointRemove' || msg.type === 'RouteUpdate' || msg.type === 'RouteRemove') this.#dirty = true;
-    switch (msg.type) {
-      case 'VXLANTunnelEndpointUpdate':
-        this.#vteps.set(msg.vtep.node, msg.vtep);
-        break;
-      case 'VXLANTunnelEndpointRemove':
-        this.#vteps.delete(msg.node);
-        break;
-      case 'RouteUpdate':
-        if (msg.route.dst.includes(':')) return;
-        if (msg.route.types === 0 && msg.route.ipPoolType !== 'NONE') this.#pools.set(msg.route.dst, msg.route.ipPoolType === 'VXLAN');
-        else this.#pools.delete(msg.route.dst);
-        this.#routes.set(msg.route.dst, msg.route);
-        break;
-      case 'RouteRemove':
-        this.#routes.delete(msg.dst);
-        this.#pools.delete(msg.dst);
-        break;
+    if (this.#routes.onUpdate(msg)) this.#dirty = true;
+    if (msg.type === 'VXLANTunnelEndpointUpdate') {
+      this.#vteps.set(msg.vtep.node, msg.vtep);
+      this.#dirty = true;
+    } else if (msg.type === 'VXLANTunnelEndpointRemove') {
+      this.#vteps.delete(msg.node);
+      this.#dirty = true;
     }
   }
 
   get enabled(): boolean {
-    return this.#cfg.enabled ?? [...this.#pools.values()].some(Boolean);
+    return this.#cfg.enabled ?? this.#routes.anyPool;
   }
 
   async apply(): Promise<Record<string, number>> {
@@ -126,7 +90,7 @@ export class VxlanManager implements Manager {
     const existing = await linkGet(VXLAN_DEVICE);
     if (!this.enabled) {
       // As Felix: no VXLAN pool, no device (and its routes go with it).
-      const removed = await this.#sweepRoutes(undefined, undefined, []);
+      const removed = await this.#routes.sync(undefined, undefined, []);
       if (existing) await linkDelete(existing.index);
       return { devices: existing ? -1 : 0, routes: removed, neighbours: 0 };
     }
@@ -201,64 +165,14 @@ export class VxlanManager implements Manager {
 
   // ---- routes ----
 
-  /** Felix's updateRoutes: same-subnet via the node's IP on the underlay, else through the tunnel; local blocks blackholed. */
-  #desiredRoutes(vxlanIndex: number, parentIndex: number): RouteSpec[] {
-    const out: RouteSpec[] = [];
-    for (const r of this.#routes.values()) {
-      if (r.ipPoolType !== 'VXLAN') continue;
-      const remoteTunnel = isType(r, RouteType.REMOTE_TUNNEL) && (isType(r, RouteType.REMOTE_WORKLOAD) || r.borrowed);
-      if (isType(r, RouteType.LOCAL_WORKLOAD) && !r.localWorkload && !r.dst.endsWith('/32')) {
-        out.push({ dst: r.dst, ifindex: 0, gateway: '', onlink: false, blackhole: true });
-        continue;
-      }
-      if (!isType(r, RouteType.REMOTE_WORKLOAD) && !remoteTunnel) continue;
-      if (r.sameSubnet && r.dstNodeIp) {
-        out.push({ dst: r.dst, ifindex: parentIndex, gateway: r.dstNodeIp, onlink: false, blackhole: false });
-      } else if (remoteTunnel) {
-        out.push({ dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false });
-      } else {
-        const vtep = this.#vteps.get(r.dstNodeName);
-        if (vtep?.ipv4Addr) out.push({ dst: r.dst, ifindex: vxlanIndex, gateway: vtep.ipv4Addr, onlink: true, blackhole: false });
-      }
-    }
-    return out;
+  /** A remote block through the tunnel via its VTEP, onlink; a remote tunnel or borrowed address straight on the device. */
+  #tunnelRoute(vxlanIndex: number, r: RouteUpdate): RouteSpec | undefined {
+    if (isType(r, RouteType.REMOTE_TUNNEL) && (isType(r, RouteType.REMOTE_WORKLOAD) || r.borrowed)) return { dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false };
+    const vtep = this.#vteps.get(r.dstNodeName);
+    return vtep?.ipv4Addr ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.ipv4Addr, onlink: true, blackhole: false } : undefined;
   }
 
   async #syncRoutes(vxlanIndex: number, parentIndex: number): Promise<number> {
-    return this.#sweepRoutes(vxlanIndex, parentIndex, this.#desiredRoutes(vxlanIndex, parentIndex));
-  }
-
-  /** Deletes our routes that are not wanted and programs the wanted ones that are missing; returns the ops. */
-  async #sweepRoutes(vxlanIndex: number | undefined, parentIndex: number | undefined, want: RouteSpec[]): Promise<number> {
-    // Blackholes and underlay routes are ours only inside VXLAN pools: those in IPIP or
-    // unencapsulated pools belong to their own route managers (as Felix's route classes).
-    const pools = [...this.#pools].filter(([, vxlan]) => vxlan).map(([p]) => parseCidr(p)).filter((p) => p !== undefined);
-    const inPool = (dst: string) => {
-      const c = parseCidr(dst);
-      return !!c && pools.some((p) => p.version === c.version && p.prefix <= c.prefix && cidrContains(p, c.address));
-    };
-    const have = new Map<string, RouteSpec>();
-    for (const r of await routeDump(ROUTE_PROTOCOL)) {
-      if (r.family !== 4) continue;
-      const spec: RouteSpec = { dst: r.dst, ifindex: r.type === RTN_BLACKHOLE ? 0 : r.ifindex, gateway: r.gateway, onlink: (r.flags & RTNH_F_ONLINK) !== 0, blackhole: r.type === RTN_BLACKHOLE };
-      const ours = (vxlanIndex !== undefined && r.ifindex === vxlanIndex) || (inPool(r.dst) && (spec.blackhole || (parentIndex !== undefined && r.ifindex === parentIndex && !!r.gateway)));
-      if (ours) have.set(routeKey(spec), spec);
-    }
-    const wanted = new Map(want.map((r) => [routeKey(r), r]));
-    const ops: RouteOp[] = [];
-    for (const [k, r] of have) {
-      if (!wanted.has(k)) ops.push({ op: 'routeDelete', ...this.#routeOp(r) });
-    }
-    for (const [k, r] of wanted) {
-      if (!have.has(k)) ops.push({ op: 'routeReplace', ...this.#routeOp(r) });
-    }
-    await routeApplyOrThrow(ops, 'VXLAN programming');
-    return ops.length;
-  }
-
-  #routeOp(r: RouteSpec): Omit<RouteOp, 'op'> {
-    if (r.blackhole) return { dst: r.dst, ifindex: 0, type: 'blackhole' };
-    if (!r.gateway) return { dst: r.dst, ifindex: r.ifindex };
-    return { dst: r.dst, ifindex: r.ifindex, gateway: r.gateway, onlink: r.onlink, scope: 'universe' };
+    return this.#routes.sync(vxlanIndex, parentIndex, this.#routes.desired(parentIndex, (r) => this.#tunnelRoute(vxlanIndex, r)));
   }
 }

@@ -11,7 +11,7 @@ import { allocateMarks } from './marks.js';
 import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
 import { actionsIn, type FilterActions, type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
-import { addStaticChains, ALL_POOLS_SET, ALL_VXLAN_SET, DISPATCH, FIP_DNAT, FIP_SNAT, MASQ_POOLS_SET, type Overlay, overlayChains, RPF_SKIP, type StaticOptions } from './static.js';
+import { addStaticChains, ALL_HOSTS_SET, ALL_POOLS_SET, ALL_VXLAN_SET, DISPATCH, FIP_DNAT, FIP_SNAT, MASQ_POOLS_SET, type Overlay, overlayChains, RPF_SKIP, type StaticOptions } from './static.js';
 
 export type RenderConfig = Pick<
   Config,
@@ -28,6 +28,8 @@ export type RenderConfig = Pick<
   | 'NftablesFilterDenyAction'
   | 'VXLANEnabled'
   | 'VXLANPort'
+  | 'IpInIpEnabled'
+  | 'ExternalNodesCIDRList'
   | 'AllowVXLANPacketsFromWorkloads'
   | 'AllowIPIPPacketsFromWorkloads'
   | 'LogPrefix' | 'LogActionRateLimit' | 'LogActionRateLimitBurst' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
@@ -101,26 +103,39 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
   return rs;
 }
 
+type OverlayState = Pick<DesiredState, 'overlayPools' | 'vtepParents' | 'hostAddrs'>;
+
 /**
- * Whether VXLAN is on for this family: VXLANEnabled, or when unset an IP pool using VXLAN,
- * as the VXLAN manager decides. IPv4 only, as the manager.
+ * Which overlays are on for this family, as their managers decide: VXLANEnabled /
+ * IpInIpEnabled, or when unset an IP pool using it. IPv4 only, as the managers.
  */
-export function overlayOf(state: Pick<DesiredState, 'vxlanPools'>, config: RenderConfig, family: Family): Overlay {
-  const vxlan = family === 4 && (config.VXLANEnabled ?? state.vxlanPools.size > 0);
-  return vxlan ? { vxlanPort: config.VXLANPort } : {};
+export function overlayOf(state: Pick<OverlayState, 'overlayPools'>, config: RenderConfig, family: Family): Overlay {
+  if (family !== 4) return {};
+  const uses = (t: 'VXLAN' | 'IPIP') => [...state.overlayPools.values()].includes(t);
+  const vxlan = config.VXLANEnabled ?? uses('VXLAN');
+  const ipip = config.IpInIpEnabled ?? uses('IPIP');
+  return { ...(vxlan ? { vxlanPort: config.VXLANPort } : {}), ...(ipip ? { ipip: true } : {}) };
 }
 
-/** cali-INPUT and cali-OUTPUT with the overlay's rules: they replace the static ones. */
-export function overlayFragment(state: Pick<DesiredState, 'vxlanPools'>, config: RenderConfig, ctx: RenderContext): Fragment {
+/** cali-INPUT and cali-OUTPUT with the overlays' rules: they replace the static ones. */
+export function overlayFragment(state: Pick<OverlayState, 'overlayPools'>, config: RenderConfig, ctx: RenderContext): Fragment {
   return { chains: overlayChains(staticOptions(config, ctx), overlayOf(state, config, ctx.family)).map((c) => ({ table: 'filter' as const, ...c })), entries: [] };
 }
 
-/** all-vxlan-net (the VTEPs' underlay addresses) while VXLAN is on; its name either way, to remove it when off. */
-export function overlaySet(state: Pick<DesiredState, 'vxlanPools' | 'vtepParents'>, config: RenderConfig, family: Family): { name: string; set: IPSet | undefined } {
-  const name = ipSetName(family, ALL_VXLAN_SET);
-  if (overlayOf(state, config, family).vxlanPort === undefined) return { name, set: undefined };
-  const members = [...state.vtepParents.values()].map((p) => (family === 4 ? p.v4 : p.v6)).filter((a) => a !== '');
-  return { name, set: { name, kind: 'net', members: [...new Set(members)].sort() } };
+/**
+ * The overlays' sets, each while its overlay is on (undefined otherwise, so it goes):
+ * all-vxlan-net (the VTEPs' underlay addresses) and all-hosts-net (every node's address
+ * and ExternalNodesCIDRList, the sources IPIP is accepted from).
+ */
+export function overlaySets(state: OverlayState, config: RenderConfig, family: Family): Array<{ name: string; set: IPSet | undefined }> {
+  const o = overlayOf(state, config, family);
+  const set = (id: string, on: boolean, members: string[]) => {
+    const name = ipSetName(family, id);
+    return { name, set: on ? { name, kind: 'net' as const, members: [...new Set(members)].sort() } : undefined };
+  };
+  const vteps = [...state.vtepParents.values()].map((p) => (family === 4 ? p.v4 : p.v6)).filter((a) => a !== '');
+  const hosts = [...state.hostAddrs.values(), ...familyMembers(config.ExternalNodesCIDRList, family)];
+  return [set(ALL_VXLAN_SET, o.vxlanPort !== undefined, vteps), set(ALL_HOSTS_SET, !!o.ipip, hosts)];
 }
 
 const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({ table, name: c.name, rules: c.rules }));
@@ -220,8 +235,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
     rs.sets.set(set.name, set);
   }
   for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
-  const overlay = overlaySet(state, config, family).set;
-  if (overlay) rs.sets.set(overlay.name, overlay);
+  for (const { set } of overlaySets(state, config, family)) if (set) rs.sets.set(set.name, set);
   addFragment(rs, overlayFragment(state, config, ctx));
   for (const { name, tier, policy } of state.policies.values()) addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));

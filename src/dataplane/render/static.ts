@@ -99,10 +99,14 @@ export interface DispatchMaps {
  */
 export interface Overlay {
   vxlanPort?: number | undefined;
+  /** IPIP is on (Felix's IPIPEnabled). */
+  ipip?: boolean | undefined;
 }
 
 /** Felix's IPSetIDAllVXLANSourceNets: the underlay addresses of every node's VTEP. */
 export const ALL_VXLAN_SET = 'all-vxlan-net';
+/** Felix's IPSetIDAllHostNets: every node's address (and ExternalNodesCIDRList). */
+export const ALL_HOSTS_SET = 'all-hosts-net';
 
 /**
  * cali-INPUT and cali-OUTPUT, as Felix's filterInputChain / filterOutputChain. With VXLAN
@@ -115,12 +119,21 @@ export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name:
   const allow = o.actions.filterAllow;
   const acceptIfMarked = (comment?: string): Rule => ({ match: [markSet(marks.accept)], action: allow, comment });
   const vxlanSet = ipSetName(o.family, ALL_VXLAN_SET);
+  const hostsSet = ipSetName(o.family, ALL_HOSTS_SET);
+  const ipip: Match = { k: 'proto', proto: 4 };
   const v = o.family === 4 ? 'IPv4' : 'IPv6';
   const vxlan = (port: number): Match[] => [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] }];
 
   const input: Rule[] = [];
+  const local: Match = { k: 'addrType', dir: 'dst', type: 'LOCAL' };
+  if (overlay.ipip) {
+    // The protocol number, not its name, which the kernel may not know.
+    input.push(
+      { match: [ipip, { k: 'set', dir: 'src', set: hostsSet }, local], action: allow, comment: 'Allow IPIP packets from Calico hosts' },
+      { match: [ipip], action: { k: 'drop' }, comment: 'Drop IPIP packets from non-Calico hosts' },
+    );
+  }
   if (overlay.vxlanPort !== undefined) {
-    const local: Match = { k: 'addrType', dir: 'dst', type: 'LOCAL' };
     input.push(
       { match: [...vxlan(overlay.vxlanPort), { k: 'set', dir: 'src', set: vxlanSet }, local], action: allow, comment: `Allow ${v} VXLAN packets from allowed hosts` },
       { match: [...vxlan(overlay.vxlanPort), local], action: { k: 'drop' }, comment: `Drop ${v} VXLAN packets from non-allowed hosts` },
@@ -131,6 +144,9 @@ export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name:
 
   const output: Rule[] = [acceptIfMarked()];
   for (const p of o.interfacePrefixes) output.push({ match: [{ k: 'iface', dir: 'out', name: wildcard(p) }], action: { k: 'return' }, comment: 'Return if to workload' });
+  if (overlay.ipip) {
+    output.push({ match: [ipip, { k: 'set', dir: 'dst', set: hostsSet }, { k: 'addrType', dir: 'src', type: 'LOCAL' }], action: allow, comment: 'Allow IPIP packets to other Calico hosts' });
+  }
   if (overlay.vxlanPort !== undefined) {
     output.push({
       match: [...vxlan(overlay.vxlanPort), { k: 'addrType', dir: 'src', type: 'LOCAL' }, { k: 'set', dir: 'dst', set: vxlanSet }],

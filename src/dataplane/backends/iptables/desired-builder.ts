@@ -10,7 +10,7 @@ import { TABLES } from '../../render/model.js';
 import { ipSetName } from '../../render/names.js';
 import type { RenderContext } from '../../render/policy.js';
 import {
-  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySet, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
+  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySets, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import type { Desired } from './state.js';
 import { iptablesChainLines, iptablesRuleLines } from './text.js';
@@ -181,10 +181,9 @@ export class IptablesDesiredBuilder {
     for (const set of poolSets(state.pools.values(), this.family)) this.#setSet(set, set.name);
   }
 
-  // cali-INPUT/cali-OUTPUT and all-vxlan-net follow whether VXLAN is on and who the VTEPs are.
+  // cali-INPUT/cali-OUTPUT, all-vxlan-net and all-hosts-net follow which overlays are on, the VTEPs and the nodes.
   #overlay(state: DesiredState): void {
-    const { name, set } = overlaySet(state, this.#config, this.family);
-    this.#setSet(set, name);
+    for (const { name, set } of overlaySets(state, this.#config, this.family)) this.#setSet(set, name);
     this.#replace('overlay', overlayFragment(state, this.#config, this.#ctx));
   }
 

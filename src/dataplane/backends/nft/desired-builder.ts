@@ -7,7 +7,7 @@ import type { Family } from '../../render/model.js';
 import { nftChainName } from './text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
-  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySet, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySets, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
 } from '../../render/ruleset.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
@@ -87,13 +87,14 @@ export class NftDesiredBuilder {
     }
   }
 
-  // cali-INPUT/cali-OUTPUT and all-vxlan-net follow whether VXLAN is on and who the VTEPs are.
+  // cali-INPUT/cali-OUTPUT, all-vxlan-net and all-hosts-net follow which overlays are on, the VTEPs and the nodes.
   #overlay(state: DesiredState): void {
-    const { name, set } = overlaySet(state, this.#config, this.family);
-    const nftName = nftSetName(name);
-    if (set) this.desired.sets.set(nftName, desiredSetOf(this.family, set));
-    else this.desired.sets.delete(nftName);
-    this.#markSet(nftName);
+    for (const { name, set } of overlaySets(state, this.#config, this.family)) {
+      const nftName = nftSetName(name);
+      if (set) this.desired.sets.set(nftName, desiredSetOf(this.family, set));
+      else this.desired.sets.delete(nftName);
+      this.#markSet(nftName);
+    }
     this.#replace('overlay', overlayFragment(state, this.#config, this.#ctx));
   }
 

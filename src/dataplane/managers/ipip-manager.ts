@@ -1,0 +1,150 @@
+// The IP-in-IP overlay, as Felix's ipip manager and its route manager (IPv4): the `tunl0`
+// device (made when the ipip module has not made it), up, its MTU (IpInIpMtu, or the
+// underlay's less 20), this node's tunnel address (IpInIpTunnelAddr) as its only IPv4
+// address; and, when Felix programs IPIP cluster routes (ProgramClusterRoutes Enabled or
+// EnabledIPIPOnly, the default; BIRD does otherwise), a remote block in an IPIP pool via
+// its node's address `onlink` on tunl0, or (CrossSubnet, same subnet) via that address on
+// the underlay, and each of this node's blocks blackholed.
+//
+// A kernel without the ipip module (CONFIG_NET_IPIP) cannot make tunl0: that is said once,
+// and IPIP pools' routes are not programmed. A tunl0 that is not an IPIP device is not ours.
+import type { Logger } from '../../log.js';
+import { addrChange, addrDump, type Link, linkAddIpip, linkGet, linkSet } from '../../native/rtnl.js';
+import type { RouteUpdate, ToDataplane } from '../../proto/messages.js';
+import type { InterfaceTable } from './interfaces.js';
+import type { Manager } from './manager.js';
+import { OverlayRoutes, type RouteSpec } from './overlay-routes.js';
+
+export const IPIP_DEVICE = 'tunl0';
+/** The IPv4 header IPIP adds. */
+const IPIP_OVERHEAD = 20;
+const EOPNOTSUPP = 95;
+
+export interface IpipConfig {
+  hostname: string;
+  /** IpInIpEnabled: undefined means "when an IP pool uses IPIP", as Felix decides. */
+  enabled: boolean | undefined;
+  /** IpInIpMtu; 0: the underlay's MTU less 20. */
+  mtu: number;
+  /** IpInIpTunnelAddr (calico-node allocates it; the Node's bgp.ipv4IPIPTunnelAddr). */
+  tunnelAddr: string;
+  /** ProgramClusterRoutes says Felix (not BIRD) programs IPIP routes. */
+  programRoutes: boolean;
+  /** DeviceRouteProtocol (default 3). */
+  routeProtocol?: number | undefined;
+}
+
+export class IpipManager implements Manager {
+  readonly name = 'ipip';
+  readonly #cfg: IpipConfig;
+  readonly #ifaces: InterfaceTable;
+  readonly #log: Logger;
+  readonly #routes: OverlayRoutes;
+  /** Node name -> its IPv4 address (HostMetadataUpdate). */
+  readonly #hosts = new Map<string, string>();
+  #reported = '';
+  #dirty = true;
+  #parentName: string | undefined;
+
+  constructor(cfg: IpipConfig, ifaces: InterfaceTable, log: Logger) {
+    this.#cfg = cfg;
+    this.#ifaces = ifaces;
+    this.#log = log;
+    this.#routes = new OverlayRoutes('IPIP', 'IPIP', cfg.routeProtocol);
+  }
+
+  markResync(): void {
+    this.#dirty = true;
+  }
+
+  onInterfaces(changed: ReadonlySet<string>): void {
+    if (changed.has(IPIP_DEVICE) || this.#parentName === undefined || changed.has(this.#parentName)) this.#dirty = true;
+  }
+
+  onUpdate(msg: ToDataplane): void {
+    if (this.#routes.onUpdate(msg)) this.#dirty = true;
+    if (msg.type === 'HostMetadataUpdate') {
+      if (msg.ipv4Addr) this.#hosts.set(msg.hostname, msg.ipv4Addr);
+      else this.#hosts.delete(msg.hostname);
+      this.#dirty = true;
+    } else if (msg.type === 'HostMetadataRemove') {
+      this.#hosts.delete(msg.hostname);
+      this.#dirty = true;
+    }
+  }
+
+  get enabled(): boolean {
+    return this.#cfg.enabled ?? this.#routes.anyPool;
+  }
+
+  async apply(): Promise<Record<string, number>> {
+    if (!this.#dirty) return { devices: 0, routes: 0 };
+    this.#dirty = false;
+    try {
+      return await this.#apply();
+    } catch (e) {
+      this.#dirty = true;
+      throw e;
+    }
+  }
+
+  async #apply(): Promise<Record<string, number>> {
+    const existing = await linkGet(IPIP_DEVICE);
+    if (existing && existing.kind !== '' && existing.kind !== 'ipip') {
+      this.#say(`IPIP: ${IPIP_DEVICE} exists but is a ${existing.kind} device, not IPIP; leaving it alone`);
+      return { devices: 0, routes: 0 };
+    }
+    if (!this.enabled) {
+      // As Felix's cleanUpIPIPAddrs: tunl0 is the module's own device and stays, bare.
+      const routes = await this.#routes.sync(existing?.index, undefined, []);
+      if (existing) for (const a of (await addrDump(existing.index)).filter((x) => !x.includes(':'))) await addrChange(false, existing.index, a);
+      return { devices: 0, routes };
+    }
+    const ownAddr = this.#hosts.get(this.#cfg.hostname);
+    const parent = ownAddr ? [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === ownAddr)) : undefined;
+    if (!parent) {
+      this.#say(ownAddr ? `IPIP: no interface holds this node's address ${ownAddr}` : 'IPIP: waiting for this node\'s address (its Node needs bgp.ipv4Address)');
+      return { devices: 0, routes: 0 };
+    }
+    this.#parentName = parent.name;
+    const device = await this.#ensureDevice(existing, parent.name);
+    if (!device) return { devices: 0, routes: 0 };
+    this.#reported = '';
+    const routes = this.#cfg.programRoutes ? await this.#routes.sync(device.index, parent.index, this.#routes.desired(parent.index, (r) => this.#tunnelRoute(device.index, r))) : 0;
+    return { devices: device === existing ? 0 : 1, routes };
+  }
+
+  #say(message: string): void {
+    if (this.#reported === message) return;
+    this.#reported = message;
+    this.#log.warn(message);
+  }
+
+  async #ensureDevice(existing: Link | undefined, parentName: string): Promise<Link | undefined> {
+    const mtu = this.#cfg.mtu || Math.max(0, ((await linkGet(parentName))?.mtu ?? 1500) - IPIP_OVERHEAD);
+    let link = existing;
+    if (!link) {
+      try {
+        link = await linkAddIpip(IPIP_DEVICE, mtu);
+      } catch (e) {
+        if ((e as { errno?: number }).errno !== EOPNOTSUPP) throw e;
+        this.#say(`IPIP: this kernel has no ipip module (CONFIG_NET_IPIP), so ${IPIP_DEVICE} cannot be made: traffic to IPIP pools' remote blocks is not routed`);
+        return undefined;
+      }
+      this.#log.info({ device: IPIP_DEVICE, mtu }, 'created the IPIP device');
+    }
+    if (link.mtu !== mtu || !link.up) await linkSet(link.index, mtu === link.mtu ? 0 : mtu, true);
+    const addrs = (await addrDump(link.index)).filter((a) => !a.includes(':'));
+    const addr = this.#cfg.tunnelAddr ? `${this.#cfg.tunnelAddr}/32` : '';
+    if (!addr) this.#say('IPIP: no IpInIpTunnelAddr for this node yet (calico-node sets the Node\'s bgp.ipv4IPIPTunnelAddr)');
+    for (const a of addrs) if (a !== addr) await addrChange(false, link.index, a);
+    if (addr && !addrs.includes(addr)) await addrChange(true, link.index, addr);
+    return link;
+  }
+
+  /** A remote block via its node's address, onlink on tunl0 (the kernel encapsulates to that address). */
+  #tunnelRoute(index: number, r: RouteUpdate): RouteSpec | undefined {
+    const gw = this.#hosts.get(r.dstNodeName);
+    return gw ? { dst: r.dst, ifindex: index, gateway: gw, onlink: true, blackhole: false } : undefined;
+  }
+}

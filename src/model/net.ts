@@ -129,6 +129,29 @@ export function addressToBigInt(addr: string): bigint {
 }
 
 /** An address in network byte order: 4 bytes for IPv4, 16 for IPv6. */
+/**
+ * Writes an already-validated address's bytes at `at` (4 for IPv4, 16 for IPv6) without
+ * allocating: route batches encode tens of thousands of them per apply.
+ */
+export function writeAddress(buf: Uint8Array, at: number, addr: string): void {
+  if (addr.includes(':')) {
+    buf.set(addressBytes(addr), at);
+    return;
+  }
+  let octet = 0;
+  let k = at;
+  for (let i = 0; i < addr.length; i++) {
+    const c = addr.charCodeAt(i);
+    if (c === 46) {
+      buf[k++] = octet;
+      octet = 0;
+    } else {
+      octet = octet * 10 + (c - 48);
+    }
+  }
+  buf[k] = octet;
+}
+
 export function addressBytes(addr: string): Buffer {
   const v6 = addr.includes(':');
   const out = Buffer.alloc(v6 ? 16 : 4);

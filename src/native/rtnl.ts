@@ -1,6 +1,6 @@
 // Typed access to the native rtnetlink code: the interface monitor (events in batches
 // from its own thread) and batched route / neighbour programming.
-import { addressBytes } from '../model/net.js';
+import { addressBytes, writeAddress } from '../model/net.js';
 import { native } from './load.js';
 import type { RawIfaceEvent, RawLink, RawNeigh, RawRoute, RawRouteResult } from './raw.js';
 
@@ -70,24 +70,26 @@ export interface RouteOp {
 
 export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
   const buf = Buffer.alloc(ops.length * OP_SIZE);
-  ops.forEach((o, i) => {
+  for (let i = 0; i < ops.length; i++) {
+    const o = ops[i] as RouteOp;
     const at = i * OP_SIZE;
-    const [addr, len] = o.dst.split('/') as [string, string?];
+    const slash = o.dst.indexOf('/');
+    const addr = slash < 0 ? o.dst : o.dst.slice(0, slash);
     const family = addr.includes(':') ? 6 : 4;
     buf[at] = OP[o.op];
     buf.writeUInt32LE(i, at + 1);
     buf[at + 5] = family;
     buf.writeUInt32LE(o.ifindex, at + 6);
-    buf[at + 10] = len === undefined ? (family === 4 ? 32 : 128) : Number(len);
-    addressBytes(addr).copy(buf, at + 11);
+    buf[at + 10] = slash < 0 ? (family === 4 ? 32 : 128) : Number(o.dst.slice(slash + 1));
+    writeAddress(buf, at + 11, addr);
     buf[at + 27] = o.protocol ?? ROUTE_PROTOCOL;
     buf[at + 28] = o.scope === 'universe' || o.type === 'blackhole' ? SCOPE_UNIVERSE : SCOPE_LINK;
     if (o.mac) o.mac.split(':').forEach((h, j) => (buf[at + 29 + j] = parseInt(h, 16)));
-    if (o.gateway) addressBytes(o.gateway).copy(buf, at + 35);
+    if (o.gateway) writeAddress(buf, at + 35, o.gateway);
     buf[at + 51] = o.type === 'blackhole' ? RTN_BLACKHOLE : RTN_UNICAST;
     buf[at + 52] = o.onlink ? RTNH_F_ONLINK : 0;
-    if (o.prefsrc) addressBytes(o.prefsrc).copy(buf, at + 53);
-  });
+    if (o.prefsrc) writeAddress(buf, at + 53, o.prefsrc);
+  }
   return buf;
 }
 

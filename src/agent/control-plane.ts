@@ -147,6 +147,7 @@ export class ControlPlane {
       // At start-up the datastore's values are simply taken.
       this.#started = true;
       if (change.changed.length) this.#opts.log.info({ params: change.changed }, 'configuration from the datastore applied');
+      this.graph.setRouteSource(this.#opts.config.config.RouteSource);
       this.#opts.onConfigResolved?.(this.#opts.config.fatal);
       return;
     }

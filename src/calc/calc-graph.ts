@@ -27,7 +27,7 @@ import { EventSequencer } from './event-sequencer.js';
 import { IPSetMemberCalculator, type MemberSource } from './ipset-members.js';
 import { type EndpointTiers, PolicyResolver } from './policy-resolver.js';
 import { policyMeta, PolicySorter } from './policy-sorter.js';
-import { RouteResolver } from './route-resolver.js';
+import { RouteResolver, type RouteSource } from './route-resolver.js';
 import { RuleScanner } from './rule-scanner.js';
 import { VxlanResolver } from './vxlan-resolver.js';
 
@@ -171,6 +171,19 @@ export class CalcGraph {
     (this.#handlers[u.key.type] as (k: V1Update['key'], v: V1Update['value']) => void)(u.key, u.value);
   }
 
+  /**
+   * RouteSource, once the configuration is resolved (updates may have come before): with
+   * WorkloadIPs every node's workload addresses are routes and IPAM blocks are not.
+   */
+  setRouteSource(source: RouteSource): void {
+    if (source === this.#routes.routeSource) return;
+    this.#routes.setRouteSource(source);
+    for (const [key, nets] of this.#members.sources('wep:')) {
+      const host = key.slice(4, key.indexOf('/'));
+      if (host !== this.hostname) this.#routes.onWorkloadUpdate(key, host, source === 'WorkloadIPs' ? nets : undefined);
+    }
+  }
+
   /** Runs the graph and returns the messages for the dataplane (none before in-sync). */
   flush(): ToDataplane[] {
     this.#activeRules.flush();
@@ -214,7 +227,7 @@ export class CalcGraph {
   // Every endpoint in the cluster is an IP-set member source; this node's are also local
   // endpoints, matched against policies and sent to the dataplane. The key names both.
   #onEndpoint(key: string, hostname: string, e: LocalEndpoint | undefined): void {
-    if (hostname === this.hostname && key.startsWith('wep:')) this.#routes.onWorkloadUpdate(key, hostname, e?.kind === 'wep' ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets] : undefined);
+    if (key.startsWith('wep:') && (hostname === this.hostname || this.#routes.routeSource === 'WorkloadIPs')) this.#routes.onWorkloadUpdate(key, hostname, e?.kind === 'wep' ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets] : undefined);
     if (!e) {
       this.#members.onSourceRemove(key);
       if (!this.#localEndpoints.delete(key)) return;

@@ -33,6 +33,11 @@ export class IdAllocator {
     this.#free.push(id);
   }
 
+  /** Every live key with its ID. */
+  entries(): IterableIterator<[string, number]> {
+    return this.#ids.entries();
+  }
+
   get size(): number {
     return this.#ids.size;
   }

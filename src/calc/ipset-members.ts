@@ -246,6 +246,15 @@ export class IPSetMemberCalculator {
     this.#maybeDrain();
   }
 
+  /** The live sources whose key starts with `prefix`, with their nets (a rare walk: a RouteSource switch). */
+  *sources(prefix: string): Generator<[string, string[]]> {
+    for (const [key, num] of this.#sourceIds.entries()) {
+      const nets = this.#nets[num];
+      if (nets === undefined || !key.startsWith(prefix)) continue;
+      yield [key, typeof nets === 'string' ? [nets] : [...nets]];
+    }
+  }
+
   onSourceRemove(key: string): void {
     const num = this.#sourceIds.get(key);
     if (num === undefined || this.#nets[num] === undefined) return;

@@ -13,6 +13,7 @@ import type { ResourceOf } from '../model/schemas.js';
 import { type IPPoolType, RouteType, type RouteUpdate } from '../proto/messages.js';
 
 type RefType = 'wep' | 'ipip' | 'vxlan' | 'wireguard';
+export type RouteSource = 'CalicoIPAM' | 'WorkloadIPs';
 
 interface RouteInfo {
   pool?: { type: IPPoolType; natOutgoing: boolean; crossSubnet: boolean };
@@ -65,6 +66,9 @@ export class RouteResolver {
   readonly #nodeRoutes = new Map<string, Map<string, number>>();
   readonly #pools = new Map<string, string>();
   readonly #workloadCidrs = new Map<string, string[]>();
+  /** The IPAM blocks as received (few: one per 64 addresses), so a RouteSource switch can replay them. */
+  readonly #blocks = new Map<string, IpamBlock>();
+  #source: RouteSource = 'CalicoIPAM';
 
   constructor(hostname: string, cb: RouteCallbacks) {
     this.#me = hostname;
@@ -87,7 +91,28 @@ export class RouteResolver {
     this.#markContained(c);
   }
 
+  /**
+   * RouteSource: with WorkloadIPs the blocks route nothing (the caller then feeds every
+   * node's workloads, not only this node's); with CalicoIPAM they do. Set once the
+   * configuration is resolved; inputs that came before are kept and re-applied.
+   */
+  setRouteSource(source: RouteSource): void {
+    if (source === this.#source) return;
+    this.#source = source;
+    for (const [cidr, block] of this.#blocks) this.#applyBlock(cidr, source === 'CalicoIPAM' ? block : undefined);
+  }
+
+  get routeSource(): RouteSource {
+    return this.#source;
+  }
+
   onBlockUpdate(cidr: string, block: IpamBlock | undefined): void {
+    if (block) this.#blocks.set(cidr, block);
+    else this.#blocks.delete(cidr);
+    if (this.#source === 'CalicoIPAM') this.#applyBlock(cidr, block);
+  }
+
+  #applyBlock(cidr: string, block: IpamBlock | undefined): void {
     const want = new Map<string, string>();
     if (block) {
       for (const a of nonAffineAllocations(block)) if (a.host) want.set(parseCidr(a.address)?.text as string, a.host);
@@ -109,7 +134,7 @@ export class RouteResolver {
     else this.#blockRoutes.delete(cidr);
   }
 
-  /** A local workload's IPs (Felix registers this node's endpoints only, with CalicoIPAM routes). */
+  /** A workload's IPs: this node's with CalicoIPAM routes, every node's with WorkloadIPs (as Felix registers them). */
   onWorkloadUpdate(key: string, hostname: string, nets: string[] | undefined): void {
     const old = this.#workloadCidrs.get(key) ?? [];
     const next = (nets ?? []).map((n) => parseCidr(n)?.text ?? n);

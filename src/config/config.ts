@@ -30,6 +30,11 @@ const LOCAL_SOURCES: ReadonlySet<SourceKind> = new Set(['flag', 'env', 'file']);
  * Felix uses them only for usage reporting, which palisade does not do.
  */
 const SILENT = new Set(['clusterguid', 'clustertype', 'calicoversion']);
+/** Why some unimplemented parameters are ignored, where "not supported" would mislead. */
+const WHY_IGNORED: Readonly<Record<string, string>> = {
+  RouteTableRange: 'Felix takes routing tables from this range only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix\'s do; ignored',
+  RouteTableRanges: 'Felix takes routing tables from these ranges only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix\'s do; ignored',
+};
 
 export type ProblemKind =
   /** Felix would reject the value; the default is used. */
@@ -289,7 +294,7 @@ export class ConfigResolver {
       }
     }
     for (const s of ignored) {
-      this.#problem({ kind: 'unsupported', param: s.param, source: s.source, value: s.value, reason: 'not supported by palisade; ignored' });
+      this.#problem({ kind: 'unsupported', param: s.param, source: s.source, value: s.value, reason: WHY_IGNORED[s.param] ?? 'not supported by palisade; ignored' });
     }
     this.#ignored = ignored;
   }

@@ -234,3 +234,44 @@ describe('calc graph: scenarios', () => {
     assert.equal(h.dp.policies.get('default/gnp/untracked')?.untracked, true);
   });
 });
+
+describe('calc graph: RouteSource', () => {
+  const block = (cidr: string, host: string) => ({
+    key: { type: 'Block', cidr } as const,
+    value: { cidr, affinity: `host:${host}`, allocations: [0], unallocated: [], attributes: [{ handle_id: 'gw', secondary: { node: host } }], deleted: false },
+  });
+  const routesOf = (msgs: ReturnType<Harness['flush']>) =>
+    msgs.flatMap((m) => (m.type === 'RouteUpdate' ? [`${m.route.dst}@${m.route.dstNodeName}`] : [])).sort();
+
+  it('CalicoIPAM (the default): remote blocks route, remote workloads do not', () => {
+    const h = new Harness(false);
+    h.graph.onUpdate(block('10.65.1.0/26', 'node2'));
+    h.put(profile('kns.prod', {}), wep('web-0', 'node1', '10.65.0.2', {}), wep('db-0', 'node2', '10.65.1.7', {}));
+    h.graph.onStatus('in-sync');
+    assert.deepEqual(routesOf(h.flush()), ['10.65.0.2/32@node1', '10.65.1.0/26@node2']);
+  });
+
+  it('WorkloadIPs, set after the updates came (as at start-up): every workload routes, blocks do not; a later remote workload too', () => {
+    const h = new Harness(false);
+    h.graph.onUpdate(block('10.65.1.0/26', 'node2'));
+    h.put(profile('kns.prod', {}), wep('web-0', 'node1', '10.65.0.2', {}), wep('db-0', 'node2', '10.65.1.7', {}));
+    h.graph.setRouteSource('WorkloadIPs');
+    h.graph.onStatus('in-sync');
+    assert.deepEqual(routesOf(h.flush()), ['10.65.0.2/32@node1', '10.65.1.7/32@node2']);
+    h.put(wep('api-0', 'node3', '10.65.2.9', {}));
+    h.graph.onUpdate(block('10.65.2.0/26', 'node3'));
+    assert.deepEqual(routesOf(h.flush()), ['10.65.2.9/32@node3']);
+    h.del(wep('db-0', 'node2', '10.65.1.7', {}));
+    assert.deepEqual(h.flush().filter((m) => m.type === 'RouteRemove').map((m) => (m.type === 'RouteRemove' ? m.dst : '')), ['10.65.1.7/32']);
+  });
+
+  it('back to CalicoIPAM: the blocks route again and remote workloads stop', () => {
+    const h = new Harness(false);
+    h.graph.onUpdate(block('10.65.1.0/26', 'node2'));
+    h.put(profile('kns.prod', {}), wep('db-0', 'node2', '10.65.1.7', {}));
+    h.graph.setRouteSource('WorkloadIPs');
+    h.graph.setRouteSource('CalicoIPAM');
+    h.graph.onStatus('in-sync');
+    assert.deepEqual(routesOf(h.flush()), ['10.65.1.0/26@node2']);
+  });
+});

@@ -170,6 +170,26 @@ describe('control plane: configuration before the dataplane', () => {
     assert.match(events[2] ?? '', /^restart .*DefaultEndpointToHostAction/);
   });
 
+  it('RouteSource from FelixConfiguration decides the first routes: WorkloadIPs routes other nodes\' workloads, not their blocks; a change restarts', () => {
+    const { syncer, events, messages, cp } = plane();
+    const pod = (node: string, ip: string) => ({
+      apiVersion: V3,
+      kind: 'WorkloadEndpoint',
+      metadata: { name: `${node}-k8s-db--0-eth0`, namespace: 'prod' },
+      spec: { node, orchestrator: 'k8s', pod: 'db-0', endpoint: 'eth0', interfaceName: 'cali1234567890a', ipNetworks: [ip] },
+    });
+    syncer.update(pod('node2', '10.65.1.7/32'));
+    syncer.update({ apiVersion: V3, kind: 'IPAMBlock', metadata: { name: '10-65-1-0-26' }, spec: { cidr: '10.65.1.0/26', affinity: 'host:node2', allocations: [0], unallocated: [], attributes: [{ secondary: { node: 'node2' } }], strictAffinity: false } });
+    syncer.update(fc('default', { routeSource: 'WorkloadIPs' }));
+    syncer.status('in-sync');
+    cp.flush();
+    const routes = (messages[0] ?? []).flatMap((m) => (m.type === 'RouteUpdate' ? [m.route.dst] : []));
+    assert.deepEqual(routes, ['10.65.1.7/32']);
+    syncer.update(fc('default', { routeSource: 'CalicoIPAM' }));
+    cp.flush();
+    assert.ok(events.some((e) => /^restart .*RouteSource/.test(e)), events.join(' / '));
+  });
+
   it('pauses while ClusterInformation says the datastore is not ready, and resumes', () => {
     const { syncer, events, cp } = plane();
     syncer.update({ apiVersion: V3, kind: 'ClusterInformation', metadata: { name: 'default' }, spec: { datastoreReady: false } });

@@ -246,6 +246,17 @@ describe('config: sources and precedence', () => {
     assert.equal(c.config.NftablesRefreshInterval, 30, 'NftablesRefreshInterval is implemented');
   });
 
+  it('RouteTableRanges: checked as Felix does (a bad range is refused), and reported as having no effect, saying why', () => {
+    const problems: ConfigProblem[] = [];
+    new ConfigResolver({ env: { FELIX_ROUTETABLERANGES: '100-200,300-400' }, onProblem: (x) => problems.push(x) });
+    const [p] = problems.filter((x) => x.kind === 'unsupported');
+    assert.equal(p?.param, 'RouteTableRanges');
+    assert.match(p?.reason ?? '', /only for WireGuard.*main table/);
+    const bad: ConfigProblem[] = [];
+    new ConfigResolver({ env: { FELIX_ROUTETABLERANGES: '300-100' }, onProblem: (x) => bad.push(x) });
+    assert.ok(bad.some((x) => x.param === 'RouteTableRanges' && x.kind !== 'unsupported'), JSON.stringify(bad));
+  });
+
   it('an unknown name is a warning with a did-you-mean', () => {
     const problems: ConfigProblem[] = [];
     const c = new ConfigResolver({ env: { FELIX_HEALTHPROT: '1' }, onProblem: (x) => problems.push(x) });

@@ -49,45 +49,53 @@ Run "palisade help <command>" for a command's options.
 Exit codes: 0 success, 1 the command failed (e.g. the selector did not match with
 --check), 2 bad usage or invalid input, 129 a configuration change needs a restart.`;
 
-export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case 'selector':
-      return runSelector(rest);
-    case 'sync':
-      return runSync(rest);
-    case 'config':
-      return runConfig(rest);
-    case 'plan':
-      return runPlan(rest);
-    case 'agent':
-      return runAgent(rest);
-    case 'demo':
-      return runDemo(rest);
-    case 'bgp':
-      return runBgp(rest);
-    case 'typha':
-      return runTypha(rest);
-    case 'version':
-    case '--version':
-    case '-v':
-      console.log(VERSION);
-      return 0;
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h': {
-      const topic = rest[0];
-      const usages: Record<string, string> = { selector: SELECTOR_USAGE, sync: SYNC_USAGE, config: CONFIG_USAGE, plan: PLAN_USAGE, agent: AGENT_USAGE, demo: DEMO_USAGE, typha: TYPHA_USAGE, bgp: BGP_USAGE };
-      console.log((topic && usages[topic]) ?? USAGE);
-      return command === undefined ? 2 : 0;
-    }
-    default:
-      console.error(`palisade: unknown command "${command}"\n\n${USAGE}`);
-      return 2;
-  }
+interface Command {
+  run: (args: string[]) => Promise<number> | number;
+  usage: string;
 }
 
+const COMMANDS: Readonly<Record<string, Command>> = {
+  selector: { run: runSelector, usage: SELECTOR_USAGE },
+  sync: { run: runSync, usage: SYNC_USAGE },
+  config: { run: runConfig, usage: CONFIG_USAGE },
+  plan: { run: runPlan, usage: PLAN_USAGE },
+  agent: { run: runAgent, usage: AGENT_USAGE },
+  demo: { run: runDemo, usage: DEMO_USAGE },
+  bgp: { run: runBgp, usage: BGP_USAGE },
+  typha: { run: runTypha, usage: TYPHA_USAGE },
+  version: { run: () => (console.log(VERSION), 0), usage: 'Usage: palisade version\n\nPrints the version.' },
+};
+
+const wantsHelp = (args: readonly string[]) => {
+  // Options end at "--": what follows is an operand, even if it reads "-h".
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === '--version' || command === '-v') return COMMANDS.version?.run([]) ?? 0;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    const topic = rest[0];
+    if (topic !== undefined && !COMMANDS[topic]) {
+      console.error(`palisade help: unknown command "${topic}"\n\n${USAGE}`);
+      return 2;
+    }
+    console.log(topic ? COMMANDS[topic]?.usage : USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const cmd = COMMANDS[command];
+  if (!cmd) {
+    console.error(`palisade: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  // Every command answers --help the same way, before its own option parsing.
+  if (wantsHelp(rest)) {
+    console.log(cmd.usage);
+    return 0;
+  }
+  return cmd.run(rest);
+}
 
 const code = await main(process.argv.slice(2));
 process.exitCode = code;

@@ -1,9 +1,11 @@
 # palisade: a Calico-Felix-compatible node agent. Two stages: the build stage compiles the
 # native addon (libnftnl, libmnl, libiptc) and the TypeScript; the runtime stage is Debian slim with
-# Node 20, the netfilter tools for operators (nft, iptables, ipset, ip) and the built app.
+# the Node LTS (24; package.json's palisade.ltsNode is the version the suite runs on), the
+# netfilter tools for operators (nft, iptables, ipset, ip), BIRD, and the built app: the
+# production modules without their type declarations, source maps and docs.
 # No network access at run time. Build: docker build -t palisade:0.1.0 .
 
-FROM node:20-bookworm AS build
+FROM node:24-bookworm AS build
 WORKDIR /src
 COPY scripts/docker-build.sh scripts/docker-build.sh
 RUN bash scripts/docker-build.sh deps
@@ -17,7 +19,7 @@ COPY bin bin
 COPY examples examples
 RUN bash scripts/docker-build.sh build
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libnftnl11 libmnl0 libip4tc2 libip6tc2 libssl3 nftables iptables ipset iproute2 bird \

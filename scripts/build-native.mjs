@@ -17,7 +17,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const asan = args.has('--asan');
 const debug = asan || args.has('--debug');
-const mode = asan ? 'asan' : debug ? 'debug' : 'release';
+// The node's version is part of the mode: its headers are what the build compiled against.
+const mode = `${asan ? 'asan' : debug ? 'debug' : 'release'} ${process.version}`;
 
 const nodedir = resolve(dirname(process.execPath), '..');
 if (!existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) {

@@ -8,7 +8,9 @@
 #                       libclang-rt-14-dev for the libFuzzer targets; golang-go for
 #                       Go's own encoding/gob, the Typha wire format's reference; golang-github-golang-snappy-dev,
 #                       the snappy package Typha itself uses, for the compressed stream;
-#                       kubectl (Debian's kubernetes-client) unless one is installed)
+#                       kubectl (Debian's kubernetes-client) unless one is installed;
+#                       the Node LTS from the npm registry, with the addon built for it,
+#                       for the suite's second run: scripts/fetch-lts-node.mjs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,3 +62,7 @@ log "building the native addon"
 node scripts/build-native.mjs >/dev/null
 log "compiling TypeScript"
 npx --no-install tsc -p .
+if [[ ${1:-} == --with-test-tools ]]; then
+  log "the Node LTS for the second test run"
+  node scripts/fetch-lts-node.mjs
+fi

@@ -63,7 +63,12 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   demo: { run: runDemo, usage: DEMO_USAGE },
   bgp: { run: runBgp, usage: BGP_USAGE },
   typha: { run: runTypha, usage: TYPHA_USAGE },
-  version: { run: () => (console.log(VERSION), 0), usage: 'Usage: palisade version\n\nPrints the version.' },
+  version: {
+    run: () => {
+      console.log(VERSION);
+      return 0;
+    },
+    usage: 'Usage: palisade version\n\nPrints the version.' },
 };
 
 const wantsHelp = (args: readonly string[]) => {

@@ -34,7 +34,7 @@ export function report(name: string, figures: Figures, targets: Target[] = []): 
   const file = join(root, 'bench', 'results', `${name}.json`);
   mkdirSync(dirname(file), { recursive: true });
   const targetsJson = Object.fromEntries(targets.map(([f, op, b]) => [f, { op, bound: b, verdict: verdicts[f] }]));
-  writeFileSync(file, JSON.stringify({ ...figures, targets: targetsJson, node: process.version, date: new Date().toISOString() }, null, 2) + '\n');
+  writeFileSync(file, `${JSON.stringify({ ...figures, targets: targetsJson, node: process.version, date: new Date().toISOString() }, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 

@@ -88,7 +88,7 @@ export class PolicySorter {
       if (changed) this.#sorted = undefined;
       return changed;
     }
-    if (!t || !t.valid) return false;
+    if (!t?.valid) return false;
     t.valid = false;
     t.order = undefined;
     t.defaultAction = '';

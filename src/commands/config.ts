@@ -34,7 +34,7 @@ export async function runConfig(argv: string[]): Promise<number> {
   if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
   if (!values.local) {
-    let syncer;
+    let syncer: ReturnType<typeof createSyncer>;
     try {
       syncer = createSyncer(config.config, log);
     } catch (e) {

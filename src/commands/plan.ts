@@ -74,7 +74,7 @@ export async function runPlan(argv: string[]): Promise<number> {
   });
   if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
-  let msgs;
+  let msgs: Awaited<ReturnType<typeof syncOnce>>;
   try {
     msgs = await syncOnce(config, log, timeoutS);
   } catch (e) {

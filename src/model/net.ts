@@ -67,7 +67,7 @@ function bigToV6(n: bigint): string {
   }
   const hex = g.map((x) => x.toString(16));
   if (bestStart < 0) return hex.join(':');
-  return hex.slice(0, bestStart).join(':') + '::' + hex.slice(bestStart + bestLen).join(':');
+  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLen).join(':')}`;
 }
 
 /**

@@ -13,7 +13,7 @@ function projectRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'binding.gyp'))) {
     const up = dirname(dir);
-    if (up === dir) throw new Error('palisade: cannot find the project root (binding.gyp) above ' + import.meta.url);
+    if (up === dir) throw new Error(`palisade: cannot find the project root (binding.gyp) above ${import.meta.url}`);
     dir = up;
   }
   return dir;

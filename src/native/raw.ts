@@ -117,7 +117,7 @@ export interface RawNeigh {
 }
 
 export interface RawModule {
-  setup(classes: { NativeError: Function; SelectorError: Function }): void;
+  setup(classes: { NativeError: new (...args: never[]) => Error; SelectorError: new (...args: never[]) => Error }): void;
   NativeSelector: new (text: string) => RawSelector;
   LabelIndex: new () => RawLabelIndex;
   opensslVersion: string;

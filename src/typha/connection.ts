@@ -13,7 +13,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 
 import { GobDecoder } from './gob/decoder.js';
-import { type GobEncoder } from './gob/encoder.js';
+import type { GobEncoder } from './gob/encoder.js';
 import { GobError } from './gob/wire.js';
 import { SnappyFrameDecoder } from './snappy.js';
 import { encodeMessage, type SerializedUpdate, type SyncStatus, toMessage, type TyphaMessage, typhaEncoder } from './syncproto.js';

@@ -116,7 +116,7 @@ describe(`e2e: pods across three nodes over VXLAN (etcd, ${mode})`, { skip, time
     // A VXLAN frame (VNI 4096) carrying an IPv4 header for node1's pod, sent from `ns`.
     const send = (ns: string) => {
       const script = `const d=require('dgram').createSocket('udp4');const m=Buffer.from(process.argv[1],'hex');d.send(m,4789,'${m1.node.ip}',()=>d.close());`;
-      const inner = `${mac.replace(/:/g, '')}66aabbccddee0800` + '4500001c0000000040010000' + '0a630001' + '0a42010a' + '0800f7ff00000000';
+      const inner = `${mac.replace(/:/g, '')}66aabbccddee08004500001c00000000400100000a6300010a42010a0800f7ff00000000`;
       spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', script, `0800000000100000${inner}`], { stdio: 'ignore' });
     };
     const before = rx();

@@ -95,7 +95,7 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
     const dispatchMap = Object.keys(parsed.sets).find((n) => n.startsWith('map:') && (parsed.sets[n]?.elem ?? []).some((e) => e.includes(b.iface)));
     assert.ok(policyChain && selectorSet && netSet && dispatchMap, `the objects to tamper with exist: ${[policyChain, selectorSet, netSet, dispatchMap].join(' ')}`);
     const withHandles = sh('nft', ['-a', 'list', 'chain', 'ip', 'calico', policyChain]);
-    const ruleHandle = /# handle (\d+)\n/.exec(withHandles.split('\n').filter((l) => /cali:/.test(l)).join('\n') + '\n')?.[1];
+    const ruleHandle = /# handle (\d+)\n/.exec(`${withHandles.split('\n').filter((l) => /cali:/.test(l)).join('\n')}\n`)?.[1];
     assert.ok(ruleHandle, withHandles);
 
     // Rules, chains, base chains.

@@ -78,7 +78,7 @@ export function render(rng: Rng, a: Ast): string {
       return `!(${render(rng, a.child)})`;
     case 'and':
     case 'or':
-      return '(' + a.children.map((c) => render(rng, c)).join(a.op === 'and' ? ' && ' : ' || ') + ')';
+      return `(${a.children.map((c) => render(rng, c)).join(a.op === 'and' ? ' && ' : ' || ')})`;
   }
 }
 

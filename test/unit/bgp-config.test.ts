@@ -68,7 +68,7 @@ describe('palisade bgp: BIRD configuration as confd renders it', () => {
     const f = render('node2', ...three, pool('p', '10.65.0.0/16'));
     assert.deepEqual(protocols(f['bird.cfg']), ['Mesh_10_0_0_1', 'Mesh_10_0_0_3']);
     assert.match(f['bird.cfg'], /^router id 10\.0\.0\.2;$/m);
-    assert.match(f['bird.cfg'], /^  local as 64512;$/m);
+    assert.match(f['bird.cfg'], /^ {2}local as 64512;$/m);
     const m3 = protocol(f['bird.cfg'], 'Mesh_10_0_0_3');
     assert.ok(m3.includes('neighbor 10.0.0.3 as 64512;'));
     assert.ok(m3.includes('source address 10.0.0.2;  # The local address we use for the TCP connection'));
@@ -83,7 +83,7 @@ describe('palisade bgp: BIRD configuration as confd renders it', () => {
     const off = render('node1', ...three, bgpConfig('default', { nodeToNodeMeshEnabled: false }));
     assert.match(off['bird.cfg'], /# No BGP peers configured for this node/);
     const f = render('node1', ...three, bgpConfig('default', { asNumber: '1.10', listenPort: 1790, nodeMeshMaxRestartTime: '2m', logSeverityScreen: 'Warning' }), bgpConfig('node.node2', { listenPort: 1791 }));
-    assert.match(f['bird.cfg'], /^  local as 65546;$/m, 'asdot 1.10');
+    assert.match(f['bird.cfg'], /^ {2}local as 65546;$/m, 'asdot 1.10');
     assert.match(f['bird.cfg'], /^listen bgp port 1790;$/m);
     assert.ok(protocol(f['bird.cfg'], 'Mesh_10_0_0_2').includes('neighbor 10.0.0.2 port 1791 as 65546;'), 'a node\'s own listen port');
     assert.ok(protocol(f['bird.cfg'], 'Mesh_10_0_0_3').includes('graceful restart time 120;'));
@@ -107,7 +107,7 @@ describe('palisade bgp: BIRD configuration as confd renders it', () => {
     const f = render('node1', ...three, pool('vx', '10.65.0.0/16', { vxlanMode: 'Always' }), pool('flat', '10.66.0.0/16'), pool('ipip', '10.67.0.0/16', { ipipMode: 'Always' }), pool('quiet', '10.68.0.0/16', { disableBGPExport: true }));
     const ipam = f['bird_ipam.cfg'];
     assert.match(ipam, /if \(net ~ 10\.65\.0\.0\/16\) then \{ reject; \} # VXLAN routes are handled by Felix\./);
-    assert.match(ipam, /filter calico_kernel_programming \{[^]*if \(net ~ 10\.66\.0\.0\/16\) then \{ accept; \}/);
+    assert.match(ipam, /filter calico_kernel_programming \{[\s\S]*if \(net ~ 10\.66\.0\.0\/16\) then \{ accept; \}/);
     assert.match(ipam, /if \(net ~ 10\.67\.0\.0\/16\) then \{ reject; \} # Cluster routes are handled by Felix\./);
     assert.match(ipam, /if \(net ~ 10\.68\.0\.0\/16\) then \{ reject; \} # BGP export is disabled\./);
     const exported = ipam.slice(ipam.indexOf('function calico_export_to_bgp_peers'), ipam.indexOf('filter calico_kernel_programming'));

@@ -84,7 +84,7 @@ describe('cli: palisade sync and config', () => {
     assert.match(r.stderr, /NFTABLESREFRESHINTERVALL[^\n]*not a Felix parameter \(did you mean NftablesRefreshInterval/);
     assert.doesNotMatch(r.stderr, /WireguardEnabled/, 'a default value is not reported');
     const text = spawnSync(process.execPath, [BIN, 'config', '--local', '--hostname', 'n1'], { encoding: 'utf8', env: { ...cleanEnv, FELIX_BPFENABLED: 'true' } });
-    assert.match(text.stdout, /Set, but not supported by palisade \(ignored\):\n  BPFEnabled = true  \(env FELIX_BPFENABLED\)/);
+    assert.match(text.stdout, /Set, but not supported by palisade \(ignored\):\n {2}BPFEnabled = true {2}\(env FELIX_BPFENABLED\)/);
     assert.match(text.stdout, /where palisade deliberately differs from Felix/);
   });
 

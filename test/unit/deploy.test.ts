@@ -15,7 +15,8 @@ import { KDD_SOURCE_PATHS } from '../../src/datastore/kdd/kdd-syncer.js';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const docs = (file: string) => parseAllDocuments(readFileSync(`${ROOT}${file}`, 'utf8')).map((d) => {
   assert.deepEqual(d.errors, [], `${file}: ${d.errors.join('; ')}`);
-  return d.toJSON() as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: the manifests' shapes are what the assertions check
+  return d.toJSON() as Record<string, any>;
 });
 
 describe('deploy/', () => {

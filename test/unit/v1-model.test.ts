@@ -229,7 +229,7 @@ describe('v1 model: update processors', () => {
     const out = wire(process(p, { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'minimal', namespace: 'namespace1' }, spec: { types: ['Ingress'] } }));
     assert.deepEqual(out, [['/calico/v1/policy/NetworkPolicy/namespace1/minimal', { namespace: 'namespace1', tier: 'default', selector: "projectcalico.org/namespace == 'namespace1'", types: ['ingress'] }]]);
     const full = wire(process(p, { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'full', namespace: 'ns2' }, spec: { order: 101, selector: "mylabel == 'selectme'", types: ['Ingress', 'Egress'] } }));
-    assert.equal((full[0]?.[1] as { selector: string }).selector, "(mylabel == 'selectme') && projectcalico.org/namespace == 'ns2'");
+    assert.equal((full[0]?.[1] as { selector: string } | undefined)?.selector, "(mylabel == 'selectme') && projectcalico.org/namespace == 'ns2'");
     assert.deepEqual(wire(process(p, { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'full', namespace: 'ns2' }, spec: {} }, true)), [['/calico/v1/policy/NetworkPolicy/ns2/full', null]]);
   });
 

@@ -45,7 +45,7 @@ export const endpointChain = (prefix: string, iface: string, iptables: boolean) 
 
 /** The kernel name of a calc-graph IP set (iptables/ipset spelling). */
 export function ipSetName(family: Family, id: string): string {
-  return (`cali${family}0` + id).slice(0, MAX_SET_NAME);
+  return (`cali${family}0${id}`).slice(0, MAX_SET_NAME);
 }
 
 /** nftables set names cannot hold ":"; Calico's nftables mode writes "-". */

@@ -77,7 +77,7 @@ export function parseRule(v: unknown, what: string): InternalRule {
   };
   for (const [k, x] of Object.entries(optional)) if (x !== undefined) (r as unknown as JsonObject)[k] = x;
   const meta = o.metadata === undefined || o.metadata === null ? undefined : object(o.metadata, `${what}.metadata`);
-  if (meta && meta.annotations) r.annotations = labels(meta, 'annotations');
+  if (meta?.annotations) r.annotations = labels(meta, 'annotations');
   const problem = ruleProblem(r);
   if (problem) throw new V1ValueError(`${what}: ${problem}`);
   return r;

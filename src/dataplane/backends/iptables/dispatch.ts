@@ -19,7 +19,7 @@ function commonPrefix(names: string[]): string {
 export function dispatchChains(name: string, rules: Rule[], maps: Map<string, VerdictMap>): Chain[] {
   const at = rules.findIndex((r) => r.action.k === 'vmap');
   const lookup = rules[at];
-  if (!lookup || lookup.action.k !== 'vmap') return [{ name, rules }];
+  if (lookup?.action.k !== 'vmap') return [{ name, rules }];
   const { iface, map } = lookup.action;
   const entries = maps.get(map)?.entries ?? new Map();
   const names = [...entries.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -73,7 +73,7 @@ abstract class NativeRestore implements RestoreTransport {
   }
 
   async restore(family: Family, script: string): Promise<void> {
-    let tx;
+    let tx: ReturnType<typeof restoreOps>;
     try {
       tx = restoreOps(script, family);
     } catch (e) {

@@ -20,7 +20,11 @@ const LOCAL = 200;
 const POLICIES = 10_000;
 
 function ref(r: Resource) {
-  return { kind: r.kind, name: r.metadata.name, ...('namespace' in r.metadata && r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) };
+  return {
+    kind: r.kind,
+    name: r.metadata.name,
+    ...('namespace' in r.metadata && r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
+  };
 }
 
 // What a syncer builds from an endpoint's key: a plain literal (the generic ref() above
@@ -38,7 +42,8 @@ function main(): void {
   // What building the streamed input costs alone (it is inside snapshot_s).
   let t = nowNs();
   let chars = 0;
-  for (let n = 0; n < REMOTE + LOCAL; n++) chars += endpointRef(endpoint(n, n < REMOTE ? 'remotehost' : 'localhost')).name.length;
+  for (let n = 0; n < REMOTE + LOCAL; n++)
+    chars += endpointRef(endpoint(n, n < REMOTE ? 'remotehost' : 'localhost')).name.length;
   const inputBuildS = Number(nowNs() - t) / 1e9;
   if (!chars) throw new Error('no input');
   global.gc?.();
@@ -75,7 +80,11 @@ function main(): void {
 
   log('deleting the local endpoints');
   const t2 = nowNs();
-  for (let n = 0; n < LOCAL; n++) feed({ kind: 'WorkloadEndpoint', namespace: `namespace-${n % NAMESPACES}`, name: `localhost-k8s-wep--${n}-eth0` }, undefined);
+  for (let n = 0; n < LOCAL; n++)
+    feed(
+      { kind: 'WorkloadEndpoint', namespace: `namespace-${n % NAMESPACES}`, name: `localhost-k8s-wep--${n}-eth0` },
+      undefined,
+    );
   const second = graph.flush();
   const deleteS = Number(nowNs() - t2) / 1e9;
   const members = first.reduce((n, m) => n + (m.type === 'IPSetUpdate' ? m.members.length : 0), 0);
@@ -87,7 +96,10 @@ function main(): void {
   // generator's allocation sites, and the quarter of a million streamed after them would
   // then be allocated straight into the old generation (+40 MB peak RSS, +0.2 s of GC),
   // which measures the generator, not the graph.
-  const sample = [...tagPolicies(200), ...Array.from({ length: 2000 }, (_, n) => endpoint(REMOTE + LOCAL + n, 'otherhost'))];
+  const sample = [
+    ...tagPolicies(200),
+    ...Array.from({ length: 2000 }, (_, n) => endpoint(REMOTE + LOCAL + n, 'otherhost')),
+  ];
   t = nowNs();
   for (const r of sample) if (!validateResource(r).ok) throw new Error(`invalid bench resource ${r.metadata.name}`);
   const validateUs = Number(nowNs() - t) / 1000 / sample.length;

@@ -20,7 +20,18 @@ import { iptcApply, iptNftApply } from '../src/native/iptc.js';
 import { ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
 import { log, percentile, report } from './lib/report.js';
-import { ENDPOINTS, incrementalChange, INCREMENTAL_RUNS, ip, memberChange, MEMBER_RUNS, MEMBERS_PER_SET, POLICIES, SETS, snapshot } from './workloads/node-dataplane.js';
+import {
+  ENDPOINTS,
+  incrementalChange,
+  INCREMENTAL_RUNS,
+  ip,
+  memberChange,
+  MEMBER_RUNS,
+  MEMBERS_PER_SET,
+  POLICIES,
+  SETS,
+  snapshot,
+} from './workloads/node-dataplane.js';
 
 interface InsideResult {
   /** The kernel's own cost of a one-rule transaction on the loaded tables (native runs). */
@@ -34,7 +45,13 @@ interface InsideResult {
 
 async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Promise<InsideResult> {
   // No xtables lock: the namespace is ours alone (the lock file is the host's).
-  const config = { ...defaultConfig(), Ipv6Support: false, NFTablesMode: 'Disabled' as const, IptablesTransport: transport, IptablesLockFilePath: '' };
+  const config = {
+    ...defaultConfig(),
+    Ipv6Support: false,
+    NFTablesMode: 'Disabled' as const,
+    IptablesTransport: transport,
+    IptablesLockFilePath: '',
+  };
   const state = new DesiredState();
   const backend = new IptablesRulesBackend(config, [4], { flavour, log: createLogger({ severity: 'Fatal' }) });
   state.apply(snapshot());
@@ -55,7 +72,16 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
   for (let k = 0; k < INCREMENTAL_RUNS; k++) incrementalMs.push(await step(incrementalChange(k)));
   const membersMs: number[] = [];
   let next = 0x30000;
-  for (let k = 0; k < MEMBER_RUNS; k++) membersMs.push(await step(memberChange(k, (id) => state.ipsets.get(id)?.members ?? [], () => ip(next++))));
+  for (let k = 0; k < MEMBER_RUNS; k++)
+    membersMs.push(
+      await step(
+        memberChange(
+          k,
+          (id) => state.ipsets.get(id)?.members ?? [],
+          () => ip(next++),
+        ),
+      ),
+    );
   // The floor: one rule written natively into the loaded tables, timed inside the native
   // code (nftables: the batch to its ACK, whose validation walks the whole table's jump
   // graph; x_tables: reading the whole table and replacing it, the only way it changes).
@@ -63,18 +89,31 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
   if (transport === 'native') {
     const one = restoreOps('*filter\n:cali-bench-floor - [0:0]\n-A cali-bench-floor -j ACCEPT\nCOMMIT\n', 4).ops;
     for (let k = 0; k < 7; k++) {
-      const r = flavour === 'nft' ? await iptNftApply(one) : await iptcApply(one, { lockPath: '', lockTimeoutMs: 1000, lockIntervalMs: 50 });
+      const r =
+        flavour === 'nft'
+          ? await iptNftApply(one)
+          : await iptcApply(one, { lockPath: '', lockTimeoutMs: 1000, lockIntervalMs: 50 });
       floorMs.push(r.commitMs + ('readMs' in r && flavour === 'legacy' ? r.readMs : 0));
     }
   }
   // Native bulk add: 1,000,000 members into one set (created first, outside the timing).
-  const members = Array.from({ length: 1_000_000 }, (_, i) => `172.${16 + ((i >> 16) & 15)}.${(i >> 8) & 255}.${i & 255}`);
+  const members = Array.from(
+    { length: 1_000_000 },
+    (_, i) => `172.${16 + ((i >> 16) & 15)}.${(i >> 8) & 255}.${i & 255}`,
+  );
   await ipsetApply([{ op: 'create', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, maxelem: 2_000_000 }]);
   const b0 = performance.now();
   const bulk = await ipsetApply([{ op: 'add', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, members }]);
   const bulkMs = performance.now() - b0;
   if (bulk.failures.length) throw new Error(`bulk add failed: ${JSON.stringify(bulk.failures.slice(0, 3))}`);
-  return { floorMs, coldMs, coldRules: cold.rulesWritten, incrementalMs, membersMs, ipsetMembersPerS: members.length / (bulkMs / 1000) };
+  return {
+    floorMs,
+    coldMs,
+    coldRules: cold.rulesWritten,
+    incrementalMs,
+    membersMs,
+    ipsetMembersPerS: members.length / (bulkMs / 1000),
+  };
 }
 
 function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): InsideResult {
@@ -82,7 +121,11 @@ function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Insi
   spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
   try {
     log(`iptables-${flavour} (${transport}): programming in netns ${ns}`);
-    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', flavour, transport], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', flavour, transport],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 },
+    );
     if (r.status !== 0) throw new Error(`iptables-${flavour} run failed (${r.status ?? r.signal})`);
     return JSON.parse(r.stdout) as InsideResult;
   } finally {
@@ -90,21 +133,39 @@ function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Insi
   }
 }
 
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 async function main(): Promise<void> {
   const i = process.argv.indexOf('--inside');
   if (i >= 0) {
-    process.stdout.write(JSON.stringify(await inside(process.argv[i + 1] as IptablesFlavour, process.argv[i + 2] as 'native' | 'exec')));
+    process.stdout.write(
+      JSON.stringify(await inside(process.argv[i + 1] as IptablesFlavour, process.argv[i + 2] as 'native' | 'exec')),
+    );
     return;
   }
   if (process.getuid?.() !== 0) {
-    console.error('bench dataplane-iptables: SKIPPED: needs root (it programs iptables inside throwaway network namespaces)');
+    console.error(
+      'bench dataplane-iptables: SKIPPED: needs root (it programs iptables inside throwaway network namespaces)',
+    );
     return;
   }
   const r3 = (x: number) => Math.round(x * 1000) / 1000;
-  const out: Record<string, number | string> = { endpoints: ENDPOINTS, policies: POLICIES, ip_sets: SETS, ip_set_members: SETS * MEMBERS_PER_SET };
-  const runs: Array<[IptablesFlavour, 'native' | 'exec']> = [['nft', 'native'], ['nft', 'exec'], ['legacy', 'native'], ['legacy', 'exec']];
+  const out: Record<string, number | string> = {
+    endpoints: ENDPOINTS,
+    policies: POLICIES,
+    ip_sets: SETS,
+    ip_set_members: SETS * MEMBERS_PER_SET,
+  };
+  const runs: Array<[IptablesFlavour, 'native' | 'exec']> = [
+    ['nft', 'native'],
+    ['nft', 'exec'],
+    ['legacy', 'native'],
+    ['legacy', 'exec'],
+  ];
   for (const [flavour, transport] of runs) {
     const r = runInside(flavour, transport);
     const x = transport === 'exec' ? '_exec' : '_native';
@@ -118,11 +179,19 @@ async function main(): Promise<void> {
     }
   }
   // The most any transport can gain: exec's time over the kernel's floor.
-  out.nft_incremental_speedup_bound = r3((out.nft_incremental_exec_ms_median as number) / (out.nft_kernel_floor_ms_median as number));
-  out.legacy_incremental_speedup_bound = r3((out.legacy_incremental_exec_ms_median as number) / (out.legacy_kernel_floor_ms_median as number));
-  out.nft_incremental_speedup = r3((out.nft_incremental_exec_ms_median as number) / (out.nft_incremental_ms_median as number));
+  out.nft_incremental_speedup_bound = r3(
+    (out.nft_incremental_exec_ms_median as number) / (out.nft_kernel_floor_ms_median as number),
+  );
+  out.legacy_incremental_speedup_bound = r3(
+    (out.legacy_incremental_exec_ms_median as number) / (out.legacy_kernel_floor_ms_median as number),
+  );
+  out.nft_incremental_speedup = r3(
+    (out.nft_incremental_exec_ms_median as number) / (out.nft_incremental_ms_median as number),
+  );
   out.nft_cold_speedup = r3((out.nft_cold_exec_ms as number) / (out.nft_cold_native_ms as number));
-  out.legacy_incremental_speedup = r3((out.legacy_incremental_exec_ms_median as number) / (out.legacy_incremental_ms_median as number));
+  out.legacy_incremental_speedup = r3(
+    (out.legacy_incremental_exec_ms_median as number) / (out.legacy_incremental_ms_median as number),
+  );
   out.legacy_cold_speedup = r3((out.legacy_cold_exec_ms as number) / (out.legacy_cold_native_ms as number));
   report('dataplane-iptables', out, [
     ['nft_ipset_members_per_s', '>=', 1_000_000],

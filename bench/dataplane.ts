@@ -17,7 +17,18 @@ import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
 import type { ToDataplane } from '../src/proto/messages.js';
 import { log, percentile, report } from './lib/report.js';
-import { ENDPOINTS, incrementalChange, INCREMENTAL_RUNS, ip, memberChange, MEMBER_RUNS, MEMBERS_PER_SET, POLICIES, SETS, snapshot } from './workloads/node-dataplane.js';
+import {
+  ENDPOINTS,
+  incrementalChange,
+  INCREMENTAL_RUNS,
+  ip,
+  memberChange,
+  MEMBER_RUNS,
+  MEMBERS_PER_SET,
+  POLICIES,
+  SETS,
+  snapshot,
+} from './workloads/node-dataplane.js';
 
 interface InsideResult {
   transport: Transport;
@@ -80,8 +91,30 @@ async function inside(transport: Transport): Promise<InsideResult> {
   const incrementalCommitMs = commitMs.splice(0);
   const membersMs: number[] = [];
   let next = 0x30000;
-  for (let k = 0; k < MEMBER_RUNS; k++) membersMs.push(await step(memberChange(k, (id) => state.ipsets.get(id)?.members ?? [], () => ip(next++))));
-  return { transport, coldMs: t2 - t0, coldRenderMs: t1 - t0, coldOps: cold.ops, coldBytes: cold.bytes, coldCommitMs: cold.commitMs, incrementalMs, incrementalRenderMs, incrementalCommitMs, membersMs, membersCommitMs: commitMs, floorMs };
+  for (let k = 0; k < MEMBER_RUNS; k++)
+    membersMs.push(
+      await step(
+        memberChange(
+          k,
+          (id) => state.ipsets.get(id)?.members ?? [],
+          () => ip(next++),
+        ),
+      ),
+    );
+  return {
+    transport,
+    coldMs: t2 - t0,
+    coldRenderMs: t1 - t0,
+    coldOps: cold.ops,
+    coldBytes: cold.bytes,
+    coldCommitMs: cold.commitMs,
+    incrementalMs,
+    incrementalRenderMs,
+    incrementalCommitMs,
+    membersMs,
+    membersCommitMs: commitMs,
+    floorMs,
+  };
 }
 
 function runInside(transport: Transport): InsideResult {
@@ -89,7 +122,11 @@ function runInside(transport: Transport): InsideResult {
   spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
   try {
     log(`${transport}: programming in netns ${ns}`);
-    const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', transport], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', transport],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 },
+    );
     if (r.status !== 0) throw new Error(`${transport} run failed (${r.status ?? r.signal})`);
     return JSON.parse(r.stdout) as InsideResult;
   } finally {
@@ -97,8 +134,16 @@ function runInside(transport: Transport): InsideResult {
   }
 }
 
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
-const p90 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 90);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
+const p90 = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    90,
+  );
 
 async function main(): Promise<void> {
   const i = process.argv.indexOf('--inside');

@@ -22,12 +22,17 @@ function policy(f: number, i: number, action: string): Record<string, unknown> {
     apiVersion: 'projectcalico.org/v3',
     kind: 'NetworkPolicy',
     metadata: { name: `pol-${f}-${i}`, namespace: `ns-${f % 20}` },
-    spec: { selector: `app == 'app-${i}'`, ingress: [{ action, protocol: 'TCP', source: { selector: `role == 'r${f}'` }, destination: { ports: [80 + i] } }] },
+    spec: {
+      selector: `app == 'app-${i}'`,
+      ingress: [{ action, protocol: 'TCP', source: { selector: `role == 'r${f}'` }, destination: { ports: [80 + i] } }],
+    },
   };
 }
 
 function fileText(f: number, editedAction = 'Allow', edited = -1): string {
-  return Array.from({ length: PER_FILE }, (_, i) => stringify(policy(f, i, i === edited ? editedAction : 'Allow'))).join('---\n');
+  return Array.from({ length: PER_FILE }, (_, i) =>
+    stringify(policy(f, i, i === edited ? editedAction : 'Allow')),
+  ).join('---\n');
 }
 
 async function main(): Promise<void> {

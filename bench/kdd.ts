@@ -37,16 +37,33 @@ async function main(): Promise<void> {
     }
   };
   log(`filling the API server: ${PODS} pods, ${NAMESPACES} namespaces, ${POLICIES} NetworkPolicies`);
-  await putMany('namespaces', Array.from({ length: NAMESPACES }, (_, i) => ({ metadata: { name: `ns-${i}`, labels: { team: `t${i % 50}` } } })));
-  await putMany('serviceaccounts', Array.from({ length: NAMESPACES }, (_, i) => ({ metadata: { name: 'default', namespace: `ns-${i}` } })));
-  await putMany('nodes', Array.from({ length: NODES }, (_, i) => ({ metadata: { name: `node${i}` } })));
+  await putMany(
+    'namespaces',
+    Array.from({ length: NAMESPACES }, (_, i) => ({ metadata: { name: `ns-${i}`, labels: { team: `t${i % 50}` } } })),
+  );
+  await putMany(
+    'serviceaccounts',
+    Array.from({ length: NAMESPACES }, (_, i) => ({ metadata: { name: 'default', namespace: `ns-${i}` } })),
+  );
+  await putMany(
+    'nodes',
+    Array.from({ length: NODES }, (_, i) => ({ metadata: { name: `node${i}` } })),
+  );
   await putMany(
     'pods',
     Array.from({ length: PODS }, (_, i) => {
       const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
       return {
-        metadata: { name: `pod-${i}`, namespace: `ns-${i % NAMESPACES}`, labels: { app: `a${i % 20}`, version: `v${i % 3}` } },
-        spec: { nodeName: `node${i % NODES}`, serviceAccountName: 'default', containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }] },
+        metadata: {
+          name: `pod-${i}`,
+          namespace: `ns-${i % NAMESPACES}`,
+          labels: { app: `a${i % 20}`, version: `v${i % 3}` },
+        },
+        spec: {
+          nodeName: `node${i % NODES}`,
+          serviceAccountName: 'default',
+          containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
+        },
         status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
       };
     }),
@@ -55,7 +72,13 @@ async function main(): Promise<void> {
     'networkpolicies',
     Array.from({ length: POLICIES }, (_, i) => ({
       metadata: { name: `np-${i}`, namespace: `ns-${i % NAMESPACES}` },
-      spec: { podSelector: { matchLabels: { app: `a${i % 20}` } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: `a${(i + 1) % 20}` } } }], ports: [{ port: 8000 + (i % 10) }] }] },
+      spec: {
+        podSelector: { matchLabels: { app: `a${i % 20}` } },
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: [{ podSelector: { matchLabels: { app: `a${(i + 1) % 20}` } } }], ports: [{ port: 8000 + (i % 10) }] },
+        ],
+      },
     })),
   );
 
@@ -85,7 +108,16 @@ async function main(): Promise<void> {
   await once(api, 'exit');
   report(
     'kdd',
-    { pods: PODS, namespaces: NAMESPACES, policies: POLICIES, local_pods: PODS / NODES, messages, list_to_insync_s: listToInSyncS, rss_mb: rss, machine_calibration_ms: calibration },
+    {
+      pods: PODS,
+      namespaces: NAMESPACES,
+      policies: POLICIES,
+      local_pods: PODS / NODES,
+      messages,
+      list_to_insync_s: listToInSyncS,
+      rss_mb: rss,
+      machine_calibration_ms: calibration,
+    },
     [
       ['list_to_insync_s', '<=', 5],
       ['rss_mb', '<=', 400],

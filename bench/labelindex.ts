@@ -53,7 +53,9 @@ function main(profile: Profile): void {
   log('initial build (parents, selectors, then items; one flush)');
   const { index, seconds: buildS, transitions } = build(w, sels, 'selectors-first');
   const st = index.stats();
-  log(`built in ${buildS.toFixed(3)} s: ${st.matches} matches; selectors by value ${st.selectorsByValue}, by key ${st.selectorsByKey}, unindexed ${st.selectorsUnindexed}`);
+  log(
+    `built in ${buildS.toFixed(3)} s: ${st.matches} matches; selectors by value ${st.selectorsByValue}, by key ${st.selectorsByKey}, unindexed ${st.selectorsUnindexed}`,
+  );
 
   log(`item updates: ${UPDATES} single-item upsert+flush round trips`);
   const rng = new Rng(99);

@@ -24,7 +24,8 @@ const NODES = 100;
 const blockCidr = (i: number) => `10.${64 + (i >> 10)}.${(i >> 2) & 255}.${(i & 3) * 64}/26`;
 const vtepIp = (n: number) => `10.200.${n >> 8}.${(n & 255) + 1}`;
 const nodeIp = (n: number) => `10.99.${n >> 8}.${(n & 255) + 2}`;
-const mac = (n: number) => `66:00:00:00:${(n >> 8).toString(16).padStart(2, '0')}:${(n & 255).toString(16).padStart(2, '0')}`;
+const mac = (n: number) =>
+  `66:00:00:00:${(n >> 8).toString(16).padStart(2, '0')}:${(n & 255).toString(16).padStart(2, '0')}`;
 const ms = (t0: number) => Math.round((performance.now() - t0) * 1000) / 1000;
 const sh = (args: string[], input?: string) => {
   const r = spawnSync(args[0] as string, args.slice(1), { encoding: 'utf8', input, maxBuffer: 256 << 20 });
@@ -57,7 +58,14 @@ async function inside(): Promise<Inside> {
   // 1. The native batch alone, on a VXLAN device made for it.
   const dev = await linkAddVxlan({ name: 'vxbench', vni: 42, port: 4790, parent, local: '10.99.0.1', mtu: 1450 });
   sh(['ip', 'link', 'set', 'vxbench', 'up']);
-  const ops: RouteOp[] = Array.from({ length: BLOCKS }, (_, i) => ({ op: 'routeReplace', dst: blockCidr(i), ifindex: dev.index, gateway: vtepIp(i % NODES), onlink: true, scope: 'universe' }));
+  const ops: RouteOp[] = Array.from({ length: BLOCKS }, (_, i) => ({
+    op: 'routeReplace',
+    dst: blockCidr(i),
+    ifindex: dev.index,
+    gateway: vtepIp(i % NODES),
+    onlink: true,
+    scope: 'universe',
+  }));
   const cpu0 = process.cpuUsage();
   let t0 = performance.now();
   const res = await routeApply(ops);
@@ -70,10 +78,19 @@ async function inside(): Promise<Inside> {
   await linkAddVxlan({ name: 'vxbench', vni: 42, port: 4790, parent, local: '10.99.0.1', mtu: 1450 });
   sh(['ip', 'link', 'set', 'vxbench', 'up']);
   const file = join(tmpdir(), `palisade-routes-${process.pid}.batch`);
-  writeFileSync(file, Array.from({ length: BLOCKS }, (_, i) => `route replace ${blockCidr(i)} via ${vtepIp(i % NODES)} dev vxbench onlink proto boot\n`).join(''));
+  writeFileSync(
+    file,
+    Array.from(
+      { length: BLOCKS },
+      (_, i) => `route replace ${blockCidr(i)} via ${vtepIp(i % NODES)} dev vxbench onlink proto boot\n`,
+    ).join(''),
+  );
   t0 = performance.now();
   // bash's `times` prints its children's user and system time on its second line.
-  const times = sh(['bash', '-c', `ip -batch ${file} && times`]).trim().split('\n')[1] ?? '';
+  const times =
+    sh(['bash', '-c', `ip -batch ${file} && times`])
+      .trim()
+      .split('\n')[1] ?? '';
   const ipBatchMs = ms(t0);
   const [ipUser, ipSys] = [...times.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => (Number(m[1]) * 60 + Number(m[2])) * 1000);
   sh(['ip', 'link', 'del', 'vxbench']);
@@ -84,19 +101,86 @@ async function inside(): Promise<Inside> {
     { type: 'ifaceUpdate', name: 'eth1', index: parent, state: 'up' },
     { type: 'ifaceAddrsUpdate', name: 'eth1', index: parent, addrs: ['10.99.0.1'] },
   ]);
-  const m = new VxlanManager({ hostname: 'me', enabled: undefined, vni: 4096, port: 4789, mtu: 0 }, ifaces, createLogger({ severity: 'Fatal' }));
+  const m = new VxlanManager(
+    { hostname: 'me', enabled: undefined, vni: 4096, port: 4789, mtu: 0 },
+    ifaces,
+    createLogger({ severity: 'Fatal' }),
+  );
   const msgs: ToDataplane[] = [
-    { type: 'RouteUpdate', route: { types: 0, ipPoolType: 'VXLAN', dst: '10.64.0.0/10', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, borrowed: false } },
-    { type: 'VXLANTunnelEndpointUpdate', vtep: { node: 'me', mac: '66:ff:00:00:00:01', ipv4Addr: '10.201.0.1', parentDeviceIp: '10.99.0.1', macV6: '', ipv6Addr: '', parentDeviceIpv6: '' } },
-    ...Array.from({ length: NODES }, (_, n): ToDataplane => ({ type: 'VXLANTunnelEndpointUpdate', vtep: { node: `n${n}`, mac: mac(n), ipv4Addr: vtepIp(n), parentDeviceIp: nodeIp(n), macV6: '', ipv6Addr: '', parentDeviceIpv6: '' } })),
-    ...Array.from({ length: BLOCKS }, (_, i): ToDataplane => ({ type: 'RouteUpdate', route: { types: 1, ipPoolType: 'VXLAN', dst: blockCidr(i), dstNodeName: `n${i % NODES}`, dstNodeIp: nodeIp(i % NODES), sameSubnet: false, natOutgoing: false, localWorkload: false, borrowed: false } })),
+    {
+      type: 'RouteUpdate',
+      route: {
+        types: 0,
+        ipPoolType: 'VXLAN',
+        dst: '10.64.0.0/10',
+        dstNodeName: '',
+        dstNodeIp: '',
+        sameSubnet: false,
+        natOutgoing: false,
+        localWorkload: false,
+        borrowed: false,
+      },
+    },
+    {
+      type: 'VXLANTunnelEndpointUpdate',
+      vtep: {
+        node: 'me',
+        mac: '66:ff:00:00:00:01',
+        ipv4Addr: '10.201.0.1',
+        parentDeviceIp: '10.99.0.1',
+        macV6: '',
+        ipv6Addr: '',
+        parentDeviceIpv6: '',
+      },
+    },
+    ...Array.from(
+      { length: NODES },
+      (_, n): ToDataplane => ({
+        type: 'VXLANTunnelEndpointUpdate',
+        vtep: {
+          node: `n${n}`,
+          mac: mac(n),
+          ipv4Addr: vtepIp(n),
+          parentDeviceIp: nodeIp(n),
+          macV6: '',
+          ipv6Addr: '',
+          parentDeviceIpv6: '',
+        },
+      }),
+    ),
+    ...Array.from(
+      { length: BLOCKS },
+      (_, i): ToDataplane => ({
+        type: 'RouteUpdate',
+        route: {
+          types: 1,
+          ipPoolType: 'VXLAN',
+          dst: blockCidr(i),
+          dstNodeName: `n${i % NODES}`,
+          dstNodeIp: nodeIp(i % NODES),
+          sameSubnet: false,
+          natOutgoing: false,
+          localWorkload: false,
+          borrowed: false,
+        },
+      }),
+    ),
   ];
   t0 = performance.now();
   for (const msg of msgs) m.onUpdate(msg);
   const counts = await m.apply();
   const managerColdMs = ms(t0);
   if (!(await linkGet('vxlan.calico'))) throw new Error('the manager made no device');
-  return { nativeMs, nativeSysMs: cpu.system / 1000, nativeUserMs: cpu.user / 1000, ipBatchSysMs: ipSys ?? NaN, ipBatchUserMs: ipUser ?? NaN, managerColdMs, managerRoutes: counts.routes ?? 0, ipBatchMs };
+  return {
+    nativeMs,
+    nativeSysMs: cpu.system / 1000,
+    nativeUserMs: cpu.user / 1000,
+    ipBatchSysMs: ipSys ?? NaN,
+    ipBatchUserMs: ipUser ?? NaN,
+    managerColdMs,
+    managerRoutes: counts.routes ?? 0,
+    ipBatchMs,
+  };
 }
 
 async function main(): Promise<void> {
@@ -114,7 +198,10 @@ async function main(): Promise<void> {
     spawnSync('ip', ['netns', 'add', ns]);
     try {
       log(`routes: run ${k + 1} of 3 in netns ${ns}`);
-      const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       if (r.status !== 0) throw new Error(`run failed (${r.status ?? r.signal})`);
       runs.push(JSON.parse(r.stdout) as Inside);
     } finally {
@@ -126,24 +213,28 @@ async function main(): Promise<void> {
   const ipBatchMs = med((r) => r.ipBatchMs);
   const managerMs = med((r) => r.managerColdMs);
   const kernelMs = med((r) => r.nativeSysMs);
-  report('routes', {
-    remote_blocks: BLOCKS,
-    nodes: NODES,
-    native_batch_ms: nativeMs,
-    native_routes_per_s: Math.round(BLOCKS / (nativeMs / 1000)),
-    ip_batch_ms: ipBatchMs,
-    ip_batch_routes_per_s: Math.round(BLOCKS / (ipBatchMs / 1000)),
-    native_speedup: Math.round((ipBatchMs / nativeMs) * 100) / 100,
-    // The kernel's own cost of inserting the routes (system CPU of the native apply): no
-    // client can go below it, so ip_batch_ms / kernel_floor_ms bounds any speedup.
-    kernel_floor_ms: Math.round(kernelMs * 10) / 10,
-    native_user_ms: Math.round(med((r) => r.nativeUserMs) * 10) / 10,
-    ip_batch_sys_ms: Math.round(med((r) => r.ipBatchSysMs) * 10) / 10,
-    ip_batch_user_ms: Math.round(med((r) => r.ipBatchUserMs) * 10) / 10,
-    speedup_ceiling: Math.round((ipBatchMs / kernelMs) * 100) / 100,
-    vxlan_manager_cold_ms: managerMs,
-    vxlan_manager_routes: runs[0]?.managerRoutes ?? 0,
-  }, [['native_speedup', '>=', 5]]);
+  report(
+    'routes',
+    {
+      remote_blocks: BLOCKS,
+      nodes: NODES,
+      native_batch_ms: nativeMs,
+      native_routes_per_s: Math.round(BLOCKS / (nativeMs / 1000)),
+      ip_batch_ms: ipBatchMs,
+      ip_batch_routes_per_s: Math.round(BLOCKS / (ipBatchMs / 1000)),
+      native_speedup: Math.round((ipBatchMs / nativeMs) * 100) / 100,
+      // The kernel's own cost of inserting the routes (system CPU of the native apply): no
+      // client can go below it, so ip_batch_ms / kernel_floor_ms bounds any speedup.
+      kernel_floor_ms: Math.round(kernelMs * 10) / 10,
+      native_user_ms: Math.round(med((r) => r.nativeUserMs) * 10) / 10,
+      ip_batch_sys_ms: Math.round(med((r) => r.ipBatchSysMs) * 10) / 10,
+      ip_batch_user_ms: Math.round(med((r) => r.ipBatchUserMs) * 10) / 10,
+      speedup_ceiling: Math.round((ipBatchMs / kernelMs) * 100) / 100,
+      vxlan_manager_cold_ms: managerMs,
+      vxlan_manager_routes: runs[0]?.managerRoutes ?? 0,
+    },
+    [['native_speedup', '>=', 5]],
+  );
 }
 
 await main();

@@ -31,7 +31,19 @@ function runClient(id: number, port: number, blobBytes: number): void {
   let synced = false;
   const ack = () => s.write(encodeMessage(enc, { type: 'ACK' }));
   s.on('connect', () =>
-    s.write(encodeMessage(enc, { type: 'ClientHello', hostname: `bench-${id}`, info: 'bench', version: 'bench', syncerType: 'felix', supportsDecoderRestart: true, supportedCompressionAlgorithms: ['snappy'], supportsModernPolicyKeys: true, clientConnId: BigInt(id) })),
+    s.write(
+      encodeMessage(enc, {
+        type: 'ClientHello',
+        hostname: `bench-${id}`,
+        info: 'bench',
+        version: 'bench',
+        syncerType: 'felix',
+        supportsDecoderRestart: true,
+        supportedCompressionAlgorithms: ['snappy'],
+        supportsModernPolicyKeys: true,
+        clientConnId: BigInt(id),
+      }),
+    ),
   );
   s.on('data', (chunk: Buffer) => {
     let rest = chunk;

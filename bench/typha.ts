@@ -42,7 +42,9 @@ const settledHeldMb = async (): Promise<number> => {
 };
 const memLog = (stage: string) => {
   const m = process.memoryUsage();
-  log(`memory ${stage}: rss ${rssMb().toFixed(0)} MB, heap ${(m.heapUsed / 1048576).toFixed(0)} MB, external ${(m.external / 1048576).toFixed(0)} MB`);
+  log(
+    `memory ${stage}: rss ${rssMb().toFixed(0)} MB, heap ${(m.heapUsed / 1048576).toFixed(0)} MB, external ${(m.external / 1048576).toFixed(0)} MB`,
+  );
 };
 const now = () => performance.timeOrigin + performance.now();
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
@@ -94,7 +96,9 @@ async function main(): Promise<void> {
   // The bench lets go of the snapshot: the server keeps it only as long as it shares it.
   snap = undefined as never;
   memLog('snapshot encoded and compressed');
-  log(`${kvs} KVs: snapshot ${snapshotMb.toFixed(1)} MB, compressed ${(blobBytes / 1048576).toFixed(1)} MB, encoded in ${encodeS.toFixed(2)} s`);
+  log(
+    `${kvs} KVs: snapshot ${snapshotMb.toFixed(1)} MB, compressed ${(blobBytes / 1048576).toFixed(1)} MB, encoded in ${encodeS.toFixed(2)} s`,
+  );
 
   const server = new TyphaServer({
     cache,
@@ -118,7 +122,9 @@ async function main(): Promise<void> {
   const inSync = new Map<number, number>();
   const arrivals = new Map<string, number[]>();
   const errors: string[] = [];
-  const workers = Array.from({ length: WORKERS }, () => fork(`${here}typha-clients.js`, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const workers = Array.from({ length: WORKERS }, () =>
+    fork(`${here}typha-clients.js`, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
   for (const w of workers) {
     w.on('message', (m: { inSync?: number; update?: number; at: number; key?: string; error?: string }) => {
       if (m.error) errors.push(m.error);
@@ -132,8 +138,10 @@ async function main(): Promise<void> {
   let peakRss = rssMb();
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb())), 50);
   workers.forEach((w, i) => w.send({ port, count: CLIENTS / WORKERS, blobBytes, first: i * (CLIENTS / WORKERS) }));
-  while (inSync.size < CLIENTS && errors.length === 0 && now() - start < 120_000) await new Promise((r) => setTimeout(r, 10));
-  if (errors.length || inSync.size < CLIENTS) throw new Error(`clients failed: ${inSync.size} in sync; ${errors.slice(0, 5).join('; ')}`);
+  while (inSync.size < CLIENTS && errors.length === 0 && now() - start < 120_000)
+    await new Promise((r) => setTimeout(r, 10));
+  if (errors.length || inSync.size < CLIENTS)
+    throw new Error(`clients failed: ${inSync.size} in sync; ${errors.slice(0, 5).join('; ')}`);
   const snapshotS = (Math.max(...inSync.values()) - start) / 1000;
   log(`all ${CLIENTS} in sync after ${snapshotS.toFixed(2)} s`);
 
@@ -144,7 +152,9 @@ async function main(): Promise<void> {
   for (let i = 0; i < UPDATES; i++) {
     const key = `/calico/v1/config/BenchParam${i}`;
     const sent = now();
-    cache.onUpdates([{ key, value: Buffer.from(`v${i}`), revision: String(i), v3ResourceVersion: '', ttlNanos: 0, updateType: 1 }]);
+    cache.onUpdates([
+      { key, value: Buffer.from(`v${i}`), revision: String(i), v3ResourceVersion: '', ttlNanos: 0, updateType: 1 },
+    ]);
     const t = now();
     while ((arrivals.get(key)?.length ?? 0) < CLIENTS && now() - t < 5000) await new Promise((r) => setTimeout(r, 1));
     const got = arrivals.get(key) ?? [];

@@ -22,8 +22,10 @@ const mode = `${asan ? 'asan' : debug ? 'debug' : 'release'} ${process.version}`
 
 const nodedir = resolve(dirname(process.execPath), '..');
 if (!existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) {
-  console.error(`build-native: Node headers not found under ${nodedir}/include/node; ` +
-    'install the headers of this node (they ship with the nodejs package)');
+  console.error(
+    `build-native: Node headers not found under ${nodedir}/include/node; ` +
+      'install the headers of this node (they ship with the nodejs package)',
+  );
   process.exit(1);
 }
 
@@ -54,8 +56,8 @@ const run = (argv) => {
 // Reconfigure only when the mode changes: a fresh configure rewrites the makefiles and
 // would cost a full rebuild every time.
 const stamp = join(workdir, 'build', '.palisade-mode');
-const configured = existsSync(join(workdir, 'build', 'Makefile')) && existsSync(stamp) &&
-  readFileSync(stamp, 'utf8') === mode;
+const configured =
+  existsSync(join(workdir, 'build', 'Makefile')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === mode;
 if (!configured || args.has('--force')) {
   run(['configure', `--nodedir=${nodedir}`, ...(debug ? ['--debug'] : []), '--', `-Dpalisade_asan=${asan ? 1 : 0}`]);
   mkdirSync(join(workdir, 'build'), { recursive: true });

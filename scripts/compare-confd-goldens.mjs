@@ -16,11 +16,38 @@ if (!gitDir) {
   console.error('usage: compare-confd-goldens.mjs <calico git dir> [case ...]');
   process.exit(2);
 }
-const show = (path) => execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:${path}`], { encoding: 'utf8', maxBuffer: 1 << 26 });
-const DEFAULT_CASES = ['mesh/vxlan-always', 'mesh/ipip-off', 'mesh/hash', 'mesh/bgp-export', 'mesh/static-routes', 'mesh/communities', 'mesh/route-reflector-mesh-enabled', 'mesh/restart-time', 'explicit_peering/global', 'explicit_peering/specific_node', 'explicit_peering/selectors', 'explicit_peering/route_reflector', 'explicit_peering/local-as', 'explicit_peering/keepnexthop'];
+const show = (path) =>
+  execFileSync('git', ['--git-dir', gitDir, 'show', `HEAD:${path}`], { encoding: 'utf8', maxBuffer: 1 << 26 });
+const DEFAULT_CASES = [
+  'mesh/vxlan-always',
+  'mesh/ipip-off',
+  'mesh/hash',
+  'mesh/bgp-export',
+  'mesh/static-routes',
+  'mesh/communities',
+  'mesh/route-reflector-mesh-enabled',
+  'mesh/restart-time',
+  'explicit_peering/global',
+  'explicit_peering/specific_node',
+  'explicit_peering/selectors',
+  'explicit_peering/route_reflector',
+  'explicit_peering/local-as',
+  'explicit_peering/keepnexthop',
+];
 // The affinities confd's test harness adds for every case (helpers_test.go).
-const AFFINITIES = [['10.0.0.0/30', ''], ['10.1.0.0/24', ''], ['10.2.0.1/32', ''], ['192.168.221.192/26', ''], ['192.168.221.64/26', 'confirmed'], ['192.168.221.0/26', 'pending']];
-const normal = (text) => text.split('\n').map((l) => l.replace(/#.*$/, '').trim()).filter((l) => l !== '');
+const AFFINITIES = [
+  ['10.0.0.0/30', ''],
+  ['10.1.0.0/24', ''],
+  ['10.2.0.1/32', ''],
+  ['192.168.221.192/26', ''],
+  ['192.168.221.64/26', 'confirmed'],
+  ['192.168.221.0/26', 'pending'],
+];
+const normal = (text) =>
+  text
+    .split('\n')
+    .map((l) => l.replace(/#.*$/, '').trim())
+    .filter((l) => l !== '');
 
 let failed = 0;
 for (const c of cases.length ? cases : DEFAULT_CASES) {
@@ -40,7 +67,10 @@ for (const c of cases.length ? cases : DEFAULT_CASES) {
   }
   for (const [cidr, s] of AFFINITIES) {
     const spec = { node: 'kube-master', cidr, ...(s ? { state: s } : {}) };
-    state.onUpdate({ kind: 'BlockAffinity', name: cidr }, { kind: 'BlockAffinity', metadata: { name: cidr }, spec: { ...spec, deleted: false } });
+    state.onUpdate(
+      { kind: 'BlockAffinity', name: cidr },
+      { kind: 'BlockAffinity', metadata: { name: cidr }, spec: { ...spec, deleted: false } },
+    );
   }
   // CALICO_ROUTER_ID as each case sets it (mesh_test.go).
   const routerId = { 'mesh/hash': 'hash', 'mesh/static-routes-no-ipv4-address': '10.10.10.10' }[c];

@@ -33,12 +33,17 @@ if (have !== `v${version}`) {
   const tmp = join(root, 'build', 'node-lts.tmp');
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const tgz = run('npm', ['pack', pkg, '--pack-destination', tmp, '--silent', '--loglevel=error']).trim().split('\n').pop();
+  const tgz = run('npm', ['pack', pkg, '--pack-destination', tmp, '--silent', '--loglevel=error'])
+    .trim()
+    .split('\n')
+    .pop();
   run('tar', ['-xzf', join(tmp, tgz), '-C', tmp]);
   rmSync(dir, { recursive: true, force: true });
   renameSync(join(tmp, 'package'), dir);
   rmSync(tmp, { recursive: true, force: true });
 }
 // The addon against this node's own headers, beside the main build.
-run(bin, [join(root, 'scripts', 'build-native.mjs'), `--out=${join(dir, 'addon')}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+run(bin, [join(root, 'scripts', 'build-native.mjs'), `--out=${join(dir, 'addon')}`], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
 console.error(`fetch-lts-node: Node ${version} and its addon ready in build/node-lts`);

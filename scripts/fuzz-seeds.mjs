@@ -24,8 +24,79 @@ const out = (dir, name, bytes) => {
 const state = new DesiredState();
 state.apply([
   { type: 'IPSetUpdate', id: 's:seed', ipsetType: 'NET', members: ['10.0.0.0/8', '192.168.1.1/32', 'fd00::/64'] },
-  { type: 'ActivePolicyUpdate', id: { tier: 'default', name: 'np/prod/web' }, policy: { namespace: 'prod', untracked: false, preDnat: false, originalSelector: '', outboundRules: [], inboundRules: [{ action: 'allow', protocol: { name: 'tcp' }, srcNet: ['10.1.0.0/16'], dstNet: [], notSrcNet: [], notDstNet: [], srcPorts: [], dstPorts: [{ first: 80, last: 80 }, { first: 8000, last: 8100 }], notSrcPorts: [], notDstPorts: [], srcIpSetIds: ['s:seed'], dstIpSetIds: [], notSrcIpSetIds: [], notDstIpSetIds: [], srcNamedPortIpSetIds: [], dstNamedPortIpSetIds: [], notSrcNamedPortIpSetIds: [], notDstNamedPortIpSetIds: [], dstIpPortSetIds: [] }, { action: 'log', srcNet: [], dstNet: [], notSrcNet: [], notDstNet: [], srcPorts: [], dstPorts: [], notSrcPorts: [], notDstPorts: [], srcIpSetIds: [], dstIpSetIds: [], notSrcIpSetIds: [], notDstIpSetIds: [], srcNamedPortIpSetIds: [], dstNamedPortIpSetIds: [], notSrcNamedPortIpSetIds: [], notDstNamedPortIpSetIds: [], dstIpPortSetIds: [] }] } },
-  { type: 'WorkloadEndpointUpdate', id: { orchestratorId: 'k8s', workloadId: 'prod/web', endpointId: 'eth0' }, endpoint: { state: 'active', name: 'cali12345', mac: '', profileIds: ['kns.prod'], ipv4Nets: ['10.65.0.2/32'], ipv6Nets: [], tiers: [{ name: 'default', ingressPolicies: ['np/prod/web'], egressPolicies: [], defaultAction: 'Deny' }], ipv4Nat: [{ extIp: '203.0.113.9', intIp: '10.65.0.2' }], ipv6Nat: [], allowSpoofedSourcePrefixes: [] } },
+  {
+    type: 'ActivePolicyUpdate',
+    id: { tier: 'default', name: 'np/prod/web' },
+    policy: {
+      namespace: 'prod',
+      untracked: false,
+      preDnat: false,
+      originalSelector: '',
+      outboundRules: [],
+      inboundRules: [
+        {
+          action: 'allow',
+          protocol: { name: 'tcp' },
+          srcNet: ['10.1.0.0/16'],
+          dstNet: [],
+          notSrcNet: [],
+          notDstNet: [],
+          srcPorts: [],
+          dstPorts: [
+            { first: 80, last: 80 },
+            { first: 8000, last: 8100 },
+          ],
+          notSrcPorts: [],
+          notDstPorts: [],
+          srcIpSetIds: ['s:seed'],
+          dstIpSetIds: [],
+          notSrcIpSetIds: [],
+          notDstIpSetIds: [],
+          srcNamedPortIpSetIds: [],
+          dstNamedPortIpSetIds: [],
+          notSrcNamedPortIpSetIds: [],
+          notDstNamedPortIpSetIds: [],
+          dstIpPortSetIds: [],
+        },
+        {
+          action: 'log',
+          srcNet: [],
+          dstNet: [],
+          notSrcNet: [],
+          notDstNet: [],
+          srcPorts: [],
+          dstPorts: [],
+          notSrcPorts: [],
+          notDstPorts: [],
+          srcIpSetIds: [],
+          dstIpSetIds: [],
+          notSrcIpSetIds: [],
+          notDstIpSetIds: [],
+          srcNamedPortIpSetIds: [],
+          dstNamedPortIpSetIds: [],
+          notSrcNamedPortIpSetIds: [],
+          notDstNamedPortIpSetIds: [],
+          dstIpPortSetIds: [],
+        },
+      ],
+    },
+  },
+  {
+    type: 'WorkloadEndpointUpdate',
+    id: { orchestratorId: 'k8s', workloadId: 'prod/web', endpointId: 'eth0' },
+    endpoint: {
+      state: 'active',
+      name: 'cali12345',
+      mac: '',
+      profileIds: ['kns.prod'],
+      ipv4Nets: ['10.65.0.2/32'],
+      ipv6Nets: [],
+      tiers: [{ name: 'default', ingressPolicies: ['np/prod/web'], egressPolicies: [], defaultAction: 'Deny' }],
+      ipv4Nat: [{ extIp: '203.0.113.9', intIp: '10.65.0.2' }],
+      ipv6Nat: [],
+      allowSpoofedSourcePrefixes: [],
+    },
+  },
   { type: 'InSync' },
 ]);
 const cfg = { ...defaultConfig(), FloatingIPs: 'Enabled' };
@@ -49,17 +120,33 @@ for (const family of [4, 6]) {
 }
 
 const selectors = [
-  "app == 'web'", 'has(role) && !has(quarantine)', "tier in {'fe', 'edge'}", "env not in {\"prod\"}", 'all()', "global()",
-  "a.b/c contains 'x' || name starts with 'ab' || name ends with \"z\"", "!(a == 'b' && (c != 'd' || has(e)))", "x in {'a', 'b',}",
+  "app == 'web'",
+  'has(role) && !has(quarantine)',
+  "tier in {'fe', 'edge'}",
+  'env not in {"prod"}',
+  'all()',
+  'global()',
+  "a.b/c contains 'x' || name starts with 'ab' || name ends with \"z\"",
+  "!(a == 'b' && (c != 'd' || has(e)))",
+  "x in {'a', 'b',}",
 ];
 selectors.forEach((s, i) => out('selector', `sel-${i}`, s));
 
 // Route and neighbour op streams as the route manager encodes them.
 const { encodeRouteOps } = await import(new URL('dist/src/native/rtnl.js', root));
 const routeSeeds = [
-  [{ op: 'routeReplace', ifindex: 7, dst: '10.65.0.2/32' }, { op: 'neighReplace', ifindex: 7, dst: '10.65.0.2', mac: 'ee:ee:ee:ee:ee:ee' }],
-  [{ op: 'routeDelete', ifindex: 9, dst: 'fd00:65::2/128' }, { op: 'neighDelete', ifindex: 9, dst: 'fd00:65::2' }],
-  [{ op: 'routeReplace', ifindex: 3, dst: '192.168.0.0/16' }, { op: 'routeReplace', ifindex: 3, dst: '0.0.0.0/0' }],
+  [
+    { op: 'routeReplace', ifindex: 7, dst: '10.65.0.2/32' },
+    { op: 'neighReplace', ifindex: 7, dst: '10.65.0.2', mac: 'ee:ee:ee:ee:ee:ee' },
+  ],
+  [
+    { op: 'routeDelete', ifindex: 9, dst: 'fd00:65::2/128' },
+    { op: 'neighDelete', ifindex: 9, dst: 'fd00:65::2' },
+  ],
+  [
+    { op: 'routeReplace', ifindex: 3, dst: '192.168.0.0/16' },
+    { op: 'routeReplace', ifindex: 3, dst: '0.0.0.0/0' },
+  ],
 ];
 routeSeeds.forEach((ops, i) => out('route_ops', `ops-${i}`, encodeRouteOps(ops)));
 
@@ -91,12 +178,28 @@ const name = (s) => attr(3, Buffer.from(`${s}\0`));
 const [NEWLINK, DELLINK, NEWADDR, DELADDR, DELROUTE] = [16, 17, 20, 21, 25];
 const v4 = Buffer.from([10, 65, 0, 1]);
 const v6 = Buffer.from('fd000065000000000000000000000001', 'hex');
-const oif = (i) => { const b = Buffer.alloc(4); b.writeUInt32LE(i); return attr(4, b); };
+const oif = (i) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(i);
+  return attr(4, b);
+};
 const rtnlSeeds = [
   [msg(NEWLINK, ifinfo(5, true), [name('cali1234')]), msg(NEWADDR, ifaddr(2, 32, 5), [attr(2, v4), attr(1, v4)])],
-  [msg(NEWLINK, ifinfo(6, false), [name('eth0')]), msg(NEWADDR, ifaddr(10, 64, 6), [attr(1, v6)]), msg(DELADDR, ifaddr(10, 64, 6), [attr(1, v6)])],
-  [msg(NEWLINK, ifinfo(5, true), [name('cali1234')]), msg(NEWLINK, ifinfo(5, true), [name('cali5678')]), msg(DELLINK, ifinfo(5, false), [name('cali5678')])],
-  [msg(NEWLINK, ifinfo(8, true), [name('docker0')]), msg(NEWLINK, ifinfo(9, true), [name('calib')]), msg(DELROUTE, rtmsg(2, 32, 3), [attr(1, v4), oif(9)])],
+  [
+    msg(NEWLINK, ifinfo(6, false), [name('eth0')]),
+    msg(NEWADDR, ifaddr(10, 64, 6), [attr(1, v6)]),
+    msg(DELADDR, ifaddr(10, 64, 6), [attr(1, v6)]),
+  ],
+  [
+    msg(NEWLINK, ifinfo(5, true), [name('cali1234')]),
+    msg(NEWLINK, ifinfo(5, true), [name('cali5678')]),
+    msg(DELLINK, ifinfo(5, false), [name('cali5678')]),
+  ],
+  [
+    msg(NEWLINK, ifinfo(8, true), [name('docker0')]),
+    msg(NEWLINK, ifinfo(9, true), [name('calib')]),
+    msg(DELROUTE, rtmsg(2, 32, 3), [attr(1, v4), oif(9)]),
+  ],
 ];
 // Regression: a length of 2^31 or more once made the message iterator loop forever.
 const huge = msg(NEWLINK, ifinfo(5, true), [name('cali1')]);
@@ -107,10 +210,26 @@ rtnlSeeds.forEach((msgs, i) => out('rtnl_msgs', `msgs-${i}`, Buffer.concat(msgs)
 // IP-set command streams as the IP-set code encodes them.
 const { encodeIpsetOps } = await import(new URL('dist/src/native/ipset.js', root));
 const ipsetSeeds = [
-  [{ op: 'create', name: 'cali40s:a', type: 'hash:ip', family: 4, maxelem: 1048576 }, { op: 'add', name: 'cali40s:a', type: 'hash:ip', family: 4, members: ['10.0.0.1', '10.0.0.2'] }],
-  [{ op: 'create', name: 'cali40s:n', type: 'hash:net', family: 4, maxelem: 1024 }, { op: 'del', name: 'cali40s:n', type: 'hash:net', family: 4, members: ['10.1.0.0/16'] }, { op: 'flush', name: 'cali40s:n' }],
-  [{ op: 'create', name: 'cali60n:p', type: 'hash:ip,port', family: 6, maxelem: 1024 }, { op: 'add', name: 'cali60n:p', type: 'hash:ip,port', family: 6, members: ['fd00::1,tcp:80', 'fd00::2,udp:53'] }],
-  [{ op: 'create', name: 'cali4t0', type: 'hash:ip', family: 4, maxelem: 1024 }, { op: 'swap', name: 'cali4t0', other: 'cali40s:a' }, { op: 'destroy', name: 'cali4t0' }],
+  [
+    { op: 'create', name: 'cali40s:a', type: 'hash:ip', family: 4, maxelem: 1048576 },
+    { op: 'add', name: 'cali40s:a', type: 'hash:ip', family: 4, members: ['10.0.0.1', '10.0.0.2'] },
+  ],
+  [
+    { op: 'create', name: 'cali40s:n', type: 'hash:net', family: 4, maxelem: 1024 },
+    { op: 'del', name: 'cali40s:n', type: 'hash:net', family: 4, members: ['10.1.0.0/16'] },
+    { op: 'flush', name: 'cali40s:n' },
+  ],
+  [
+    { op: 'create', name: 'cali60n:p', type: 'hash:ip,port', family: 6, maxelem: 1024 },
+    { op: 'add', name: 'cali60n:p', type: 'hash:ip,port', family: 6, members: ['fd00::1,tcp:80', 'fd00::2,udp:53'] },
+  ],
+  [
+    { op: 'create', name: 'cali4t0', type: 'hash:ip', family: 4, maxelem: 1024 },
+    { op: 'swap', name: 'cali4t0', other: 'cali40s:a' },
+    { op: 'destroy', name: 'cali4t0' },
+  ],
 ];
 ipsetSeeds.forEach((ops, i) => out('ipset_ops', `ops-${i}`, encodeIpsetOps(ops)));
-console.log(`fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets, ${ipsetSeeds.length} IP-set streams`);
+console.log(
+  `fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets, ${ipsetSeeds.length} IP-set streams`,
+);

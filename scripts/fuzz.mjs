@@ -24,14 +24,29 @@ if (!Number.isFinite(seconds) || seconds <= 0) {
 if (target === 'typha_stream') {
   const ts = spawnSync('npx', ['tsc', '-p', root], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (ts.status !== 0) process.exit(ts.status ?? 1);
-  const run = spawnSync(process.execPath, [`${root}dist/test/fuzz/typha-stream.js`, String(seconds)], { stdio: 'inherit' });
+  const run = spawnSync(process.execPath, [`${root}dist/test/fuzz/typha-stream.js`, String(seconds)], {
+    stdio: 'inherit',
+  });
   process.exit(run.status ?? 1);
 }
-const make = spawnSync('make', ['-C', `${root}native/fuzz`, '-j2', '--no-print-directory'], { stdio: ['ignore', 'ignore', 'inherit'] });
+const make = spawnSync('make', ['-C', `${root}native/fuzz`, '-j2', '--no-print-directory'], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
 if (make.status !== 0) process.exit(make.status ?? 1);
 const corpus = `${root}build/fuzz-corpus/${target}`;
 const findings = `${root}build/fuzz-findings/`;
 mkdirSync(corpus, { recursive: true });
 mkdirSync(findings, { recursive: true });
-const run = spawnSync(`${root}build/fuzz/${target}_fuzz`, [`-max_total_time=${seconds}`, '-timeout=10', '-print_final_stats=1', `-artifact_prefix=${findings}`, corpus, `${root}native/fuzz/corpus/${target}`], { stdio: 'inherit' });
+const run = spawnSync(
+  `${root}build/fuzz/${target}_fuzz`,
+  [
+    `-max_total_time=${seconds}`,
+    '-timeout=10',
+    '-print_final_stats=1',
+    `-artifact_prefix=${findings}`,
+    corpus,
+    `${root}native/fuzz/corpus/${target}`,
+  ],
+  { stdio: 'inherit' },
+);
 process.exit(run.status ?? 1);

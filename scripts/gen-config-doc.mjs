@@ -8,4 +8,7 @@ const path = new URL('../docs/configuration.md', import.meta.url);
 const doc = readFileSync(path, 'utf8');
 const at = doc.indexOf('## Reference');
 if (at < 0) throw new Error('docs/configuration.md has no "## Reference" section');
-writeFileSync(path, `${doc.slice(0, at)}## Reference\n\n${configReferenceTable()}\n\n## Felix parameters palisade knows but does not implement\n\n${unsupportedParamList()}\n`);
+writeFileSync(
+  path,
+  `${doc.slice(0, at)}## Reference\n\n${configReferenceTable()}\n\n## Felix parameters palisade knows but does not implement\n\n${unsupportedParamList()}\n`,
+);

@@ -5,7 +5,8 @@
 #   --with-test-tools   also install what the test suite needs (valgrind; etcd-server,
 #                       etcd-client and openssl for the etcd datastore tests;
 #                       iputils-ping for the end-to-end traffic tests; clang-14 and
-#                       libclang-rt-14-dev for the libFuzzer targets; golang-go for
+#                       libclang-rt-14-dev for the libFuzzer targets; clang-format-14 and
+#                       clang-tidy-14 for the C++ lint; golang-go for
 #                       Go's own encoding/gob, the Typha wire format's reference; golang-github-golang-snappy-dev,
 #                       the snappy package Typha itself uses, for the compressed stream;
 #                       kubectl (Debian's kubernetes-client) unless one is installed;
@@ -27,7 +28,7 @@ fi
 # bird (BIRD 1.6, the syntax Calico's own BIRD speaks) for `palisade bgp`.
 pkgs=(g++ make python3 pkg-config libssl-dev libnftnl-dev libmnl-dev libiptc-dev iproute2 nftables iptables ipset bird)
 if [[ ${1:-} == --with-test-tools ]]; then
-  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev golang-go golang-github-golang-snappy-dev)
+  pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 golang-go golang-github-golang-snappy-dev)
   # kubectl checks the tests' Kubernetes API server; Debian's client where none is installed.
   command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
 fi

@@ -68,7 +68,8 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       console.log(VERSION);
       return 0;
     },
-    usage: 'Usage: palisade version\n\nPrints the version.' },
+    usage: 'Usage: palisade version\n\nPrints the version.',
+  },
 };
 
 const wantsHelp = (args: readonly string[]) => {

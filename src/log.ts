@@ -38,7 +38,13 @@ function defaultDestination(): pino.DestinationStream {
   const format = process.env.PALISADE_LOG_FORMAT;
   const human = format === 'pretty' || (format !== 'json' && process.stderr.isTTY);
   if (!human) return pino.destination({ fd: 2, sync: true });
-  return pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+  return pretty({
+    destination: 2,
+    sync: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    singleLine: true,
+  });
 }
 
 /** A logger that drops everything (library default, tests). */

@@ -34,7 +34,8 @@ export function report(name: string, figures: Figures, targets: Target[] = []): 
   const file = join(root, 'bench', 'results', `${name}.json`);
   mkdirSync(dirname(file), { recursive: true });
   const targetsJson = Object.fromEntries(targets.map(([f, op, b]) => [f, { op, bound: b, verdict: verdicts[f] }]));
-  writeFileSync(file, `${JSON.stringify({ ...figures, targets: targetsJson, node: process.version, date: new Date().toISOString() }, null, 2)}\n`);
+  const result = { ...figures, targets: targetsJson, node: process.version, date: new Date().toISOString() };
+  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
 }
 

@@ -5,12 +5,37 @@
 import type { ResourceOf } from '../../src/model/schemas.js';
 
 export const MARKERS = [
-  'FOO_BAR', 'FOO_BAR', 'BIFF_BOP', 'calico/FizzBuzz', 'calico/BoffBip', 'calico/Bazzle', 'calico/Razzle',
-  'calico/DoopDeeDoo', 'calico/SOME_LABEL', 'calico/BORED_NOW', 'MyMarkerLabel', 'xFOO_BAR', 'xBIFF_BOP',
-  'xcalico/FizzBuzz', 'xcalico/BoffBip', 'xcalico/Bazzle', 'xcalico/Razzle', 'xcalico/DoopDeeDoo',
-  'xcalico/SOME_LABEL', 'xcalico/BORED_NOW', 'yxMyMarkerLabel', 'yxFOO_BAR', 'yxBIFF_BOP', 'yxcalico/FizzBuzz',
-  'yxcalico/BoffBip', 'yxcalico/Bazzle', 'yxcalico/Razzle', 'yxcalico/DoopDeeDoo', 'yxcalico/SOME_LABEL',
-  'yxcalico/BORED_NOW', 'yxMyMarkerLabel',
+  'FOO_BAR',
+  'FOO_BAR',
+  'BIFF_BOP',
+  'calico/FizzBuzz',
+  'calico/BoffBip',
+  'calico/Bazzle',
+  'calico/Razzle',
+  'calico/DoopDeeDoo',
+  'calico/SOME_LABEL',
+  'calico/BORED_NOW',
+  'MyMarkerLabel',
+  'xFOO_BAR',
+  'xBIFF_BOP',
+  'xcalico/FizzBuzz',
+  'xcalico/BoffBip',
+  'xcalico/Bazzle',
+  'xcalico/Razzle',
+  'xcalico/DoopDeeDoo',
+  'xcalico/SOME_LABEL',
+  'xcalico/BORED_NOW',
+  'yxMyMarkerLabel',
+  'yxFOO_BAR',
+  'yxBIFF_BOP',
+  'yxcalico/FizzBuzz',
+  'yxcalico/BoffBip',
+  'yxcalico/Bazzle',
+  'yxcalico/Razzle',
+  'yxcalico/DoopDeeDoo',
+  'yxcalico/SOME_LABEL',
+  'yxcalico/BORED_NOW',
+  'yxMyMarkerLabel',
 ];
 export const NAMESPACES = 100;
 const V3 = 'projectcalico.org/v3' as const;
@@ -41,7 +66,14 @@ export function endpoint(n: number, host: string): ResourceOf<'WorkloadEndpoint'
     kind: 'WorkloadEndpoint',
     // join() makes flat strings, as a decoder does (a template literal makes a rope).
     metadata: { name: [host, '-k8s-wep--', n, '-eth0'].join(''), namespace: ns, labels: labels() },
-    spec: { node: host, orchestrator: 'k8s', workload: `wep-${n}`, endpoint: 'eth0', ipNetworks: [ip()], profiles: [`kns.${ns}`] },
+    spec: {
+      node: host,
+      orchestrator: 'k8s',
+      workload: `wep-${n}`,
+      endpoint: 'eth0',
+      ipNetworks: [ip()],
+      profiles: [`kns.${ns}`],
+    },
   };
 }
 

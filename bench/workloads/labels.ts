@@ -95,13 +95,18 @@ export class LabelWorkloadGenerator {
       if (r < 400) return `app in {${a}, "app-${this.policyApp(rng)}", "app-${this.policyApp(rng)}"}`;
       if (r < 500) return `has(${marker()})`;
       if (r < 600) return `has(${marker()}) && zone == ${q(rng.pick(ZONES))}`;
-      if (r < 700) return scoped(`(app == ${a} || app == "app-${this.policyApp(rng)}") && tier != ${q(rng.pick(TIERS))}`);
+      if (r < 700)
+        return scoped(`(app == ${a} || app == "app-${this.policyApp(rng)}") && tier != ${q(rng.pick(TIERS))}`);
       if (r < 780) return `role == "role-${rng.int(ROLES)}" && component == ${comp()} && !has(canary)`;
       if (r < 850) return `component in {${comp()}, ${comp()}} && version not in {"v1", "v2"}`;
       if (r < 930) return `pcns.team == "team-${rng.int(TEAMS)}" && app == ${a}`;
       return `pcns.env == ${q(rng.pick(ENVS))} && has(${marker()})`;
     }
-    return rng.pick([`!has(${marker()})`, `version != "v${rng.int(VERSIONS)}"`, `tier not in {"batch", ${q(rng.pick(TIERS))}}`]);
+    return rng.pick([
+      `!has(${marker()})`,
+      `version != "v${rng.int(VERSIONS)}"`,
+      `tier not in {"batch", ${q(rng.pick(TIERS))}}`,
+    ]);
   }
 
   /** `count` selectors, all distinct (the calc graph keys selectors by canonical form). */

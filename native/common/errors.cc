@@ -4,8 +4,7 @@ namespace palisade {
 
 AddonData& Data(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }
 
-Napi::Error MakeNativeError(Napi::Env env, const char* code, const char* op, const std::string& message,
-                            int errnum) {
+Napi::Error MakeNativeError(Napi::Env env, const char* code, const char* op, const std::string& message, int errnum) {
   AddonData& d = Data(env);
   Napi::Object opts = Napi::Object::New(env);
   opts.Set("code", code);

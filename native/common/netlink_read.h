@@ -37,7 +37,8 @@ inline ssize_t RecvFromKernel(int fd, void* buf, size_t len, int flags) {
 // passes and mnl_nlmsg_next then advances by nothing (the aligned length wraps to 0): an
 // endless loop the rtnetlink fuzzer found. This check compares unsigned.
 inline bool NlmsgOk(const nlmsghdr* h, int len) {
-  return len >= static_cast<int>(sizeof(nlmsghdr)) && h->nlmsg_len >= sizeof(nlmsghdr) && h->nlmsg_len <= static_cast<unsigned>(len);
+  return len >= static_cast<int>(sizeof(nlmsghdr)) && h->nlmsg_len >= sizeof(nlmsghdr) &&
+         h->nlmsg_len <= static_cast<unsigned>(len);
 }
 
 }  // namespace palisade

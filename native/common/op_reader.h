@@ -23,11 +23,13 @@ class OpReader {
   // A string of at most `max` bytes (the fixed-size field it is copied into, less its NUL).
   std::string str(size_t max) {
     size_t n = u16();
-    if (n > max) throw BadOps(std::string("a string in the ") + what_ + " is longer than " + std::to_string(max) + " bytes");
+    if (n > max)
+      throw BadOps(std::string("a string in the ") + what_ + " is longer than " + std::to_string(max) + " bytes");
     need(n);
     std::string s(reinterpret_cast<const char*>(p_), n);
     p_ += n;
-    if (s.find('\0') != std::string::npos) throw BadOps(std::string("a string in the ") + what_ + " contains a NUL byte");
+    if (s.find('\0') != std::string::npos)
+      throw BadOps(std::string("a string in the ") + what_ + " contains a NUL byte");
     return s;
   }
   void raw(void* out, size_t n) {

@@ -30,7 +30,11 @@ class PromiseWorker : public Napi::AsyncWorker {
 
  private:
   PromiseWorker(Napi::Env env, const char* op, Work work, Settle settle)
-      : Napi::AsyncWorker(env, op), op_(op), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)), settle_(std::move(settle)) {}
+      : Napi::AsyncWorker(env, op),
+        op_(op),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        work_(std::move(work)),
+        settle_(std::move(settle)) {}
 
   void Execute() override {
     try {
@@ -80,7 +84,8 @@ Napi::Promise QueuePromise(Napi::Env env, const char* op, Work work, Settle sett
 // Argument 0 as an op stream (a Uint8Array), copied so the work can run off the JS thread;
 // EINVAL otherwise.
 inline std::vector<uint8_t> OpsArg(const Napi::CallbackInfo& info, const char* op) {
-  if (info.Length() < 1 || !info[0].IsTypedArray()) throw MakeNativeError(info.Env(), "EINVAL", op, "expected a Uint8Array of ops");
+  if (info.Length() < 1 || !info[0].IsTypedArray())
+    throw MakeNativeError(info.Env(), "EINVAL", op, "expected a Uint8Array of ops");
   Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
   return std::vector<uint8_t>(a.Data(), a.Data() + a.ByteLength());
 }

@@ -80,10 +80,17 @@ int OnEntry(const nlmsghdr* h, void* data) {
   const nlattr* zone = nullptr;
   ForEach(mnl_nlmsg_get_payload_offset(h, sizeof(nfgenmsg)), mnl_nlmsg_get_payload_tail(h), [&](const nlattr* a) {
     switch (mnl_attr_get_type(a)) {
-      case CTA_TUPLE_ORIG: orig = a; break;
-      case CTA_TUPLE_REPLY: reply = a; break;
-      case CTA_ZONE: zone = a; break;
-      default: break;
+      case CTA_TUPLE_ORIG:
+        orig = a;
+        break;
+      case CTA_TUPLE_REPLY:
+        reply = a;
+        break;
+      case CTA_ZONE:
+        zone = a;
+        break;
+      default:
+        break;
     }
   });
   if (!orig || !(TupleHits(orig, *st->addrs) || TupleHits(reply, *st->addrs))) return MNL_CB_OK;
@@ -171,8 +178,10 @@ FlushResult FlushAddresses(const uint8_t* records, size_t len) {
   for (size_t off = 0; off < len; off += kAddrRecordSize) {
     const uint8_t fam = records[off];
     const char* a = reinterpret_cast<const char*>(records + off + 1);
-    if (fam == 4) v4.insert(Addr(a, 4));
-    else if (fam == 6) v6.insert(Addr(a, 16));
+    if (fam == 4)
+      v4.insert(Addr(a, 4));
+    else if (fam == 6)
+      v6.insert(Addr(a, 16));
     else {
       out.badInput = "address family must be 4 or 6";
       return out;

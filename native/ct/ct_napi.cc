@@ -23,7 +23,9 @@ Napi::Value ConntrackFlush(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "conntrackFlush", [&]() -> Napi::Value {
     std::vector<uint8_t> records = OpsArg(info, "conntrackFlush");
-    return QueuePromise<FlushResult>(env, "conntrackFlush", [records = std::move(records)]() { return FlushAddresses(records.data(), records.size()); }, Settle);
+    return QueuePromise<FlushResult>(
+        env, "conntrackFlush",
+        [records = std::move(records)]() { return FlushAddresses(records.data(), records.size()); }, Settle);
   });
 }
 

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SetRevisions(&b, {{kHashIp, 4}, {kHashNet, 6}, {kHashIpPort, 5}});
   int left = static_cast<int>(b.buf.size());
   size_t messages = 0;
-  for (auto* h = reinterpret_cast<const nlmsghdr*>(b.buf.data()); palisade::NlmsgOk(h, left); h = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + NLMSG_ALIGN(h->nlmsg_len))) {
+  for (auto* h = reinterpret_cast<const nlmsghdr*>(b.buf.data()); palisade::NlmsgOk(h, left);
+       h = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(h) + NLMSG_ALIGN(h->nlmsg_len))) {
     left -= static_cast<int>(NLMSG_ALIGN(h->nlmsg_len));
     messages++;
   }

@@ -1,8 +1,8 @@
 // Fuzz target: the route/neighbour op-stream reader (everything routeApply does before the
 // socket), then the route attribute parser on what it built. A malformed stream must be an
 // error, never a crash or an overflow; a well-formed one must read back as it was written.
-#include <linux/rtnetlink.h>
 #include <libmnl/libmnl.h>
+#include <linux/rtnetlink.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (b.used > b.buf.size() || r.ops != size / kRouteOpSize) abort();
   int left = static_cast<int>(b.used);
   size_t i = 0;
-  for (auto* h = reinterpret_cast<const nlmsghdr*>(b.buf.data()); palisade::NlmsgOk(h, left); h = mnl_nlmsg_next(h, &left), i++) {
+  for (auto* h = reinterpret_cast<const nlmsghdr*>(b.buf.data()); palisade::NlmsgOk(h, left);
+       h = mnl_nlmsg_next(h, &left), i++) {
     const uint8_t* op = data + i * kRouteOpSize;
     if (h->nlmsg_type != RTM_NEWROUTE && h->nlmsg_type != RTM_DELROUTE) continue;
     const RouteAttrs a = ParseRouteAttrs(h);

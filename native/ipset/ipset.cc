@@ -87,7 +87,8 @@ class Writer {
   nlmsghdr* Start(uint8_t cmd, uint8_t family, uint32_t tag, int64_t firstMember, size_t reserve) {
     if (b_->buf.size() - used_ < reserve + kMaxCmd) b_->buf.resize((b_->buf.size() + reserve + kMaxCmd) * 2);
     // No NLM_F_EXCL: as `ipset -exist`, adding what is there or deleting what is not is fine.
-    nlmsghdr* h = PutHeader(b_->buf.data() + used_, cmd, NLM_F_ACK, b_->nextSeq, family ? Nfproto(family) : static_cast<uint8_t>(NFPROTO_UNSPEC));
+    nlmsghdr* h = PutHeader(b_->buf.data() + used_, cmd, NLM_F_ACK, b_->nextSeq,
+                            family ? Nfproto(family) : static_cast<uint8_t>(NFPROTO_UNSPEC));
     b_->bySeq[b_->nextSeq++] = {tag, firstMember};
     return h;
   }
@@ -105,8 +106,10 @@ class Writer {
 void PutMember(nlmsghdr* h, uint8_t family, uint8_t type, const uint8_t* m, uint32_t lineno) {
   nlattr* data = mnl_attr_nest_start(h, IPSET_ATTR_DATA);
   nlattr* ip = mnl_attr_nest_start(h, IPSET_ATTR_IP);
-  if (family == 4) mnl_attr_put(h, IPSET_ATTR_IPADDR_IPV4 | NLA_F_NET_BYTEORDER, 4, m);
-  else mnl_attr_put(h, IPSET_ATTR_IPADDR_IPV6 | NLA_F_NET_BYTEORDER, 16, m);
+  if (family == 4)
+    mnl_attr_put(h, IPSET_ATTR_IPADDR_IPV4 | NLA_F_NET_BYTEORDER, 4, m);
+  else
+    mnl_attr_put(h, IPSET_ATTR_IPADDR_IPV6 | NLA_F_NET_BYTEORDER, 16, m);
   mnl_attr_nest_end(h, ip);
   if (type == kHashNet) mnl_attr_put_u8(h, IPSET_ATTR_CIDR, m[16]);
   if (type == kHashIpPort) {
@@ -122,7 +125,8 @@ void PutMember(nlmsghdr* h, uint8_t family, uint8_t type, const uint8_t* m, uint
 bool ValidMember(uint8_t family, uint8_t type, const uint8_t* m) {
   const unsigned max = family == 4 ? 32 : 128;
   if (type == kHashNet) return m[16] >= 1 && m[16] <= max;
-  if (type == kHashIpPort) return m[17] == IPPROTO_TCP || m[17] == IPPROTO_UDP || m[17] == IPPROTO_SCTP || m[17] == IPPROTO_UDPLITE;
+  if (type == kHashIpPort)
+    return m[17] == IPPROTO_TCP || m[17] == IPPROTO_UDP || m[17] == IPPROTO_SCTP || m[17] == IPPROTO_UDPLITE;
   return true;
 }
 
@@ -132,7 +136,9 @@ bool PutMembers(Reader& r, Writer& w, uint8_t cmd, uint32_t tag, const std::stri
   if (!r.Has(6)) return false;
   const uint8_t family = r.U8(), type = r.U8();
   const uint32_t count = r.U32();
-  if ((family != 4 && family != 6) || !TypeName(type) || count > (1u << 26) || !r.Has(static_cast<size_t>(count) * kMemberSize)) return false;
+  if ((family != 4 && family != 6) || !TypeName(type) || count > (1u << 26) ||
+      !r.Has(static_cast<size_t>(count) * kMemberSize))
+    return false;
   uint32_t i = 0;
   do {
     nlmsghdr* h = w.Start(cmd, family, tag, i, kMsgBudget + kMaxMember);
@@ -172,7 +178,8 @@ bool PutOp(Reader& r, Writer& w, Batch* b, Result* out) {
       mnl_attr_put_strz(h, IPSET_ATTR_TYPENAME, TypeName(type));
       auto* rev = static_cast<nlattr*>(mnl_nlmsg_get_payload_tail(h));
       mnl_attr_put_u8(h, IPSET_ATTR_REVISION, 0);
-      b->revisions.push_back({static_cast<size_t>(static_cast<char*>(mnl_attr_get_payload(rev)) - b->buf.data()), type});
+      b->revisions.push_back(
+          {static_cast<size_t>(static_cast<char*>(mnl_attr_get_payload(rev)) - b->buf.data()), type});
       mnl_attr_put_u8(h, IPSET_ATTR_FAMILY, Nfproto(family));
       nlattr* data = mnl_attr_nest_start(h, IPSET_ATTR_DATA);
       mnl_attr_put_u32(h, IPSET_ATTR_MAXELEM | NLA_F_NET_BYTEORDER, htonl(maxelem));
@@ -249,10 +256,14 @@ int KernelRevision(nft::NlSocket& s, uint8_t type, uint8_t* rev, std::string* wh
     }
     if (mnl_nlmsg_get_payload_len(m) < sizeof(nfgenmsg)) continue;
     int found = -1;
-    mnl_attr_parse(m, sizeof(nfgenmsg), [](const nlattr* a, void* data) {
-      if (mnl_attr_get_type(a) == IPSET_ATTR_REVISION && mnl_attr_validate(a, MNL_TYPE_U8) >= 0) *static_cast<int*>(data) = mnl_attr_get_u8(a);
-      return MNL_CB_OK;
-    }, &found);
+    mnl_attr_parse(
+        m, sizeof(nfgenmsg),
+        [](const nlattr* a, void* data) {
+          if (mnl_attr_get_type(a) == IPSET_ATTR_REVISION && mnl_attr_validate(a, MNL_TYPE_U8) >= 0)
+            *static_cast<int*>(data) = mnl_attr_get_u8(a);
+          return MNL_CB_OK;
+        },
+        &found);
     if (found >= 0) {
       *rev = static_cast<uint8_t>(found);
       std::lock_guard<std::mutex> l(mu);
@@ -268,12 +279,18 @@ int KernelRevision(nft::NlSocket& s, uint8_t type, uint8_t* rev, std::string* wh
 int64_t ErrorLine(const nlmsgerr* err, size_t payload) {
   if (payload < sizeof(nlmsgerr) + sizeof(nfgenmsg)) return -1;
   const auto* echoed = &err->msg;
-  if (echoed->nlmsg_len > payload - sizeof(nlmsgerr) + sizeof(nlmsghdr) || echoed->nlmsg_len < NLMSG_HDRLEN + sizeof(nfgenmsg)) return -1;
+  if (echoed->nlmsg_len > payload - sizeof(nlmsgerr) + sizeof(nlmsghdr) ||
+      echoed->nlmsg_len < NLMSG_HDRLEN + sizeof(nfgenmsg))
+    return -1;
   int64_t line = -1;
-  mnl_attr_parse(echoed, sizeof(nfgenmsg), [](const nlattr* a, void* data) {
-    if (mnl_attr_get_type(a) == IPSET_ATTR_LINENO && mnl_attr_validate(a, MNL_TYPE_U32) >= 0) *static_cast<int64_t*>(data) = mnl_attr_get_u32(a);
-    return MNL_CB_OK;
-  }, &line);
+  mnl_attr_parse(
+      echoed, sizeof(nfgenmsg),
+      [](const nlattr* a, void* data) {
+        if (mnl_attr_get_type(a) == IPSET_ATTR_LINENO && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
+          *static_cast<int64_t*>(data) = mnl_attr_get_u32(a);
+        return MNL_CB_OK;
+      },
+      &line);
   return line;
 }
 
@@ -323,35 +340,45 @@ std::string MemberText(const std::string& type, int family, const nlattr* data) 
     size_t alen;
   } m;
   m.alen = family == 4 ? 4 : 16;
-  mnl_attr_parse_nested(data, [](const nlattr* a, void* p) {
-    auto* x = static_cast<M*>(p);
-    switch (mnl_attr_get_type(a)) {
-      case IPSET_ATTR_IP:
-        mnl_attr_parse_nested(a, [](const nlattr* ip, void* q) {
-          auto* y = static_cast<M*>(q);
-          if (mnl_attr_get_payload_len(ip) == y->alen) y->addr = mnl_attr_get_payload(ip);
-          return MNL_CB_OK;
-        }, x);
-        break;
-      case IPSET_ATTR_CIDR:
-        if (mnl_attr_validate(a, MNL_TYPE_U8) >= 0) x->cidr = mnl_attr_get_u8(a);
-        break;
-      case IPSET_ATTR_PORT:
-        if (mnl_attr_validate(a, MNL_TYPE_U16) >= 0) x->port = ntohs(mnl_attr_get_u16(a));
-        break;
-      case IPSET_ATTR_PROTO:
-        if (mnl_attr_validate(a, MNL_TYPE_U8) >= 0) x->proto = mnl_attr_get_u8(a);
-        break;
-    }
-    return MNL_CB_OK;
-  }, &m);
+  mnl_attr_parse_nested(
+      data,
+      [](const nlattr* a, void* p) {
+        auto* x = static_cast<M*>(p);
+        switch (mnl_attr_get_type(a)) {
+          case IPSET_ATTR_IP:
+            mnl_attr_parse_nested(
+                a,
+                [](const nlattr* ip, void* q) {
+                  auto* y = static_cast<M*>(q);
+                  if (mnl_attr_get_payload_len(ip) == y->alen) y->addr = mnl_attr_get_payload(ip);
+                  return MNL_CB_OK;
+                },
+                x);
+            break;
+          case IPSET_ATTR_CIDR:
+            if (mnl_attr_validate(a, MNL_TYPE_U8) >= 0) x->cidr = mnl_attr_get_u8(a);
+            break;
+          case IPSET_ATTR_PORT:
+            if (mnl_attr_validate(a, MNL_TYPE_U16) >= 0) x->port = ntohs(mnl_attr_get_u16(a));
+            break;
+          case IPSET_ATTR_PROTO:
+            if (mnl_attr_validate(a, MNL_TYPE_U8) >= 0) x->proto = mnl_attr_get_u8(a);
+            break;
+        }
+        return MNL_CB_OK;
+      },
+      &m);
   if (!m.addr) return "";
   char buf[INET6_ADDRSTRLEN];
   if (!inet_ntop(family == 4 ? AF_INET : AF_INET6, m.addr, buf, sizeof(buf))) return "";
   std::string out = buf;
   if (type == "hash:net" && m.cidr >= 0) out += "/" + std::to_string(m.cidr);
   if (type == "hash:ip,port" && m.port >= 0) {
-    const char* proto = m.proto == IPPROTO_TCP ? "tcp" : m.proto == IPPROTO_UDP ? "udp" : m.proto == IPPROTO_SCTP ? "sctp" : m.proto == IPPROTO_UDPLITE ? "udplite" : nullptr;
+    const char* proto = m.proto == IPPROTO_TCP       ? "tcp"
+                        : m.proto == IPPROTO_UDP     ? "udp"
+                        : m.proto == IPPROTO_SCTP    ? "sctp"
+                        : m.proto == IPPROTO_UDPLITE ? "udplite"
+                                                     : nullptr;
     out += "," + (proto ? std::string(proto) : std::to_string(m.proto)) + ":" + std::to_string(m.port);
   }
   return out;
@@ -363,30 +390,42 @@ void ParseListed(const nlmsghdr* h, const std::string& prefix, List* out) {
   struct Attrs {
     const nlattr* tb[IPSET_ATTR_CMD_MAX + 1] = {};
   } at;
-  mnl_attr_parse(h, sizeof(nfgenmsg), [](const nlattr* a, void* p) {
-    const uint16_t t = mnl_attr_get_type(a);
-    if (t <= IPSET_ATTR_CMD_MAX) static_cast<Attrs*>(p)->tb[t] = a;
-    return MNL_CB_OK;
-  }, &at);
+  mnl_attr_parse(
+      h, sizeof(nfgenmsg),
+      [](const nlattr* a, void* p) {
+        const uint16_t t = mnl_attr_get_type(a);
+        if (t <= IPSET_ATTR_CMD_MAX) static_cast<Attrs*>(p)->tb[t] = a;
+        return MNL_CB_OK;
+      },
+      &at);
   const nlattr* name = at.tb[IPSET_ATTR_SETNAME];
   if (!name || mnl_attr_validate(name, MNL_TYPE_NUL_STRING) < 0) return;
   const std::string setName = mnl_attr_get_str(name);
   if (setName.compare(0, prefix.size(), prefix) != 0) return;
   if (out->sets.empty() || out->sets.back().name != setName) out->sets.push_back({setName, "", 0, 0, 0, {}});
   ListedSet& set = out->sets.back();
-  if (const nlattr* t = at.tb[IPSET_ATTR_TYPENAME]; t && mnl_attr_validate(t, MNL_TYPE_NUL_STRING) >= 0) set.type = mnl_attr_get_str(t);
-  if (const nlattr* f = at.tb[IPSET_ATTR_FAMILY]; f && mnl_attr_validate(f, MNL_TYPE_U8) >= 0) set.family = mnl_attr_get_u8(f) == NFPROTO_IPV6 ? 6 : 4;
-  if (const nlattr* r = at.tb[IPSET_ATTR_REVISION]; r && mnl_attr_validate(r, MNL_TYPE_U8) >= 0) set.revision = mnl_attr_get_u8(r);
+  if (const nlattr* t = at.tb[IPSET_ATTR_TYPENAME]; t && mnl_attr_validate(t, MNL_TYPE_NUL_STRING) >= 0)
+    set.type = mnl_attr_get_str(t);
+  if (const nlattr* f = at.tb[IPSET_ATTR_FAMILY]; f && mnl_attr_validate(f, MNL_TYPE_U8) >= 0)
+    set.family = mnl_attr_get_u8(f) == NFPROTO_IPV6 ? 6 : 4;
+  if (const nlattr* r = at.tb[IPSET_ATTR_REVISION]; r && mnl_attr_validate(r, MNL_TYPE_U8) >= 0)
+    set.revision = mnl_attr_get_u8(r);
   if (const nlattr* d = at.tb[IPSET_ATTR_DATA]; d && mnl_attr_validate(d, MNL_TYPE_NESTED) >= 0) {
-    mnl_attr_parse_nested(d, [](const nlattr* a, void* p) {
-      if ((mnl_attr_get_type(a) & NLA_TYPE_MASK) == IPSET_ATTR_MAXELEM && mnl_attr_validate(a, MNL_TYPE_U32) >= 0) static_cast<ListedSet*>(p)->maxelem = ntohl(mnl_attr_get_u32(a));
-      return MNL_CB_OK;
-    }, &set);
+    mnl_attr_parse_nested(
+        d,
+        [](const nlattr* a, void* p) {
+          if ((mnl_attr_get_type(a) & NLA_TYPE_MASK) == IPSET_ATTR_MAXELEM && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
+            static_cast<ListedSet*>(p)->maxelem = ntohl(mnl_attr_get_u32(a));
+          return MNL_CB_OK;
+        },
+        &set);
   }
   if (const nlattr* adt = at.tb[IPSET_ATTR_ADT]; adt && mnl_attr_validate(adt, MNL_TYPE_NESTED) >= 0 && set.family) {
     const char* start = static_cast<const char*>(mnl_attr_get_payload(adt));
     const char* end = start + mnl_attr_get_payload_len(adt);
-    for (const nlattr* member = reinterpret_cast<const nlattr*>(start); mnl_attr_ok(member, static_cast<int>(end - reinterpret_cast<const char*>(member))); member = mnl_attr_next(member)) {
+    for (const nlattr* member = reinterpret_cast<const nlattr*>(start);
+         mnl_attr_ok(member, static_cast<int>(end - reinterpret_cast<const char*>(member)));
+         member = mnl_attr_next(member)) {
       if (mnl_attr_get_type(member) != IPSET_ATTR_DATA) continue;
       std::string text = MemberText(set.type, set.family, member);
       if (!text.empty()) set.members.push_back(std::move(text));
@@ -424,7 +463,9 @@ List ListSets(const std::string& prefix) {
       if (m->nlmsg_seq != seq) continue;
       if (m->nlmsg_type == NLMSG_DONE) return out;
       if (m->nlmsg_type == NLMSG_ERROR) {
-        const int e = mnl_nlmsg_get_payload_len(m) >= sizeof(nlmsgerr) ? -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error : EPROTO;
+        const int e = mnl_nlmsg_get_payload_len(m) >= sizeof(nlmsgerr)
+                          ? -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error
+                          : EPROTO;
         if (e == 0) continue;
         out.sysErrno = e;
         out.sysWhat = "ipset list";
@@ -500,7 +541,8 @@ Result Apply(const uint8_t* ops, size_t len) {
   while (at < b.buf.size()) {
     size_t end = at, messages = 0;
     int left = static_cast<int>(b.buf.size() - at);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(b.buf.data() + at); NlmsgOk(h, left) && (messages == 0 || end - at + h->nlmsg_len <= kSendChunk); h = mnl_nlmsg_next(h, &left)) {
+    for (auto* h = reinterpret_cast<nlmsghdr*>(b.buf.data() + at);
+         NlmsgOk(h, left) && (messages == 0 || end - at + h->nlmsg_len <= kSendChunk); h = mnl_nlmsg_next(h, &left)) {
       end += NLMSG_ALIGN(h->nlmsg_len);
       messages++;
     }

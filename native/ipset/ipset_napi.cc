@@ -54,17 +54,21 @@ Napi::Value IpsetApply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "ipsetApply", [&]() -> Napi::Value {
     std::vector<uint8_t> ops = OpsArg(info, "ipsetApply");
-    return QueuePromise<Result>(env, "ipsetApply", [ops = std::move(ops)]() { return Apply(ops.data(), ops.size()); }, SettleApply);
+    return QueuePromise<Result>(
+        env, "ipsetApply", [ops = std::move(ops)]() { return Apply(ops.data(), ops.size()); }, SettleApply);
   });
 }
 
 Napi::Value IpsetList(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "ipsetList", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsString()) throw MakeNativeError(env, "EINVAL", "ipsetList", "expected a name prefix");
+    if (info.Length() < 1 || !info[0].IsString())
+      throw MakeNativeError(env, "EINVAL", "ipsetList", "expected a name prefix");
     std::string prefix = info[0].As<Napi::String>().Utf8Value();
-    if (prefix.size() > kMaxName) throw MakeNativeError(env, "EINVAL", "ipsetList", "the prefix is longer than a set name");
-    return QueuePromise<List>(env, "ipsetList", [prefix = std::move(prefix)]() { return ListSets(prefix); }, SettleList);
+    if (prefix.size() > kMaxName)
+      throw MakeNativeError(env, "EINVAL", "ipsetList", "the prefix is longer than a set name");
+    return QueuePromise<List>(
+        env, "ipsetList", [prefix = std::move(prefix)]() { return ListSets(prefix); }, SettleList);
   });
 }
 

@@ -80,7 +80,8 @@ Napi::Value IptNftApply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "iptNftApply", [&]() -> Napi::Value {
     std::vector<uint8_t> ops = OpsArg(info, "iptNftApply");
-    return QueuePromise<NftApplyResult>(env, "iptNftApply", [ops = std::move(ops)]() { return ApplyNft(ops.data(), ops.size()); }, SettleNft);
+    return QueuePromise<NftApplyResult>(
+        env, "iptNftApply", [ops = std::move(ops)]() { return ApplyNft(ops.data(), ops.size()); }, SettleNft);
   });
 }
 
@@ -100,18 +101,23 @@ Napi::Value IptcApply(const Napi::CallbackInfo& info) {
   return Guard(env, "iptcApply", [&]() -> Napi::Value {
     std::vector<uint8_t> ops = OpsArg(info, "iptcApply");
     LockOptions lock = LockArg(info);
-    return QueuePromise<ApplyResult>(env, "iptcApply", [ops = std::move(ops), lock = std::move(lock)]() { return Apply(ops.data(), ops.size(), lock); }, SettleApply);
+    return QueuePromise<ApplyResult>(
+        env, "iptcApply",
+        [ops = std::move(ops), lock = std::move(lock)]() { return Apply(ops.data(), ops.size(), lock); }, SettleApply);
   });
 }
 
 Napi::Value IptcDump(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "iptcDump", [&]() -> Napi::Value {
-    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString()) throw MakeNativeError(env, "EINVAL", "iptcDump", "expected (family, table)");
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString())
+      throw MakeNativeError(env, "EINVAL", "iptcDump", "expected (family, table)");
     int family = info[0].As<Napi::Number>().Int32Value();
     std::string table = info[1].As<Napi::String>().Utf8Value();
-    if ((family != 4 && family != 6) || table.empty() || table.size() > 31) throw MakeNativeError(env, "EINVAL", "iptcDump", "expected family 4 or 6 and a table name");
-    return QueuePromise<DumpResult>(env, "iptcDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
+    if ((family != 4 && family != 6) || table.empty() || table.size() > 31)
+      throw MakeNativeError(env, "EINVAL", "iptcDump", "expected family 4 or 6 and a table name");
+    return QueuePromise<DumpResult>(
+        env, "iptcDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
   });
 }
 

@@ -52,27 +52,57 @@ struct Lib {
 };
 
 const Lib kLib4 = {
-    iptc_init, iptc_free, iptc_is_chain, iptc_first_chain, iptc_next_chain,
+    iptc_init,
+    iptc_free,
+    iptc_is_chain,
+    iptc_first_chain,
+    iptc_next_chain,
     [](const char* c, xtc_handle* h) -> const void* { return iptc_first_rule(c, h); },
     [](const void* p, xtc_handle* h) -> const void* { return iptc_next_rule(static_cast<const ipt_entry*>(p), h); },
     [](const void* e, xtc_handle* h) { return iptc_get_target(static_cast<const ipt_entry*>(e), h); },
-    iptc_builtin, iptc_get_policy,
-    [](const char* c, const void* e, unsigned n, xtc_handle* h) { return iptc_insert_entry(c, static_cast<const ipt_entry*>(e), n, h); },
-    [](const char* c, const void* e, xtc_handle* h) { return iptc_append_entry(c, static_cast<const ipt_entry*>(e), h); },
-    [](const char* c, const void* e, unsigned char* m, xtc_handle* h) { return iptc_delete_entry(c, static_cast<const ipt_entry*>(e), m, h); },
-    iptc_flush_entries, iptc_create_chain, iptc_delete_chain, iptc_commit, iptc_strerror,
+    iptc_builtin,
+    iptc_get_policy,
+    [](const char* c, const void* e, unsigned n, xtc_handle* h) {
+      return iptc_insert_entry(c, static_cast<const ipt_entry*>(e), n, h);
+    },
+    [](const char* c, const void* e, xtc_handle* h) {
+      return iptc_append_entry(c, static_cast<const ipt_entry*>(e), h);
+    },
+    [](const char* c, const void* e, unsigned char* m, xtc_handle* h) {
+      return iptc_delete_entry(c, static_cast<const ipt_entry*>(e), m, h);
+    },
+    iptc_flush_entries,
+    iptc_create_chain,
+    iptc_delete_chain,
+    iptc_commit,
+    iptc_strerror,
 };
 
 const Lib kLib6 = {
-    ip6tc_init, ip6tc_free, ip6tc_is_chain, ip6tc_first_chain, ip6tc_next_chain,
+    ip6tc_init,
+    ip6tc_free,
+    ip6tc_is_chain,
+    ip6tc_first_chain,
+    ip6tc_next_chain,
     [](const char* c, xtc_handle* h) -> const void* { return ip6tc_first_rule(c, h); },
     [](const void* p, xtc_handle* h) -> const void* { return ip6tc_next_rule(static_cast<const ip6t_entry*>(p), h); },
     [](const void* e, xtc_handle* h) { return ip6tc_get_target(static_cast<const ip6t_entry*>(e), h); },
-    ip6tc_builtin, ip6tc_get_policy,
-    [](const char* c, const void* e, unsigned n, xtc_handle* h) { return ip6tc_insert_entry(c, static_cast<const ip6t_entry*>(e), n, h); },
-    [](const char* c, const void* e, xtc_handle* h) { return ip6tc_append_entry(c, static_cast<const ip6t_entry*>(e), h); },
-    [](const char* c, const void* e, unsigned char* m, xtc_handle* h) { return ip6tc_delete_entry(c, static_cast<const ip6t_entry*>(e), m, h); },
-    ip6tc_flush_entries, ip6tc_create_chain, ip6tc_delete_chain, ip6tc_commit, ip6tc_strerror,
+    ip6tc_builtin,
+    ip6tc_get_policy,
+    [](const char* c, const void* e, unsigned n, xtc_handle* h) {
+      return ip6tc_insert_entry(c, static_cast<const ip6t_entry*>(e), n, h);
+    },
+    [](const char* c, const void* e, xtc_handle* h) {
+      return ip6tc_append_entry(c, static_cast<const ip6t_entry*>(e), h);
+    },
+    [](const char* c, const void* e, unsigned char* m, xtc_handle* h) {
+      return ip6tc_delete_entry(c, static_cast<const ip6t_entry*>(e), m, h);
+    },
+    ip6tc_flush_entries,
+    ip6tc_create_chain,
+    ip6tc_delete_chain,
+    ip6tc_commit,
+    ip6tc_strerror,
 };
 
 using xt::kAppend;
@@ -204,8 +234,10 @@ std::vector<TableTx> Prepare(const uint8_t* ops, size_t len, int* family, ApplyR
       op.pos = o.pos;
       if (o.hasRule) {
         try {
-          if (tx.family == 4) Build<ipt_entry>(o.rule, 4, sets, &op, o.op == kDelete);
-          else Build<ip6t_entry>(o.rule, 6, sets, &op, o.op == kDelete);
+          if (tx.family == 4)
+            Build<ipt_entry>(o.rule, 4, sets, &op, o.op == kDelete);
+          else
+            Build<ip6t_entry>(o.rule, 6, sets, &op, o.op == kDelete);
         } catch (const xt::RuleError& e) {
           res->failed = true;
           res->failedTag = o.tag;
@@ -312,7 +344,8 @@ ApplyResult Apply(const uint8_t* ops, size_t len, const LockOptions& lock) {
   XtablesLock xlock;
   if (int err = xlock.Take(lock, &res.lockWaitMs)) {
     res.sysErrno = err;
-    res.sysWhat = err == ETIMEDOUT ? "waiting for the xtables lock " + lock.path + " (another program holds it)" : "opening the xtables lock " + lock.path;
+    res.sysWhat = err == ETIMEDOUT ? "waiting for the xtables lock " + lock.path + " (another program holds it)"
+                                   : "opening the xtables lock " + lock.path;
     return res;
   }
   std::lock_guard<std::mutex> g(gLibiptc);
@@ -383,12 +416,14 @@ DumpResult Dump(int family, const std::string& table) {
     }
     for (const void* e = lib.firstRule(c, h.get()); e; e = lib.nextRule(e, h.get())) {
       const uint8_t* bytes = static_cast<const uint8_t*>(e);
-      uint16_t size = family == 4 ? static_cast<const ipt_entry*>(e)->next_offset : static_cast<const ip6t_entry*>(e)->next_offset;
+      uint16_t size =
+          family == 4 ? static_cast<const ipt_entry*>(e)->next_offset : static_cast<const ip6t_entry*>(e)->next_offset;
       DumpedRule rule{lib.target(e, h.get()), std::vector<uint8_t>(bytes, bytes + size)};
       size_t countersAt = family == 4 ? offsetof(ipt_entry, counters) : offsetof(ip6t_entry, counters);
       std::memset(rule.entry.data() + countersAt, 0, sizeof(xt_counters));
       CleanNames(rule.entry, family == 4 ? sizeof(ipt_entry) : sizeof(ip6t_entry),
-                 family == 4 ? static_cast<const ipt_entry*>(e)->target_offset : static_cast<const ip6t_entry*>(e)->target_offset);
+                 family == 4 ? static_cast<const ipt_entry*>(e)->target_offset
+                             : static_cast<const ip6t_entry*>(e)->target_offset);
       chain.rules.push_back(std::move(rule));
     }
     res.chains.push_back(std::move(chain));

@@ -1,6 +1,6 @@
 // iptables-legacy without a fork: one transaction per apply through libiptc (libip4tc /
 // libip6tc), under the xtables lock as iptables itself takes it. The op stream (written
-// by src/native/iptables-ops.ts) is decoded and every entry built before the lock is
+// by src/dataplane/backends/iptables/restore-ops.ts) is decoded and every entry built before the lock is
 // taken; then each table is read once, changed in libiptc's cache and committed once.
 // A failing op commits nothing; it is reported with its tag, errno and reason.
 #pragma once

@@ -36,8 +36,8 @@ namespace palisade::iptc {
 namespace {
 
 using nft::BatchBuilder;
-using nft::Check;
 using nft::ChainPtr;
+using nft::Check;
 using nft::RulePtr;
 using nft::TablePtr;
 
@@ -51,13 +51,20 @@ struct Builtin {
 
 // iptables-nft's builtin chains (the same for IPv4 and IPv6).
 const Builtin kBuiltins[] = {
-    {"raw", "PREROUTING", NF_INET_PRE_ROUTING, -300, "filter"},   {"raw", "OUTPUT", NF_INET_LOCAL_OUT, -300, "filter"},
-    {"mangle", "PREROUTING", NF_INET_PRE_ROUTING, -150, "filter"}, {"mangle", "INPUT", NF_INET_LOCAL_IN, -150, "filter"},
-    {"mangle", "FORWARD", NF_INET_FORWARD, -150, "filter"},       {"mangle", "OUTPUT", NF_INET_LOCAL_OUT, -150, "route"},
-    {"mangle", "POSTROUTING", NF_INET_POST_ROUTING, -150, "filter"}, {"filter", "INPUT", NF_INET_LOCAL_IN, 0, "filter"},
-    {"filter", "FORWARD", NF_INET_FORWARD, 0, "filter"},          {"filter", "OUTPUT", NF_INET_LOCAL_OUT, 0, "filter"},
-    {"nat", "PREROUTING", NF_INET_PRE_ROUTING, -100, "nat"},      {"nat", "INPUT", NF_INET_LOCAL_IN, 100, "nat"},
-    {"nat", "OUTPUT", NF_INET_LOCAL_OUT, -100, "nat"},            {"nat", "POSTROUTING", NF_INET_POST_ROUTING, 100, "nat"},
+    {"raw", "PREROUTING", NF_INET_PRE_ROUTING, -300, "filter"},
+    {"raw", "OUTPUT", NF_INET_LOCAL_OUT, -300, "filter"},
+    {"mangle", "PREROUTING", NF_INET_PRE_ROUTING, -150, "filter"},
+    {"mangle", "INPUT", NF_INET_LOCAL_IN, -150, "filter"},
+    {"mangle", "FORWARD", NF_INET_FORWARD, -150, "filter"},
+    {"mangle", "OUTPUT", NF_INET_LOCAL_OUT, -150, "route"},
+    {"mangle", "POSTROUTING", NF_INET_POST_ROUTING, -150, "filter"},
+    {"filter", "INPUT", NF_INET_LOCAL_IN, 0, "filter"},
+    {"filter", "FORWARD", NF_INET_FORWARD, 0, "filter"},
+    {"filter", "OUTPUT", NF_INET_LOCAL_OUT, 0, "filter"},
+    {"nat", "PREROUTING", NF_INET_PRE_ROUTING, -100, "nat"},
+    {"nat", "INPUT", NF_INET_LOCAL_IN, 100, "nat"},
+    {"nat", "OUTPUT", NF_INET_LOCAL_OUT, -100, "nat"},
+    {"nat", "POSTROUTING", NF_INET_POST_ROUTING, 100, "nat"},
 };
 
 const Builtin* FindBuiltin(const std::string& table, const std::string& chain) {
@@ -83,22 +90,25 @@ struct KernelTable {
 // ---- reading what the kernel has ----
 
 int ListChains(nft::NlSocket& sock, uint8_t family, const std::string& table, KernelTable* out) {
-  return nft::DumpRequest(sock, NFT_MSG_GETCHAIN, family, [](nlmsghdr*) {}, [&](const nlmsghdr* h) {
-    nftnl_chain* c = nftnl_chain_alloc();
-    if (!c) return MNL_CB_ERROR;
-    if (nftnl_chain_nlmsg_parse(h, c) == 0 && table == nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE)) {
-      out->exists = true;
-      out->chains.insert(nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
-    }
-    nftnl_chain_free(c);
-    return MNL_CB_OK;
-  });
+  return nft::DumpRequest(
+      sock, NFT_MSG_GETCHAIN, family, [](nlmsghdr*) {},
+      [&](const nlmsghdr* h) {
+        nftnl_chain* c = nftnl_chain_alloc();
+        if (!c) return MNL_CB_ERROR;
+        if (nftnl_chain_nlmsg_parse(h, c) == 0 && table == nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE)) {
+          out->exists = true;
+          out->chains.insert(nftnl_chain_get_str(c, NFTNL_CHAIN_NAME));
+        }
+        nftnl_chain_free(c);
+        return MNL_CB_OK;
+      });
 }
 
 int ReadRule(nftnl_expr* e, void* data) {
   auto* k = static_cast<KernelRule*>(data);
   const char* name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
-  if (!k->hasComment && !std::strcmp(name, "match") && !std::strcmp(nftnl_expr_get_str(e, NFTNL_EXPR_MT_NAME), "comment")) {
+  if (!k->hasComment && !std::strcmp(name, "match") &&
+      !std::strcmp(nftnl_expr_get_str(e, NFTNL_EXPR_MT_NAME), "comment")) {
     uint32_t len = 0;
     const char* info = static_cast<const char*>(nftnl_expr_get(e, NFTNL_EXPR_MT_INFO, &len));
     k->hasComment = true;
@@ -110,24 +120,29 @@ int ReadRule(nftnl_expr* e, void* data) {
   return 0;
 }
 
-int ListRules(nft::NlSocket& sock, uint8_t family, const std::string& table, const std::string& chain, std::vector<KernelRule>* out) {
-  return nft::DumpRequest(sock, NFT_MSG_GETRULE, family, [&](nlmsghdr* h) {
-    RulePtr r(nftnl_rule_alloc());
-    if (!r) return;
-    nftnl_rule_set_str(r.get(), NFTNL_RULE_TABLE, table.c_str());
-    nftnl_rule_set_str(r.get(), NFTNL_RULE_CHAIN, chain.c_str());
-    nftnl_rule_nlmsg_build_payload(h, r.get());
-  }, [&](const nlmsghdr* h) {
-    RulePtr r(nftnl_rule_alloc());
-    if (!r) return MNL_CB_ERROR;
-    if (nftnl_rule_nlmsg_parse(h, r.get()) == 0 && chain == nftnl_rule_get_str(r.get(), NFTNL_RULE_CHAIN) && table == nftnl_rule_get_str(r.get(), NFTNL_RULE_TABLE)) {
-      KernelRule k;
-      k.handle = nftnl_rule_get_u64(r.get(), NFTNL_RULE_HANDLE);
-      nftnl_expr_foreach(r.get(), ReadRule, &k);
-      out->push_back(std::move(k));
-    }
-    return MNL_CB_OK;
-  });
+int ListRules(nft::NlSocket& sock, uint8_t family, const std::string& table, const std::string& chain,
+              std::vector<KernelRule>* out) {
+  return nft::DumpRequest(
+      sock, NFT_MSG_GETRULE, family,
+      [&](nlmsghdr* h) {
+        RulePtr r(nftnl_rule_alloc());
+        if (!r) return;
+        nftnl_rule_set_str(r.get(), NFTNL_RULE_TABLE, table.c_str());
+        nftnl_rule_set_str(r.get(), NFTNL_RULE_CHAIN, chain.c_str());
+        nftnl_rule_nlmsg_build_payload(h, r.get());
+      },
+      [&](const nlmsghdr* h) {
+        RulePtr r(nftnl_rule_alloc());
+        if (!r) return MNL_CB_ERROR;
+        if (nftnl_rule_nlmsg_parse(h, r.get()) == 0 && chain == nftnl_rule_get_str(r.get(), NFTNL_RULE_CHAIN) &&
+            table == nftnl_rule_get_str(r.get(), NFTNL_RULE_TABLE)) {
+          KernelRule k;
+          k.handle = nftnl_rule_get_u64(r.get(), NFTNL_RULE_HANDLE);
+          nftnl_expr_foreach(r.get(), ReadRule, &k);
+          out->push_back(std::move(k));
+        }
+        return MNL_CB_OK;
+      });
 }
 
 // ---- building a rule as iptables-nft does ----
@@ -243,9 +258,12 @@ class RuleWriter {
     const std::string& n = r.target.name;
     nftnl_expr* e = Expr("immediate");
     nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-    if (n == "ACCEPT") nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NF_ACCEPT);
-    else if (n == "DROP") nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NF_DROP);
-    else if (n == "RETURN") nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(NFT_RETURN));
+    if (n == "ACCEPT")
+      nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NF_ACCEPT);
+    else if (n == "DROP")
+      nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NF_DROP);
+    else if (n == "RETURN")
+      nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(NFT_RETURN));
     else {
       nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(r.isGoto ? NFT_GOTO : NFT_JUMP));
       nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, n.c_str());
@@ -268,13 +286,18 @@ void Translate(const xt::Rule& r, int family, xt::SetIndex& sets, nftnl_rule* ou
   w.Addr(r.src, family == 4 ? 12 : 8, family == 4 ? 4 : 16);
   w.Addr(r.dst, family == 4 ? 16 : 24, family == 4 ? 4 : 16);
   for (const auto& m : r.matches) {
-    if (m.kind == xt::MatchKind::Mark) w.Mark(m);
-    else if (m.kind == xt::MatchKind::Limit) w.Limit(m);
-    else w.Compat("match", xt::EncodeMatch(m, family, sets));
+    if (m.kind == xt::MatchKind::Mark)
+      w.Mark(m);
+    else if (m.kind == xt::MatchKind::Limit)
+      w.Limit(m);
+    else
+      w.Compat("match", xt::EncodeMatch(m, family, sets));
   }
   w.Counter();
-  if (r.target.kind == xt::TargetKind::Standard) w.Verdict(r);
-  else w.Compat("target", xt::EncodeTarget(r.target, family));
+  if (r.target.kind == xt::TargetKind::Standard)
+    w.Verdict(r);
+  else
+    w.Compat("target", xt::EncodeTarget(r.target, family));
   // What nft_compat hands the xt matches' checks as the entry's protocol (multiport needs it).
   nftnl_rule_set_u32(out, NFTNL_RULE_COMPAT_PROTO, r.proto);
   nftnl_rule_set_u32(out, NFTNL_RULE_COMPAT_FLAGS, r.protoInv ? NFT_RULE_COMPAT_F_INV : 0);
@@ -288,7 +311,8 @@ struct Unsupported : std::runtime_error {
 
 class TxBuilder {
  public:
-  TxBuilder(BatchBuilder& b, uint8_t family, int ipFamily, xt::SetIndex& sets) : b_(b), family_(family), ip_(ipFamily), sets_(sets) {}
+  TxBuilder(BatchBuilder& b, uint8_t family, int ipFamily, xt::SetIndex& sets)
+      : b_(b), family_(family), ip_(ipFamily), sets_(sets) {}
 
   void Table(const xt::RestoreTable& t, KernelTable& k) {
     table_ = t.name;
@@ -312,7 +336,9 @@ class TxBuilder {
       // A run of -I c 1, -I c 2, ... -I c k: the same rules inserted at the head, last first.
       size_t run = 0;
       if (ops[i].op == xt::kInsert && ops[i].pos == 1) {
-        while (i + run + 1 < ops.size() && ops[i + run + 1].op == xt::kInsert && ops[i + run + 1].chain == ops[i].chain && ops[i + run + 1].pos == run + 2) run++;
+        while (i + run + 1 < ops.size() && ops[i + run + 1].op == xt::kInsert &&
+               ops[i + run + 1].chain == ops[i].chain && ops[i + run + 1].pos == run + 2)
+          run++;
         for (size_t j = i + run + 1; j-- > i;) {
           tag_ = ops[j].tag;
           Rule(ops[j], NLM_F_CREATE, 0);
@@ -331,8 +357,10 @@ class TxBuilder {
   void Op(const xt::RestoreOp& o) {
     switch (o.op) {
       case xt::kDeclare:
-        if (Known(o.chain)) Flush(o);
-        else Chain(NFT_MSG_NEWCHAIN, o.chain, o.tag, nullptr);
+        if (Known(o.chain))
+          Flush(o);
+        else
+          Chain(NFT_MSG_NEWCHAIN, o.chain, o.tag, nullptr);
         break;
       case xt::kAppend:
         Rule(o, NLM_F_CREATE | NLM_F_APPEND, 0);
@@ -412,7 +440,8 @@ class TxBuilder {
   // changed the chain before.
   void Insert(const xt::RestoreOp& o) {
     auto it = kernel_->rules.find(o.chain);
-    if (touched_.count(o.chain) || it == kernel_->rules.end()) throw Unsupported("an insert at a position inside a chain this transaction already changed");
+    if (touched_.count(o.chain) || it == kernel_->rules.end())
+      throw Unsupported("an insert at a position inside a chain this transaction already changed");
     const auto& rules = it->second;
     if (o.pos - 1 > rules.size()) throw xt::RuleError("the insert position is past the end of " + o.chain, ERANGE);
     if (o.pos - 1 == rules.size()) return Rule(o, NLM_F_CREATE | NLM_F_APPEND, 0);
@@ -432,12 +461,18 @@ class TxBuilder {
       }
     const auto& t = o.rule.target;
     if (t.kind != xt::TargetKind::Standard) throw Unsupported("a delete of a rule with an extension target");
-    int32_t verdict = t.name == "ACCEPT" ? NF_ACCEPT : t.name == "DROP" ? NF_DROP : t.name == "RETURN" ? NFT_RETURN : o.rule.isGoto ? NFT_GOTO : NFT_JUMP;
+    int32_t verdict = t.name == "ACCEPT"   ? NF_ACCEPT
+                      : t.name == "DROP"   ? NF_DROP
+                      : t.name == "RETURN" ? NFT_RETURN
+                      : o.rule.isGoto      ? NFT_GOTO
+                                           : NFT_JUMP;
     std::string chain = verdict == NFT_JUMP || verdict == NFT_GOTO ? t.name : "";
     auto it = kernel_->rules.find(o.chain);
     if (it != kernel_->rules.end()) {
       for (const auto& k : it->second) {
-        if (consumed_.count(k.handle) || k.hasComment != hasComment || k.comment != comment || k.verdict != verdict || k.chain != chain) continue;
+        if (consumed_.count(k.handle) || k.hasComment != hasComment || k.comment != comment || k.verdict != verdict ||
+            k.chain != chain)
+          continue;
         consumed_.insert(k.handle);
         RulePtr r(nftnl_rule_alloc());
         Check(r.get());
@@ -466,7 +501,9 @@ class TxBuilder {
   uint32_t tag_ = 0;
 };
 
-double Since(std::chrono::steady_clock::time_point t) { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count(); }
+double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 // The chains of every table, and the rules of chains a delete or a positioned insert needs.
 int ReadKernel(const xt::RestoreTx& tx, uint8_t family, std::map<std::string, KernelTable>* out, std::string* what) {
@@ -492,7 +529,8 @@ int ReadKernel(const xt::RestoreTx& tx, uint8_t family, std::map<std::string, Ke
 }
 
 // The batch for `tx` against `kernel` into `b`; false (with res filled) when it cannot be built.
-bool BuildTx(const xt::RestoreTx& tx, std::map<std::string, KernelTable>& kernel, BatchBuilder& b, xt::SetIndex& sets, NftApplyResult* res) {
+bool BuildTx(const xt::RestoreTx& tx, std::map<std::string, KernelTable>& kernel, BatchBuilder& b, xt::SetIndex& sets,
+             NftApplyResult* res) {
   uint8_t family = tx.family == 4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
   TxBuilder builder(b, family, tx.family, sets);
   try {

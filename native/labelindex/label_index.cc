@@ -338,7 +338,8 @@ LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
     p.values = chosen->values;
     const CompiledNode& root = s.program.Root();
     using selector::Op;
-    p.exact = root.key == p.key && (p.mode == Mode::ByValues ? root.op == Op::Eq || root.op == Op::In : root.op == Op::Has);
+    p.exact =
+        root.key == p.key && (p.mode == Mode::ByValues ? root.op == Op::Eq || root.op == Op::In : root.op == Op::Has);
   }
   return p;
 }
@@ -461,8 +462,10 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   s.never = false;
   for (auto& [key, r] : s.program.Restrictions()) {
     if (r.hasValues && r.values.empty()) s.never = true;
-    if (r.hasValues) s.options.push_back({key, true, std::move(r.values)});
-    else if (r.present) s.options.push_back({key, false, {}});
+    if (r.hasValues)
+      s.options.push_back({key, true, std::move(r.values)});
+    else if (r.present)
+      s.options.push_back({key, false, {}});
   }
   s.placed = Plan(s);
   Place(id, s.placed);
@@ -516,10 +519,18 @@ Stats LabelIndex::GetStats() const {
   for (const Sel& s : sels_) {
     if (!s.live) continue;
     switch (s.placed.mode) {
-      case Mode::ByValues: ++st.selectorsByValue; break;
-      case Mode::ByKey: ++st.selectorsByKey; break;
-      case Mode::Unindexed: ++st.selectorsUnindexed; break;
-      case Mode::Never: ++st.selectorsNever; break;
+      case Mode::ByValues:
+        ++st.selectorsByValue;
+        break;
+      case Mode::ByKey:
+        ++st.selectorsByKey;
+        break;
+      case Mode::Unindexed:
+        ++st.selectorsUnindexed;
+        break;
+      case Mode::Never:
+        ++st.selectorsNever;
+        break;
     }
   }
   return st;

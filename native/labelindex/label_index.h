@@ -54,7 +54,9 @@ class LabelIndex {
   // Frees strings nothing refers to any more; call between batches. onFree(id) runs
   // before each string goes.
   template <typename F>
-  void CollectStrings(F&& onFree) { strings_.Collect(onFree); }
+  void CollectStrings(F&& onFree) {
+    strings_.Collect(onFree);
+  }
   Stats GetStats() const;
 
   using MatchList = SmallVec<uint32_t, 2>;
@@ -183,7 +185,8 @@ class LabelIndex {
   void Place(uint32_t sel, const Placement& p);
   void Unplace(uint32_t sel, const Placement& p);
   void Replan();
-  template <typename F> void ForEachCandidate(const Placement& p, F&& f) const;
+  template <typename F>
+  void ForEachCandidate(const Placement& p, F&& f) const;
   std::vector<uint32_t> CurrentMatches(uint32_t sel) const;
 
   Interner strings_;
@@ -199,7 +202,7 @@ class LabelIndex {
   std::vector<std::vector<uint32_t>> valuesByKey_;  // indexed by key string ID
   std::vector<uint32_t> keyItems_;                  // items holding each key
   FlatMap<std::vector<uint32_t>> selsByKV_;
-  std::vector<std::vector<uint32_t>> selsByKey_;   // indexed by key string ID
+  std::vector<std::vector<uint32_t>> selsByKey_;  // indexed by key string ID
   std::vector<uint32_t> unindexedSels_;
   // Selectors filed under each key (by value or by key), and a bitset of keys with any:
   // the update path probes the buckets only for the few keys that have selectors.

@@ -105,7 +105,8 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
     std::vector<const selector::Parsed*> sels(selArr.Length());
     for (uint32_t k = 0; k < sels.size(); ++k) {
       sels[k] = selector::SelectorWrap::From(env, selArr.Get(k));
-      if (!sels[k]) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "not a NativeSelector at index " + std::to_string(k));
+      if (!sels[k])
+        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "not a NativeSelector at index " + std::to_string(k));
     }
     if (strings.Length() > newIds.ElementLength()) {
       throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "more newStrings than newStringIds");
@@ -118,7 +119,8 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
       const uint32_t id = newIds[k];
       if (id >= kMaxId) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string id out of range");
       if (id < callerStrings_.size() && callerStrings_[id] != kNoString) {
-        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string id " + std::to_string(id) + " is already defined");
+        throw MakeNativeError(env, "EINVAL", "labelIndex.apply",
+                              "string id " + std::to_string(id) + " is already defined");
       }
     }
 
@@ -158,9 +160,15 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
       const uint32_t op = w[i++];
       const uint32_t id = w[i++];
       switch (op) {
-        case ops::kDeleteParent: index_.DeleteParent(id); break;
-        case ops::kDeleteItem: index_.DeleteItem(id); break;
-        case ops::kDeleteSelector: index_.DeleteSelector(id); break;
+        case ops::kDeleteParent:
+          index_.DeleteParent(id);
+          break;
+        case ops::kDeleteItem:
+          index_.DeleteItem(id);
+          break;
+        case ops::kDeleteSelector:
+          index_.DeleteSelector(id);
+          break;
         case ops::kUpsertSelector: {
           const selector::Parsed* p = sels[w[i++]];
           index_.UpsertSelector(id, p->root, p->canonical);
@@ -175,8 +183,9 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
             labels.push_back({callerStrings_[w[i]], callerStrings_[w[i + 1]]});
           }
           std::stable_sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key < b.key; });
-          labels.erase(std::unique(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key == b.key; }),
-                       labels.end());
+          labels.erase(
+              std::unique(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key == b.key; }),
+              labels.end());
           if (item) {
             parents.assign(w + i, w + i + nParents);
             i += nParents;

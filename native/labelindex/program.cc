@@ -137,7 +137,10 @@ std::map<uint32_t, Restriction> Program::RestrictionsOf(uint32_t idx) const {
             r.values.clear();
           }
           r.absent = r.absent && opr.absent;
-          if (r.present || r.absent) ++it; else it = out.erase(it);
+          if (r.present || r.absent)
+            ++it;
+          else
+            it = out.erase(it);
         }
       }
       break;

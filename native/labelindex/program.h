@@ -61,7 +61,10 @@ struct ProgramView {
     size_t lo = 0, hi = n;
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      if (labels[mid].key < key) lo = mid + 1; else hi = mid;
+      if (labels[mid].key < key)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     return lo < n && labels[lo].key == key ? &labels[lo] : nullptr;
   }
@@ -70,7 +73,10 @@ struct ProgramView {
     size_t lo = c.begin, hi = c.end;
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      if (values[mid] < v) lo = mid + 1; else hi = mid;
+      if (values[mid] < v)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     return lo < c.end && values[lo] == v;
   }
@@ -100,11 +106,16 @@ struct ProgramView {
     }
     const L* l = Find(labels, n, c.key);
     switch (c.op) {
-      case Op::Has: return l != nullptr;
-      case Op::Eq: return l && l->value == c.value;
-      case Op::Ne: return !l || l->value != c.value;
-      case Op::In: return l && InValues(c, l->value);
-      case Op::NotIn: return !l || !InValues(c, l->value);
+      case Op::Has:
+        return l != nullptr;
+      case Op::Eq:
+        return l && l->value == c.value;
+      case Op::Ne:
+        return !l || l->value != c.value;
+      case Op::In:
+        return l && InValues(c, l->value);
+      case Op::NotIn:
+        return !l || !InValues(c, l->value);
       case Op::Contains:
         return l && strings.Str(l->value).find(strings.Str(c.value)) != std::string::npos;
       case Op::StartsWith: {
@@ -145,9 +156,15 @@ class Program {
   void ForEachKey(F&& f) const {
     for (const CompiledNode& c : nodes_) {
       switch (c.op) {
-        case selector::Op::All: case selector::Op::Global: case selector::Op::Not:
-        case selector::Op::And: case selector::Op::Or: break;
-        default: f(c.key); break;
+        case selector::Op::All:
+        case selector::Op::Global:
+        case selector::Op::Not:
+        case selector::Op::And:
+        case selector::Op::Or:
+          break;
+        default:
+          f(c.key);
+          break;
       }
     }
   }
@@ -158,13 +175,24 @@ class Program {
     using selector::Op;
     for (const CompiledNode& c : nodes_) {
       switch (c.op) {
-        case Op::All: case Op::Global: case Op::Not: case Op::And: case Op::Or: break;
-        case Op::Has: f(c.key); break;
-        case Op::In: case Op::NotIn:
+        case Op::All:
+        case Op::Global:
+        case Op::Not:
+        case Op::And:
+        case Op::Or:
+          break;
+        case Op::Has:
+          f(c.key);
+          break;
+        case Op::In:
+        case Op::NotIn:
           f(c.key);
           for (uint32_t i = c.begin; i < c.end; ++i) f(values_[i]);
           break;
-        default: f(c.key); f(c.value); break;
+        default:
+          f(c.key);
+          f(c.value);
+          break;
       }
     }
   }

@@ -73,7 +73,8 @@ void ChainOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t ta
     nftnl_chain_set_str(c.get(), NFTNL_CHAIN_TYPE, type.c_str());
     nftnl_chain_set_u32(c.get(), NFTNL_CHAIN_POLICY, policy);
   }
-  nlmsghdr* h = b.Header(op == kChainAdd ? NFT_MSG_NEWCHAIN : NFT_MSG_DELCHAIN, family, op == kChainAdd ? NLM_F_CREATE : 0, tag);
+  nlmsghdr* h =
+      b.Header(op == kChainAdd ? NFT_MSG_NEWCHAIN : NFT_MSG_DELCHAIN, family, op == kChainAdd ? NLM_F_CREATE : 0, tag);
   nftnl_chain_nlmsg_build_payload(h, c.get());
   b.Commit(h);
 }
@@ -111,8 +112,10 @@ void SetOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag)
   }
   // Delete the set, or (flush) all its elements: DELSETELEM without an element list.
   nlmsghdr* h = b.Header(op == kSetDel ? NFT_MSG_DELSET : NFT_MSG_DELSETELEM, family, 0, tag);
-  if (op == kSetDel) nftnl_set_nlmsg_build_payload(h, s.get());
-  else nftnl_set_elems_nlmsg_build_payload(h, s.get());
+  if (op == kSetDel)
+    nftnl_set_nlmsg_build_payload(h, s.get());
+  else
+    nftnl_set_elems_nlmsg_build_payload(h, s.get());
   b.Commit(h);
 }
 
@@ -146,7 +149,8 @@ void ElemOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
       nftnl_set_elem_add(s.get(), owned.release());
     }
     if (chunk == 0) break;
-    nlmsghdr* h = b.Header(op == kElemAdd ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, family, op == kElemAdd ? NLM_F_CREATE : 0, tag);
+    nlmsghdr* h = b.Header(op == kElemAdd ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM, family,
+                           op == kElemAdd ? NLM_F_CREATE : 0, tag);
     nftnl_set_elems_nlmsg_build_payload(h, s.get());
     b.Commit(h);
   }
@@ -188,15 +192,18 @@ void RuleOp(BatchBuilder& b, Reader& r, uint8_t op, uint8_t family, uint32_t tag
       const std::string problem = AttrProblem(name, attr, v, len);
       if (!problem.empty()) throw BadInput(problem);
       // libnftnl leaks the first copy of a string attribute set twice (found by fuzzing).
-      if (attr < 64 && (seen >> attr & 1)) throw BadInput("attribute " + std::to_string(attr) + " set twice in expression \"" + name + "\"");
+      if (attr < 64 && (seen >> attr & 1))
+        throw BadInput("attribute " + std::to_string(attr) + " set twice in expression \"" + name + "\"");
       // libnftnl frees an immediate's chain only with a jump or goto verdict (found by
       // fuzzing): the chain must follow such a verdict, as the TS writer emits them.
       if (name == "immediate" && attr == NFTNL_EXPR_IMM_VERDICT) std::memcpy(&verdict, v, sizeof(verdict));
-      if (name == "immediate" && attr == NFTNL_EXPR_IMM_CHAIN && (!(seen >> NFTNL_EXPR_IMM_VERDICT & 1) || (verdict != NFT_JUMP && verdict != NFT_GOTO))) {
+      if (name == "immediate" && attr == NFTNL_EXPR_IMM_CHAIN &&
+          (!(seen >> NFTNL_EXPR_IMM_VERDICT & 1) || (verdict != NFT_JUMP && verdict != NFT_GOTO))) {
         throw BadInput("immediate.chain must follow a jump or goto immediate.verdict");
       }
       if (attr < 64) seen |= uint64_t{1} << attr;
-      if (nftnl_expr_set(e, attr, v, len) < 0) throw BadInput("bad attribute " + std::to_string(attr) + " for expression \"" + name + "\"");
+      if (nftnl_expr_set(e, attr, v, len) < 0)
+        throw BadInput("bad attribute " + std::to_string(attr) + " for expression \"" + name + "\"");
     }
   }
   nlmsghdr* h = b.Header(NFT_MSG_NEWRULE, family, NLM_F_CREATE | NLM_F_APPEND, tag);
@@ -235,7 +242,6 @@ void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
     if (sawLast) flags = MSG_DONTWAIT;
   }
 }
-
 
 namespace {
 

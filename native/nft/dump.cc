@@ -23,7 +23,8 @@ int Trampoline(const nlmsghdr* h, void* data) { return (*static_cast<DumpParse*>
 
 }  // namespace
 
-int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build, DumpParse parse) {
+int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build,
+                DumpParse parse) {
   static thread_local std::vector<char> buf(256 * 1024);
   uint32_t seq = static_cast<uint32_t>(time(nullptr));
   nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_DUMP, seq);
@@ -53,111 +54,125 @@ DumpResult Dump(uint8_t family, const std::string& table) {
   };
 
   // Chains (the kernel filters by family; we filter by table).
-  int e = DumpRequest(sock, NFT_MSG_GETCHAIN, family, [](nlmsghdr*) {}, [&](const nlmsghdr* h) {
-    nftnl_chain* c = nftnl_chain_alloc();
-    if (!c) return MNL_CB_ERROR;
-    if (nftnl_chain_nlmsg_parse(h, c) == 0 && table == nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE)) {
-      DumpChain d;
-      d.name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
-      if (nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM)) {
-        d.base = true;
-        d.hook = nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM);
-        d.prio = nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO);
-        if (nftnl_chain_is_set(c, NFTNL_CHAIN_TYPE)) d.type = nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE);
-        if (nftnl_chain_is_set(c, NFTNL_CHAIN_POLICY)) d.policy = nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY);
-      }
-      out.exists = true;
-      out.chains.push_back(std::move(d));
-    }
-    nftnl_chain_free(c);
-    return MNL_CB_OK;
-  });
+  int e = DumpRequest(
+      sock, NFT_MSG_GETCHAIN, family, [](nlmsghdr*) {},
+      [&](const nlmsghdr* h) {
+        nftnl_chain* c = nftnl_chain_alloc();
+        if (!c) return MNL_CB_ERROR;
+        if (nftnl_chain_nlmsg_parse(h, c) == 0 && table == nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE)) {
+          DumpChain d;
+          d.name = nftnl_chain_get_str(c, NFTNL_CHAIN_NAME);
+          if (nftnl_chain_is_set(c, NFTNL_CHAIN_HOOKNUM)) {
+            d.base = true;
+            d.hook = nftnl_chain_get_u32(c, NFTNL_CHAIN_HOOKNUM);
+            d.prio = nftnl_chain_get_s32(c, NFTNL_CHAIN_PRIO);
+            if (nftnl_chain_is_set(c, NFTNL_CHAIN_TYPE)) d.type = nftnl_chain_get_str(c, NFTNL_CHAIN_TYPE);
+            if (nftnl_chain_is_set(c, NFTNL_CHAIN_POLICY)) d.policy = nftnl_chain_get_u32(c, NFTNL_CHAIN_POLICY);
+          }
+          out.exists = true;
+          out.chains.push_back(std::move(d));
+        }
+        nftnl_chain_free(c);
+        return MNL_CB_OK;
+      });
   if (e) return fail(e, "dump chains");
 
   // Rules of this table only.
-  e = DumpRequest(sock, NFT_MSG_GETRULE, family, [&](nlmsghdr* h) {
-    nftnl_rule* r = nftnl_rule_alloc();
-    if (!r) return;
-    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
-    nftnl_rule_nlmsg_build_payload(h, r);
-    nftnl_rule_free(r);
-  }, [&](const nlmsghdr* h) {
-    nftnl_rule* r = nftnl_rule_alloc();
-    if (!r) return MNL_CB_ERROR;
-    if (nftnl_rule_nlmsg_parse(h, r) == 0) {
-      DumpRule d;
-      d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
-      d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
-      uint32_t len = 0;
-      if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
-        const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
-        d.udata.assign(static_cast<const char*>(ud), len);
-      }
-      out.rules.push_back(std::move(d));
-    }
-    nftnl_rule_free(r);
-    return MNL_CB_OK;
-  });
+  e = DumpRequest(
+      sock, NFT_MSG_GETRULE, family,
+      [&](nlmsghdr* h) {
+        nftnl_rule* r = nftnl_rule_alloc();
+        if (!r) return;
+        nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
+        nftnl_rule_nlmsg_build_payload(h, r);
+        nftnl_rule_free(r);
+      },
+      [&](const nlmsghdr* h) {
+        nftnl_rule* r = nftnl_rule_alloc();
+        if (!r) return MNL_CB_ERROR;
+        if (nftnl_rule_nlmsg_parse(h, r) == 0) {
+          DumpRule d;
+          d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
+          d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+          uint32_t len = 0;
+          if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
+            const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
+            d.udata.assign(static_cast<const char*>(ud), len);
+          }
+          out.rules.push_back(std::move(d));
+        }
+        nftnl_rule_free(r);
+        return MNL_CB_OK;
+      });
   if (e && e != ENOENT) return fail(e, "dump rules");
 
   // Sets and maps of this table.
-  e = DumpRequest(sock, NFT_MSG_GETSET, family, [&](nlmsghdr* h) {
-    nftnl_set* s = nftnl_set_alloc();
-    if (!s) return;
-    nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
-    nftnl_set_nlmsg_build_payload(h, s);
-    nftnl_set_free(s);
-  }, [&](const nlmsghdr* h) {
-    nftnl_set* s = nftnl_set_alloc();
-    if (!s) return MNL_CB_ERROR;
-    if (nftnl_set_nlmsg_parse(h, s) == 0) {
-      uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
-      if (!(flags & NFT_SET_ANONYMOUS)) {
-        DumpSet d;
-        d.name = nftnl_set_get_str(s, NFTNL_SET_NAME);
-        d.flags = flags;
-        d.keyType = nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE);
-        d.keyLen = nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN);
-        if (nftnl_set_is_set(s, NFTNL_SET_DATA_TYPE)) d.dataType = nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE);
-        out.sets.push_back(std::move(d));
-      }
-    }
-    nftnl_set_free(s);
-    return MNL_CB_OK;
-  });
+  e = DumpRequest(
+      sock, NFT_MSG_GETSET, family,
+      [&](nlmsghdr* h) {
+        nftnl_set* s = nftnl_set_alloc();
+        if (!s) return;
+        nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
+        nftnl_set_nlmsg_build_payload(h, s);
+        nftnl_set_free(s);
+      },
+      [&](const nlmsghdr* h) {
+        nftnl_set* s = nftnl_set_alloc();
+        if (!s) return MNL_CB_ERROR;
+        if (nftnl_set_nlmsg_parse(h, s) == 0) {
+          uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
+          if (!(flags & NFT_SET_ANONYMOUS)) {
+            DumpSet d;
+            d.name = nftnl_set_get_str(s, NFTNL_SET_NAME);
+            d.flags = flags;
+            d.keyType = nftnl_set_get_u32(s, NFTNL_SET_KEY_TYPE);
+            d.keyLen = nftnl_set_get_u32(s, NFTNL_SET_KEY_LEN);
+            if (nftnl_set_is_set(s, NFTNL_SET_DATA_TYPE)) d.dataType = nftnl_set_get_u32(s, NFTNL_SET_DATA_TYPE);
+            out.sets.push_back(std::move(d));
+          }
+        }
+        nftnl_set_free(s);
+        return MNL_CB_OK;
+      });
   if (e && e != ENOENT) return fail(e, "dump sets");
 
   for (DumpSet& set : out.sets) {
-    e = DumpRequest(sock, NFT_MSG_GETSETELEM, family, [&](nlmsghdr* h) {
-      nftnl_set* s = nftnl_set_alloc();
-      if (!s) return;
-      nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
-      nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
-      nftnl_set_elems_nlmsg_build_payload(h, s);
-      nftnl_set_free(s);
-    }, [&](const nlmsghdr* h) {
-      nftnl_set* s = nftnl_set_alloc();
-      if (!s) return MNL_CB_ERROR;
-      if (nftnl_set_elems_nlmsg_parse(h, s) == 0) {
-        nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s);
-        for (nftnl_set_elem* el = it ? nftnl_set_elems_iter_next(it) : nullptr; el; el = nftnl_set_elems_iter_next(it)) {
-          DumpElem d;
-          uint32_t len = 0;
-          const void* k = nftnl_set_elem_get(el, NFTNL_SET_ELEM_KEY, &len);
-          if (k) d.key.assign(static_cast<const char*>(k), len);
-          if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_FLAGS)) d.flags = nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_FLAGS);
-          if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_VERDICT)) {
-            d.hasVerdict = true;
-            d.verdict = static_cast<int32_t>(nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_VERDICT));
-            if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_CHAIN)) d.chain = nftnl_set_elem_get_str(el, NFTNL_SET_ELEM_CHAIN);
+    e = DumpRequest(
+        sock, NFT_MSG_GETSETELEM, family,
+        [&](nlmsghdr* h) {
+          nftnl_set* s = nftnl_set_alloc();
+          if (!s) return;
+          nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
+          nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
+          nftnl_set_elems_nlmsg_build_payload(h, s);
+          nftnl_set_free(s);
+        },
+        [&](const nlmsghdr* h) {
+          nftnl_set* s = nftnl_set_alloc();
+          if (!s) return MNL_CB_ERROR;
+          if (nftnl_set_elems_nlmsg_parse(h, s) == 0) {
+            nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s);
+            for (nftnl_set_elem* el = it ? nftnl_set_elems_iter_next(it) : nullptr; el;
+                 el = nftnl_set_elems_iter_next(it)) {
+              DumpElem d;
+              uint32_t len = 0;
+              const void* k = nftnl_set_elem_get(el, NFTNL_SET_ELEM_KEY, &len);
+              if (k) d.key.assign(static_cast<const char*>(k), len);
+              if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_FLAGS))
+                d.flags = nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_FLAGS);
+              if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_VERDICT)) {
+                d.hasVerdict = true;
+                d.verdict = static_cast<int32_t>(nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_VERDICT));
+                if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_CHAIN))
+                  d.chain = nftnl_set_elem_get_str(el, NFTNL_SET_ELEM_CHAIN);
+              }
+              set.elems.push_back(std::move(d));
+            }
+            if (it) nftnl_set_elems_iter_destroy(it);
           }
-          set.elems.push_back(std::move(d));
-        }
-        if (it) nftnl_set_elems_iter_destroy(it);
-      }
-      nftnl_set_free(s);
-      return MNL_CB_OK;
-    });
+          nftnl_set_free(s);
+          return MNL_CB_OK;
+        });
     if (e && e != ENOENT) return fail(e, "dump set elements");
   }
   return out;

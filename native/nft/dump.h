@@ -18,7 +18,8 @@ using DumpParse = std::function<int(const nlmsghdr*)>;
 
 // Sends one dump request built by `build` and feeds every answer to `parse` (a libmnl
 // callback result). Returns 0 or a positive errno (ENOENT: no such table or set).
-int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build, DumpParse parse);
+int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build,
+                DumpParse parse);
 
 struct DumpChain {
   std::string name;

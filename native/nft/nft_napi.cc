@@ -15,7 +15,9 @@
 namespace palisade::nft {
 namespace {
 
-Napi::Buffer<char> Bytes(Napi::Env env, const std::string& s) { return Napi::Buffer<char>::Copy(env, s.data(), s.size()); }
+Napi::Buffer<char> Bytes(Napi::Env env, const std::string& s) {
+  return Napi::Buffer<char>::Copy(env, s.data(), s.size());
+}
 
 // nftCommit's result: counts, or ENFT with the tag and errno of each refused op.
 void SettleCommit(Napi::Env env, const CommitResult& r, Napi::Promise::Deferred& d) {
@@ -23,7 +25,8 @@ void SettleCommit(Napi::Env env, const CommitResult& r, Napi::Promise::Deferred&
   if (r.sysErrno) return d.Reject(SysError(env, "nftCommit", r.sysWhat, r.sysErrno));
   if (!r.failures.empty()) {
     const Failure& first = r.failures.front();
-    Napi::Error err = MakeNativeError(env, "ENFT", "nftCommit", std::string("nftables transaction rejected: ") + std::strerror(first.err), first.err);
+    Napi::Error err = MakeNativeError(
+        env, "ENFT", "nftCommit", std::string("nftables transaction rejected: ") + std::strerror(first.err), first.err);
     Napi::Array list = Napi::Array::New(env, r.failures.size());
     for (size_t i = 0; i < r.failures.size(); i++) {
       Napi::Object f = Napi::Object::New(env);
@@ -102,18 +105,22 @@ Napi::Value NftCommit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "nftCommit", [&]() -> Napi::Value {
     std::vector<uint8_t> ops = OpsArg(info, "nftCommit");
-    return QueuePromise<CommitResult>(env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data(), ops.size()); }, SettleCommit);
+    return QueuePromise<CommitResult>(
+        env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data(), ops.size()); }, SettleCommit);
   });
 }
 
 Napi::Value NftDump(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "nftDump", [&]() -> Napi::Value {
-    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString()) throw MakeNativeError(env, "EINVAL", "nftDump", "expected (family, table)");
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsString())
+      throw MakeNativeError(env, "EINVAL", "nftDump", "expected (family, table)");
     const uint8_t family = static_cast<uint8_t>(info[0].As<Napi::Number>().Uint32Value());
     std::string table = info[1].As<Napi::String>().Utf8Value();
-    if (table.empty() || table.size() > 255 || table.find('\0') != std::string::npos) throw MakeNativeError(env, "EINVAL", "nftDump", "a table name is 1 to 255 bytes, without NUL");
-    return QueuePromise<DumpResult>(env, "nftDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
+    if (table.empty() || table.size() > 255 || table.find('\0') != std::string::npos)
+      throw MakeNativeError(env, "EINVAL", "nftDump", "a table name is 1 to 255 bytes, without NUL");
+    return QueuePromise<DumpResult>(
+        env, "nftDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
   });
 }
 

@@ -18,31 +18,34 @@ namespace {
 
 // The VXLAN attributes of a link message's IFLA_LINKINFO / IFLA_INFO_DATA.
 void ParseVxlanData(const nlattr* data, LinkInfo* l) {
-  mnl_attr_parse_nested(data, [](const nlattr* a, void* p) {
-    auto* l = static_cast<LinkInfo*>(p);
-    const uint16_t len = mnl_attr_get_payload_len(a);
-    switch (mnl_attr_get_type(a)) {
-      case IFLA_VXLAN_ID:
-        if (len == 4) l->vni = mnl_attr_get_u32(a);
-        break;
-      case IFLA_VXLAN_PORT:
-        if (len == 2) l->port = ntohs(mnl_attr_get_u16(a));
-        break;
-      case IFLA_VXLAN_LINK:
-        if (len == 4) l->parent = static_cast<int>(mnl_attr_get_u32(a));
-        break;
-      case IFLA_VXLAN_LOCAL:
-        if (len == 4) l->local = AddrString(AF_INET, mnl_attr_get_payload(a), -1);
-        break;
-      case IFLA_VXLAN_LOCAL6:
-        if (len == 16) l->local = AddrString(AF_INET6, mnl_attr_get_payload(a), -1);
-        break;
-      case IFLA_VXLAN_LEARNING:
-        if (len == 1) l->learning = mnl_attr_get_u8(a);
-        break;
-    }
-    return MNL_CB_OK;
-  }, l);
+  mnl_attr_parse_nested(
+      data,
+      [](const nlattr* a, void* p) {
+        auto* l = static_cast<LinkInfo*>(p);
+        const uint16_t len = mnl_attr_get_payload_len(a);
+        switch (mnl_attr_get_type(a)) {
+          case IFLA_VXLAN_ID:
+            if (len == 4) l->vni = mnl_attr_get_u32(a);
+            break;
+          case IFLA_VXLAN_PORT:
+            if (len == 2) l->port = ntohs(mnl_attr_get_u16(a));
+            break;
+          case IFLA_VXLAN_LINK:
+            if (len == 4) l->parent = static_cast<int>(mnl_attr_get_u32(a));
+            break;
+          case IFLA_VXLAN_LOCAL:
+            if (len == 4) l->local = AddrString(AF_INET, mnl_attr_get_payload(a), -1);
+            break;
+          case IFLA_VXLAN_LOCAL6:
+            if (len == 16) l->local = AddrString(AF_INET6, mnl_attr_get_payload(a), -1);
+            break;
+          case IFLA_VXLAN_LEARNING:
+            if (len == 1) l->learning = mnl_attr_get_u8(a);
+            break;
+        }
+        return MNL_CB_OK;
+      },
+      l);
 }
 
 void ParseLink(const nlmsghdr* m, LinkInfo* l) {
@@ -51,27 +54,34 @@ void ParseLink(const nlmsghdr* m, LinkInfo* l) {
   l->found = true;
   l->index = ifi->ifi_index;
   l->up = (ifi->ifi_flags & IFF_UP) != 0;
-  mnl_attr_parse(m, sizeof(ifinfomsg), [](const nlattr* a, void* p) {
-    auto* l = static_cast<LinkInfo*>(p);
-    const uint16_t len = mnl_attr_get_payload_len(a);
-    switch (mnl_attr_get_type(a)) {
-      case IFLA_MTU:
-        if (len == 4) l->mtu = static_cast<int>(mnl_attr_get_u32(a));
-        break;
-      case IFLA_ADDRESS:
-        if (len == 6) l->mac = MacString(static_cast<const uint8_t*>(mnl_attr_get_payload(a)));
-        break;
-      case IFLA_LINKINFO:
-        mnl_attr_parse_nested(a, [](const nlattr* b, void* q) {
-          auto* l = static_cast<LinkInfo*>(q);
-          if (mnl_attr_get_type(b) == IFLA_INFO_KIND && mnl_attr_validate(b, MNL_TYPE_NUL_STRING) >= 0) l->kind = mnl_attr_get_str(b);
-          if (mnl_attr_get_type(b) == IFLA_INFO_DATA) ParseVxlanData(b, l);
-          return MNL_CB_OK;
-        }, l);
-        break;
-    }
-    return MNL_CB_OK;
-  }, l);
+  mnl_attr_parse(
+      m, sizeof(ifinfomsg),
+      [](const nlattr* a, void* p) {
+        auto* l = static_cast<LinkInfo*>(p);
+        const uint16_t len = mnl_attr_get_payload_len(a);
+        switch (mnl_attr_get_type(a)) {
+          case IFLA_MTU:
+            if (len == 4) l->mtu = static_cast<int>(mnl_attr_get_u32(a));
+            break;
+          case IFLA_ADDRESS:
+            if (len == 6) l->mac = MacString(static_cast<const uint8_t*>(mnl_attr_get_payload(a)));
+            break;
+          case IFLA_LINKINFO:
+            mnl_attr_parse_nested(
+                a,
+                [](const nlattr* b, void* q) {
+                  auto* l = static_cast<LinkInfo*>(q);
+                  if (mnl_attr_get_type(b) == IFLA_INFO_KIND && mnl_attr_validate(b, MNL_TYPE_NUL_STRING) >= 0)
+                    l->kind = mnl_attr_get_str(b);
+                  if (mnl_attr_get_type(b) == IFLA_INFO_DATA) ParseVxlanData(b, l);
+                  return MNL_CB_OK;
+                },
+                l);
+            break;
+        }
+        return MNL_CB_OK;
+      },
+      l);
 }
 
 // One request on a fresh socket, its outcome (and replies, through `onMsg`) in a LinkResult.
@@ -202,13 +212,16 @@ LinkResult DumpAddrs(int index) {
       const void* local = nullptr;
       uint16_t want;
     } a{nullptr, nullptr, static_cast<uint16_t>(ifa->ifa_family == AF_INET ? 4 : 16)};
-    mnl_attr_parse(m, sizeof(ifaddrmsg), [](const nlattr* at, void* p) {
-      auto* x = static_cast<A*>(p);
-      if (mnl_attr_get_payload_len(at) != x->want) return MNL_CB_OK;
-      if (mnl_attr_get_type(at) == IFA_LOCAL) x->local = mnl_attr_get_payload(at);
-      if (mnl_attr_get_type(at) == IFA_ADDRESS) x->addr = mnl_attr_get_payload(at);
-      return MNL_CB_OK;
-    }, &a);
+    mnl_attr_parse(
+        m, sizeof(ifaddrmsg),
+        [](const nlattr* at, void* p) {
+          auto* x = static_cast<A*>(p);
+          if (mnl_attr_get_payload_len(at) != x->want) return MNL_CB_OK;
+          if (mnl_attr_get_type(at) == IFA_LOCAL) x->local = mnl_attr_get_payload(at);
+          if (mnl_attr_get_type(at) == IFA_ADDRESS) x->addr = mnl_attr_get_payload(at);
+          return MNL_CB_OK;
+        },
+        &a);
     const void* local = a.local ? a.local : a.addr;
     if (local) out->addrs.push_back(AddrString(ifa->ifa_family, local, ifa->ifa_prefixlen));
   });

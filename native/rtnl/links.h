@@ -13,33 +13,33 @@ struct VxlanSpec {
   std::string name;
   uint32_t vni = 0;
   uint16_t port = 0;
-  int parent = 0;           // the underlay device's ifindex (0: none)
-  int localFamily = 0;      // 4 or 6 (0: no local address)
+  int parent = 0;       // the underlay device's ifindex (0: none)
+  int localFamily = 0;  // 4 or 6 (0: no local address)
   uint8_t local[16] = {};
   uint8_t mac[6] = {};
   bool hasMac = false;
-  int mtu = 0;              // 0: the kernel's default
+  int mtu = 0;  // 0: the kernel's default
 };
 
 struct LinkInfo {
   bool found = false;
   int index = 0;
-  std::string kind;         // "vxlan", "veth", ... ("" when not said)
+  std::string kind;  // "vxlan", "veth", ... ("" when not said)
   int mtu = 0;
   bool up = false;
-  std::string mac;          // "aa:bb:cc:dd:ee:ff"
+  std::string mac;  // "aa:bb:cc:dd:ee:ff"
   // VXLAN only:
   uint32_t vni = 0;
   int port = 0;
   int parent = 0;
-  std::string local;        // "" when none
+  std::string local;  // "" when none
   int learning = -1;
 };
 
 struct LinkResult {
-  int sysErrno = 0;         // the socket failed
+  int sysErrno = 0;  // the socket failed
   std::string sysWhat;
-  int err = 0;              // the kernel refused (positive errno)
+  int err = 0;  // the kernel refused (positive errno)
   LinkInfo link;
   std::vector<std::string> addrs;  // "a.b.c.d/len"
 };

@@ -44,7 +44,8 @@ auto Settler(const char* what, bool addrs) {
 }
 
 int IntArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsNumber()) throw MakeNativeError(info.Env(), "EINVAL", what, "expected a number argument");
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw MakeNativeError(info.Env(), "EINVAL", what, "expected a number argument");
   return info[i].As<Napi::Number>().Int32Value();
 }
 
@@ -60,7 +61,8 @@ Napi::Value LinkGetFn(const Napi::CallbackInfo& info) {
   return Guard(env, "linkGet", [&]() -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsString()) throw MakeNativeError(env, "EINVAL", "linkGet", "expected a name");
     std::string name = info[0].As<Napi::String>();
-    return QueuePromise<LinkResult>(env, "linkGet", [name]() { return GetLink(name); }, Settler("linkGet", false));
+    return QueuePromise<LinkResult>(
+        env, "linkGet", [name]() { return GetLink(name); }, Settler("linkGet", false));
   });
 }
 
@@ -68,7 +70,8 @@ Napi::Value LinkGetFn(const Napi::CallbackInfo& info) {
 Napi::Value LinkAddVxlanFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "linkAddVxlan", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsObject()) throw MakeNativeError(env, "EINVAL", "linkAddVxlan", "expected a spec object");
+    if (info.Length() < 1 || !info[0].IsObject())
+      throw MakeNativeError(env, "EINVAL", "linkAddVxlan", "expected a spec object");
     Napi::Object o = info[0].As<Napi::Object>();
     VxlanSpec s;
     s.name = o.Get("name").As<Napi::String>();
@@ -82,17 +85,20 @@ Napi::Value LinkAddVxlanFn(const Napi::CallbackInfo& info) {
       s.hasMac = true;
     }
     s.mtu = o.Get("mtu").As<Napi::Number>().Int32Value();
-    return QueuePromise<LinkResult>(env, "linkAddVxlan", [s]() { return AddVxlan(s); }, Settler("linkAddVxlan", false));
+    return QueuePromise<LinkResult>(
+        env, "linkAddVxlan", [s]() { return AddVxlan(s); }, Settler("linkAddVxlan", false));
   });
 }
 
 Napi::Value LinkAddIpipFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "linkAddIpip", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsString()) throw MakeNativeError(env, "EINVAL", "linkAddIpip", "expected a name");
+    if (info.Length() < 1 || !info[0].IsString())
+      throw MakeNativeError(env, "EINVAL", "linkAddIpip", "expected a name");
     std::string name = info[0].As<Napi::String>();
     const int mtu = IntArg(info, 1, "linkAddIpip");
-    return QueuePromise<LinkResult>(env, "linkAddIpip", [name, mtu]() { return AddIpip(name, mtu); }, Settler("linkAddIpip", false));
+    return QueuePromise<LinkResult>(
+        env, "linkAddIpip", [name, mtu]() { return AddIpip(name, mtu); }, Settler("linkAddIpip", false));
   });
 }
 
@@ -102,7 +108,8 @@ Napi::Value LinkSetFn(const Napi::CallbackInfo& info) {
     const int index = IntArg(info, 0, "linkSet");
     const int mtu = IntArg(info, 1, "linkSet");
     const bool up = info.Length() > 2 && info[2].ToBoolean();
-    return QueuePromise<LinkResult>(env, "linkSet", [index, mtu, up]() { return SetLink(index, mtu, up); }, Settler("linkSet", false));
+    return QueuePromise<LinkResult>(
+        env, "linkSet", [index, mtu, up]() { return SetLink(index, mtu, up); }, Settler("linkSet", false));
   });
 }
 
@@ -110,7 +117,8 @@ Napi::Value LinkDeleteFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "linkDelete", [&]() -> Napi::Value {
     const int index = IntArg(info, 0, "linkDelete");
-    return QueuePromise<LinkResult>(env, "linkDelete", [index]() { return DeleteLink(index); }, Settler("linkDelete", false));
+    return QueuePromise<LinkResult>(
+        env, "linkDelete", [index]() { return DeleteLink(index); }, Settler("linkDelete", false));
   });
 }
 
@@ -125,9 +133,12 @@ Napi::Value AddrChangeFn(const Napi::CallbackInfo& info) {
     CopyBytes(info[3], addr, family == 6 ? 16 : 4, "addrChange");
     const int prefix = IntArg(info, 4, "addrChange");
     std::string bytes(reinterpret_cast<char*>(addr), 16);
-    return QueuePromise<LinkResult>(env, "addrChange", [add, index, family, bytes, prefix]() {
-      return ChangeAddr(add, index, family, reinterpret_cast<const uint8_t*>(bytes.data()), prefix);
-    }, Settler("addrChange", false));
+    return QueuePromise<LinkResult>(
+        env, "addrChange",
+        [add, index, family, bytes, prefix]() {
+          return ChangeAddr(add, index, family, reinterpret_cast<const uint8_t*>(bytes.data()), prefix);
+        },
+        Settler("addrChange", false));
   });
 }
 
@@ -135,7 +146,8 @@ Napi::Value AddrDumpFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "addrDump", [&]() -> Napi::Value {
     const int index = IntArg(info, 0, "addrDump");
-    return QueuePromise<LinkResult>(env, "addrDump", [index]() { return DumpAddrs(index); }, Settler("addrDump", true));
+    return QueuePromise<LinkResult>(
+        env, "addrDump", [index]() { return DumpAddrs(index); }, Settler("addrDump", true));
   });
 }
 

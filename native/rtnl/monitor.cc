@@ -25,10 +25,13 @@ constexpr int kInterrupted = -1;
 
 }  // namespace
 
-Monitor::Monitor(std::vector<std::string> exclude, Deliver deliver, int rcvbuf) : deliver_(std::move(deliver)), rcvbuf_(rcvbuf) {
+Monitor::Monitor(std::vector<std::string> exclude, Deliver deliver, int rcvbuf)
+    : deliver_(std::move(deliver)), rcvbuf_(rcvbuf) {
   for (const std::string& e : exclude) {
-    if (e.size() >= 2 && e.front() == '/' && e.back() == '/') patterns_.emplace_back(e.substr(1, e.size() - 2));
-    else exact_.push_back(e);
+    if (e.size() >= 2 && e.front() == '/' && e.back() == '/')
+      patterns_.emplace_back(e.substr(1, e.size() - 2));
+    else
+      exact_.push_back(e);
   }
 }
 
@@ -110,7 +113,10 @@ int Monitor::DumpInto(int type, std::vector<Event>* out) {
       if (m->nlmsg_seq != dumpSeq_) continue;
       if (m->nlmsg_flags & NLM_F_DUMP_INTR) interrupted = true;
       if (m->nlmsg_type == NLMSG_DONE) return interrupted ? kInterrupted : 0;
-      if (m->nlmsg_type == NLMSG_ERROR) return mnl_nlmsg_get_payload_len(m) < sizeof(nlmsgerr) ? EPROTO : -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
+      if (m->nlmsg_type == NLMSG_ERROR)
+        return mnl_nlmsg_get_payload_len(m) < sizeof(nlmsgerr)
+                   ? EPROTO
+                   : -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
       Handle(m, out);
     }
   }
@@ -148,10 +154,14 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
     if (payload < sizeof(ifinfomsg)) return;
     auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(h));
     std::string name;
-    mnl_attr_parse(h, sizeof(*ifi), [](const nlattr* a, void* data) {
-      if (mnl_attr_get_type(a) == IFLA_IFNAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0) *static_cast<std::string*>(data) = mnl_attr_get_str(a);
-      return MNL_CB_OK;
-    }, &name);
+    mnl_attr_parse(
+        h, sizeof(*ifi),
+        [](const nlattr* a, void* data) {
+          if (mnl_attr_get_type(a) == IFLA_IFNAME && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) >= 0)
+            *static_cast<std::string*>(data) = mnl_attr_get_str(a);
+          return MNL_CB_OK;
+        },
+        &name);
     if (name.empty() || Excluded(name)) return;
     auto it = ifaces_.find(ifi->ifi_index);
     if (h->nlmsg_type == RTM_DELLINK) {
@@ -193,7 +203,8 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
     const RouteAttrs r = ParseRouteAttrs(h);
     auto it = ifaces_.find(r.oif);
     if (!r.dst || it == ifaces_.end()) return;
-    out->push_back({Event::kRouteDeleted, it->second.name, r.oif, "", {AddrString(rt->rtm_family, r.dst, rt->rtm_dst_len)}});
+    out->push_back(
+        {Event::kRouteDeleted, it->second.name, r.oif, "", {AddrString(rt->rtm_family, r.dst, rt->rtm_dst_len)}});
     return;
   }
   if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) {
@@ -206,13 +217,16 @@ void Monitor::Handle(const nlmsghdr* h, std::vector<Event>* out) {
       const void* local = nullptr;
       const void* address = nullptr;
     } found{static_cast<uint16_t>(ifa->ifa_family == AF_INET ? 4 : 16)};
-    mnl_attr_parse(h, sizeof(*ifa), [](const nlattr* a, void* data) {
-      auto* f = static_cast<Found*>(data);
-      if (mnl_attr_get_payload_len(a) != f->alen) return MNL_CB_OK;
-      if (mnl_attr_get_type(a) == IFA_LOCAL) f->local = mnl_attr_get_payload(a);
-      if (mnl_attr_get_type(a) == IFA_ADDRESS) f->address = mnl_attr_get_payload(a);
-      return MNL_CB_OK;
-    }, &found);
+    mnl_attr_parse(
+        h, sizeof(*ifa),
+        [](const nlattr* a, void* data) {
+          auto* f = static_cast<Found*>(data);
+          if (mnl_attr_get_payload_len(a) != f->alen) return MNL_CB_OK;
+          if (mnl_attr_get_type(a) == IFA_LOCAL) f->local = mnl_attr_get_payload(a);
+          if (mnl_attr_get_type(a) == IFA_ADDRESS) f->address = mnl_attr_get_payload(a);
+          return MNL_CB_OK;
+        },
+        &found);
     const void* addr = found.local ? found.local : found.address;
     if (!addr) return;
     std::string s = AddrString(ifa->ifa_family, addr, ifa->ifa_prefixlen);
@@ -242,7 +256,8 @@ void Monitor::FinishResync(std::vector<Event>* out) {
       it = ifaces_.erase(it);
       continue;
     }
-    if (f.addrs != f.before) out->push_back({Event::kAddrs, f.name, it->first, "", std::vector<std::string>(f.addrs.begin(), f.addrs.end())});
+    if (f.addrs != f.before)
+      out->push_back({Event::kAddrs, f.name, it->first, "", std::vector<std::string>(f.addrs.begin(), f.addrs.end())});
     f.before.clear();
     ++it;
   }

@@ -40,7 +40,7 @@ struct RtnlSocket {
 struct RequestStatus {
   int sysErrno = 0;  // the socket failed
   std::string sysWhat;
-  int err = 0;       // the kernel refused (positive errno)
+  int err = 0;  // the kernel refused (positive errno)
 };
 
 // Sends `h` (its sequence number is set here) and reads until its answer; `onMsg(reply)`
@@ -71,7 +71,8 @@ RequestStatus Request(RtnlSocket& s, nlmsghdr* h, F onMsg) {
       if (m->nlmsg_seq != seq) continue;
       if (m->nlmsg_type == NLMSG_DONE) return out;
       if (m->nlmsg_type == NLMSG_ERROR) {
-        if (mnl_nlmsg_get_payload_len(m) >= sizeof(nlmsgerr)) out.err = -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
+        if (mnl_nlmsg_get_payload_len(m) >= sizeof(nlmsgerr))
+          out.err = -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
         return out;
       }
       onMsg(m);

@@ -37,14 +37,20 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
     RouteAttrs* r;
     uint16_t alen;
   } ctx{&r, static_cast<uint16_t>(rt->rtm_family == AF_INET ? 4 : 16)};
-  mnl_attr_parse(h, sizeof(rtmsg), [](const nlattr* a, void* data) {
-    auto* c = static_cast<Ctx*>(data);
-    // A short attribute would make the reader run past it: take only well-formed ones.
-    if (mnl_attr_get_type(a) == RTA_DST && mnl_attr_get_payload_len(a) == c->alen) c->r->dst = mnl_attr_get_payload(a);
-    if (mnl_attr_get_type(a) == RTA_OIF && mnl_attr_validate(a, MNL_TYPE_U32) >= 0) c->r->oif = static_cast<int>(mnl_attr_get_u32(a));
-    if (mnl_attr_get_type(a) == RTA_GATEWAY && mnl_attr_get_payload_len(a) == c->alen) c->r->gateway = mnl_attr_get_payload(a);
-    return MNL_CB_OK;
-  }, &ctx);
+  mnl_attr_parse(
+      h, sizeof(rtmsg),
+      [](const nlattr* a, void* data) {
+        auto* c = static_cast<Ctx*>(data);
+        // A short attribute would make the reader run past it: take only well-formed ones.
+        if (mnl_attr_get_type(a) == RTA_DST && mnl_attr_get_payload_len(a) == c->alen)
+          c->r->dst = mnl_attr_get_payload(a);
+        if (mnl_attr_get_type(a) == RTA_OIF && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
+          c->r->oif = static_cast<int>(mnl_attr_get_u32(a));
+        if (mnl_attr_get_type(a) == RTA_GATEWAY && mnl_attr_get_payload_len(a) == c->alen)
+          c->r->gateway = mnl_attr_get_payload(a);
+        return MNL_CB_OK;
+      },
+      &ctx);
   return r;
 }
 
@@ -156,7 +162,8 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
     const size_t to = endOf(last - 1);
     // Only the chunk's last message asks for an ACK: the kernel answers the others only
     // if they fail (in order, before that ACK), which spares an skb per route.
-    for (size_t k = first; k + 1 < last; k++) reinterpret_cast<nlmsghdr*>(b.buf.data() + b.starts[k])->nlmsg_flags &= ~NLM_F_ACK;
+    for (size_t k = first; k + 1 < last; k++)
+      reinterpret_cast<nlmsghdr*>(b.buf.data() + b.starts[k])->nlmsg_flags &= ~NLM_F_ACK;
     const uint32_t lastSeq = reinterpret_cast<nlmsghdr*>(b.buf.data() + b.starts[last - 1])->nlmsg_seq;
     if (mnl_socket_sendto(s.nl, b.buf.data() + from, to - from) < 0) {
       out.sysErrno = errno;
@@ -208,8 +215,9 @@ RouteDump DumpRoutes(int protocol) {
       if ((protocol >= 0 && r->rtm_protocol != protocol) || r->rtm_table != RT_TABLE_MAIN) return;
       const RouteAttrs a = ParseRouteAttrs(m);
       if (!a.dst) return;
-      out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, AddrString(r->rtm_family, a.dst, r->rtm_dst_len), a.oif, r->rtm_protocol, r->rtm_scope, r->rtm_type,
-                            static_cast<int>(r->rtm_flags), a.gateway ? AddrString(r->rtm_family, a.gateway, -1) : ""});
+      out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, AddrString(r->rtm_family, a.dst, r->rtm_dst_len), a.oif,
+                            r->rtm_protocol, r->rtm_scope, r->rtm_type, static_cast<int>(r->rtm_flags),
+                            a.gateway ? AddrString(r->rtm_family, a.gateway, -1) : ""});
     });
     if (st.sysErrno || st.err) {
       out.sysErrno = st.sysErrno ? st.sysErrno : st.err;
@@ -245,19 +253,24 @@ NeighDump DumpNeighs(int ifindex) {
         uint16_t dstLen = 0;
         const uint8_t* mac = nullptr;
       } a;
-      mnl_attr_parse(m, sizeof(ndmsg), [](const nlattr* at, void* d) {
-        auto* x = static_cast<A*>(d);
-        const uint16_t len = mnl_attr_get_payload_len(at);
-        if (mnl_attr_get_type(at) == NDA_DST && (len == 4 || len == 16)) {
-          x->dst = mnl_attr_get_payload(at);
-          x->dstLen = len;
-        }
-        if (mnl_attr_get_type(at) == NDA_LLADDR && len == 6) x->mac = static_cast<const uint8_t*>(mnl_attr_get_payload(at));
-        return MNL_CB_OK;
-      }, &a);
+      mnl_attr_parse(
+          m, sizeof(ndmsg),
+          [](const nlattr* at, void* d) {
+            auto* x = static_cast<A*>(d);
+            const uint16_t len = mnl_attr_get_payload_len(at);
+            if (mnl_attr_get_type(at) == NDA_DST && (len == 4 || len == 16)) {
+              x->dst = mnl_attr_get_payload(at);
+              x->dstLen = len;
+            }
+            if (mnl_attr_get_type(at) == NDA_LLADDR && len == 6)
+              x->mac = static_cast<const uint8_t*>(mnl_attr_get_payload(at));
+            return MNL_CB_OK;
+          },
+          &a);
       if (!a.dst) return;
       const int family = n->ndm_family == AF_BRIDGE ? 7 : n->ndm_family == AF_INET6 ? 6 : 4;
-      out.neighs.push_back({family, AddrString(a.dstLen == 4 ? AF_INET : AF_INET6, a.dst, -1), a.mac ? MacString(a.mac) : "", n->ndm_state, n->ndm_flags});
+      out.neighs.push_back({family, AddrString(a.dstLen == 4 ? AF_INET : AF_INET6, a.dst, -1),
+                            a.mac ? MacString(a.mac) : "", n->ndm_state, n->ndm_flags});
     });
     if (st.sysErrno || st.err) {
       out.sysErrno = st.sysErrno ? st.sysErrno : st.err;

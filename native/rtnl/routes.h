@@ -33,7 +33,14 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 // preferred source (route replaces; all zero: none).
 // Routes: no output interface when ifindex is 0 (a blackhole). FDB ops: the address is
 // the remote VTEP's IP (NDA_DST), the MAC its VTEP MAC, on the VXLAN device `ifindex`.
-enum RouteOp : uint8_t { kRouteReplace = 1, kRouteDelete = 2, kNeighReplace = 3, kNeighDelete = 4, kFdbReplace = 5, kFdbDelete = 6 };
+enum RouteOp : uint8_t {
+  kRouteReplace = 1,
+  kRouteDelete = 2,
+  kNeighReplace = 3,
+  kNeighDelete = 4,
+  kFdbReplace = 5,
+  kFdbDelete = 6
+};
 constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1 + 16;
 
 struct RouteFailure {
@@ -79,8 +86,8 @@ struct DumpedRoute {
   int ifindex;
   int protocol;
   int scope;
-  int type;          // RTN_*
-  int flags;         // rtm_flags (RTNH_F_ONLINK)
+  int type;             // RTN_*
+  int flags;            // rtm_flags (RTNH_F_ONLINK)
   std::string gateway;  // "" when none
 };
 
@@ -95,7 +102,7 @@ RouteDump DumpRoutes(int protocol);
 
 // Permanent neighbour (AF_INET/AF_INET6) and FDB (AF_BRIDGE) entries of one interface.
 struct DumpedNeigh {
-  int family;  // 4, 6, or 7 for an FDB entry
+  int family;       // 4, 6, or 7 for an FDB entry
   std::string dst;  // address without prefix
   std::string mac;  // "aa:bb:..."
   int state;

@@ -70,9 +70,11 @@ void SettleNeighs(Napi::Env env, const NeighDump& r, Napi::Promise::Deferred& d)
 Napi::Value NeighDumpFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "neighDump", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsNumber()) throw MakeNativeError(env, "EINVAL", "neighDump", "expected an interface index");
+    if (info.Length() < 1 || !info[0].IsNumber())
+      throw MakeNativeError(env, "EINVAL", "neighDump", "expected an interface index");
     const int ifindex = info[0].As<Napi::Number>().Int32Value();
-    return QueuePromise<NeighDump>(env, "neighDump", [ifindex]() { return DumpNeighs(ifindex); }, SettleNeighs);
+    return QueuePromise<NeighDump>(
+        env, "neighDump", [ifindex]() { return DumpNeighs(ifindex); }, SettleNeighs);
   });
 }
 
@@ -80,16 +82,19 @@ Napi::Value RouteApply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "routeApply", [&]() -> Napi::Value {
     std::vector<uint8_t> ops = OpsArg(info, "routeApply");
-    return QueuePromise<RouteResult>(env, "routeApply", [ops = std::move(ops)]() { return ApplyRoutes(ops.data(), ops.size()); }, SettleApply);
+    return QueuePromise<RouteResult>(
+        env, "routeApply", [ops = std::move(ops)]() { return ApplyRoutes(ops.data(), ops.size()); }, SettleApply);
   });
 }
 
 Napi::Value RouteDumpFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "routeDump", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsNumber()) throw MakeNativeError(env, "EINVAL", "routeDump", "expected a protocol number");
+    if (info.Length() < 1 || !info[0].IsNumber())
+      throw MakeNativeError(env, "EINVAL", "routeDump", "expected a protocol number");
     const int protocol = info[0].As<Napi::Number>().Int32Value();
-    return QueuePromise<RouteDump>(env, "routeDump", [protocol]() { return DumpRoutes(protocol); }, SettleDump);
+    return QueuePromise<RouteDump>(
+        env, "routeDump", [protocol]() { return DumpRoutes(protocol); }, SettleDump);
   });
 }
 

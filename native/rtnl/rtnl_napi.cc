@@ -12,11 +12,12 @@ namespace {
 class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
  public:
   static Napi::Function Init(Napi::Env env) {
-    return DefineClass(env, "RtnlMonitor", {
-        InstanceMethod<&MonitorWrap::Start>("start"),
-        InstanceMethod<&MonitorWrap::Stop>("stop"),
-        InstanceMethod<&MonitorWrap::Resync>("resync"),
-    });
+    return DefineClass(env, "RtnlMonitor",
+                       {
+                           InstanceMethod<&MonitorWrap::Start>("start"),
+                           InstanceMethod<&MonitorWrap::Stop>("stop"),
+                           InstanceMethod<&MonitorWrap::Resync>("resync"),
+                       });
   }
 
   explicit MonitorWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MonitorWrap>(info) {
@@ -67,36 +68,44 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
       Napi::ThreadSafeFunction tsfn = tsfn_;
       std::unique_ptr<Monitor> m;
       try {
-        m = std::make_unique<Monitor>(exclude_, [tsfn](std::vector<Event>&& batch) mutable {
-          auto* data = new std::vector<Event>(std::move(batch));
-          napi_status st = tsfn.BlockingCall(data, [](Napi::Env env, Napi::Function cb, std::vector<Event>* events) {
-            std::unique_ptr<std::vector<Event>> own(events);
-            if (!env || !cb) return;
-            Napi::Array arr = Napi::Array::New(env, events->size());
-            for (size_t i = 0; i < events->size(); i++) {
-              const Event& e = (*events)[i];
-              Napi::Object o = Napi::Object::New(env);
-              o.Set("type", e.kind == Event::kIface ? "ifaceUpdate" : e.kind == Event::kAddrs ? "ifaceAddrsUpdate" : e.kind == Event::kOverflow ? "ifaceOverflow" : "routeDeleted");
-              o.Set("name", e.name);
-              o.Set("index", e.index);
-              if (e.kind == Event::kIface) {
-                o.Set("state", e.state);
-              } else if (e.kind == Event::kRouteDeleted) {
-                o.Set("dst", e.addrs.empty() ? std::string() : e.addrs[0]);
-              } else {
-                Napi::Array addrs = Napi::Array::New(env, e.addrs.size());
-                for (size_t j = 0; j < e.addrs.size(); j++) addrs.Set(static_cast<uint32_t>(j), e.addrs[j]);
-                o.Set("addrs", addrs);
-              }
-              arr.Set(static_cast<uint32_t>(i), o);
-            }
-            cb.Call({arr});
-          });
-          if (st != napi_ok) delete data;
-        }, rcvbuf_);
+        m = std::make_unique<Monitor>(
+            exclude_,
+            [tsfn](std::vector<Event>&& batch) mutable {
+              auto* data = new std::vector<Event>(std::move(batch));
+              napi_status st =
+                  tsfn.BlockingCall(data, [](Napi::Env env, Napi::Function cb, std::vector<Event>* events) {
+                    std::unique_ptr<std::vector<Event>> own(events);
+                    if (!env || !cb) return;
+                    Napi::Array arr = Napi::Array::New(env, events->size());
+                    for (size_t i = 0; i < events->size(); i++) {
+                      const Event& e = (*events)[i];
+                      Napi::Object o = Napi::Object::New(env);
+                      o.Set("type", e.kind == Event::kIface      ? "ifaceUpdate"
+                                    : e.kind == Event::kAddrs    ? "ifaceAddrsUpdate"
+                                    : e.kind == Event::kOverflow ? "ifaceOverflow"
+                                                                 : "routeDeleted");
+                      o.Set("name", e.name);
+                      o.Set("index", e.index);
+                      if (e.kind == Event::kIface) {
+                        o.Set("state", e.state);
+                      } else if (e.kind == Event::kRouteDeleted) {
+                        o.Set("dst", e.addrs.empty() ? std::string() : e.addrs[0]);
+                      } else {
+                        Napi::Array addrs = Napi::Array::New(env, e.addrs.size());
+                        for (size_t j = 0; j < e.addrs.size(); j++) addrs.Set(static_cast<uint32_t>(j), e.addrs[j]);
+                        o.Set("addrs", addrs);
+                      }
+                      arr.Set(static_cast<uint32_t>(i), o);
+                    }
+                    cb.Call({arr});
+                  });
+              if (st != napi_ok) delete data;
+            },
+            rcvbuf_);
       } catch (const std::regex_error& e) {
         Shutdown();
-        throw MakeNativeError(env, "EINVAL", "RtnlMonitor.start", std::string("InterfaceExclude: bad regular expression: ") + e.what());
+        throw MakeNativeError(env, "EINVAL", "RtnlMonitor.start",
+                              std::string("InterfaceExclude: bad regular expression: ") + e.what());
       }
       std::string what;
       if (int err = m->Start(&what)) {
@@ -104,7 +113,8 @@ class MonitorWrap : public Napi::ObjectWrap<MonitorWrap> {
         throw MakeNativeError(env, "ESYS", "RtnlMonitor.start", what + ": " + std::strerror(err), err);
       }
       monitor_ = std::move(m);
-      cleanupHook_ = std::make_unique<Napi::Env::CleanupHook<void (*)(MonitorWrap*), MonitorWrap>>(env.AddCleanupHook(Cleanup, this));
+      cleanupHook_ = std::make_unique<Napi::Env::CleanupHook<void (*)(MonitorWrap*), MonitorWrap>>(
+          env.AddCleanupHook(Cleanup, this));
       // While running, the monitor keeps the event loop alive (unref'd by stop()).
       return env.Undefined();
     });

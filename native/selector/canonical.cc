@@ -31,20 +31,38 @@ void AppendSet(std::string& out, const Node& n, const char* op) {
 
 void Append(std::string& out, const Node& n) {
   switch (n.op) {
-    case Op::All: out += "all()"; return;
-    case Op::Global: out += "global()"; return;
+    case Op::All:
+      out += "all()";
+      return;
+    case Op::Global:
+      out += "global()";
+      return;
     case Op::Has:
       out += "has(";
       out += n.label;
       out += ')';
       return;
-    case Op::Eq: AppendLabelOp(out, n, " == "); return;
-    case Op::Ne: AppendLabelOp(out, n, " != "); return;
-    case Op::Contains: AppendLabelOp(out, n, " contains "); return;
-    case Op::StartsWith: AppendLabelOp(out, n, " starts with "); return;
-    case Op::EndsWith: AppendLabelOp(out, n, " ends with "); return;
-    case Op::In: AppendSet(out, n, " in "); return;
-    case Op::NotIn: AppendSet(out, n, " not in "); return;
+    case Op::Eq:
+      AppendLabelOp(out, n, " == ");
+      return;
+    case Op::Ne:
+      AppendLabelOp(out, n, " != ");
+      return;
+    case Op::Contains:
+      AppendLabelOp(out, n, " contains ");
+      return;
+    case Op::StartsWith:
+      AppendLabelOp(out, n, " starts with ");
+      return;
+    case Op::EndsWith:
+      AppendLabelOp(out, n, " ends with ");
+      return;
+    case Op::In:
+      AppendSet(out, n, " in ");
+      return;
+    case Op::NotIn:
+      AppendSet(out, n, " not in ");
+      return;
     case Op::Not:
       out += '!';
       Append(out, n.children[0]);

@@ -8,23 +8,41 @@ namespace palisade::selector {
 namespace {
 
 enum class Tok : uint8_t {
-  Label, String, LBrace, RBrace, Comma, Eq, Ne, In, Not, NotIn,
-  Contains, StartsWith, EndsWith, All, Has, LParen, RParen, And, Or, Global, End,
+  Label,
+  String,
+  LBrace,
+  RBrace,
+  Comma,
+  Eq,
+  Ne,
+  In,
+  Not,
+  NotIn,
+  Contains,
+  StartsWith,
+  EndsWith,
+  All,
+  Has,
+  LParen,
+  RParen,
+  And,
+  Or,
+  Global,
+  End,
 };
 
 struct Token {
   Tok kind;
-  size_t offset;           // where the token starts in the input
-  std::string_view text;   // label name or string literal contents
+  size_t offset;          // where the token starts in the input
+  std::string_view text;  // label name or string literal contents
 };
 
 const char* kOperandExpected = "a label, has(...), all(), global(), '!' or '('";
-const char* kOperatorExpected =
-    "an operator: ==, !=, in, not in, contains, starts with or ends with";
+const char* kOperatorExpected = "an operator: ==, !=, in, not in, contains, starts with or ends with";
 
 bool IsLabelChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '/' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '/' || c == '-';
 }
 
 // Calico treats only space and tab as white space; anything else is an error.
@@ -40,17 +58,20 @@ std::string Describe(std::string_view in, size_t at) {
 
 std::string DescribeToken(std::string_view in, const Token& t) {
   switch (t.kind) {
-    case Tok::End: return "end of input";
-    case Tok::Label: return "label '" + std::string(t.text) + "'";
-    case Tok::String: return "string \"" + std::string(t.text) + "\"";
-    default: break;
+    case Tok::End:
+      return "end of input";
+    case Tok::Label:
+      return "label '" + std::string(t.text) + "'";
+    case Tok::String:
+      return "string \"" + std::string(t.text) + "\"";
+    default:
+      break;
   }
   // Everything else is an operator or punctuation: show its source text.
   size_t end = t.offset;
   while (end < in.size() && !IsSpace(in[end]) && end - t.offset < 12) {
     ++end;
-    if (in[end - 1] == '(' || in[end - 1] == ')' || in[end - 1] == '{' || in[end - 1] == '}' ||
-        in[end - 1] == ',') {
+    if (in[end - 1] == '(' || in[end - 1] == ')' || in[end - 1] == '{' || in[end - 1] == '}' || in[end - 1] == ',') {
       break;
     }
   }
@@ -72,11 +93,26 @@ class Tokenizer {
       const bool afterLabel = !out.empty() && out.back().kind == Tok::Label;
       const char c = in_[p];
       switch (c) {
-        case '(': out.push_back({Tok::LParen, p, {}}); ++p; continue;
-        case ')': out.push_back({Tok::RParen, p, {}}); ++p; continue;
-        case '{': out.push_back({Tok::LBrace, p, {}}); ++p; continue;
-        case '}': out.push_back({Tok::RBrace, p, {}}); ++p; continue;
-        case ',': out.push_back({Tok::Comma, p, {}}); ++p; continue;
+        case '(':
+          out.push_back({Tok::LParen, p, {}});
+          ++p;
+          continue;
+        case ')':
+          out.push_back({Tok::RParen, p, {}});
+          ++p;
+          continue;
+        case '{':
+          out.push_back({Tok::LBrace, p, {}});
+          ++p;
+          continue;
+        case '}':
+          out.push_back({Tok::RBrace, p, {}});
+          ++p;
+          continue;
+        case ',':
+          out.push_back({Tok::Comma, p, {}});
+          ++p;
+          continue;
         case '"':
         case '\'': {
           const size_t close = in_.find(c, p + 1);
@@ -164,8 +200,8 @@ class Tokenizer {
       p += 2;
       return true;
     }
-    return Fail(err, p, "unexpected characters after label '" + std::string(out.back().text) + "'",
-                kOperatorExpected, Describe(in_, p));
+    return Fail(err, p, "unexpected characters after label '" + std::string(out.back().text) + "'", kOperatorExpected,
+                Describe(in_, p));
   }
 
   bool Call(std::vector<Token>& out, size_t& p, size_t nameLen, Tok kind, ParseError& err) {
@@ -180,8 +216,7 @@ class Tokenizer {
       q = SkipSpace(e);
     }
     if (q >= in_.size() || in_[q] != ')') {
-      return Fail(err, q, "unclosed " + std::string(in_.substr(start, nameLen - 1)) + "()", "')'",
-                  Describe(in_, q));
+      return Fail(err, q, "unclosed " + std::string(in_.substr(start, nameLen - 1)) + "()", "')'", Describe(in_, q));
     }
     out.push_back({kind, start, label});
     p = q + 1;
@@ -237,8 +272,7 @@ class Parser {
 
   // `next (sep next)*`: one operand stays itself, more become one node of `op`, in source
   // order (Calico does not flatten or reorder).
-  bool Chain(Node& out, ParseError& err, int depth, Tok sep, Op op,
-             bool (Parser::*next)(Node&, ParseError&, int)) {
+  bool Chain(Node& out, ParseError& err, int depth, Tok sep, Op op, bool (Parser::*next)(Node&, ParseError&, int)) {
     Node first;
     if (!(this->*next)(first, err, depth)) return false;
     if (toks_[i_].kind != sep) {
@@ -318,13 +352,27 @@ class Parser {
     ++i_;
     const Token& op = toks_[i_];
     switch (op.kind) {
-      case Tok::Eq: n.op = Op::Eq; break;
-      case Tok::Ne: n.op = Op::Ne; break;
-      case Tok::Contains: n.op = Op::Contains; break;
-      case Tok::StartsWith: n.op = Op::StartsWith; break;
-      case Tok::EndsWith: n.op = Op::EndsWith; break;
-      case Tok::In: n.op = Op::In; break;
-      case Tok::NotIn: n.op = Op::NotIn; break;
+      case Tok::Eq:
+        n.op = Op::Eq;
+        break;
+      case Tok::Ne:
+        n.op = Op::Ne;
+        break;
+      case Tok::Contains:
+        n.op = Op::Contains;
+        break;
+      case Tok::StartsWith:
+        n.op = Op::StartsWith;
+        break;
+      case Tok::EndsWith:
+        n.op = Op::EndsWith;
+        break;
+      case Tok::In:
+        n.op = Op::In;
+        break;
+      case Tok::NotIn:
+        n.op = Op::NotIn;
+        break;
       default:
         return Fail(err, op, "label '" + n.label + "' without an operator", kOperatorExpected);
     }
@@ -332,8 +380,7 @@ class Parser {
     if (n.op == Op::In || n.op == Op::NotIn) return SetLiteral(n, err);
     const Token& lit = toks_[i_];
     if (lit.kind != Tok::String) {
-      return Fail(err, lit, "the right-hand side of '" + n.label + "' must be a string literal",
-                  "a quoted string");
+      return Fail(err, lit, "the right-hand side of '" + n.label + "' must be a string literal", "a quoted string");
     }
     n.value = std::string(lit.text);
     ++i_;

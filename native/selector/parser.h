@@ -12,10 +12,10 @@
 namespace palisade::selector {
 
 struct ParseError {
-  size_t offset = 0;      // byte offset into the input where the problem was found
-  std::string message;    // what is wrong
-  std::string expected;   // what the parser wanted to see there
-  std::string found;      // what it saw instead ("end of input" at the end)
+  size_t offset = 0;     // byte offset into the input where the problem was found
+  std::string message;   // what is wrong
+  std::string expected;  // what the parser wanted to see there
+  std::string found;     // what it saw instead ("end of input" at the end)
 };
 
 // Returns true and fills `out` on success; false and fills `err` otherwise.

@@ -26,16 +26,16 @@ using namespace palisade;
 
 static int g_pass = 0, g_fail = 0;
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (cond) {                                            \
-      ++g_pass;                                            \
-    } else {                                               \
-      ++g_fail;                                            \
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    if (cond) {                                                 \
+      ++g_pass;                                                 \
+    } else {                                                    \
+      ++g_fail;                                                 \
       std::fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                   \
-      std::fprintf(stderr, "\n");                          \
-    }                                                      \
+      std::fprintf(stderr, __VA_ARGS__);                        \
+      std::fprintf(stderr, "\n");                               \
+    }                                                           \
   } while (0)
 
 using Labels = std::map<std::string, std::string>;
@@ -51,7 +51,11 @@ static bool Eval(const selector::Node& n, const Labels& labels) {
 }
 
 static void TestCanonical() {
-  struct Case { const char* in; const char* canon; const char* uid; };
+  struct Case {
+    const char* in;
+    const char* canon;
+    const char* uid;
+  };
   const Case cases[] = {
       {"", "all()", "s:5y5I3VdRZfDU01O--xXAPx2yxCQQqMf0M6IWug"},
       {" all() ", "all()", "s:5y5I3VdRZfDU01O--xXAPx2yxCQQqMf0M6IWug"},
@@ -71,8 +75,9 @@ static void TestCanonical() {
     CHECK(canon == c.canon, "canonical of %s: got %s", c.in, canon.c_str());
     if (c.uid) CHECK(selector::UniqueId(canon) == c.uid, "uid of %s", c.in);
   }
-  const char* bad[] = {"b == b", "'b1' == b", "b", "a b", "!", "foo == \"bar\" &", "foo in {\"\", ||",
-                       "\"FOO", "(", "(a == \"foo\"", ")", "()", "%", "a ", "has(foo) &&", "a\n== \"b\""};
+  const char* bad[] = {
+      "b == b",        "'b1' == b", "b",  "a b", "!",  "foo == \"bar\" &", "foo in {\"\", ||", "\"FOO", "(",
+      "(a == \"foo\"", ")",         "()", "%",   "a ", "has(foo) &&",      "a\n== \"b\""};
   for (const char* b : bad) {
     selector::Node n;
     selector::ParseError err;
@@ -103,18 +108,30 @@ static std::string RandomSelector(std::mt19937& rng, int depth = 0) {
     return v.find('"') == std::string::npos ? "\"" + v + "\"" : "'" + v + "'";
   };
   switch (rng() % (depth > 2 ? 9 : 12)) {
-    case 0: return key() + " == " + val();
-    case 1: return key() + " != " + val();
-    case 2: return "has(" + key() + ")";
-    case 3: return "!has(" + key() + ")";
-    case 4: return key() + " in {" + val() + ", " + val() + "}";
-    case 5: return key() + " not in {" + val() + "}";
-    case 6: return key() + " contains " + val();
-    case 7: return key() + " starts with " + val();
-    case 8: return rng() % 3 ? key() + " ends with " + val() : "all()";
-    case 9: return "(" + RandomSelector(rng, depth + 1) + " && " + RandomSelector(rng, depth + 1) + ")";
-    case 10: return "(" + RandomSelector(rng, depth + 1) + " || " + RandomSelector(rng, depth + 1) + ")";
-    default: return "!(" + RandomSelector(rng, depth + 1) + ")";
+    case 0:
+      return key() + " == " + val();
+    case 1:
+      return key() + " != " + val();
+    case 2:
+      return "has(" + key() + ")";
+    case 3:
+      return "!has(" + key() + ")";
+    case 4:
+      return key() + " in {" + val() + ", " + val() + "}";
+    case 5:
+      return key() + " not in {" + val() + "}";
+    case 6:
+      return key() + " contains " + val();
+    case 7:
+      return key() + " starts with " + val();
+    case 8:
+      return rng() % 3 ? key() + " ends with " + val() : "all()";
+    case 9:
+      return "(" + RandomSelector(rng, depth + 1) + " && " + RandomSelector(rng, depth + 1) + ")";
+    case 10:
+      return "(" + RandomSelector(rng, depth + 1) + " || " + RandomSelector(rng, depth + 1) + ")";
+    default:
+      return "!(" + RandomSelector(rng, depth + 1) + ")";
   }
 }
 
@@ -156,7 +173,8 @@ static void TestIndexRandom(int iterations, unsigned seed) {
       std::vector<uint32_t> parents;
       for (int k = rng() % 3; k > 0; --k) parents.push_back(rng() % 5);
       std::vector<uint32_t> dedup;
-      for (uint32_t p : parents) if (std::find(dedup.begin(), dedup.end(), p) == dedup.end()) dedup.push_back(p);
+      for (uint32_t p : parents)
+        if (std::find(dedup.begin(), dedup.end(), p) == dedup.end()) dedup.push_back(p);
       m.items[id] = {l, dedup};
       idx.UpsertItem(id, ToIds(idx, l), parents);
     } else if (op == 3) {
@@ -238,19 +256,54 @@ static void TestSmallVec(unsigned seed) {
   for (int step = 0; step < 20000; ++step) {
     const uint32_t x = rng() % 1000;
     switch (rng() % 9) {
-      case 0: case 1: v.push_back(x); model.push_back(x); break;
-      case 2: if (!model.empty()) { v.pop_back(); model.pop_back(); } break;
+      case 0:
+      case 1:
+        v.push_back(x);
+        model.push_back(x);
+        break;
+      case 2:
+        if (!model.empty()) {
+          v.pop_back();
+          model.pop_back();
+        }
+        break;
       case 3: {
         const size_t at = model.empty() ? 0 : rng() % (model.size() + 1);
         v.insert(v.begin() + at, x);
         model.insert(model.begin() + at, x);
         break;
       }
-      case 4: if (!model.empty()) { const size_t at = rng() % model.size(); v.erase(v.begin() + at); model.erase(model.begin() + at); } break;
-      case 5: { std::vector<uint32_t> w(rng() % 7, x); v.assign(w); model = w; break; }
-      case 6: { const uint32_t n = rng() % 6; v.resize(n); model.resize(n); break; }
-      case 7: { labelindex::SmallVec<uint32_t, N> c(v); v = std::move(c); break; }
-      case 8: { labelindex::SmallVec<uint32_t, N> c; c = v; labelindex::SmallVec<uint32_t, N> m(std::move(c)); v = m; break; }
+      case 4:
+        if (!model.empty()) {
+          const size_t at = rng() % model.size();
+          v.erase(v.begin() + at);
+          model.erase(model.begin() + at);
+        }
+        break;
+      case 5: {
+        std::vector<uint32_t> w(rng() % 7, x);
+        v.assign(w);
+        model = w;
+        break;
+      }
+      case 6: {
+        const uint32_t n = rng() % 6;
+        v.resize(n);
+        model.resize(n);
+        break;
+      }
+      case 7: {
+        labelindex::SmallVec<uint32_t, N> c(v);
+        v = std::move(c);
+        break;
+      }
+      case 8: {
+        labelindex::SmallVec<uint32_t, N> c;
+        c = v;
+        labelindex::SmallVec<uint32_t, N> m(std::move(c));
+        v = m;
+        break;
+      }
     }
     if (!(v == model)) {
       CHECK(false, "SmallVec<%u> diverged at step %d (size %u vs %zu)", N, step, v.size(), model.size());
@@ -280,7 +333,9 @@ static void TestNetlinkRead() {
   sockaddr_nl self{};
   self.nl_family = AF_NETLINK;
   socklen_t sl = sizeof(self);
-  CHECK(bind(a, reinterpret_cast<sockaddr*>(&self), sizeof(self)) == 0 && getsockname(a, reinterpret_cast<sockaddr*>(&self), &sl) == 0, "bind");
+  CHECK(bind(a, reinterpret_cast<sockaddr*>(&self), sizeof(self)) == 0 &&
+            getsockname(a, reinterpret_cast<sockaddr*>(&self), &sl) == 0,
+        "bind");
   nlmsghdr forged{};
   forged.nlmsg_len = sizeof(forged);
   forged.nlmsg_type = RTM_NEWLINK;
@@ -288,10 +343,12 @@ static void TestNetlinkRead() {
   to.nl_family = AF_NETLINK;
   to.nl_pid = self.nl_pid;
   // Without CAP_NET_ADMIN the kernel refuses the forgery itself; with it, we must drop it.
-  const bool sent = sendto(b, &forged, sizeof(forged), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == sizeof(forged);
+  const bool sent =
+      sendto(b, &forged, sizeof(forged), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == sizeof(forged);
   alignas(4) char rbuf[1 << 16];
   errno = 0;
-  CHECK(RecvFromKernel(a, rbuf, sizeof(rbuf), MSG_DONTWAIT) < 0 && errno == EAGAIN, "a forged message (sent: %d) was returned", sent);
+  CHECK(RecvFromKernel(a, rbuf, sizeof(rbuf), MSG_DONTWAIT) < 0 && errno == EAGAIN,
+        "a forged message (sent: %d) was returned", sent);
   struct {
     nlmsghdr h;
     rtgenmsg g;
@@ -302,9 +359,11 @@ static void TestNetlinkRead() {
   req.g.rtgen_family = AF_UNSPEC;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  CHECK(sendto(a, &req, sizeof(req), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) == sizeof(req), "dump request");
+  CHECK(sendto(a, &req, sizeof(req), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) == sizeof(req),
+        "dump request");
   const ssize_t n = RecvFromKernel(a, rbuf, sizeof(rbuf), 0);
-  CHECK(n >= static_cast<ssize_t>(sizeof(nlmsghdr)) && reinterpret_cast<nlmsghdr*>(rbuf)->nlmsg_type == RTM_NEWLINK, "the kernel's answer: %zd", n);
+  CHECK(n >= static_cast<ssize_t>(sizeof(nlmsghdr)) && reinterpret_cast<nlmsghdr*>(rbuf)->nlmsg_type == RTM_NEWLINK,
+        "the kernel's answer: %zd", n);
   close(a);
   close(b);
 }

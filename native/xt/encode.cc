@@ -81,8 +81,13 @@ Blob Icmp(const Match& m, int family) {
 
 Blob Conntrack(const Match& m) {
   static const uint16_t kBits[kCtStates] = {
-      XT_CONNTRACK_STATE_INVALID, XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), XT_CONNTRACK_STATE_BIT(IP_CT_RELATED), XT_CONNTRACK_STATE_BIT(IP_CT_NEW),
-      XT_CONNTRACK_STATE_UNTRACKED, XT_CONNTRACK_STATE_SNAT, XT_CONNTRACK_STATE_DNAT,
+      XT_CONNTRACK_STATE_INVALID,
+      XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED),
+      XT_CONNTRACK_STATE_BIT(IP_CT_RELATED),
+      XT_CONNTRACK_STATE_BIT(IP_CT_NEW),
+      XT_CONNTRACK_STATE_UNTRACKED,
+      XT_CONNTRACK_STATE_SNAT,
+      XT_CONNTRACK_STATE_DNAT,
   };
   xt_conntrack_mtinfo3 info{};
   info.match_flags = XT_CONNTRACK_STATE;
@@ -167,7 +172,8 @@ uint16_t SetIndex::Get(const std::string& name) {
     if (fd_ < 0) throw RuleError("cannot open a socket to look up IP sets", errno);
     ip_set_req_version v{IP_SET_OP_VERSION, 0};
     socklen_t len = sizeof v;
-    if (getsockopt(fd_, SOL_IP, SO_IP_SET, &v, &len) != 0) throw RuleError("cannot ask the kernel for its ipset protocol version", errno);
+    if (getsockopt(fd_, SOL_IP, SO_IP_SET, &v, &len) != 0)
+      throw RuleError("cannot ask the kernel for its ipset protocol version", errno);
     version_ = v.version;
   }
   ip_set_req_get_set_family req{};
@@ -177,7 +183,8 @@ uint16_t SetIndex::Get(const std::string& name) {
   socklen_t len = sizeof req;
   if (getsockopt(fd_, SOL_IP, SO_IP_SET, &req, &len) != 0) throw RuleError("cannot look up IP set " + name, errno);
   if (req.set.index == IPSET_INVALID_ID) throw RuleError("IP set " + name + " does not exist", ENOENT);
-  if (req.family != static_cast<unsigned>(family_ == 4 ? NFPROTO_IPV4 : NFPROTO_IPV6)) throw RuleError("IP set " + name + " is of the other IP family", EINVAL);
+  if (req.family != static_cast<unsigned>(family_ == 4 ? NFPROTO_IPV4 : NFPROTO_IPV6))
+    throw RuleError("IP set " + name + " is of the other IP family", EINVAL);
   cache_.emplace(name, req.set.index);
   return req.set.index;
 }

@@ -12,7 +12,15 @@
 
 namespace palisade::xt {
 
-enum RestoreOpKind : uint8_t { kTable = 1, kDeclare = 2, kAppend = 3, kInsert = 4, kDelete = 5, kFlush = 6, kDestroy = 7 };
+enum RestoreOpKind : uint8_t {
+  kTable = 1,
+  kDeclare = 2,
+  kAppend = 3,
+  kInsert = 4,
+  kDelete = 5,
+  kFlush = 6,
+  kDestroy = 7
+};
 
 struct RestoreOp {
   RestoreOpKind op = kDeclare;

@@ -1,4 +1,4 @@
-// DecodeRule: the op stream's rule layout (src/native/iptables-ops.ts), checked field by
+// DecodeRule: the op stream's rule layout (src/dataplane/backends/iptables/restore-ops.ts), checked field by
 // field against the kernel structures' limits.
 #include "xt/rule.h"
 
@@ -45,7 +45,8 @@ Match DecodeMatch(OpReader& r) {
         m.ports.emplace_back(first, last);
         slots += first == last ? 1 : 2;
       }
-      if (m.dir > 1 || !n || slots > kMultiportMax) throw BadOps("a multiport match takes 1 to 15 ports (a range counts twice)");
+      if (m.dir > 1 || !n || slots > kMultiportMax)
+        throw BadOps("a multiport match takes 1 to 15 ports (a range counts twice)");
       break;
     }
     case MatchKind::Icmp:

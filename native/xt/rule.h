@@ -1,4 +1,4 @@
-// One iptables rule as the JS side describes it (src/native/iptables-ops.ts writes it):
+// One iptables rule as the JS side describes it (src/dataplane/backends/iptables/restore-ops.ts writes it):
 // the entry's own fields (protocol, addresses, interfaces, goto), its matches and its
 // target, in iptables's terms. Both native transports build from it: x_tables entries
 // (libiptc) and, later, iptables-nft's expressions. Read from the op stream by
@@ -24,8 +24,27 @@ struct Iface {
   bool inv = false;
 };
 
-enum class MatchKind : uint8_t { Comment = 1, Set = 2, Multiport = 3, Icmp = 4, Mark = 5, Conntrack = 6, Addrtype = 7, Rpfilter = 8, Limit = 9 };
-enum class TargetKind : uint8_t { Standard = 1, Mark = 2, Log = 3, Reject = 4, Notrack = 5, Masquerade = 6, Snat = 7, Dnat = 8 };
+enum class MatchKind : uint8_t {
+  Comment = 1,
+  Set = 2,
+  Multiport = 3,
+  Icmp = 4,
+  Mark = 5,
+  Conntrack = 6,
+  Addrtype = 7,
+  Rpfilter = 8,
+  Limit = 9
+};
+enum class TargetKind : uint8_t {
+  Standard = 1,
+  Mark = 2,
+  Log = 3,
+  Reject = 4,
+  Notrack = 5,
+  Masquerade = 6,
+  Snat = 7,
+  Dnat = 8
+};
 
 // ct states, rpfilter flags, address types: the JS side's numbering, mapped to the
 // kernel's constants in encode.cc.

@@ -15,7 +15,14 @@ export function buildGobFixture(root) {
   const bin = join(gopath, 'gobfixture');
   execFileSync('go', ['build', '-o', bin, '.'], {
     cwd: dir,
-    env: { ...process.env, GO111MODULE: 'off', GOPATH: `${gopath}:/usr/share/gocode`, GOPROXY: 'off', GOCACHE: join(gopath, 'cache'), HOME: process.env.HOME ?? gopath },
+    env: {
+      ...process.env,
+      GO111MODULE: 'off',
+      GOPATH: `${gopath}:/usr/share/gocode`,
+      GOPROXY: 'off',
+      GOCACHE: join(gopath, 'cache'),
+      HOME: process.env.HOME ?? gopath,
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   return bin;

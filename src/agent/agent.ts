@@ -23,7 +23,8 @@ import { refusal } from '../config/refusal.js';
 /** Felix's metrics TLS: on when a certificate and its key are configured. */
 function metricsTls(cfg: Config): ServerTls | undefined {
   if (!cfg.PrometheusMetricsCertFile && !cfg.PrometheusMetricsKeyFile) return undefined;
-  if (!cfg.PrometheusMetricsCertFile || !cfg.PrometheusMetricsKeyFile) throw new Error('PrometheusMetricsCertFile and PrometheusMetricsKeyFile go together');
+  if (!cfg.PrometheusMetricsCertFile || !cfg.PrometheusMetricsKeyFile)
+    throw new Error('PrometheusMetricsCertFile and PrometheusMetricsKeyFile go together');
   return {
     cert: readFileSync(cfg.PrometheusMetricsCertFile),
     key: readFileSync(cfg.PrometheusMetricsKeyFile),
@@ -108,7 +109,17 @@ export class NodeAgent {
     }, 5_000);
     this.health.report('calc_graph', { live: true, ready: false });
     this.health.report('int_dataplane', { live: true, ready: false });
-    this.#log.info({ hostname: cfg.FelixHostname, datastore: cfg.TyphaAddr ? `typha (${cfg.TyphaAddr})` : cfg.TyphaK8sServiceName ? `typha (service ${cfg.TyphaK8sNamespace}/${cfg.TyphaK8sServiceName})` : cfg.DatastoreType }, 'palisade agent starting');
+    this.#log.info(
+      {
+        hostname: cfg.FelixHostname,
+        datastore: cfg.TyphaAddr
+          ? `typha (${cfg.TyphaAddr})`
+          : cfg.TyphaK8sServiceName
+            ? `typha (service ${cfg.TyphaK8sNamespace}/${cfg.TyphaK8sServiceName})`
+            : cfg.DatastoreType,
+      },
+      'palisade agent starting',
+    );
     this.#plane.start();
   }
 
@@ -117,19 +128,29 @@ export class NodeAgent {
    * longer than DATASTORE_GRACE_MS, so a node cut off from its datastore shows it.
    */
   #calcGraphHealth(): { live: boolean; ready: boolean; reason?: string } {
-    if (!this.#inSync) return { live: true, ready: false, reason: `not in sync with the datastore yet (${this.#status})` };
+    if (!this.#inSync)
+      return { live: true, ready: false, reason: `not in sync with the datastore yet (${this.#status})` };
     const out = this.#outOfSyncSince;
     if (out !== undefined && Date.now() - out > DATASTORE_GRACE_MS) {
-      return { live: true, ready: false, reason: `the datastore has not been in sync for ${Math.round((Date.now() - out) / 1000)} s (${this.#status})` };
+      return {
+        live: true,
+        ready: false,
+        reason: `the datastore has not been in sync for ${Math.round((Date.now() - out) / 1000)} s (${this.#status})`,
+      };
     }
     return { live: true, ready: true };
   }
 
-  /** The datastore's configuration is in: build the dataplane from it (synchronously: the first messages follow at once). */
+  /**
+   * The datastore's configuration is in: build the dataplane from it (synchronously: the first messages follow at
+   * once).
+   */
   #onConfigResolved(fatal: readonly ConfigProblem[]): void {
     const cfg = this.#config.config;
     if (fatal.length) {
-      this.#refuse(fatal.map((p) => `${p.param} from ${p.source} (${JSON.stringify(p.value)}): ${p.reason}`).join('; '));
+      this.#refuse(
+        fatal.map((p) => `${p.param} from ${p.source} (${JSON.stringify(p.value)}): ${p.reason}`).join('; '),
+      );
       return;
     }
     const refused = refusal(cfg, 'datastore');
@@ -168,7 +189,8 @@ export class NodeAgent {
         m.applyFailures.inc();
         if (driver.rulesBackend.startsWith('iptables')) m.iptablesRestoreErrors.inc();
       },
-      onEndpointStatus: (iface, up) => (up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0)),
+      onEndpointStatus: (iface, up) =>
+        up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0),
     });
     return driver;
   }
@@ -181,7 +203,13 @@ export class NodeAgent {
     }
     if (!cfg.PrometheusMetricsEnabled || this.#done) return;
     try {
-      this.#metricsServer = await serveMetrics(this.metrics, cfg.PrometheusMetricsHost, cfg.PrometheusMetricsPort, this.#log, metricsTls(cfg));
+      this.#metricsServer = await serveMetrics(
+        this.metrics,
+        cfg.PrometheusMetricsHost,
+        cfg.PrometheusMetricsPort,
+        this.#log,
+        metricsTls(cfg),
+      );
       if (this.#done) this.#metricsServer.close();
     } catch (e) {
       this.#log.error({ error: (e as Error).message }, 'cannot serve metrics');

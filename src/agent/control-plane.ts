@@ -55,7 +55,10 @@ export class ControlPlane {
     const host = opts.config.config.FelixHostname;
     this.graph = new CalcGraph(host);
     this.batcher = new ConfigBatcher(host, opts.log);
-    this.#stage = new ModelStage({ onModelUpdate: (u) => this.#onModelUpdate(u), onStatus: (status) => this.#onStatus(status) }, opts.log);
+    this.#stage = new ModelStage(
+      { onModelUpdate: (u) => this.#onModelUpdate(u), onStatus: (status) => this.#onStatus(status) },
+      opts.log,
+    );
   }
 
   get status(): SyncStatus {
@@ -134,7 +137,10 @@ export class ControlPlane {
     if (ready === !this.#paused) return ready;
     this.#paused = !ready;
     if (ready) this.#opts.log.info('ClusterInformation: datastore ready again; programming resumes');
-    else this.#opts.log.warn('ClusterInformation "default" has datastoreReady: false (an upgrade or migration is under way); programming is paused until it is true');
+    else
+      this.#opts.log.warn(
+        'ClusterInformation "default" has datastoreReady: false (an upgrade or migration is under way); programming is paused until it is true',
+      );
     this.#opts.onDatastoreReady?.(ready);
     return ready;
   }
@@ -142,11 +148,13 @@ export class ControlPlane {
   #applyConfig(): void {
     if (!this.batcher.dirty && this.#started) return;
     const change = this.#opts.config.setDatastoreConfig(this.batcher.take());
-    if (change.changed.includes('LogSeverityScreen')) this.#opts.log.level = levelFor(this.#opts.config.config.LogSeverityScreen);
+    if (change.changed.includes('LogSeverityScreen'))
+      this.#opts.log.level = levelFor(this.#opts.config.config.LogSeverityScreen);
     if (!this.#started) {
       // At start-up the datastore's values are simply taken.
       this.#started = true;
-      if (change.changed.length) this.#opts.log.info({ params: change.changed }, 'configuration from the datastore applied');
+      if (change.changed.length)
+        this.#opts.log.info({ params: change.changed }, 'configuration from the datastore applied');
       this.graph.setRouteSource(this.#opts.config.config.RouteSource);
       this.#opts.onConfigResolved?.(this.#opts.config.fatal);
       return;

@@ -8,7 +8,10 @@ export const PRIVILEGE_EXIT_CODE = 4;
 const CAP_NET_ADMIN = 12;
 
 /** Why this process cannot program the dataplane, or undefined. `status`/`procSys` are for tests. */
-export function missingPrivileges(status = '/proc/self/status', procSys = process.env.PALISADE_PROC_SYS || '/proc/sys'): string | undefined {
+export function missingPrivileges(
+  status = '/proc/self/status',
+  procSys = process.env.PALISADE_PROC_SYS || '/proc/sys',
+): string | undefined {
   let eff: bigint;
   try {
     const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync(status, 'utf8'));

@@ -29,7 +29,10 @@ export function syncOnce(config: ConfigResolver, log: Logger, timeoutS: number):
       },
       onRestartNeeded: (params) => finish(new Error(`configuration changed while starting (${params.join(', ')})`)),
     });
-    const timer = setTimeout(() => finish(new SyncTimeoutError(`the datastore was not in sync after ${timeoutS} s`)), timeoutS * 1000);
+    const timer = setTimeout(
+      () => finish(new SyncTimeoutError(`the datastore was not in sync after ${timeoutS} s`)),
+      timeoutS * 1000,
+    );
     plane.start();
   });
 }

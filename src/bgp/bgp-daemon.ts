@@ -50,8 +50,10 @@ export class BgpDaemon {
 
   async start(): Promise<void> {
     this.#o.syncer.start(new ValidationFilter(this.state, this.#o.log));
-    if (this.#o.bird && this.#o.runBird !== false) this.#poll = setInterval(() => void this.#pollProtocols(), this.#o.pollMs ?? 5000);
-    if (this.#o.healthPort !== undefined) await this.#serveHealth(this.#o.healthPort, this.#o.healthHost ?? 'localhost');
+    if (this.#o.bird && this.#o.runBird !== false)
+      this.#poll = setInterval(() => void this.#pollProtocols(), this.#o.pollMs ?? 5000);
+    if (this.#o.healthPort !== undefined)
+      await this.#serveHealth(this.#o.healthPort, this.#o.healthHost ?? 'localhost');
   }
 
   /** BGP sessions and their states, as last polled. */
@@ -81,7 +83,9 @@ export class BgpDaemon {
       this.#again = true;
       return;
     }
-    this.#rendering = this.#renderOnce().catch((e: unknown) => this.#o.log.error({ error: (e as Error).message }, 'BGP configuration failed'));
+    this.#rendering = this.#renderOnce().catch((e: unknown) =>
+      this.#o.log.error({ error: (e as Error).message }, 'BGP configuration failed'),
+    );
     await this.#rendering;
     this.#rendering = undefined;
     if (this.#again) {
@@ -105,7 +109,10 @@ export class BgpDaemon {
       changed = await bird.writeConfig(files);
     } catch (e) {
       if (!(e instanceof BirdError)) throw e;
-      this.#o.log.error({ code: e.code, error: e.message }, 'new BIRD configuration refused; BIRD keeps the previous one');
+      this.#o.log.error(
+        { code: e.code, error: e.message },
+        'new BIRD configuration refused; BIRD keeps the previous one',
+      );
       return;
     }
     if (this.#o.runBird === false) {
@@ -137,8 +144,10 @@ export class BgpDaemon {
       return;
     }
     const now = new Map(rows.filter((r) => r.proto === 'BGP').map((r) => [r.name, r.info.split(/\s+/)[0] || r.state]));
-    for (const [name, s] of now) if (this.#protocols.get(name) !== s) this.#o.log.info({ peer: name, state: s }, `BGP session ${name}: ${s}`);
-    for (const name of this.#protocols.keys()) if (!now.has(name)) this.#o.log.info({ peer: name }, `BGP session ${name} removed`);
+    for (const [name, s] of now)
+      if (this.#protocols.get(name) !== s) this.#o.log.info({ peer: name, state: s }, `BGP session ${name}: ${s}`);
+    for (const name of this.#protocols.keys())
+      if (!now.has(name)) this.#o.log.info({ peer: name }, `BGP session ${name} removed`);
     this.#protocols = now;
   }
 
@@ -150,7 +159,9 @@ export class BgpDaemon {
         res.writeHead(404).end();
         return;
       }
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ ok, sessions: Object.fromEntries(this.#protocols) }));
+      res
+        .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ok, sessions: Object.fromEntries(this.#protocols) }));
     });
     await new Promise<void>((resolve, reject) => {
       this.#server?.once('error', reject);

@@ -59,12 +59,22 @@ export function hashToIPv4(nodeName: string): string {
 export function renderBird(state: BgpState, hostname: string, opts: RenderOptions = {}): RenderResult {
   const problems = new Set<string>();
   const me = state.nodes.get(hostname);
-  if (!me) return { files: undefined, problems: [`Node ${hostname} does not exist (yet): no BIRD configuration until it does`] };
+  if (!me)
+    return {
+      files: undefined,
+      problems: [`Node ${hostname} does not exist (yet): no BIRD configuration until it does`],
+    };
   if (!opts.routerId && !me.ipv4) {
-    return { files: undefined, problems: [`Node ${hostname} has no BGP IPv4 address and CALICO_ROUTER_ID is not set: BIRD needs a router ID`] };
+    return {
+      files: undefined,
+      problems: [`Node ${hostname} has no BGP IPv4 address and CALICO_ROUTER_ID is not set: BIRD needs a router ID`],
+    };
   }
   const cfg = birdConfig(state, me, opts, problems);
-  return { files: { 'bird.cfg': renderMain(cfg), 'bird_aggr.cfg': renderAggr(cfg), 'bird_ipam.cfg': renderIpam(cfg) }, problems: [...problems] };
+  return {
+    files: { 'bird.cfg': renderMain(cfg), 'bird_aggr.cfg': renderAggr(cfg), 'bird_ipam.cfg': renderIpam(cfg) },
+    problems: [...problems],
+  };
 }
 
 function birdConfig(state: BgpState, me: BgpNode, opts: RenderOptions, problems: Set<string>): BirdConfig {
@@ -86,18 +96,24 @@ function birdConfig(state: BgpState, me: BgpNode, opts: RenderOptions, problems:
   const pools = [...state.pools.values()].filter((p) => v4(p.cidr));
   const birdIpip = g?.programClusterRoutes === 'Enabled' || g?.programClusterRoutes === 'EnabledIPIPOnly';
   if (birdIpip && pools.some((p) => p.ipipMode === 'Always' || p.ipipMode === 'CrossSubnet')) {
-    problems.add(`BGPConfiguration default: programClusterRoutes ${g?.programClusterRoutes} asks BIRD to program IPIP routes, which needs Calico's BIRD fork (krt_tunnel); Debian's BIRD cannot, so they are not programmed`);
+    problems.add(
+      `BGPConfiguration default: programClusterRoutes ${g?.programClusterRoutes} asks BIRD to program IPIP routes, which needs Calico's BIRD fork (krt_tunnel); Debian's BIRD cannot, so they are not programmed`,
+    );
   }
-  if ([...state.pools.values()].some((p) => !v4(p.cidr)) || me.ipv6) problems.add('IPv6 BGP (bird6) is not supported yet: only IPv4 routes are advertised');
+  if ([...state.pools.values()].some((p) => !v4(p.cidr)) || me.ipv6)
+    problems.add('IPv6 BGP (bird6) is not supported yet: only IPv4 routes are advertised');
   return {
     node: me,
     asNumber: String(me.asNumber ?? g?.asNumber ?? DEFAULT_AS),
     routerId,
     debugMode: logLevel === 'none' ? '' : logLevel === 'debug' ? 'all' : '{ states }',
-    peerDebugMode: logLevel === 'none' ? '' : logLevel === 'debug' ? 'debug all;' : 'debug { states, routes, filters, events };',
+    peerDebugMode:
+      logLevel === 'none' ? '' : logLevel === 'debug' ? 'debug all;' : 'debug { states, routes, filters, events };',
     listenAddress: g?.bindMode === 'NodeIP' ? me.ipv4 : '',
     listenPort: listenPort ? String(listenPort) : '',
-    directInterfaces: [...(g?.ignoredInterfaces ?? []).map((i) => `-"${i}"`), '-"cali*"', '-"kube-ipvs*"', '"*"'].join(', '),
+    directInterfaces: [...(g?.ignoredInterfaces ?? []).map((i) => `-"${i}"`), '-"cali*"', '-"kube-ipvs*"', '"*"'].join(
+      ', ',
+    ),
     normalRoutePriority: g?.ipv4NormalRoutePriority ?? 1024,
     peers,
     communities: communities(mine?.prefixAdvertisements ? mine : g),
@@ -110,8 +126,26 @@ function birdConfig(state: BgpState, me: BgpNode, opts: RenderOptions, problems:
 
 function reportIgnored(g: BgpConfigurationSpec | undefined, problems: Set<string>): void {
   if (!g) return;
-  const known = new Set(['logSeverityScreen', 'nodeToNodeMeshEnabled', 'asNumber', 'serviceClusterIPs', 'serviceExternalIPs', 'serviceLoadBalancerIPs', 'listenPort', 'bindMode', 'communities', 'prefixAdvertisements', 'nodeMeshMaxRestartTime', 'ignoredInterfaces', 'programClusterRoutes', 'ipv4NormalRoutePriority', 'ipv6NormalRoutePriority', 'nodeMeshPassword']);
-  for (const field of Object.keys(g)) if (!known.has(field)) problems.add(`BGPConfiguration default: ${field} is not supported and is ignored`);
+  const known = new Set([
+    'logSeverityScreen',
+    'nodeToNodeMeshEnabled',
+    'asNumber',
+    'serviceClusterIPs',
+    'serviceExternalIPs',
+    'serviceLoadBalancerIPs',
+    'listenPort',
+    'bindMode',
+    'communities',
+    'prefixAdvertisements',
+    'nodeMeshMaxRestartTime',
+    'ignoredInterfaces',
+    'programClusterRoutes',
+    'ipv4NormalRoutePriority',
+    'ipv6NormalRoutePriority',
+    'nodeMeshPassword',
+  ]);
+  for (const field of Object.keys(g))
+    if (!known.has(field)) problems.add(`BGPConfiguration default: ${field} is not supported and is ignored`);
 }
 
 const isCommunity = (c: string) => /^\d+:\d+(:\d+)?$/.test(c);
@@ -127,7 +161,11 @@ function communities(spec: BgpConfigurationSpec | undefined): BirdConfig['commun
     }
     const statements = [...values].sort().flatMap((v) => {
       const p = v.split(':');
-      return p.length === 2 ? [`bgp_community.add((${p[0]}, ${p[1]}));`] : p.length === 3 ? [`bgp_large_community.add((${p[0]}, ${p[1]}, ${p[2]}));`] : [];
+      return p.length === 2
+        ? [`bgp_community.add((${p[0]}, ${p[1]}));`]
+        : p.length === 3
+          ? [`bgp_large_community.add((${p[0]}, ${p[1]}, ${p[2]}));`]
+          : [];
     });
     if (statements.length) out.push({ cidr: adv.cidr, statements });
   }
@@ -139,13 +177,21 @@ const singleAddress = (c: string) => c.endsWith('/32') || c.endsWith('/128');
 /** A node with this label "true" advertises no service ranges (it still never programs them from BGP). */
 const EXCLUDE_LABEL = 'node.kubernetes.io/exclude-from-external-load-balancers';
 
-/** Service ranges every node advertises (ClusterIPs, and external and load-balancer ranges that are not single addresses). */
+/**
+ * Service ranges every node advertises (ClusterIPs, and external and load-balancer ranges that are not single
+ * addresses).
+ */
 function serviceRoutes(g: BgpConfigurationSpec | undefined, excluded: boolean): ServiceRoutes {
-  const cidrs = (l: Array<{ cidr?: string | undefined }> | undefined) => (l ?? []).flatMap((x) => (x.cidr && !x.cidr.includes(':') ? [x.cidr] : []));
+  const cidrs = (l: Array<{ cidr?: string | undefined }> | undefined) =>
+    (l ?? []).flatMap((x) => (x.cidr && !x.cidr.includes(':') ? [x.cidr] : []));
   const external = cidrs(g?.serviceExternalIPs);
   const lb = cidrs(g?.serviceLoadBalancerIPs);
   const aggregate = (g as Record<string, unknown> | undefined)?.serviceLoadBalancerAggregation !== 'Disabled';
-  const advertised = [...cidrs(g?.serviceClusterIPs), ...external.filter((c) => !singleAddress(c)), ...(aggregate ? lb.filter((c) => !singleAddress(c)) : [])];
+  const advertised = [
+    ...cidrs(g?.serviceClusterIPs),
+    ...external.filter((c) => !singleAddress(c)),
+    ...(aggregate ? lb.filter((c) => !singleAddress(c)) : []),
+  ];
   const all = [...new Set(advertised)];
   return { advertised: excluded ? [] : all, rejected: all, externalIPs: external, loadBalancerIPs: lb };
 }
@@ -153,30 +199,72 @@ function serviceRoutes(g: BgpConfigurationSpec | undefined, excluded: boolean): 
 function renderMain(c: BirdConfig): string {
   const out: string[] = [];
   out.push('function apply_communities ()', '{');
-  for (const r of c.communities) out.push(`      if ( net ~ ${r.cidr} ) then {`, ...r.statements.map((s) => `          ${s}`), '      }');
+  for (const r of c.communities)
+    out.push(`      if ( net ~ ${r.cidr} ) then {`, ...r.statements.map((s) => `          ${s}`), '      }');
   out.push('}', '');
-  out.push('template kernel kernel_template {', '  learn;             # Learn all alien routes from the kernel', '  persist;           # Don\'t remove routes on bird shutdown', '  scan time 2;       # Scan kernel routing table every 2 seconds', '  import all;', '}', '');
+  out.push(
+    'template kernel kernel_template {',
+    '  learn;             # Learn all alien routes from the kernel',
+    "  persist;           # Don't remove routes on bird shutdown",
+    '  scan time 2;       # Scan kernel routing table every 2 seconds',
+    '  import all;',
+    '}',
+    '',
+  );
   out.push('template direct direct_template {');
   if (c.debugMode) out.push(`  debug ${c.debugMode};`);
   out.push(`  interface ${c.directInterfaces};`, '}', '');
   out.push('# Generated by palisade bgp', 'include "bird_aggr.cfg";', 'include "bird_ipam.cfg";', '');
   out.push(`router id ${c.routerId};`);
   if (c.listenAddress || c.listenPort) {
-    out.push('# BGP listen configuration', `listen bgp${c.listenAddress ? ` address ${c.listenAddress}` : ''}${c.listenPort ? ` port ${c.listenPort}` : ''};`);
+    out.push(
+      '# BGP listen configuration',
+      `listen bgp${c.listenAddress ? ` address ${c.listenAddress}` : ''}${c.listenPort ? ` port ${c.listenPort}` : ''};`,
+    );
   }
-  out.push('', '# Configure synchronization between routing tables and kernel.', 'protocol kernel from kernel_template {', '  export filter calico_kernel_programming; # Default is export none');
-  out.push('  graceful restart;  # Turn on graceful restart to reduce potential flaps in', '                     # routes when reloading BIRD configuration.', '  merge paths on;    # Allow export multipath routes (ECMP)', '}', '');
+  out.push(
+    '',
+    '# Configure synchronization between routing tables and kernel.',
+    'protocol kernel from kernel_template {',
+    '  export filter calico_kernel_programming; # Default is export none',
+  );
+  out.push(
+    '  graceful restart;  # Turn on graceful restart to reduce potential flaps in',
+    '                     # routes when reloading BIRD configuration.',
+    '  merge paths on;    # Allow export multipath routes (ECMP)',
+    '}',
+    '',
+  );
   out.push('# Watch interface up/down events.', 'protocol device {');
   if (c.debugMode) out.push(`  debug ${c.debugMode};`);
-  out.push('  scan time 2;    # Scan interfaces every 2 seconds', '}', '', 'protocol direct from direct_template {', '}', '');
+  out.push(
+    '  scan time 2;    # Scan interfaces every 2 seconds',
+    '}',
+    '',
+    'protocol direct from direct_template {',
+    '}',
+    '',
+  );
   if (!c.node.ipv4) {
     out.push('# IPv4 disabled on this node.');
     return `${out.join('\n')}\n`;
   }
   out.push('# Template for all BGP clients', 'template bgp bgp_template {');
   if (c.peerDebugMode) out.push(`  ${c.peerDebugMode}`);
-  out.push('  description "Connection to BGP peer";', `  local as ${c.asNumber};`, '  gateway recursive; # This should be the default, but just in case.', '  add paths on;');
-  out.push('  graceful restart;  # See comment in kernel section about graceful restart.', '  connect delay time 2;', '  connect retry time 5;', '  error wait time 5,30;', '}', '');
+  out.push(
+    '  description "Connection to BGP peer";',
+    `  local as ${c.asNumber};`,
+    '  gateway recursive; # This should be the default, but just in case.',
+    '  add paths on;',
+  );
+  out.push(
+    '  graceful restart;  # See comment in kernel section about graceful restart.',
+    '  connect delay time 2;',
+    '  connect retry time 5;',
+    '  error wait time 5,30;',
+    '}',
+    '',
+  );
   out.push('# -------------- BGP Filters ------------------', '# No v4 BGPFilters configured');
   if (!c.peers.length) out.push('# No BGP peers configured for this node');
   else out.push('# BGP Protocol Configurations', ...c.peers.flatMap((p) => protocolLines(p, c)));
@@ -191,7 +279,11 @@ function protocolLines(p: BirdPeer, c: BirdConfig): string[] {
   if (p.ttlSecurity === 'off') out.push('  ttl security off;', '  multihop;');
   else out.push('  ttl security on;', `  multihop ${p.ttlSecurity};`);
   out.push('  import filter {', ...importFilter(c).map((l) => `    ${l}`), '  };');
-  out.push('  export filter {', ...exportFilter(p, c).map((l) => `    ${l}`), '  };  # Only want to export routes for workloads.');
+  out.push(
+    '  export filter {',
+    ...exportFilter(p, c).map((l) => `    ${l}`),
+    '  };  # Only want to export routes for workloads.',
+  );
   if (p.passive) out.push('  passive on;');
   if (p.gracefulRestart) out.push(`  graceful restart time ${p.gracefulRestart};`);
   if (p.keepaliveTime) out.push(`  keepalive time ${p.keepaliveTime};`);
@@ -205,7 +297,11 @@ function protocolLines(p: BirdPeer, c: BirdConfig): string[] {
 
 // A higher-than-normal priority route wins over a local workload route in the kernel.
 function importFilter(c: BirdConfig): string[] {
-  return [`if (defined(bgp_local_pref)&&(bgp_local_pref > ${BIRD_INT_MAX - c.normalRoutePriority})) then`, `  preference = ${OVERRIDE_PREFERENCE};`, 'accept;'];
+  return [
+    `if (defined(bgp_local_pref)&&(bgp_local_pref > ${BIRD_INT_MAX - c.normalRoutePriority})) then`,
+    `  preference = ${OVERRIDE_PREFERENCE};`,
+    'accept;',
+  ];
 }
 
 // krt_metric and bgp_local_pref carry the route's priority both ways (re-exported BGP

@@ -51,8 +51,11 @@ function run(cmd: string, args: string[], timeoutMs = 10_000): Promise<{ code: n
 export function parseProtocols(text: string): ProtocolState[] {
   const out: ProtocolState[] = [];
   for (const line of text.split('\n')) {
-    const m = /^(\S+)\s+(\S+)\s+(\S+)\s+(up|down|start|stop|feed|flush)\s+(\S+(?:\s+\d\d:\d\d:\d\d)?)\s*(.*)$/.exec(line.trim());
-    if (m) out.push({ name: m[1] as string, proto: m[2] as string, state: m[4] as string, info: (m[6] as string).trim() });
+    const m = /^(\S+)\s+(\S+)\s+(\S+)\s+(up|down|start|stop|feed|flush)\s+(\S+(?:\s+\d\d:\d\d:\d\d)?)\s*(.*)$/.exec(
+      line.trim(),
+    );
+    if (m)
+      out.push({ name: m[1] as string, proto: m[2] as string, state: m[4] as string, info: (m[6] as string).trim() });
   }
   return out;
 }
@@ -123,7 +126,10 @@ export class BirdSupervisor {
       // A BIRD that ran a while had a real life: restart quickly; one that dies at once backs off.
       if (Date.now() - startedAt > 30_000) this.#restartDelay = this.#o.restartMs?.min ?? 1000;
       const lastLines = this.#lastStderr.trim().split('\n').slice(-5).join(' | ');
-      this.#o.log.warn({ code, signal, restartInMs: this.#restartDelay, stderr: lastLines }, 'BIRD exited; restarting it');
+      this.#o.log.warn(
+        { code, signal, restartInMs: this.#restartDelay, stderr: lastLines },
+        'BIRD exited; restarting it',
+      );
       this.#restartTimer = setTimeout(() => {
         this.#restartTimer = undefined;
         this.start();
@@ -135,7 +141,8 @@ export class BirdSupervisor {
   /** `birdc configure`: BIRD reads the files again. */
   async configure(): Promise<void> {
     const r = await run(this.#o.birdc ?? 'birdc', ['-s', this.#o.socket, 'configure']);
-    if (r.code !== 0 || !/Reconfigur/.test(r.out)) throw new BirdError('EBIRDRELOAD', `birdc configure: ${r.out || `exit ${r.code}`}`);
+    if (r.code !== 0 || !/Reconfigur/.test(r.out))
+      throw new BirdError('EBIRDRELOAD', `birdc configure: ${r.out || `exit ${r.code}`}`);
   }
 
   async protocols(): Promise<ProtocolState[]> {

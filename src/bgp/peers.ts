@@ -59,12 +59,15 @@ export interface PeerContext {
 
 const globalAs = (c: PeerContext) => c.state.global()?.asNumber ?? DEFAULT_AS;
 const nodeAs = (c: PeerContext, n: BgpNode) => n.asNumber ?? globalAs(c);
-const nodePort = (c: PeerContext, name: string) => c.state.perNode(name)?.listenPort ?? c.state.global()?.listenPort ?? 0;
+const nodePort = (c: PeerContext, name: string) =>
+  c.state.perNode(name)?.listenPort ?? c.state.global()?.listenPort ?? 0;
 const secondsText = (d: string | undefined) => (d === undefined ? '' : String(Math.round(parseDuration(d) ?? 0)));
 
 function nodesMatching(c: PeerContext, selector: string): BgpNode[] {
   const sel = parseSelector(selector);
-  return [...c.state.nodes.values()].filter((n) => sel.evaluate(n.labels)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...c.state.nodes.values()]
+    .filter((n) => sel.evaluate(n.labels))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /** confd's nodeAsBGPPeers (IPv4 only): the node's address, AS, listen port, cluster ID. */
@@ -118,7 +121,9 @@ function explicitPeer(c: PeerContext, r: BgpPeerResource): PeerData | undefined 
 
 function nodesWithIpAndAs(c: PeerContext, ip: string, as: number, port: number): BgpNode[] {
   const want = as === 0 ? globalAs(c) : as;
-  return [...c.state.nodes.values()].filter((n) => (n.ipv4 === ip || n.ipv6 === ip) && nodeAs(c, n) === want && (port === 0 || nodePort(c, n.name) === port));
+  return [...c.state.nodes.values()].filter(
+    (n) => (n.ipv4 === ip || n.ipv6 === ip) && nodeAs(c, n) === want && (port === 0 || nodePort(c, n.name) === port),
+  );
 }
 
 function peersOf(c: PeerContext, r: BgpPeerResource): PeerData[] {
@@ -141,8 +146,12 @@ function reportUnsupported(c: PeerContext, r: BgpPeerResource): boolean {
     c.problems.add(`${name}: localWorkloadSelector (peering with workloads) is not supported; the peer is skipped`);
     return true;
   }
-  if (s.password) c.problems.add(`${name}: password (a Kubernetes secret reference) is not supported; the peering has no password`);
-  if (r.spec.filters?.length) c.problems.add(`${name}: filters (BGPFilter) are not supported; the peering exports and imports as without filters`);
+  if (s.password)
+    c.problems.add(`${name}: password (a Kubernetes secret reference) is not supported; the peering has no password`);
+  if (r.spec.filters?.length)
+    c.problems.add(
+      `${name}: filters (BGPFilter) are not supported; the peering exports and imports as without filters`,
+    );
   return false;
 }
 
@@ -157,7 +166,9 @@ export function explicitPeerings(c: PeerContext): { global: PeerData[]; node: Pe
   const emitNode = (p: PeerData) => {
     if (!global.has(key(p)) && !node.has(key(p))) node.set(key(p), p);
   };
-  const peers = [...c.state.peers.values()].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).filter((r) => !reportUnsupported(c, r));
+  const peers = [...c.state.peers.values()]
+    .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))
+    .filter((r) => !reportUnsupported(c, r));
   for (const r of peers) {
     if (localNodesOf(c, r) !== undefined) continue;
     for (const p of peersOf(c, r)) if (!global.has(key(p))) global.set(key(p), p);
@@ -194,7 +205,10 @@ export function meshPeers(c: PeerContext, me: BgpNode): BirdPeer[] {
   if (me.rrClusterId) return [];
   if (c.state.global()?.nodeToNodeMeshEnabled === false) return [];
   const g = c.state.global();
-  if (g && (g as Record<string, unknown>).nodeMeshPassword) c.problems.add('BGPConfiguration default: nodeMeshPassword (a Kubernetes secret reference) is not supported; mesh peerings have no password');
+  if (g && (g as Record<string, unknown>).nodeMeshPassword)
+    c.problems.add(
+      'BGPConfiguration default: nodeMeshPassword (a Kubernetes secret reference) is not supported; mesh peerings have no password',
+    );
   const myAs = String(nodeAs(c, me));
   const out: BirdPeer[] = [];
   for (const n of c.state.nodes.values()) {
@@ -220,8 +234,23 @@ export function meshPeers(c: PeerContext, me: BgpNode): BirdPeer[] {
 
 function emptyPeer(): BirdPeer {
   return {
-    name: '', ip: '', port: '', asNumber: '', localAsNumber: '', sourceAddr: '', ttlSecurity: 'off', sameAs: true, passive: false,
-    gracefulRestart: '', keepaliveTime: '', routeReflector: false, rrClusterId: '', nextHopSelf: false, nextHopKeep: false, numAllowLocalAs: '', reachableBy: '',
+    name: '',
+    ip: '',
+    port: '',
+    asNumber: '',
+    localAsNumber: '',
+    sourceAddr: '',
+    ttlSecurity: 'off',
+    sameAs: true,
+    passive: false,
+    gracefulRestart: '',
+    keepaliveTime: '',
+    routeReflector: false,
+    rrClusterId: '',
+    nextHopSelf: false,
+    nextHopKeep: false,
+    numAllowLocalAs: '',
+    reachableBy: '',
   };
 }
 

@@ -19,7 +19,6 @@ export interface ActiveRulesListener {
   onPolicyMatchStopped(policyName: string, endpointId: string): void;
 }
 
-
 /** What Felix sends for a profile that is referenced but missing. */
 export function missingProfile(): InternalProfileRules {
   return { inboundRules: [matchAllRule('deny')], outboundRules: [matchAllRule('deny')] };
@@ -148,7 +147,7 @@ export class ActiveRulesCalculator {
 
   #useProfile(name: string, delta: number): void {
     const n = (this.#profileUsers.get(name) ?? 0) + delta;
-    if ((n > 0) !== this.#profileUsers.has(name)) this.#dirtyProfiles.add(name);
+    if (n > 0 !== this.#profileUsers.has(name)) this.#dirtyProfiles.add(name);
     if (n > 0) this.#profileUsers.set(name, n);
     else this.#profileUsers.delete(name);
   }

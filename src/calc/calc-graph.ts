@@ -37,7 +37,12 @@ type LocalEndpoint = { kind: 'wep'; ep: InternalWorkloadEndpoint } | { kind: 'he
 type Handlers = { [T in V1KeyType]: (key: V1KeyOf<T>, value: V1Values[T] | undefined) => void };
 
 /** Felix's endpoint key: also the endpoint's IP-set member source key. */
-export function workloadEndpointKey(k: { hostname: string; orchestratorId: string; workloadId: string; endpointId: string }): string {
+export function workloadEndpointKey(k: {
+  hostname: string;
+  orchestratorId: string;
+  workloadId: string;
+  endpointId: string;
+}): string {
   // join() builds a flat string; a template literal would keep a tree of parts alive
   // (250,000 of these in a snapshot).
   return ['wep:', k.hostname, '/', k.orchestratorId, '/', k.workloadId, '/', k.endpointId].join('');
@@ -61,14 +66,18 @@ export class CalcGraph {
   readonly #activeIds = new Map<string, PolicyID>();
   readonly #localEndpoints = new Map<string, LocalEndpoint>();
   readonly #routes: RouteResolver;
-  readonly #vxlan = new VxlanResolver({ onVtepUpdate: (v) => this.#sequencer.onVtepUpdate(v), onVtepRemove: (n) => this.#sequencer.onVtepRemove(n) });
+  readonly #vxlan = new VxlanResolver({
+    onVtepUpdate: (v) => this.#sequencer.onVtepUpdate(v),
+    onVtepRemove: (n) => this.#sequencer.onVtepRemove(n),
+  });
   readonly #globalConfig = new Map<string, string>();
   readonly #hostConfig = new Map<string, string>();
   #status: SyncStatus = 'wait-for-datastore';
   readonly #handlers: Handlers = {
     Policy: (k, p) => this.#onPolicy(k, p),
     Tier: (k, t) => {
-      if (this.#sorter.onTierUpdate(k.name, t && { order: t.order, defaultAction: t.defaultAction })) this.#resolver.onSortChanged();
+      if (this.#sorter.onTierUpdate(k.name, t && { order: t.order, defaultAction: t.defaultAction }))
+        this.#resolver.onSortChanged();
     },
     ProfileRules: (k, rules) => this.#activeRules.onProfileRules(k.name, rules),
     ProfileLabels: (k, labels) => {
@@ -83,7 +92,10 @@ export class CalcGraph {
       else this.#members.onSourceRemove(key);
     },
     IPPool: (k, pool) => {
-      this.#sequencer.onIpamPoolUpdate(k.cidr.replace('/', '-'), pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled });
+      this.#sequencer.onIpamPoolUpdate(
+        k.cidr.replace('/', '-'),
+        pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled },
+      );
       this.#routes.onPoolUpdate(k.cidr, pool);
     },
     GlobalConfig: (k, v) => this.#onConfig(this.#globalConfig, k.name, v),
@@ -98,7 +110,11 @@ export class CalcGraph {
         const spec = r?.kind === 'KubernetesEndpointSlice' ? r.spec : undefined;
         this.#members.onEndpointSlice(
           `${k.namespace ?? ''}/${k.name}`,
-          spec && { service: `${k.namespace ?? ''}/${spec.serviceName}`, addresses: (spec.endpoints ?? []).flatMap((e) => e.addresses), ports: spec.ports ?? [] },
+          spec && {
+            service: `${k.namespace ?? ''}/${spec.serviceName}`,
+            addresses: (spec.endpoints ?? []).flatMap((e) => e.addresses),
+            ports: spec.ports ?? [],
+          },
         );
         return;
       }
@@ -118,7 +134,10 @@ export class CalcGraph {
 
   constructor(hostname: string) {
     this.hostname = hostname;
-    this.#routes = new RouteResolver(hostname, { onRouteUpdate: (r) => this.#sequencer.onRouteUpdate(r), onRouteRemove: (d) => this.#sequencer.onRouteRemove(d) });
+    this.#routes = new RouteResolver(hostname, {
+      onRouteUpdate: (r) => this.#sequencer.onRouteUpdate(r),
+      onRouteRemove: (d) => this.#sequencer.onRouteRemove(d),
+    });
     this.#members = new IPSetMemberCalculator(this.#sequencer);
     this.#scanner.onIPSetActive = (s) => this.#members.onIPSetActive(s);
     this.#scanner.onIPSetInactive = (s) => this.#members.onIPSetInactive(s);
@@ -146,7 +165,10 @@ export class CalcGraph {
       },
       onProfileActive: (name, profile) => {
         const parsed = this.#scanner.onProfileActive(`profile:${name}`, profile);
-        this.#sequencer.onProfileActive(name, { inboundRules: parsed.inboundRules, outboundRules: parsed.outboundRules });
+        this.#sequencer.onProfileActive(name, {
+          inboundRules: parsed.inboundRules,
+          outboundRules: parsed.outboundRules,
+        });
       },
       onProfileInactive: (name) => {
         this.#scanner.onProfileInactive(`profile:${name}`);
@@ -220,14 +242,22 @@ export class CalcGraph {
         ? e.ep.ipv6Nets.length
           ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets]
           : e.ep.ipv4Nets
-        : [...e.ep.expectedIpv4Addrs.map((a) => `${a}/32`), ...e.ep.expectedIpv6Addrs.map((a) => `${parseIp(a)?.address ?? a}/128`)];
+        : [
+            ...e.ep.expectedIpv4Addrs.map((a) => `${a}/32`),
+            ...e.ep.expectedIpv6Addrs.map((a) => `${parseIp(a)?.address ?? a}/128`),
+          ];
     return { labels: e.ep.labels, parents: e.ep.profileIds, nets, ports: e.ep.ports };
   }
 
   // Every endpoint in the cluster is an IP-set member source; this node's are also local
   // endpoints, matched against policies and sent to the dataplane. The key names both.
   #onEndpoint(key: string, hostname: string, e: LocalEndpoint | undefined): void {
-    if (key.startsWith('wep:') && (hostname === this.hostname || this.#routes.routeSource === 'WorkloadIPs')) this.#routes.onWorkloadUpdate(key, hostname, e?.kind === 'wep' ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets] : undefined);
+    if (key.startsWith('wep:') && (hostname === this.hostname || this.#routes.routeSource === 'WorkloadIPs'))
+      this.#routes.onWorkloadUpdate(
+        key,
+        hostname,
+        e?.kind === 'wep' ? [...e.ep.ipv4Nets, ...e.ep.ipv6Nets] : undefined,
+      );
     if (!e) {
       this.#members.onSourceRemove(key);
       if (!this.#localEndpoints.delete(key)) return;
@@ -252,18 +282,19 @@ export class CalcGraph {
       this.#sequencer.onWorkloadEndpointUpdate(
         key,
         id,
-        ep && tiers && {
-          state: ep.state,
-          name: ep.name,
-          mac: ep.mac ?? '',
-          profileIds: ep.profileIds,
-          ipv4Nets: ep.ipv4Nets,
-          ipv6Nets: ep.ipv6Nets,
-          tiers: tiers.tiers,
-          ipv4Nat: ep.ipv4Nat,
-          ipv6Nat: ep.ipv6Nat,
-          allowSpoofedSourcePrefixes: ep.allowSpoofedSourcePrefixes,
-        },
+        ep &&
+          tiers && {
+            state: ep.state,
+            name: ep.name,
+            mac: ep.mac ?? '',
+            profileIds: ep.profileIds,
+            ipv4Nets: ep.ipv4Nets,
+            ipv6Nets: ep.ipv6Nets,
+            tiers: tiers.tiers,
+            ipv4Nat: ep.ipv4Nat,
+            ipv6Nat: ep.ipv6Nat,
+            allowSpoofedSourcePrefixes: ep.allowSpoofedSourcePrefixes,
+          },
       );
       return;
     }
@@ -271,22 +302,27 @@ export class CalcGraph {
     this.#sequencer.onHostEndpointUpdate(
       key,
       { endpointId: ep?.key.endpointId ?? key.slice(key.lastIndexOf('/') + 1) },
-      ep && tiers && {
-        name: ep.name,
-        profileIds: ep.profileIds,
-        tiers: tiers.tiers,
-        untrackedTiers: tiers.untrackedTiers,
-        preDnatTiers: tiers.preDnatTiers,
-        forwardTiers: tiers.forwardTiers,
-        expectedIpv4Addrs: ep.expectedIpv4Addrs,
-        expectedIpv6Addrs: ep.expectedIpv6Addrs,
-      },
+      ep &&
+        tiers && {
+          name: ep.name,
+          profileIds: ep.profileIds,
+          tiers: tiers.tiers,
+          untrackedTiers: tiers.untrackedTiers,
+          preDnatTiers: tiers.preDnatTiers,
+          forwardTiers: tiers.forwardTiers,
+          expectedIpv4Addrs: ep.expectedIpv4Addrs,
+          expectedIpv6Addrs: ep.expectedIpv6Addrs,
+        },
     );
   }
 
   // The key is "wep:<host>/<orchestrator>/<namespace>/<pod>/<endpoint>".
   #widFromKey(key: string) {
     const parts = key.slice(4).split('/');
-    return { orchestratorId: parts[1] ?? '', workloadId: parts.slice(2, -1).join('/'), endpointId: parts[parts.length - 1] ?? '' };
+    return {
+      orchestratorId: parts[1] ?? '',
+      workloadId: parts.slice(2, -1).join('/'),
+      endpointId: parts[parts.length - 1] ?? '',
+    };
   }
 }

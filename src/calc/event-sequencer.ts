@@ -220,11 +220,17 @@ export class EventSequencer {
     }
     for (const k of this.#endpointsToSend) {
       const e = this.#endpoints.get(k) as EndpointMsg;
-      out.push(e.kind === 'wep' ? { type: 'WorkloadEndpointUpdate', id: e.id, endpoint: e.endpoint } : { type: 'HostEndpointUpdate', id: e.id, endpoint: e.endpoint });
+      out.push(
+        e.kind === 'wep'
+          ? { type: 'WorkloadEndpointUpdate', id: e.id, endpoint: e.endpoint }
+          : { type: 'HostEndpointUpdate', id: e.id, endpoint: e.endpoint },
+      );
       this.#sentEndpoints.set(k, e);
     }
     for (const [k, e] of this.#endpointsToRemove) {
-      out.push(e.kind === 'wep' ? { type: 'WorkloadEndpointRemove', id: e.id } : { type: 'HostEndpointRemove', id: e.id });
+      out.push(
+        e.kind === 'wep' ? { type: 'WorkloadEndpointRemove', id: e.id } : { type: 'HostEndpointRemove', id: e.id },
+      );
       this.#sentEndpoints.delete(k);
     }
     for (const name of this.#profilesToRemove) {
@@ -241,7 +247,8 @@ export class EventSequencer {
     }
     this.#flushRoutesAndVteps(out);
     for (const [id, pool] of this.#pools) if (!pool) out.push({ type: 'IPAMPoolRemove', id });
-    for (const [hostname, ipv4Addr] of this.#hosts) if (ipv4Addr === undefined) out.push({ type: 'HostMetadataRemove', hostname });
+    for (const [hostname, ipv4Addr] of this.#hosts)
+      if (ipv4Addr === undefined) out.push({ type: 'HostMetadataRemove', hostname });
     if (this.#inSyncPending) {
       out.push({ type: 'InSync' });
       this.#inSyncPending = false;

@@ -194,7 +194,8 @@ export class IPSetMemberCalculator {
     const sets = this.#serviceSets.get(set.service) ?? new Set();
     sets.add(state);
     this.#serviceSets.set(set.service, sets);
-    for (const slice of this.#slices.values()) if (slice.service === set.service) this.#apply(state, NO_STRINGS, sliceMembers(slice, !!set.serviceIncludePorts));
+    for (const slice of this.#slices.values())
+      if (slice.service === set.service) this.#apply(state, NO_STRINGS, sliceMembers(slice, !!set.serviceIncludePorts));
   }
 
   /** An EndpointSlice's update (or, undefined, its deletion). */
@@ -202,7 +203,10 @@ export class IPSetMemberCalculator {
     const old = this.#slices.get(key);
     if (slice) this.#slices.set(key, slice);
     else this.#slices.delete(key);
-    const affected = new Set([...(old ? (this.#serviceSets.get(old.service) ?? []) : []), ...(slice ? (this.#serviceSets.get(slice.service) ?? []) : [])]);
+    const affected = new Set([
+      ...(old ? (this.#serviceSets.get(old.service) ?? []) : []),
+      ...(slice ? (this.#serviceSets.get(slice.service) ?? []) : []),
+    ]);
     for (const state of affected) {
       const ports = !!state.data.serviceIncludePorts;
       const had = old && old.service === state.data.service ? sliceMembers(old, ports) : NO_STRINGS;
@@ -342,7 +346,11 @@ export class IPSetMemberCalculator {
     const nets = this.#nets[src];
     const list = this.#setsOf[src];
     if (nets !== undefined || list) {
-      this.#before.set(src, { nets, ports: this.#ports[src] ?? NO_PORTS, sets: list === undefined ? NO_SETS : Array.isArray(list) ? [...list] : [list] });
+      this.#before.set(src, {
+        nets,
+        ports: this.#ports[src] ?? NO_PORTS,
+        sets: list === undefined ? NO_SETS : Array.isArray(list) ? [...list] : [list],
+      });
     }
   }
 
@@ -355,7 +363,10 @@ export class IPSetMemberCalculator {
     const sets = this.#sets;
     for (const state of now) {
       if (sets[state.num] !== state) continue;
-      const had = before && before.nets !== undefined && before.sets.includes(state) ? membersOf(state.data, before.nets, before.ports) : NO_STRINGS;
+      const had =
+        before && before.nets !== undefined && before.sets.includes(state)
+          ? membersOf(state.data, before.nets, before.ports)
+          : NO_STRINGS;
       this.#apply(state, had, nets !== undefined ? membersOf(state.data, nets, ports) : NO_STRINGS);
     }
     if (before && before.nets !== undefined) {

@@ -113,7 +113,8 @@ export class PolicyResolver {
     for (let i = 0; i < order.length; ) {
       const ti = tier[order[i] as number] as number;
       const matched: PolicyMeta[] = [];
-      for (; i < order.length && tier[order[i] as number] === ti; i++) matched.push(meta[order[i] as number] as PolicyMeta);
+      for (; i < order.length && tier[order[i] as number] === ti; i++)
+        matched.push(meta[order[i] as number] as PolicyMeta);
       const t = sorted[ti] as SortedTier;
       const normal = matched.filter((p) => !p.doNotTrack && !p.preDNAT);
       const push = (list: TierInfo[], ps: PolicyMeta[]) => {
@@ -121,9 +122,18 @@ export class PolicyResolver {
         if (info) list.push(info);
       };
       push(out.tiers, normal);
-      push(out.untrackedTiers, matched.filter((p) => p.doNotTrack));
-      push(out.preDnatTiers, matched.filter((p) => p.preDNAT && !p.doNotTrack));
-      push(out.forwardTiers, normal.filter((p) => p.applyOnForward));
+      push(
+        out.untrackedTiers,
+        matched.filter((p) => p.doNotTrack),
+      );
+      push(
+        out.preDnatTiers,
+        matched.filter((p) => p.preDNAT && !p.doNotTrack),
+      );
+      push(
+        out.forwardTiers,
+        normal.filter((p) => p.applyOnForward),
+      );
     }
     return out;
   }

@@ -43,9 +43,17 @@ export interface RouteCallbacks {
   onRouteRemove(dst: string): void;
 }
 
-const valid = (ri: RouteInfo) => !!ri.pool || ri.blockNode !== undefined || ri.hostNodes.length > 0 || ri.refs.length > 0;
+const valid = (ri: RouteInfo) =>
+  !!ri.pool || ri.blockNode !== undefined || ri.hostNodes.length > 0 || ri.refs.length > 0;
 const sameNode = (a: NodeInfo, b: NodeInfo) =>
-  a.v4Addr === b.v4Addr && a.v4Cidr === b.v4Cidr && a.v6Addr === b.v6Addr && a.v6Cidr === b.v6Cidr && a.ipipAddr === b.ipipAddr && a.vxlanAddr === b.vxlanAddr && a.vxlanV6Addr === b.vxlanV6Addr && [...a.addresses].sort().join() === [...b.addresses].sort().join();
+  a.v4Addr === b.v4Addr &&
+  a.v4Cidr === b.v4Cidr &&
+  a.v6Addr === b.v6Addr &&
+  a.v6Cidr === b.v6Cidr &&
+  a.ipipAddr === b.ipipAddr &&
+  a.vxlanAddr === b.vxlanAddr &&
+  a.vxlanV6Addr === b.vxlanV6Addr &&
+  [...a.addresses].sort().join() === [...b.addresses].sort().join();
 
 /** Felix's pool type: VXLAN if vxlanMode is not Never, else IPIP if ipipMode is not Never, else no encapsulation. */
 export function poolType(pool: InternalIpPool): IPPoolType {
@@ -87,7 +95,15 @@ export class RouteResolver {
     if (!pool) return;
     const c = parseCidr(pool.cidr)?.text ?? pool.cidr;
     this.#pools.set(cidr, c);
-    this.#update(c, (ri) => (ri.pool = { type: poolType(pool), natOutgoing: pool.masquerade, crossSubnet: pool.ipipMode === 'CrossSubnet' || pool.vxlanMode === 'CrossSubnet' }));
+    this.#update(
+      c,
+      (ri) =>
+        (ri.pool = {
+          type: poolType(pool),
+          natOutgoing: pool.masquerade,
+          crossSubnet: pool.ipipMode === 'CrossSubnet' || pool.vxlanMode === 'CrossSubnet',
+        }),
+    );
     this.#markContained(c);
   }
 
@@ -204,7 +220,17 @@ export class RouteResolver {
   // ---- the computation, as Felix's flush ----
 
   #routeFor(dst: string, path: Array<[string, RouteInfo]>): RouteUpdate | undefined {
-    const rt: RouteUpdate = { types: 0, ipPoolType: 'NONE', dst, dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, borrowed: false };
+    const rt: RouteUpdate = {
+      types: 0,
+      ipPoolType: 'NONE',
+      dst,
+      dstNodeName: '',
+      dstNodeIp: '',
+      sameSubnet: false,
+      natOutgoing: false,
+      localWorkload: false,
+      borrowed: false,
+    };
     let crossSubnet = false;
     let blockNode: string | undefined;
     let blockTypes = 0;
@@ -326,9 +352,21 @@ export class RouteResolver {
   }
 }
 
-/** A Node's addresses as the resolver uses them: bgp addresses (their subnet for CrossSubnet), else InternalIP then ExternalIP addresses. */
+/**
+ * A Node's addresses as the resolver uses them: bgp addresses (their subnet for CrossSubnet), else InternalIP then
+ * ExternalIP addresses.
+ */
 export function nodeInfoOf(node: ResourceOf<'Node'>): NodeInfo | undefined {
-  const info: NodeInfo = { v4Addr: '', v4Cidr: '', v6Addr: '', v6Cidr: '', ipipAddr: '', vxlanAddr: '', vxlanV6Addr: '', addresses: [] };
+  const info: NodeInfo = {
+    v4Addr: '',
+    v4Cidr: '',
+    v6Addr: '',
+    v6Cidr: '',
+    ipipAddr: '',
+    vxlanAddr: '',
+    vxlanV6Addr: '',
+    addresses: [],
+  };
   const set = (text: string | undefined, v6: boolean) => {
     if (!text) return;
     const c = parseCidr(text);
@@ -342,7 +380,8 @@ export function nodeInfoOf(node: ResourceOf<'Node'>): NodeInfo | undefined {
     set(bgp.ipv4Address, false);
     set(bgp.ipv6Address, true);
   } else {
-    const find = (type: string, v6: boolean) => node.spec.addresses?.find((a) => a.type === type && a.address.includes(':') === v6)?.address;
+    const find = (type: string, v6: boolean) =>
+      node.spec.addresses?.find((a) => a.type === type && a.address.includes(':') === v6)?.address;
     set(find('InternalIP', false) ?? find('ExternalIP', false), false);
     set(find('InternalIP', true) ?? find('ExternalIP', true), true);
   }

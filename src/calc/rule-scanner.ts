@@ -2,7 +2,14 @@
 // into dataplane rules whose selectors, named ports and services are replaced by IP-set
 // IDs, and reference-counts those IP sets across all active rules, reporting when one
 // becomes active (first user) or inactive (last user gone).
-import { type InternalPolicy, type InternalProfileRules, type InternalRule, none, orNone, type PortSpec } from '../model/internal.js';
+import {
+  type InternalPolicy,
+  type InternalProfileRules,
+  type InternalRule,
+  none,
+  orNone,
+  type PortSpec,
+} from '../model/internal.js';
 import { parseSelector, type Selector } from '../native/selector.js';
 import type { IPSetType, PortRange, Protocol, Rule } from '../proto/messages.js';
 import { makeUniqueId } from './unique-id.js';
@@ -46,7 +53,10 @@ function serviceSet(service: string, includePorts: boolean): IPSetData {
   return { uid, type: includePorts ? 'IP_AND_PORT' : 'NET', service, serviceIncludePorts: includePorts };
 }
 
-const NO_PORTS: Readonly<{ numeric: PortRange[]; named: string[] }> = Object.freeze({ numeric: none<PortRange>(), named: none<string>() });
+const NO_PORTS: Readonly<{ numeric: PortRange[]; named: string[] }> = Object.freeze({
+  numeric: none<PortRange>(),
+  named: none<string>(),
+});
 
 function split(ports: PortSpec[]): { numeric: PortRange[]; named: string[] } {
   if (!ports.length) return NO_PORTS; // most rules (10,000 policies' worth in a snapshot)

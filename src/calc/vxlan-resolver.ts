@@ -16,7 +16,9 @@ export interface VtepCallbacks {
 
 /** Felix's default VTEP MAC for a node ("-v6" appended to the name for IPv6). */
 export function vtepMac(nodeName: string, v6 = false): string {
-  const sha = createHash('sha1').update(v6 ? `${nodeName}-v6` : nodeName).digest();
+  const sha = createHash('sha1')
+    .update(v6 ? `${nodeName}-v6` : nodeName)
+    .digest();
   return [0x66, ...sha.subarray(0, 5)].map((b) => b.toString(16).padStart(2, '0')).join(':');
 }
 

@@ -55,13 +55,16 @@ const FLAGS = {
 function portFlag(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--health-port: expected a port 0-65535, got "${text}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`--health-port: expected a port 0-65535, got "${text}"`);
   return n;
 }
 
 export async function runBgp(argv: string[]): Promise<number> {
   let healthPort: number | undefined;
-  const start = startCommand('bgp', BGP_USAGE, argv, FLAGS, { check: (v) => (healthPort = portFlag(v['health-port'])) });
+  const start = startCommand('bgp', BGP_USAGE, argv, FLAGS, {
+    check: (v) => (healthPort = portFlag(v['health-port'])),
+  });
   if (typeof start === 'number') return start;
   const { values, config, log } = start;
   const hostname = config.config.FelixHostname;
@@ -73,7 +76,15 @@ export async function runBgp(argv: string[]): Promise<number> {
   const finished = new Promise<number>((resolve) => (done = resolve));
   try {
     const syncer = createBgpSyncer(config.config, log.child({ component: 'bgp-syncer' }));
-    const bird = once ? undefined : new BirdSupervisor({ configDir, socket, log: log.child({ component: 'bird' }), ...(values.bird ? { bird: values.bird } : {}), ...(values.birdc ? { birdc: values.birdc } : {}) });
+    const bird = once
+      ? undefined
+      : new BirdSupervisor({
+          configDir,
+          socket,
+          log: log.child({ component: 'bird' }),
+          ...(values.bird ? { bird: values.bird } : {}),
+          ...(values.birdc ? { birdc: values.birdc } : {}),
+        });
     if (bird) {
       mkdirSync(configDir, { recursive: true });
       mkdirSync(dirname(socket), { recursive: true });

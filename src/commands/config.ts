@@ -69,7 +69,10 @@ export async function runConfig(argv: string[]): Promise<number> {
     return 0;
   }
   const width = Math.max(...rows.map((r) => r.name.length));
-  for (const r of rows) console.log(`${r.name.padEnd(width)}  ${formatValue(r.name, r.value) || '""'}  (${r.source})${r.differs ? '  *' : ''}`);
+  for (const r of rows)
+    console.log(
+      `${r.name.padEnd(width)}  ${formatValue(r.name, r.value) || '""'}  (${r.source})${r.differs ? '  *' : ''}`,
+    );
   const differs = rows.filter((r) => r.differs);
   if (differs.length) {
     console.log('\n* where palisade deliberately differs from Felix:');

@@ -38,7 +38,13 @@ export function describeProblem(p: ConfigProblem): string {
   return `config: ${p.param} from ${p.source} (${JSON.stringify(p.value)}): ${p.reason}`;
 }
 
-const PROBLEM_LEVEL: Record<ConfigProblem['kind'], 'warn' | 'error'> = { invalid: 'warn', fatal: 'error', unsupported: 'warn', unknown: 'warn', 'local-only': 'warn' };
+const PROBLEM_LEVEL: Record<ConfigProblem['kind'], 'warn' | 'error'> = {
+  invalid: 'warn',
+  fatal: 'error',
+  unsupported: 'warn',
+  unknown: 'warn',
+  'local-only': 'warn',
+};
 
 /** Loads env, INI file and these flags; bad values are logged and fall back. */
 export function configFromFlags(values: FlagValues, log: Logger): ConfigResolver {
@@ -50,12 +56,15 @@ export function configFromFlags(values: FlagValues, log: Logger): ConfigResolver
   return loadLocalConfig({
     configFile: values['config-file'],
     flags,
-    onProblem: (p) => log[PROBLEM_LEVEL[p.kind]]({ param: p.param, source: p.source, problem: p.kind }, describeProblem(p)),
+    onProblem: (p) =>
+      log[PROBLEM_LEVEL[p.kind]]({ param: p.param, source: p.source, problem: p.kind }, describeProblem(p)),
   });
 }
 
 type Options = NonNullable<ParseArgsConfig['options']>;
-type Values<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: typeof DATASTORE_FLAGS & O; strict: true }>>['values'];
+type Values<O extends Options> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: typeof DATASTORE_FLAGS & O; strict: true }>
+>['values'];
 
 export interface CommandStart<O extends Options> {
   values: Values<O>;
@@ -79,7 +88,11 @@ export function startCommand<O extends Options>(
   usage: string,
   argv: string[],
   options: O,
-  { timeoutSeconds = 0, check = () => {}, allowFatal = false }: { timeoutSeconds?: number; check?: (values: Values<O>) => void; allowFatal?: boolean } = {},
+  {
+    timeoutSeconds = 0,
+    check = () => {},
+    allowFatal = false,
+  }: { timeoutSeconds?: number; check?: (values: Values<O>) => void; allowFatal?: boolean } = {},
 ): CommandStart<O> | number {
   let values: Values<O>;
   try {
@@ -106,7 +119,9 @@ export function startCommand<O extends Options>(
     return CONFIG_EXIT_CODE;
   }
   if (config.fatal.length && !allowFatal) {
-    console.error(`palisade ${command}: refusing to start, as Felix would: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`);
+    console.error(
+      `palisade ${command}: refusing to start, as Felix would: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`,
+    );
     return CONFIG_EXIT_CODE;
   }
   return { values, config, log, timeoutS };
@@ -116,6 +131,7 @@ export function startCommand<O extends Options>(
 function secondsFlag(text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;
   const s = Number(text);
-  if (!Number.isFinite(s) || s <= 0) throw new UsageError(`--timeout: expected a positive number of seconds, got "${text}"`);
+  if (!Number.isFinite(s) || s <= 0)
+    throw new UsageError(`--timeout: expected a positive number of seconds, got "${text}"`);
   return s;
 }

@@ -48,8 +48,20 @@ function workloadsOf(dir: string): DemoWorkload[] {
     for (const doc of parseAllDocuments(readFileSync(join(dir, f), 'utf8'))) {
       const r = doc.toJSON() as { kind?: string; spec?: Record<string, unknown> } | null;
       if (r?.kind !== 'WorkloadEndpoint' || r.spec?.node !== 'node1') continue;
-      const s = r.spec as { pod: string; interfaceName: string; ipNetworks: string[]; mac?: string; ports?: Array<{ port: number }> };
-      out.push({ pod: s.pod, iface: s.interfaceName, ip: (s.ipNetworks[0] as string).split('/')[0] as string, mac: s.mac ?? 'ee:ee:ee:ee:ee:ee', port: s.ports?.[0]?.port ?? 80 });
+      const s = r.spec as {
+        pod: string;
+        interfaceName: string;
+        ipNetworks: string[];
+        mac?: string;
+        ports?: Array<{ port: number }>;
+      };
+      out.push({
+        pod: s.pod,
+        iface: s.interfaceName,
+        ip: (s.ipNetworks[0] as string).split('/')[0] as string,
+        mac: s.mac ?? 'ee:ee:ee:ee:ee:ee',
+        port: s.ports?.[0]?.port ?? 80,
+      });
     }
   }
   return out;
@@ -58,11 +70,22 @@ function workloadsOf(dir: string): DemoWorkload[] {
 /** Every source to every workload's port, probed side by side with real TCP connects. */
 async function matrix(lab: Lab, ws: Array<{ w: Workload; d: DemoWorkload }>): Promise<string[][]> {
   const header = ['from \\ to', ...ws.map(({ d }) => `${d.pod}:${d.port}`)];
-  const sources = [...ws.map(({ w, d }) => ({ label: d.pod, from: w as Workload | 'host' })), { label: 'host', from: 'host' as const }];
+  const sources = [
+    ...ws.map(({ w, d }) => ({ label: d.pod, from: w as Workload | 'host' })),
+    { label: 'host', from: 'host' as const },
+  ];
   const rows = await Promise.all(
     sources.map(async (src) => [
       src.label,
-      ...(await Promise.all(ws.map(async ({ w, d }) => (src.from !== 'host' && src.from.name === w.name ? '-' : (await lab.tcpAsync(src.from, d.ip, d.port, 400)) ? 'allowed' : 'denied')))),
+      ...(await Promise.all(
+        ws.map(async ({ w, d }) =>
+          src.from !== 'host' && src.from.name === w.name
+            ? '-'
+            : (await lab.tcpAsync(src.from, d.ip, d.port, 400))
+              ? 'allowed'
+              : 'denied',
+        ),
+      )),
     ]),
   );
   return [header, ...rows];
@@ -95,7 +118,9 @@ export async function runDemo(argv: string[]): Promise<number> {
     return 0;
   }
   if (process.getuid?.() !== 0) {
-    console.error('palisade demo: needs root (it builds network namespaces and programs nftables inside them); try: sudo npm run demo');
+    console.error(
+      'palisade demo: needs root (it builds network namespaces and programs nftables inside them); try: sudo npm run demo',
+    );
     return 1;
   }
   const TOTAL = 6;
@@ -119,9 +144,16 @@ export async function runDemo(argv: string[]): Promise<number> {
   process.on('SIGTERM', onSignal);
   try {
     const demo = workloadsOf(examples);
-    step(1, TOTAL, `building the lab: a host namespace and ${demo.length} workloads (${demo.map((d) => d.pod).join(', ')})`);
+    step(
+      1,
+      TOTAL,
+      `building the lab: a host namespace and ${demo.length} workloads (${demo.map((d) => d.pod).join(', ')})`,
+    );
     lab = new Lab('palisade-demo');
-    const ws = demo.map((d, i) => ({ d, w: (lab as Lab).addWorkload(d.pod.replace(/[^a-z0-9]/g, ''), d.ip, i + 1, { iface: d.iface, mac: d.mac }) }));
+    const ws = demo.map((d, i) => ({
+      d,
+      w: (lab as Lab).addWorkload(d.pod.replace(/[^a-z0-9]/g, ''), d.ip, i + 1, { iface: d.iface, mac: d.mac }),
+    }));
     for (const { w, d } of ws) await lab.listen(w, [d.port]);
     say(`  host namespace ${lab.host}; workloads ${ws.map(({ w, d }) => `${d.pod}=${d.ip} on ${w.iface}`).join(', ')}`);
 
@@ -144,11 +176,22 @@ export async function runDemo(argv: string[]): Promise<number> {
     say(`  ready in ${Date.now() - t0} ms (in sync with the datastore, first apply done)`);
 
     step(3, TOTAL, 'what it programmed');
-    const nft = JSON.parse(lab.sh(lab.host, 'nft', ['-j', 'list', 'table', 'ip', 'calico'])) as { nftables: Array<Record<string, { elem?: unknown[] }>> };
+    const nft = JSON.parse(lab.sh(lab.host, 'nft', ['-j', 'list', 'table', 'ip', 'calico'])) as {
+      nftables: Array<Record<string, { elem?: unknown[] }>>;
+    };
     const count = (k: string) => nft.nftables.filter((o) => k in o).length;
     const elements = nft.nftables.reduce((n, o) => n + ((o.set ?? o.map)?.elem?.length ?? 0), 0);
-    say(`  table ip calico: ${count('chain')} chains, ${count('rule')} rules, ${count('set')} sets and ${count('map')} dispatch maps holding ${elements} elements`);
-    say(`  routes: ${lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']).split('\n').filter((l) => l.includes('cali')).length} workload routes`);
+    say(
+      `  table ip calico: ${count('chain')} chains, ${count('rule')} rules, ${count('set')} sets and ${count('map')} dispatch maps holding ${elements} elements`,
+    );
+    say(
+      `  routes: ${
+        lab
+          .sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot'])
+          .split('\n')
+          .filter((l) => l.includes('cali')).length
+      } workload routes`,
+    );
     say(`  full listing while the demo runs: sudo ip netns exec ${lab.host} nft list table ip calico`);
     say(`  the same ruleset offline:          palisade plan --datastore-dir ${examples} --hostname node1`);
 
@@ -159,7 +202,9 @@ export async function runDemo(argv: string[]): Promise<number> {
     const fe = ws.find(({ d }) => /front/.test(d.pod));
     const be = ws.find(({ d }) => /back/.test(d.pod));
     const policies = readFileSync(join(dir, 'policies.yaml'), 'utf8');
-    const docs = parseAllDocuments(policies).map((d) => d.toJSON() as { metadata: { name: string }; spec: { ingress?: unknown[] } });
+    const docs = parseAllDocuments(policies).map(
+      (d) => d.toJSON() as { metadata: { name: string }; spec: { ingress?: unknown[] } },
+    );
     for (const d of docs) if (d.metadata.name === 'backend') d.spec.ingress = [];
     const t1 = Date.now();
     writeFileSync(join(dir, 'policies.yaml'), docs.map((d) => stringify(d)).join('---\n'));
@@ -172,7 +217,11 @@ export async function runDemo(argv: string[]): Promise<number> {
     }
     const denied = fe && be ? !(await lab.tcpAsync(fe.w, be.d.ip, be.d.port, 300)) : false;
     const enforced = applied !== undefined && denied;
-    say(enforced ? `  enforced ${(applied as number) - t1} ms after the file was written (file watch, calc graph, one nftables transaction); frontend -> backend is now refused` : '  (not enforced within 5 s)');
+    say(
+      enforced
+        ? `  enforced ${(applied as number) - t1} ms after the file was written (file watch, calc graph, one nftables transaction); frontend -> backend is now refused`
+        : '  (not enforced within 5 s)',
+    );
 
     step(6, TOTAL, 'connectivity after the change');
     say(table(await matrix(lab, ws)));

@@ -46,12 +46,16 @@ export interface PlanFiles {
 
 export function planFiles(state: DesiredState, config: Config, mode: 'nftables' | 'iptables'): PlanFiles {
   const fams = families(config);
-  if (mode === 'nftables') return { 'calico.nft': fams.map((f) => renderNft(renderRuleset(state, config, f, 'nftables'))).join('\n') };
+  if (mode === 'nftables')
+    return { 'calico.nft': fams.map((f) => renderNft(renderRuleset(state, config, f, 'nftables'))).join('\n') };
   const files: PlanFiles = { 'ipsets.txt': '' };
   for (const f of fams) {
     const rs = renderRuleset(state, config, f, 'iptables');
     files['ipsets.txt'] += renderIpsets(rs, config.MaxIpsetSize);
-    files[f === 4 ? 'iptables.txt' : 'ip6tables.txt'] = renderIptables(rs, config.ChainInsertMode as 'Insert' | 'Append');
+    files[f === 4 ? 'iptables.txt' : 'ip6tables.txt'] = renderIptables(
+      rs,
+      config.ChainInsertMode as 'Insert' | 'Append',
+    );
   }
   return files;
 }
@@ -63,7 +67,11 @@ const HEADERS: Record<string, string> = {
 };
 
 export async function runPlan(argv: string[]): Promise<number> {
-  const options = { dataplane: { type: 'string' }, 'output-dir': { type: 'string' }, timeout: { type: 'string' } } as const;
+  const options = {
+    dataplane: { type: 'string' },
+    'output-dir': { type: 'string' },
+    timeout: { type: 'string' },
+  } as const;
   const start = startCommand('plan', PLAN_USAGE, argv, options, {
     timeoutSeconds: 60,
     check: (v) => {
@@ -82,7 +90,9 @@ export async function runPlan(argv: string[]): Promise<number> {
     return 1;
   }
   if (config.fatal.length) {
-    log.error(`refusing to plan, as Felix would refuse to start: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`);
+    log.error(
+      `refusing to plan, as Felix would refuse to start: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`,
+    );
     return CONFIG_EXIT_CODE;
   }
   const state = new DesiredState();

@@ -20,9 +20,9 @@ Options:
 /** Felix's IP-set names: prefix + set ID, cut to the kernel's 31 characters. */
 export function ipSetNames(uid: string): { v4: string; v6: string; nft: string } {
   return {
-    v4: (`cali40${uid}`).slice(0, 31),
-    v6: (`cali60${uid}`).slice(0, 31),
-    nft: (`cali40${uid}`).slice(0, 31).replaceAll(':', '-'),
+    v4: `cali40${uid}`.slice(0, 31),
+    v6: `cali60${uid}`.slice(0, 31),
+    nft: `cali40${uid}`.slice(0, 31).replaceAll(':', '-'),
   };
 }
 

@@ -34,7 +34,10 @@ ShutdownTimeoutSecs); a second one stops at once.
 Exit codes: 0 stopped, 1 failed, 2 bad usage, 3 a configuration it refuses.`;
 
 export async function runTypha(argv: string[]): Promise<number> {
-  const start = startCommand('typha', TYPHA_USAGE, argv, { port: { type: 'string' }, 'listen-host': { type: 'string' } });
+  const start = startCommand('typha', TYPHA_USAGE, argv, {
+    port: { type: 'string' },
+    'listen-host': { type: 'string' },
+  });
   if (typeof start === 'number') return start;
   const { values, config, log } = start;
   let daemon: TyphaDaemon;
@@ -44,7 +47,8 @@ export async function runTypha(argv: string[]): Promise<number> {
       ...(values['listen-host'] !== undefined ? { ServerHost: values['listen-host'] } : {}),
     });
     const syncer = createSyncer(config.config, log);
-    if ('deliversModel' in syncer) throw new ConfigError('palisade typha reads the datastore itself: unset TyphaAddr (FELIX_TYPHAADDR)');
+    if ('deliversModel' in syncer)
+      throw new ConfigError('palisade typha reads the datastore itself: unset TyphaAddr (FELIX_TYPHAADDR)');
     daemon = new TyphaDaemon(cfg, syncer, log);
   } catch (e) {
     if (!(e instanceof TyphaConfigError || e instanceof ConfigError)) throw e;

@@ -53,7 +53,9 @@ function load(): FelixParam[] {
 export const FELIX_PARAMS: readonly FelixParam[] = load();
 
 const BY_NAME = new Map(FELIX_PARAMS.map((p) => [p.name.toLowerCase(), p]));
-const BY_FIELD = new Map(FELIX_PARAMS.filter((p) => p.field).map((p) => [(p.field as { json: string }).json.toLowerCase(), p]));
+const BY_FIELD = new Map(
+  FELIX_PARAMS.filter((p) => p.field).map((p) => [(p.field as { json: string }).json.toLowerCase(), p]),
+);
 
 /** Felix's parameter of this name, in any case (env and INI names are case-insensitive). */
 export function felixParam(name: string): FelixParam | undefined {
@@ -85,11 +87,16 @@ export function suggest(name: string, candidates: Iterable<string>, max = 3): st
   const limit = Math.max(2, Math.floor(lower.length / 3));
   return [...candidates]
     .map((c) => ({ c, d: editDistance(lower, c.toLowerCase()) }))
-    .filter((x) => x.d <= limit || x.c.toLowerCase().includes(lower) || (lower.length > 5 && lower.includes(x.c.toLowerCase())))
+    .filter(
+      (x) =>
+        x.d <= limit || x.c.toLowerCase().includes(lower) || (lower.length > 5 && lower.includes(x.c.toLowerCase())),
+    )
     .sort((a, b) => a.d - b.d || a.c.localeCompare(b.c))
     .slice(0, max)
     .map((x) => x.c);
 }
 
 export const FELIX_PARAM_NAMES: readonly string[] = FELIX_PARAMS.map((p) => p.name);
-export const FELIX_FIELD_NAMES: readonly string[] = FELIX_PARAMS.filter((p) => p.field).map((p) => (p.field as { json: string }).json);
+export const FELIX_FIELD_NAMES: readonly string[] = FELIX_PARAMS.filter((p) => p.field).map(
+  (p) => (p.field as { json: string }).json,
+);

@@ -66,7 +66,8 @@ export class ConfigBatcher {
         this.#dirty = true;
         break;
       case 'Resource':
-        if (u.key.kind === 'FelixConfiguration') this.#onSelectorScoped(u.key.name, u.value as FelixConfigurationLike | undefined);
+        if (u.key.kind === 'FelixConfiguration')
+          this.#onSelectorScoped(u.key.name, u.value as FelixConfigurationLike | undefined);
         if (u.key.kind === 'Node') {
           const node = u.value as { metadata: { labels?: Record<string, string> | undefined } } | undefined;
           this.#onNode(u.key.name, node?.metadata.labels, !!node);
@@ -91,7 +92,12 @@ export class ConfigBatcher {
       return;
     }
     const created = Date.parse(resource.metadata.creationTimestamp ?? '');
-    this.#scoped.set(name, { name, selector, created: Number.isNaN(created) ? 0 : created, params: this.#params(resource) });
+    this.#scoped.set(name, {
+      name,
+      selector,
+      created: Number.isNaN(created) ? 0 : created,
+      params: this.#params(resource),
+    });
   }
 
   #onNode(name: string, labels: Record<string, string> | undefined, exists: boolean): void {
@@ -106,13 +112,21 @@ export class ConfigBatcher {
   take(): DatastoreParams {
     this.#dirty = false;
     const winner = this.#selectorWinner();
-    return { global: new Map(this.#global), selector: winner?.params ?? new Map(), selectorName: winner?.name, node: new Map(this.#node) };
+    return {
+      global: new Map(this.#global),
+      selector: winner?.params ?? new Map(),
+      selectorName: winner?.name,
+      node: new Map(this.#node),
+    };
   }
 
   #params(resource: FelixConfigurationLike): Map<string, string> {
     const { values, problems } = felixConfigurationParams(resource.spec, resource.metadata.annotations);
     for (const p of problems) {
-      this.#log.warn({ resource: `FelixConfiguration ${resource.metadata.name}`, field: p.field, value: p.value }, `FelixConfiguration ${resource.metadata.name}: ${p.field}: ${p.reason}`);
+      this.#log.warn(
+        { resource: `FelixConfiguration ${resource.metadata.name}`, field: p.field, value: p.value },
+        `FelixConfiguration ${resource.metadata.name}: ${p.field}: ${p.reason}`,
+      );
     }
     return values;
   }
@@ -129,7 +143,10 @@ export class ConfigBatcher {
     });
     matches.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (matches.length > 1) {
-      this.#log.warn({ matching: matches.map((m) => m.name), winner: matches[0]?.name }, 'several selector-scoped FelixConfigurations match this node; using the oldest (a misconfiguration)');
+      this.#log.warn(
+        { matching: matches.map((m) => m.name), winner: matches[0]?.name },
+        'several selector-scoped FelixConfigurations match this node; using the oldest (a misconfiguration)',
+      );
     }
     return matches[0];
   }

@@ -22,7 +22,14 @@ export const RESTART_EXIT_CODE = 129;
 export const CONFIG_EXIT_CODE = 3;
 
 export type SourceKind = 'flag' | 'env' | 'file' | 'datastore-node' | 'datastore-selector' | 'datastore-global';
-const PRECEDENCE: readonly SourceKind[] = ['flag', 'env', 'file', 'datastore-node', 'datastore-selector', 'datastore-global'];
+const PRECEDENCE: readonly SourceKind[] = [
+  'flag',
+  'env',
+  'file',
+  'datastore-node',
+  'datastore-selector',
+  'datastore-global',
+];
 const LOCAL_SOURCES: ReadonlySet<SourceKind> = new Set(['flag', 'env', 'file']);
 
 /**
@@ -32,8 +39,10 @@ const LOCAL_SOURCES: ReadonlySet<SourceKind> = new Set(['flag', 'env', 'file']);
 const SILENT = new Set(['clusterguid', 'clustertype', 'calicoversion']);
 /** Why some unimplemented parameters are ignored, where "not supported" would mislead. */
 const WHY_IGNORED: Readonly<Record<string, string>> = {
-  RouteTableRange: 'Felix takes routing tables from this range only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix\'s do; ignored',
-  RouteTableRanges: 'Felix takes routing tables from these ranges only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix\'s do; ignored',
+  RouteTableRange:
+    "Felix takes routing tables from this range only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix's do; ignored",
+  RouteTableRanges:
+    "Felix takes routing tables from these ranges only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix's do; ignored",
 };
 
 export type ProblemKind =
@@ -210,7 +219,13 @@ export class ConfigResolver {
       const raw = this.#raw.get(kind)?.get(lower);
       if (!raw) continue;
       if (local && !LOCAL_SOURCES.has(kind)) {
-        this.#problem({ kind: 'local-only', param: raw.name, source: raw.source, value: raw.value, reason: 'can only be set in the environment, the config file or a flag; ignored' });
+        this.#problem({
+          kind: 'local-only',
+          param: raw.name,
+          source: raw.source,
+          value: raw.value,
+          reason: 'can only be set in the environment, the config file or a flag; ignored',
+        });
         continue;
       }
       return { raw, kind };
@@ -255,7 +270,9 @@ export class ConfigResolver {
       return [def.parse(raw.value), raw.source];
     } catch (e) {
       const reason = (e as Error).message;
-      return def.dieOnFail ? fallback('fatal', `${reason}; Felix refuses to start with it`) : fallback('invalid', `${reason}; using the default`);
+      return def.dieOnFail
+        ? fallback('fatal', `${reason}; Felix refuses to start with it`)
+        : fallback('invalid', `${reason}; using the default`);
     }
   }
 
@@ -284,17 +301,30 @@ export class ConfigResolver {
         if (!felix) {
           seen.add(lower);
           const near = suggest(raw.name, KNOWN_NAMES);
-          this.#problem({ kind: 'unknown', param: raw.name, source: raw.source, value: raw.value, reason: `not a Felix parameter${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; ignored` });
+          this.#problem({
+            kind: 'unknown',
+            param: raw.name,
+            source: raw.source,
+            value: raw.value,
+            reason: `not a Felix parameter${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; ignored`,
+          });
           continue;
         }
         const top = this.#top(lower, felix.local);
         seen.add(lower);
         if (!top || SILENT.has(lower)) continue;
-        if (this.#differsFromDefault(felix, top.raw)) ignored.push({ param: felix.name, value: top.raw.value, source: top.raw.source });
+        if (this.#differsFromDefault(felix, top.raw))
+          ignored.push({ param: felix.name, value: top.raw.value, source: top.raw.source });
       }
     }
     for (const s of ignored) {
-      this.#problem({ kind: 'unsupported', param: s.param, source: s.source, value: s.value, reason: WHY_IGNORED[s.param] ?? 'not supported by palisade; ignored' });
+      this.#problem({
+        kind: 'unsupported',
+        param: s.param,
+        source: s.source,
+        value: s.value,
+        reason: WHY_IGNORED[s.param] ?? 'not supported by palisade; ignored',
+      });
     }
     this.#ignored = ignored;
   }
@@ -304,7 +334,13 @@ export class ConfigResolver {
     try {
       value = raw.value.toLowerCase() === 'none' ? zeroValue(felix.type) : parseFelixValue(felix.type, raw.value);
     } catch (e) {
-      this.#problem({ kind: 'invalid', param: felix.name, source: raw.source, value: raw.value, reason: `${(e as Error).message}${felix.dieOnFail ? ' (Felix would refuse to start)' : ''}` });
+      this.#problem({
+        kind: 'invalid',
+        param: felix.name,
+        source: raw.source,
+        value: raw.value,
+        reason: `${(e as Error).message}${felix.dieOnFail ? ' (Felix would refuse to start)' : ''}`,
+      });
       return true;
     }
     const def = felix.default === '' ? zeroValue(felix.type) : parseFelixValue(felix.type, felix.default);
@@ -336,7 +372,8 @@ export function loadLocalConfig(opts: {
     file = { path, text: readFileSync(path, 'utf8') };
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (opts.configFile !== undefined || err.code !== 'ENOENT') throw new ConfigError(`config file ${path}: ${err.message}`);
+    if (opts.configFile !== undefined || err.code !== 'ENOENT')
+      throw new ConfigError(`config file ${path}: ${err.message}`);
   }
   const o: ConfigOptions = { env: opts.env ?? process.env };
   if (file) o.file = file;

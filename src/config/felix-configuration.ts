@@ -23,7 +23,8 @@ export function goDurationSeconds(text: string): number | undefined {
   if (text === '0') return 0;
   if (!GO_DURATION.test(text)) return undefined;
   let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(m[1]) * (UNIT_SECONDS[m[2] as string] as number);
+  for (const m of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g))
+    total += Number(m[1]) * (UNIT_SECONDS[m[2] as string] as number);
   return text.startsWith('-') ? -total : total;
 }
 
@@ -56,7 +57,8 @@ function protoPorts(v: unknown): string {
       const o = e as Record<string, unknown>;
       const proto = typeof o.protocol === 'string' ? o.protocol.toLowerCase() : 'tcp';
       const port = scalar(o.port);
-      if (typeof o.net === 'string' && o.net !== '') return `${proto}:${o.net.includes(':') ? `[${o.net}]` : o.net}:${port}`;
+      if (typeof o.net === 'string' && o.net !== '')
+        return `${proto}:${o.net.includes(':') ? `[${o.net}]` : o.net}:${port}`;
       return `${proto}:${port}`;
     })
     .join(',');
@@ -93,7 +95,9 @@ function convert(kind: string, v: unknown): string {
       return v.map(range).join(',');
     case 'timeouts':
       if (!Array.isArray(v)) throw new FieldError('expected a list of {name, timeout}');
-      return v.map((e) => `${scalar((e as Record<string, unknown>).name)}=${scalar((e as Record<string, unknown>).timeout)}`).join(',');
+      return v
+        .map((e) => `${scalar((e as Record<string, unknown>).name)}=${scalar((e as Record<string, unknown>).timeout)}`)
+        .join(',');
     case 'struct':
       if (typeof v !== 'object' || v === null) throw new FieldError('expected an object');
       // Felix's key names are the Go field names: the JSON name with a capital.
@@ -107,14 +111,21 @@ function convert(kind: string, v: unknown): string {
 }
 
 /** The spec and annotations of a FelixConfiguration, as Felix's raw parameters. */
-export function felixConfigurationParams(spec: Record<string, unknown>, annotations: Record<string, string> | undefined): RawParams {
+export function felixConfigurationParams(
+  spec: Record<string, unknown>,
+  annotations: Record<string, string> | undefined,
+): RawParams {
   const out: RawParams = { values: new Map(), problems: [] };
   for (const [field, value] of Object.entries(spec)) {
     if (field === 'nodeSelector' || value === undefined || value === null || value === '') continue;
     const p = felixParamForField(field);
     if (!p?.field) {
       const near = suggest(field, FELIX_FIELD_NAMES);
-      out.problems.push({ field, value, reason: `not a FelixConfiguration field${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; ignored` });
+      out.problems.push({
+        field,
+        value,
+        reason: `not a FelixConfiguration field${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}; ignored`,
+      });
       continue;
     }
     try {
@@ -131,7 +142,12 @@ export function felixConfigurationParams(spec: Record<string, unknown>, annotati
 }
 
 /** ClusterInformation's spec as Felix's global parameters, and its ready flag. */
-export function clusterInformationParams(spec: { clusterGUID?: string | undefined; clusterType?: string | undefined; calicoVersion?: string | undefined; datastoreReady?: boolean | undefined }): {
+export function clusterInformationParams(spec: {
+  clusterGUID?: string | undefined;
+  clusterType?: string | undefined;
+  calicoVersion?: string | undefined;
+  datastoreReady?: boolean | undefined;
+}): {
   values: Map<string, string>;
   ready: boolean | undefined;
 } {

@@ -19,9 +19,36 @@ const IFACE_PARAM = /^[a-zA-Z0-9:._+-]{1,15}$/;
 const HOST_ADDRESS = /^[a-zA-Z0-9:._+-]{1,64}$/;
 const LOG_RATE = /^([1-9]\d{0,3}\/(?:second|minute|hour|day))?$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DSCP_NAMES = ['DF', 'CS0', 'CS1', 'CS2', 'CS3', 'CS4', 'CS5', 'CS6', 'CS7', 'AF11', 'AF12', 'AF13', 'AF21', 'AF22', 'AF23', 'AF31', 'AF32', 'AF33', 'AF41', 'AF42', 'AF43', 'EF', 'VOICE-ADMIT'];
+const DSCP_NAMES = [
+  'DF',
+  'CS0',
+  'CS1',
+  'CS2',
+  'CS3',
+  'CS4',
+  'CS5',
+  'CS6',
+  'CS7',
+  'AF11',
+  'AF12',
+  'AF13',
+  'AF21',
+  'AF22',
+  'AF23',
+  'AF31',
+  'AF32',
+  'AF33',
+  'AF41',
+  'AF42',
+  'AF43',
+  'EF',
+  'VOICE-ADMIT',
+];
 
-/** Go's strconv.ParseInt/ParseUint with base 0: sign, 0x/0o/0b prefixes, a leading 0 for octal, "_" between digits after a prefix. */
+/**
+ * Go's strconv.ParseInt/ParseUint with base 0: sign, 0x/0o/0b prefixes, a leading 0 for octal, "_" between digits after
+ * a prefix.
+ */
 export function goInt(raw: string): bigint | undefined {
   const m = /^([+-]?)(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9]*)$/.exec(raw);
   if (!m) return undefined;
@@ -38,7 +65,8 @@ export function goInt(raw: string): bigint | undefined {
 
 /** Go's strconv.ParseFloat (decimal forms; what Felix's seconds and millis take). */
 function goFloat(raw: string): number | undefined {
-  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(raw) && !/^[+-]?(inf|infinity|nan)$/i.test(raw)) return undefined;
+  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(raw) && !/^[+-]?(inf|infinity|nan)$/i.test(raw))
+    return undefined;
   const lower = raw.toLowerCase().replace(/^\+/, '');
   if (lower.endsWith('nan')) return NaN;
   if (lower.includes('inf')) return lower.startsWith('-') ? -Infinity : Infinity;
@@ -124,7 +152,8 @@ export function parseIfaceRegexpList(raw: string): string[] {
 }
 
 function parseFile(raw: string, params: string): string {
-  if (params.includes('executable')) return raw; // DataplaneDriver: looked up on the path by Felix; palisade has no external driver
+  // DataplaneDriver: looked up on the path by Felix; palisade has no external driver
+  if (params.includes('executable')) return raw;
   if (params.includes('must-exist') && raw !== '') {
     try {
       statSync(raw);
@@ -166,10 +195,12 @@ export function parsePortList(raw: string): ProtoPort[] {
       item = item.slice(0, open) + item.slice(close + 2);
     }
     const parts = item.split(':');
-    if (parts.length > 3) throw new ParseError('ports should be <protocol>:<net>:<number> or <protocol>:<number> or <number>');
+    if (parts.length > 3)
+      throw new ParseError('ports should be <protocol>:<net>:<number> or <protocol>:<number> or <number>');
     let protocol = 'tcp';
     let port = item;
-    if (parts.length === 3) [protocol, net, port] = [(parts[0] as string).toLowerCase(), parts[1] as string, parts[2] as string];
+    if (parts.length === 3)
+      [protocol, net, port] = [(parts[0] as string).toLowerCase(), parts[1] as string, parts[2] as string];
     if (parts.length === 2) [protocol, port] = [(parts[0] as string).toLowerCase(), parts[1] as string];
     if (protocol !== 'tcp' && protocol !== 'udp') throw new ParseError(`unknown protocol: ${protocol}`);
     if (!/^[+-]?\d+$/.test(port)) throw new ParseError('ports should be integers');
@@ -220,7 +251,8 @@ export function parseEndpointList(raw: string): string[] {
 /** Felix's mark-bitmask: a 32-bit unsigned integer (any Go base) with at least 2 bits set. */
 export function parseMarkBitmask(raw: string): number {
   const v = goInt(raw);
-  if (v === undefined || v < 0n || v > 0xffffffffn || raw.startsWith('-') || raw.startsWith('+')) throw new ParseError('invalid mark: should be 32-bit int');
+  if (v === undefined || v < 0n || v > 0xffffffffn || raw.startsWith('-') || raw.startsWith('+'))
+    throw new ParseError('invalid mark: should be 32-bit int');
   const n = Number(v);
   let bits = 0;
   for (let i = 0; i < 32; i++) bits += (n >>> i) & 1;
@@ -247,7 +279,8 @@ function parseKeyValueList(raw: string, durations: boolean): Record<string, stri
     if (eq <= 0) throw new ParseError(`invalid key=value pair "${item}"`);
     const k = item.slice(0, eq).trim();
     const v = item.slice(eq + 1).trim();
-    if (durations && !/^([0-9]*(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$/.test(v) && v !== '0') throw new ParseError(`invalid duration "${v}" for ${k}`);
+    if (durations && !/^([0-9]*(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$/.test(v) && v !== '0')
+      throw new ParseError(`invalid duration "${v}" for ${k}`);
     out[k] = v;
   }
   return out;
@@ -255,7 +288,8 @@ function parseKeyValueList(raw: string, durations: boolean): Record<string, stri
 
 function parseRouteTableRange(raw: string): string {
   const m = /^(\d+)-(\d+)$/.exec(raw);
-  if (!m || Number(m[1]) < 1 || Number(m[2]) < Number(m[1]) || Number(m[2]) > 250) throw new ParseError('must be a range of route table indices within 1-250');
+  if (!m || Number(m[1]) < 1 || Number(m[2]) < Number(m[1]) || Number(m[2]) > 250)
+    throw new ParseError('must be a range of route table indices within 1-250');
   return raw;
 }
 
@@ -271,7 +305,8 @@ function parseRouteTableRanges(raw: string): string {
     if (max > 0xffffffff) throw new ParseError('max value is too high');
     total += max - min + 1;
     if (total > 0xffff) throw new ParseError('targets too many tables');
-    if ([253, 254, 255].some((r) => min <= r && max >= r)) throw new ParseError('cannot target reserved route tables 253, 254 or 255');
+    if ([253, 254, 255].some((r) => min <= r && max >= r))
+      throw new ParseError('cannot target reserved route tables 253, 254 or 255');
   }
   return raw;
 }
@@ -286,7 +321,10 @@ function parseDscp(raw: string): string {
 }
 
 function parseStringSlice(raw: string, re: RegExp | undefined): string[] {
-  const out = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const out = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (re) for (const v of out) if (!re.test(v)) throw new ParseError(`invalid entry does not match regex ${re.source}`);
   return out;
 }
@@ -352,7 +390,8 @@ export function parseFelixValue(type: string, raw: string): unknown {
     case 'host-address':
       return matching(HOST_ADDRESS, 'invalid host address')(raw);
     case 'region':
-      if (raw.length > 63 - 'openstack-region-'.length || !DNS_LABEL.test(raw)) throw new ParseError('the value of OpenstackRegion must be a valid DNS label of at most 46 characters');
+      if (raw.length > 63 - 'openstack-region-'.length || !DNS_LABEL.test(raw))
+        throw new ParseError('the value of OpenstackRegion must be a valid DNS label of at most 46 characters');
       return raw;
     case 'oneof':
       return parseOneOf(raw, params);
@@ -378,7 +417,15 @@ export function parseFelixValue(type: string, raw: string): unknown {
   }
 }
 
-const LIST_KINDS = new Set(['iface-list', 'iface-list-regexp', 'endpoint-list', 'port-list', 'portrange-list', 'cidr-list', 'iface-filter-slice']);
+const LIST_KINDS = new Set([
+  'iface-list',
+  'iface-list-regexp',
+  'endpoint-list',
+  'port-list',
+  'portrange-list',
+  'cidr-list',
+  'iface-filter-slice',
+]);
 
 /** What "none" sets a parameter of this type to: Go's zero value for the field. */
 export function zeroValue(type: string): unknown {

@@ -43,7 +43,12 @@ interface Extra<T> {
 }
 
 /** One of Felix's parameters: type, default and flags from the catalogue; `convert` shapes the checked value. */
-function felix<T>(name: string, convert: (checked: unknown, raw: string) => T, description: string, extra: Extra<T> = {}): ParamDef<T> {
+function felix<T>(
+  name: string,
+  convert: (checked: unknown, raw: string) => T,
+  description: string,
+  extra: Extra<T> = {},
+): ParamDef<T> {
   const f = felixParam(name);
   if (!f) throw new Error(`params: ${name} is not a Felix parameter`);
   const type = extra.type ?? f.type;
@@ -66,8 +71,22 @@ function felix<T>(name: string, convert: (checked: unknown, raw: string) => T, d
 }
 
 /** A parameter of palisade's own (no Felix equivalent). */
-function ours<T>(name: string, type: string, def: string, convert: (checked: unknown, raw: string) => T, description: string): ParamDef<T> {
-  return { name, type, default: () => def, parse: (raw) => convert(parseFelixValue(type, raw), raw), convert, description, local: true };
+function ours<T>(
+  name: string,
+  type: string,
+  def: string,
+  convert: (checked: unknown, raw: string) => T,
+  description: string,
+): ParamDef<T> {
+  return {
+    name,
+    type,
+    default: () => def,
+    parse: (raw) => convert(parseFelixValue(type, raw), raw),
+    convert,
+    description,
+    local: true,
+  };
 }
 
 const asString = (v: unknown) => v as string;
@@ -102,7 +121,9 @@ function nonNegativeSeconds(v: unknown): number {
 
 function formatPorts(ports: FailsafePort[]): string {
   if (!ports.length) return 'none';
-  return ports.map((x) => `${x.protocol}:${x.net ? `${x.net.includes(':') ? `[${x.net}]` : x.net}:` : ''}${x.port}`).join(',');
+  return ports
+    .map((x) => `${x.protocol}:${x.net ? `${x.net.includes(':') ? `[${x.net}]` : x.net}:` : ''}${x.port}`)
+    .join(',');
 }
 
 const formatMask = (v: number) => `0x${v.toString(16).padStart(8, '0')}`;
@@ -110,99 +131,358 @@ const formatMask = (v: number) => `0x${v.toString(16).padStart(8, '0')}`;
 export const LOG_SEVERITIES = ['Trace', 'Debug', 'Info', 'Warning', 'Error', 'Fatal'] as const;
 
 export const PARAMS = {
-  DatastoreType: felix('DatastoreType', spelled(['etcdv3', 'kubernetes', 'file'] as const), 'Where resources come from: etcdv3, kubernetes (the API server found by KUBECONFIG or the in-cluster service account), or file (palisade\'s directory of YAML/JSON). Default etcdv3, or file when DatastoreDir is set.', {
-    type: 'oneof(kubernetes,etcdv3,file)',
-    differs: 'palisade adds "file" (a directory of YAML/JSON files), chosen when DatastoreDir is set and DatastoreType is not',
-  }),
-  DatastoreDir: ours('DatastoreDir', 'string', '/etc/palisade/resources', asString, 'The directory of calicoctl-style YAML/JSON files (DatastoreType file; ours).'),
+  DatastoreType: felix(
+    'DatastoreType',
+    spelled(['etcdv3', 'kubernetes', 'file'] as const),
+    "Where resources come from: etcdv3, kubernetes (the API server found by KUBECONFIG or the in-cluster service account), or file (palisade's directory of YAML/JSON). Default etcdv3, or file when DatastoreDir is set.",
+    {
+      type: 'oneof(kubernetes,etcdv3,file)',
+      differs:
+        'palisade adds "file" (a directory of YAML/JSON files), chosen when DatastoreDir is set and DatastoreType is not',
+    },
+  ),
+  DatastoreDir: ours(
+    'DatastoreDir',
+    'string',
+    '/etc/palisade/resources',
+    asString,
+    'The directory of calicoctl-style YAML/JSON files (DatastoreType file; ours).',
+  ),
   EtcdAddr: felix('EtcdAddr', asString, 'host:port of etcd, with EtcdScheme, when EtcdEndpoints is not set.'),
   EtcdScheme: felix('EtcdScheme', asString, 'http or https, for EtcdAddr.'),
-  EtcdEndpoints: felix('EtcdEndpoints', asList, 'Comma-separated etcd endpoints, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379 (default: EtcdScheme://EtcdAddr).'),
-  EtcdCaFile: felix('EtcdCaFile', asString, 'CA certificate(s) that sign the etcd servers\' certificates ("" = system roots).'),
+  EtcdEndpoints: felix(
+    'EtcdEndpoints',
+    asList,
+    'Comma-separated etcd endpoints, e.g. https://10.0.0.1:2379,https://10.0.0.2:2379 (default: EtcdScheme://EtcdAddr).',
+  ),
+  EtcdCaFile: felix(
+    'EtcdCaFile',
+    asString,
+    'CA certificate(s) that sign the etcd servers\' certificates ("" = system roots).',
+  ),
   EtcdCertFile: felix('EtcdCertFile', asString, 'Client certificate for mutual TLS with etcd.'),
   EtcdKeyFile: felix('EtcdKeyFile', asString, 'Private key of EtcdCertFile.'),
-  EtcdTimeout: ours('EtcdTimeout', 'seconds', '10', nonNegativeSeconds, 'Timeout, in seconds, of one etcd request and of dialling (ours).'),
-  TyphaAddr: felix('TyphaAddr', asString, 'host:port of Typha: when set, resources come from Typha instead of the datastore (Felix\'s feed, whatever the datastore).'),
-  TyphaK8sServiceName: felix('TyphaK8sServiceName', asString, 'Typha found through the EndpointSlices of this Kubernetes service (port "calico-typha", ready, this node first) when TyphaAddr is not set.'),
+  EtcdTimeout: ours(
+    'EtcdTimeout',
+    'seconds',
+    '10',
+    nonNegativeSeconds,
+    'Timeout, in seconds, of one etcd request and of dialling (ours).',
+  ),
+  TyphaAddr: felix(
+    'TyphaAddr',
+    asString,
+    "host:port of Typha: when set, resources come from Typha instead of the datastore (Felix's feed, whatever the datastore).",
+  ),
+  TyphaK8sServiceName: felix(
+    'TyphaK8sServiceName',
+    asString,
+    'Typha found through the EndpointSlices of this Kubernetes service (port "calico-typha", ready, this node first) when TyphaAddr is not set.',
+  ),
   TyphaK8sNamespace: felix('TyphaK8sNamespace', asString, 'Namespace of TyphaK8sServiceName.'),
-  TyphaReadTimeout: felix('TyphaReadTimeout', nonNegativeSeconds, 'Seconds without a message from Typha (its pings come every 10) before the connection is dropped and remade.'),
-  TyphaWriteTimeout: felix('TyphaWriteTimeout', nonNegativeSeconds, 'Seconds a write to Typha may block before the connection is dropped and remade.'),
-  TyphaCAFile: felix('TyphaCAFile', asString, 'CA certificate that signs Typha\'s certificate; with TyphaCertFile and TyphaKeyFile, turns TLS on.'),
+  TyphaReadTimeout: felix(
+    'TyphaReadTimeout',
+    nonNegativeSeconds,
+    'Seconds without a message from Typha (its pings come every 10) before the connection is dropped and remade.',
+  ),
+  TyphaWriteTimeout: felix(
+    'TyphaWriteTimeout',
+    nonNegativeSeconds,
+    'Seconds a write to Typha may block before the connection is dropped and remade.',
+  ),
+  TyphaCAFile: felix(
+    'TyphaCAFile',
+    asString,
+    "CA certificate that signs Typha's certificate; with TyphaCertFile and TyphaKeyFile, turns TLS on.",
+  ),
   TyphaCertFile: felix('TyphaCertFile', asString, 'Our client certificate for Typha.'),
   TyphaKeyFile: felix('TyphaKeyFile', asString, 'Private key of TyphaCertFile.'),
-  TyphaCN: felix('TyphaCN', asString, 'Common name Typha\'s certificate must have (this or TyphaURISAN).'),
-  TyphaURISAN: felix('TyphaURISAN', asString, 'URI SAN Typha\'s certificate must have (this or TyphaCN).'),
-  IPv4VXLANTunnelAddr: felix('IPv4VXLANTunnelAddr', asString, 'This node\'s VXLAN tunnel address (calico-node sets it on the Node; the VXLAN resolver reads every node\'s).'),
-  VXLANTunnelMACAddr: felix('VXLANTunnelMACAddr', asString, 'This node\'s VTEP MAC (calico-node sets it on the Node); unset: derived from the node name, as Felix.'),
-  VXLANEnabled: felix('VXLANEnabled', (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)), 'The VXLAN overlay (vxlan.calico): unset means "when an IP pool has vxlanMode Always or CrossSubnet", as Felix.', { format: (v) => (v === undefined ? '' : String(v)) }),
+  TyphaCN: felix('TyphaCN', asString, "Common name Typha's certificate must have (this or TyphaURISAN)."),
+  TyphaURISAN: felix('TyphaURISAN', asString, "URI SAN Typha's certificate must have (this or TyphaCN)."),
+  IPv4VXLANTunnelAddr: felix(
+    'IPv4VXLANTunnelAddr',
+    asString,
+    "This node's VXLAN tunnel address (calico-node sets it on the Node; the VXLAN resolver reads every node's).",
+  ),
+  VXLANTunnelMACAddr: felix(
+    'VXLANTunnelMACAddr',
+    asString,
+    "This node's VTEP MAC (calico-node sets it on the Node); unset: derived from the node name, as Felix.",
+  ),
+  VXLANEnabled: felix(
+    'VXLANEnabled',
+    (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)),
+    'The VXLAN overlay (vxlan.calico): unset means "when an IP pool has vxlanMode Always or CrossSubnet", as Felix.',
+    { format: (v) => (v === undefined ? '' : String(v)) },
+  ),
   VXLANVNI: felix('VXLANVNI', asNumber, 'VXLAN network identifier of vxlan.calico.'),
   VXLANPort: felix('VXLANPort', asNumber, 'UDP port of the VXLAN overlay.'),
-  DeviceRouteProtocol: felix('DeviceRouteProtocol', asNumber, 'The protocol of the routes palisade programs (workload routes, overlay routes, blackholes): 3 (boot), as Felix.'),
-  DeviceRouteSourceAddress: felix('DeviceRouteSourceAddress', asString, 'The preferred source address of IPv4 workload routes (for traffic the host sends to workloads); empty: none.'),
+  DeviceRouteProtocol: felix(
+    'DeviceRouteProtocol',
+    asNumber,
+    'The protocol of the routes palisade programs (workload routes, overlay routes, blackholes): 3 (boot), as Felix.',
+  ),
+  DeviceRouteSourceAddress: felix(
+    'DeviceRouteSourceAddress',
+    asString,
+    'The preferred source address of IPv4 workload routes (for traffic the host sends to workloads); empty: none.',
+  ),
   DeviceRouteSourceAddressIPv6: felix('DeviceRouteSourceAddressIPv6', asString, 'The same for IPv6 workload routes.'),
-  RemoveExternalRoutes: felix('RemoveExternalRoutes', asBool, 'Remove routes other programs put on workload interfaces (any protocol but the kernel\'s and ours).', {
-    default: 'false',
-    differs: 'default false: palisade removes no route it did not program unless told to (Felix: true)',
-  }),
-  IpInIpEnabled: felix('IpInIpEnabled', (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)), 'The IPIP overlay (tunl0): unset means "when an IP pool has ipipMode Always or CrossSubnet", as Felix.', { format: (v) => (v === undefined ? '' : String(v)) }),
-  IpInIpMtu: felix('IpInIpMtu', asNumber, 'MTU of tunl0; 0: the underlay device\'s MTU less 20.'),
-  IpInIpTunnelAddr: felix('IpInIpTunnelAddr', asString, 'This node\'s IPIP tunnel address (calico-node sets it on the Node as bgp.ipv4IPIPTunnelAddr).'),
-  RouteSource: felix('RouteSource', spelled(['CalicoIPAM', 'WorkloadIPs'] as const), 'Where routes to other nodes\' workloads come from: IPAM blocks and their affinities (CalicoIPAM), or every workload endpoint\'s own addresses, a /32 each (WorkloadIPs, for clusters whose IPAM is not Calico\'s).'),
-  ProgramClusterRoutes: felix('ProgramClusterRoutes', spelled(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly'] as const), 'Which cluster routes palisade programs (BIRD programs the rest, as BGPConfiguration.programClusterRoutes says): IPIP pools\' with Enabled or EnabledIPIPOnly (VXLAN pools\' always).'),
-  ExternalNodesCIDRList: felix('ExternalNodesCIDRList', asList, 'Addresses outside the cluster also allowed to send IPIP to this node (added to the all-hosts-net set).'),
-  AllowVXLANPacketsFromWorkloads: felix('AllowVXLANPacketsFromWorkloads', asBool, 'Let workloads send VXLAN (UDP to VXLANPort); false: dropped first thing in their egress chains, as Felix, since encapsulation would carry traffic around policy.'),
-  AllowIPIPPacketsFromWorkloads: felix('AllowIPIPPacketsFromWorkloads', asBool, 'Let workloads send IP-in-IP; false: dropped first thing in their egress chains, as Felix.'),
-  VXLANMTU: felix('VXLANMTU', asNumber, 'MTU of vxlan.calico; 0: the underlay device\'s MTU less 50.'),
-  FelixHostname: felix('FelixHostname', asString, 'This node\'s name: the endpoints whose node is this name are local.', { default: () => hostname().toLowerCase() }),
-  LogSeverityScreen: felix('LogSeverityScreen', spelled(LOG_SEVERITIES), 'Lowest severity logged: Trace, Debug, Info, Warning, Error, Fatal.', {
-    live: true,
-    differs: 'applied without a restart (Felix restarts)',
-  }),
+  RemoveExternalRoutes: felix(
+    'RemoveExternalRoutes',
+    asBool,
+    "Remove routes other programs put on workload interfaces (any protocol but the kernel's and ours).",
+    {
+      default: 'false',
+      differs: 'default false: palisade removes no route it did not program unless told to (Felix: true)',
+    },
+  ),
+  IpInIpEnabled: felix(
+    'IpInIpEnabled',
+    (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)),
+    'The IPIP overlay (tunl0): unset means "when an IP pool has ipipMode Always or CrossSubnet", as Felix.',
+    { format: (v) => (v === undefined ? '' : String(v)) },
+  ),
+  IpInIpMtu: felix('IpInIpMtu', asNumber, "MTU of tunl0; 0: the underlay device's MTU less 20."),
+  IpInIpTunnelAddr: felix(
+    'IpInIpTunnelAddr',
+    asString,
+    "This node's IPIP tunnel address (calico-node sets it on the Node as bgp.ipv4IPIPTunnelAddr).",
+  ),
+  RouteSource: felix(
+    'RouteSource',
+    spelled(['CalicoIPAM', 'WorkloadIPs'] as const),
+    "Where routes to other nodes' workloads come from: IPAM blocks and their affinities (CalicoIPAM), or every workload endpoint's own addresses, a /32 each (WorkloadIPs, for clusters whose IPAM is not Calico's).",
+  ),
+  ProgramClusterRoutes: felix(
+    'ProgramClusterRoutes',
+    spelled(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly'] as const),
+    "Which cluster routes palisade programs (BIRD programs the rest, as BGPConfiguration.programClusterRoutes says): IPIP pools' with Enabled or EnabledIPIPOnly (VXLAN pools' always).",
+  ),
+  ExternalNodesCIDRList: felix(
+    'ExternalNodesCIDRList',
+    asList,
+    'Addresses outside the cluster also allowed to send IPIP to this node (added to the all-hosts-net set).',
+  ),
+  AllowVXLANPacketsFromWorkloads: felix(
+    'AllowVXLANPacketsFromWorkloads',
+    asBool,
+    'Let workloads send VXLAN (UDP to VXLANPort); false: dropped first thing in their egress chains, as Felix, since encapsulation would carry traffic around policy.',
+  ),
+  AllowIPIPPacketsFromWorkloads: felix(
+    'AllowIPIPPacketsFromWorkloads',
+    asBool,
+    'Let workloads send IP-in-IP; false: dropped first thing in their egress chains, as Felix.',
+  ),
+  VXLANMTU: felix('VXLANMTU', asNumber, "MTU of vxlan.calico; 0: the underlay device's MTU less 50."),
+  FelixHostname: felix(
+    'FelixHostname',
+    asString,
+    "This node's name: the endpoints whose node is this name are local.",
+    { default: () => hostname().toLowerCase() },
+  ),
+  LogSeverityScreen: felix(
+    'LogSeverityScreen',
+    spelled(LOG_SEVERITIES),
+    'Lowest severity logged: Trace, Debug, Info, Warning, Error, Fatal.',
+    {
+      live: true,
+      differs: 'applied without a restart (Felix restarts)',
+    },
+  ),
   HealthEnabled: felix('HealthEnabled', asBool, 'Serve /liveness and /readiness.'),
   HealthHost: felix('HealthHost', asString, 'Address the health server binds to.'),
   HealthPort: felix('HealthPort', port, 'Port of the health server.'),
   PrometheusMetricsEnabled: felix('PrometheusMetricsEnabled', asBool, 'Serve Prometheus metrics.'),
-  PrometheusMetricsHost: felix('PrometheusMetricsHost', asString, 'Address the metrics server binds to ("" = all addresses).'),
+  PrometheusMetricsHost: felix(
+    'PrometheusMetricsHost',
+    asString,
+    'Address the metrics server binds to ("" = all addresses).',
+  ),
   PrometheusMetricsPort: felix('PrometheusMetricsPort', port, 'Port of the metrics server.'),
-  PrometheusMetricsCertFile: felix('PrometheusMetricsCertFile', asString, 'Serve metrics over TLS with this certificate (and PrometheusMetricsKeyFile).'),
-  PrometheusMetricsKeyFile: felix('PrometheusMetricsKeyFile', asString, 'The private key of PrometheusMetricsCertFile.'),
-  PrometheusMetricsCAFile: felix('PrometheusMetricsCAFile', asString, 'CA certificate(s) that sign the clients\' certificates.'),
-  PrometheusMetricsClientAuth: felix('PrometheusMetricsClientAuth', spelled(['NoClientCert', 'VerifyClientCertIfGiven', 'RequireAnyClientCert', 'RequireAndVerifyClientCert'] as const), 'TLS client certificates: NoClientCert, VerifyClientCertIfGiven, RequireAnyClientCert or RequireAndVerifyClientCert.'),
+  PrometheusMetricsCertFile: felix(
+    'PrometheusMetricsCertFile',
+    asString,
+    'Serve metrics over TLS with this certificate (and PrometheusMetricsKeyFile).',
+  ),
+  PrometheusMetricsKeyFile: felix(
+    'PrometheusMetricsKeyFile',
+    asString,
+    'The private key of PrometheusMetricsCertFile.',
+  ),
+  PrometheusMetricsCAFile: felix(
+    'PrometheusMetricsCAFile',
+    asString,
+    "CA certificate(s) that sign the clients' certificates.",
+  ),
+  PrometheusMetricsClientAuth: felix(
+    'PrometheusMetricsClientAuth',
+    spelled(['NoClientCert', 'VerifyClientCertIfGiven', 'RequireAnyClientCert', 'RequireAndVerifyClientCert'] as const),
+    'TLS client certificates: NoClientCert, VerifyClientCertIfGiven, RequireAnyClientCert or RequireAndVerifyClientCert.',
+  ),
   InterfacePrefix: felix('InterfacePrefix', asList, 'Comma-separated prefixes of workload interface names.'),
   InterfaceExclude: felix('InterfaceExclude', asList, 'Comma-separated interface names, or /regexes/, to ignore.'),
-  IptablesRefreshInterval: felix('IptablesRefreshInterval', nonNegativeSeconds, 'iptables mode: seconds between re-reads of our rules to repair drift (0: never).'),
-  NftablesRefreshInterval: felix('NftablesRefreshInterval', nonNegativeSeconds, 'nftables mode: seconds between re-reads of our tables to repair drift (0: never).'),
-  IpsetsRefreshInterval: felix('IpsetsRefreshInterval', nonNegativeSeconds, 'Seconds between re-reads of our IP sets (0: never); in nftables mode the sets are in our tables, re-read with them.'),
-  RouteRefreshInterval: felix('RouteRefreshInterval', nonNegativeSeconds, 'Seconds between re-reads of our routes (0: never).'),
-  InterfaceRefreshInterval: felix('InterfaceRefreshInterval', nonNegativeSeconds, 'Seconds between full interface resyncs, which also rewrite the workload interfaces\' sysctls (0: never).'),
-  MaxIpsetSize: felix('MaxIpsetSize', positive, 'Largest number of members an IP set may hold (iptables mode: ipset maxelem; nftables sets have no size, as in Felix\'s nftables mode).'),
-  DefaultEndpointToHostAction: felix('DefaultEndpointToHostAction', spelled(['Drop', 'Return', 'Accept'] as const), 'What happens to workload traffic to the host after its egress policy: Drop, Return or Accept.'),
-  IptablesBackend: felix('IptablesBackend', spelled(['legacy', 'nft', 'auto'] as const), 'iptables mode: program through the iptables-nft tools (nft), iptables-legacy (legacy), or choose as Felix does (auto: the backend kube-proxy uses, else the one holding more rules).'),
-  ChainInsertMode: felix('ChainInsertMode', spelled(['Insert', 'Append'] as const), 'iptables mode: hook our chains at the top (Insert) or bottom (Append) of the kernel\'s chains (nftables mode has its own base chains, as Felix\'s).'),
-  IptablesTransport: ours('IptablesTransport', 'oneof(native,exec)', 'native', spelled(['native', 'exec'] as const), 'iptables mode: how rules are programmed: in process (native: libiptc for iptables-legacy, nftables netlink in iptables-nft\'s own layout for iptables-nft) or by running iptables-restore as Felix does (exec). Both leave the same kernel state (ours).'),
-  IptablesLockFilePath: ours('IptablesLockFilePath', 'string', '/run/xtables.lock', asString, 'iptables mode: the xtables lock file, the one iptables and kube-proxy take (Felix had this parameter until v3.2x) (ours).'),
-  IptablesLockTimeoutSecs: ours('IptablesLockTimeoutSecs', 'seconds', '10', nonNegativeSeconds, 'iptables mode: how long to wait for the xtables lock before an apply fails and is retried (Felix passes --wait 10 to iptables-restore) (ours).'),
-  IptablesLockProbeIntervalMillis: felix('IptablesLockProbeIntervalMillis', asNumber, 'iptables mode: how often a busy xtables lock is probed, in milliseconds.'),
-  IptablesPostWriteCheckIntervalSecs: felix('IptablesPostWriteCheckIntervalSecs', nonNegativeSeconds, 'iptables mode: seconds after a write before our rules are read back once more (to catch another program overwriting them); the wait doubles while nothing new is written, up to IptablesRefreshInterval (0: never).'),
-  IptablesMarkMask: felix('IptablesMarkMask', asNumber, 'iptables mode: the packet mark bits palisade may use.', { format: formatMask }),
-  NftablesMarkMask: felix('NftablesMarkMask', asNumber, 'nftables mode: the packet mark bits palisade may use.', { format: formatMask }),
-  FailsafeInboundHostPorts: felix('FailsafeInboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked inbound: [tcp|udp:][cidr:]port, comma-separated, or none.', { format: formatPorts }),
-  FailsafeOutboundHostPorts: felix('FailsafeOutboundHostPorts', (v) => v as FailsafePort[], 'Host ports never blocked outbound, in the same form.', { format: formatPorts }),
-  NFTablesMode: felix('NFTablesMode', spelled(['Enabled', 'Disabled', 'Auto'] as const), 'Program nftables (Enabled), iptables (Disabled), or follow kube-proxy as Felix does (Auto: nftables when kube-proxy runs in nftables mode, else iptables; re-checked every 15 s, a change restarts the agent).'),
+  IptablesRefreshInterval: felix(
+    'IptablesRefreshInterval',
+    nonNegativeSeconds,
+    'iptables mode: seconds between re-reads of our rules to repair drift (0: never).',
+  ),
+  NftablesRefreshInterval: felix(
+    'NftablesRefreshInterval',
+    nonNegativeSeconds,
+    'nftables mode: seconds between re-reads of our tables to repair drift (0: never).',
+  ),
+  IpsetsRefreshInterval: felix(
+    'IpsetsRefreshInterval',
+    nonNegativeSeconds,
+    'Seconds between re-reads of our IP sets (0: never); in nftables mode the sets are in our tables, re-read with them.',
+  ),
+  RouteRefreshInterval: felix(
+    'RouteRefreshInterval',
+    nonNegativeSeconds,
+    'Seconds between re-reads of our routes (0: never).',
+  ),
+  InterfaceRefreshInterval: felix(
+    'InterfaceRefreshInterval',
+    nonNegativeSeconds,
+    "Seconds between full interface resyncs, which also rewrite the workload interfaces' sysctls (0: never).",
+  ),
+  MaxIpsetSize: felix(
+    'MaxIpsetSize',
+    positive,
+    "Largest number of members an IP set may hold (iptables mode: ipset maxelem; nftables sets have no size, as in Felix's nftables mode).",
+  ),
+  DefaultEndpointToHostAction: felix(
+    'DefaultEndpointToHostAction',
+    spelled(['Drop', 'Return', 'Accept'] as const),
+    'What happens to workload traffic to the host after its egress policy: Drop, Return or Accept.',
+  ),
+  IptablesBackend: felix(
+    'IptablesBackend',
+    spelled(['legacy', 'nft', 'auto'] as const),
+    'iptables mode: program through the iptables-nft tools (nft), iptables-legacy (legacy), or choose as Felix does (auto: the backend kube-proxy uses, else the one holding more rules).',
+  ),
+  ChainInsertMode: felix(
+    'ChainInsertMode',
+    spelled(['Insert', 'Append'] as const),
+    "iptables mode: hook our chains at the top (Insert) or bottom (Append) of the kernel's chains (nftables mode has its own base chains, as Felix's).",
+  ),
+  IptablesTransport: ours(
+    'IptablesTransport',
+    'oneof(native,exec)',
+    'native',
+    spelled(['native', 'exec'] as const),
+    "iptables mode: how rules are programmed: in process (native: libiptc for iptables-legacy, nftables netlink in iptables-nft's own layout for iptables-nft) or by running iptables-restore as Felix does (exec). Both leave the same kernel state (ours).",
+  ),
+  IptablesLockFilePath: ours(
+    'IptablesLockFilePath',
+    'string',
+    '/run/xtables.lock',
+    asString,
+    'iptables mode: the xtables lock file, the one iptables and kube-proxy take (Felix had this parameter until v3.2x) (ours).',
+  ),
+  IptablesLockTimeoutSecs: ours(
+    'IptablesLockTimeoutSecs',
+    'seconds',
+    '10',
+    nonNegativeSeconds,
+    'iptables mode: how long to wait for the xtables lock before an apply fails and is retried (Felix passes --wait 10 to iptables-restore) (ours).',
+  ),
+  IptablesLockProbeIntervalMillis: felix(
+    'IptablesLockProbeIntervalMillis',
+    asNumber,
+    'iptables mode: how often a busy xtables lock is probed, in milliseconds.',
+  ),
+  IptablesPostWriteCheckIntervalSecs: felix(
+    'IptablesPostWriteCheckIntervalSecs',
+    nonNegativeSeconds,
+    'iptables mode: seconds after a write before our rules are read back once more (to catch another program overwriting them); the wait doubles while nothing new is written, up to IptablesRefreshInterval (0: never).',
+  ),
+  IptablesMarkMask: felix('IptablesMarkMask', asNumber, 'iptables mode: the packet mark bits palisade may use.', {
+    format: formatMask,
+  }),
+  NftablesMarkMask: felix('NftablesMarkMask', asNumber, 'nftables mode: the packet mark bits palisade may use.', {
+    format: formatMask,
+  }),
+  FailsafeInboundHostPorts: felix(
+    'FailsafeInboundHostPorts',
+    (v) => v as FailsafePort[],
+    'Host ports never blocked inbound: [tcp|udp:][cidr:]port, comma-separated, or none.',
+    { format: formatPorts },
+  ),
+  FailsafeOutboundHostPorts: felix(
+    'FailsafeOutboundHostPorts',
+    (v) => v as FailsafePort[],
+    'Host ports never blocked outbound, in the same form.',
+    { format: formatPorts },
+  ),
+  NFTablesMode: felix(
+    'NFTablesMode',
+    spelled(['Enabled', 'Disabled', 'Auto'] as const),
+    'Program nftables (Enabled), iptables (Disabled), or follow kube-proxy as Felix does (Auto: nftables when kube-proxy runs in nftables mode, else iptables; re-checked every 15 s, a change restarts the agent).',
+  ),
   Ipv6Support: felix('Ipv6Support', asBool, 'Program IPv6 as well as IPv4.'),
-  IptablesFilterAllowAction: felix('IptablesFilterAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'iptables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN to the kernel\'s chain (for rules after ours).'),
-  IptablesMangleAllowAction: felix('IptablesMangleAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'iptables mode: the same for the mangle table (pre-DNAT policy).'),
-  IptablesFilterDenyAction: felix('IptablesFilterDenyAction', spelled(['DROP', 'REJECT'] as const), 'iptables mode: what the filter table does with traffic policy denied: DROP or REJECT.'),
-  NftablesFilterAllowAction: felix('NftablesFilterAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'nftables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN.'),
-  NftablesMangleAllowAction: felix('NftablesMangleAllowAction', spelled(['ACCEPT', 'RETURN'] as const), 'nftables mode: the same for the mangle table.'),
-  NftablesFilterDenyAction: felix('NftablesFilterDenyAction', spelled(['DROP', 'REJECT'] as const), 'nftables mode: what the filter table does with traffic policy denied: DROP or REJECT.'),
-  WorkloadSourceSpoofing: felix('WorkloadSourceSpoofing', spelled(['Disabled', 'Any'] as const), 'Any: workload endpoints may list allowSpoofedSourcePrefixes (exempt from the reverse-path check); Disabled: such an endpoint is refused, as Felix refuses it.'),
-  NATOutgoingAddress: felix('NATOutgoingAddress', asString, 'Source address for outgoing NAT from natOutgoing pools (SNAT to it instead of masquerading); "" masquerades.'),
-  FloatingIPs: felix('FloatingIPs', spelled(['Enabled', 'Disabled'] as const), 'Enabled: program workloads\' floating IPs (WorkloadEndpoint ipNATs) as DNAT/SNAT.'),
-  IPForwarding: felix('IPForwarding', spelled(['Enabled', 'Disabled'] as const), 'Enabled: turn on IPv4 forwarding (and IPv6 forwarding when Ipv6Support is on), as pods need; Disabled: leave it as it is.'),
-  LogPrefix: felix('LogPrefix', asString, 'Prefix of the kernel log lines of Log rules; %t (tier), %k (kind), %n (name) and %p (namespace/name) are replaced, as in Felix.'),
+  IptablesFilterAllowAction: felix(
+    'IptablesFilterAllowAction',
+    spelled(['ACCEPT', 'RETURN'] as const),
+    "iptables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN to the kernel's chain (for rules after ours).",
+  ),
+  IptablesMangleAllowAction: felix(
+    'IptablesMangleAllowAction',
+    spelled(['ACCEPT', 'RETURN'] as const),
+    'iptables mode: the same for the mangle table (pre-DNAT policy).',
+  ),
+  IptablesFilterDenyAction: felix(
+    'IptablesFilterDenyAction',
+    spelled(['DROP', 'REJECT'] as const),
+    'iptables mode: what the filter table does with traffic policy denied: DROP or REJECT.',
+  ),
+  NftablesFilterAllowAction: felix(
+    'NftablesFilterAllowAction',
+    spelled(['ACCEPT', 'RETURN'] as const),
+    'nftables mode: what the filter table does with traffic policy allowed: ACCEPT, or RETURN.',
+  ),
+  NftablesMangleAllowAction: felix(
+    'NftablesMangleAllowAction',
+    spelled(['ACCEPT', 'RETURN'] as const),
+    'nftables mode: the same for the mangle table.',
+  ),
+  NftablesFilterDenyAction: felix(
+    'NftablesFilterDenyAction',
+    spelled(['DROP', 'REJECT'] as const),
+    'nftables mode: what the filter table does with traffic policy denied: DROP or REJECT.',
+  ),
+  WorkloadSourceSpoofing: felix(
+    'WorkloadSourceSpoofing',
+    spelled(['Disabled', 'Any'] as const),
+    'Any: workload endpoints may list allowSpoofedSourcePrefixes (exempt from the reverse-path check); Disabled: such an endpoint is refused, as Felix refuses it.',
+  ),
+  NATOutgoingAddress: felix(
+    'NATOutgoingAddress',
+    asString,
+    'Source address for outgoing NAT from natOutgoing pools (SNAT to it instead of masquerading); "" masquerades.',
+  ),
+  FloatingIPs: felix(
+    'FloatingIPs',
+    spelled(['Enabled', 'Disabled'] as const),
+    "Enabled: program workloads' floating IPs (WorkloadEndpoint ipNATs) as DNAT/SNAT.",
+  ),
+  IPForwarding: felix(
+    'IPForwarding',
+    spelled(['Enabled', 'Disabled'] as const),
+    'Enabled: turn on IPv4 forwarding (and IPv6 forwarding when Ipv6Support is on), as pods need; Disabled: leave it as it is.',
+  ),
+  LogPrefix: felix(
+    'LogPrefix',
+    asString,
+    'Prefix of the kernel log lines of Log rules; %t (tier), %k (kind), %n (name) and %p (namespace/name) are replaced, as in Felix.',
+  ),
   LogActionRateLimit: felix('LogActionRateLimit', asString, 'Rate limit of Log rules, e.g. 10/second ("" for none).'),
-  LogActionRateLimitBurst: felix('LogActionRateLimitBurst', asNumber, 'Burst of that rate limit (0: the kernel\'s default).'),
+  LogActionRateLimitBurst: felix(
+    'LogActionRateLimitBurst',
+    asNumber,
+    "Burst of that rate limit (0: the kernel's default).",
+  ),
 } as const;
 
 export type ParamName = keyof typeof PARAMS;

@@ -15,7 +15,11 @@ export function configReferenceTable(): string {
     const note = def.differs ? ` *Differs from Felix:* ${def.differs}.` : '';
     return `| \`${name}\` | \`FELIX_${name.toUpperCase()}\` | ${shown} | ${where} | ${restart} | ${def.description}${note} |`;
   });
-  return ['| Parameter | Environment | Default | Sources | Restart on change | Meaning |', '|---|---|---|---|---|---|', ...rows].join('\n');
+  return [
+    '| Parameter | Environment | Default | Sources | Restart on change | Meaning |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }
 
 /** Felix's parameters that palisade knows but does not implement, one line. */

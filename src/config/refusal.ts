@@ -7,7 +7,10 @@ import type { Config } from './params.js';
  * Why the agent cannot run with `cfg`, or undefined. `local` checks what env, file and
  * flags decide (before the datastore is read); `datastore` what FelixConfiguration may set.
  */
-export function refusal(_cfg: Readonly<Pick<Config, 'DatastoreType'>>, _stage: 'local' | 'datastore'): string | undefined {
+export function refusal(
+  _cfg: Readonly<Pick<Config, 'DatastoreType'>>,
+  _stage: 'local' | 'datastore',
+): string | undefined {
   // Nothing is refused today; the Kubernetes datastore, the last refusal, now exists.
   return undefined;
 }

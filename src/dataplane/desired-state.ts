@@ -1,7 +1,17 @@
 // What the calc graph has asked for, kept by applying its messages in order: the input of
 // rendering. Tolerant where the model dataplane in the tests is strict (a remove of what is
 // absent is ignored), and it records which keys changed so an apply can be incremental.
-import type { HostEndpoint, IPAMPool, IPSetType, Policy, PolicyID, Profile, ToDataplane, WorkloadEndpoint, WorkloadEndpointID } from '../proto/messages.js';
+import type {
+  HostEndpoint,
+  IPAMPool,
+  IPSetType,
+  Policy,
+  PolicyID,
+  Profile,
+  ToDataplane,
+  WorkloadEndpoint,
+  WorkloadEndpointID,
+} from '../proto/messages.js';
 
 // The keys the maps below are indexed by; an update and its remove must agree on them.
 const policyKey = (id: PolicyID) => `${id.tier}/${id.name}`;
@@ -48,7 +58,8 @@ export class DesiredState {
 
   /** New interface facts (the driver's interface table); host endpoints are resolved again when they differ. */
   setHostInterfaces(ifaces: ReadonlyMap<string, readonly string[]>): void {
-    const key = (m: ReadonlyMap<string, readonly string[]> | undefined) => (m ? JSON.stringify([...m].sort(([a], [b]) => (a < b ? -1 : 1))) : '');
+    const key = (m: ReadonlyMap<string, readonly string[]> | undefined) =>
+      m ? JSON.stringify([...m].sort(([a], [b]) => (a < b ? -1 : 1))) : '';
     if (key(ifaces) === key(this.hostIfaces)) return;
     this.hostIfaces = ifaces;
     this.#mark('hep', '');

@@ -90,9 +90,27 @@ export class DataplaneDriver {
         sourceV6: cfg.DeviceRouteSourceAddressIPv6,
         removeExternal: cfg.RemoveExternalRoutes,
       }),
-      new VxlanManager({ hostname: cfg.FelixHostname, enabled: cfg.VXLANEnabled, vni: cfg.VXLANVNI, port: cfg.VXLANPort, mtu: cfg.VXLANMTU, routeProtocol: cfg.DeviceRouteProtocol }, this.ifaces, this.#log),
+      new VxlanManager(
+        {
+          hostname: cfg.FelixHostname,
+          enabled: cfg.VXLANEnabled,
+          vni: cfg.VXLANVNI,
+          port: cfg.VXLANPort,
+          mtu: cfg.VXLANMTU,
+          routeProtocol: cfg.DeviceRouteProtocol,
+        },
+        this.ifaces,
+        this.#log,
+      ),
       new IpipManager(
-        { hostname: cfg.FelixHostname, enabled: cfg.IpInIpEnabled, mtu: cfg.IpInIpMtu, tunnelAddr: cfg.IpInIpTunnelAddr, programRoutes: cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledIPIPOnly', routeProtocol: cfg.DeviceRouteProtocol },
+        {
+          hostname: cfg.FelixHostname,
+          enabled: cfg.IpInIpEnabled,
+          mtu: cfg.IpInIpMtu,
+          tunnelAddr: cfg.IpInIpTunnelAddr,
+          programRoutes: cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledIPIPOnly',
+          routeProtocol: cfg.DeviceRouteProtocol,
+        },
         this.ifaces,
         this.#log,
       ),
@@ -102,7 +120,9 @@ export class DataplaneDriver {
     // The managers the refresh timers and route events address directly (when present).
     this.#routes = this.#managers.find((m): m is RouteManager => m instanceof RouteManager);
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
-    this.#overlays = this.#managers.filter((m): m is VxlanManager | IpipManager => m instanceof VxlanManager || m instanceof IpipManager);
+    this.#overlays = this.#managers.filter(
+      (m): m is VxlanManager | IpipManager => m instanceof VxlanManager || m instanceof IpipManager,
+    );
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }
@@ -115,7 +135,9 @@ export class DataplaneDriver {
       if (seconds > 0) this.#refreshTimers.push(setInterval(f, seconds * 1000).unref());
     };
     // nftables mode: our IP sets live in our tables, so either refresh re-reads both.
-    every(this.#rules.name === 'nftables' ? cfg.NftablesRefreshInterval : cfg.IptablesRefreshInterval, () => this.#refresh('rules'));
+    every(this.#rules.name === 'nftables' ? cfg.NftablesRefreshInterval : cfg.IptablesRefreshInterval, () =>
+      this.#refresh('rules'),
+    );
     every(cfg.IpsetsRefreshInterval, () => this.#refresh('IP sets'));
     every(cfg.RouteRefreshInterval, () => {
       this.#routes?.markResync();
@@ -147,7 +169,8 @@ export class DataplaneDriver {
   }
 
   onIfaceEvents(events: IfaceEvent[]): void {
-    if (events.some((e) => e.type === 'ifaceOverflow')) this.#log.warn('interface events overflowed the socket; resynchronised with a full dump');
+    if (events.some((e) => e.type === 'ifaceOverflow'))
+      this.#log.warn('interface events overflowed the socket; resynchronised with a full dump');
     // A workload route removed behind our back (not by an apply of ours) is put back.
     const routes = this.#routes;
     if (routes && events.some((e) => e.type === 'routeDeleted' && routes.wanted(e.dst, e.index))) routes.markResync();
@@ -156,7 +179,8 @@ export class DataplaneDriver {
     // Host endpoints resolve against the host's own interfaces and their addresses.
     const prefixes = this.#opts.config.InterfacePrefix;
     const host = new Map<string, string[]>();
-    for (const i of this.ifaces.byName.values()) if (!prefixes.some((p) => i.name.startsWith(p))) host.set(i.name, i.addrs);
+    for (const i of this.ifaces.byName.values())
+      if (!prefixes.some((p) => i.name.startsWith(p))) host.set(i.name, i.addrs);
     this.state.setHostInterfaces(host);
     this.#schedule();
   }
@@ -206,7 +230,10 @@ export class DataplaneDriver {
       this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, 100), 5000);
       this.#needResync = true;
       this.#dirty = true;
-      this.#log.error({ error: (e as Error).message, retryInMs: this.#backoffMs }, 'dataplane apply failed; will re-read the kernel and retry');
+      this.#log.error(
+        { error: (e as Error).message, retryInMs: this.#backoffMs },
+        'dataplane apply failed; will re-read the kernel and retry',
+      );
       this.#opts.onApplyError?.(e as Error);
     } finally {
       this.#applyStarted = undefined;
@@ -219,7 +246,8 @@ export class DataplaneDriver {
   // --noflush) is caught soon, without re-reading every second.
   #wrote(): void {
     const cfg = this.#opts.config;
-    if (!this.#rules.name.startsWith('iptables') || cfg.IptablesPostWriteCheckIntervalSecs <= 0 || this.#stopped) return;
+    if (!this.#rules.name.startsWith('iptables') || cfg.IptablesPostWriteCheckIntervalSecs <= 0 || this.#stopped)
+      return;
     this.#postWriteSecs = cfg.IptablesPostWriteCheckIntervalSecs;
     this.#armPostWrite();
   }
@@ -257,7 +285,10 @@ export class DataplaneDriver {
     this.state.takeDirty();
     this.#needResync = false;
     this.#needRefresh = false;
-    this.#log.info({ backend: this.#rules.name, ms: Math.round(performance.now() - started) }, 'read back our rules; comparing everything');
+    this.#log.info(
+      { backend: this.#rules.name, ms: Math.round(performance.now() - started) },
+      'read back our rules; comparing everything',
+    );
   }
 
   #logEndpointStatus(): void {
@@ -285,6 +316,9 @@ export class DataplaneDriver {
     // And whatever the other dataplane mode left (an earlier run in it, or Felix's), as at start.
     if (this.#opts.takeOverFromFelix ?? true) await removeOtherModeState(this.#rules, this.#log);
     this.#monitor.stop();
-    this.#log.info({ routes: removed, backend: this.#rules.name, families: this.#rules.families }, 'removed palisade state');
+    this.#log.info(
+      { routes: removed, backend: this.#rules.name, families: this.#rules.families },
+      'removed palisade state',
+    );
   }
 }

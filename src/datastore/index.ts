@@ -46,8 +46,13 @@ type SyncerConfig = Pick<
   | 'InterfacePrefix'
 >;
 
-/** Why the configured datastore cannot be reached as configured (the Kubernetes configuration it needs cannot be loaded), or undefined. */
-export function datastoreProblem(config: Pick<Config, 'DatastoreType' | 'TyphaAddr' | 'TyphaK8sServiceName'>): string | undefined {
+/**
+ * Why the configured datastore cannot be reached as configured (the Kubernetes configuration it needs cannot be
+ * loaded), or undefined.
+ */
+export function datastoreProblem(
+  config: Pick<Config, 'DatastoreType' | 'TyphaAddr' | 'TyphaK8sServiceName'>,
+): string | undefined {
   if (config.TyphaAddr) return undefined;
   if (config.DatastoreType !== 'kubernetes' && !config.TyphaK8sServiceName) return undefined;
   try {
@@ -98,8 +103,15 @@ function etcdClient(config: SyncerConfig): Etcd3Client {
 }
 
 function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
-  if (config.TyphaAddr && !/^.+:\d+$/.test(config.TyphaAddr)) throw new ConfigError(`TyphaAddr "${config.TyphaAddr}" is not host:port`);
-  const tls = { caFile: config.TyphaCAFile, certFile: config.TyphaCertFile, keyFile: config.TyphaKeyFile, cn: config.TyphaCN, uriSan: config.TyphaURISAN };
+  if (config.TyphaAddr && !/^.+:\d+$/.test(config.TyphaAddr))
+    throw new ConfigError(`TyphaAddr "${config.TyphaAddr}" is not host:port`);
+  const tls = {
+    caFile: config.TyphaCAFile,
+    certFile: config.TyphaCertFile,
+    keyFile: config.TyphaKeyFile,
+    cn: config.TyphaCN,
+    uriSan: config.TyphaURISAN,
+  };
   const discovery = config.TyphaAddr ? undefined : typhaDiscovery(config, log);
   try {
     return new TyphaSyncer({
@@ -119,8 +131,21 @@ function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
 /** Typha found through its Kubernetes service, one address per connection attempt. */
 function typhaDiscovery(config: SyncerConfig, log: Logger): () => Promise<string> {
   const endpoint = kubeEndpoint();
-  log.info({ api: endpoint.server, from: endpoint.source, service: `${config.TyphaK8sNamespace}/${config.TyphaK8sServiceName}` }, 'Typha discovery through Kubernetes');
-  const discoverer = new TyphaDiscoverer({ transport: new HttpKubeTransport(endpoint), namespace: config.TyphaK8sNamespace, serviceName: config.TyphaK8sServiceName, nodeName: config.FelixHostname, log });
+  log.info(
+    {
+      api: endpoint.server,
+      from: endpoint.source,
+      service: `${config.TyphaK8sNamespace}/${config.TyphaK8sServiceName}`,
+    },
+    'Typha discovery through Kubernetes',
+  );
+  const discoverer = new TyphaDiscoverer({
+    transport: new HttpKubeTransport(endpoint),
+    namespace: config.TyphaK8sNamespace,
+    serviceName: config.TyphaK8sServiceName,
+    nodeName: config.FelixHostname,
+    log,
+  });
   const tracker = new ConnectionAttemptTracker(() => discoverer.load());
   return () => tracker.next();
 }
@@ -137,5 +162,9 @@ function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
 function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
   const endpoint = kubeEndpoint();
   log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore');
-  return new KddSyncer({ transport: new HttpKubeTransport(endpoint), log, ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}) });
+  return new KddSyncer({
+    transport: new HttpKubeTransport(endpoint),
+    log,
+    ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}),
+  });
 }

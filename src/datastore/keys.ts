@@ -40,7 +40,8 @@ export function kindOfPlural(plural: string): Kind | undefined {
 export function keyOf(ref: ResourceRef): string | undefined {
   if (!(KINDS as readonly string[]).includes(ref.kind) || !ref.name) return undefined;
   const kind = ref.kind as Kind;
-  if (NAMESPACED_KINDS.has(kind)) return ref.namespace ? `${KEY_PREFIX}${PLURALS[kind]}/${ref.namespace}/${ref.name}` : undefined;
+  if (NAMESPACED_KINDS.has(kind))
+    return ref.namespace ? `${KEY_PREFIX}${PLURALS[kind]}/${ref.namespace}/${ref.name}` : undefined;
   return `${KEY_PREFIX}${PLURALS[kind]}/${ref.name}`;
 }
 

@@ -68,7 +68,11 @@ export class ValidationFilter implements SyncerCallbacks {
       for (const w of r.warnings) this.#warnOnce(`${u.key}\u0000${w}`, w);
       resource = r.resource;
     }
-    const valueKey = keyOf({ kind: resource.kind, name: resource.metadata.name, ...('namespace' in resource.metadata ? { namespace: resource.metadata.namespace as string } : {}) });
+    const valueKey = keyOf({
+      kind: resource.kind,
+      name: resource.metadata.name,
+      ...('namespace' in resource.metadata ? { namespace: resource.metadata.namespace as string } : {}),
+    });
     if (valueKey !== u.key) {
       this.#drop(u, ref, `${describeRef(ref)}: the value names a different resource (${valueKey ?? 'none'})`);
       return;
@@ -86,7 +90,10 @@ export class ValidationFilter implements SyncerCallbacks {
   #report(key: string, message: string, u: Update, issues?: unknown): void {
     if (this.#reported.get(key) === message) return;
     this.#reported.set(key, message);
-    this.#log.warn({ key, revision: u.revision, ...(u.source ? { source: u.source } : {}), ...(issues ? { issues } : {}) }, `invalid resource dropped: ${message}`);
+    this.#log.warn(
+      { key, revision: u.revision, ...(u.source ? { source: u.source } : {}), ...(issues ? { issues } : {}) },
+      `invalid resource dropped: ${message}`,
+    );
   }
 
   readonly #warned = new Set<string>();

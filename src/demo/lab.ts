@@ -32,7 +32,20 @@ export class Lab {
     this.outside = `${prefix}-${this.id}-out`;
     this.#addNs(this.host);
     this.#addNs(this.outside);
-    this.sh(undefined, 'ip', ['link', 'add', `up${this.id}`, 'netns', this.host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', this.outside]);
+    this.sh(undefined, 'ip', [
+      'link',
+      'add',
+      `up${this.id}`,
+      'netns',
+      this.host,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      'eth0',
+      'netns',
+      this.outside,
+    ]);
     this.sh(this.host, 'ip', ['link', 'set', `up${this.id}`, 'name', 'eth0']);
     this.sh(this.host, 'ip', ['addr', 'add', '192.168.200.2/24', 'dev', 'eth0']);
     this.sh(this.host, 'ip', ['link', 'set', 'eth0', 'up']);
@@ -59,8 +72,23 @@ export class Lab {
     const ns = `${this.prefix}-${this.id}-${name}`;
     this.#addNs(ns);
     const iface = given.iface ?? `cali${this.id}${index.toString(16).padStart(7, '0')}`;
-    const mac = given.mac ?? `ee:ee:00:00:${(index >> 8).toString(16).padStart(2, '0')}:${(index & 255).toString(16).padStart(2, '0')}`;
-    this.sh(undefined, 'ip', ['link', 'add', `t${this.id}${index}`, 'netns', this.host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+    const mac =
+      given.mac ??
+      `ee:ee:00:00:${(index >> 8).toString(16).padStart(2, '0')}:${(index & 255).toString(16).padStart(2, '0')}`;
+    this.sh(undefined, 'ip', [
+      'link',
+      'add',
+      `t${this.id}${index}`,
+      'netns',
+      this.host,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      'eth0',
+      'netns',
+      ns,
+    ]);
     this.sh(this.host, 'ip', ['link', 'set', `t${this.id}${index}`, 'name', iface]);
     this.sh(this.host, 'ip', ['link', 'set', iface, 'up']);
     this.sh(ns, 'ip', ['link', 'set', 'eth0', 'address', mac]);
@@ -87,7 +115,9 @@ export class Lab {
 
   /** Echo servers on these ports inside a workload, the host or the outside. */
   async listen(where: Workload | 'host' | 'outside', ports: number[]): Promise<void> {
-    const p = spawn('ip', ['netns', 'exec', this.#ns(where), process.execPath, PROBE, 'listen', ...ports.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn('ip', ['netns', 'exec', this.#ns(where), process.execPath, PROBE, 'listen', ...ports.map(String)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     this.#procs.push(p);
     await new Promise<void>((resolve) => p.stdout?.once('data', () => resolve()));
   }
@@ -95,13 +125,20 @@ export class Lab {
   /** TCP connect + echo from a workload (or the host, or the outside) to ip:port. */
   tcp(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 700): boolean {
     const ns = this.#ns(from);
-    return spawnSync('ip', ['netns', 'exec', ns, process.execPath, PROBE, 'connect', ip, String(port), String(ms)]).status === 0;
+    return (
+      spawnSync('ip', ['netns', 'exec', ns, process.execPath, PROBE, 'connect', ip, String(port), String(ms)])
+        .status === 0
+    );
   }
 
   /** The same as tcp(), without blocking the event loop (probes can run side by side). */
   tcpAsync(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 700): Promise<boolean> {
     return new Promise((resolve) => {
-      const p = spawn('ip', ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'connect', ip, String(port), String(ms)], { stdio: 'ignore' });
+      const p = spawn(
+        'ip',
+        ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'connect', ip, String(port), String(ms)],
+        { stdio: 'ignore' },
+      );
       p.on('exit', (code) => resolve(code === 0));
       p.on('error', () => resolve(false));
     });
@@ -112,8 +149,17 @@ export class Lab {
    * wall-clock time of the first accepted connection (or -1 after `ms`). Resolves its
    * `ready` promise once the prober runs, so a change can be made after that.
    */
-  waitForTcp(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 10000): { ready: Promise<void>; connectedAt: Promise<number> } {
-    const p = spawn('ip', ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'wait', ip, String(port), String(ms)], { stdio: ['ignore', 'pipe', 'ignore'] });
+  waitForTcp(
+    from: Workload | 'host' | 'outside',
+    ip: string,
+    port: number,
+    ms = 10000,
+  ): { ready: Promise<void>; connectedAt: Promise<number> } {
+    const p = spawn(
+      'ip',
+      ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'wait', ip, String(port), String(ms)],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     this.#procs.push(p);
     let out = '';
     let readyResolve: () => void = () => {};
@@ -122,13 +168,21 @@ export class Lab {
       out += d.toString();
       if (out.includes('waiting')) readyResolve();
     });
-    const connectedAt = new Promise<number>((resolve) => p.on('exit', () => resolve(Number(/connected (\d+)/.exec(out)?.[1] ?? -1))));
+    const connectedAt = new Promise<number>((resolve) =>
+      p.on('exit', () => resolve(Number(/connected (\d+)/.exec(out)?.[1] ?? -1))),
+    );
     return { ready, connectedAt };
   }
 
   /** A long-lived connection with a ping every 50 ms; `lost()` tells whether it broke. */
-  async hold(from: Workload, ip: string, port: number): Promise<{ lost: () => boolean; echoed: () => number; stop: () => void }> {
-    const p = spawn('ip', ['netns', 'exec', from.ns, process.execPath, PROBE, 'hold', ip, String(port)], { stdio: ['ignore', 'pipe', 'ignore'] });
+  async hold(
+    from: Workload,
+    ip: string,
+    port: number,
+  ): Promise<{ lost: () => boolean; echoed: () => number; stop: () => void }> {
+    const p = spawn('ip', ['netns', 'exec', from.ns, process.execPath, PROBE, 'hold', ip, String(port)], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     this.#procs.push(p);
     let out = '';
     p.stdout?.on('data', (d: Buffer) => (out += d.toString()));

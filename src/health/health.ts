@@ -29,7 +29,15 @@ export class HealthAggregator {
   }
 
   register(name: string, opts: { live: boolean; ready: boolean; timeoutMs: number }): void {
-    this.#reporters.set(name, { name, timeoutMs: opts.timeoutMs, reportsLive: opts.live, reportsReady: opts.ready, live: false, ready: false, at: 0 });
+    this.#reporters.set(name, {
+      name,
+      timeoutMs: opts.timeoutMs,
+      reportsLive: opts.live,
+      reportsReady: opts.ready,
+      live: false,
+      ready: false,
+      at: 0,
+    });
   }
 
   report(name: string, status: { live?: boolean; ready?: boolean; reason?: string | undefined }): void {
@@ -45,7 +53,13 @@ export class HealthAggregator {
 
   detail(): Array<{ name: string; live: boolean; ready: boolean; stale: boolean; reason?: string }> {
     const now = this.#now();
-    return [...this.#reporters.values()].map((r) => ({ name: r.name, live: r.live, ready: r.ready, stale: r.timeoutMs > 0 && now - r.at > r.timeoutMs, ...(r.reason ? { reason: r.reason } : {}) }));
+    return [...this.#reporters.values()].map((r) => ({
+      name: r.name,
+      live: r.live,
+      ready: r.ready,
+      stale: r.timeoutMs > 0 && now - r.at > r.timeoutMs,
+      ...(r.reason ? { reason: r.reason } : {}),
+    }));
   }
 
   live(): boolean {
@@ -66,7 +80,9 @@ export function serveHealth(agg: HealthAggregator, host: string, port: number, l
     }
     const good = which === 'live' ? agg.live() : agg.ready();
     if (req.query.get('detail') === 'true') {
-      res.writeHead(good ? 200 : 503, { 'content-type': 'application/json' }).end(`${JSON.stringify({ [which]: good, reporters: agg.detail() })}\n`);
+      res
+        .writeHead(good ? 200 : 503, { 'content-type': 'application/json' })
+        .end(`${JSON.stringify({ [which]: good, reporters: agg.detail() })}\n`);
       return;
     }
     res.writeHead(good ? 204 : 503).end();

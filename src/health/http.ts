@@ -74,7 +74,12 @@ function headerDeadlines(): { arm: (sock: Socket) => void; clear: (sock: Socket)
 }
 
 /** An HTTP(S) server whose handler never throws to the process; clients' protocol errors get 400. */
-export function guardedServer(name: string, log: Logger, handle: (req: Request, res: ServerResponse) => void | Promise<void>, tls?: ServerTls): Server {
+export function guardedServer(
+  name: string,
+  log: Logger,
+  handle: (req: Request, res: ServerResponse) => void | Promise<void>,
+  tls?: ServerTls,
+): Server {
   const deadline = headerDeadlines();
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     deadline.clear(req.socket);
@@ -101,7 +106,17 @@ export function guardedServer(name: string, log: Logger, handle: (req: Request, 
     }
   };
   const server: Server = tls
-    ? createTlsServer({ cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), requestCert: tls.clientAuth !== 'NoClientCert', rejectUnauthorized: false, handshakeTimeout: HEADERS_DEADLINE_MS }, onRequest)
+    ? createTlsServer(
+        {
+          cert: tls.cert,
+          key: tls.key,
+          ...(tls.ca ? { ca: tls.ca } : {}),
+          requestCert: tls.clientAuth !== 'NoClientCert',
+          rejectUnauthorized: false,
+          handshakeTimeout: HEADERS_DEADLINE_MS,
+        },
+        onRequest,
+      )
     : createServer(onRequest);
   // The socket requests arrive on: the TLS socket once its handshake is done.
   server.on(tls ? 'secureConnection' : 'connection', (sock: Socket) => {

@@ -9,14 +9,47 @@ import type { Logger } from '../log.js';
 
 export class AgentMetrics {
   readonly registry = new Registry();
-  readonly calcGraphUpdateTime = new Summary({ name: 'felix_calc_graph_update_time_seconds', help: 'Seconds to process a batch of datastore updates in the calculation graph.', registers: [this.registry] });
-  readonly applyTime = new Summary({ name: 'felix_int_dataplane_apply_time_seconds', help: 'Seconds to apply the pending dataplane changes.', registers: [this.registry] });
-  readonly applyFailures = new Counter({ name: 'felix_int_dataplane_failures', help: 'Dataplane applies that failed (retried after a fresh read-back).', registers: [this.registry] });
-  readonly activeLocalEndpoints = new Gauge({ name: 'felix_active_local_endpoints', help: 'Local workload and host endpoints.', registers: [this.registry] });
-  readonly activeLocalPolicies = new Gauge({ name: 'felix_active_local_policies', help: 'Policies active on this host.', registers: [this.registry] });
-  readonly activeLocalSelectors = new Gauge({ name: 'felix_active_local_selectors', help: 'IP sets (selectors, named ports) in use on this host.', registers: [this.registry] });
-  readonly resyncState = new Gauge({ name: 'felix_resync_state', help: 'Datastore sync status: 1 wait-for-datastore, 2 resync-in-progress, 3 in-sync.', registers: [this.registry] });
-  readonly endpointUp = new Gauge({ name: 'palisade_workload_endpoint_up', help: 'Workload endpoint status: 1 up, 0 down.', labelNames: ['interface'], registers: [this.registry] });
+  readonly calcGraphUpdateTime = new Summary({
+    name: 'felix_calc_graph_update_time_seconds',
+    help: 'Seconds to process a batch of datastore updates in the calculation graph.',
+    registers: [this.registry],
+  });
+  readonly applyTime = new Summary({
+    name: 'felix_int_dataplane_apply_time_seconds',
+    help: 'Seconds to apply the pending dataplane changes.',
+    registers: [this.registry],
+  });
+  readonly applyFailures = new Counter({
+    name: 'felix_int_dataplane_failures',
+    help: 'Dataplane applies that failed (retried after a fresh read-back).',
+    registers: [this.registry],
+  });
+  readonly activeLocalEndpoints = new Gauge({
+    name: 'felix_active_local_endpoints',
+    help: 'Local workload and host endpoints.',
+    registers: [this.registry],
+  });
+  readonly activeLocalPolicies = new Gauge({
+    name: 'felix_active_local_policies',
+    help: 'Policies active on this host.',
+    registers: [this.registry],
+  });
+  readonly activeLocalSelectors = new Gauge({
+    name: 'felix_active_local_selectors',
+    help: 'IP sets (selectors, named ports) in use on this host.',
+    registers: [this.registry],
+  });
+  readonly resyncState = new Gauge({
+    name: 'felix_resync_state',
+    help: 'Datastore sync status: 1 wait-for-datastore, 2 resync-in-progress, 3 in-sync.',
+    registers: [this.registry],
+  });
+  readonly endpointUp = new Gauge({
+    name: 'palisade_workload_endpoint_up',
+    help: 'Workload endpoint status: 1 up, 0 down.',
+    labelNames: ['interface'],
+    registers: [this.registry],
+  });
   readonly nftCommit = new Histogram({
     name: 'palisade_nft_commit_seconds',
     help: 'Seconds per native nftables transaction (netlink batch to ACK).',
@@ -29,29 +62,64 @@ export class AgentMetrics {
     buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5],
     registers: [this.registry],
   });
-  readonly iptablesRestoreCalls = new Counter({ name: 'felix_iptables_restore_calls', help: 'iptables-mode restore transactions (one per IP family that changed), as Felix counts iptables-restore runs.', registers: [this.registry] });
-  readonly iptablesRestoreErrors = new Counter({ name: 'felix_iptables_restore_errors', help: 'iptables-mode applies that failed (and were retried after a read-back).', registers: [this.registry] });
+  readonly iptablesRestoreCalls = new Counter({
+    name: 'felix_iptables_restore_calls',
+    help: 'iptables-mode restore transactions (one per IP family that changed), as Felix counts iptables-restore runs.',
+    registers: [this.registry],
+  });
+  readonly iptablesRestoreErrors = new Counter({
+    name: 'felix_iptables_restore_errors',
+    help: 'iptables-mode applies that failed (and were retried after a read-back).',
+    registers: [this.registry],
+  });
   /** Felix counts `ipset restore` calls; here: transactions that changed IP-set members. */
-  readonly ipsetCalls = new Counter({ name: 'felix_ipset_calls', help: 'Dataplane updates that changed IP-set members (one nftables transaction each).', registers: [this.registry] });
-  readonly nftRulesWritten = new Counter({ name: 'palisade_nft_rules_written_total', help: 'Rules written by the nftables backend.', registers: [this.registry] });
-  readonly nftElements = new Counter({ name: 'palisade_nft_set_elements_changed_total', help: 'Set and map elements added or removed by the nftables backend.', registers: [this.registry] });
-  readonly routeChanges = new Counter({ name: 'palisade_routes_changed_total', help: 'Workload routes added or removed.', registers: [this.registry] });
+  readonly ipsetCalls = new Counter({
+    name: 'felix_ipset_calls',
+    help: 'Dataplane updates that changed IP-set members (one nftables transaction each).',
+    registers: [this.registry],
+  });
+  readonly nftRulesWritten = new Counter({
+    name: 'palisade_nft_rules_written_total',
+    help: 'Rules written by the nftables backend.',
+    registers: [this.registry],
+  });
+  readonly nftElements = new Counter({
+    name: 'palisade_nft_set_elements_changed_total',
+    help: 'Set and map elements added or removed by the nftables backend.',
+    registers: [this.registry],
+  });
+  readonly routeChanges = new Counter({
+    name: 'palisade_routes_changed_total',
+    help: 'Workload routes added or removed.',
+    registers: [this.registry],
+  });
 }
 
 export const RESYNC_STATE = { 'wait-for-datastore': 1, 'resync-in-progress': 2, 'in-sync': 3 } as const;
 
 /** `host` "" listens on every address, as Felix's PrometheusMetricsHost default. */
-export function serveMetrics(m: { registry: AgentMetrics["registry"] }, host: string, port: number, log: Logger, tls?: ServerTls): Promise<Server> {
-  const server = guardedServer('metrics', log, (req, res) => {
-    if (req.path !== '/metrics') {
-      res.writeHead(404).end();
-      return;
-    }
-    m.registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': m.registry.contentType }).end(text),
-      (e: Error) => res.writeHead(500).end(e.message),
-    );
-  }, tls);
+export function serveMetrics(
+  m: { registry: AgentMetrics['registry'] },
+  host: string,
+  port: number,
+  log: Logger,
+  tls?: ServerTls,
+): Promise<Server> {
+  const server = guardedServer(
+    'metrics',
+    log,
+    (req, res) => {
+      if (req.path !== '/metrics') {
+        res.writeHead(404).end();
+        return;
+      }
+      m.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': m.registry.contentType }).end(text),
+        (e: Error) => res.writeHead(500).end(e.message),
+      );
+    },
+    tls,
+  );
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     const listening = () => {

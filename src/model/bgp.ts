@@ -25,7 +25,14 @@ export function parseDuration(text: string): number | undefined {
 
 /** An AS number: 0-4294967295, or asdot "high.low" (as numorstring.ASNumber), normalised to a number. */
 export const asNumber = z.union([z.number(), z.string()]).transform((v, ctx) => {
-  const n = typeof v === 'number' ? v : /^\d+\.\d+$/.test(v) ? Number(v.split('.')[0]) * 65536 + Number(v.split('.')[1]) : /^\d+$/.test(v) ? Number(v) : NaN;
+  const n =
+    typeof v === 'number'
+      ? v
+      : /^\d+\.\d+$/.test(v)
+        ? Number(v.split('.')[0]) * 65536 + Number(v.split('.')[1])
+        : /^\d+$/.test(v)
+          ? Number(v)
+          : NaN;
   const dotOk = typeof v !== 'string' || !v.includes('.') || v.split('.').every((p) => Number(p) <= 65535);
   if (!Number.isInteger(n) || n < 0 || n > 4294967295 || !dotOk) {
     ctx.addIssue({ code: 'custom', message: 'expected an AS number (0-4294967295, or "high.low")' });
@@ -36,28 +43,33 @@ export const asNumber = z.union([z.number(), z.string()]).transform((v, ctx) => 
 
 const cidr = z.string().refine((s) => parseCidr(s) !== undefined, { error: 'expected a CIDR, e.g. 10.96.0.0/12' });
 const ip = z.string().refine((s) => parseIp(s) !== undefined, { error: 'expected an IP address' });
-const duration = z.string().refine((s) => parseDuration(s) !== undefined, { error: 'expected a duration, e.g. 120s or 2m' });
+const duration = z
+  .string()
+  .refine((s) => parseDuration(s) !== undefined, { error: 'expected a duration, e.g. 120s or 2m' });
 // An entry without a CIDR is allowed and means nothing (the API's omitempty).
 const cidrList = z.array(z.object({ cidr: cidr.optional() }));
 
 // `spec:` left empty in YAML is null: the same as no fields set.
-export const bgpConfigurationSpec = z.preprocess((v) => v ?? {}, z.looseObject({
-  logSeverityScreen: z.string().optional(),
-  nodeToNodeMeshEnabled: z.boolean().optional(),
-  asNumber: asNumber.optional(),
-  serviceClusterIPs: cidrList.optional(),
-  serviceExternalIPs: cidrList.optional(),
-  serviceLoadBalancerIPs: cidrList.optional(),
-  listenPort: z.number().int().min(1).max(65535).optional(),
-  bindMode: z.enum(['None', 'NodeIP']).optional(),
-  communities: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
-  prefixAdvertisements: z.array(z.object({ cidr, communities: z.array(z.string()).optional() })).optional(),
-  nodeMeshMaxRestartTime: duration.optional(),
-  ignoredInterfaces: z.array(z.string()).optional(),
-  programClusterRoutes: z.enum(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly']).optional(),
-  ipv4NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
-  ipv6NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
-}));
+export const bgpConfigurationSpec = z.preprocess(
+  (v) => v ?? {},
+  z.looseObject({
+    logSeverityScreen: z.string().optional(),
+    nodeToNodeMeshEnabled: z.boolean().optional(),
+    asNumber: asNumber.optional(),
+    serviceClusterIPs: cidrList.optional(),
+    serviceExternalIPs: cidrList.optional(),
+    serviceLoadBalancerIPs: cidrList.optional(),
+    listenPort: z.number().int().min(1).max(65535).optional(),
+    bindMode: z.enum(['None', 'NodeIP']).optional(),
+    communities: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
+    prefixAdvertisements: z.array(z.object({ cidr, communities: z.array(z.string()).optional() })).optional(),
+    nodeMeshMaxRestartTime: duration.optional(),
+    ignoredInterfaces: z.array(z.string()).optional(),
+    programClusterRoutes: z.enum(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly']).optional(),
+    ipv4NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
+    ipv6NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
+  }),
+);
 
 /** A peer address, optionally with a port: "10.0.0.1", "10.0.0.1:179", "[fd00::1]:179". */
 export function splitPeerIP(text: string): { ip: string; port: number } | undefined {
@@ -74,7 +86,10 @@ export const bgpPeerSpec = z
   .looseObject({
     node: z.string().optional(),
     nodeSelector: z.string().optional(),
-    peerIP: z.string().refine((s) => splitPeerIP(s) !== undefined, { error: 'expected an IP address, optionally with :port' }).optional(),
+    peerIP: z
+      .string()
+      .refine((s) => splitPeerIP(s) !== undefined, { error: 'expected an IP address, optionally with :port' })
+      .optional(),
     peerSelector: z.string().optional(),
     asNumber: asNumber.optional(),
     localASNumber: asNumber.optional(),

@@ -140,7 +140,8 @@ export function convertRule(r: Rule, ns: string): InternalRule {
   if (r.icmp?.code !== undefined) out.icmpCode = r.icmp.code;
   if (r.notICMP?.type !== undefined) out.notIcmpType = r.notICMP.type;
   if (r.notICMP?.code !== undefined) out.notIcmpCode = r.notICMP.code;
-  if (r.source?.services) out.srcService = { name: r.source.services.name, namespace: r.source.services.namespace ?? ns };
+  if (r.source?.services)
+    out.srcService = { name: r.source.services.name, namespace: r.source.services.namespace ?? ns };
   if (r.destination?.services) {
     out.dstService = { name: r.destination.services.name, namespace: r.destination.services.namespace ?? ns };
   }
@@ -160,14 +161,24 @@ function policyTypes(spec: {
   return ['ingress', 'egress'];
 }
 
-/** A NetworkPolicy, or a Kubernetes NetworkPolicy as the Kubernetes datastore gives it (the same spec, its own policy kind). */
-export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'> | ResourceOf<'KubernetesNetworkPolicy'>, kind: 'NetworkPolicy' | 'KubernetesNetworkPolicy' = 'NetworkPolicy'): InternalPolicy {
+/**
+ * A NetworkPolicy, or a Kubernetes NetworkPolicy as the Kubernetes datastore gives it (the same spec, its own policy
+ * kind).
+ */
+export function convertNetworkPolicy(
+  p: ResourceOf<'NetworkPolicy'> | ResourceOf<'KubernetesNetworkPolicy'>,
+  kind: 'NetworkPolicy' | 'KubernetesNetworkPolicy' = 'NetworkPolicy',
+): InternalPolicy {
   const ns = p.metadata.namespace;
   const nsClause = `${LABEL_NAMESPACE} == '${ns}'`;
   let selector = p.spec.selector ? `(${p.spec.selector}) && ${nsClause}` : nsClause;
   selector = prefixAndAppend(selector, p.spec.serviceAccountSelector, SERVICE_ACCOUNT_LABEL_PREFIX);
   const out: InternalPolicy = {
-    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId(kind, ns, p.metadata.name), sortKey: policySortKey(kind, ns, p.metadata.name) },
+    key: {
+      tier: p.spec.tier ?? DEFAULT_TIER,
+      name: policyId(kind, ns, p.metadata.name),
+      sortKey: policySortKey(kind, ns, p.metadata.name),
+    },
     namespace: ns,
     selector,
     inboundRules: (p.spec.ingress ?? []).map((r) => convertRule(r, ns)),
@@ -175,14 +186,18 @@ export function convertNetworkPolicy(p: ResourceOf<'NetworkPolicy'> | ResourceOf
     types: policyTypes(p.spec),
     doNotTrack: false,
     preDNAT: false,
-    applyOnForward: false, // as upstream: only host endpoints apply policy on forward, and NetworkPolicies select workloads
+    // as upstream: only host endpoints apply policy on forward, and NetworkPolicies select workloads
+    applyOnForward: false,
   };
   if (p.spec.order !== undefined) out.order = p.spec.order;
   if (p.spec.performanceHints?.includes('AssumeNeededOnEveryNode')) out.assumeNeededOnEveryNode = true;
   return out;
 }
 
-/** A GlobalNetworkPolicy, or a Kubernetes ClusterNetworkPolicy as the Kubernetes datastore gives it (its spec, its own policy kind). */
+/**
+ * A GlobalNetworkPolicy, or a Kubernetes ClusterNetworkPolicy as the Kubernetes datastore gives it (its spec, its own
+ * policy kind).
+ */
 export function convertGlobalNetworkPolicy(
   p: ResourceOf<'GlobalNetworkPolicy'> | ResourceOf<'KubernetesClusterNetworkPolicy'>,
   kind: 'GlobalNetworkPolicy' | 'KubernetesClusterNetworkPolicy' = 'GlobalNetworkPolicy',
@@ -202,7 +217,11 @@ export function convertGlobalNetworkPolicy(
     );
   }
   const out: InternalPolicy = {
-    key: { tier: p.spec.tier ?? DEFAULT_TIER, name: policyId(kind, '', p.metadata.name), sortKey: policySortKey(kind, '', p.metadata.name) },
+    key: {
+      tier: p.spec.tier ?? DEFAULT_TIER,
+      name: policyId(kind, '', p.metadata.name),
+      sortKey: policySortKey(kind, '', p.metadata.name),
+    },
     namespace: '',
     selector,
     inboundRules: (p.spec.ingress ?? []).map((r) => convertRule(r, '')),
@@ -232,7 +251,9 @@ export function convertProfile(p: ResourceOf<'Profile'>): InternalProfile {
   };
 }
 
-function endpointPorts(list: Array<{ name?: string | undefined; protocol: string | number; port: number }> | undefined): EndpointPort[] {
+function endpointPorts(
+  list: Array<{ name?: string | undefined; protocol: string | number; port: number }> | undefined,
+): EndpointPort[] {
   if (!list?.length) return none();
   // Felix has no use for unnamed ports (the CNI plugin records them); Calico drops them too.
   return list
@@ -252,7 +273,10 @@ function cidrsByFamily(list: readonly string[]): [string[], string[]] {
   for (const c of parsed) if (c.version === 4) v4++;
   if (v4 === parsed.length) return [orNone(parsed.map((c) => c.text)), none()];
   if (v4 === 0) return [none(), parsed.map((c) => c.text)];
-  return [parsed.filter((c) => c.version === 4).map((c) => c.text), parsed.filter((c) => c.version === 6).map((c) => c.text)];
+  return [
+    parsed.filter((c) => c.version === 4).map((c) => c.text),
+    parsed.filter((c) => c.version === 6).map((c) => c.text),
+  ];
 }
 
 /**
@@ -271,7 +295,10 @@ export function workloadEndpointMembership(
   if (own) {
     for (const k in own) {
       // Both reserved prefixes start "pcns."/"pcsa.": test one character before the strings.
-      if (k.charCodeAt(0) !== 112 /* p */ || (!k.startsWith(NAMESPACE_LABEL_PREFIX) && !k.startsWith(SERVICE_ACCOUNT_LABEL_PREFIX))) {
+      if (
+        k.charCodeAt(0) !== 112 /* p */ ||
+        (!k.startsWith(NAMESPACE_LABEL_PREFIX) && !k.startsWith(SERVICE_ACCOUNT_LABEL_PREFIX))
+      ) {
         labels[k] = own[k] as string;
       }
     }
@@ -280,7 +307,13 @@ export function workloadEndpointMembership(
   if (s.orchestrator) labels[LABEL_ORCHESTRATOR] = s.orchestrator;
   if (s.serviceAccountName) labels[LABEL_SERVICE_ACCOUNT] = s.serviceAccountName;
   const [ipv4Nets, ipv6Nets] = cidrsByFamily(s.ipNetworks);
-  return { labels, profileIds: s.profiles?.length ? [...s.profiles] : none(), ipv4Nets, ipv6Nets, ports: endpointPorts(s.ports) };
+  return {
+    labels,
+    profileIds: s.profiles?.length ? [...s.profiles] : none(),
+    ipv4Nets,
+    ipv6Nets,
+    ports: endpointPorts(s.ports),
+  };
 }
 
 /** A WorkloadEndpoint for Felix, or undefined when it has no IP networks yet. */

@@ -3,5 +3,13 @@ export * from './convert.js';
 export type * from './internal.js';
 export * from './names.js';
 export { parseCidr, parseIp, type Cidr } from './net.js';
-export { KINDS, NAMESPACED_KINDS, type EntityRule, type Kind, type Resource, type ResourceOf, type Rule } from './schemas.js';
+export {
+  KINDS,
+  NAMESPACED_KINDS,
+  type EntityRule,
+  type Kind,
+  type Resource,
+  type ResourceOf,
+  type Rule,
+} from './schemas.js';
 export * from './validate.js';

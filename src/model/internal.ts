@@ -50,7 +50,10 @@ export interface InternalRule {
 
 export interface PolicyKey {
   tier: string;
-  /** Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"): the policy's identity, and what its chains are named after. */
+  /**
+   * Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"): the policy's identity, and what its chains are named
+   * after.
+   */
   name: string;
   /** Felix's order tie-break ("<name>/<namespace>/<Kind>"). */
   sortKey: string;
@@ -68,7 +71,10 @@ export interface InternalPolicy {
   doNotTrack: boolean;
   preDNAT: boolean;
   applyOnForward: boolean;
-  /** performanceHints AssumeNeededOnEveryNode: programmed on every node, matching endpoints or not (Felix's force-programmed policy). */
+  /**
+   * performanceHints AssumeNeededOnEveryNode: programmed on every node, matching endpoints or not (Felix's
+   * force-programmed policy).
+   */
   assumeNeededOnEveryNode?: boolean;
 }
 

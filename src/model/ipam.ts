@@ -15,7 +15,14 @@ export const blockSchema = z
     allocations: z.array(z.number().int().min(0).nullable()).default([]),
     unallocated: z.array(z.number().int().min(0)).default([]),
     attributes: z
-      .array(z.object({ handle_id: z.string().nullable().optional(), secondary: z.record(z.string(), z.string()).nullable().optional() }).passthrough())
+      .array(
+        z
+          .object({
+            handle_id: z.string().nullable().optional(),
+            secondary: z.record(z.string(), z.string()).nullable().optional(),
+          })
+          .passthrough(),
+      )
       .nullable()
       .default([])
       .transform((a) => a ?? []),

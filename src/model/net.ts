@@ -84,7 +84,8 @@ function dottedQuadEnd(text: string): number {
     }
     const start = i;
     let value = 0;
-    for (let c = text.charCodeAt(i); c >= 48 && c <= 57 && i - start < 3; c = text.charCodeAt(++i)) value = value * 10 + c - 48;
+    for (let c = text.charCodeAt(i); c >= 48 && c <= 57 && i - start < 3; c = text.charCodeAt(++i))
+      value = value * 10 + c - 48;
     const len = i - start;
     if (len === 0 || value > 255 || (len > 1 && text.charCodeAt(start) === 48)) return -1;
   }
@@ -96,7 +97,8 @@ export function parseCidr(text: string): Cidr | undefined {
   // A host address, bare or /32, in canonical form: nothing to mask or rewrite.
   const end = dottedQuadEnd(text);
   if (end === text.length) return { version: 4, address: text, prefix: 32, text: `${text}/32` };
-  if (end > 0 && end === text.length - 3 && text.endsWith('/32')) return { version: 4, address: text.slice(0, end), prefix: 32, text };
+  if (end > 0 && end === text.length - 3 && text.endsWith('/32'))
+    return { version: 4, address: text.slice(0, end), prefix: 32, text };
   const slash = text.indexOf('/');
   const addr = slash < 0 ? text : text.slice(0, slash);
   const prefixText = slash < 0 ? undefined : text.slice(slash + 1);

@@ -33,7 +33,9 @@ const selector = z.string().superRefine((s, ctx) => {
   if (issue) ctx.addIssue({ code: 'custom', message: issue });
 });
 
-const cidr = z.string().refine((s) => parseCidr(s) !== undefined, { error: 'expected an IP address or CIDR, e.g. 10.0.0.0/8' });
+const cidr = z
+  .string()
+  .refine((s) => parseCidr(s) !== undefined, { error: 'expected an IP address or CIDR, e.g. 10.0.0.0/8' });
 const ip = z.string().refine((s) => parseIp(s) !== undefined, { error: 'expected an IP address' });
 const mac = z.string().regex(/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/, { error: 'expected a MAC address' });
 
@@ -41,15 +43,13 @@ const mac = z.string().regex(/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/, { error:
 export const protocol = z.union(
   [
     z.number().int().min(1).max(255),
-    z
-      .string()
-      .transform((s, ctx) => {
-        const hit = PROTOCOL_NAMES.find((p) => p.toLowerCase() === s.toLowerCase());
-        if (hit) return hit;
-        if (/^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= 255) return s;
-        ctx.addIssue({ code: 'custom', message: `expected ${PROTOCOL_NAMES.join(', ')} or a number 1-255` });
-        return z.NEVER;
-      }),
+    z.string().transform((s, ctx) => {
+      const hit = PROTOCOL_NAMES.find((p) => p.toLowerCase() === s.toLowerCase());
+      if (hit) return hit;
+      if (/^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= 255) return s;
+      ctx.addIssue({ code: 'custom', message: `expected ${PROTOCOL_NAMES.join(', ')} or a number 1-255` });
+      return z.NEVER;
+    }),
   ],
   { error: `expected ${PROTOCOL_NAMES.join(', ')} or a number 1-255` },
 );
@@ -57,16 +57,23 @@ export const protocol = z.union(
 /** A port number, a "from:to" range, or a named port. */
 export const port = z.union(
   [
-    z.number().int({ error: 'a port must be a whole number' }).min(0, { error: 'port out of range 0-65535' }).max(65535, {
-      error: 'port out of range 0-65535',
-    }),
+    z
+      .number()
+      .int({ error: 'a port must be a whole number' })
+      .min(0, { error: 'port out of range 0-65535' })
+      .max(65535, {
+        error: 'port out of range 0-65535',
+      }),
     z.string().superRefine((s, ctx) => {
       const range = /^(\d+):(\d+)$/.exec(s);
       if (range) {
         const from = Number(range[1]);
         const to = Number(range[2]);
         if (from <= to && to <= 65535) return;
-        ctx.addIssue({ code: 'custom', message: `invalid port range "${s}": expected from:to with from <= to <= 65535` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid port range "${s}": expected from:to with from <= to <= 65535`,
+        });
         return;
       }
       if (/^\d+$/.test(s)) {
@@ -128,7 +135,11 @@ export const rule = z
         for (const [i, n] of (e?.[field] ?? []).entries()) {
           const c = parseCidr(n);
           if (c && r.ipVersion && c.version !== r.ipVersion) {
-            ctx.addIssue({ code: 'custom', path: [side, field, i], message: `an IPv${c.version} net in an ipVersion ${r.ipVersion} rule` });
+            ctx.addIssue({
+              code: 'custom',
+              path: [side, field, i],
+              message: `an IPv${c.version} net in an ipVersion ${r.ipVersion} rule`,
+            });
           }
         }
       }
@@ -149,8 +160,10 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 function labelKeyProblem(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
   const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `label key "${key.slice(0, 80)}": the prefix must be a DNS subdomain of at most 253 characters`;
-  if (name.length > 63 || !QUALIFIED_NAME.test(name)) return `label key "${key.slice(0, 80)}": expected at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return `label key "${key.slice(0, 80)}": the prefix must be a DNS subdomain of at most 253 characters`;
+  if (name.length > 63 || !QUALIFIED_NAME.test(name))
+    return `label key "${key.slice(0, 80)}": expected at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`;
   return undefined;
 }
 
@@ -159,7 +172,11 @@ export const labels = z.record(z.string(), z.string()).superRefine((o, ctx) => {
     const kp = labelKeyProblem(k);
     if (kp) ctx.addIssue({ code: 'custom', message: kp, path: [k] });
     if (v !== '' && (v.length > 63 || !QUALIFIED_NAME.test(v))) {
-      ctx.addIssue({ code: 'custom', message: `label value of "${k.slice(0, 80)}": expected "" or at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`, path: [k] });
+      ctx.addIssue({
+        code: 'custom',
+        message: `label value of "${k.slice(0, 80)}": expected "" or at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`,
+        path: [k],
+      });
     }
   }
 });
@@ -220,7 +237,15 @@ export const schemas = {
     z.object({
       serviceName: z.string().min(1),
       endpoints: z.array(z.object({ addresses: z.array(z.string()) })).optional(),
-      ports: z.array(z.object({ name: z.string().optional(), port: z.number().int().min(1).max(65535).optional(), protocol: z.string().optional() })).optional(),
+      ports: z
+        .array(
+          z.object({
+            name: z.string().optional(),
+            port: z.number().int().min(1).max(65535).optional(),
+            protocol: z.string().optional(),
+          }),
+        )
+        .optional(),
     }),
   ),
   GlobalNetworkPolicy: resource(
@@ -235,16 +260,26 @@ export const schemas = {
         applyOnForward: z.boolean().optional(),
       })
       .superRefine((s, ctx) => {
-        if (s.doNotTrack && s.preDNAT) ctx.addIssue({ code: 'custom', path: ['preDNAT'], message: 'preDNAT and doNotTrack cannot both be true' });
+        if (s.doNotTrack && s.preDNAT)
+          ctx.addIssue({ code: 'custom', path: ['preDNAT'], message: 'preDNAT and doNotTrack cannot both be true' });
         if ((s.doNotTrack || s.preDNAT) && s.applyOnForward === false) {
-          ctx.addIssue({ code: 'custom', path: ['applyOnForward'], message: 'doNotTrack and preDNAT policies need applyOnForward: true' });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['applyOnForward'],
+            message: 'doNotTrack and preDNAT policies need applyOnForward: true',
+          });
         }
-        if (s.preDNAT && s.egress?.length) ctx.addIssue({ code: 'custom', path: ['egress'], message: 'preDNAT policies cannot have egress rules' });
+        if (s.preDNAT && s.egress?.length)
+          ctx.addIssue({ code: 'custom', path: ['egress'], message: 'preDNAT policies cannot have egress rules' });
       }),
   ),
   // A Kubernetes ClusterNetworkPolicy as the Kubernetes datastore converts it (Calico's
   // KindKubernetesClusterNetworkPolicy): a GlobalNetworkPolicy's spec, its own kind ("kcnp/").
-  KubernetesClusterNetworkPolicy: resource('KubernetesClusterNetworkPolicy', globalMeta, z.object({ ...policySpecFields, namespaceSelector: selector.optional() })),
+  KubernetesClusterNetworkPolicy: resource(
+    'KubernetesClusterNetworkPolicy',
+    globalMeta,
+    z.object({ ...policySpecFields, namespaceSelector: selector.optional() }),
+  ),
   // An IPAM block as Calico stores it (etcd's /calico/ipam/v2/assignment/ keys, the
   // ipamblocks CRD): named after its CIDR ("10.65.1.0-26"), its spec the block itself.
   IPAMBlock: resource('IPAMBlock', globalMeta, blockSchema),
@@ -264,7 +299,11 @@ export const schemas = {
     }),
   ),
   BlockAffinity: resource('BlockAffinity', globalMeta, blockAffinitySpec),
-  Tier: resource('Tier', globalMeta, z.object({ order: z.number().finite().optional(), defaultAction: z.enum(['Deny', 'Pass']).optional() })),
+  Tier: resource(
+    'Tier',
+    globalMeta,
+    z.object({ order: z.number().finite().optional(), defaultAction: z.enum(['Deny', 'Pass']).optional() }),
+  ),
   Profile: resource(
     'Profile',
     globalMeta,
@@ -286,7 +325,10 @@ export const schemas = {
       ipv4Gateway: ip.optional(),
       ipv6Gateway: ip.optional(),
       profiles: z.array(z.string()).optional(),
-      interfaceName: z.string().regex(IFACE, { error: 'expected a Linux interface name (at most 15 characters)' }).optional(),
+      interfaceName: z
+        .string()
+        .regex(IFACE, { error: 'expected a Linux interface name (at most 15 characters)' })
+        .optional(),
       mac: mac.optional(),
       ports: z.array(endpointPort).optional(),
       allowSpoofedSourcePrefixes: z.array(cidr).optional(),
@@ -303,7 +345,9 @@ export const schemas = {
         profiles: z.array(z.string()).optional(),
         ports: z.array(endpointPort).optional(),
       })
-      .refine((s) => s.interfaceName || s.expectedIPs?.length, { error: 'a HostEndpoint needs an interfaceName or expectedIPs' }),
+      .refine((s) => s.interfaceName || s.expectedIPs?.length, {
+        error: 'a HostEndpoint needs an interfaceName or expectedIPs',
+      }),
   ),
   NetworkSet: resource('NetworkSet', namespacedMeta, z.object({ nets: z.array(cidr).optional() })),
   GlobalNetworkSet: resource('GlobalNetworkSet', globalMeta, z.object({ nets: z.array(cidr).optional() })),
@@ -339,22 +383,25 @@ export const schemas = {
     'Node',
     globalMeta,
     // A Node without a spec (or `spec:` left empty) has no BGP addresses yet.
-    z.preprocess((v) => v ?? {}, z.object({
-      bgp: z
-        .object({
-          ipv4Address: cidr.optional(),
-          ipv6Address: cidr.optional(),
-          asNumber: asNumber.optional(),
-          ipv4IPIPTunnelAddr: ip.optional(),
-          routeReflectorClusterID: z.string().optional(),
-        })
-        .optional(),
-      addresses: z.array(z.object({ address: z.string(), type: z.string().optional() })).optional(),
-      ipv4VXLANTunnelAddr: ip.optional(),
-      vxlanTunnelMACAddr: mac.optional(),
-      ipv6VXLANTunnelAddr: ip.optional(),
-      vxlanTunnelMACAddrV6: mac.optional(),
-    })),
+    z.preprocess(
+      (v) => v ?? {},
+      z.object({
+        bgp: z
+          .object({
+            ipv4Address: cidr.optional(),
+            ipv6Address: cidr.optional(),
+            asNumber: asNumber.optional(),
+            ipv4IPIPTunnelAddr: ip.optional(),
+            routeReflectorClusterID: z.string().optional(),
+          })
+          .optional(),
+        addresses: z.array(z.object({ address: z.string(), type: z.string().optional() })).optional(),
+        ipv4VXLANTunnelAddr: ip.optional(),
+        vxlanTunnelMACAddr: mac.optional(),
+        ipv6VXLANTunnelAddr: ip.optional(),
+        vxlanTunnelMACAddrV6: mac.optional(),
+      }),
+    ),
   ),
 } as const;
 
@@ -364,4 +411,10 @@ export type ResourceOf<K extends Kind> = z.infer<(typeof schemas)[K]>;
 export type Resource = { [K in Kind]: ResourceOf<K> }[Kind];
 export type Rule = z.infer<typeof rule>;
 export type EntityRule = z.infer<typeof entityRule>;
-export const NAMESPACED_KINDS: ReadonlySet<Kind> = new Set(['NetworkPolicy', 'KubernetesNetworkPolicy', 'KubernetesEndpointSlice', 'WorkloadEndpoint', 'NetworkSet']);
+export const NAMESPACED_KINDS: ReadonlySet<Kind> = new Set([
+  'NetworkPolicy',
+  'KubernetesNetworkPolicy',
+  'KubernetesEndpointSlice',
+  'WorkloadEndpoint',
+  'NetworkSet',
+]);

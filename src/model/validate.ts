@@ -41,7 +41,9 @@ export class ValidationError extends Error {
   constructor(resource: ResourceRef, issues: FieldIssue[], source?: string, total = issues.length) {
     const first = issues[0] ?? { path: '', message: 'invalid' };
     const more = total > 1 ? ` (and ${total - 1} more)` : '';
-    super(`${source ? `${source}: ` : ''}${describeRef(resource)}: ${first.path || '<resource>'}: ${first.message}${more}`);
+    super(
+      `${source ? `${source}: ` : ''}${describeRef(resource)}: ${first.path || '<resource>'}: ${first.message}${more}`,
+    );
     this.name = 'ValidationError';
     this.resource = resource;
     this.issues = issues;
@@ -80,7 +82,9 @@ function warningsOf(resource: Resource): string[] {
   for (const dir of ['ingress', 'egress'] as const) {
     spec[dir]?.forEach((r, i) => {
       if (r.http !== undefined) {
-        warnings.push(`${describeRef(refOf(resource))}: spec.${dir}[${i}].http is accepted but ignored (no L7 enforcement)`);
+        warnings.push(
+          `${describeRef(refOf(resource))}: spec.${dir}[${i}].http is accepted but ignored (no L7 enforcement)`,
+        );
       }
     });
   }
@@ -98,10 +102,14 @@ export function validateResource(input: unknown, source?: string): ValidationRes
   }
   const kind = ref.kind as Kind;
   if (NAMESPACED_KINDS.has(kind) && ref.namespace === undefined) {
-    return { ok: false, error: new ValidationError(ref, [{ path: 'metadata.namespace', message: `a ${kind} needs a namespace` }], source) };
+    return {
+      ok: false,
+      error: new ValidationError(ref, [{ path: 'metadata.namespace', message: `a ${kind} needs a namespace` }], source),
+    };
   }
   const parsed = schemas[kind].safeParse(input);
-  if (!parsed.success) return { ok: false, error: new ValidationError(ref, issuesOf(parsed.error), source, parsed.error.issues.length) };
+  if (!parsed.success)
+    return { ok: false, error: new ValidationError(ref, issuesOf(parsed.error), source, parsed.error.issues.length) };
   const resource = parsed.data as Resource;
   return { ok: true, resource, warnings: warningsOf(resource) };
 }

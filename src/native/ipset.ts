@@ -25,7 +25,8 @@ export type IpsetOp =
 
 function nameBytes(name: string): Buffer {
   const b = Buffer.from(name, 'latin1');
-  if (b.length === 0 || b.length > MAX_SET_NAME || !/^[\x21-\x7e]+$/.test(name)) throw new Error(`invalid IP set name "${name}"`);
+  if (b.length === 0 || b.length > MAX_SET_NAME || !/^[\x21-\x7e]+$/.test(name))
+    throw new Error(`invalid IP set name "${name}"`);
   return Buffer.concat([Buffer.from([b.length]), b]);
 }
 
@@ -73,7 +74,8 @@ function memberBytes(member: string, type: IpsetType, family: IpsetFamily, out: 
   } else if (member.includes('/')) {
     const [a, p] = member.split('/') as [string, string];
     [addr, prefix] = [a, /^\d{1,3}$/.test(p) ? Number(p) : -1];
-    if (prefix < (type === 'hash:net' ? 1 : family === 4 ? 32 : 128) || prefix > (family === 4 ? 32 : 128)) throw new Error(`invalid ${type} member "${member}"`);
+    if (prefix < (type === 'hash:net' ? 1 : family === 4 ? 32 : 128) || prefix > (family === 4 ? 32 : 128))
+      throw new Error(`invalid ${type} member "${member}"`);
   }
   const ip = parseIp(addr);
   if (!ip || ip.version !== family) throw new Error(`member "${member}" is not an IPv${family} ${type} member`);

@@ -31,6 +31,6 @@ export function nftAttr(name: string): number {
 
 export function failuresOf(e: unknown): NftFailure[] {
   return e instanceof NativeError && Array.isArray((e as NativeError & { failures?: unknown }).failures)
-    ? ((e as NativeError & { failures: NftFailure[] }).failures)
+    ? (e as NativeError & { failures: NftFailure[] }).failures
     : [];
 }

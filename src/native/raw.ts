@@ -117,7 +117,10 @@ export interface RawNeigh {
 }
 
 export interface RawModule {
-  setup(classes: { NativeError: new (...args: never[]) => Error; SelectorError: new (...args: never[]) => Error }): void;
+  setup(classes: {
+    NativeError: new (...args: never[]) => Error;
+    SelectorError: new (...args: never[]) => Error;
+  }): void;
   NativeSelector: new (text: string) => RawSelector;
   LabelIndex: new () => RawLabelIndex;
   opensslVersion: string;
@@ -126,13 +129,25 @@ export interface RawModule {
   nftDump(family: number, table: string): Promise<RawNftDump>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;
-  RtnlMonitor: new (opts: { exclude: string[]; rcvbuf?: number }, onEvents: (events: RawIfaceEvent[]) => void) => RawRtnlMonitor;
+  RtnlMonitor: new (
+    opts: { exclude: string[]; rcvbuf?: number },
+    onEvents: (events: RawIfaceEvent[]) => void,
+  ) => RawRtnlMonitor;
   /** Route/neighbour ops (native/rtnl/routes.h); per-op failures in the result. */
   routeApply(ops: Uint8Array): Promise<RawRouteResult>;
   routeDump(protocol: number): Promise<RawRoute[]>;
   neighDump(ifindex: number): Promise<RawNeigh[]>;
   linkGet(name: string): Promise<RawLink | undefined>;
-  linkAddVxlan(spec: { name: string; vni: number; port: number; parent: number; localFamily: 0 | 4 | 6; local: Uint8Array; mac: Uint8Array | undefined; mtu: number }): Promise<RawLink>;
+  linkAddVxlan(spec: {
+    name: string;
+    vni: number;
+    port: number;
+    parent: number;
+    localFamily: 0 | 4 | 6;
+    local: Uint8Array;
+    mac: Uint8Array | undefined;
+    mtu: number;
+  }): Promise<RawLink>;
   linkAddIpip(name: string, mtu: number): Promise<RawLink>;
   linkSet(index: number, mtu: number, up: boolean): Promise<undefined>;
   linkDelete(index: number): Promise<undefined>;
@@ -144,7 +159,10 @@ export interface RawModule {
   ipsetApply(ops: Uint8Array): Promise<RawIpsetResult>;
   ipsetList(prefix: string): Promise<RawIpset[]>;
   /** One libiptc transaction (native/iptc/legacy.h); a failing op in `failure`; rejects with EINVAL or ESYS. */
-  iptcApply(ops: Uint8Array, lock: { lockPath: string; lockTimeoutMs: number; lockIntervalMs: number }): Promise<RawIptcResult>;
+  iptcApply(
+    ops: Uint8Array,
+    lock: { lockPath: string; lockTimeoutMs: number; lockIntervalMs: number },
+  ): Promise<RawIptcResult>;
   iptcDump(family: number, table: string): Promise<RawIptcChain[]>;
   /** The same transaction for iptables-nft, over netlink (native/iptc/nft.h). */
   iptNftApply(ops: Uint8Array): Promise<RawIptNftResult>;

@@ -19,7 +19,10 @@ export class InterfaceMonitor {
    * socket's buffer (default 4 MiB; tests shrink it to force the overflow path).
    */
   constructor(exclude: string[], onEvents: (events: IfaceEvent[]) => void, opts: { rcvbuf?: number } = {}) {
-    this.#raw = new native.RtnlMonitor(opts.rcvbuf === undefined ? { exclude } : { exclude, rcvbuf: opts.rcvbuf }, onEvents);
+    this.#raw = new native.RtnlMonitor(
+      opts.rcvbuf === undefined ? { exclude } : { exclude, rcvbuf: opts.rcvbuf },
+      onEvents,
+    );
   }
   start(): void {
     this.#raw.start();
@@ -106,7 +109,10 @@ export async function routeApplyOrThrow(ops: readonly RouteOp[], what: string): 
   if (!ops.length) return;
   const res = await routeApply(ops);
   const real = res.failures.filter((f) => !(ops[f.tag]?.op.endsWith('Delete') && (f.errno === 2 || f.errno === 3)));
-  if (real.length) throw new Error(`${what} failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`);
+  if (real.length)
+    throw new Error(
+      `${what} failed: ${real.map((f) => `${ops[f.tag]?.op} ${ops[f.tag]?.dst} (errno ${f.errno})`).join('; ')}`,
+    );
 }
 
 /** The main table's routes of one protocol (-1: of every protocol). */
@@ -141,7 +147,9 @@ export function linkGet(name: string): Promise<Link | undefined> {
   return native.linkGet(name);
 }
 
-/** Creates a VXLAN device (learning off), as Felix's vxlan manager does; rejects (ELINK, errno) if the kernel refuses. */
+/**
+ * Creates a VXLAN device (learning off), as Felix's vxlan manager does; rejects (ELINK, errno) if the kernel refuses.
+ */
 export function linkAddVxlan(spec: VxlanLinkSpec): Promise<Link> {
   const local = Buffer.alloc(16);
   if (spec.local) addressBytes(spec.local).copy(local);
@@ -157,7 +165,10 @@ export function linkAddVxlan(spec: VxlanLinkSpec): Promise<Link> {
   });
 }
 
-/** Creates an IP-in-IP device (tunl0 when the ipip module made none); rejects (ELINK, errno EOPNOTSUPP) without the module. */
+/**
+ * Creates an IP-in-IP device (tunl0 when the ipip module made none); rejects (ELINK, errno EOPNOTSUPP) without the
+ * module.
+ */
 export function linkAddIpip(name: string, mtu: number): Promise<Link> {
   return native.linkAddIpip(name, mtu);
 }
@@ -174,7 +185,13 @@ export function linkDelete(index: number): Promise<undefined> {
 export function addrChange(add: boolean, index: number, cidr: string): Promise<undefined> {
   const [addr, len] = cidr.split('/') as [string, string?];
   const v6 = addr.includes(':');
-  return native.addrChange(add, index, v6 ? 6 : 4, addressBytes(addr), len === undefined ? (v6 ? 128 : 32) : Number(len));
+  return native.addrChange(
+    add,
+    index,
+    v6 ? 6 : 4,
+    addressBytes(addr),
+    len === undefined ? (v6 ? 128 : 32) : Number(len),
+  );
 }
 
 /** An interface's addresses ("10.65.0.1/32"). */

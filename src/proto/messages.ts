@@ -115,7 +115,14 @@ export interface IPAMPool {
 }
 
 /** Felix's RouteType bits (felixbackend.proto). */
-export const RouteType = { REMOTE_WORKLOAD: 1, REMOTE_HOST: 2, LOCAL_WORKLOAD: 4, LOCAL_HOST: 8, REMOTE_TUNNEL: 16, LOCAL_TUNNEL: 32 } as const;
+export const RouteType = {
+  REMOTE_WORKLOAD: 1,
+  REMOTE_HOST: 2,
+  LOCAL_WORKLOAD: 4,
+  LOCAL_HOST: 8,
+  REMOTE_TUNNEL: 16,
+  LOCAL_TUNNEL: 32,
+} as const;
 export type IPPoolType = 'NONE' | 'NO_ENCAP' | 'VXLAN' | 'IPIP';
 
 /** A route Felix's L3RouteResolver sends (RouteUpdate): what `dst` is and where it lives. */

@@ -51,7 +51,14 @@ export class DedupeBuffer {
     const gone = [...(this.#pending ?? [])];
     this.#pending = undefined;
     for (const key of gone) this.#known.delete(key);
-    return gone.map((key) => ({ key, value: Buffer.alloc(0), revision: '', v3ResourceVersion: '', ttlNanos: 0, updateType: 3 }));
+    return gone.map((key) => ({
+      key,
+      value: Buffer.alloc(0),
+      revision: '',
+      v3ResourceVersion: '',
+      ttlNanos: 0,
+      updateType: 3,
+    }));
   }
 
   get size(): number {
@@ -132,7 +139,10 @@ export class TyphaClient {
 
   #retry(e: Error | undefined): void {
     if (this.#stopped) return;
-    this.#opts.log.warn({ typha: this.#address, error: e?.message, retryInMs: this.#backoff }, 'lost the connection to Typha; reconnecting');
+    this.#opts.log.warn(
+      { typha: this.#address, error: e?.message, retryInMs: this.#backoff },
+      'lost the connection to Typha; reconnecting',
+    );
     this.#opts.onStatus('wait-for-datastore');
     this.#timer = setTimeout(() => void this.#connect(), this.#backoff);
     this.#backoff = Math.min(this.#backoff * 2, this.#opts.backoffMs?.max ?? 5000);

@@ -16,7 +16,14 @@ import { GobDecoder } from './gob/decoder.js';
 import type { GobEncoder } from './gob/encoder.js';
 import { GobError } from './gob/wire.js';
 import { SnappyFrameDecoder } from './snappy.js';
-import { encodeMessage, type SerializedUpdate, type SyncStatus, toMessage, type TyphaMessage, typhaEncoder } from './syncproto.js';
+import {
+  encodeMessage,
+  type SerializedUpdate,
+  type SyncStatus,
+  toMessage,
+  type TyphaMessage,
+  typhaEncoder,
+} from './syncproto.js';
 import { timeOfDate } from './gob/time.js';
 
 export interface TyphaConnectionOptions {
@@ -79,17 +86,35 @@ export class TyphaConnection {
       this.#arm(this.#opts.handshakeTimeoutMs ?? 10_000, 'no server hello');
       s.once(this.#opts.tls ? 'secureConnect' : 'connect', () => {
         const compression = this.#opts.compression ?? true;
-        this.#send({ type: 'ClientHello', hostname: this.#opts.hostname, info: this.#opts.info, version: this.#opts.version, syncerType: this.#opts.syncerType ?? 'felix', supportsDecoderRestart: compression, supportedCompressionAlgorithms: compression ? ['snappy'] : [], supportsModernPolicyKeys: true, clientConnId: randomBytes(8).readBigUInt64BE() });
+        this.#send({
+          type: 'ClientHello',
+          hostname: this.#opts.hostname,
+          info: this.#opts.info,
+          version: this.#opts.version,
+          syncerType: this.#opts.syncerType ?? 'felix',
+          supportsDecoderRestart: compression,
+          supportedCompressionAlgorithms: compression ? ['snappy'] : [],
+          supportsModernPolicyKeys: true,
+          clientConnId: randomBytes(8).readBigUInt64BE(),
+        });
       });
       s.on('data', (chunk: Buffer) => {
         try {
           this.#onData(chunk);
         } catch (e) {
-          finish(e instanceof GobError || e instanceof TyphaConnectionError ? e : new TyphaConnectionError(`handling a message: ${(e as Error).message}`));
+          finish(
+            e instanceof GobError || e instanceof TyphaConnectionError
+              ? e
+              : new TyphaConnectionError(`handling a message: ${(e as Error).message}`),
+          );
         }
       });
       s.on('error', (e) => finish(new TyphaConnectionError(`connection to Typha ${this.#opts.address}: ${e.message}`)));
-      s.on('close', () => finish(this.#closing ? undefined : new TyphaConnectionError(`Typha ${this.#opts.address} closed the connection`)));
+      s.on('close', () =>
+        finish(
+          this.#closing ? undefined : new TyphaConnectionError(`Typha ${this.#opts.address} closed the connection`),
+        ),
+      );
     });
     return this.#closed;
   }
@@ -106,7 +131,10 @@ export class TyphaConnection {
 
   #arm(ms: number, why: string): void {
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#fail(new TyphaConnectionError(`Typha ${this.#opts.address}: ${why} within ${ms} ms`)), ms);
+    this.#timer = setTimeout(
+      () => this.#fail(new TyphaConnectionError(`Typha ${this.#opts.address}: ${why} within ${ms} ms`)),
+      ms,
+    );
     this.#timer.unref();
   }
 
@@ -116,7 +144,15 @@ export class TyphaConnection {
     const ok = s.write(encodeMessage(this.#enc, m));
     // A peer that stops reading: give up after the write timeout, as Felix does.
     if (!ok) {
-      const t = setTimeout(() => this.#fail(new TyphaConnectionError(`Typha ${this.#opts.address}: a write took longer than ${this.#opts.writeTimeoutMs ?? 10_000} ms`)), this.#opts.writeTimeoutMs ?? 10_000);
+      const t = setTimeout(
+        () =>
+          this.#fail(
+            new TyphaConnectionError(
+              `Typha ${this.#opts.address}: a write took longer than ${this.#opts.writeTimeoutMs ?? 10_000} ms`,
+            ),
+          ),
+        this.#opts.writeTimeoutMs ?? 10_000,
+      );
       t.unref();
       s.once('drain', () => clearTimeout(t));
     }
@@ -132,15 +168,18 @@ export class TyphaConnection {
         continue;
       }
       // Typha sends nothing after a restart until our ACK: whatever is left was sent in the old format.
-      if (i !== values.length - 1 || this.#dec.buffered || this.#snappy?.buffered) throw new TyphaConnectionError('Typha sent data after a decoder restart, before our ACK');
+      if (i !== values.length - 1 || this.#dec.buffered || this.#snappy?.buffered)
+        throw new TyphaConnectionError('Typha sent data after a decoder restart, before our ACK');
       this.#restart(m.compressionAlgorithm);
     }
   }
 
   #restart(algorithm: string): void {
     if (!this.#helloDone) throw new TyphaConnectionError('Typha sent a decoder restart before its hello');
-    if (!(this.#opts.compression ?? true)) throw new TyphaConnectionError('Typha sent a decoder restart we did not offer');
-    if (algorithm !== '' && algorithm !== 'snappy') throw new TyphaConnectionError(`Typha chose compression "${algorithm}", which we did not offer`);
+    if (!(this.#opts.compression ?? true))
+      throw new TyphaConnectionError('Typha sent a decoder restart we did not offer');
+    if (algorithm !== '' && algorithm !== 'snappy')
+      throw new TyphaConnectionError(`Typha chose compression "${algorithm}", which we did not offer`);
     this.restarts++;
     this.#arm(this.#opts.readTimeoutMs ?? 30_000, 'nothing received');
     this.#dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
@@ -152,8 +191,12 @@ export class TyphaConnection {
     this.#arm(this.#opts.readTimeoutMs ?? 30_000, 'nothing received');
     if (!this.#helloDone) {
       if (m.type !== 'ServerHello') throw new TyphaConnectionError(`Typha sent ${m.type} before its hello`);
-      if (!m.supportsNodeResourceUpdates) throw new TyphaConnectionError(`Typha ${m.version} does not support node resource updates (too old)`);
-      if (m.syncerType && m.syncerType !== (this.#opts.syncerType ?? 'felix')) throw new TyphaConnectionError(`Typha serves syncer "${m.syncerType}", not "${this.#opts.syncerType ?? 'felix'}"`);
+      if (!m.supportsNodeResourceUpdates)
+        throw new TyphaConnectionError(`Typha ${m.version} does not support node resource updates (too old)`);
+      if (m.syncerType && m.syncerType !== (this.#opts.syncerType ?? 'felix'))
+        throw new TyphaConnectionError(
+          `Typha serves syncer "${m.syncerType}", not "${this.#opts.syncerType ?? 'felix'}"`,
+        );
       this.#helloDone = true;
       this.serverVersion = m.version;
       return;

@@ -51,7 +51,9 @@ export function frameChunks(data: Uint8Array): Buffer {
     const block = data.subarray(at, at + MAX_BLOCK);
     const crc = maskedCrc(block);
     const compressed = compressSync(Buffer.from(block.buffer, block.byteOffset, block.length));
-    out.push(compressed.length < block.length - (block.length >> 3) ? chunk(0x00, crc, compressed) : chunk(0x01, crc, block));
+    out.push(
+      compressed.length < block.length - (block.length >> 3) ? chunk(0x00, crc, compressed) : chunk(0x01, crc, block),
+    );
   }
   return Buffer.concat(out);
 }

@@ -31,8 +31,24 @@ export interface SerializedUpdate {
 }
 
 export type TyphaMessage =
-  | { type: 'ClientHello'; hostname: string; info: string; version: string; syncerType: string; supportsDecoderRestart: boolean; supportedCompressionAlgorithms: string[]; supportsModernPolicyKeys: boolean; clientConnId: bigint }
-  | { type: 'ServerHello'; version: string; syncerType: string; supportsNodeResourceUpdates: boolean; serverConnId: bigint }
+  | {
+      type: 'ClientHello';
+      hostname: string;
+      info: string;
+      version: string;
+      syncerType: string;
+      supportsDecoderRestart: boolean;
+      supportedCompressionAlgorithms: string[];
+      supportsModernPolicyKeys: boolean;
+      clientConnId: bigint;
+    }
+  | {
+      type: 'ServerHello';
+      version: string;
+      syncerType: string;
+      supportsNodeResourceUpdates: boolean;
+      serverConnId: bigint;
+    }
   | { type: 'DecoderRestart'; message: string; compressionAlgorithm: string }
   | { type: 'ACK' }
   | { type: 'SyncStatus'; status: SyncStatus }
@@ -42,18 +58,69 @@ export type TyphaMessage =
 
 const S = (t: 'string' | 'bool' | 'uint' | 'int' | 'bytes' | 'interface'): Schema => ({ t });
 const TIME: Schema = { t: 'gob', name: 'Time' };
-const UPDATE: Schema = { t: 'struct', name: 'SerializedUpdate', fields: [['Key', S('string')], ['Value', S('bytes')], ['Revision', S('interface')], ['V3ResourceVersion', S('string')], ['TTL', S('int')], ['UpdateType', S('uint')]] };
+const UPDATE: Schema = {
+  t: 'struct',
+  name: 'SerializedUpdate',
+  fields: [
+    ['Key', S('string')],
+    ['Value', S('bytes')],
+    ['Revision', S('interface')],
+    ['V3ResourceVersion', S('string')],
+    ['TTL', S('int')],
+    ['UpdateType', S('uint')],
+  ],
+};
 
 /** The registered concrete types, by their short names. */
 export const SCHEMAS: Record<TyphaMessage['type'], Schema> = {
-  ClientHello: { t: 'struct', name: 'MsgClientHello', fields: [['Hostname', S('string')], ['Info', S('string')], ['Version', S('string')], ['SyncerType', S('string')], ['SupportsDecoderRestart', S('bool')], ['SupportedCompressionAlgorithms', { t: 'slice', name: '[]syncproto.CompressionAlgorithm', elem: S('string') }], ['SupportsModernPolicyKeys', S('bool')], ['ClientConnID', S('uint')]] },
-  ServerHello: { t: 'struct', name: 'MsgServerHello', fields: [['Version', S('string')], ['SyncerType', S('string')], ['SupportsNodeResourceUpdates', S('bool')], ['ServerConnID', S('uint')]] },
-  DecoderRestart: { t: 'struct', name: 'MsgDecoderRestart', fields: [['Message', S('string')], ['CompressionAlgorithm', S('string')]] },
+  ClientHello: {
+    t: 'struct',
+    name: 'MsgClientHello',
+    fields: [
+      ['Hostname', S('string')],
+      ['Info', S('string')],
+      ['Version', S('string')],
+      ['SyncerType', S('string')],
+      ['SupportsDecoderRestart', S('bool')],
+      ['SupportedCompressionAlgorithms', { t: 'slice', name: '[]syncproto.CompressionAlgorithm', elem: S('string') }],
+      ['SupportsModernPolicyKeys', S('bool')],
+      ['ClientConnID', S('uint')],
+    ],
+  },
+  ServerHello: {
+    t: 'struct',
+    name: 'MsgServerHello',
+    fields: [
+      ['Version', S('string')],
+      ['SyncerType', S('string')],
+      ['SupportsNodeResourceUpdates', S('bool')],
+      ['ServerConnID', S('uint')],
+    ],
+  },
+  DecoderRestart: {
+    t: 'struct',
+    name: 'MsgDecoderRestart',
+    fields: [
+      ['Message', S('string')],
+      ['CompressionAlgorithm', S('string')],
+    ],
+  },
   ACK: { t: 'struct', name: 'MsgACK', fields: [] },
   SyncStatus: { t: 'struct', name: 'MsgSyncStatus', fields: [['SyncStatus', S('uint')]] },
   Ping: { t: 'struct', name: 'MsgPing', fields: [['Timestamp', TIME]] },
-  Pong: { t: 'struct', name: 'MsgPong', fields: [['PingTimestamp', TIME], ['PongTimestamp', TIME]] },
-  KVs: { t: 'struct', name: 'MsgKVs', fields: [['KVs', { t: 'slice', name: '[]syncproto.SerializedUpdate', elem: UPDATE }]] },
+  Pong: {
+    t: 'struct',
+    name: 'MsgPong',
+    fields: [
+      ['PingTimestamp', TIME],
+      ['PongTimestamp', TIME],
+    ],
+  },
+  KVs: {
+    t: 'struct',
+    name: 'MsgKVs',
+    fields: [['KVs', { t: 'slice', name: '[]syncproto.SerializedUpdate', elem: UPDATE }]],
+  },
 };
 export const ENVELOPE: Schema = { t: 'struct', name: 'Envelope', fields: [['Message', S('interface')]] };
 
@@ -72,9 +139,23 @@ export function encodeMessage(enc: GobEncoder, m: TyphaMessage): Buffer {
 function fieldsOf(m: TyphaMessage): Record<string, unknown> {
   switch (m.type) {
     case 'ClientHello':
-      return { Hostname: m.hostname, Info: m.info, Version: m.version, SyncerType: m.syncerType, SupportsDecoderRestart: m.supportsDecoderRestart, SupportedCompressionAlgorithms: m.supportedCompressionAlgorithms, SupportsModernPolicyKeys: m.supportsModernPolicyKeys, ClientConnID: m.clientConnId };
+      return {
+        Hostname: m.hostname,
+        Info: m.info,
+        Version: m.version,
+        SyncerType: m.syncerType,
+        SupportsDecoderRestart: m.supportsDecoderRestart,
+        SupportedCompressionAlgorithms: m.supportedCompressionAlgorithms,
+        SupportsModernPolicyKeys: m.supportsModernPolicyKeys,
+        ClientConnID: m.clientConnId,
+      };
     case 'ServerHello':
-      return { Version: m.version, SyncerType: m.syncerType, SupportsNodeResourceUpdates: m.supportsNodeResourceUpdates, ServerConnID: m.serverConnId };
+      return {
+        Version: m.version,
+        SyncerType: m.syncerType,
+        SupportsNodeResourceUpdates: m.supportsNodeResourceUpdates,
+        ServerConnID: m.serverConnId,
+      };
     case 'DecoderRestart':
       return { Message: m.message, CompressionAlgorithm: m.compressionAlgorithm };
     case 'ACK':
@@ -87,7 +168,14 @@ function fieldsOf(m: TyphaMessage): Record<string, unknown> {
       return { PingTimestamp: encodeTime(m.pingTimestamp), PongTimestamp: encodeTime(m.pongTimestamp) };
     case 'KVs':
       return {
-        KVs: m.kvs.map((u) => ({ Key: u.key, Value: u.value, Revision: u.revision ? { name: 'string', value: u.revision } : null, V3ResourceVersion: u.v3ResourceVersion, TTL: u.ttlNanos, UpdateType: u.updateType })),
+        KVs: m.kvs.map((u) => ({
+          Key: u.key,
+          Value: u.value,
+          Revision: u.revision ? { name: 'string', value: u.revision } : null,
+          V3ResourceVersion: u.v3ResourceVersion,
+          TTL: u.ttlNanos,
+          UpdateType: u.updateType,
+        })),
       };
   }
 }
@@ -107,7 +195,8 @@ const bool = (v: unknown, what: string): boolean => {
 const uint = (v: unknown, what: string): bigint => {
   if (v === undefined) return 0n;
   // A peer may define a field under the expected name with another type (a float, say).
-  if (!(typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) || v < 0) throw new GobError(`${what} is not an unsigned integer`);
+  if (!(typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v))) || v < 0)
+    throw new GobError(`${what} is not an unsigned integer`);
   return BigInt(v);
 };
 const small = (v: unknown, what: string, max: number): number => {
@@ -121,7 +210,8 @@ const time = (v: unknown, what: string): GoTime => {
   return decodeTime(v);
 };
 const fields = (v: unknown, what: string): Record<string, unknown> => {
-  if (!v || typeof v !== 'object' || Array.isArray(v) || Buffer.isBuffer(v) || v instanceof Map) throw new GobError(`${what} is not a struct`);
+  if (!v || typeof v !== 'object' || Array.isArray(v) || Buffer.isBuffer(v) || v instanceof Map)
+    throw new GobError(`${what} is not a struct`);
   return v as Record<string, unknown>;
 };
 
@@ -138,7 +228,14 @@ function update(v: unknown): SerializedUpdate {
   if (value !== undefined && !Buffer.isBuffer(value)) throw new GobError('a SerializedUpdate value is not bytes');
   const ttl = f.TTL ?? 0;
   if (typeof ttl !== 'number' || !Number.isInteger(ttl)) throw new GobError('a TTL out of range');
-  return { key: str(f.Key, 'a key'), value: value ?? Buffer.alloc(0), revision, v3ResourceVersion: str(f.V3ResourceVersion, 'a v3 resource version'), ttlNanos: ttl, updateType: small(f.UpdateType, 'an update type', 3) as UpdateType };
+  return {
+    key: str(f.Key, 'a key'),
+    value: value ?? Buffer.alloc(0),
+    revision,
+    v3ResourceVersion: str(f.V3ResourceVersion, 'a v3 resource version'),
+    ttlNanos: ttl,
+    updateType: small(f.UpdateType, 'an update type', 3) as UpdateType,
+  };
 }
 
 /** A decoded Envelope as a typed message; GobError for anything else. */
@@ -151,13 +248,34 @@ export function toMessage(envelope: unknown): TyphaMessage {
   switch (type) {
     case 'ClientHello': {
       const algs = f.SupportedCompressionAlgorithms ?? [];
-      if (!Array.isArray(algs) || !algs.every((a) => typeof a === 'string')) throw new GobError('SupportedCompressionAlgorithms is not a list of strings');
-      return { type, hostname: str(f.Hostname, 'Hostname'), info: str(f.Info, 'Info'), version: str(f.Version, 'Version'), syncerType: str(f.SyncerType, 'SyncerType'), supportsDecoderRestart: bool(f.SupportsDecoderRestart, 'SupportsDecoderRestart'), supportedCompressionAlgorithms: algs as string[], supportsModernPolicyKeys: bool(f.SupportsModernPolicyKeys, 'SupportsModernPolicyKeys'), clientConnId: uint(f.ClientConnID, 'ClientConnID') };
+      if (!Array.isArray(algs) || !algs.every((a) => typeof a === 'string'))
+        throw new GobError('SupportedCompressionAlgorithms is not a list of strings');
+      return {
+        type,
+        hostname: str(f.Hostname, 'Hostname'),
+        info: str(f.Info, 'Info'),
+        version: str(f.Version, 'Version'),
+        syncerType: str(f.SyncerType, 'SyncerType'),
+        supportsDecoderRestart: bool(f.SupportsDecoderRestart, 'SupportsDecoderRestart'),
+        supportedCompressionAlgorithms: algs as string[],
+        supportsModernPolicyKeys: bool(f.SupportsModernPolicyKeys, 'SupportsModernPolicyKeys'),
+        clientConnId: uint(f.ClientConnID, 'ClientConnID'),
+      };
     }
     case 'ServerHello':
-      return { type, version: str(f.Version, 'Version'), syncerType: str(f.SyncerType, 'SyncerType'), supportsNodeResourceUpdates: bool(f.SupportsNodeResourceUpdates, 'SupportsNodeResourceUpdates'), serverConnId: uint(f.ServerConnID, 'ServerConnID') };
+      return {
+        type,
+        version: str(f.Version, 'Version'),
+        syncerType: str(f.SyncerType, 'SyncerType'),
+        supportsNodeResourceUpdates: bool(f.SupportsNodeResourceUpdates, 'SupportsNodeResourceUpdates'),
+        serverConnId: uint(f.ServerConnID, 'ServerConnID'),
+      };
     case 'DecoderRestart':
-      return { type, message: str(f.Message, 'Message'), compressionAlgorithm: str(f.CompressionAlgorithm, 'CompressionAlgorithm') };
+      return {
+        type,
+        message: str(f.Message, 'Message'),
+        compressionAlgorithm: str(f.CompressionAlgorithm, 'CompressionAlgorithm'),
+      };
     case 'ACK':
       return { type };
     case 'SyncStatus':
@@ -165,7 +283,11 @@ export function toMessage(envelope: unknown): TyphaMessage {
     case 'Ping':
       return { type, timestamp: time(f.Timestamp, 'Timestamp') };
     case 'Pong':
-      return { type, pingTimestamp: time(f.PingTimestamp, 'PingTimestamp'), pongTimestamp: time(f.PongTimestamp, 'PongTimestamp') };
+      return {
+        type,
+        pingTimestamp: time(f.PingTimestamp, 'PingTimestamp'),
+        pongTimestamp: time(f.PongTimestamp, 'PongTimestamp'),
+      };
     case 'KVs': {
       const kvs = f.KVs ?? [];
       if (!Array.isArray(kvs)) throw new GobError('KVs is not a list');

@@ -49,7 +49,9 @@ export function typhaTlsOptions(c: TyphaTlsConfig): ConnectionOptions {
       if (certMatches(cert, c.cn, c.uriSan)) return undefined;
       const { cns, uris } = certIdentity(cert);
       const wanted = [c.cn && `CN ${c.cn}`, c.uriSan && `URI SAN ${c.uriSan}`].filter(Boolean).join(' or ');
-      return new Error(`Typha's certificate is not the one configured: wanted ${wanted}, got CN ${cns.join(',') || '(none)'}${uris.length ? `, URI SANs ${uris.join(', ')}` : ''}`);
+      return new Error(
+        `Typha's certificate is not the one configured: wanted ${wanted}, got CN ${cns.join(',') || '(none)'}${uris.length ? `, URI SANs ${uris.join(', ')}` : ''}`,
+      );
     },
   };
 }

@@ -14,7 +14,7 @@ import { tempDirs } from '../helpers/temp.js';
 const tempDir = tempDirs('actions');
 const V3 = 'projectcalico.org/v3';
 
-describe('e2e: Reject and Return as the filter table\'s deny and allow actions', { skip: ROOT_SKIP }, () => {
+describe("e2e: Reject and Return as the filter table's deny and allow actions", { skip: ROOT_SKIP }, () => {
   let lab: Lab;
   let a: Workload, b: Workload;
   let agent: LabAgent | undefined;
@@ -23,7 +23,9 @@ describe('e2e: Reject and Return as the filter table\'s deny and allow actions',
   const connect = (w: Workload, ip: string, port: number) => {
     const script = `const s = require('net').connect(${port}, '${ip}'); const t = setTimeout(() => { console.log('timeout'); process.exit(0); }, 2000); s.on('connect', () => { console.log('connected'); process.exit(0); }); s.on('error', (e) => { console.log(e.code); process.exit(0); });`;
     const t0 = Date.now();
-    const out = spawnSync('ip', ['netns', 'exec', w.ns, process.execPath, '-e', script], { encoding: 'utf8' }).stdout.trim();
+    const out = spawnSync('ip', ['netns', 'exec', w.ns, process.execPath, '-e', script], {
+      encoding: 'utf8',
+    }).stdout.trim();
     return { out, ms: Date.now() - t0 };
   };
 
@@ -37,12 +39,34 @@ describe('e2e: Reject and Return as the filter table\'s deny and allow actions',
       apiVersion: V3,
       kind: 'WorkloadEndpoint',
       metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app: w.name } },
-      spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+      spec: {
+        node: 'node1',
+        orchestrator: 'k8s',
+        pod: w.name,
+        endpoint: 'eth0',
+        interfaceName: w.iface,
+        mac: w.mac,
+        ipNetworks: [`${w.ip}/32`],
+        profiles: ['kns.e2e'],
+      },
     });
     const resources = [
-      { apiVersion: V3, kind: 'FelixConfiguration', metadata: { name: 'default' }, spec: { nftablesFilterDenyAction: 'Reject', nftablesFilterAllowAction: 'Return' } },
+      {
+        apiVersion: V3,
+        kind: 'FelixConfiguration',
+        metadata: { name: 'default' },
+        spec: { nftablesFilterDenyAction: 'Reject', nftablesFilterAllowAction: 'Return' },
+      },
       { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } },
-      { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'b', namespace: 'e2e' }, spec: { selector: "app == 'b'", ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [9090] } }] } },
+      {
+        apiVersion: V3,
+        kind: 'NetworkPolicy',
+        metadata: { name: 'b', namespace: 'e2e' },
+        spec: {
+          selector: "app == 'b'",
+          ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [9090] } }],
+        },
+      },
       wep(a),
       wep(b),
     ];

@@ -19,13 +19,27 @@ const wep = (w: Workload, labels: Record<string, string>) => ({
   apiVersion: 'projectcalico.org/v3',
   kind: 'WorkloadEndpoint',
   metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+  spec: {
+    node: 'node1',
+    orchestrator: 'k8s',
+    pod: w.name,
+    endpoint: 'eth0',
+    interfaceName: w.iface,
+    mac: w.mac,
+    ipNetworks: [`${w.ip}/32`],
+    profiles: ['kns.e2e'],
+  },
 });
 const policy = (port: number) => ({
   apiVersion: 'projectcalico.org/v3',
   kind: 'NetworkPolicy',
   metadata: { name: 'db', namespace: 'e2e' },
-  spec: { selector: "app == 'db'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [port] } }] },
+  spec: {
+    selector: "app == 'db'",
+    ingress: [
+      { action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [port] } },
+    ],
+  },
 });
 
 describe('e2e: palisade agent on etcd v3', { skip }, () => {
@@ -42,7 +56,15 @@ describe('e2e: palisade agent on etcd v3', { skip }, () => {
     api = lab.addWorkload('api', '10.66.0.10', 1);
     db = lab.addWorkload('db', '10.66.0.11', 2);
     await lab.listen(db, [5432, 6543]);
-    etcd.put(`${PREFIX}/profiles/kns.e2e`, JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } }));
+    etcd.put(
+      `${PREFIX}/profiles/kns.e2e`,
+      JSON.stringify({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Profile',
+        metadata: { name: 'kns.e2e' },
+        spec: { egress: [{ action: 'Allow' }] },
+      }),
+    );
     etcd.put(`${PREFIX}/workloadendpoints/e2e/node1-k8s-api-eth0`, JSON.stringify(wep(api, { app: 'api' })));
     etcd.put(`${PREFIX}/workloadendpoints/e2e/node1-k8s-db-eth0`, JSON.stringify(wep(db, { app: 'db' })));
     agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', 'node1'], {
@@ -55,7 +77,10 @@ describe('e2e: palisade agent on etcd v3', { skip }, () => {
       PALISADE_DATASTORE_GRACE_MS: '1000',
     });
     agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    assert.ok((await lab.until(() => /"status":"up"/.test(log), 15000)) >= 0, `agent never programmed: ${log.slice(-3000)}`);
+    assert.ok(
+      (await lab.until(() => /"status":"up"/.test(log), 15000)) >= 0,
+      `agent never programmed: ${log.slice(-3000)}`,
+    );
   });
   after(async () => {
     agent?.kill('SIGTERM');
@@ -69,7 +94,9 @@ describe('e2e: palisade agent on etcd v3', { skip }, () => {
     assert.ok((await lab.until(() => lab.tcp(api, db.ip, 5432, 300))) >= 0, 'policy from etcd never enforced');
     const t0 = Date.now();
     etcd.put(`${PREFIX}/networkpolicies/e2e/db`, JSON.stringify(policy(6543)));
-    assert.ok((await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 3000, 10)) >= 0);
+    assert.ok(
+      (await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 3000, 10)) >= 0,
+    );
     console.log(`# etcd policy edit enforced in ${Date.now() - t0} ms`);
   });
 
@@ -79,12 +106,23 @@ describe('e2e: palisade agent on etcd v3', { skip }, () => {
     // Traffic keeps flowing on what is programmed.
     assert.equal(lab.tcp(api, db.ip, 6543), true);
     // Past the grace period, readiness says the datastore is gone, and why.
-    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 503, 20000, 200)) >= 0, 'readiness never turned 503');
-    const detail = JSON.parse(lab.http('http://127.0.0.1:9099/readiness?detail=true').body) as { reporters: Array<{ name: string; reason?: string }> };
+    assert.ok(
+      (await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 503, 20000, 200)) >= 0,
+      'readiness never turned 503',
+    );
+    const detail = JSON.parse(lab.http('http://127.0.0.1:9099/readiness?detail=true').body) as {
+      reporters: Array<{ name: string; reason?: string }>;
+    };
     assert.match(detail.reporters.find((r) => r.name === 'calc_graph')?.reason ?? '', /datastore has not been in sync/);
     await etcd.start();
-    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 20000, 200)) >= 0, 'readiness never came back');
+    assert.ok(
+      (await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 20000, 200)) >= 0,
+      'readiness never came back',
+    );
     etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
-    assert.ok((await lab.until(() => !lab.tcp(api, db.ip, 6543, 300), 15000)) >= 0, 'the delete made after the restart was never enforced');
+    assert.ok(
+      (await lab.until(() => !lab.tcp(api, db.ip, 6543, 300), 15000)) >= 0,
+      'the delete made after the restart was never enforced',
+    );
   });
 });

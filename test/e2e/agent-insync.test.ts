@@ -24,15 +24,24 @@ describe('e2e: nothing before InSync', { skip: ROOT_SKIP }, () => {
     lab = new Lab();
     const l = lab;
     const dir = join(tempDir(), 'not-yet');
-    const agent = l.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug' });
+    const agent = l.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], {
+      ...cleanEnv,
+      FELIX_LOGSEVERITYSCREEN: 'Debug',
+    });
     let log = '';
     agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
     await l.until(() => /palisade agent starting/.test(log), 5000);
     await new Promise((r) => setTimeout(r, 1500));
     assert.doesNotMatch(l.sh(l.host, 'nft', ['list', 'tables']), /calico/, 'programmed before in-sync');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'p.yaml'), stringify({ apiVersion: 'projectcalico.org/v3', kind: 'Profile', metadata: { name: 'kns.x' }, spec: {} }));
-    assert.ok((await l.until(() => /calico/.test(l.sh(l.host, 'nft', ['list', 'tables'])), 10000)) >= 0, `never programmed: ${log.slice(-2000)}`);
+    writeFileSync(
+      join(dir, 'p.yaml'),
+      stringify({ apiVersion: 'projectcalico.org/v3', kind: 'Profile', metadata: { name: 'kns.x' }, spec: {} }),
+    );
+    assert.ok(
+      (await l.until(() => /calico/.test(l.sh(l.host, 'nft', ['list', 'tables'])), 10000)) >= 0,
+      `never programmed: ${log.slice(-2000)}`,
+    );
     agent.kill('SIGTERM');
   });
 });

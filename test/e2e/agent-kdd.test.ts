@@ -25,7 +25,9 @@ class ApiProcess {
   out = '';
   #sent = 0;
   constructor(netns: string) {
-    this.proc = spawn('ip', ['netns', 'exec', netns, process.execPath, API_MAIN], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.proc = spawn('ip', ['netns', 'exec', netns, process.execPath, API_MAIN], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     this.proc.stdout?.on('data', (d: Buffer) => (this.out += d.toString()));
   }
   async url(): Promise<string> {
@@ -57,12 +59,21 @@ const pod = (w: Workload) => ({
 });
 const cnp = (name: string, tier: 'Admin' | 'Baseline', priority: number, ingress: unknown[]) => ({
   metadata: { name },
-  spec: { tier, priority, subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'db' } } } }, ingress },
+  spec: {
+    tier,
+    priority,
+    subject: { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'db' } } } },
+    ingress,
+  },
 });
 const fromApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
 const policy = (port: number) => ({
   metadata: { name: 'db-from-api', namespace: 'shop' },
-  spec: { podSelector: { matchLabels: { app: 'db' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }] },
+  spec: {
+    podSelector: { matchLabels: { app: 'db' } },
+    policyTypes: ['Ingress'],
+    ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }],
+  },
 });
 
 describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, timeout: 120_000 }, () => {
@@ -74,7 +85,8 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
   before(async () => {
     lab = new Lab();
     // The pods' interfaces as Calico's CNI plugin names them.
-    const add = (name: string, ip: string, i: number) => lab.addWorkload(name, ip, i, { iface: vethNameForWorkload('shop', name) });
+    const add = (name: string, ip: string, i: number) =>
+      lab.addWorkload(name, ip, i, { iface: vethNameForWorkload('shop', name) });
     apiW = add('api', '10.68.0.10', 1);
     db = add('db', '10.68.0.11', 2);
     other = add('other', '10.68.0.12', 3);
@@ -86,13 +98,20 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     await api.put('nodes', { metadata: { name: 'node1' } });
     // A cluster with the ClusterNetworkPolicy CRD, and the tiers calico-node creates at start.
     await api.install('clusternetworkpolicies');
-    for (const [name, order, defaultAction] of [['default', 1_000_000, 'Deny'], ['kube-admin', 1000, 'Pass'], ['kube-baseline', 10_000_000, 'Pass']] as const) {
+    for (const [name, order, defaultAction] of [
+      ['default', 1_000_000, 'Deny'],
+      ['kube-admin', 1000, 'Pass'],
+      ['kube-baseline', 10_000_000, 'Pass'],
+    ] as const) {
       await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
     }
     for (const w of [apiW, db, other]) await api.put('pods', pod(w));
     const dir = tempDir();
     const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`);
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`,
+    );
     agent = new LabAgent(lab, tempDir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: kubeconfig });
     await agent.applied();
   });
@@ -114,26 +133,59 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     assert.equal(lab.tcp(apiW, db.ip, 5432), true);
     assert.equal(lab.tcp(apiW, db.ip, 6543), false);
     await api.put('networkpolicies', policy(6543));
-    assert.ok((await lab.until(() => lab.tcp(apiW, db.ip, 6543, 300) && !lab.tcp(apiW, db.ip, 5432, 100), 10_000)) >= 0, 'the edit was never enforced');
+    assert.ok(
+      (await lab.until(() => lab.tcp(apiW, db.ip, 6543, 300) && !lab.tcp(apiW, db.ip, 5432, 100), 10_000)) >= 0,
+      'the edit was never enforced',
+    );
     await api.del('networkpolicies', 'shop', 'db-from-api');
-    assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the deletion never reached the kernel');
+    assert.ok(
+      (await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0,
+      'the deletion never reached the kernel',
+    );
   });
   it('ClusterNetworkPolicies: Admin denies over everything, Baseline only where no NetworkPolicy decided, Pass hands over', async () => {
-    await api.put('clusternetworkpolicies', cnp('no-other-to-db', 'Admin', 10, [{ name: 'other', action: 'Deny', from: [fromApp('other')] }]));
-    assert.ok((await lab.until(() => !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0, 'the Admin deny was never enforced');
+    await api.put(
+      'clusternetworkpolicies',
+      cnp('no-other-to-db', 'Admin', 10, [{ name: 'other', action: 'Deny', from: [fromApp('other')] }]),
+    );
+    assert.ok(
+      (await lab.until(() => !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0,
+      'the Admin deny was never enforced',
+    );
     assert.equal(lab.tcp(apiW, db.ip, 5432), true, 'the Admin tier passes what it does not deny');
-    await api.put('clusternetworkpolicies', cnp('baseline-deny-db', 'Baseline', 10, [{ action: 'Deny', from: [{ namespaces: {} }] }]));
-    assert.ok((await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200), 10_000)) >= 0, 'the Baseline deny was never enforced');
+    await api.put(
+      'clusternetworkpolicies',
+      cnp('baseline-deny-db', 'Baseline', 10, [{ action: 'Deny', from: [{ namespaces: {} }] }]),
+    );
+    assert.ok(
+      (await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200), 10_000)) >= 0,
+      'the Baseline deny was never enforced',
+    );
     // A NetworkPolicy selecting the database decides in the default tier: Baseline is not reached.
     await api.put('networkpolicies', policy(5432));
-    assert.ok((await lab.until(() => lab.tcp(apiW, db.ip, 5432, 300), 10_000)) >= 0, 'the NetworkPolicy did not override Baseline');
+    assert.ok(
+      (await lab.until(() => lab.tcp(apiW, db.ip, 5432, 300), 10_000)) >= 0,
+      'the NetworkPolicy did not override Baseline',
+    );
     assert.equal(lab.tcp(other, db.ip, 5432, 300), false, 'the Admin deny still holds');
     // An Admin Pass for the other client skips the rest of the Admin tier (its deny).
-    await api.put('clusternetworkpolicies', cnp('no-other-to-db', 'Admin', 10, [{ name: 'pass', action: 'Pass', from: [fromApp('other')] }, { action: 'Deny', from: [fromApp('other')] }]));
+    await api.put(
+      'clusternetworkpolicies',
+      cnp('no-other-to-db', 'Admin', 10, [
+        { name: 'pass', action: 'Pass', from: [fromApp('other')] },
+        { action: 'Deny', from: [fromApp('other')] },
+      ]),
+    );
     await api.del('networkpolicies', 'shop', 'db-from-api');
-    assert.ok((await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200) && !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0, 'both fall through to the Baseline deny');
+    assert.ok(
+      (await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200) && !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0,
+      'both fall through to the Baseline deny',
+    );
     await api.del('clusternetworkpolicies', '', 'baseline-deny-db');
-    assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the Pass never let the other client through to the profile');
+    assert.ok(
+      (await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0,
+      'the Pass never let the other client through to the profile',
+    );
     await api.del('clusternetworkpolicies', '', 'no-other-to-db');
     assert.equal(lab.tcp(apiW, db.ip, 6543, 300), true);
   });

@@ -36,7 +36,23 @@ describe('agent process: privileges', () => {
     for (const extra of [[], ['--cleanup']]) {
       // Root without capabilities, as in a container without NET_ADMIN: unlike another
       // uid, it can read a checkout whose directories only root may enter (a mktemp -d clone).
-      const r = spawnSync('setpriv', ['--bounding-set=-all', '--inh-caps=-all', '--ambient-caps=-all', process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1', ...extra], { encoding: 'utf8', env: cleanEnv, timeout: 20_000 });
+      const r = spawnSync(
+        'setpriv',
+        [
+          '--bounding-set=-all',
+          '--inh-caps=-all',
+          '--ambient-caps=-all',
+          process.execPath,
+          BIN,
+          'agent',
+          '--datastore-dir',
+          dir,
+          '--hostname',
+          'node1',
+          ...extra,
+        ],
+        { encoding: 'utf8', env: cleanEnv, timeout: 20_000 },
+      );
       assert.equal(r.status, 4, `${extra.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /cannot program this node: the process lacks CAP_NET_ADMIN/);
     }
@@ -47,7 +63,11 @@ describe('agent process: signals', { skip: ROOT_SKIP }, () => {
   it('ignores SIGUSR1 (no inspector) and SIGHUP, stops on SIGTERM with 0', async () => {
     const ns = netns();
     const dir = tempDir();
-    const p = spawn('ip', ['netns', 'exec', ns.name, process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { env: { ...cleanEnv, PALISADE_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(
+      'ip',
+      ['netns', 'exec', ns.name, process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'],
+      { env: { ...cleanEnv, PALISADE_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let log = '';
     p.stderr?.on('data', (d: Buffer) => (log += d.toString()));
     const exited = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));

@@ -27,14 +27,33 @@ const wep = (w: Workload, labels: Record<string, string>) => ({
   apiVersion: V3,
   kind: 'WorkloadEndpoint',
   metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+  spec: {
+    node: 'node1',
+    orchestrator: 'k8s',
+    pod: w.name,
+    endpoint: 'eth0',
+    interfaceName: w.iface,
+    mac: w.mac,
+    ipNetworks: [`${w.ip}/32`],
+    profiles: ['kns.e2e'],
+  },
 });
-const profile = { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } };
+const profile = {
+  apiVersion: V3,
+  kind: 'Profile',
+  metadata: { name: 'kns.e2e' },
+  spec: { egress: [{ action: 'Allow' }] },
+};
 const policy = (port: number) => ({
   apiVersion: V3,
   kind: 'NetworkPolicy',
   metadata: { name: 'db', namespace: 'e2e' },
-  spec: { selector: "app == 'db'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [port] } }] },
+  spec: {
+    selector: "app == 'db'",
+    ingress: [
+      { action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [port] } },
+    ],
+  },
 });
 
 class TyphaProcess {
@@ -47,9 +66,15 @@ class TyphaProcess {
   ) {}
   async start(): Promise<void> {
     this.log = '';
-    this.proc = this.lab.spawnInHost([process.execPath, BIN, 'typha', '--port', String(PORT), '--listen-host', '127.0.0.1', ...this.args], { ...cleanEnv, PALISADE_LOG_FORMAT: 'json', TYPHA_SHUTDOWNTIMEOUTSECS: '2', ...this.env });
+    this.proc = this.lab.spawnInHost(
+      [process.execPath, BIN, 'typha', '--port', String(PORT), '--listen-host', '127.0.0.1', ...this.args],
+      { ...cleanEnv, PALISADE_LOG_FORMAT: 'json', TYPHA_SHUTDOWNTIMEOUTSECS: '2', ...this.env },
+    );
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
-    assert.ok((await this.lab.until(() => /"msg":"Typha listening"/.test(this.log), 15_000)) >= 0, `palisade typha never listened:\n${this.log}`);
+    assert.ok(
+      (await this.lab.until(() => /"msg":"Typha listening"/.test(this.log), 15_000)) >= 0,
+      `palisade typha never listened:\n${this.log}`,
+    );
   }
   async kill(): Promise<void> {
     const p = this.proc;
@@ -59,7 +84,10 @@ class TyphaProcess {
   }
 }
 
-describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (etcdAvailable() ? false : 'etcd is not installed (npm test installs it)'), timeout: 240_000 }, () => {
+describe('e2e: palisade agent <- palisade typha <- etcd', {
+  skip: ROOT_SKIP || (etcdAvailable() ? false : 'etcd is not installed (npm test installs it)'),
+  timeout: 240_000,
+}, () => {
   let lab: Lab;
   let etcd: TestEtcd;
   let typha: TyphaProcess;
@@ -76,7 +104,13 @@ describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (
     etcd.put(`${PREFIX}/profiles/kns.e2e`, JSON.stringify(profile));
     etcd.put(`${PREFIX}/workloadendpoints/e2e/node1-k8s-api-eth0`, JSON.stringify(wep(api, { app: 'api' })));
     etcd.put(`${PREFIX}/workloadendpoints/e2e/node1-k8s-db-eth0`, JSON.stringify(wep(db, { app: 'db' })));
-    typha = new TyphaProcess(lab, [], { FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: etcd.endpoint, TYPHA_HEALTHENABLED: 'true', TYPHA_PROMETHEUSMETRICSENABLED: 'true', TYPHA_PROMETHEUSMETRICSHOST: '127.0.0.1' });
+    typha = new TyphaProcess(lab, [], {
+      FELIX_DATASTORETYPE: 'etcdv3',
+      FELIX_ETCDENDPOINTS: etcd.endpoint,
+      TYPHA_HEALTHENABLED: 'true',
+      TYPHA_PROMETHEUSMETRICSENABLED: 'true',
+      TYPHA_PROMETHEUSMETRICSHOST: '127.0.0.1',
+    });
     await typha.start();
     agent = new LabAgent(lab, tempDir(), { FELIX_TYPHAADDR: `127.0.0.1:${PORT}` });
     await agent.applied();
@@ -91,10 +125,15 @@ describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (
   it('follows etcd through Typha: deny by default, a policy allows, an edit moves the port', async () => {
     assert.equal(lab.tcp(api, db.ip, 5432), false);
     etcd.put(`${PREFIX}/networkpolicies/e2e/db`, JSON.stringify(policy(5432)));
-    assert.ok((await lab.until(() => lab.tcp(api, db.ip, 5432, 300), 10_000)) >= 0, 'the policy never reached the kernel through Typha');
+    assert.ok(
+      (await lab.until(() => lab.tcp(api, db.ip, 5432, 300), 10_000)) >= 0,
+      'the policy never reached the kernel through Typha',
+    );
     const t0 = Date.now();
     etcd.put(`${PREFIX}/networkpolicies/e2e/db`, JSON.stringify(policy(6543)));
-    assert.ok((await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 5000, 10)) >= 0);
+    assert.ok(
+      (await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 5000, 10)) >= 0,
+    );
     console.log(`# etcd -> palisade typha -> agent -> kernel: policy edit enforced in ${Date.now() - t0} ms`);
   });
 
@@ -112,7 +151,10 @@ describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (
     assert.equal(lab.tcp(api, db.ip, 6543), true, 'what is programmed stays while Typha is away');
     etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
     await typha.start();
-    assert.ok((await lab.until(() => !lab.tcp(api, db.ip, 6543, 200), 20_000)) >= 0, `the deletion made while Typha was down never reached the kernel:\n${agent.log.slice(-3000)}`);
+    assert.ok(
+      (await lab.until(() => !lab.tcp(api, db.ip, 6543, 200), 20_000)) >= 0,
+      `the deletion made while Typha was down never reached the kernel:\n${agent.log.slice(-3000)}`,
+    );
     assert.match(agent.log, /lost the connection to Typha; reconnecting/);
   });
 
@@ -125,7 +167,10 @@ describe('e2e: palisade agent <- palisade typha <- etcd', { skip: ROOT_SKIP || (
     assert.equal(result.keys?.length, 1, `every client holds the same number of keys: ${out}`);
     console.log(`# 100 Typha clients in sync in ${result.ms} ms`);
     etcd.put(`${PREFIX}/networkpolicies/e2e/db`, JSON.stringify(policy(6543)));
-    assert.ok((await lab.until(() => lab.tcp(api, db.ip, 6543, 300), 10_000)) >= 0, 'the agent stopped following after the load');
+    assert.ok(
+      (await lab.until(() => lab.tcp(api, db.ip, 6543, 300), 10_000)) >= 0,
+      'the agent stopped following after the load',
+    );
   });
 });
 
@@ -141,13 +186,14 @@ describe('e2e: palisade agent <- palisade typha <- file datastore', { skip: ROOT
     lab?.destroy();
   });
 
-  it('enforces the directory\'s policy through Typha, and follows an edit', async () => {
+  it("enforces the directory's policy through Typha, and follows an edit", async () => {
     lab = new Lab();
     dir = tempDir();
     const api = lab.addWorkload('api', '10.67.1.10', 1);
     const db = lab.addWorkload('db', '10.67.1.11', 2);
     await lab.listen(db, [5432, 6543]);
-    const put = (file: string, ...r: unknown[]) => writeFileSync(join(dir, file), r.map((x) => stringify(x)).join('---\n'));
+    const put = (file: string, ...r: unknown[]) =>
+      writeFileSync(join(dir, file), r.map((x) => stringify(x)).join('---\n'));
     put('r.yaml', profile, wep(api, { app: 'api' }), wep(db, { app: 'db' }), policy(5432));
     typha = new TyphaProcess(lab, ['--datastore-dir', dir], {});
     await typha.start();
@@ -156,6 +202,9 @@ describe('e2e: palisade agent <- palisade typha <- file datastore', { skip: ROOT
     assert.equal(lab.tcp(api, db.ip, 5432), true);
     assert.equal(lab.tcp(api, db.ip, 6543), false);
     put('r.yaml', profile, wep(api, { app: 'api' }), wep(db, { app: 'db' }), policy(6543));
-    assert.ok((await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 10_000)) >= 0, 'the file edit never reached the kernel through Typha');
+    assert.ok(
+      (await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 10_000)) >= 0,
+      'the file edit never reached the kernel through Typha',
+    );
   });
 });

@@ -16,20 +16,39 @@ import { goStandInBinary, TyphaStandIn, typhaKVs } from '../helpers/typha-standi
 
 const V3 = 'projectcalico.org/v3';
 const tempDir = tempDirs('typha');
-const goMissing = spawnSync('go', ['version']).status !== 0 ? 'Go is not installed (npm test installs golang-go)' : false;
+const goMissing =
+  spawnSync('go', ['version']).status !== 0 ? 'Go is not installed (npm test installs golang-go)' : false;
 const skip = ROOT_SKIP || goMissing;
 
-const wep = (w: { name: string; iface: string; mac?: string; ip: string }, node: string, labels: Record<string, string>) => ({
+const wep = (
+  w: { name: string; iface: string; mac?: string; ip: string },
+  node: string,
+  labels: Record<string, string>,
+) => ({
   apiVersion: V3,
   kind: 'WorkloadEndpoint',
   metadata: { name: `${node}-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: { node, orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, ...(w.mac ? { mac: w.mac } : {}), ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+  spec: {
+    node,
+    orchestrator: 'k8s',
+    pod: w.name,
+    endpoint: 'eth0',
+    interfaceName: w.iface,
+    ...(w.mac ? { mac: w.mac } : {}),
+    ipNetworks: [`${w.ip}/32`],
+    profiles: ['kns.e2e'],
+  },
 });
 const policy = (port: number) => ({
   apiVersion: V3,
   kind: 'NetworkPolicy',
   metadata: { name: 'db', namespace: 'e2e' },
-  spec: { selector: "app == 'db'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [port] } }] },
+  spec: {
+    selector: "app == 'db'",
+    ingress: [
+      { action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [port] } },
+    ],
+  },
 });
 
 describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
@@ -53,9 +72,24 @@ describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
       // Another node's endpoint: only an IP-set member here.
       wep({ name: 'api2', iface: 'cali00000remote', ip: '10.66.1.5' }, 'node2', { app: 'api' }),
       policy(5432),
-      { apiVersion: V3, kind: 'GlobalNetworkSet', metadata: { name: 'feeds', labels: { feed: 'x' } }, spec: { nets: ['192.0.2.0/24'] } },
-      { apiVersion: V3, kind: 'FelixConfiguration', metadata: { name: 'default' }, spec: { defaultEndpointToHostAction: 'Drop' } },
-      { apiVersion: V3, kind: 'FelixConfiguration', metadata: { name: 'node.node1' }, spec: { defaultEndpointToHostAction: 'Accept' } },
+      {
+        apiVersion: V3,
+        kind: 'GlobalNetworkSet',
+        metadata: { name: 'feeds', labels: { feed: 'x' } },
+        spec: { nets: ['192.0.2.0/24'] },
+      },
+      {
+        apiVersion: V3,
+        kind: 'FelixConfiguration',
+        metadata: { name: 'default' },
+        spec: { defaultEndpointToHostAction: 'Drop' },
+      },
+      {
+        apiVersion: V3,
+        kind: 'FelixConfiguration',
+        metadata: { name: 'node.node1' },
+        spec: { defaultEndpointToHostAction: 'Accept' },
+      },
       { apiVersion: V3, kind: 'IPPool', metadata: { name: 'pool' }, spec: { cidr: '10.66.0.0/16', natOutgoing: true } },
       { apiVersion: V3, kind: 'Node', metadata: { name: 'node2' }, spec: { bgp: { ipv4Address: '192.0.2.2/24' } } },
     ];
@@ -89,7 +123,10 @@ describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
       { key: '/calico/bgp/v1/global/peer_v4/10.0.0.5', value: '{"ip":"10.0.0.5","as_num":"64512"}' },
       { key: '/calico/ipam/v2/host/node1/ipv4/block/10.66.0.0-26', value: '{"state":"confirmed"}' },
       { key: '/calico/resources/v3/projectcalico.org/kubernetesservices/default/kubernetes', value: '{}' },
-      { key: '/calico/v1/policy/StagedNetworkPolicy/e2e/staged', value: '{"selector":"all()","inbound_rules":[{"action":"deny"}],"staged_action":"Set"}' },
+      {
+        key: '/calico/v1/policy/StagedNetworkPolicy/e2e/staged',
+        value: '{"selector":"all()","inbound_rules":[{"action":"deny"}],"staged_action":"Set"}',
+      },
       // ...and a value that does not parse: dropped, nothing else affected.
       { key: '/calico/v1/netset/broken', value: '{not json' },
     ]);
@@ -110,14 +147,20 @@ describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
   it('follows changes as Typha sends them', async () => {
     assert.ok(typha && agent);
     await typha.command('set', typhaKVs([policy(6543)]));
-    assert.ok((await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 5000)) >= 0, 'the edit never reached the kernel');
+    assert.ok(
+      (await lab.until(() => lab.tcp(api, db.ip, 6543, 300) && !lab.tcp(api, db.ip, 5432, 100), 5000)) >= 0,
+      'the edit never reached the kernel',
+    );
   });
 
   it('after a dropped connection, resyncs: a key deleted meanwhile is removed', async () => {
     assert.ok(typha && agent);
     await typha.command('drop', typhaKVs([policy(6543)], true));
     await typha.until((e) => e.connected === 2);
-    assert.ok((await lab.until(() => !lab.tcp(api, db.ip, 6543, 200), 5000)) >= 0, 'the policy deleted while disconnected still allows');
+    assert.ok(
+      (await lab.until(() => !lab.tcp(api, db.ip, 6543, 200), 5000)) >= 0,
+      'the policy deleted while disconnected still allows',
+    );
     assert.match(agent.log, /lost the connection to Typha; reconnecting/);
     const first = typha.events().find((e) => e.disconnected === 1);
     assert.ok(first && (first.pongs as number) >= 1, `the agent answered Typha's pings: ${JSON.stringify(first)}`);

@@ -45,13 +45,27 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     apiVersion: V3,
     kind: 'WorkloadEndpoint',
     metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
-    spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+    spec: {
+      node: 'node1',
+      orchestrator: 'k8s',
+      pod: w.name,
+      endpoint: 'eth0',
+      interfaceName: w.iface,
+      mac: w.mac,
+      ipNetworks: [`${w.ip}/32`],
+      profiles: ['kns.e2e'],
+    },
   });
   const policy = (port: number) => ({
     apiVersion: V3,
     kind: 'NetworkPolicy',
     metadata: { name: 'b-ingress', namespace: 'e2e' },
-    spec: { selector: "app == 'b'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'a'" }, destination: { ports: [port] } }] },
+    spec: {
+      selector: "app == 'b'",
+      ingress: [
+        { action: 'Allow', protocol: 'TCP', source: { selector: "app == 'a'" }, destination: { ports: [port] } },
+      ],
+    },
   });
 
   before(async () => {
@@ -60,9 +74,23 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     b = lab.addWorkload('b', '10.71.0.11', 2);
     await lab.listen(b, [8080, 9090]);
     dir = tempDir();
-    writeResources(dir, [{ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } }, wep(a, 'a'), wep(b, 'b'), ...templates()], 'valid.yaml');
+    writeResources(
+      dir,
+      [
+        { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } },
+        wep(a, 'a'),
+        wep(b, 'b'),
+        ...templates(),
+      ],
+      'valid.yaml',
+    );
     writeResources(dir, [policy(8080)], 'policy.yaml');
-    agent = new LabAgent(lab, dir, { FELIX_HEALTHENABLED: 'true', FELIX_HEALTHHOST: '127.0.0.1', FELIX_PROMETHEUSMETRICSENABLED: 'true', FELIX_PROMETHEUSMETRICSHOST: '127.0.0.1' });
+    agent = new LabAgent(lab, dir, {
+      FELIX_HEALTHENABLED: 'true',
+      FELIX_HEALTHHOST: '127.0.0.1',
+      FELIX_PROMETHEUSMETRICSENABLED: 'true',
+      FELIX_PROMETHEUSMETRICSHOST: '127.0.0.1',
+    });
     await agent.applied();
     assert.ok((await lab.until(() => lab.tcp(a, b.ip, 8080, 300), 5000)) >= 0, 'a never reached b');
   });
@@ -71,8 +99,13 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     lab?.destroy();
   });
 
-  it('rejects every document by file, resource and field; the kernel and the agent are unaffected', { timeout: 300_000 }, async () => {
-    assert.ok((await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 10_000)) >= 0, 'never ready');
+  it('rejects every document by file, resource and field; the kernel and the agent are unaffected', {
+    timeout: 300_000,
+  }, async () => {
+    assert.ok(
+      (await lab.until(() => lab.http('http://127.0.0.1:9099/readiness').status === 204, 10_000)) >= 0,
+      'never ready',
+    );
     const before = state();
     const hostile = lab.spawnInHost([process.execPath, HOSTILE, '40', '9099', '9091'], process.env);
     let hostileOut = '';
@@ -88,7 +121,8 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     const byFile = () => {
       const m = new Map<string, string[]>();
       for (const w of warnings()) {
-        const file = /^(?:invalid resource skipped: )?([\w.-]+\.(?:yaml|json))/.exec(w)?.[1] ?? /(dup-\d+\.yaml)/.exec(w)?.[1];
+        const file =
+          /^(?:invalid resource skipped: )?([\w.-]+\.(?:yaml|json))/.exec(w)?.[1] ?? /(dup-\d+\.yaml)/.exec(w)?.[1];
         if (file) m.set(file, [...(m.get(file) ?? []), w]);
       }
       return m;
@@ -97,15 +131,26 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
       const seen = byFile();
       const out: string[] = [];
       for (const d of docs) {
-        const ok = (seen.get(d.file) ?? []).some((w) => w.includes(`${d.file} document `) && (d.resource === undefined || w.includes(d.resource)) && (d.field === undefined || w.includes(d.field)));
+        const ok = (seen.get(d.file) ?? []).some(
+          (w) =>
+            w.includes(`${d.file} document `) &&
+            (d.resource === undefined || w.includes(d.resource)) &&
+            (d.field === undefined || w.includes(d.field)),
+        );
         if (!ok) out.push(`${d.file} (${d.category}, ${d.resource ?? '-'}, ${d.field ?? '-'})`);
       }
       for (const name of badFiles().keys()) if (!seen.has(name)) out.push(name);
-      for (const name of duplicates().keys()) if (!(seen.get(name) ?? []).some((w) => w.includes('is already defined in valid.yaml'))) out.push(name);
+      for (const name of duplicates().keys())
+        if (!(seen.get(name) ?? []).some((w) => w.includes('is already defined in valid.yaml'))) out.push(name);
       return out;
     };
-    assert.ok((await lab.until(() => missing().length === 0, 120_000, 250)) >= 0, `not reported:\n${missing().slice(0, 20).join('\n')}`);
-    console.log(`# ${docs.length} invalid documents, ${badFiles().size} non-YAML files and ${duplicates().size} duplicates all reported ${Date.now() - t0} ms after they were written`);
+    assert.ok(
+      (await lab.until(() => missing().length === 0, 120_000, 250)) >= 0,
+      `not reported:\n${missing().slice(0, 20).join('\n')}`,
+    );
+    console.log(
+      `# ${docs.length} invalid documents, ${badFiles().size} non-YAML files and ${duplicates().size} duplicates all reported ${Date.now() - t0} ms after they were written`,
+    );
 
     assert.equal(state(), before, 'the kernel state changed');
     assert.equal(agent.proc.exitCode, null, 'the agent exited');
@@ -116,13 +161,24 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     assert.equal(lab.tcp(a, b.ip, 8080), false);
 
     await hostileDone;
-    const summary = JSON.parse(hostileOut) as { malformedSent: number; answered: Record<string, number>; closedWithoutAnswer: number; wellBehavedOk: number; wellBehavedFailed: number; slowlorisOpen: number };
+    const summary = JSON.parse(hostileOut) as {
+      malformedSent: number;
+      answered: Record<string, number>;
+      closedWithoutAnswer: number;
+      wellBehavedOk: number;
+      wellBehavedFailed: number;
+      slowlorisOpen: number;
+    };
     console.log(`# hostile clients: ${JSON.stringify(summary)}`);
     assert.ok(summary.malformedSent > 100, hostileOut);
     assert.equal(summary.wellBehavedFailed, 0, `well-behaved requests failed: ${hostileOut}`);
     // Each was cut 10 s after it opened, even under the flood (Node's own check was not).
     assert.equal(summary.slowlorisOpen, 0, `slowloris connections outlived the headers deadline: ${hostileOut}`);
-    assert.deepEqual(Object.keys(summary.answered).filter((s) => !/^4\d\d$/.test(s)), [], `malformed requests got non-4xx answers: ${hostileOut}`);
+    assert.deepEqual(
+      Object.keys(summary.answered).filter((s) => !/^4\d\d$/.test(s)),
+      [],
+      `malformed requests got non-4xx answers: ${hostileOut}`,
+    );
     assert.equal(agent.proc.exitCode, null, 'the agent exited');
 
     // The corpus goes; nothing it held was ever in use, so nothing changes.

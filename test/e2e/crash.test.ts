@@ -35,15 +35,39 @@ describe('e2e: kill -9 during applies', { skip: ROOT_SKIP }, () => {
     apiVersion: V3,
     kind: 'WorkloadEndpoint',
     metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
-    spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+    spec: {
+      node: 'node1',
+      orchestrator: 'k8s',
+      pod: w.name,
+      endpoint: 'eth0',
+      interfaceName: w.iface,
+      mac: w.mac,
+      ipNetworks: [`${w.ip}/32`],
+      profiles: ['kns.e2e'],
+    },
   });
   /** Generation g: every rule's port is 20000 + g; c exists in even generations only. */
   const write = (g: number) => {
-    const rules: unknown[] = Array.from({ length: RULES }, (_, i) => ({ action: 'Allow', protocol: 'TCP', source: { nets: [`10.${100 + (i % 100)}.${i >> 8}.0/24`] }, destination: { ports: [20000 + g] } }));
-    rules.push({ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'a'" }, destination: { ports: [20000 + g] } });
+    const rules: unknown[] = Array.from({ length: RULES }, (_, i) => ({
+      action: 'Allow',
+      protocol: 'TCP',
+      source: { nets: [`10.${100 + (i % 100)}.${i >> 8}.0/24`] },
+      destination: { ports: [20000 + g] },
+    }));
+    rules.push({
+      action: 'Allow',
+      protocol: 'TCP',
+      source: { selector: "app == 'a'" },
+      destination: { ports: [20000 + g] },
+    });
     const docs = [
       { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } },
-      { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'moving', namespace: 'e2e' }, spec: { selector: "app == 'b'", ingress: rules } },
+      {
+        apiVersion: V3,
+        kind: 'NetworkPolicy',
+        metadata: { name: 'moving', namespace: 'e2e' },
+        spec: { selector: "app == 'b'", ingress: rules },
+      },
       wep(a, 'a'),
       wep(b, 'b'),
       ...(g % 2 === 0 ? [wep(c, 'c')] : []),
@@ -81,7 +105,9 @@ describe('e2e: kill -9 during applies', { skip: ROOT_SKIP }, () => {
     lab?.destroy();
   });
 
-  it(`leaves the old or the new ruleset, never a mix, and reconverges (${GENERATIONS} kills)`, { timeout: 600_000 }, async () => {
+  it(`leaves the old or the new ruleset, never a mix, and reconverges (${GENERATIONS} kills)`, {
+    timeout: 600_000,
+  }, async () => {
     const rng = new Rng(0x5eed);
     write(0);
     await start();
@@ -101,16 +127,22 @@ describe('e2e: kill -9 during applies', { skip: ROOT_SKIP }, () => {
       await kill();
       const left = table();
       await start();
-      assert.ok((await lab.until(() => generationOf(table()) === g, 10_000)) >= 0, `generation ${g}: never converged after the restart`);
+      assert.ok(
+        (await lab.until(() => generationOf(table()) === g, 10_000)) >= 0,
+        `generation ${g}: never converged after the restart`,
+      );
       const converged = table();
       const was = left === clean.get(g - 1) ? 'old' : 'new';
-      if (was === 'new') assert.equal(left, converged, `generation ${g}: the kill left neither the old ruleset nor the new one`);
+      if (was === 'new')
+        assert.equal(left, converged, `generation ${g}: the kill left neither the old ruleset nor the new one`);
       clean.set(g, converged);
       outcome[was]++;
       const routes = sh('ip', ['route', 'show', 'proto', 'boot']);
       assert.equal(routes.includes(c.ip), g % 2 === 0, `generation ${g}: c's route\n${routes}`);
     }
-    console.log(`# ${GENERATIONS} kills over a ${Math.round(window)} ms window: ${outcome.old} left the previous ruleset, ${outcome.new} the new one, 0 a mix`);
+    console.log(
+      `# ${GENERATIONS} kills over a ${Math.round(window)} ms window: ${outcome.old} left the previous ruleset, ${outcome.new} the new one, 0 a mix`,
+    );
     assert.ok(outcome.old > 0 && outcome.new > 0, 'the kills should land on both sides of the commit');
   });
 });

@@ -9,7 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { ROOT_SKIP } from '../helpers/netns.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
-const leftovers = () => spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.startsWith('palisade-demo-'));
+const leftovers = () =>
+  spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.startsWith('palisade-demo-'));
 
 describe('e2e: palisade demo', { skip: ROOT_SKIP }, () => {
   it('shows the programmed rules, the matrix before and after a policy change, and cleans up', () => {

@@ -26,14 +26,34 @@ const wep = (name: string, iface: string, ip: string, labels: Record<string, str
   apiVersion: V3,
   kind: 'WorkloadEndpoint',
   metadata: { name: `node1-k8s-${name}-eth0`, namespace: 'e2e', labels },
-  spec: { node: 'node1', orchestrator: 'k8s', pod: name, endpoint: 'eth0', interfaceName: iface, ...(mac ? { mac } : {}), ipNetworks: [`${ip}/32`], profiles: ['kns.e2e'] },
+  spec: {
+    node: 'node1',
+    orchestrator: 'k8s',
+    pod: name,
+    endpoint: 'eth0',
+    interfaceName: iface,
+    ...(mac ? { mac } : {}),
+    ipNetworks: [`${ip}/32`],
+    profiles: ['kns.e2e'],
+  },
 });
 const policyKey = (i: number) => `${PREFIX}/networkpolicies/e2e/p${i}`;
 const policy = (i: number, port: number) => ({
   apiVersion: V3,
   kind: 'NetworkPolicy',
   metadata: { name: `p${i}`, namespace: 'e2e' },
-  spec: { order: i, selector: i === 0 ? "app == 'b'" : `group == 'g${i}'`, ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: i === 0 ? "app == 'a'" : `group == 'g${(i + 1) % POLICIES}'` }, destination: { ports: [port] } }] },
+  spec: {
+    order: i,
+    selector: i === 0 ? "app == 'b'" : `group == 'g${i}'`,
+    ingress: [
+      {
+        action: 'Allow',
+        protocol: 'TCP',
+        source: { selector: i === 0 ? "app == 'a'" : `group == 'g${(i + 1) % POLICIES}'` },
+        destination: { ports: [port] },
+      },
+    ],
+  },
 });
 
 describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, () => {
@@ -46,7 +66,13 @@ describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, ()
   const table = () => nftTableState(sh, 'ip', 'calico');
   const start = () => {
     log = '';
-    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', 'node1'], { ...cleanEnv, FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: etcd.endpoint, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json' });
+    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', 'node1'], {
+      ...cleanEnv,
+      FELIX_DATASTORETYPE: 'etcdv3',
+      FELIX_ETCDENDPOINTS: etcd.endpoint,
+      FELIX_LOGSEVERITYSCREEN: 'Debug',
+      PALISADE_LOG_FORMAT: 'json',
+    });
     agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
   };
   const stopAgent = async () => {
@@ -82,11 +108,27 @@ describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, ()
     sh('nft', ['add chain ip foreign screen { type filter hook forward priority 10; policy accept; }']);
     sh('nft', ['add rule ip foreign screen ip saddr 192.0.2.1 accept']);
     const base: Array<[string, string]> = [
-      [`${PREFIX}/profiles/kns.e2e`, JSON.stringify({ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } })],
+      [
+        `${PREFIX}/profiles/kns.e2e`,
+        JSON.stringify({
+          apiVersion: V3,
+          kind: 'Profile',
+          metadata: { name: 'kns.e2e' },
+          spec: { egress: [{ action: 'Allow' }] },
+        }),
+      ],
       [wepKey('a'), JSON.stringify(wep('a', a.iface, a.ip, { app: 'a' }, a.mac))],
       [wepKey('b'), JSON.stringify(wep('b', b.iface, b.ip, { app: 'b' }, b.mac))],
     ];
-    for (let i = 0; i < SYNTHETIC; i++) base.push([wepKey(`s${i}`), JSON.stringify(wep(`s${i}`, `cali${(0xe0000000 + i).toString(16)}000`.slice(0, 15), `10.73.${i >> 8}.${i & 255}`, { group: `g${i % POLICIES}` }))]);
+    for (let i = 0; i < SYNTHETIC; i++)
+      base.push([
+        wepKey(`s${i}`),
+        JSON.stringify(
+          wep(`s${i}`, `cali${(0xe0000000 + i).toString(16)}000`.slice(0, 15), `10.73.${i >> 8}.${i & 255}`, {
+            group: `g${i % POLICIES}`,
+          }),
+        ),
+      ]);
     for (let i = 0; i < POLICIES; i++) base.push([policyKey(i), JSON.stringify(policy(i, 7000))]);
     etcd.putMany(base);
     start();
@@ -111,7 +153,10 @@ describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, ()
       for (let k = 0; k < 10; k++) {
         const r = rng.next();
         const i = rng.int(SYNTHETIC);
-        if (r < 0.5) ops.push(`put ${JSON.stringify(wepKey(`s${i}`))} ${JSON.stringify(JSON.stringify(wep(`s${i}`, `cali${(0xe0000000 + i).toString(16)}000`.slice(0, 15), `10.73.${i >> 8}.${i & 255}`, { group: `g${rng.int(POLICIES)}`, v: String(rng.int(1000)) })))}`);
+        if (r < 0.5)
+          ops.push(
+            `put ${JSON.stringify(wepKey(`s${i}`))} ${JSON.stringify(JSON.stringify(wep(`s${i}`, `cali${(0xe0000000 + i).toString(16)}000`.slice(0, 15), `10.73.${i >> 8}.${i & 255}`, { group: `g${rng.int(POLICIES)}`, v: String(rng.int(1000)) })))}`,
+          );
         else if (r < 0.8) ops.push(`del ${JSON.stringify(wepKey(`s${i}`))}`);
         else if (r < 0.99) {
           const p = rng.int(POLICIES);
@@ -150,19 +195,32 @@ describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, ()
 
     const converged = await settled();
     assert.equal(agent?.exitCode, null, 'the agent exited');
-    assert.ok((await lab.until(() => lab.tcp(a, b.ip, finalPort, 300), 5000)) >= 0, `a cannot reach b on the final port ${finalPort}`);
-    for (const p of [7000, 7001, 7002, 7003].filter((x) => x !== finalPort)) assert.equal(lab.tcp(a, b.ip, p), false, `port ${p} is open`);
-    const resyncs = (log.match(/"msg":"(resynced the datastore|watch revision compacted; full resync|lost the datastore watch; resyncing)"/g) ?? []).length;
+    assert.ok(
+      (await lab.until(() => lab.tcp(a, b.ip, finalPort, 300), 5000)) >= 0,
+      `a cannot reach b on the final port ${finalPort}`,
+    );
+    for (const p of [7000, 7001, 7002, 7003].filter((x) => x !== finalPort))
+      assert.equal(lab.tcp(a, b.ip, p), false, `port ${p} is open`);
+    const resyncs = (
+      log.match(
+        /"msg":"(resynced the datastore|watch revision compacted; full resync|lost the datastore watch; resyncing)"/g,
+      ) ?? []
+    ).length;
     const compactedSeen = /watch revision compacted/.test(log);
 
     // A fresh agent on the final datastore, from an empty kernel.
     await stopAgent();
     sh('nft', ['delete', 'table', 'ip', 'calico']);
     start();
-    assert.ok((await lab.until(() => /"msg":"applied"/.test(log), 20_000)) >= 0, `the fresh agent never applied:\n${log.slice(-3000)}`);
+    assert.ok(
+      (await lab.until(() => /"msg":"applied"/.test(log), 20_000)) >= 0,
+      `the fresh agent never applied:\n${log.slice(-3000)}`,
+    );
     const fresh = await settled();
     assert.equal(converged, fresh, 'the churned agent and a fresh one disagree');
     assert.equal(foreignState(sh, [a.ip, b.ip]), foreignBefore, 'foreign state changed');
-    console.log(`# ${written} changes written (${refused} transactions refused while etcd was down), 2 restarts, 2 compactions; ${resyncs} resyncs${compactedSeen ? ', one from a compacted revision' : ''}; converged to the fresh agent's table`);
+    console.log(
+      `# ${written} changes written (${refused} transactions refused while etcd was down), 2 restarts, 2 compactions; ${resyncs} resyncs${compactedSeen ? ', one from a compacted revision' : ''}; converged to the fresh agent's table`,
+    );
   });
 });

@@ -70,14 +70,26 @@ const BUILTINS: Record<string, string[]> = {
   raw: ['PREROUTING', 'OUTPUT'],
 };
 const EVERY_BUILTIN = Object.entries(BUILTINS)
-  .map(([t, chains]) => `*${t}\n${chains.map((c) => `-A ${c} -m comment --comment "foreign counter"`).join('\n')}\nCOMMIT\n`)
+  .map(
+    ([t, chains]) =>
+      `*${t}\n${chains.map((c) => `-A ${c} -m comment --comment "foreign counter"`).join('\n')}\nCOMMIT\n`,
+  )
   .join('');
 
 const wep = (w: Workload, labels: Record<string, string>) => ({
   apiVersion: V3,
   kind: 'WorkloadEndpoint',
   metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+  spec: {
+    node: 'node1',
+    orchestrator: 'k8s',
+    pod: w.name,
+    endpoint: 'eth0',
+    interfaceName: w.iface,
+    mac: w.mac,
+    ipNetworks: [`${w.ip}/32`],
+    profiles: ['kns.e2e'],
+  },
 });
 
 describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKIP }, () => {
@@ -91,9 +103,19 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
   };
   /** Everything a foreign tool would see, normalised for counters, comments and our own nft tables. */
   const foreignState = () => {
-    const norm = (s: string) => s.replace(/^#.*$/gm, '').replace(/\[\d+:\d+\]/g, '').replace(/packets \d+ bytes \d+/g, '');
+    const norm = (s: string) =>
+      s
+        .replace(/^#.*$/gm, '')
+        .replace(/\[\d+:\d+\]/g, '')
+        .replace(/packets \d+ bytes \d+/g, '');
     const nft = run('nft', ['list', 'ruleset']).replace(/^table ip6? calico \{[\s\S]*?^\}\n/gm, '');
-    return ['iptables-legacy-save', 'ip6tables-legacy-save', 'iptables-nft-save', 'ip6tables-nft-save'].map((t) => `${t}\n${norm(run(t, []))}`).join('\n') + norm(nft) + run('ipset', ['list']);
+    return (
+      ['iptables-legacy-save', 'ip6tables-legacy-save', 'iptables-nft-save', 'ip6tables-nft-save']
+        .map((t) => `${t}\n${norm(run(t, []))}`)
+        .join('\n') +
+      norm(nft) +
+      run('ipset', ['list'])
+    );
   };
   let before_: string;
 
@@ -111,15 +133,26 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
       run(`iptables-${backend}-restore`, ['--noflush'], FOREIGN_V4 + EVERY_BUILTIN);
       run(`ip6tables-${backend}-restore`, ['--noflush'], FOREIGN_V6 + EVERY_BUILTIN);
     }
-    run('nft', ['add table inet foreign; add chain inet foreign input { type filter hook input priority 5; }; add rule inet foreign input tcp dport 9999 counter accept']);
+    run('nft', [
+      'add table inet foreign; add chain inet foreign input { type filter hook input priority 5; }; add rule inet foreign input tcp dport 9999 counter accept',
+    ]);
     before_ = foreignState();
 
     // What Felix (iptables mode) programmed for the pods it knew: a and b.
     const felixDir = tempDir();
-    const profile = { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } };
+    const profile = {
+      apiVersion: V3,
+      kind: 'Profile',
+      metadata: { name: 'kns.e2e' },
+      spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
+    };
     writeResources(felixDir, [profile, wep(a, { app: 'a' }), wep(b, { app: 'b' })]);
     const out = tempDir();
-    const plan = spawnSync(process.execPath, [BIN, 'plan', '--datastore-dir', felixDir, '--hostname', 'node1', '--dataplane', 'iptables', '--output-dir', out], { encoding: 'utf8', env: cleanEnv });
+    const plan = spawnSync(
+      process.execPath,
+      [BIN, 'plan', '--datastore-dir', felixDir, '--hostname', 'node1', '--dataplane', 'iptables', '--output-dir', out],
+      { encoding: 'utf8', env: cleanEnv },
+    );
     assert.equal(plan.status, 0, plan.stderr);
     run('ipset', ['restore'], readFileSync(join(out, 'ipsets.txt'), 'utf8'));
     for (const backend of ['legacy', 'nft']) {
@@ -127,11 +160,16 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
       run(`ip6tables-${backend}-restore`, ['--noflush'], readFileSync(join(out, 'ip6tables.txt'), 'utf8'));
     }
     assert.match(run('iptables-legacy-save', []), /-A FORWARD .*-j cali-FORWARD/);
-    assert.equal(lab.tcp(c, a.ip, 8080), false, 'Felix\'s leftover dispatch drops the pod it never knew');
+    assert.equal(lab.tcp(c, a.ip, 8080), false, "Felix's leftover dispatch drops the pod it never knew");
 
     // palisade, which knows c too, and a policy: only c may reach a.
     const dir = tempDir();
-    const policy = { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'a-from-c', namespace: 'e2e' }, spec: { selector: "app == 'a'", ingress: [{ action: 'Allow', source: { selector: "app == 'c'" } }] } };
+    const policy = {
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name: 'a-from-c', namespace: 'e2e' },
+      spec: { selector: "app == 'a'", ingress: [{ action: 'Allow', source: { selector: "app == 'c'" } }] },
+    };
     writeResources(dir, [profile, wep(a, { app: 'a' }), wep(b, { app: 'b' }), wep(c, { app: 'c' }), policy]);
     agent = new LabAgent(lab, dir);
     await agent.applied();
@@ -142,7 +180,7 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
     lab?.destroy();
   });
 
-  it('removes Calico\'s chains, rules and ipsets from both iptables backends, and says so', () => {
+  it("removes Calico's chains, rules and ipsets from both iptables backends, and says so", () => {
     for (const t of ['iptables-legacy-save', 'ip6tables-legacy-save', 'iptables-nft-save', 'ip6tables-nft-save']) {
       assert.doesNotMatch(run(t, []), /cali/, t);
     }

@@ -20,7 +20,8 @@ const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const PREFIX = '/calico/resources/v3/projectcalico.org';
 const skip = ROOT_SKIP || (etcdAvailable() ? false : 'etcd-server/etcd-client not installed (npm test installs them)');
 
-const res = (kind: string, name: string, spec: unknown, meta: Record<string, unknown> = {}) => JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind, metadata: { name, ...meta }, spec });
+const res = (kind: string, name: string, spec: unknown, meta: Record<string, unknown> = {}) =>
+  JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind, metadata: { name, ...meta }, spec });
 
 interface Member {
   node: LabNode;
@@ -37,141 +38,244 @@ const MODES: Array<[string, NodeJS.ProcessEnv]> = [
 ];
 
 for (const [mode, modeEnv] of MODES)
-describe(`e2e: pods across three nodes over VXLAN (etcd, ${mode})`, { skip, timeout: 240_000 }, () => {
-  let mn: MultiNodeLab;
-  let etcd: TestEtcd;
-  const members: Member[] = [];
-  const pool = (vxlanMode: string) => etcd.put(`${PREFIX}/ippools/pool1`, res('IPPool', 'pool1', { cidr: '10.66.0.0/16', vxlanMode, ipipMode: 'Never', natOutgoing: false }));
-  const putNode = (m: { node: LabNode; index: number }) =>
-    etcd.put(`${PREFIX}/nodes/${m.node.name}`, res('Node', m.node.name, { bgp: { ipv4Address: `${m.node.ip}/24` }, ipv4VXLANTunnelAddr: `10.66.${m.index}.1` }));
-  const putBlock = (index: number, node: string) =>
-    etcd.put(`/calico/ipam/v2/assignment/ipv4/block/10.66.${index}.0-26`, JSON.stringify({ cidr: `10.66.${index}.0/26`, affinity: `host:${node}`, allocations: [null, 0, null, null, null, null, null, null, null, null, 1], unallocated: [], attributes: [{ handle_id: `vxlan-tunnel-addr-${node}`, secondary: { node, type: 'vxlanTunnelAddress' } }, { handle_id: 'pod', secondary: { node } }], deleted: false }));
-  const putWep = (m: Member, pod: Workload, app: string) =>
-    etcd.put(`${PREFIX}/workloadendpoints/e2e/${m.node.name}-k8s-${pod.name}-eth0`, res('WorkloadEndpoint', `${m.node.name}-k8s-${pod.name}-eth0`, { node: m.node.name, orchestrator: 'k8s', pod: pod.name, endpoint: 'eth0', interfaceName: pod.iface, mac: pod.mac, ipNetworks: [`${pod.ip}/32`], profiles: ['kns.e2e'] }, { namespace: 'e2e', labels: { app } }));
-  const tcp = (from: Member, to: Member, port = 8080, ms = 700) => from.node.lab.tcp(from.pod, to.pod.ip, port, ms);
-  const until = (f: () => boolean, ms = 15_000) => (members[0] as Member).node.lab.until(f, ms, 100);
-  const routeTo = (m: Member, dst: string) => m.node.lab.sh(m.node.lab.host, 'ip', ['route', 'show', dst]).trim();
+  describe(`e2e: pods across three nodes over VXLAN (etcd, ${mode})`, { skip, timeout: 240_000 }, () => {
+    let mn: MultiNodeLab;
+    let etcd: TestEtcd;
+    const members: Member[] = [];
+    const pool = (vxlanMode: string) =>
+      etcd.put(
+        `${PREFIX}/ippools/pool1`,
+        res('IPPool', 'pool1', { cidr: '10.66.0.0/16', vxlanMode, ipipMode: 'Never', natOutgoing: false }),
+      );
+    const putNode = (m: { node: LabNode; index: number }) =>
+      etcd.put(
+        `${PREFIX}/nodes/${m.node.name}`,
+        res('Node', m.node.name, {
+          bgp: { ipv4Address: `${m.node.ip}/24` },
+          ipv4VXLANTunnelAddr: `10.66.${m.index}.1`,
+        }),
+      );
+    const putBlock = (index: number, node: string) =>
+      etcd.put(
+        `/calico/ipam/v2/assignment/ipv4/block/10.66.${index}.0-26`,
+        JSON.stringify({
+          cidr: `10.66.${index}.0/26`,
+          affinity: `host:${node}`,
+          allocations: [null, 0, null, null, null, null, null, null, null, null, 1],
+          unallocated: [],
+          attributes: [
+            { handle_id: `vxlan-tunnel-addr-${node}`, secondary: { node, type: 'vxlanTunnelAddress' } },
+            { handle_id: 'pod', secondary: { node } },
+          ],
+          deleted: false,
+        }),
+      );
+    const putWep = (m: Member, pod: Workload, app: string) =>
+      etcd.put(
+        `${PREFIX}/workloadendpoints/e2e/${m.node.name}-k8s-${pod.name}-eth0`,
+        res(
+          'WorkloadEndpoint',
+          `${m.node.name}-k8s-${pod.name}-eth0`,
+          {
+            node: m.node.name,
+            orchestrator: 'k8s',
+            pod: pod.name,
+            endpoint: 'eth0',
+            interfaceName: pod.iface,
+            mac: pod.mac,
+            ipNetworks: [`${pod.ip}/32`],
+            profiles: ['kns.e2e'],
+          },
+          { namespace: 'e2e', labels: { app } },
+        ),
+      );
+    const tcp = (from: Member, to: Member, port = 8080, ms = 700) => from.node.lab.tcp(from.pod, to.pod.ip, port, ms);
+    const until = (f: () => boolean, ms = 15_000) => (members[0] as Member).node.lab.until(f, ms, 100);
+    const routeTo = (m: Member, dst: string) => m.node.lab.sh(m.node.lab.host, 'ip', ['route', 'show', dst]).trim();
 
-  before(async () => {
-    mn = new MultiNodeLab();
-    etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
-    await etcd.start();
-    etcd.put(`${PREFIX}/profiles/kns.e2e`, res('Profile', 'kns.e2e', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }));
-    pool('Always');
-    const specs = [
-      ['node1', '10.99.0.11', 'api'],
-      ['node2', '10.99.0.12', 'db'],
-      ['node3', '10.99.1.13', 'other'],
-    ] as const;
-    for (const [i, [name, ip, app]] of specs.entries()) {
-      const node = mn.addNode(name, ip);
-      const index = i + 1;
-      const pod = node.lab.addWorkload(app, `10.66.${index}.10`, 1);
-      await node.lab.listen(pod, [8080, 5432]);
-      const m = { node, index, pod } as Member;
-      putNode(m);
-      putBlock(index, name);
-      putWep(m, pod, app);
-      members.push(m);
-    }
-    for (const m of members) {
-      m.log = '';
-      m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
-        ...cleanEnv,
-        ...modeEnv,
-        FELIX_DATASTORETYPE: 'etcdv3',
-        FELIX_ETCDENDPOINTS: etcd.endpoint,
-        FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',
-        FELIX_ROUTEREFRESHINTERVAL: '5',
-      });
-      m.agent.stderr?.on('data', (d: Buffer) => (m.log += d.toString()));
-    }
-    for (const m of members) assert.ok((await m.node.lab.until(() => /"status":"up"/.test(m.log), 20_000)) >= 0, `${m.node.name} never programmed: ${m.log.slice(-3000)}`);
-  });
-  after(async () => {
-    for (const m of members) m.agent?.kill('SIGTERM');
-    await etcd?.destroy();
-    mn?.destroy();
-  });
+    before(async () => {
+      mn = new MultiNodeLab();
+      etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
+      await etcd.start();
+      etcd.put(
+        `${PREFIX}/profiles/kns.e2e`,
+        res('Profile', 'kns.e2e', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
+      );
+      pool('Always');
+      const specs = [
+        ['node1', '10.99.0.11', 'api'],
+        ['node2', '10.99.0.12', 'db'],
+        ['node3', '10.99.1.13', 'other'],
+      ] as const;
+      for (const [i, [name, ip, app]] of specs.entries()) {
+        const node = mn.addNode(name, ip);
+        const index = i + 1;
+        const pod = node.lab.addWorkload(app, `10.66.${index}.10`, 1);
+        await node.lab.listen(pod, [8080, 5432]);
+        const m = { node, index, pod } as Member;
+        putNode(m);
+        putBlock(index, name);
+        putWep(m, pod, app);
+        members.push(m);
+      }
+      for (const m of members) {
+        m.log = '';
+        m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
+          ...cleanEnv,
+          ...modeEnv,
+          FELIX_DATASTORETYPE: 'etcdv3',
+          FELIX_ETCDENDPOINTS: etcd.endpoint,
+          FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',
+          FELIX_ROUTEREFRESHINTERVAL: '5',
+        });
+        m.agent.stderr?.on('data', (d: Buffer) => (m.log += d.toString()));
+      }
+      for (const m of members)
+        assert.ok(
+          (await m.node.lab.until(() => /"status":"up"/.test(m.log), 20_000)) >= 0,
+          `${m.node.name} never programmed: ${m.log.slice(-3000)}`,
+        );
+    });
+    after(async () => {
+      for (const m of members) m.agent?.kill('SIGTERM');
+      await etcd?.destroy();
+      mn?.destroy();
+    });
 
-  const [n1, n2, n3] = [0, 1, 2].map((i) => () => members[i] as Member);
+    const [n1, n2, n3] = [0, 1, 2].map((i) => () => members[i] as Member);
 
-  it('VXLAN Always: the device, the tunnel address, and pods reach each other across nodes and subnets', async () => {
-    const m1 = n1();
-    const hasDevice = () => spawnSync('ip', ['netns', 'exec', m1.node.lab.host, 'ip', 'link', 'show', 'vxlan.calico']).status === 0;
-    assert.ok((await until(hasDevice)) >= 0, `no vxlan.calico on node1: ${m1.log.slice(-4000)}`);
-    assert.match(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-d', 'link', 'show', 'vxlan.calico']), /vxlan id 4096 .*dstport 4789/);
-    assert.match(m1.node.lab.sh(m1.node.lab.host, 'ip', ['addr', 'show', 'vxlan.calico']), /inet 10\.66\.1\.1\/32/);
-    for (const [a, b] of [[n1(), n2()], [n2(), n1()], [n1(), n3()], [n3(), n2()]] as const) {
-      assert.ok((await until(() => tcp(a, b))) >= 0, `${a.node.name} -> ${b.node.name}: ${routeTo(a, `10.66.${b.index}.0/26`)}\n${a.log.slice(-2000)}`);
-    }
-    assert.match(routeTo(m1, '10.66.2.0/26'), /via 10\.66\.2\.1 dev vxlan\.calico onlink/);
-    assert.match(routeTo(m1, '10.66.1.0/26'), /blackhole/);
-  });
+    it('VXLAN Always: the device, the tunnel address, and pods reach each other across nodes and subnets', async () => {
+      const m1 = n1();
+      const hasDevice = () =>
+        spawnSync('ip', ['netns', 'exec', m1.node.lab.host, 'ip', 'link', 'show', 'vxlan.calico']).status === 0;
+      assert.ok((await until(hasDevice)) >= 0, `no vxlan.calico on node1: ${m1.log.slice(-4000)}`);
+      assert.match(
+        m1.node.lab.sh(m1.node.lab.host, 'ip', ['-d', 'link', 'show', 'vxlan.calico']),
+        /vxlan id 4096 .*dstport 4789/,
+      );
+      assert.match(m1.node.lab.sh(m1.node.lab.host, 'ip', ['addr', 'show', 'vxlan.calico']), /inet 10\.66\.1\.1\/32/);
+      for (const [a, b] of [
+        [n1(), n2()],
+        [n2(), n1()],
+        [n1(), n3()],
+        [n3(), n2()],
+      ] as const) {
+        assert.ok(
+          (await until(() => tcp(a, b))) >= 0,
+          `${a.node.name} -> ${b.node.name}: ${routeTo(a, `10.66.${b.index}.0/26`)}\n${a.log.slice(-2000)}`,
+        );
+      }
+      assert.match(routeTo(m1, '10.66.2.0/26'), /via 10\.66\.2\.1 dev vxlan\.calico onlink/);
+      assert.match(routeTo(m1, '10.66.1.0/26'), /blackhole/);
+    });
 
-  it('VXLAN to a node is taken only from other nodes\' VTEPs: from any other host it is dropped on input (all-vxlan-net)', async () => {
-    const m1 = n1();
-    const mac = (JSON.parse(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-j', 'link', 'show', 'vxlan.calico'])) as Array<{ address: string }>)[0]?.address as string;
-    const rx = () => (JSON.parse(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-s', '-j', 'link', 'show', 'vxlan.calico'])) as Array<{ stats64: { rx: { packets: number } } }>)[0]?.stats64.rx.packets as number;
-    // A VXLAN frame (VNI 4096) carrying an IPv4 header for node1's pod, sent from `ns`.
-    const send = (ns: string) => {
-      const script = `const d=require('dgram').createSocket('udp4');const m=Buffer.from(process.argv[1],'hex');d.send(m,4789,'${m1.node.ip}',()=>d.close());`;
-      const inner = `${mac.replace(/:/g, '')}66aabbccddee08004500001c00000000400100000a6300010a42010a0800f7ff00000000`;
-      spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', script, `0800000000100000${inner}`], { stdio: 'ignore' });
-    };
-    const before = rx();
-    for (let i = 0; i < 5; i++) send(mn.underlay);
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(rx(), before, 'VXLAN from the underlay router (not a node) reached vxlan.calico');
-    for (let i = 0; i < 5; i++) send(n2().node.lab.host);
-    assert.ok((await until(() => rx() >= before + 5, 3_000)) >= 0, `VXLAN from node2 was not taken: ${rx() - before} of 5`);
-  });
+    it("VXLAN to a node is taken only from other nodes' VTEPs: from any other host it is dropped on input (all-vxlan-net)", async () => {
+      const m1 = n1();
+      const mac = (
+        JSON.parse(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-j', 'link', 'show', 'vxlan.calico'])) as Array<{
+          address: string;
+        }>
+      )[0]?.address as string;
+      const rx = () =>
+        (
+          JSON.parse(m1.node.lab.sh(m1.node.lab.host, 'ip', ['-s', '-j', 'link', 'show', 'vxlan.calico'])) as Array<{
+            stats64: { rx: { packets: number } };
+          }>
+        )[0]?.stats64.rx.packets as number;
+      // A VXLAN frame (VNI 4096) carrying an IPv4 header for node1's pod, sent from `ns`.
+      const send = (ns: string) => {
+        const script = `const d=require('dgram').createSocket('udp4');const m=Buffer.from(process.argv[1],'hex');d.send(m,4789,'${m1.node.ip}',()=>d.close());`;
+        const inner = `${mac.replace(/:/g, '')}66aabbccddee08004500001c00000000400100000a6300010a42010a0800f7ff00000000`;
+        spawnSync('ip', ['netns', 'exec', ns, process.execPath, '-e', script, `0800000000100000${inner}`], {
+          stdio: 'ignore',
+        });
+      };
+      const before = rx();
+      for (let i = 0; i < 5; i++) send(mn.underlay);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(rx(), before, 'VXLAN from the underlay router (not a node) reached vxlan.calico');
+      for (let i = 0; i < 5; i++) send(n2().node.lab.host);
+      assert.ok(
+        (await until(() => rx() >= before + 5, 3_000)) >= 0,
+        `VXLAN from node2 was not taken: ${rx() - before} of 5`,
+      );
+    });
 
-  it('a policy on node2 admits node1\'s pod and refuses node3\'s (remote pods in the rule\'s IP set)', async () => {
-    etcd.put(`${PREFIX}/networkpolicies/e2e/db`, res('NetworkPolicy', 'db', { selector: "app == 'db'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [5432] } }] }, { namespace: 'e2e' }));
-    assert.ok((await until(() => !tcp(n3(), n2(), 5432, 300))) >= 0, 'the policy never reached node2');
-    assert.equal(tcp(n1(), n2(), 5432), true, 'node1\'s api pod is in the rule\'s set');
-    assert.equal(tcp(n1(), n2(), 8080, 300), false, 'only 5432');
-    etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
-    assert.ok((await until(() => tcp(n3(), n2(), 5432))) >= 0, 'the deletion never reached node2');
-  });
+    it("a policy on node2 admits node1's pod and refuses node3's (remote pods in the rule's IP set)", async () => {
+      etcd.put(
+        `${PREFIX}/networkpolicies/e2e/db`,
+        res(
+          'NetworkPolicy',
+          'db',
+          {
+            selector: "app == 'db'",
+            ingress: [
+              {
+                action: 'Allow',
+                protocol: 'TCP',
+                source: { selector: "app == 'api'" },
+                destination: { ports: [5432] },
+              },
+            ],
+          },
+          { namespace: 'e2e' },
+        ),
+      );
+      assert.ok((await until(() => !tcp(n3(), n2(), 5432, 300))) >= 0, 'the policy never reached node2');
+      assert.equal(tcp(n1(), n2(), 5432), true, "node1's api pod is in the rule's set");
+      assert.equal(tcp(n1(), n2(), 8080, 300), false, 'only 5432');
+      etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
+      assert.ok((await until(() => tcp(n3(), n2(), 5432))) >= 0, 'the deletion never reached node2');
+    });
 
-  it('a new pod on node2 is reachable from node1 soon after its endpoint is written (measured)', async () => {
-    const m2 = n2();
-    const late = m2.node.lab.addWorkload('late', '10.66.2.11', 2);
-    await m2.node.lab.listen(late, [8080]);
-    const t0 = Date.now();
-    putWep(m2, late, 'late');
-    const ms = await n1().node.lab.until(() => n1().node.lab.tcp(n1().pod, late.ip, 8080, 300), 15_000, 5);
-    assert.ok(ms >= 0, 'never reachable');
-    console.error(`# VXLAN: endpoint written on node2 -> first packet from node1's pod: ${Date.now() - t0} ms`);
-  });
+    it('a new pod on node2 is reachable from node1 soon after its endpoint is written (measured)', async () => {
+      const m2 = n2();
+      const late = m2.node.lab.addWorkload('late', '10.66.2.11', 2);
+      await m2.node.lab.listen(late, [8080]);
+      const t0 = Date.now();
+      putWep(m2, late, 'late');
+      const ms = await n1().node.lab.until(() => n1().node.lab.tcp(n1().pod, late.ip, 8080, 300), 15_000, 5);
+      assert.ok(ms >= 0, 'never reachable');
+      console.error(`# VXLAN: endpoint written on node2 -> first packet from node1's pod: ${Date.now() - t0} ms`);
+    });
 
-  it('CrossSubnet: direct routes within the subnet, the tunnel across it; traffic flows both ways', async () => {
-    pool('CrossSubnet');
-    assert.ok((await until(() => /via 10\.99\.0\.12 dev eth1/.test(routeTo(n1(), '10.66.2.0/26')))) >= 0, routeTo(n1(), '10.66.2.0/26'));
-    assert.match(routeTo(n1(), '10.66.3.0/26'), /via 10\.66\.3\.1 dev vxlan\.calico onlink/);
-    for (const [a, b] of [[n1(), n2()], [n2(), n1()], [n1(), n3()], [n3(), n1()]] as const) assert.ok((await until(() => tcp(a, b))) >= 0, `${a.node.name} -> ${b.node.name}`);
-    pool('Always');
-    assert.ok((await until(() => /vxlan\.calico/.test(routeTo(n1(), '10.66.2.0/26')))) >= 0);
-  });
+    it('CrossSubnet: direct routes within the subnet, the tunnel across it; traffic flows both ways', async () => {
+      pool('CrossSubnet');
+      assert.ok(
+        (await until(() => /via 10\.99\.0\.12 dev eth1/.test(routeTo(n1(), '10.66.2.0/26')))) >= 0,
+        routeTo(n1(), '10.66.2.0/26'),
+      );
+      assert.match(routeTo(n1(), '10.66.3.0/26'), /via 10\.66\.3\.1 dev vxlan\.calico onlink/);
+      for (const [a, b] of [
+        [n1(), n2()],
+        [n2(), n1()],
+        [n1(), n3()],
+        [n3(), n1()],
+      ] as const)
+        assert.ok((await until(() => tcp(a, b))) >= 0, `${a.node.name} -> ${b.node.name}`);
+      pool('Always');
+      assert.ok((await until(() => /vxlan\.calico/.test(routeTo(n1(), '10.66.2.0/26')))) >= 0);
+    });
 
-  it('a node removed takes its routes with it; back, they return', async () => {
-    const m3 = n3();
-    etcd.del(`${PREFIX}/nodes/node3`);
-    etcd.del('/calico/ipam/v2/assignment/ipv4/block/10.66.3.0-26');
-    assert.ok((await until(() => routeTo(n1(), '10.66.3.0/26') === '')) >= 0, routeTo(n1(), '10.66.3.0/26'));
-    assert.equal(tcp(n1(), m3, 8080, 300), false);
-    putNode(m3);
-    putBlock(3, 'node3');
-    assert.ok((await until(() => tcp(n1(), m3))) >= 0, 'node3 never came back');
-  });
+    it('a node removed takes its routes with it; back, they return', async () => {
+      const m3 = n3();
+      etcd.del(`${PREFIX}/nodes/node3`);
+      etcd.del('/calico/ipam/v2/assignment/ipv4/block/10.66.3.0-26');
+      assert.ok((await until(() => routeTo(n1(), '10.66.3.0/26') === '')) >= 0, routeTo(n1(), '10.66.3.0/26'));
+      assert.equal(tcp(n1(), m3, 8080, 300), false);
+      putNode(m3);
+      putBlock(3, 'node3');
+      assert.ok((await until(() => tcp(n1(), m3))) >= 0, 'node3 never came back');
+    });
 
-  it('the underlay link cut and restored: traffic stops, then flows again', async () => {
-    const m2 = n2();
-    mn.setLink(m2.node, false);
-    assert.ok((await until(() => !tcp(n1(), m2, 8080, 300))) >= 0);
-    mn.setLink(m2.node, true);
-    assert.ok((await until(() => tcp(n1(), m2) && tcp(m2, n1()), 20_000)) >= 0, `no traffic after the link came back: ${routeTo(n1(), '10.66.2.0/26')}`);
+    it('the underlay link cut and restored: traffic stops, then flows again', async () => {
+      const m2 = n2();
+      mn.setLink(m2.node, false);
+      assert.ok((await until(() => !tcp(n1(), m2, 8080, 300))) >= 0);
+      mn.setLink(m2.node, true);
+      assert.ok(
+        (await until(() => tcp(n1(), m2) && tcp(m2, n1()), 20_000)) >= 0,
+        `no traffic after the link came back: ${routeTo(n1(), '10.66.2.0/26')}`,
+      );
+    });
   });
-});

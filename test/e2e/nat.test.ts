@@ -30,19 +30,46 @@ describe('e2e: floating IPs and NATOutgoingAddress', { skip: ROOT_SKIP }, () => 
     lab.sh(lab.host, 'ip', ['addr', 'add', `${SNAT_TO}/24`, 'dev', 'eth0']);
     lab.sh(lab.outside, 'ip', ['route', 'add', `${FIP}/32`, 'via', '192.168.200.2']);
     // Outside: a server that prints who connected.
-    who = spawn('ip', ['netns', 'exec', lab.outside, process.execPath, '-e', "require('net').createServer((s) => { console.log('from ' + s.remoteAddress); s.end(); }).listen(7070, () => console.log('ready'));"]);
+    who = spawn('ip', [
+      'netns',
+      'exec',
+      lab.outside,
+      process.execPath,
+      '-e',
+      "require('net').createServer((s) => { console.log('from ' + s.remoteAddress); s.end(); }).listen(7070, () => console.log('ready'));",
+    ]);
     who.stdout?.on('data', (d: Buffer) => (seen += d.toString()));
     assert.ok((await lab.until(() => seen.includes('ready'), 5000)) >= 0);
     const dir = tempDir();
     const resources = [
-      { apiVersion: V3, kind: 'FelixConfiguration', metadata: { name: 'default' }, spec: { floatingIPs: 'Enabled', natOutgoingAddress: SNAT_TO } },
+      {
+        apiVersion: V3,
+        kind: 'FelixConfiguration',
+        metadata: { name: 'default' },
+        spec: { floatingIPs: 'Enabled', natOutgoingAddress: SNAT_TO },
+      },
       { apiVersion: V3, kind: 'IPPool', metadata: { name: 'pods' }, spec: { cidr: '10.66.0.0/16', natOutgoing: true } },
-      { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } },
+      {
+        apiVersion: V3,
+        kind: 'Profile',
+        metadata: { name: 'kns.e2e' },
+        spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
+      },
       {
         apiVersion: V3,
         kind: 'WorkloadEndpoint',
         metadata: { name: 'node1-k8s-fip-eth0', namespace: 'e2e', labels: { app: 'fip' } },
-        spec: { node: 'node1', orchestrator: 'k8s', pod: 'fip', endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], ipNATs: [{ internalIP: w.ip, externalIP: FIP }], profiles: ['kns.e2e'] },
+        spec: {
+          node: 'node1',
+          orchestrator: 'k8s',
+          pod: 'fip',
+          endpoint: 'eth0',
+          interfaceName: w.iface,
+          mac: w.mac,
+          ipNetworks: [`${w.ip}/32`],
+          ipNATs: [{ internalIP: w.ip, externalIP: FIP }],
+          profiles: ['kns.e2e'],
+        },
       },
     ];
     writeResources(dir, resources);
@@ -62,6 +89,10 @@ describe('e2e: floating IPs and NATOutgoingAddress', { skip: ROOT_SKIP }, () => 
   it('source-NATs pool traffic leaving the node to NATOutgoingAddress', async () => {
     lab.tcp(w, '192.168.200.1', 7070); // the server closes at once: only who it saw matters
     // (The server listens on both families: it prints IPv4 peers as ::ffff:a.b.c.d.)
-    assert.ok((await lab.until(() => new RegExp(`from (::ffff:)?${SNAT_TO.replaceAll('.', '\\.')}$`, 'm').test(seen), 3000)) >= 0, `the outside saw: ${seen}`);
+    assert.ok(
+      (await lab.until(() => new RegExp(`from (::ffff:)?${SNAT_TO.replaceAll('.', '\\.')}$`, 'm').test(seen), 3000)) >=
+        0,
+      `the outside saw: ${seen}`,
+    );
   });
 });

@@ -28,10 +28,29 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
     apiVersion: V3,
     kind: 'WorkloadEndpoint',
     metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app: w.name } },
-    spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'], ...(spoof.length ? { allowSpoofedSourcePrefixes: spoof } : {}) },
+    spec: {
+      node: 'node1',
+      orchestrator: 'k8s',
+      pod: w.name,
+      endpoint: 'eth0',
+      interfaceName: w.iface,
+      mac: w.mac,
+      ipNetworks: [`${w.ip}/32`],
+      profiles: ['kns.e2e'],
+      ...(spoof.length ? { allowSpoofedSourcePrefixes: spoof } : {}),
+    },
   });
   const write = (spoof: string[]) =>
-    writeResources(dir, [{ apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] } }, wep(a, spoof), wep(b, [])]);
+    writeResources(dir, [
+      {
+        apiVersion: V3,
+        kind: 'Profile',
+        metadata: { name: 'kns.e2e' },
+        spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
+      },
+      wep(a, spoof),
+      wep(b, []),
+    ]);
   const startAgent = async (spoofing: 'Any' | 'Disabled') => {
     agent = new LabAgent(lab, dir, { FELIX_WORKLOADSOURCESPOOFING: spoofing });
     await agent.applied();
@@ -39,7 +58,10 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
   const stopAgent = async () => agent?.stop();
   /** Sends a datagram from `from` (a's real or spoofed address) to b; true if b got it. */
   const send = async (from: string, tag: string) => {
-    lab.sh(a.ns, process.execPath, ['-e', `const s = require('dgram').createSocket('udp4'); s.bind({ address: '${from}' }, () => s.send('${tag}', 7777, '${b.ip}', () => s.close()));`]);
+    lab.sh(a.ns, process.execPath, [
+      '-e',
+      `const s = require('dgram').createSocket('udp4'); s.bind({ address: '${from}' }, () => s.send('${tag}', 7777, '${b.ip}', () => s.close()));`,
+    ]);
     return (await lab.until(() => received.includes(tag), 1000)) >= 0;
   };
 
@@ -49,7 +71,14 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
     b = lab.addWorkload('b', '10.66.0.11', 2);
     // a may use the spoofed address as a source (its own namespace allows it).
     lab.sh(a.ns, 'ip', ['addr', 'add', `${SPOOFED}/32`, 'dev', 'eth0']);
-    rx = spawn('ip', ['netns', 'exec', b.ns, process.execPath, '-e', "const s = require('dgram').createSocket('udp4'); s.on('message', (m) => console.log(String(m))); s.bind(7777, () => console.log('ready'));"]);
+    rx = spawn('ip', [
+      'netns',
+      'exec',
+      b.ns,
+      process.execPath,
+      '-e',
+      "const s = require('dgram').createSocket('udp4'); s.on('message', (m) => console.log(String(m))); s.bind(7777, () => console.log('ready'));",
+    ]);
     rx.stdout?.on('data', (d: Buffer) => (received += d.toString()));
     assert.ok((await lab.until(() => received.includes('ready'), 5000)) >= 0);
     dir = tempDir();
@@ -73,8 +102,19 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
     await stopAgent();
     write([`${SPOOFED}/32`]);
     await startAgent('Any');
-    assert.match(lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'raw-cali-rpf-skip']), new RegExp(`iifname "${a.iface}" ip saddr ${SPOOFED.replaceAll('.', '\\.')} counter packets \\d+ bytes \\d+ accept`));
-    assert.ok((await lab.until(() => lab.sh(lab.host, 'cat', [`/proc/sys/net/ipv4/conf/${a.iface}/rp_filter`]).trim() === '0', 3000)) >= 0, 'rp_filter not relaxed');
+    assert.match(
+      lab.sh(lab.host, 'nft', ['list', 'chain', 'ip', 'calico', 'raw-cali-rpf-skip']),
+      new RegExp(
+        `iifname "${a.iface}" ip saddr ${SPOOFED.replaceAll('.', '\\.')} counter packets \\d+ bytes \\d+ accept`,
+      ),
+    );
+    assert.ok(
+      (await lab.until(
+        () => lab.sh(lab.host, 'cat', [`/proc/sys/net/ipv4/conf/${a.iface}/rp_filter`]).trim() === '0',
+        3000,
+      )) >= 0,
+      'rp_filter not relaxed',
+    );
     assert.equal(await send(SPOOFED, 'spoofed-2'), true);
     assert.equal(await send(a.ip, 'real-2'), true);
   });
@@ -82,7 +122,7 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
   it('refuses an endpoint that asks for spoofing when WorkloadSourceSpoofing is Disabled, as Felix', async () => {
     await stopAgent();
     await startAgent('Disabled');
-    assert.equal(await send(a.ip, 'real-3'), false, 'the refused endpoint\'s traffic meets the fail-closed drop');
+    assert.equal(await send(a.ip, 'real-3'), false, "the refused endpoint's traffic meets the fail-closed drop");
     assert.equal(await send(SPOOFED, 'spoofed-3'), false);
   });
 });

@@ -35,7 +35,16 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
     apiVersion: V3,
     kind: 'WorkloadEndpoint',
     metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-    spec: { node: 'node1', orchestrator: 'k8s', pod: w.name, endpoint: 'eth0', interfaceName: w.iface, mac: w.mac, ipNetworks: [`${w.ip}/32`], profiles: ['kns.e2e'] },
+    spec: {
+      node: 'node1',
+      orchestrator: 'k8s',
+      pod: w.name,
+      endpoint: 'eth0',
+      interfaceName: w.iface,
+      mac: w.mac,
+      ipNetworks: [`${w.ip}/32`],
+      profiles: ['kns.e2e'],
+    },
   });
 
   before(async () => {
@@ -56,7 +65,12 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
     const dir = tempDir();
     writeResources(dir, [
       { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } },
-      { apiVersion: V3, kind: 'GlobalNetworkSet', metadata: { name: 'partners', labels: { role: 'partner' } }, spec: { nets: ['198.51.100.0/24'] } },
+      {
+        apiVersion: V3,
+        kind: 'GlobalNetworkSet',
+        metadata: { name: 'partners', labels: { role: 'partner' } },
+        spec: { nets: ['198.51.100.0/24'] },
+      },
       {
         apiVersion: V3,
         kind: 'NetworkPolicy',
@@ -74,7 +88,12 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
       wep(c, { app: 'c' }),
     ]);
     const every = String(REFRESH_S);
-    agent = new LabAgent(lab, dir, { FELIX_NFTABLESREFRESHINTERVAL: every, FELIX_IPSETSREFRESHINTERVAL: every, FELIX_ROUTEREFRESHINTERVAL: every, FELIX_INTERFACEREFRESHINTERVAL: every });
+    agent = new LabAgent(lab, dir, {
+      FELIX_NFTABLESREFRESHINTERVAL: every,
+      FELIX_IPSETSREFRESHINTERVAL: every,
+      FELIX_ROUTEREFRESHINTERVAL: every,
+      FELIX_INTERFACEREFRESHINTERVAL: every,
+    });
     await agent.applied();
     assert.ok((await lab.until(() => lab.tcp(a, b.ip, 8080, 300), 5000)) >= 0, 'a never reached b');
   });
@@ -90,12 +109,26 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
     assert.match(neighBefore, new RegExp(`${a.ip.replace(/\./g, '\\.')} dev ${a.iface} lladdr ${a.mac}`));
     const parsed = JSON.parse(table) as { chains: Record<string, unknown>; sets: Record<string, { elem?: string[] }> };
     const policyChain = Object.keys(parsed.chains).find((n) => /^filter-cali-pi-/.test(n));
-    const selectorSet = Object.keys(parsed.sets).find((n) => /^set:cali40s-/.test(n) && (parsed.sets[n]?.elem ?? []).some((e) => e.includes(a.ip)));
-    const netSet = Object.keys(parsed.sets).find((n) => /^set:cali40s-/.test(n) && (parsed.sets[n]?.elem ?? []).some((e) => e.includes('198.51.100.0')));
-    const dispatchMap = Object.keys(parsed.sets).find((n) => n.startsWith('map:') && (parsed.sets[n]?.elem ?? []).some((e) => e.includes(b.iface)));
-    assert.ok(policyChain && selectorSet && netSet && dispatchMap, `the objects to tamper with exist: ${[policyChain, selectorSet, netSet, dispatchMap].join(' ')}`);
+    const selectorSet = Object.keys(parsed.sets).find(
+      (n) => /^set:cali40s-/.test(n) && (parsed.sets[n]?.elem ?? []).some((e) => e.includes(a.ip)),
+    );
+    const netSet = Object.keys(parsed.sets).find(
+      (n) => /^set:cali40s-/.test(n) && (parsed.sets[n]?.elem ?? []).some((e) => e.includes('198.51.100.0')),
+    );
+    const dispatchMap = Object.keys(parsed.sets).find(
+      (n) => n.startsWith('map:') && (parsed.sets[n]?.elem ?? []).some((e) => e.includes(b.iface)),
+    );
+    assert.ok(
+      policyChain && selectorSet && netSet && dispatchMap,
+      `the objects to tamper with exist: ${[policyChain, selectorSet, netSet, dispatchMap].join(' ')}`,
+    );
     const withHandles = sh('nft', ['-a', 'list', 'chain', 'ip', 'calico', policyChain]);
-    const ruleHandle = /# handle (\d+)\n/.exec(`${withHandles.split('\n').filter((l) => /cali:/.test(l)).join('\n')}\n`)?.[1];
+    const ruleHandle = /# handle (\d+)\n/.exec(
+      `${withHandles
+        .split('\n')
+        .filter((l) => /cali:/.test(l))
+        .join('\n')}\n`,
+    )?.[1];
     assert.ok(ruleHandle, withHandles);
 
     // Rules, chains, base chains.
@@ -116,7 +149,10 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
     // Routes, neighbours, sysctls.
     sh('ip', ['route', 'add', '10.67.9.9/32', 'dev', a.iface, 'proto', 'boot', 'scope', 'link']);
     sh('ip', ['neigh', 'del', a.ip, 'dev', a.iface]);
-    sh('sh', ['-c', `echo 0 > /proc/sys/net/ipv4/conf/${a.iface}/proxy_arp; echo 0 > /proc/sys/net/ipv4/conf/${b.iface}/rp_filter`]);
+    sh('sh', [
+      '-c',
+      `echo 0 > /proc/sys/net/ipv4/conf/${a.iface}/proxy_arp; echo 0 > /proc/sys/net/ipv4/conf/${b.iface}/rp_filter`,
+    ]);
     assert.notEqual(ours(), table);
     const tampered = Date.now();
 
@@ -128,7 +164,10 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
       proxy_arp: () => sysctl(`ipv4/conf/${a.iface}/proxy_arp`) === '1',
       rp_filter: () => sysctl(`ipv4/conf/${b.iface}/rp_filter`) === '1',
     };
-    const failing = () => Object.entries(checks).filter(([, ok]) => !ok()).map(([k]) => k);
+    const failing = () =>
+      Object.entries(checks)
+        .filter(([, ok]) => !ok())
+        .map(([k]) => k);
     const back = await lab.until(() => failing().length === 0, deadline, 100);
     assert.ok(back >= 0, `not repaired within ${deadline} ms: ${failing().join(', ')}\n${agent.log.slice(-2000)}`);
     console.log(`# everything repaired ${Date.now() - tampered} ms after tampering (refresh every ${REFRESH_S} s)`);

@@ -19,11 +19,21 @@ import { SyncerRecorder } from '../helpers/syncer-recorder.js';
 
 const available = etcdAvailable();
 if (!available) {
-  if (process.env.CI) throw new Error('etcd/etcdctl are required on CI (scripts/setup.sh --with-test-tools installs etcd-server and etcd-client)');
-  console.error('\n*** SKIPPING etcd datastore tests: etcd and etcdctl are not installed (apt-get install etcd-server etcd-client) ***\n');
+  if (process.env.CI)
+    throw new Error(
+      'etcd/etcdctl are required on CI (scripts/setup.sh --with-test-tools installs etcd-server and etcd-client)',
+    );
+  console.error(
+    '\n*** SKIPPING etcd datastore tests: etcd and etcdctl are not installed (apt-get install etcd-server etcd-client) ***\n',
+  );
 }
 
-const keyFor = (r: Res) => keyOf({ kind: r.kind, name: r.metadata.name as string, ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) }) as string;
+const keyFor = (r: Res) =>
+  keyOf({
+    kind: r.kind,
+    name: r.metadata.name as string,
+    ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
+  }) as string;
 const log = process.env.PALISADE_TEST_LOG ? createLogger({ severity: 'Debug' }) : silentLogger;
 
 function syncerFor(endpoint: string, extra: Partial<ConstructorParameters<typeof EtcdSyncer>[0]> = {}) {
@@ -52,7 +62,16 @@ describe('etcd v3 datastore', { skip: !available }, () => {
   });
 
   it('lists 10,000 resources written with etcdctl, reports in-sync, then follows puts and deletes', async () => {
-    const eps = Array.from({ length: 10_000 }, (_, i) => wep(`pod-${i}`, `node${i % 50}`, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, { app: `a${i % 7}` }, {}, `ns${i % 20}`));
+    const eps = Array.from({ length: 10_000 }, (_, i) =>
+      wep(
+        `pod-${i}`,
+        `node${i % 50}`,
+        `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+        { app: `a${i % 7}` },
+        {},
+        `ns${i % 20}`,
+      ),
+    );
     etcd.putMany(eps.map((r) => [keyFor(r), JSON.stringify(r)]));
     const t0 = Date.now();
     const { syncer, rec } = syncerFor(etcd.endpoint);
@@ -71,10 +90,13 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       const victim = eps[123] as Res;
       etcd.del(keyFor(victim));
       await rec.waitFor(() => !rec.state.has(keyFor(victim)), 5000, 'the delete');
-      assert.deepEqual(rec.updates.map((u) => [u.key, u.value === null]), [
-        [keyFor(pol), false],
-        [keyFor(victim), true],
-      ]);
+      assert.deepEqual(
+        rec.updates.map((u) => [u.key, u.value === null]),
+        [
+          [keyFor(pol), false],
+          [keyFor(victim), true],
+        ],
+      );
       // An undecodable value is passed on with the reason (the validation filter drops it).
       etcd.put(`${KEY_PREFIX}profiles/broken`, '{not json');
       await rec.waitFor(() => rec.updates.some((u) => u.key.endsWith('profiles/broken')), 5000, 'the broken value');
@@ -88,7 +110,18 @@ describe('etcd v3 datastore', { skip: !available }, () => {
   });
 
   it('reads IPAM blocks from /calico/ipam/v2/assignment/ (and nothing else there) as IPAMBlock resources, listed and watched', async () => {
-    const block = (cidr: string, node: string) => JSON.stringify({ cidr, affinity: `host:${node}`, allocations: [0, null, 1], unallocated: [1], attributes: [{ handle_id: 'h0', secondary: { node } }, { handle_id: 'h1', secondary: { node: 'other' } }], deleted: false });
+    const block = (cidr: string, node: string) =>
+      JSON.stringify({
+        cidr,
+        affinity: `host:${node}`,
+        allocations: [0, null, 1],
+        unallocated: [1],
+        attributes: [
+          { handle_id: 'h0', secondary: { node } },
+          { handle_id: 'h1', secondary: { node: 'other' } },
+        ],
+        deleted: false,
+      });
     etcd.put('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26', block('10.65.1.0/26', 'node1'));
     etcd.put('/calico/ipam/v2/handle/h0', '{"block":{}}');
     etcd.put('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26', '{"state":"confirmed"}');
@@ -96,7 +129,11 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     const key = `${KEY_PREFIX}ipamblocks/10.65.1.0-26`;
     try {
       await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
-      assert.deepEqual([...rec.state.keys()].filter((k) => !k.startsWith(`${KEY_PREFIX}ipamblocks/`)).length, 0, 'handles and affinities are not read');
+      assert.deepEqual(
+        [...rec.state.keys()].filter((k) => !k.startsWith(`${KEY_PREFIX}ipamblocks/`)).length,
+        0,
+        'handles and affinities are not read',
+      );
       const r = validateResource(rec.state.get(key));
       assert.ok(r.ok, JSON.stringify(r));
       assert.equal(r.ok && r.resource.kind === 'IPAMBlock' && r.resource.spec.affinity, 'host:node1');
@@ -110,7 +147,7 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     }
   });
 
-  it('with the BGP syncer\'s prefixes, reads block affinities (/calico/ipam/v2/host/) as BlockAffinity resources, node and CIDR from the key', async () => {
+  it("with the BGP syncer's prefixes, reads block affinities (/calico/ipam/v2/host/) as BlockAffinity resources, node and CIDR from the key", async () => {
     etcd.put('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26', '{"state":"confirmed","deleted":false}');
     etcd.put('/calico/ipam/v2/host/node.two/ipv4/block/10.65.2.0-26', '{"state":"pending"}');
     etcd.put('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26', '{"cidr":"10.65.1.0/26"}');
@@ -118,10 +155,19 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     const key = `${KEY_PREFIX}blockaffinities/node1-10.65.1.0-26`;
     try {
       await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
-      assert.deepEqual([...rec.state.keys()].filter((k) => k.includes('/blockaffinities/') || k.includes('/ipamblocks/')).sort(), [`${KEY_PREFIX}blockaffinities/node.two-10.65.2.0-26`, key], 'affinities only: blocks are not on these prefixes');
+      assert.deepEqual(
+        [...rec.state.keys()].filter((k) => k.includes('/blockaffinities/') || k.includes('/ipamblocks/')).sort(),
+        [`${KEY_PREFIX}blockaffinities/node.two-10.65.2.0-26`, key],
+        'affinities only: blocks are not on these prefixes',
+      );
       const r = validateResource(rec.state.get(key));
       assert.ok(r.ok && r.resource.kind === 'BlockAffinity', JSON.stringify(r));
-      assert.deepEqual(r.ok && r.resource.spec, { node: 'node1', cidr: '10.65.1.0/26', state: 'confirmed', deleted: false });
+      assert.deepEqual(r.ok && r.resource.spec, {
+        node: 'node1',
+        cidr: '10.65.1.0/26',
+        state: 'confirmed',
+        deleted: false,
+      });
       etcd.del('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26');
       await rec.waitFor(() => !rec.state.has(key), 5000, 'the deleted affinity');
     } finally {
@@ -154,14 +200,25 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       assert.equal(rec.updates.length, 0, 'nothing delivered while cut off');
       assert.equal(rec.state.size, 3, 'state kept');
       await proxy.up();
-      await rec.waitFor(() => rec.state.has(keyFor(d)) && !rec.state.has(keyFor(c)) && syncer.resyncs >= 1 && rec.statuses.at(-1) === 'in-sync', 15_000, 'the resync');
+      await rec.waitFor(
+        () =>
+          rec.state.has(keyFor(d)) &&
+          !rec.state.has(keyFor(c)) &&
+          syncer.resyncs >= 1 &&
+          rec.statuses.at(-1) === 'in-sync',
+        15_000,
+        'the resync',
+      );
       assertMirrors(rec, etcd);
-      assert.deepEqual(rec.updates.map((u) => [u.key, u.value === null]).sort(), [
-        [keyFor(a), false],
-        [keyFor(b), true],
-        [keyFor(c), true],
-        [keyFor(d), false],
-      ].sort());
+      assert.deepEqual(
+        rec.updates.map((u) => [u.key, u.value === null]).sort(),
+        [
+          [keyFor(a), false],
+          [keyFor(b), true],
+          [keyFor(c), true],
+          [keyFor(d), false],
+        ].sort(),
+      );
       // And it watches again.
       const e = profile('kns.e', {});
       etcd.put(keyFor(e), JSON.stringify(e));
@@ -193,7 +250,10 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     try {
       await rec.waitFor(() => syncer.resyncs >= 1 && !rec.state.has(keyFor(gone)), 15_000, 'the full resync');
       assertMirrors(rec, etcd);
-      assert.deepEqual((rec.state.get(keyFor(a)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v, '2');
+      assert.deepEqual(
+        (rec.state.get(keyFor(a)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v,
+        '2',
+      );
     } finally {
       await syncer.stop();
       etcd.ctl(['del', KEY_PREFIX, '--prefix']);

@@ -58,7 +58,10 @@ function parseKV(kv: SerializedUpdate): number {
   }
 }
 
-/** Seeds: Go's golden stream, a whole session as our encoder writes it (KVs of every kind), and that session snappy-framed. */
+/**
+ * Seeds: Go's golden stream, a whole session as our encoder writes it (KVs of every kind), and that session
+ * snappy-framed.
+ */
 export function seeds(): Buffer[] {
   const golden = readFileSync(`${ROOT}test/fixtures/typha-gob/golden.bin`);
   const enc = typhaEncoder();
@@ -68,12 +71,21 @@ export function seeds(): Buffer[] {
     const v = validateResource(r);
     if (!v.ok) continue;
     const meta = v.resource.metadata as { name: string; namespace?: string };
-    for (const u of processors.process({ kind: v.resource.kind, name: meta.name, ...(meta.namespace ? { namespace: meta.namespace } : {}) }, v.resource)) {
+    for (const u of processors.process(
+      { kind: v.resource.kind, name: meta.name, ...(meta.namespace ? { namespace: meta.namespace } : {}) },
+      v.resource,
+    )) {
       kvs.push(serializedUpdate(u, '1'));
     }
   }
   const session = Buffer.concat([
-    encodeMessage(enc, { type: 'ServerHello', version: 'v3.30.0', syncerType: 'felix', supportsNodeResourceUpdates: true, serverConnId: 5n }),
+    encodeMessage(enc, {
+      type: 'ServerHello',
+      version: 'v3.30.0',
+      syncerType: 'felix',
+      supportsNodeResourceUpdates: true,
+      serverConnId: 5n,
+    }),
     encodeMessage(enc, { type: 'SyncStatus', status: 'resync-in-progress' }),
     encodeMessage(enc, { type: 'KVs', kvs }),
     encodeMessage(enc, { type: 'SyncStatus', status: 'in-sync' }),
@@ -97,7 +109,11 @@ export function mutate(rng: Rng, seed: Buffer, other: Buffer): Buffer {
         b[at] = INTERESTING[rng.int(INTERESTING.length)] as number;
         break;
       case 2:
-        b = Buffer.concat([b.subarray(0, at), Buffer.from(Array.from({ length: 1 + rng.int(8) }, () => rng.int(256))), b.subarray(at)]);
+        b = Buffer.concat([
+          b.subarray(0, at),
+          Buffer.from(Array.from({ length: 1 + rng.int(8) }, () => rng.int(256))),
+          b.subarray(at),
+        ]);
         break;
       case 3:
         b = Buffer.concat([b.subarray(0, at), b.subarray(at + 1 + rng.int(16))]);
@@ -153,7 +169,9 @@ async function main(): Promise<void> {
     runs++;
   }
   const heapMb = (process.memoryUsage().heapUsed - heapStart) / 1048576;
-  console.log(`typha_stream: ${runs} runs in ${seconds} s (${Math.round(runs / seconds)}/s), slowest ${slowest.toFixed(1)} ms, heap growth ${heapMb.toFixed(1)} MB, ${found} findings`);
+  console.log(
+    `typha_stream: ${runs} runs in ${seconds} s (${Math.round(runs / seconds)}/s), slowest ${slowest.toFixed(1)} ms, heap growth ${heapMb.toFixed(1)} MB, ${found} findings`,
+  );
   process.exit(found ? 1 : 0);
 }
 

@@ -13,10 +13,37 @@ type Doc = Record<string, unknown>;
 
 /** Valid resources of every kind the corpus mutates (none of them touches the lab's traffic). */
 export function templates(): Doc[] {
-  const rule = { action: 'Allow', protocol: 'TCP', source: { selector: "role == 'x'", nets: ['10.9.0.0/16'] }, destination: { ports: [80, '8000:8080'] } };
+  const rule = {
+    action: 'Allow',
+    protocol: 'TCP',
+    source: { selector: "role == 'x'", nets: ['10.9.0.0/16'] },
+    destination: { ports: [80, '8000:8080'] },
+  };
   return [
-    { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 't-np', namespace: CORPUS_NS, labels: { team: 'a' } }, spec: { order: 100, selector: "app == 't'", types: ['Ingress', 'Egress'], ingress: [rule], egress: [{ action: 'Deny', protocol: 'UDP', destination: { nets: ['192.0.2.0/24'], ports: [53] } }] } },
-    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 't-gnp' }, spec: { order: 10, selector: 'has(t)', namespaceSelector: "x == 'y'", ingress: [{ action: 'Pass', source: { namespaceSelector: "x == 'y'" } }], egress: [{ action: 'Allow' }] } },
+    {
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name: 't-np', namespace: CORPUS_NS, labels: { team: 'a' } },
+      spec: {
+        order: 100,
+        selector: "app == 't'",
+        types: ['Ingress', 'Egress'],
+        ingress: [rule],
+        egress: [{ action: 'Deny', protocol: 'UDP', destination: { nets: ['192.0.2.0/24'], ports: [53] } }],
+      },
+    },
+    {
+      apiVersion: V3,
+      kind: 'GlobalNetworkPolicy',
+      metadata: { name: 't-gnp' },
+      spec: {
+        order: 10,
+        selector: 'has(t)',
+        namespaceSelector: "x == 'y'",
+        ingress: [{ action: 'Pass', source: { namespaceSelector: "x == 'y'" } }],
+        egress: [{ action: 'Allow' }],
+      },
+    },
     {
       apiVersion: V3,
       kind: 'GlobalNetworkPolicy',
@@ -27,19 +54,69 @@ export function templates(): Doc[] {
         selector: "role == 'db'",
         types: ['Ingress'],
         ingress: [
-          { action: 'Deny', protocol: 'ICMP', icmp: { type: 8, code: 0 }, source: { notNets: ['10.1.0.0/16'], notSelector: 'has(bad)' } },
-          { action: 'Allow', notProtocol: 'UDP', source: { serviceAccounts: { names: ['sa1'], selector: "team == 'x'" } }, destination: { selector: 'all()' } },
+          {
+            action: 'Deny',
+            protocol: 'ICMP',
+            icmp: { type: 8, code: 0 },
+            source: { notNets: ['10.1.0.0/16'], notSelector: 'has(bad)' },
+          },
+          {
+            action: 'Allow',
+            notProtocol: 'UDP',
+            source: { serviceAccounts: { names: ['sa1'], selector: "team == 'x'" } },
+            destination: { selector: 'all()' },
+          },
           { action: 'Log', protocol: 'TCP', destination: { ports: ['1000:2000', 'http'], notPorts: [22] } },
         ],
       },
     },
     { apiVersion: V3, kind: 'Tier', metadata: { name: 't-tier' }, spec: { order: 50 } },
-    { apiVersion: V3, kind: 'Profile', metadata: { name: 't-prof' }, spec: { labelsToApply: { x: 'y' }, ingress: [rule], egress: [{ action: 'Allow' }] } },
-    { apiVersion: V3, kind: 'WorkloadEndpoint', metadata: { name: 'node1-k8s-tpod-eth0', namespace: CORPUS_NS, labels: { app: 't' } }, spec: { node: 'node1', orchestrator: 'k8s', pod: 'tpod', endpoint: 'eth0', interfaceName: 'cali0000dead1', mac: 'ee:ee:00:00:de:ad', ipNetworks: ['10.69.9.9/32'], profiles: ['t-prof'], ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] } },
-    { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 't-hep', labels: { host: 'other' } }, spec: { node: 'othernode', interfaceName: 'eth9', expectedIPs: ['192.0.2.9'] } },
-    { apiVersion: V3, kind: 'NetworkSet', metadata: { name: 't-ns', namespace: CORPUS_NS, labels: { set: 'a' } }, spec: { nets: ['10.10.0.0/16'] } },
-    { apiVersion: V3, kind: 'GlobalNetworkSet', metadata: { name: 't-gns', labels: { set: 'b' } }, spec: { nets: ['10.11.0.0/16', '2001:db8::/48'] } },
-    { apiVersion: V3, kind: 'IPPool', metadata: { name: 't-pool' }, spec: { cidr: '10.70.0.0/16', ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: true, blockSize: 26 } },
+    {
+      apiVersion: V3,
+      kind: 'Profile',
+      metadata: { name: 't-prof' },
+      spec: { labelsToApply: { x: 'y' }, ingress: [rule], egress: [{ action: 'Allow' }] },
+    },
+    {
+      apiVersion: V3,
+      kind: 'WorkloadEndpoint',
+      metadata: { name: 'node1-k8s-tpod-eth0', namespace: CORPUS_NS, labels: { app: 't' } },
+      spec: {
+        node: 'node1',
+        orchestrator: 'k8s',
+        pod: 'tpod',
+        endpoint: 'eth0',
+        interfaceName: 'cali0000dead1',
+        mac: 'ee:ee:00:00:de:ad',
+        ipNetworks: ['10.69.9.9/32'],
+        profiles: ['t-prof'],
+        ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
+      },
+    },
+    {
+      apiVersion: V3,
+      kind: 'HostEndpoint',
+      metadata: { name: 't-hep', labels: { host: 'other' } },
+      spec: { node: 'othernode', interfaceName: 'eth9', expectedIPs: ['192.0.2.9'] },
+    },
+    {
+      apiVersion: V3,
+      kind: 'NetworkSet',
+      metadata: { name: 't-ns', namespace: CORPUS_NS, labels: { set: 'a' } },
+      spec: { nets: ['10.10.0.0/16'] },
+    },
+    {
+      apiVersion: V3,
+      kind: 'GlobalNetworkSet',
+      metadata: { name: 't-gns', labels: { set: 'b' } },
+      spec: { nets: ['10.11.0.0/16', '2001:db8::/48'] },
+    },
+    {
+      apiVersion: V3,
+      kind: 'IPPool',
+      metadata: { name: 't-pool' },
+      spec: { cidr: '10.70.0.0/16', ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: true, blockSize: 26 },
+    },
   ];
 }
 
@@ -57,7 +134,8 @@ export interface Corpus {
 }
 
 const clone = <T>(x: T): T => structuredClone(x);
-const pathText = (path: Array<string | number>) => path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
+const pathText = (path: Array<string | number>) =>
+  path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
 
 function setAt(doc: Doc, path: Array<string | number>, value: unknown): void {
   let o = doc as Record<string | number, unknown>;
@@ -71,7 +149,8 @@ function setAt(doc: Doc, path: Array<string | number>, value: unknown): void {
 function paths(v: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
   const out: Array<Array<string | number>> = [];
   if (Array.isArray(v)) v.forEach((x, i) => out.push([...at, i], ...paths(x, [...at, i])));
-  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push([...at, k], ...paths(x, [...at, k]));
+  else if (v && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) out.push([...at, k], ...paths(x, [...at, k]));
   return out;
 }
 
@@ -81,12 +160,68 @@ const describe = (d: Doc) => {
 };
 
 const BAD_SELECTORS = [
-  'a ==', "a == 'b", '((a)', 'has(', "a in {'b'", '!', '&&', "a == 'b' &&", "a == 'b' || || c", 'has(a b)', "a ~= 'b'", "a == 'b')", '{}', "all() all()", 'global(x)', "a in 'b'", "a not 'b'", "'a' == b", 'has()',
-  "a == 'b' && (c", '\u0000', `${'x'.repeat(70_000)} ==`, "a startswith", 'a contains',
-  'a == b', 'has(a) &&& has(b)', 'a != ', "in {'a'}", "a in {'b' 'c'}", '!!', "a == 'b' c == 'd'", 'ALL()',
+  'a ==',
+  "a == 'b",
+  '((a)',
+  'has(',
+  "a in {'b'",
+  '!',
+  '&&',
+  "a == 'b' &&",
+  "a == 'b' || || c",
+  'has(a b)',
+  "a ~= 'b'",
+  "a == 'b')",
+  '{}',
+  'all() all()',
+  'global(x)',
+  "a in 'b'",
+  "a not 'b'",
+  "'a' == b",
+  'has()',
+  "a == 'b' && (c",
+  '\u0000',
+  `${'x'.repeat(70_000)} ==`,
+  'a startswith',
+  'a contains',
+  'a == b',
+  'has(a) &&& has(b)',
+  'a != ',
+  "in {'a'}",
+  "a in {'b' 'c'}",
+  '!!',
+  "a == 'b' c == 'd'",
+  'ALL()',
 ];
-const BAD_CIDRS = ['10.0.0.0/33', '10.0.0.256/32', 'not-an-ip', '', '10.0.0.0/-1', '2001:db8::/129', '2001:db8:::1/64', '10.0.0/8', '10.0.0.0/8/8', ' 10.0.0.0/8', '1.2.3.4.5', '::ffff:999.1.1.1', '10.0.0.0/0x8', 'fe80::%eth0/64', '10.0.0.0 /8'];
-const BAD_PORTS: unknown[] = [70000, -1, '90:80', 'a:b', '1:2:3', 1.5, '65536', true, { port: 80 }, 'this-port-name-is-far-too-long'];
+const BAD_CIDRS = [
+  '10.0.0.0/33',
+  '10.0.0.256/32',
+  'not-an-ip',
+  '',
+  '10.0.0.0/-1',
+  '2001:db8::/129',
+  '2001:db8:::1/64',
+  '10.0.0/8',
+  '10.0.0.0/8/8',
+  ' 10.0.0.0/8',
+  '1.2.3.4.5',
+  '::ffff:999.1.1.1',
+  '10.0.0.0/0x8',
+  'fe80::%eth0/64',
+  '10.0.0.0 /8',
+];
+const BAD_PORTS: unknown[] = [
+  70000,
+  -1,
+  '90:80',
+  'a:b',
+  '1:2:3',
+  1.5,
+  '65536',
+  true,
+  { port: 80 },
+  'this-port-name-is-far-too-long',
+];
 const BAD_ENUMS: Array<[string, Array<string | number>, unknown]> = [
   ['NetworkPolicy', ['spec', 'ingress', 0, 'action'], 'Permit'],
   ['NetworkPolicy', ['spec', 'ingress', 0, 'protocol'], 'TCPX'],
@@ -122,7 +257,12 @@ export function badCorpus(): Corpus {
   /** `resource`: how the rejection names the document (null: it cannot, e.g. without a kind). */
   const add = (doc: Doc, field: string | undefined, category: string, resource: string | null = describe(doc)) => {
     batch.push(doc);
-    batchDocs.push({ file: '', ...(resource !== null ? { resource } : {}), ...(field !== undefined ? { field } : {}), category });
+    batchDocs.push({
+      file: '',
+      ...(resource !== null ? { resource } : {}),
+      ...(field !== undefined ? { field } : {}),
+      category,
+    });
     if (batch.length === 10) flush();
   };
   const fresh = (t: Doc) => {
@@ -141,7 +281,15 @@ export function badCorpus(): Corpus {
       setAt(d, p, o !== null && typeof o === 'object' ? 42 : { unexpected: [1, 2] });
       add(d, pathText(p), 'wrong type');
       const e = fresh(t);
-      setAt(e, p, o !== null && typeof o === 'object' ? (Array.isArray(o) ? { not: 'a list' } : ['not', 'an', 'object']) : [['nested']]);
+      setAt(
+        e,
+        p,
+        o !== null && typeof o === 'object'
+          ? Array.isArray(o)
+            ? { not: 'a list' }
+            : ['not', 'an', 'object']
+          : [['nested']],
+      );
       add(e, pathText(p), 'wrong type');
     }
     for (const p of paths({ labels: (t.metadata as Doc).labels ?? {} }, ['metadata'])) {
@@ -149,7 +297,11 @@ export function badCorpus(): Corpus {
       setAt(d, p, p.length === 2 ? 'not-a-map' : { nested: 'value' });
       add(d, pathText(p), 'wrong type');
     }
-    for (const [p, v] of [[['metadata', 'name'], 42], [['metadata', 'namespace'], ['x']], [['metadata', 'annotations'], 'text']] as Array<[string[], unknown]>) {
+    for (const [p, v] of [
+      [['metadata', 'name'], 42],
+      [['metadata', 'namespace'], ['x']],
+      [['metadata', 'annotations'], 'text'],
+    ] as Array<[string[], unknown]>) {
       if (p[1] === 'namespace' && !(t.metadata as Doc).namespace) continue;
       const d = fresh(t);
       setAt(d, p, v);
@@ -184,7 +336,11 @@ export function badCorpus(): Corpus {
   }
 
   // The first template of each kind.
-  const byKind = new Map(templates().reverse().map((t) => [t.kind as string, t]));
+  const byKind = new Map(
+    templates()
+      .reverse()
+      .map((t) => [t.kind as string, t]),
+  );
   const np = byKind.get('NetworkPolicy') as Doc;
   const gnp = byKind.get('GlobalNetworkPolicy') as Doc;
   const rich = templates().find((t) => (t.metadata as Doc).name === 't-gnp-rich') as Doc;
@@ -231,7 +387,11 @@ export function badCorpus(): Corpus {
     flush();
   }
   // Malformed ports and out-of-range values.
-  for (const p of [['spec', 'ingress', 0, 'destination', 'ports', 0], ['spec', 'ingress', 0, 'destination', 'ports', 1], ['spec', 'egress', 0, 'destination', 'ports', 0]] as Array<Array<string | number>>) {
+  for (const p of [
+    ['spec', 'ingress', 0, 'destination', 'ports', 0],
+    ['spec', 'ingress', 0, 'destination', 'ports', 1],
+    ['spec', 'egress', 0, 'destination', 'ports', 0],
+  ] as Array<Array<string | number>>) {
     for (const v of BAD_PORTS) {
       const d = fresh(np);
       setAt(d, p, v);
@@ -239,7 +399,10 @@ export function badCorpus(): Corpus {
     }
     flush();
   }
-  for (const p of [['spec', 'ingress', 2, 'destination', 'ports', 0], ['spec', 'ingress', 2, 'destination', 'notPorts', 0]] as Array<Array<string | number>>) {
+  for (const p of [
+    ['spec', 'ingress', 2, 'destination', 'ports', 0],
+    ['spec', 'ingress', 2, 'destination', 'notPorts', 0],
+  ] as Array<Array<string | number>>) {
     for (const v of BAD_PORTS) {
       const d = fresh(rich);
       setAt(d, p, v);
@@ -247,7 +410,13 @@ export function badCorpus(): Corpus {
     }
     flush();
   }
-  for (const [p, v] of [[['type'], 256], [['type'], -1], [['code'], 256], [['code'], 'x'], [['type'], '8']] as Array<[string[], unknown]>) {
+  for (const [p, v] of [
+    [['type'], 256],
+    [['type'], -1],
+    [['code'], 256],
+    [['code'], 'x'],
+    [['type'], '8'],
+  ] as Array<[string[], unknown]>) {
     const d = fresh(rich);
     setAt(d, ['spec', 'ingress', 0, 'icmp', ...p], v);
     add(d, pathText(['spec', 'ingress', 0, 'icmp', ...p]), 'bad ICMP');
@@ -266,7 +435,15 @@ export function badCorpus(): Corpus {
   flush();
   // Documents that are not resources, wrong API versions, unknown kinds, and a namespace
   // on a cluster-wide kind (or none on a namespaced one).
-  for (const v of [42, 'a string', true, [1, 2, 3], { just: 'an object' }, { kind: 'NetworkPolicy' }, { apiVersion: V3, kind: 42 }]) {
+  for (const v of [
+    42,
+    'a string',
+    true,
+    [1, 2, 3],
+    { just: 'an object' },
+    { kind: 'NetworkPolicy' },
+    { apiVersion: V3, kind: 42 },
+  ]) {
     batch.push(v as Doc);
     batchDocs.push({ file: '', category: 'not a resource' });
   }
@@ -284,7 +461,9 @@ export function badCorpus(): Corpus {
     d.kind = kind;
     add(d, 'kind', 'unknown kind', `${kind} ${CORPUS_NS}/${(d.metadata as { name: string }).name}`);
   }
-  for (const t of templates().filter((x) => x.kind === 'Tier' || x.kind === 'GlobalNetworkSet' || x.kind === 'IPPool')) {
+  for (const t of templates().filter(
+    (x) => x.kind === 'Tier' || x.kind === 'GlobalNetworkSet' || x.kind === 'IPPool',
+  )) {
     const d = fresh(t);
     (d.metadata as Doc).namespace = CORPUS_NS;
     add(d, 'metadata.namespace', 'namespace on a cluster-wide kind', `${String(d.kind)} `);
@@ -296,9 +475,17 @@ export function badCorpus(): Corpus {
 /** Files that are not valid YAML (or JSON) at all: rejected as files, by name. */
 export function badFiles(): Map<string, string | Buffer> {
   const laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
-  for (let i = 1; i < 12; i++) laughs.push(`${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]`);
+  for (let i = 1; i < 12; i++)
+    laughs.push(
+      `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9)
+        .fill(`*${String.fromCharCode(96 + i)}`)
+        .join(',')}]`,
+    );
   return new Map<string, string | Buffer>([
-    ['yaml-alias-bomb.yaml', `apiVersion: ${V3}\nkind: GlobalNetworkSet\nmetadata: {name: bomb}\n${laughs.join('\n')}\n`],
+    [
+      'yaml-alias-bomb.yaml',
+      `apiVersion: ${V3}\nkind: GlobalNetworkSet\nmetadata: {name: bomb}\n${laughs.join('\n')}\n`,
+    ],
     ['yaml-unterminated.yaml', `apiVersion: ${V3}\nkind: Tier\nmetadata: {name: "unterminated}\n`],
     ['yaml-bad-indent.yaml', `apiVersion: ${V3}\nkind: Tier\nmetadata:\n  name: x\n    order: 1\n`],
     ['yaml-tabs.yaml', `apiVersion: ${V3}\nkind: Tier\nmetadata:\n\tname: tabbed\n`],

@@ -6,13 +6,25 @@ import { UpdateProcessors } from '../../src/datastore/processors/index.js';
 import { createLogger } from '../../src/log.js';
 import { DataplaneState } from './dataplane-state.js';
 
-export type Res = { apiVersion: string; kind: string; metadata: Record<string, unknown>; spec: Record<string, unknown> };
+export type Res = {
+  apiVersion: string;
+  kind: string;
+  metadata: Record<string, unknown>;
+  spec: Record<string, unknown>;
+};
 const V3 = 'projectcalico.org/v3';
 
-export const wep = (name: string, node: string, ip: string, labels: Record<string, string>, extra: Record<string, unknown> = {}, ns = 'prod'): Res => ({
+export const wep = (
+  name: string,
+  node: string,
+  ip: string,
+  labels: Record<string, string>,
+  extra: Record<string, unknown> = {},
+  ns = 'prod',
+): Res => ({
   apiVersion: V3,
   kind: 'WorkloadEndpoint',
-  metadata: { name: `${node}-k8s-${name.replaceAll("-", "--")}-eth0`, namespace: ns, labels },
+  metadata: { name: `${node}-k8s-${name.replaceAll('-', '--')}-eth0`, namespace: ns, labels },
   spec: {
     node,
     orchestrator: 'k8s',
@@ -24,8 +36,18 @@ export const wep = (name: string, node: string, ip: string, labels: Record<strin
     ...extra,
   },
 });
-export const np = (name: string, spec: Record<string, unknown>, ns = 'prod'): Res => ({ apiVersion: V3, kind: 'NetworkPolicy', metadata: { name, namespace: ns }, spec });
-export const gnp = (name: string, spec: Record<string, unknown>): Res => ({ apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name }, spec });
+export const np = (name: string, spec: Record<string, unknown>, ns = 'prod'): Res => ({
+  apiVersion: V3,
+  kind: 'NetworkPolicy',
+  metadata: { name, namespace: ns },
+  spec,
+});
+export const gnp = (name: string, spec: Record<string, unknown>): Res => ({
+  apiVersion: V3,
+  kind: 'GlobalNetworkPolicy',
+  metadata: { name },
+  spec,
+});
 export const tier = (name: string, order?: number, defaultAction?: string): Res => ({
   apiVersion: V3,
   kind: 'Tier',
@@ -102,9 +124,33 @@ export class Harness {
 export function randomChange(h: Harness, rand: () => number): void {
   const pick = (n: number) => Math.floor(rand() * n);
   const pool = [
-    () => wep(`w${pick(6)}`, rand() < 0.7 ? 'node1' : 'node2', `10.0.0.${pick(50)}`, { app: `a${pick(3)}` }, { ipNetworks: [`10.0.0.${pick(50)}/32`, `fd00::${pick(50)}/128`] }),
-    () => np(`p${pick(5)}`, { selector: `app == 'a${pick(3)}'`, ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: `app == 'a${pick(3)}'` }, destination: { ports: [80 + pick(3)] } }] }),
-    () => gnp(`t1.g${pick(3)}`, { tier: 't1', order: rand() * 10, selector: 'all()', ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }] }),
+    () =>
+      wep(
+        `w${pick(6)}`,
+        rand() < 0.7 ? 'node1' : 'node2',
+        `10.0.0.${pick(50)}`,
+        { app: `a${pick(3)}` },
+        { ipNetworks: [`10.0.0.${pick(50)}/32`, `fd00::${pick(50)}/128`] },
+      ),
+    () =>
+      np(`p${pick(5)}`, {
+        selector: `app == 'a${pick(3)}'`,
+        ingress: [
+          {
+            action: 'Allow',
+            protocol: 'TCP',
+            source: { selector: `app == 'a${pick(3)}'` },
+            destination: { ports: [80 + pick(3)] },
+          },
+        ],
+      }),
+    () =>
+      gnp(`t1.g${pick(3)}`, {
+        tier: 't1',
+        order: rand() * 10,
+        selector: 'all()',
+        ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }],
+      }),
     () => gns(`n${pick(3)}`, [`192.0.${pick(4)}.0/24`, `192.0.2.${pick(9)}/32`], { feed: 'x' }),
   ];
   const r = (pool[pick(pool.length)] as () => Res)();

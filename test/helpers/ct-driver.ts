@@ -4,5 +4,6 @@ import { conntrackFlush } from '../../src/native/conntrack.js';
 
 conntrackFlush(process.argv.slice(2)).then(
   (r) => process.stdout.write(`${JSON.stringify({ ok: true, result: r })}\n`),
-  (e: Error & { code?: string }) => process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code } })}\n`),
+  (e: Error & { code?: string }) =>
+    process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code } })}\n`),
 );

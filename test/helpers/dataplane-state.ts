@@ -2,7 +2,15 @@
 // every batch, that nothing refers to what the dataplane does not have (an IP set used by
 // a policy, a policy or profile used by an endpoint): the order guarantees the
 // EventSequencer must give.
-import type { HostEndpoint, IPSetType, Policy, Profile, Rule, ToDataplane, WorkloadEndpoint } from '../../src/proto/messages.js';
+import type {
+  HostEndpoint,
+  IPSetType,
+  Policy,
+  Profile,
+  Rule,
+  ToDataplane,
+  WorkloadEndpoint,
+} from '../../src/proto/messages.js';
 
 export class DataplaneState {
   ipsets = new Map<string, { type: IPSetType; members: Set<string> }>();
@@ -34,7 +42,8 @@ export class DataplaneState {
       case 'IPSetDeltaUpdate': {
         const s = this.ipsets.get(m.id);
         if (!s) throw new Error(`delta for unknown IP set ${m.id}`);
-        for (const x of m.removedMembers) if (!s.members.delete(x)) throw new Error(`remove of absent member ${x} from ${m.id}`);
+        for (const x of m.removedMembers)
+          if (!s.members.delete(x)) throw new Error(`remove of absent member ${x} from ${m.id}`);
         for (const x of m.addedMembers) {
           if (s.members.has(x)) throw new Error(`add of present member ${x} to ${m.id}`);
           s.members.add(x);
@@ -48,7 +57,8 @@ export class DataplaneState {
         this.policies.set(`${m.id.tier}/${m.id.name}`, m.policy);
         return;
       case 'ActivePolicyRemove':
-        if (!this.policies.delete(`${m.id.tier}/${m.id.name}`)) throw new Error(`remove of unknown policy ${m.id.name}`);
+        if (!this.policies.delete(`${m.id.tier}/${m.id.name}`))
+          throw new Error(`remove of unknown policy ${m.id.name}`);
         return;
       case 'ActiveProfileUpdate':
         this.profiles.set(m.id.name, m.profile);
@@ -60,7 +70,8 @@ export class DataplaneState {
         this.weps.set(`${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`, m.endpoint);
         return;
       case 'WorkloadEndpointRemove':
-        if (!this.weps.delete(`${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`)) throw new Error('remove of unknown WEP');
+        if (!this.weps.delete(`${m.id.orchestratorId}/${m.id.workloadId}/${m.id.endpointId}`))
+          throw new Error('remove of unknown WEP');
         return;
       case 'HostEndpointUpdate':
         this.heps.set(m.id.endpointId, m.endpoint);
@@ -85,8 +96,15 @@ export class DataplaneState {
 
   checkReferences(): void {
     const sets = (r: Rule) => [
-      ...r.srcIpSetIds, ...r.dstIpSetIds, ...r.notSrcIpSetIds, ...r.notDstIpSetIds, ...r.srcNamedPortIpSetIds,
-      ...r.dstNamedPortIpSetIds, ...r.notSrcNamedPortIpSetIds, ...r.notDstNamedPortIpSetIds, ...r.dstIpPortSetIds,
+      ...r.srcIpSetIds,
+      ...r.dstIpSetIds,
+      ...r.notSrcIpSetIds,
+      ...r.notDstIpSetIds,
+      ...r.srcNamedPortIpSetIds,
+      ...r.dstNamedPortIpSetIds,
+      ...r.notSrcNamedPortIpSetIds,
+      ...r.notDstNamedPortIpSetIds,
+      ...r.dstIpPortSetIds,
     ];
     for (const [name, p] of [...this.policies, ...this.profiles]) {
       for (const r of [...p.inboundRules, ...p.outboundRules]) {
@@ -105,7 +123,8 @@ export class DataplaneState {
 
   /** A canonical, comparable rendering. */
   snapshot(): unknown {
-    const sorted = <V>(m: Map<string, V>, f: (v: V) => unknown = (v) => v) => [...m].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, f(v)]);
+    const sorted = <V>(m: Map<string, V>, f: (v: V) => unknown = (v) => v) =>
+      [...m].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, f(v)]);
     return {
       ipsets: sorted(this.ipsets, (s) => ({ type: s.type, members: [...s.members].sort() })),
       policies: sorted(this.policies),

@@ -76,20 +76,38 @@ export class TestEtcd {
   async #start(): Promise<void> {
     const peer = `http://${this.#host}:${this.peerPort}`;
     const args = [
-      '--name', 'palisade-test',
-      '--data-dir', join(this.dir, 'data'),
-      '--listen-client-urls', this.endpoint,
-      '--advertise-client-urls', this.endpoint,
-      '--listen-peer-urls', peer,
-      '--initial-advertise-peer-urls', peer,
-      '--initial-cluster', `palisade-test=${peer}`,
-      '--max-txn-ops', '2000',
-      '--logger', 'zap',
-      '--log-level', 'error',
+      '--name',
+      'palisade-test',
+      '--data-dir',
+      join(this.dir, 'data'),
+      '--listen-client-urls',
+      this.endpoint,
+      '--advertise-client-urls',
+      this.endpoint,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      `palisade-test=${peer}`,
+      '--max-txn-ops',
+      '2000',
+      '--logger',
+      'zap',
+      '--log-level',
+      'error',
     ];
     if (this.#tls) {
       const s = this.#tls.server;
-      args.push('--cert-file', s.certFile, '--key-file', s.keyFile, '--trusted-ca-file', s.caFile, '--client-cert-auth');
+      args.push(
+        '--cert-file',
+        s.certFile,
+        '--key-file',
+        s.keyFile,
+        '--trusted-ca-file',
+        s.caFile,
+        '--client-cert-auth',
+      );
     }
     this.#proc = spawn(...this.#wrap('etcd', args), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -125,15 +143,20 @@ export class TestEtcd {
 
   /** Runs etcdctl against this etcd; throws on failure unless `check` is false. */
   ctl(args: string[], input?: string, check = true): { ok: boolean; stdout: string; stderr: string } {
-    const tlsArgs = this.#tls ? ['--cacert', this.#tls.client.caFile, '--cert', this.#tls.client.certFile, '--key', this.#tls.client.keyFile] : [];
-    const r = spawnSync(...this.#wrap('etcdctl', ['--endpoints', this.endpoint, '--dial-timeout', '2s', ...tlsArgs, ...args]), {
-      input,
-      encoding: 'utf8',
-      env: { ...process.env, ETCDCTL_API: '3' },
-      maxBuffer: 256 * 1024 * 1024,
-      // etcdctl txn can wait forever for an etcd that is down: never let it hang a test.
-      timeout: 30_000,
-    });
+    const tlsArgs = this.#tls
+      ? ['--cacert', this.#tls.client.caFile, '--cert', this.#tls.client.certFile, '--key', this.#tls.client.keyFile]
+      : [];
+    const r = spawnSync(
+      ...this.#wrap('etcdctl', ['--endpoints', this.endpoint, '--dial-timeout', '2s', ...tlsArgs, ...args]),
+      {
+        input,
+        encoding: 'utf8',
+        env: { ...process.env, ETCDCTL_API: '3' },
+        maxBuffer: 256 * 1024 * 1024,
+        // etcdctl txn can wait forever for an etcd that is down: never let it hang a test.
+        timeout: 30_000,
+      },
+    );
     const out = { ok: r.status === 0, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
     if (check && !out.ok) throw new Error(`etcdctl ${args.join(' ')} failed: ${out.stderr}`);
     return out;
@@ -157,14 +180,23 @@ export class TestEtcd {
 
   /** The current revision. */
   revision(): string {
-    const out = JSON.parse(this.ctl(['get', '/', '--write-out', 'json', '--limit', '1']).stdout) as { header: { revision: number | string } };
+    const out = JSON.parse(this.ctl(['get', '/', '--write-out', 'json', '--limit', '1']).stdout) as {
+      header: { revision: number | string };
+    };
     return String(out.header.revision);
   }
 
   /** key -> value under `prefix`, read with etcdctl. */
   dump(prefix: string): Map<string, string> {
-    const out = JSON.parse(this.ctl(['get', prefix, '--prefix', '--write-out', 'json']).stdout) as { kvs?: Array<{ key: string; value: string }> };
-    return new Map((out.kvs ?? []).map((kv) => [Buffer.from(kv.key, 'base64').toString(), Buffer.from(kv.value, 'base64').toString()]));
+    const out = JSON.parse(this.ctl(['get', prefix, '--prefix', '--write-out', 'json']).stdout) as {
+      kvs?: Array<{ key: string; value: string }>;
+    };
+    return new Map(
+      (out.kvs ?? []).map((kv) => [
+        Buffer.from(kv.key, 'base64').toString(),
+        Buffer.from(kv.value, 'base64').toString(),
+      ]),
+    );
   }
 }
 
@@ -212,14 +244,60 @@ export class CuttableProxy {
 export function makeTls(dir: string, serverSan = ''): { server: EtcdTls; client: EtcdTls } {
   const f = (n: string) => join(dir, n);
   const ssl = (args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  ssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=palisade-test-ca', '-keyout', f('ca.key'), '-out', f('ca.crt')]);
+  ssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=palisade-test-ca',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+  ]);
   for (const [name, ext] of [
-    ['server', `subjectAltName=IP:127.0.0.1${serverSan ? `,${serverSan}` : ''}\nextendedKeyUsage=serverAuth,clientAuth`],
+    [
+      'server',
+      `subjectAltName=IP:127.0.0.1${serverSan ? `,${serverSan}` : ''}\nextendedKeyUsage=serverAuth,clientAuth`,
+    ],
     ['client', 'extendedKeyUsage=clientAuth'],
   ] as const) {
-    ssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=palisade-${name}`, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`)]);
-    execFileSync('sh', ['-c', `printf '%b' "$EXT" > "${f(`${name}.ext`)}"`], { env: { ...process.env, EXT: `${ext}\n` } });
-    ssl(['x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f(`${name}.ext`), '-out', f(`${name}.crt`)]);
+    ssl([
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      `/CN=palisade-${name}`,
+      '-keyout',
+      f(`${name}.key`),
+      '-out',
+      f(`${name}.csr`),
+    ]);
+    execFileSync('sh', ['-c', `printf '%b' "$EXT" > "${f(`${name}.ext`)}"`], {
+      env: { ...process.env, EXT: `${ext}\n` },
+    });
+    ssl([
+      'x509',
+      '-req',
+      '-in',
+      f(`${name}.csr`),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      f(`${name}.ext`),
+      '-out',
+      f(`${name}.crt`),
+    ]);
   }
   const pair = (n: string): EtcdTls => ({ caFile: f('ca.crt'), certFile: f(`${n}.crt`), keyFile: f(`${n}.key`) });
   return { server: pair('server'), client: pair('client') };

@@ -33,7 +33,11 @@ export class FakeSyncer implements Syncer {
   }
 
   #send(r: Res, value: unknown): void {
-    const key = keyOf({ kind: r.kind as never, name: r.metadata.name, ...(r.metadata.namespace ? { namespace: r.metadata.namespace } : {}) });
+    const key = keyOf({
+      kind: r.kind as never,
+      name: r.metadata.name,
+      ...(r.metadata.namespace ? { namespace: r.metadata.namespace } : {}),
+    });
     if (!key) throw new Error(`no key for ${r.kind}`);
     this.#cb?.onUpdates([{ key, value, revision: String(++this.#rev) }]);
   }

@@ -2,7 +2,8 @@
 // its own inside the agent's network namespace:
 //   node hostile-http.js <seconds> <port> [<port>...]
 // For the duration it holds 200 slowloris connections per port (a header byte every second;
-// the summary counts those the server has not cut), sends malformed requests (bad request lines and targets, binary, oversized
+// the summary counts those the server has not cut), sends malformed requests (bad request lines and targets, binary,
+// oversized
 // lines and headers, bad framing) back to back, and checks that a well-behaved client is
 // still answered every 100 ms. Prints one JSON summary on stdout.
 import { get } from 'node:http';
@@ -29,7 +30,14 @@ const MALFORMED = [
   'GET /readiness HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
 ];
 
-const summary = { malformedSent: 0, answered: {} as Record<string, number>, closedWithoutAnswer: 0, wellBehavedOk: 0, wellBehavedFailed: 0, slowlorisOpen: 0 };
+const summary = {
+  malformedSent: 0,
+  answered: {} as Record<string, number>,
+  closedWithoutAnswer: 0,
+  wellBehavedOk: 0,
+  wellBehavedFailed: 0,
+  slowlorisOpen: 0,
+};
 
 function malformed(port: number, text: string): Promise<void> {
   return new Promise((resolve) => {

@@ -14,7 +14,12 @@ interface Input {
 
 const input = JSON.parse(process.argv[2] as string) as Input;
 const warnings: string[] = [];
-const log = { warn: (m: unknown, s?: string) => warnings.push(typeof m === 'string' ? m : (s ?? '')), info: () => {}, debug: () => {}, error: (m: unknown, s?: string) => warnings.push(`error: ${typeof m === 'string' ? m : (s ?? '')}`) } as unknown as Logger;
+const log = {
+  warn: (m: unknown, s?: string) => warnings.push(typeof m === 'string' ? m : (s ?? '')),
+  info: () => {},
+  debug: () => {},
+  error: (m: unknown, s?: string) => warnings.push(`error: ${typeof m === 'string' ? m : (s ?? '')}`),
+} as unknown as Logger;
 const ifaces = new InterfaceTable();
 
 const monitor = new InterfaceMonitor([], (events) => ifaces.apply(events));

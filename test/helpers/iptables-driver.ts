@@ -11,7 +11,12 @@ import { readFileSync } from 'node:fs';
 
 import { defaultConfig } from '../../src/config/params.js';
 import { IptablesRulesBackend, transportFor } from '../../src/dataplane/backends/iptables/rules-backend.js';
-import { ExecRestore, type IptablesFlavour, LibiptcRestore, NetlinkRestore } from '../../src/dataplane/backends/iptables/transport.js';
+import {
+  ExecRestore,
+  type IptablesFlavour,
+  LibiptcRestore,
+  NetlinkRestore,
+} from '../../src/dataplane/backends/iptables/transport.js';
 import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
 import type { RulesBackend } from '../../src/dataplane/backends/rules-backend.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
@@ -42,7 +47,12 @@ const log = createLogger({ severity: 'Fatal' });
 async function restore(r: Restore): Promise<unknown> {
   const lock = { lockPath: r.lockPath ?? '', lockTimeoutMs: r.lockTimeoutMs ?? 10000, lockIntervalMs: 20 };
   const flavour = r.flavour ?? 'legacy';
-  const t = r.transport === 'exec' ? new ExecRestore(flavour, lock) : flavour === 'nft' ? new NetlinkRestore(lock, log) : new LibiptcRestore(lock, log);
+  const t =
+    r.transport === 'exec'
+      ? new ExecRestore(flavour, lock)
+      : flavour === 'nft'
+        ? new NetlinkRestore(lock, log)
+        : new LibiptcRestore(lock, log);
   const t0 = performance.now();
   await t.restore(r.family, r.script);
   return { ok: true, ms: performance.now() - t0, fallbacks: 'fallbacks' in t ? t.fallbacks : 0 };
@@ -51,7 +61,10 @@ async function restore(r: Restore): Promise<unknown> {
 async function dump(family: 4 | 6): Promise<unknown> {
   const out: Record<string, unknown> = {};
   for (const table of ['filter', 'raw', 'mangle', 'nat']) {
-    out[table] = (await iptcDump(family, table)).map((c) => ({ ...c, rules: c.rules.map((x) => ({ target: x.target, entry: x.entry.toString('hex') })) }));
+    out[table] = (await iptcDump(family, table)).map((c) => ({
+      ...c,
+      rules: c.rules.map((x) => ({ target: x.target, entry: x.entry.toString('hex') })),
+    }));
   }
   return out;
 }
@@ -60,9 +73,18 @@ async function churn(c: Churn): Promise<unknown> {
   const rng = new Rng(c.seed);
   const rand = () => rng.next();
   const pick = (n: number) => Math.floor(rand() * n);
-  const config = { ...defaultConfig(), Ipv6Support: true, NFTablesMode: 'Disabled' as const, IptablesTransport: c.transport, IptablesLockFilePath: '' };
+  const config = {
+    ...defaultConfig(),
+    Ipv6Support: true,
+    NFTablesMode: 'Disabled' as const,
+    IptablesTransport: c.transport,
+    IptablesLockFilePath: '',
+  };
   const transport = c.flavour === 'nftables' ? undefined : transportFor(config, c.flavour, log);
-  const backend: RulesBackend = c.flavour === 'nftables' || !transport ? new NftRulesBackend(config, [4, 6]) : new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
+  const backend: RulesBackend =
+    c.flavour === 'nftables' || !transport
+      ? new NftRulesBackend(config, [4, 6])
+      : new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
   const h = new Harness();
   const state = new DesiredState();
   h.put(tier('t1', 10), profile('kns.prod', {}));
@@ -72,9 +94,33 @@ async function churn(c: Churn): Promise<unknown> {
   state.takeDirty();
   await backend.apply();
   const pool = [
-    () => wep(`w${pick(8)}`, rand() < 0.8 ? 'node1' : 'node2', `10.65.0.${pick(60)}`, { app: `a${pick(3)}` }, { ipNetworks: [`10.65.0.${pick(60)}/32`, `fd00:65::${pick(60)}/128`] }),
-    () => np(`p${pick(6)}`, { selector: `app == 'a${pick(3)}'`, ingress: [{ action: rand() < 0.5 ? 'Allow' : 'Deny', protocol: 'TCP', source: { selector: `app == 'a${pick(3)}'` }, destination: { ports: [80 + pick(3)] } }] }),
-    () => gnp(`t1.g${pick(3)}`, { tier: 't1', order: rand() * 10, selector: 'all()', ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }] }),
+    () =>
+      wep(
+        `w${pick(8)}`,
+        rand() < 0.8 ? 'node1' : 'node2',
+        `10.65.0.${pick(60)}`,
+        { app: `a${pick(3)}` },
+        { ipNetworks: [`10.65.0.${pick(60)}/32`, `fd00:65::${pick(60)}/128`] },
+      ),
+    () =>
+      np(`p${pick(6)}`, {
+        selector: `app == 'a${pick(3)}'`,
+        ingress: [
+          {
+            action: rand() < 0.5 ? 'Allow' : 'Deny',
+            protocol: 'TCP',
+            source: { selector: `app == 'a${pick(3)}'` },
+            destination: { ports: [80 + pick(3)] },
+          },
+        ],
+      }),
+    () =>
+      gnp(`t1.g${pick(3)}`, {
+        tier: 't1',
+        order: rand() * 10,
+        selector: 'all()',
+        ingress: [{ action: rand() < 0.5 ? 'Pass' : 'Deny', source: { selector: "feed == 'x'" } }],
+      }),
     () => gns(`n${pick(3)}`, [`192.0.${pick(4)}.0/24`, `2001:db8::${pick(9)}/128`], { feed: 'x' }),
   ];
   let applies = 0;
@@ -91,7 +137,16 @@ async function churn(c: Churn): Promise<unknown> {
   await backend.resync();
   backend.rebuild(state);
   const again = await backend.apply();
-  return { applies, fallbacks: transport && 'fallbacks' in transport ? transport.fallbacks : 0, again: { ops: again.ops, chainsWritten: again.chainsWritten, elemsAdded: again.elemsAdded, elemsRemoved: again.elemsRemoved } };
+  return {
+    applies,
+    fallbacks: transport && 'fallbacks' in transport ? transport.fallbacks : 0,
+    again: {
+      ops: again.ops,
+      chainsWritten: again.chainsWritten,
+      elemsAdded: again.elemsAdded,
+      elemsRemoved: again.elemsRemoved,
+    },
+  };
 }
 
 const steps = JSON.parse(readFileSync(0, 'utf8')) as Array<{ restore?: Restore; dump?: 4 | 6; churn?: Churn }>;
@@ -102,7 +157,11 @@ for (const s of steps) {
     else if (s.dump) out.push(await dump(s.dump));
     else if (s.churn) out.push(await churn(s.churn));
   } catch (e) {
-    out.push({ error: (e as Error).message, code: (e as { code?: string }).code, errno: (e as { errno?: number }).errno });
+    out.push({
+      error: (e as Error).message,
+      code: (e as { code?: string }).code,
+      errno: (e as { errno?: number }).errno,
+    });
   }
 }
 process.stdout.write(JSON.stringify(out));

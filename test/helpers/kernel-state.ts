@@ -36,7 +36,8 @@ export function nftTableState(sh: Sh, family: string, table: string): string {
     else if (kind === 'set' || kind === 'map') sets[`${kind}:${name}`] = clean(v);
     else if (kind === 'rule') (rules[String(v.chain)] ??= []).push(clean(v));
   }
-  const sorted = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).sort(([a], [b]) => a.localeCompare(b)));
+  const sorted = (r: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(r).sort(([a], [b]) => a.localeCompare(b)));
   return JSON.stringify({ chains: sorted(chains), sets: sorted(sets), rules: sorted(rules) }, null, 1);
 }
 
@@ -45,9 +46,14 @@ export function nftTableState(sh: Sh, family: string, table: string): string {
  * routes and neighbour entries other than those to our workloads (`ours`: their addresses).
  */
 export function foreignState(sh: Sh, ours: string[]): string {
-  const tables = sh('nft', ['list', 'tables']).split('\n').filter((l) => l && !/ calico$/.test(l));
+  const tables = sh('nft', ['list', 'tables'])
+    .split('\n')
+    .filter((l) => l && !/ calico$/.test(l));
   const nft = tables.map((t) => sh('nft', ['list', ...t.split(' ')])).join('');
-  const iptables = sh('iptables-save', []).split('\n').filter((l) => !l.startsWith('#')).join('\n');
+  const iptables = sh('iptables-save', [])
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .join('\n');
   // IPv4 only: the kernel adds IPv6 link-local routes to interfaces whenever their
   // address autoconfiguration finishes, which no one here does. `ip route` omits
   // "proto boot" (its default), so our routes are recognised by destination.

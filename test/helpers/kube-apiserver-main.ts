@@ -18,7 +18,14 @@ async function main(): Promise<void> {
   let done = 0;
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
-    const c = JSON.parse(line) as { op: 'put' | 'putMany' | 'delete' | 'install'; resource: string; object?: never; objects?: never[]; namespace?: string; name?: string };
+    const c = JSON.parse(line) as {
+      op: 'put' | 'putMany' | 'delete' | 'install';
+      resource: string;
+      object?: never;
+      objects?: never[];
+      namespace?: string;
+      name?: string;
+    };
     if (c.op === 'put') api.put(c.resource, c.object as never);
     else if (c.op === 'putMany') for (const o of c.objects ?? []) api.put(c.resource, o);
     else if (c.op === 'install') api.install(OPTIONAL_TYPES[c.resource] as ResourceType);

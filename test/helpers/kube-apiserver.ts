@@ -45,12 +45,32 @@ export const CALICO_CRD_TYPES: ResourceType[] = [
   ['FelixConfiguration', 'felixconfigurations', false],
   ['ClusterInformation', 'clusterinformations', false],
   ['IPAMBlock', 'ipamblocks', false],
-].map(([kind, plural, namespaced]) => ({ group: 'crd.projectcalico.org', version: 'v1', plural: plural as string, kind: kind as string, namespaced: namespaced as boolean }));
+].map(([kind, plural, namespaced]) => ({
+  group: 'crd.projectcalico.org',
+  version: 'v1',
+  plural: plural as string,
+  kind: kind as string,
+  namespaced: namespaced as boolean,
+}));
 
-/** A CRD most clusters do not have: ClusterNetworkPolicy (sigs.k8s.io/network-policy-api). Not served unless given or installed. */
-export const CLUSTER_NETWORK_POLICY_TYPE: ResourceType = { group: 'policy.networking.k8s.io', version: 'v1alpha2', plural: 'clusternetworkpolicies', kind: 'ClusterNetworkPolicy', namespaced: false };
+/**
+ * A CRD most clusters do not have: ClusterNetworkPolicy (sigs.k8s.io/network-policy-api). Not served unless given or
+ * installed.
+ */
+export const CLUSTER_NETWORK_POLICY_TYPE: ResourceType = {
+  group: 'policy.networking.k8s.io',
+  version: 'v1alpha2',
+  plural: 'clusternetworkpolicies',
+  kind: 'ClusterNetworkPolicy',
+  namespaced: false,
+};
 
-type Obj = { apiVersion?: string; kind?: string; metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; [k: string]: unknown }; [k: string]: unknown };
+type Obj = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string; uid?: string; [k: string]: unknown };
+  [k: string]: unknown;
+};
 type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 interface Watcher {
@@ -62,8 +82,12 @@ interface Watcher {
 }
 
 const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` : t.version);
-/** How the store (and its put/get/delete) names a type: its plural, "<plural>.<group>" for Calico's CRDs (kubectl's notation), whose plurals repeat Kubernetes' own. */
-export const storeKey = (t: ResourceType) => (t.group === 'crd.projectcalico.org' ? `${t.plural}.${t.group}` : t.plural);
+/**
+ * How the store (and its put/get/delete) names a type: its plural, "<plural>.<group>" for Calico's CRDs (kubectl's
+ * notation), whose plurals repeat Kubernetes' own.
+ */
+export const storeKey = (t: ResourceType) =>
+  t.group === 'crd.projectcalico.org' ? `${t.plural}.${t.group}` : t.plural;
 
 export class FakeKubeApiServer {
   #types: ResourceType[];
@@ -144,7 +168,16 @@ export class FakeKubeApiServer {
     const key = `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
     const store = this.#objects.get(plural) as Map<string, Obj>;
     const existed = store.has(key);
-    const stored: Obj = { ...obj, apiVersion: apiVersionOf(t), kind: t.kind, metadata: { ...obj.metadata, uid: (store.get(key)?.metadata.uid as string | undefined) ?? `uid-${++this.#uid}`, resourceVersion: String(++this.#rv) } };
+    const stored: Obj = {
+      ...obj,
+      apiVersion: apiVersionOf(t),
+      kind: t.kind,
+      metadata: {
+        ...obj.metadata,
+        uid: (store.get(key)?.metadata.uid as string | undefined) ?? `uid-${++this.#uid}`,
+        resourceVersion: String(++this.#rv),
+      },
+    };
     store.set(key, stored);
     this.#emit(plural, existed ? 'MODIFIED' : 'ADDED', stored);
     return stored;
@@ -208,11 +241,17 @@ export class FakeKubeApiServer {
   #route(method: string, url: URL, body: string, res: ServerResponse, contentType: string): void {
     const p = url.pathname.replace(/\/$/, '');
     if (p === '/version') return this.#json(res, 200, { major: '1', minor: '32', gitVersion: 'v1.32.0-palisade-test' });
-    if (p === '/api') return this.#json(res, 200, { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: url.host }] });
+    if (p === '/api')
+      return this.#json(res, 200, {
+        kind: 'APIVersions',
+        versions: ['v1'],
+        serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: url.host }],
+      });
     if (p === '/apis') return this.#json(res, 200, this.#groups());
     const parts = p.split('/').filter(Boolean);
     // /api/v1/... or /apis/<group>/<version>/...
-    const [group, version, rest] = parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1] ?? '', parts[2], parts.slice(3)];
+    const [group, version, rest] =
+      parts[0] === 'api' ? ['', parts[1], parts.slice(2)] : [parts[1] ?? '', parts[2], parts.slice(3)];
     if (!rest.length) return this.#json(res, 200, this.#resources(group, version ?? ''));
     let namespace: string | undefined;
     let i = 0;
@@ -223,19 +262,25 @@ export class FakeKubeApiServer {
     const type = this.#types.find((t) => t.group === group && t.version === version && t.plural === rest[i]);
     if (!type) return this.#status(res, 404, 'NotFound', `the server could not find the requested resource (${p})`);
     const name = rest[i + 1];
-    if (method === 'GET' && !name) return url.searchParams.get('watch') === 'true' ? this.#watch(type, namespace, url, res) : this.#list(type, namespace, url, res);
+    if (method === 'GET' && !name)
+      return url.searchParams.get('watch') === 'true'
+        ? this.#watch(type, namespace, url, res)
+        : this.#list(type, namespace, url, res);
     if (method === 'GET' && name) return this.#getOne(type, namespace, name, res);
     if (method === 'POST' && !name) return this.#write(type, namespace, undefined, JSON.parse(body) as Obj, res, 201);
     if (method === 'PUT' && name) return this.#write(type, namespace, name, JSON.parse(body) as Obj, res, 200);
     if (method === 'PATCH' && name) {
-      if (!contentType.startsWith('application/merge-patch+json')) return this.#status(res, 415, 'UnsupportedMediaType', `only merge patches are supported, not ${contentType}`);
+      if (!contentType.startsWith('application/merge-patch+json'))
+        return this.#status(res, 415, 'UnsupportedMediaType', `only merge patches are supported, not ${contentType}`);
       const cur = this.get(storeKey(type), namespace, name);
       if (!cur) return this.#status(res, 404, 'NotFound', `${type.plural} "${name}" not found`);
       return this.#write(type, namespace, name, mergePatch(cur, JSON.parse(body)) as Obj, res, 200);
     }
     if (method === 'DELETE' && name) {
       const gone = this.delete(storeKey(type), namespace, name);
-      return gone ? this.#json(res, 200, gone) : this.#status(res, 404, 'NotFound', `${type.plural} "${name}" not found`);
+      return gone
+        ? this.#json(res, 200, gone)
+        : this.#status(res, 404, 'NotFound', `${type.plural} "${name}" not found`);
     }
     return this.#status(res, 405, 'MethodNotAllowed', `${method} ${p}`);
   }
@@ -246,7 +291,11 @@ export class FakeKubeApiServer {
     return {
       kind: 'APIGroupList',
       apiVersion: 'v1',
-      groups: [...groups].map(([name, version]) => ({ name, versions: [{ groupVersion: `${name}/${version}`, version }], preferredVersion: { groupVersion: `${name}/${version}`, version } })),
+      groups: [...groups].map(([name, version]) => ({
+        name,
+        versions: [{ groupVersion: `${name}/${version}`, version }],
+        preferredVersion: { groupVersion: `${name}/${version}`, version },
+      })),
     };
   }
 
@@ -257,20 +306,34 @@ export class FakeKubeApiServer {
       groupVersion: group ? `${group}/${version}` : version,
       resources: this.#types
         .filter((t) => t.group === group && t.version === version)
-        .map((t) => ({ name: t.plural, singularName: t.kind.toLowerCase(), namespaced: t.namespaced, kind: t.kind, verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'] })),
+        .map((t) => ({
+          name: t.plural,
+          singularName: t.kind.toLowerCase(),
+          namespaced: t.namespaced,
+          kind: t.kind,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+        })),
     };
   }
 
   #list(type: ResourceType, namespace: string | undefined, url: URL, res: ServerResponse): void {
     const keep = selection(namespace, url);
-    const all = [...(this.#objects.get(storeKey(type)) as Map<string, Obj>).entries()].filter(([, o]) => keep(o)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const all = [...(this.#objects.get(storeKey(type)) as Map<string, Obj>).entries()]
+      .filter(([, o]) => keep(o))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const limit = Number(url.searchParams.get('limit') ?? 0);
     const token = url.searchParams.get('continue');
     let start = 0;
     let listRv = String(this.#rv);
     if (token) {
       const t = JSON.parse(Buffer.from(token, 'base64url').toString()) as { rv: string; after: string };
-      if (Number(t.rv) <= this.#compacted) return this.#status(res, 410, 'Expired', 'The provided continue parameter is too old to display a consistent list result.');
+      if (Number(t.rv) <= this.#compacted)
+        return this.#status(
+          res,
+          410,
+          'Expired',
+          'The provided continue parameter is too old to display a consistent list result.',
+        );
       listRv = t.rv;
       start = all.findIndex(([k]) => k > t.after);
       if (start < 0) start = all.length;
@@ -278,8 +341,16 @@ export class FakeKubeApiServer {
     const page = limit > 0 ? all.slice(start, start + limit) : all.slice(start);
     const more = limit > 0 && start + limit < all.length;
     const metadata: Record<string, unknown> = { resourceVersion: listRv };
-    if (more) metadata.continue = Buffer.from(JSON.stringify({ rv: listRv, after: page[page.length - 1]?.[0] ?? '' })).toString('base64url');
-    this.#json(res, 200, { kind: `${type.kind}List`, apiVersion: apiVersionOf(type), metadata, items: page.map(([, o]) => o) });
+    if (more)
+      metadata.continue = Buffer.from(JSON.stringify({ rv: listRv, after: page[page.length - 1]?.[0] ?? '' })).toString(
+        'base64url',
+      );
+    this.#json(res, 200, {
+      kind: `${type.kind}List`,
+      apiVersion: apiVersionOf(type),
+      metadata,
+      items: page.map(([, o]) => o),
+    });
   }
 
   #getOne(type: ResourceType, namespace: string | undefined, name: string, res: ServerResponse): void {
@@ -288,15 +359,34 @@ export class FakeKubeApiServer {
     this.#json(res, 200, o);
   }
 
-  #write(type: ResourceType, namespace: string | undefined, name: string | undefined, obj: Obj, res: ServerResponse, code: number): void {
+  #write(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+    obj: Obj,
+    res: ServerResponse,
+    code: number,
+  ): void {
     if (!obj?.metadata?.name) return this.#status(res, 422, 'Invalid', 'metadata.name: Required value');
-    if (name && obj.metadata.name !== name) return this.#status(res, 400, 'BadRequest', 'the name of the object does not match the name on the URL');
+    if (name && obj.metadata.name !== name)
+      return this.#status(res, 400, 'BadRequest', 'the name of the object does not match the name on the URL');
     if (type.namespaced) obj.metadata.namespace = namespace ?? obj.metadata.namespace ?? 'default';
     const existing = this.get(storeKey(type), obj.metadata.namespace, obj.metadata.name);
-    if (code === 201 && existing) return this.#status(res, 409, 'AlreadyExists', `${type.plural} "${obj.metadata.name}" already exists`);
-    if (code === 200 && !existing) return this.#status(res, 404, 'NotFound', `${type.plural} "${obj.metadata.name}" not found`);
-    if (code === 200 && obj.metadata.resourceVersion && obj.metadata.resourceVersion !== existing?.metadata.resourceVersion) {
-      return this.#status(res, 409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again');
+    if (code === 201 && existing)
+      return this.#status(res, 409, 'AlreadyExists', `${type.plural} "${obj.metadata.name}" already exists`);
+    if (code === 200 && !existing)
+      return this.#status(res, 404, 'NotFound', `${type.plural} "${obj.metadata.name}" not found`);
+    if (
+      code === 200 &&
+      obj.metadata.resourceVersion &&
+      obj.metadata.resourceVersion !== existing?.metadata.resourceVersion
+    ) {
+      return this.#status(
+        res,
+        409,
+        'Conflict',
+        'the object has been modified; please apply your changes to the latest version and try again',
+      );
     }
     this.#json(res, code, this.put(storeKey(type), obj));
   }
@@ -305,29 +395,50 @@ export class FakeKubeApiServer {
     const from = Number(url.searchParams.get('resourceVersion') ?? 0);
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     if (from && from < this.#compacted) {
-      res.end(`${JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${this.#compacted})`, reason: 'Expired', code: 410 } })}\n`);
+      const message = `too old resource version: ${from} (${this.#compacted})`;
+      const status = {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message,
+        reason: 'Expired',
+        code: 410,
+      };
+      res.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
       return;
     }
     const keep = selection(namespace, url);
     const w: Watcher = { type, keep, res, bookmarks: url.searchParams.get('allowWatchBookmarks') === 'true' };
     // From a version: the history after it; without one: the current state as ADDED.
     if (from) {
-      for (const e of this.#events) if (e.plural === storeKey(type) && e.rv > from && keep(e.object)) res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
+      for (const e of this.#events)
+        if (e.plural === storeKey(type) && e.rv > from && keep(e.object))
+          res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
     } else {
-      for (const o of (this.#objects.get(storeKey(type)) as Map<string, Obj>).values()) if (keep(o)) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
+      for (const o of (this.#objects.get(storeKey(type)) as Map<string, Obj>).values())
+        if (keep(o)) res.write(`${JSON.stringify({ type: 'ADDED', object: o })}\n`);
     }
-    if (w.bookmarks) res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: type.kind, apiVersion: apiVersionOf(type), metadata: { resourceVersion: String(this.#rv) } } })}\n`);
+    if (w.bookmarks) res.write(this.#bookmarkLine(type));
     this.#watchers.add(w);
     res.on('close', () => this.#watchers.delete(w));
   }
 
   /** A BOOKMARK to every watch that asked for them. */
   bookmark(): void {
-    for (const w of this.#watchers) if (w.bookmarks) w.res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { kind: w.type.kind, apiVersion: apiVersionOf(w.type), metadata: { resourceVersion: String(this.#rv) } } })}\n`);
+    for (const w of this.#watchers) if (w.bookmarks) w.res.write(this.#bookmarkLine(w.type));
+  }
+
+  #bookmarkLine(type: Watcher['type']): string {
+    const metadata = { resourceVersion: String(this.#rv) };
+    return `${JSON.stringify({ type: 'BOOKMARK', object: { kind: type.kind, apiVersion: apiVersionOf(type), metadata } })}\n`;
   }
 }
 
-/** The objects a request selects: its namespace, and its labelSelector (equality-based terms, comma-separated; a bad one is an error). */
+/**
+ * The objects a request selects: its namespace, and its labelSelector (equality-based terms, comma-separated; a bad one
+ * is an error).
+ */
 function selection(namespace: string | undefined, url: URL): (o: Obj) => boolean {
   const terms = (url.searchParams.get('labelSelector') ?? '')
     .split(',')
@@ -336,16 +447,28 @@ function selection(namespace: string | undefined, url: URL): (o: Obj) => boolean
     .map((t) => {
       const m = /^(!)?([\w./-]+)(?:\s*(==|=|!=)\s*([\w.-]*))?$/.exec(t);
       if (!m || (m[1] && m[3])) throw new Error(`unable to parse requirement: ${t}`);
-      const [, not, key, op, value] = m as unknown as [string, string | undefined, string, string | undefined, string | undefined];
-      return (labels: Record<string, string>) => (op ? (labels[key] === value) === (op !== '!=') : (key in labels) !== !!not);
+      const [, not, key, op, value] = m as unknown as [
+        string,
+        string | undefined,
+        string,
+        string | undefined,
+        string | undefined,
+      ];
+      return (labels: Record<string, string>) =>
+        op ? (labels[key] === value) === (op !== '!=') : key in labels !== !!not;
     });
-  return (o) => (!namespace || o.metadata.namespace === namespace) && terms.every((t) => t((o.metadata.labels as Record<string, string> | undefined) ?? {}));
+  return (o) =>
+    (!namespace || o.metadata.namespace === namespace) &&
+    terms.every((t) => t((o.metadata.labels as Record<string, string> | undefined) ?? {}));
 }
 
 /** RFC 7386 JSON merge patch. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    typeof target === 'object' && target !== null && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);

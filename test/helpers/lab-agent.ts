@@ -17,7 +17,10 @@ export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta
  * and nftables mode unless the test says otherwise (a lab has no kube-proxy, so Felix's
  * NFTablesMode Auto would choose iptables mode).
  */
-export const cleanEnv: NodeJS.ProcessEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k))), FELIX_NFTABLESMODE: 'Enabled' };
+export const cleanEnv: NodeJS.ProcessEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k))),
+  FELIX_NFTABLESMODE: 'Enabled',
+};
 
 /** Writes `resources` as one calicoctl-style multi-document YAML file in `dir`. */
 export function writeResources(dir: string, resources: unknown[], file = 'r.yaml'): void {
@@ -32,13 +35,21 @@ export class LabAgent {
     dir: string,
     env: NodeJS.ProcessEnv = {},
   ) {
-    this.proc = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], { ...cleanEnv, FELIX_LOGSEVERITYSCREEN: 'Debug', PALISADE_LOG_FORMAT: 'json', ...env });
+    this.proc = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], {
+      ...cleanEnv,
+      FELIX_LOGSEVERITYSCREEN: 'Debug',
+      PALISADE_LOG_FORMAT: 'json',
+      ...env,
+    });
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }
 
   /** Waits for the first completed apply: the kernel now holds what the datastore asks for. */
   async applied(ms = 15_000): Promise<void> {
-    assert.ok((await this.lab.until(() => /"msg":"applied"/.test(this.log), ms)) >= 0, `never applied:\n${this.log.slice(-3000)}`);
+    assert.ok(
+      (await this.lab.until(() => /"msg":"applied"/.test(this.log), ms)) >= 0,
+      `never applied:\n${this.log.slice(-3000)}`,
+    );
   }
 
   async stop(): Promise<void> {

@@ -27,7 +27,10 @@ export class MultiNodeLab {
     const u = (args: string[]) => execFileSync('ip', ['netns', 'exec', this.underlay, ...args]);
     u(['ip', 'link', 'set', 'lo', 'up']);
     u(['sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
-    for (const [br, addr] of [['br0', '10.99.0.1/24'], ['br1', '10.99.1.1/24']] as const) {
+    for (const [br, addr] of [
+      ['br0', '10.99.0.1/24'],
+      ['br1', '10.99.1.1/24'],
+    ] as const) {
       u(['ip', 'link', 'add', br, 'type', 'bridge']);
       u(['ip', 'addr', 'add', addr, 'dev', br]);
       u(['ip', 'link', 'set', br, 'up']);
@@ -39,7 +42,20 @@ export class MultiNodeLab {
     const lab = new Lab(`palisade-mn${this.nodes.length}`);
     const subnet = ip.startsWith('10.99.1.') ? 1 : 0;
     const port = `u${this.id}${this.nodes.length}`;
-    execFileSync('ip', ['link', 'add', port, 'netns', this.underlay, 'type', 'veth', 'peer', 'name', 'eth1', 'netns', lab.host]);
+    execFileSync('ip', [
+      'link',
+      'add',
+      port,
+      'netns',
+      this.underlay,
+      'type',
+      'veth',
+      'peer',
+      'name',
+      'eth1',
+      'netns',
+      lab.host,
+    ]);
     const u = (args: string[]) => execFileSync('ip', ['netns', 'exec', this.underlay, ...args]);
     u(['ip', 'link', 'set', port, 'master', `br${subnet}`]);
     u(['ip', 'link', 'set', port, 'up']);
@@ -55,7 +71,14 @@ export class MultiNodeLab {
   setLink(node: LabNode, up: boolean): void {
     node.lab.sh(node.lab.host, 'ip', ['link', 'set', 'eth1', up ? 'up' : 'down']);
     // The kernel drops the route to the other subnet with the link; put it back.
-    if (up) node.lab.sh(node.lab.host, 'ip', ['route', 'replace', '10.99.0.0/16', 'via', `10.99.${node.ip.startsWith('10.99.1.') ? 1 : 0}.1`]);
+    if (up)
+      node.lab.sh(node.lab.host, 'ip', [
+        'route',
+        'replace',
+        '10.99.0.0/16',
+        'via',
+        `10.99.${node.ip.startsWith('10.99.1.') ? 1 : 0}.1`,
+      ]);
   }
 
   destroy(): void {

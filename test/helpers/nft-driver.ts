@@ -5,7 +5,13 @@ import { createInterface } from 'node:readline';
 
 import { defaultConfig } from '../../src/config/params.js';
 import { NftBackend } from '../../src/dataplane/backends/nft/backend.js';
-import { chainOf, type DesiredFamily, desiredOf, ipSetElems, ipSetSpec } from '../../src/dataplane/backends/nft/desired.js';
+import {
+  chainOf,
+  type DesiredFamily,
+  desiredOf,
+  ipSetElems,
+  ipSetSpec,
+} from '../../src/dataplane/backends/nft/desired.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import type { Rule } from '../../src/dataplane/render/model.js';
 import { families, renderRuleset } from '../../src/dataplane/render/ruleset.js';
@@ -28,7 +34,15 @@ function synthetic(chains: number, rules: number, elements: number, brokenJump: 
   for (let c = 0; c < chains; c++) {
     const rs: Rule[] = [];
     for (let r = 0; r < rules; r++) {
-      rs.push({ match: [{ k: 'proto', proto: 6 }, { k: 'net', dir: 'src', nets: [`172.16.${c % 256}.${r % 256}/32`] }, { k: 'ports', dir: 'dst', ranges: [{ first: 1000 + r, last: 1000 + r }] }, { k: 'set', dir: 'dst', set: 'cali40big' }], action: { k: 'accept' } });
+      rs.push({
+        match: [
+          { k: 'proto', proto: 6 },
+          { k: 'net', dir: 'src', nets: [`172.16.${c % 256}.${r % 256}/32`] },
+          { k: 'ports', dir: 'dst', ranges: [{ first: 1000 + r, last: 1000 + r }] },
+          { k: 'set', dir: 'dst', set: 'cali40big' },
+        ],
+        action: { k: 'accept' },
+      });
     }
     if (brokenJump && c === chains - 1) rs.push({ match: [], action: { k: 'jump', chain: 'no-such-chain' } });
     const name = `filter-cali-syn-${c}`;
@@ -53,7 +67,10 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
     case 'drift':
       return desired().map((d) => backend.drift(d));
     case 'hashes':
-      return desired().map((d) => ({ family: d.family, chains: Object.fromEntries([...d.chains.values()].map((c) => [c.name, c.hashes])) }));
+      return desired().map((d) => ({
+        family: d.family,
+        chains: Object.fromEntries([...d.chains.values()].map((c) => [c.name, c.hashes])),
+      }));
     case 'synthetic': {
       const d = synthetic(req.chains as number, req.rules as number, req.elements as number, !!req.broken);
       const t0 = process.hrtime.bigint();
@@ -69,6 +86,9 @@ const rl = createInterface({ input: process.stdin });
 rl.on('line', (line) => {
   void handle(JSON.parse(line) as Record<string, unknown>).then(
     (result) => process.stdout.write(`${JSON.stringify({ ok: true, result })}\n`),
-    (e: Error & { code?: string; failures?: unknown }) => process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code, failures: e.failures } })}\n`),
+    (e: Error & { code?: string; failures?: unknown }) =>
+      process.stdout.write(
+        `${JSON.stringify({ ok: false, error: { message: e.message, code: e.code, failures: e.failures } })}\n`,
+      ),
   );
 });

@@ -8,10 +8,23 @@ import { Harness, type Res } from './calc-fixtures.js';
 export function protoRule(fields: Partial<Rule> = {}): Rule {
   return {
     action: 'allow',
-    srcNet: [], srcPorts: [], srcNamedPortIpSetIds: [], srcIpSetIds: [],
-    dstNet: [], dstPorts: [], dstNamedPortIpSetIds: [], dstIpSetIds: [], dstIpPortSetIds: [],
-    notSrcNet: [], notSrcPorts: [], notSrcNamedPortIpSetIds: [], notSrcIpSetIds: [],
-    notDstNet: [], notDstPorts: [], notDstNamedPortIpSetIds: [], notDstIpSetIds: [],
+    srcNet: [],
+    srcPorts: [],
+    srcNamedPortIpSetIds: [],
+    srcIpSetIds: [],
+    dstNet: [],
+    dstPorts: [],
+    dstNamedPortIpSetIds: [],
+    dstIpSetIds: [],
+    dstIpPortSetIds: [],
+    notSrcNet: [],
+    notSrcPorts: [],
+    notSrcNamedPortIpSetIds: [],
+    notSrcIpSetIds: [],
+    notDstNet: [],
+    notDstPorts: [],
+    notDstNamedPortIpSetIds: [],
+    notDstIpSetIds: [],
     ...fields,
   };
 }

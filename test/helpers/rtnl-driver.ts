@@ -3,11 +3,28 @@
 // they arrive: {"events": [...]}; command answers as {"ok": ..., "result": ...}.
 import { createInterface } from 'node:readline';
 
-import { addrChange, addrDump, InterfaceMonitor, linkAddVxlan, linkDelete, linkGet, linkSet, neighDump, routeApply, routeDump, type RouteOp, type VxlanLinkSpec } from '../../src/native/rtnl.js';
+import {
+  addrChange,
+  addrDump,
+  InterfaceMonitor,
+  linkAddVxlan,
+  linkDelete,
+  linkGet,
+  linkSet,
+  neighDump,
+  routeApply,
+  routeDump,
+  type RouteOp,
+  type VxlanLinkSpec,
+} from '../../src/native/rtnl.js';
 
 const exclude = JSON.parse(process.argv[2] ?? '[]') as string[];
 const rcvbuf = process.argv[3] ? Number(process.argv[3]) : undefined;
-const monitor = new InterfaceMonitor(exclude, (events) => process.stdout.write(`${JSON.stringify({ events })}\n`), rcvbuf === undefined ? {} : { rcvbuf });
+const monitor = new InterfaceMonitor(
+  exclude,
+  (events) => process.stdout.write(`${JSON.stringify({ events })}\n`),
+  rcvbuf === undefined ? {} : { rcvbuf },
+);
 
 async function handle(req: Record<string, unknown>): Promise<unknown> {
   switch (req.cmd) {
@@ -46,6 +63,7 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
 createInterface({ input: process.stdin }).on('line', (line) => {
   void handle(JSON.parse(line) as Record<string, unknown>).then(
     (result) => process.stdout.write(`${JSON.stringify({ ok: true, result })}\n`),
-    (e: Error & { code?: string }) => process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code } })}\n`),
+    (e: Error & { code?: string }) =>
+      process.stdout.write(`${JSON.stringify({ ok: false, error: { message: e.message, code: e.code } })}\n`),
   );
 });

@@ -47,7 +47,11 @@ export class SyncerRecorder implements SyncerCallbacks {
       const timer = setTimeout(() => {
         clearInterval(poll);
         this.#waiters.delete(check);
-        reject(new Error(`timed out after ${ms} ms waiting for ${what}; statuses ${this.statuses.join(',')}, ${this.state.size} keys`));
+        reject(
+          new Error(
+            `timed out after ${ms} ms waiting for ${what}; statuses ${this.statuses.join(',')}, ${this.state.size} keys`,
+          ),
+        );
       }, ms);
       this.#waiters.add(check);
     });

@@ -36,7 +36,10 @@ async function main(): Promise<void> {
   });
   const deadline = t0 + Number(secondsText) * 1000;
   while (synced.size < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  const result = synced.size === n ? { inSync: n, keys: [...new Set(keys)], ms: Date.now() - t0 } : { timeout: true, inSync: synced.size };
+  const result =
+    synced.size === n
+      ? { inSync: n, keys: [...new Set(keys)], ms: Date.now() - t0 }
+      : { timeout: true, inSync: synced.size };
   process.stdout.write(`${JSON.stringify(result)}\n`);
   for (const c of clients) c.stop();
   process.exit(0);

@@ -5,7 +5,11 @@ import { DEFAULT_TIMERS } from '../../src/typha/server/connection.js';
 import { TyphaServer, type TyphaServerOptions } from '../../src/typha/server/server.js';
 import type { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 
-export function loopbackTyphaServer(cache: SnapshotCache, log: Logger, over: Partial<TyphaServerOptions> = {}): TyphaServer {
+export function loopbackTyphaServer(
+  cache: SnapshotCache,
+  log: Logger,
+  over: Partial<TyphaServerOptions> = {},
+): TyphaServer {
   return new TyphaServer({
     cache,
     log,

@@ -27,7 +27,7 @@ export function typhaKVs(resources: unknown[], deleted = false): WireKV[] {
     const meta = v.resource.metadata as { name: string; namespace?: string };
     const ref = { kind: v.resource.kind, name: meta.name, ...(meta.namespace ? { namespace: meta.namespace } : {}) };
     for (const u of processors.process(ref, deleted ? undefined : v.resource)) {
-      const kv = serializedUpdate(deleted ? { key: u.key, value: undefined } as typeof u : u, '');
+      const kv = serializedUpdate(deleted ? ({ key: u.key, value: undefined } as typeof u) : u, '');
       out.set(kv.key, kv.updateType === 3 ? null : kv.value.toString());
     }
   }
@@ -35,7 +35,9 @@ export function typhaKVs(resources: unknown[], deleted = false): WireKV[] {
 }
 
 export async function goStandInBinary(): Promise<string> {
-  const { buildGobFixture } = (await import(`${ROOT}scripts/lib/gob-fixture.mjs`)) as { buildGobFixture: (root: string) => string };
+  const { buildGobFixture } = (await import(`${ROOT}scripts/lib/gob-fixture.mjs`)) as {
+    buildGobFixture: (root: string) => string;
+  };
   return buildGobFixture(ROOT);
 }
 
@@ -68,7 +70,10 @@ export class TyphaStandIn {
   async until(match: (e: Record<string, unknown>) => boolean, count = 1, ms = 15_000): Promise<void> {
     const t0 = Date.now();
     while (this.events().filter(match).length < count) {
-      assert.ok(Date.now() - t0 < ms, `the Typha stand-in never reported that; events: ${this.out.slice(-2000)} ${this.err}`);
+      assert.ok(
+        Date.now() - t0 < ms,
+        `the Typha stand-in never reported that; events: ${this.out.slice(-2000)} ${this.err}`,
+      );
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -25,11 +25,17 @@ describe('NFTablesMode', () => {
     const never = () => assert.fail('Enabled and Disabled must not probe');
     assert.deepEqual(dataplaneMode({ NFTablesMode: 'Enabled' }, never), { mode: 'nftables' });
     assert.deepEqual(dataplaneMode({ NFTablesMode: 'Disabled' }, never), { mode: 'iptables' });
-    assert.deepEqual(dataplaneMode({ NFTablesMode: 'Auto' }, () => true), { mode: 'nftables', kubeProxyNftables: true });
-    assert.deepEqual(dataplaneMode({ NFTablesMode: 'Auto' }, () => false), { mode: 'iptables', kubeProxyNftables: false });
+    assert.deepEqual(
+      dataplaneMode({ NFTablesMode: 'Auto' }, () => true),
+      { mode: 'nftables', kubeProxyNftables: true },
+    );
+    assert.deepEqual(
+      dataplaneMode({ NFTablesMode: 'Auto' }, () => false),
+      { mode: 'iptables', kubeProxyNftables: false },
+    );
   });
 
-  it('Auto follows kube-proxy\'s nftables table in the kernel', { skip: ROOT_SKIP }, () => {
+  it("Auto follows kube-proxy's nftables table in the kernel", { skip: ROOT_SKIP }, () => {
     const ns = netns();
     assert.equal(autoIn(ns), 'iptables', 'no kube-proxy table');
     ns.run('nft', ['add table ip kube-proxy']);

@@ -26,7 +26,18 @@ if (!ROOT_SKIP && !LOADED) console.error(`\n#### ${NO_MODULE} ####\n`);
 
 const route = (dst: string, types: number, node: string, nodeIp: string) => ({
   type: 'RouteUpdate' as const,
-  route: { types, ipPoolType: 'IPIP' as const, dst, dstNodeName: node, dstNodeIp: nodeIp, sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: true, vxlan: false, wireguard: false }, borrowed: false },
+  route: {
+    types,
+    ipPoolType: 'IPIP' as const,
+    dst,
+    dstNodeName: node,
+    dstNodeIp: nodeIp,
+    sameSubnet: false,
+    natOutgoing: false,
+    localWorkload: false,
+    tunnelType: { ipip: true, vxlan: false, wireguard: false },
+    borrowed: false,
+  },
 });
 const POOL = { type: 'RouteUpdate' as const, route: { ...route('10.71.0.0/16', 0, '', '').route } };
 
@@ -40,11 +51,29 @@ function messages(): ToDataplane[] {
   ];
 }
 
-function runManager(ns: Netns, hostname: string, tunnelAddr: string): { result?: Record<string, number>; again?: Record<string, number>; error?: string; warnings: string[] } {
-  const input = { config: { hostname, enabled: undefined, mtu: 0, tunnelAddr, programRoutes: true }, messages: messages().map((m) => (m.type === 'RouteUpdate' && m.route.dstNodeName === hostname ? m : m.type === 'RouteUpdate' && m.route.types === 4 ? { ...m, route: { ...m.route, types: 1 } } : m)) };
+function runManager(
+  ns: Netns,
+  hostname: string,
+  tunnelAddr: string,
+): { result?: Record<string, number>; again?: Record<string, number>; error?: string; warnings: string[] } {
+  const input = {
+    config: { hostname, enabled: undefined, mtu: 0, tunnelAddr, programRoutes: true },
+    messages: messages().map((m) =>
+      m.type === 'RouteUpdate' && m.route.dstNodeName === hostname
+        ? m
+        : m.type === 'RouteUpdate' && m.route.types === 4
+          ? { ...m, route: { ...m.route, types: 1 } }
+          : m,
+    ),
+  };
   // Each node sees its own block as LOCAL_WORKLOAD (4), the other's as REMOTE_WORKLOAD (1).
-  if (hostname === 'b') input.messages = input.messages.map((m) => (m.type === 'RouteUpdate' && m.route.dstNodeName === 'b' ? { ...m, route: { ...m.route, types: 4 } } : m));
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, JSON.stringify(input)], { encoding: 'utf8' });
+  if (hostname === 'b')
+    input.messages = input.messages.map((m) =>
+      m.type === 'RouteUpdate' && m.route.dstNodeName === 'b' ? { ...m, route: { ...m.route, types: 4 } } : m,
+    );
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, JSON.stringify(input)], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout.trim().split('\n').pop() as string);
 }
@@ -53,7 +82,10 @@ function pair(): [Netns, Netns] {
   const a = netns();
   const b = netns();
   a.run('ip', ['link', 'add', 'eth1', 'type', 'veth', 'peer', 'name', 'eth1', 'netns', b.name]);
-  for (const [ns, addr] of [[a, '10.98.0.1/24'], [b, '10.98.0.2/24']] as const) {
+  for (const [ns, addr] of [
+    [a, '10.98.0.1/24'],
+    [b, '10.98.0.2/24'],
+  ] as const) {
     ns.run('ip', ['addr', 'add', addr, 'dev', 'eth1']);
     ns.run('ip', ['link', 'set', 'eth1', 'up']);
     ns.run('ip', ['link', 'set', 'lo', 'up']);
@@ -62,7 +94,9 @@ function pair(): [Netns, Netns] {
 }
 
 describe('kernel: the IPIP manager', { skip: ROOT_SKIP }, () => {
-  it('without the ipip module: says so once, programs nothing, and fails nothing', { skip: LOADED || LOADABLE ? 'this kernel has an ipip module' : false }, () => {
+  it('without the ipip module: says so once, programs nothing, and fails nothing', {
+    skip: LOADED || LOADABLE ? 'this kernel has an ipip module' : false,
+  }, () => {
     const [a] = pair();
     const out = runManager(a, 'a', '10.71.1.1');
     assert.equal(out.error, undefined, out.error);
@@ -71,9 +105,14 @@ describe('kernel: the IPIP manager', { skip: ROOT_SKIP }, () => {
     assert.equal(a.run('ip', ['route', 'show', 'proto', 'boot']).trim(), '');
   });
 
-  it('two nodes over IPIP: tunl0 up with the tunnel address, onlink routes via the node, blackholes, pings through the tunnel', { skip: LOADED ? false : NO_MODULE }, () => {
+  it('two nodes over IPIP: tunl0 up with the tunnel address, onlink routes via the node, blackholes, pings through the tunnel', {
+    skip: LOADED ? false : NO_MODULE,
+  }, () => {
     const [a, b] = pair();
-    for (const [ns, host, tun, pod] of [[a, 'a', '10.71.1.1', '10.71.1.10'], [b, 'b', '10.71.2.1', '10.71.2.10']] as const) {
+    for (const [ns, host, tun, pod] of [
+      [a, 'a', '10.71.1.1', '10.71.1.10'],
+      [b, 'b', '10.71.2.1', '10.71.2.10'],
+    ] as const) {
       ns.run('ip', ['addr', 'add', `${pod}/32`, 'dev', 'lo']);
       const out = runManager(ns, host, tun);
       assert.equal(out.error, undefined, `${out.error} ${JSON.stringify(out.warnings)}`);
@@ -83,6 +122,10 @@ describe('kernel: the IPIP manager', { skip: ROOT_SKIP }, () => {
     }
     assert.match(a.run('ip', ['route', 'show', '10.71.2.0/26']), /via 10\.98\.0\.2 dev tunl0 proto boot onlink/);
     assert.match(a.run('ip', ['route', 'show', '10.71.1.0/26']), /blackhole/);
-    assert.equal(spawnSync('ip', ['netns', 'exec', a.name, 'ping', '-c', '1', '-W', '2', '-I', '10.71.1.10', '10.71.2.10']).status, 0, 'ping through the tunnel');
+    assert.equal(
+      spawnSync('ip', ['netns', 'exec', a.name, 'ping', '-c', '1', '-W', '2', '-I', '10.71.1.10', '10.71.2.10']).status,
+      0,
+      'ping through the tunnel',
+    );
   });
 });

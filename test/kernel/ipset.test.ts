@@ -25,12 +25,17 @@ interface Applied {
 }
 
 function run(ns: Netns, steps: Step[]): unknown[] {
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], { input: JSON.stringify(steps), encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], {
+    input: JSON.stringify(steps),
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as unknown[];
 }
 
-const v4s = (n: number, base = 10) => Array.from({ length: n }, (_, i) => `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
+const v4s = (n: number, base = 10) =>
+  Array.from({ length: n }, (_, i) => `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
 
 describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
   it('creates every set type Felix uses, in both families, as the ipset tool sees them', () => {
@@ -43,7 +48,13 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
           { op: 'create', name: 'cali40s:net', type: 'hash:net', family: 4, maxelem: 1048576 },
           { op: 'add', name: 'cali40s:net', type: 'hash:net', family: 4, members: ['10.1.0.0/16', '192.168.0.0/24'] },
           { op: 'create', name: 'cali40n:port', type: 'hash:ip,port', family: 4, maxelem: 1048576 },
-          { op: 'add', name: 'cali40n:port', type: 'hash:ip,port', family: 4, members: ['10.0.0.1,tcp:80', '10.0.0.2,udp:53'] },
+          {
+            op: 'add',
+            name: 'cali40n:port',
+            type: 'hash:ip,port',
+            family: 4,
+            members: ['10.0.0.1,tcp:80', '10.0.0.2,udp:53'],
+          },
           { op: 'create', name: 'cali60s:ip', type: 'hash:ip', family: 6, maxelem: 1048576 },
           { op: 'add', name: 'cali60s:ip', type: 'hash:ip', family: 6, members: ['fd00::1', '2001:db8::2'] },
         ],
@@ -72,10 +83,20 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
     const ns = netns();
     const members = v4s(100_000);
     const [add, again, listed, del, after] = run(ns, [
-      { apply: [{ op: 'create', name: 'cali40s:big', type: 'hash:ip', family: 4, maxelem: 1048576 }, { op: 'add', name: 'cali40s:big', type: 'hash:ip', family: 4, members }] },
+      {
+        apply: [
+          { op: 'create', name: 'cali40s:big', type: 'hash:ip', family: 4, maxelem: 1048576 },
+          { op: 'add', name: 'cali40s:big', type: 'hash:ip', family: 4, members },
+        ],
+      },
       { apply: [{ op: 'add', name: 'cali40s:big', type: 'hash:ip', family: 4, members: members.slice(0, 1000) }] },
       { list: 'cali40s:big' },
-      { apply: [{ op: 'del', name: 'cali40s:big', type: 'hash:ip', family: 4, members: members.slice(0, 50_000) }, { op: 'del', name: 'cali40s:big', type: 'hash:ip', family: 4, members: ['9.9.9.9'] }] },
+      {
+        apply: [
+          { op: 'del', name: 'cali40s:big', type: 'hash:ip', family: 4, members: members.slice(0, 50_000) },
+          { op: 'del', name: 'cali40s:big', type: 'hash:ip', family: 4, members: ['9.9.9.9'] },
+        ],
+      },
       { list: 'cali40s:big' },
     ]) as [Applied, Applied, ListedIpset[], Applied, ListedIpset[]];
     assert.deepEqual(add.failures, []);
@@ -84,7 +105,9 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
     assert.equal(listed[0]?.members.length, 100_000);
     assert.equal(after[0]?.members.length, 50_000);
     assert.equal(Number(/Number of entries: (\d+)/.exec(ns.run('ipset', ['list', '-t', 'cali40s:big']))?.[1]), 50_000);
-    console.log(`# 100,000 members added in ${Math.round(add.ms)} ms (${add.messages} messages): ${Math.round(100_000 / (add.ms / 1000)).toLocaleString('en')} members/s`);
+    console.log(
+      `# 100,000 members added in ${Math.round(add.ms)} ms (${add.messages} messages): ${Math.round(100_000 / (add.ms / 1000)).toLocaleString('en')} members/s`,
+    );
   });
 
   it('maps a failure to its command and member; what came before it stays', () => {
@@ -100,10 +123,16 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
       { list: 'cali40s:small' },
     ]) as [Applied, ListedIpset[]];
     assert.equal(r.failures.length, 2, JSON.stringify(r.failures));
-    assert.deepEqual(r.failures[0] && { tag: r.failures[0].tag, member: r.failures[0].member }, { tag: 1, member: 10 }, 'the set is full at its 11th member');
+    assert.deepEqual(
+      r.failures[0] && { tag: r.failures[0].tag, member: r.failures[0].member },
+      { tag: 1, member: 10 },
+      'the set is full at its 11th member',
+    );
     assert.equal(r.failures[1]?.tag, 2);
     assert.equal(listed[0]?.members.length, 10);
-    const bad = run(ns, [{ apply: [{ op: 'create', name: 'cali40s:small', type: 'hash:net', family: 4, maxelem: 10 }] }])[0] as Applied;
+    const bad = run(ns, [
+      { apply: [{ op: 'create', name: 'cali40s:small', type: 'hash:net', family: 4, maxelem: 10 }] },
+    ])[0] as Applied;
     assert.equal(bad.failures.length, 1, 'a set of another type under the same name is refused');
   });
 
@@ -113,7 +142,12 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
     ns.run('ipset', ['add', 'KUBE-foreign', '10.9.9.9']);
     const foreign = ns.run('ipset', ['save', 'KUBE-foreign']);
     const [, , listed, , gone] = run(ns, [
-      { apply: [{ op: 'create', name: 'cali40s:live', type: 'hash:ip', family: 4, maxelem: 1024 }, { op: 'add', name: 'cali40s:live', type: 'hash:ip', family: 4, members: ['10.0.0.1'] }] },
+      {
+        apply: [
+          { op: 'create', name: 'cali40s:live', type: 'hash:ip', family: 4, maxelem: 1024 },
+          { op: 'add', name: 'cali40s:live', type: 'hash:ip', family: 4, members: ['10.0.0.1'] },
+        ],
+      },
       {
         apply: [
           { op: 'create', name: 'cali4t0', type: 'hash:ip', family: 4, maxelem: 1024 },
@@ -123,10 +157,18 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
         ],
       },
       { list: 'cali' },
-      { apply: [{ op: 'flush', name: 'cali40s:live' }, { op: 'destroy', name: 'cali40s:live' }] },
+      {
+        apply: [
+          { op: 'flush', name: 'cali40s:live' },
+          { op: 'destroy', name: 'cali40s:live' },
+        ],
+      },
       { list: 'cali' },
     ]) as [Applied, Applied, ListedIpset[], Applied, ListedIpset[]];
-    assert.deepEqual(listed.map((s) => [s.name, s.members.sort()]), [['cali40s:live', ['10.0.0.2', '10.0.0.3']]]);
+    assert.deepEqual(
+      listed.map((s) => [s.name, s.members.sort()]),
+      [['cali40s:live', ['10.0.0.2', '10.0.0.3']]],
+    );
     assert.deepEqual(gone, []);
     assert.equal(ns.run('ipset', ['save', 'KUBE-foreign']), foreign);
   });
@@ -142,7 +184,13 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
       assert.ok(r.ok, r.error);
       return r.result ?? {};
     };
-    const save = () => ns.run('ipset', ['save']).split('\n').filter((l) => l.startsWith('add ')).sort().join('\n');
+    const save = () =>
+      ns
+        .run('ipset', ['save'])
+        .split('\n')
+        .filter((l) => l.startsWith('add '))
+        .sort()
+        .join('\n');
     try {
       ns.run('ipset', ['create', 'KUBE-foreign', 'hash:ip']);
       ns.run('ipset', ['add', 'KUBE-foreign', '10.9.9.9']);
@@ -150,7 +198,8 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
       await call({ set: ['cali40s:a', 'hash:net', ['10.0.0.1', '10.1.0.0/16']] });
       await call({ set: ['cali40n:p', 'hash:ip,port', ['10.0.0.1,tcp:80']] });
       await call({ apply: true });
-      const want = 'add KUBE-foreign 10.9.9.9\nadd cali40n:p 10.0.0.1,tcp:80\nadd cali40s:a 10.0.0.1\nadd cali40s:a 10.1.0.0/16';
+      const want =
+        'add KUBE-foreign 10.9.9.9\nadd cali40n:p 10.0.0.1,tcp:80\nadd cali40s:a 10.0.0.1\nadd cali40s:a 10.1.0.0/16';
       assert.equal(save(), want);
       // Tampering: a member deleted, a foreign member added, a set flushed; repaired on resync.
       ns.run('ipset', ['del', 'cali40s:a', '10.1.0.0/16']);

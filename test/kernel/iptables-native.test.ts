@@ -36,30 +36,43 @@ after(() => rmSync(tmp, { recursive: true, force: true }));
 type Result = { ok?: boolean; ms?: number; error?: string; code?: string; errno?: number } & Record<string, unknown>;
 
 function drive(ns: Netns, steps: unknown[]): Result[] {
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], { input: JSON.stringify(steps), encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], {
+    input: JSON.stringify(steps),
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Result[];
 }
 
 function driveAsync(ns: Netns, steps: unknown[]): Promise<Result[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as Result[]) : reject(new Error(`driver exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as Result[]) : reject(new Error(`driver exited ${code}`)),
+    );
     child.stdin.end(JSON.stringify(steps));
   });
 }
 
-const tool = (family: 4 | 6, flavour: string, what: string) => `${family === 4 ? 'iptables' : 'ip6tables'}-${flavour}-${what}`;
-const save = (ns: Netns, family: 4 | 6, flavour = 'legacy') => ns.run(tool(family, flavour, 'save'), []).replace(/^#.*\n/gm, '');
+const tool = (family: 4 | 6, flavour: string, what: string) =>
+  `${family === 4 ? 'iptables' : 'ip6tables'}-${flavour}-${what}`;
+const save = (ns: Netns, family: 4 | 6, flavour = 'legacy') =>
+  ns.run(tool(family, flavour, 'save'), []).replace(/^#.*\n/gm, '');
 
 /** Every table of the family as `nft --debug=netlink` prints it, rule handles aside. */
 function nftTables(ns: Netns, family: 4 | 6): string {
   const nf = family === 4 ? 'ip' : 'ip6';
   return ['filter', 'raw', 'mangle', 'nat']
-    .map((t) => `=== ${t}\n${ns.try('nft', ['--debug=netlink', 'list', 'table', nf, t]).stdout.replace(/^(ip6? \S+ \S+) .*$/gm, '$1')}`)
+    .map(
+      (t) =>
+        `=== ${t}\n${ns.try('nft', ['--debug=netlink', 'list', 'table', nf, t]).stdout.replace(/^(ip6? \S+ \S+) .*$/gm, '$1')}`,
+    )
     .join('\n');
 }
 
@@ -68,7 +81,15 @@ describe('kernel: native iptables-nft (netlink) against iptables-nft-restore', {
     it(`writes the same tables, expression for expression (IPv${family}), cold and then incremental; kube-proxy's restores still work`, () => {
       const cold = renderRuleset(richState(), richConfig(), family, 'iptables');
       const script = renderIptables(cold);
-      const next = renderRuleset(stateOf(wep('a', 'node1', '10.65.0.2', { app: 'web' }, { ipNetworks: ['10.65.0.2/32', 'fd00:65::2/128'] }), np('web', { selector: 'all()', ingress: [{ action: 'Allow' }] })), richConfig(), family, 'iptables');
+      const next = renderRuleset(
+        stateOf(
+          wep('a', 'node1', '10.65.0.2', { app: 'web' }, { ipNetworks: ['10.65.0.2/32', 'fd00:65::2/128'] }),
+          np('web', { selector: 'all()', ingress: [{ action: 'Allow' }] }),
+        ),
+        richConfig(),
+        family,
+        'iptables',
+      );
       const [a, b] = [netns(), netns()] as [Netns, Netns];
       for (const ns of [a, b]) ns.run('ipset', ['restore'], renderIpsets(cold));
       (['exec', 'native'] as const).forEach((transport, i) => {
@@ -87,7 +108,11 @@ describe('kernel: native iptables-nft (netlink) against iptables-nft-restore', {
         assert.equal(r?.ok, true, `${transport} incremental: ${JSON.stringify(r)}`);
         assert.equal(r?.fallbacks, 0, 'the native transport built everything itself');
       });
-      assert.equal(nftTables(b, family), nftTables(a, family), 'incremental: the same tables, expression for expression');
+      assert.equal(
+        nftTables(b, family),
+        nftTables(a, family),
+        'incremental: the same tables, expression for expression',
+      );
       assert.equal(save(b, family, 'nft'), save(a, family, 'nft'), 'incremental: iptables-nft-save prints the same');
       // kube-proxy restoring into the tables we programmed (it uses --noflush, as we do).
       b.run(tool(family, 'nft', 'restore'), ['--noflush'], FOREIGN);
@@ -102,7 +127,15 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
     it(`writes byte-identical entries for every rule shape (IPv${family}), cold and then incremental`, () => {
       const cold = renderRuleset(richState(), richConfig(), family, 'iptables');
       const script = renderIptables(cold);
-      const next = renderRuleset(stateOf(wep('a', 'node1', '10.65.0.2', { app: 'web' }, { ipNetworks: ['10.65.0.2/32', 'fd00:65::2/128'] }), np('web', { selector: 'all()', ingress: [{ action: 'Allow' }] })), richConfig(), family, 'iptables');
+      const next = renderRuleset(
+        stateOf(
+          wep('a', 'node1', '10.65.0.2', { app: 'web' }, { ipNetworks: ['10.65.0.2/32', 'fd00:65::2/128'] }),
+          np('web', { selector: 'all()', ingress: [{ action: 'Allow' }] }),
+        ),
+        richConfig(),
+        family,
+        'iptables',
+      );
       const [a, b] = [netns(), netns()] as [Netns, Netns];
       const dumps = (['exec', 'native'] as const).map((transport, i) => {
         const ns = i === 0 ? a : b;
@@ -135,20 +168,41 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
   for (const flavour of ['legacy', 'nft'] as const) {
     it(`iptables-${flavour}: names the rule whose IP set is missing, and the rule (or table) the kernel refused; the previous rules stay`, () => {
       const ns = netns();
-      const good = '*filter\n:cali-x - [0:0]\n-A cali-x -m comment --comment "cali:aaaaaaaaaaaaaaaa" -j ACCEPT\nCOMMIT\n';
+      const good =
+        '*filter\n:cali-x - [0:0]\n-A cali-x -m comment --comment "cali:aaaaaaaaaaaaaaaa" -j ACCEPT\nCOMMIT\n';
       const [ok] = drive(ns, [{ restore: { family: 4, script: good, transport: 'native', flavour } }]);
       assert.equal(ok?.ok, true, ok?.error);
       const before = save(ns, 4, flavour);
       const [missing, refused] = drive(ns, [
-        { restore: { family: 4, script: '*filter\n:cali-x - [0:0]\n-A cali-x -m set --match-set cali40s:nosuchset src -j DROP\nCOMMIT\n', transport: 'native', flavour } },
+        {
+          restore: {
+            family: 4,
+            script: '*filter\n:cali-x - [0:0]\n-A cali-x -m set --match-set cali40s:nosuchset src -j DROP\nCOMMIT\n',
+            transport: 'native',
+            flavour,
+          },
+        },
         // The kernel allows rpfilter only in raw and mangle.
-        { restore: { family: 4, script: '*filter\n:cali-x - [0:0]\n-A cali-x -j ACCEPT\n-A cali-x -m rpfilter --invert -j DROP\nCOMMIT\n', transport: 'native', flavour } },
+        {
+          restore: {
+            family: 4,
+            script: '*filter\n:cali-x - [0:0]\n-A cali-x -j ACCEPT\n-A cali-x -m rpfilter --invert -j DROP\nCOMMIT\n',
+            transport: 'native',
+            flavour,
+          },
+        },
       ]);
       assert.equal(missing?.code, 'EIPTABLES');
-      assert.match(missing?.error ?? '', /filter: -A cali-x -m set --match-set cali40s:nosuchset src -j DROP: IP set cali40s:nosuchset does not exist/);
+      assert.match(
+        missing?.error ?? '',
+        /filter: -A cali-x -m set --match-set cali40s:nosuchset src -j DROP: IP set cali40s:nosuchset does not exist/,
+      );
       assert.equal(refused?.code, 'EIPTABLES');
       // x_tables checks a table at commit; nftables each rule, so the rule itself is named.
-      const where = flavour === 'legacy' ? /refused filter: \*filter: the kernel refused table filter/ : /refused filter: -A cali-x -m rpfilter --invert -j DROP: the kernel refused it/;
+      const where =
+        flavour === 'legacy'
+          ? /refused filter: \*filter: the kernel refused table filter/
+          : /refused filter: -A cali-x -m rpfilter --invert -j DROP: the kernel refused it/;
       assert.match(refused?.error ?? '', where);
       assert.equal(save(ns, 4, flavour), before, 'nothing of either transaction was applied');
     });
@@ -172,12 +226,16 @@ describe('kernel: native iptables-legacy (libiptc) against iptables-legacy-resto
       for (let i = 0; i < 100 && !held(); i++) await new Promise((r) => setTimeout(r, 20));
       assert.ok(held(), 'the holder never took the lock');
       const script = '*filter\n:cali-x - [0:0]\nCOMMIT\n';
-      const [gaveUp] = drive(ns, [{ restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 100 } }]);
+      const [gaveUp] = drive(ns, [
+        { restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 100 } },
+      ]);
       assert.equal(gaveUp?.code, 'ESYS', JSON.stringify(gaveUp));
       assert.match(gaveUp?.error ?? '', /waiting for the xtables lock .*another program holds it/);
       assert.doesNotMatch(save(ns, 4), /cali-x/, 'nothing was written without the lock');
       // A patient apply waits, and goes through once the holder lets go.
-      const waiting = driveAsync(ns, [{ restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 20000 } }]);
+      const waiting = driveAsync(ns, [
+        { restore: { family: 4, script, transport: 'native', lockPath, lockTimeoutMs: 20000 } },
+      ]);
       await new Promise((r) => setTimeout(r, 300));
       assert.doesNotMatch(save(ns, 4), /cali-x/, 'still waiting while the lock is held');
       release();
@@ -245,18 +303,28 @@ describe('kernel: every rules backend beside kube-proxy and docker', { skip: ROO
   it('1000 random changes in nftables mode leave foreign nftables tables, iptables-nft rules and sets byte-identical, and converge', () => {
     const ns = netns();
     for (const f of [4, 6] as const) ns.run(tool(f, 'nft', 'restore'), ['--noflush'], FOREIGN);
-    ns.run('nft', ['add table inet foreign; add chain inet foreign input { type filter hook input priority 10; }; add rule inet foreign input tcp dport 22 accept']);
+    ns.run('nft', [
+      'add table inet foreign; add chain inet foreign input { type filter hook input priority 10; }; add rule inet foreign input tcp dport 22 accept',
+    ]);
     ns.run('ipset', ['restore'], 'create KUBE-foreign hash:ip family inet\nadd KUBE-foreign 192.0.2.1\n');
-    const snapshot = () => [save(ns, 4, 'nft'), save(ns, 6, 'nft'), ns.run('nft', ['list', 'table', 'inet', 'foreign']), ns.run('ipset', ['save', 'KUBE-foreign'])];
+    const snapshot = () => [
+      save(ns, 4, 'nft'),
+      save(ns, 6, 'nft'),
+      ns.run('nft', ['list', 'table', 'inet', 'foreign']),
+      ns.run('ipset', ['save', 'KUBE-foreign']),
+    ];
     const before = snapshot();
     const [r] = drive(ns, [{ churn: { flavour: 'nftables', transport: 'native', seed: 21, steps: 1000 } }]);
     assert.equal(r?.error, undefined, r?.error);
     assert.equal(r?.applies, 1000);
-    assert.deepEqual(r?.again, { ops: 0, chainsWritten: 0, elemsAdded: 0, elemsRemoved: 0 }, 'a fresh read-back finds nothing to write');
+    assert.deepEqual(
+      r?.again,
+      { ops: 0, chainsWritten: 0, elemsAdded: 0, elemsRemoved: 0 },
+      'a fresh read-back finds nothing to write',
+    );
     assert.match(ns.run('nft', ['list', 'tables']), /table ip calico/);
     assert.deepEqual(snapshot(), before, 'foreign state untouched');
   });
-
 
   const cases = [
     { flavour: 'legacy', transport: 'native', steps: 1000 },
@@ -268,13 +336,21 @@ describe('kernel: every rules backend beside kube-proxy and docker', { skip: ROO
     it(`${c.steps} random changes through iptables-${c.flavour} (${c.transport}) leave foreign rules and sets byte-identical, and converge`, () => {
       const ns = netns();
       for (const f of [4, 6] as const) ns.run(tool(f, c.flavour, 'restore'), ['--noflush'], FOREIGN);
-      ns.run('ipset', ['restore'], 'create KUBE-foreign hash:ip family inet\nadd KUBE-foreign 192.0.2.1\nadd KUBE-foreign 192.0.2.2\n');
+      ns.run(
+        'ipset',
+        ['restore'],
+        'create KUBE-foreign hash:ip family inet\nadd KUBE-foreign 192.0.2.1\nadd KUBE-foreign 192.0.2.2\n',
+      );
       const before = [save(ns, 4, c.flavour), save(ns, 6, c.flavour), ns.run('ipset', ['save', 'KUBE-foreign'])];
       const [r] = drive(ns, [{ churn: { flavour: c.flavour, transport: c.transport, seed: 15, steps: c.steps } }]);
       assert.equal(r?.error, undefined, r?.error);
       assert.equal(r?.applies, c.steps);
       assert.equal(r?.fallbacks, 0, 'no apply was handed to the tool');
-      assert.deepEqual(r?.again, { ops: 0, chainsWritten: 0, elemsAdded: 0, elemsRemoved: 0 }, 'a fresh read-back finds nothing to write');
+      assert.deepEqual(
+        r?.again,
+        { ops: 0, chainsWritten: 0, elemsAdded: 0, elemsRemoved: 0 },
+        'a fresh read-back finds nothing to write',
+      );
       const after = [save(ns, 4, c.flavour), save(ns, 6, c.flavour), ns.run('ipset', ['save', 'KUBE-foreign'])];
       assert.match(after[0] as string, /-j cali-FORWARD/, 'our hooks are in');
       assert.deepEqual(foreign(after[0] as string), foreign(before[0] as string), 'IPv4 foreign rules untouched');

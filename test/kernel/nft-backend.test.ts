@@ -16,7 +16,9 @@ const netns = netnsFactory('nft');
 
 interface Driver {
   call<T = unknown>(cmd: Record<string, unknown>): Promise<T>;
-  fail(cmd: Record<string, unknown>): Promise<{ message: string; code: string; failures: Array<{ object: string; errno: number }> }>;
+  fail(
+    cmd: Record<string, unknown>,
+  ): Promise<{ message: string; code: string; failures: Array<{ object: string; errno: number }> }>;
 }
 
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -50,7 +52,10 @@ function driver(ns: Netns, transport: 'native' | 'exec' = 'native'): Driver {
   };
 }
 
-type NftObj = Record<string, { family: string; table: string; name: string; chain?: string; comment?: string; elem?: unknown[] }>;
+type NftObj = Record<
+  string,
+  { family: string; table: string; name: string; chain?: string; comment?: string; elem?: unknown[] }
+>;
 function listing(ns: Netns): { chains: Map<string, string[]>; sets: Map<string, number> } {
   const chains = new Map<string, string[]>();
   const sets = new Map<string, number>();
@@ -72,8 +77,23 @@ const app = () => [
   wep('db', 'node1', '10.65.0.11', { app: 'db' }),
   wep('api', 'node2', '10.65.1.10', { app: 'api' }),
   gns('bad', ['192.0.2.0/24', '192.0.2.7/32', '198.51.100.0/25', '198.51.100.128/25'], { feed: 'bad' }),
-  gnp('security.block', { tier: 'security', order: 1, selector: 'all()', ingress: [{ action: 'Deny', source: { selector: "feed == 'bad'" } }, { action: 'Pass' }] }),
-  np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'", nets: ['10.0.0.0/8', '172.16.0.0/12'] }, destination: { ports: ['http', 443, '8000:8100'] } }] }),
+  gnp('security.block', {
+    tier: 'security',
+    order: 1,
+    selector: 'all()',
+    ingress: [{ action: 'Deny', source: { selector: "feed == 'bad'" } }, { action: 'Pass' }],
+  }),
+  np('web', {
+    selector: "app == 'web'",
+    ingress: [
+      {
+        action: 'Allow',
+        protocol: 'TCP',
+        source: { selector: "app == 'api'", nets: ['10.0.0.0/8', '172.16.0.0/12'] },
+        destination: { ports: ['http', 443, '8000:8100'] },
+      },
+    ],
+  }),
 ];
 
 describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
@@ -88,7 +108,9 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const want = await d.call<Array<{ family: number; chains: Record<string, string[]> }>>({ cmd: 'hashes' });
     const got = listing(ns);
     const expected = new Map<string, string[]>();
-    for (const f of want) for (const [name, hashes] of Object.entries(f.chains)) expected.set(`${f.family === 4 ? 'ip' : 'ip6'} ${name}`, hashes);
+    for (const f of want)
+      for (const [name, hashes] of Object.entries(f.chains))
+        expected.set(`${f.family === 4 ? 'ip' : 'ip6'} ${name}`, hashes);
     assert.deepEqual(new Map([...got.chains].sort()), new Map([...expected].sort()));
     assert.equal(got.sets.get('ip filter-cali-to-wl-dispatch'), 2);
     // Adjacent /25s and a /32 inside a /24: covering members, intervals that touch.
@@ -103,7 +125,10 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const d2 = driver(ns);
     await d2.call({ cmd: 'messages', msgs: new Harness().put(...app()).flush() });
     await d2.call({ cmd: 'resync' });
-    assert.deepEqual(await d2.call({ cmd: 'drift' }), [{ family: 4, chains: [], sets: [] }, { family: 6, chains: [], sets: [] }]);
+    assert.deepEqual(await d2.call({ cmd: 'drift' }), [
+      { family: 4, chains: [], sets: [] },
+      { family: 6, chains: [], sets: [] },
+    ]);
   });
 
   it('applies changes incrementally: a new endpoint writes its own chains and dispatch entries only', async () => {
@@ -113,14 +138,21 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     await d.call({ cmd: 'messages', msgs: h.flush() });
     await d.call({ cmd: 'resync' });
     await d.call({ cmd: 'apply' });
-    h.put(wep('web2', 'node1', '10.65.0.12', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }));
+    h.put(
+      wep('web2', 'node1', '10.65.0.12', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }),
+    );
     await d.call({ cmd: 'messages', msgs: h.flush() });
-    const inc = await d.call<{ stats: { chainsWritten: number; elemsAdded: number; elemsRemoved: number; chainsDeleted: number } }>({ cmd: 'apply' });
+    const inc = await d.call<{
+      stats: { chainsWritten: number; elemsAdded: number; elemsRemoved: number; chainsDeleted: number };
+    }>({ cmd: 'apply' });
     // tw + fw in each family; set members and dispatch entries by delta.
     assert.equal(inc.stats.chainsWritten, 4);
     assert.ok(inc.stats.elemsAdded >= 4 && inc.stats.elemsAdded <= 10, JSON.stringify(inc.stats));
     assert.equal(inc.stats.elemsRemoved, 0);
-    assert.match(ns.run('nft', ['list', 'map', 'ip', 'calico', 'filter-cali-to-wl-dispatch']), /"caliweb20000000" : goto filter-cali-tw-caliweb20000000/);
+    assert.match(
+      ns.run('nft', ['list', 'map', 'ip', 'calico', 'filter-cali-to-wl-dispatch']),
+      /"caliweb20000000" : goto filter-cali-tw-caliweb20000000/,
+    );
     h.del(wep('web2', 'node1', '10.65.0.12', { app: 'web' }));
     await d.call({ cmd: 'messages', msgs: h.flush() });
     const del = await d.call<{ stats: { chainsDeleted: number; elemsRemoved: number } }>({ cmd: 'apply' });
@@ -135,8 +167,12 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     await d.call({ cmd: 'messages', msgs: new Harness().put(...app()).flush() });
     await d.call({ cmd: 'resync' });
     await d.call({ cmd: 'apply' });
-    ns.run('nft', ['add table ip foreign; add chain ip foreign input { type filter hook input priority 10; }; add rule ip foreign input tcp dport 22 accept']);
-    const handles = JSON.parse(ns.run('nft', ['-j', '-a', 'list', 'chain', 'ip', 'calico', 'filter-cali-FORWARD'])) as { nftables: Array<{ rule?: { handle: number } }> };
+    ns.run('nft', [
+      'add table ip foreign; add chain ip foreign input { type filter hook input priority 10; }; add rule ip foreign input tcp dport 22 accept',
+    ]);
+    const handles = JSON.parse(ns.run('nft', ['-j', '-a', 'list', 'chain', 'ip', 'calico', 'filter-cali-FORWARD'])) as {
+      nftables: Array<{ rule?: { handle: number } }>;
+    };
     const handle = handles.nftables.find((o) => o.rule)?.rule?.handle;
     ns.run('nft', ['delete', 'rule', 'ip', 'calico', 'filter-cali-FORWARD', 'handle', String(handle)]);
     ns.run('nft', ['flush', 'set', 'ip', 'calico', 'cali40all-ipam-pools']);
@@ -148,7 +184,10 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.deepEqual(drift[0]?.sets, ['cali40all-ipam-pools']);
     await d.call({ cmd: 'apply' });
     await d.call({ cmd: 'resync' });
-    assert.deepEqual(await d.call({ cmd: 'drift' }), [{ family: 4, chains: [], sets: [] }, { family: 6, chains: [], sets: [] }]);
+    assert.deepEqual(await d.call({ cmd: 'drift' }), [
+      { family: 4, chains: [], sets: [] },
+      { family: 6, chains: [], sets: [] },
+    ]);
     assert.match(ns.run('nft', ['list', 'table', 'ip', 'foreign']), /tcp dport 22 accept/);
   });
 
@@ -158,16 +197,29 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     await d.call({ cmd: 'messages', msgs: new Harness().put(...app()).flush() });
     await d.call({ cmd: 'resync' });
     await d.call({ cmd: 'apply' });
-    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']), /type nat hook postrouting priority srcnat \+ 10; policy accept;/);
-    const rule = /jump nat-cali-POSTROUTING comment "(cali:[\w-]+;)"/.exec(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']));
-    ns.run('nft', [`delete chain ip calico nat-POSTROUTING; add chain ip calico nat-POSTROUTING { type nat hook postrouting priority 100; policy accept; }; add rule ip calico nat-POSTROUTING counter jump nat-cali-POSTROUTING comment "${rule?.[1]}"`]);
+    assert.match(
+      ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']),
+      /type nat hook postrouting priority srcnat \+ 10; policy accept;/,
+    );
+    const rule = /jump nat-cali-POSTROUTING comment "(cali:[\w-]+;)"/.exec(
+      ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']),
+    );
+    ns.run('nft', [
+      `delete chain ip calico nat-POSTROUTING; add chain ip calico nat-POSTROUTING { type nat hook postrouting priority 100; policy accept; }; add rule ip calico nat-POSTROUTING counter jump nat-cali-POSTROUTING comment "${rule?.[1]}"`,
+    ]);
     await d.call({ cmd: 'resync' });
     const drift = await d.call<Array<{ chains: string[] }>>({ cmd: 'drift' });
     assert.deepEqual(drift[0]?.chains, ['nat-POSTROUTING']);
     await d.call({ cmd: 'apply' });
-    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']), /priority srcnat \+ 10;[\s\S]*jump nat-cali-POSTROUTING/);
+    assert.match(
+      ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-POSTROUTING']),
+      /priority srcnat \+ 10;[\s\S]*jump nat-cali-POSTROUTING/,
+    );
     await d.call({ cmd: 'resync' });
-    assert.deepEqual(await d.call({ cmd: 'drift' }), [{ family: 4, chains: [], sets: [] }, { family: 6, chains: [], sets: [] }]);
+    assert.deepEqual(await d.call({ cmd: 'drift' }), [
+      { family: 4, chains: [], sets: [] },
+      { family: 6, chains: [], sets: [] },
+    ]);
   });
 
   it('repairs a base chain whose policy was changed (policy drop would black-hole the node)', async () => {
@@ -182,7 +234,10 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const drift = await d.call<Array<{ chains: string[] }>>({ cmd: 'drift' });
     assert.deepEqual(drift[0]?.chains, ['filter-FORWARD']);
     await d.call({ cmd: 'apply' });
-    assert.match(ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-FORWARD']), /policy accept;[\s\S]*jump filter-cali-FORWARD/);
+    assert.match(
+      ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-FORWARD']),
+      /policy accept;[\s\S]*jump filter-cali-FORWARD/,
+    );
   });
 
   it('the exec transport (nft -f of the same transaction) leaves the kernel in the same state as the native one', async () => {
@@ -194,12 +249,53 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     // VXLAN and IPIP pools, a VTEP, a host: cali-INPUT gets its fib (address-type) matches.
     const msgs = [
       ...h.flush(),
-      { type: 'RouteUpdate', route: { types: 0, ipPoolType: 'VXLAN', dst: '10.66.0.0/16', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: false, vxlan: false, wireguard: false }, borrowed: false } },
-      { type: 'VXLANTunnelEndpointUpdate', vtep: { node: 'node2', mac: '66:00:00:00:00:02', ipv4Addr: '10.66.2.1', parentDeviceIp: '10.99.0.12', macV6: '', ipv6Addr: '', parentDeviceIpv6: '' } },
-      { type: 'RouteUpdate', route: { types: 0, ipPoolType: 'IPIP', dst: '10.70.0.0/16', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: false, vxlan: false, wireguard: false }, borrowed: false } },
+      {
+        type: 'RouteUpdate',
+        route: {
+          types: 0,
+          ipPoolType: 'VXLAN',
+          dst: '10.66.0.0/16',
+          dstNodeName: '',
+          dstNodeIp: '',
+          sameSubnet: false,
+          natOutgoing: false,
+          localWorkload: false,
+          tunnelType: { ipip: false, vxlan: false, wireguard: false },
+          borrowed: false,
+        },
+      },
+      {
+        type: 'VXLANTunnelEndpointUpdate',
+        vtep: {
+          node: 'node2',
+          mac: '66:00:00:00:00:02',
+          ipv4Addr: '10.66.2.1',
+          parentDeviceIp: '10.99.0.12',
+          macV6: '',
+          ipv6Addr: '',
+          parentDeviceIpv6: '',
+        },
+      },
+      {
+        type: 'RouteUpdate',
+        route: {
+          types: 0,
+          ipPoolType: 'IPIP',
+          dst: '10.70.0.0/16',
+          dstNodeName: '',
+          dstNodeIp: '',
+          sameSubnet: false,
+          natOutgoing: false,
+          localWorkload: false,
+          tunnelType: { ipip: false, vxlan: false, wireguard: false },
+          borrowed: false,
+        },
+      },
       { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '10.99.0.12' },
     ];
-    h.put(wep('web2', 'node1', '10.65.0.12', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }));
+    h.put(
+      wep('web2', 'node1', '10.65.0.12', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }),
+    );
     h.del(gns('bad', [], {}));
     const change = h.flush();
     for (const d of [native, exec]) {
@@ -214,10 +310,15 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.deepEqual(new Map([...b.chains].sort()), new Map([...a.chains].sort()));
     assert.deepEqual(new Map([...b.sets].sort()), new Map([...a.sets].sort()));
     // The kernel decodes our expressions as it decodes nft's (fib daddr/saddr type local among them).
-    const input = (ns: Netns) => ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-INPUT']) + ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-OUTPUT']);
+    const input = (ns: Netns) =>
+      ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-INPUT']) +
+      ns.run('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-OUTPUT']);
     assert.match(input(nsNative), /udp dport 4789 ip saddr @cali40all-vxlan-net fib daddr type local .*accept/);
     assert.match(input(nsNative), /fib saddr type local ip daddr @cali40all-vxlan-net .*accept/);
-    assert.match(input(nsNative), /meta l4proto (?:ipip|ipencap) ip saddr @cali40all-hosts-net fib daddr type local .*accept/);
+    assert.match(
+      input(nsNative),
+      /meta l4proto (?:ipip|ipencap) ip saddr @cali40all-hosts-net fib daddr type local .*accept/,
+    );
     assert.equal(input(nsNative), input(nsExec));
     // A native backend reading the nft-programmed kernel back finds it in sync: nft and
     // our encoder agree on every rule hash and every element key.
@@ -225,18 +326,36 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     await reader.call({ cmd: 'messages', msgs });
     await reader.call({ cmd: 'messages', msgs: change });
     await reader.call({ cmd: 'resync' });
-    assert.deepEqual(await reader.call({ cmd: 'drift' }), [{ family: 4, chains: [], sets: [] }, { family: 6, chains: [], sets: [] }]);
+    assert.deepEqual(await reader.call({ cmd: 'drift' }), [
+      { family: 4, chains: [], sets: [] },
+      { family: 6, chains: [], sets: [] },
+    ]);
   });
 
   it('commits 10,000 rules in one transaction, and 100,000 set elements in another', async () => {
     const ns = netns();
     const d = driver(ns);
-    const rules = await d.call<{ stats: { rulesWritten: number; messages: number; bytes: number }; ms: number }>({ cmd: 'synthetic', chains: 1000, rules: 10, elements: 10 });
+    const rules = await d.call<{ stats: { rulesWritten: number; messages: number; bytes: number }; ms: number }>({
+      cmd: 'synthetic',
+      chains: 1000,
+      rules: 10,
+      elements: 10,
+    });
     assert.equal(rules.stats.rulesWritten, 10000);
     const listed = listing(ns);
-    assert.equal([...listed.chains.values()].reduce((n, r) => n + r.length, 0), 10000);
-    console.log(`# 10,000 rules: ${rules.ms.toFixed(1)} ms, ${rules.stats.messages} messages, ${(rules.stats.bytes / 1e6).toFixed(1)} MB`);
-    const elems = await d.call<{ stats: { elemsAdded: number; messages: number }; ms: number }>({ cmd: 'synthetic', chains: 1, rules: 1, elements: 100000 });
+    assert.equal(
+      [...listed.chains.values()].reduce((n, r) => n + r.length, 0),
+      10000,
+    );
+    console.log(
+      `# 10,000 rules: ${rules.ms.toFixed(1)} ms, ${rules.stats.messages} messages, ${(rules.stats.bytes / 1e6).toFixed(1)} MB`,
+    );
+    const elems = await d.call<{ stats: { elemsAdded: number; messages: number }; ms: number }>({
+      cmd: 'synthetic',
+      chains: 1,
+      rules: 1,
+      elements: 100000,
+    });
     assert.equal(elems.stats.elemsAdded, 200000 - 10 * 2); // start + end element per /32, minus the 10 already there
     assert.equal(listing(ns).sets.get('ip cali40big'), 100000);
     console.log(`# 100,000 elements: ${elems.ms.toFixed(1)} ms, ${elems.stats.messages} messages`);

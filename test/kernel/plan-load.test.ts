@@ -25,33 +25,108 @@ function datastore(): string {
   const d = tempDir();
   cpSync(join(ROOT, 'examples'), d, { recursive: true });
   const extra = [
-    { apiVersion: V3, kind: 'HostEndpoint', metadata: { name: 'node1-eth0', labels: { role: 'node' } }, spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.168.1.10', 'fd00::10'], profiles: ['kns.demo'] } },
-    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'untracked' }, spec: { selector: "role == 'node'", doNotTrack: true, applyOnForward: true, ingress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [4789] } }], egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [4789] } }] } },
-    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'pre-dnat' }, spec: { selector: "role == 'node'", preDNAT: true, applyOnForward: true, ingress: [{ action: 'Deny', source: { nets: ['203.0.113.0/24', '2001:db8:1::/48'] } }] } },
-    { apiVersion: V3, kind: 'GlobalNetworkPolicy', metadata: { name: 'forward' }, spec: { selector: "role == 'node'", applyOnForward: true, types: ['Ingress', 'Egress'], ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [22, 443, '8000:8100'] } }], egress: [{ action: 'Allow' }] } },
-    { apiVersion: V3, kind: 'WorkloadEndpoint', metadata: { name: 'node1-k8s-v6--0-eth0', namespace: 'demo', labels: { app: 'backend' } }, spec: { node: 'node1', orchestrator: 'k8s', pod: 'v6-0', endpoint: 'eth0', interfaceName: 'cali6a0e0a00005', ipNetworks: ['10.65.0.13/32', 'fd65::13/128'], profiles: ['kns.demo'], ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] } },
-    { apiVersion: V3, kind: 'NetworkPolicy', metadata: { name: 'broken', namespace: 'demo' }, spec: { selector: "app == 'x" } },
+    {
+      apiVersion: V3,
+      kind: 'HostEndpoint',
+      metadata: { name: 'node1-eth0', labels: { role: 'node' } },
+      spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.168.1.10', 'fd00::10'], profiles: ['kns.demo'] },
+    },
+    {
+      apiVersion: V3,
+      kind: 'GlobalNetworkPolicy',
+      metadata: { name: 'untracked' },
+      spec: {
+        selector: "role == 'node'",
+        doNotTrack: true,
+        applyOnForward: true,
+        ingress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [4789] } }],
+        egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [4789] } }],
+      },
+    },
+    {
+      apiVersion: V3,
+      kind: 'GlobalNetworkPolicy',
+      metadata: { name: 'pre-dnat' },
+      spec: {
+        selector: "role == 'node'",
+        preDNAT: true,
+        applyOnForward: true,
+        ingress: [{ action: 'Deny', source: { nets: ['203.0.113.0/24', '2001:db8:1::/48'] } }],
+      },
+    },
+    {
+      apiVersion: V3,
+      kind: 'GlobalNetworkPolicy',
+      metadata: { name: 'forward' },
+      spec: {
+        selector: "role == 'node'",
+        applyOnForward: true,
+        types: ['Ingress', 'Egress'],
+        ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [22, 443, '8000:8100'] } }],
+        egress: [{ action: 'Allow' }],
+      },
+    },
+    {
+      apiVersion: V3,
+      kind: 'WorkloadEndpoint',
+      metadata: { name: 'node1-k8s-v6--0-eth0', namespace: 'demo', labels: { app: 'backend' } },
+      spec: {
+        node: 'node1',
+        orchestrator: 'k8s',
+        pod: 'v6-0',
+        endpoint: 'eth0',
+        interfaceName: 'cali6a0e0a00005',
+        ipNetworks: ['10.65.0.13/32', 'fd65::13/128'],
+        profiles: ['kns.demo'],
+        ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
+      },
+    },
+    {
+      apiVersion: V3,
+      kind: 'NetworkPolicy',
+      metadata: { name: 'broken', namespace: 'demo' },
+      spec: { selector: "app == 'x" },
+    },
   ];
   writeFileSync(join(d, 'extra.yaml'), extra.map((r) => stringify(r)).join('---\n'));
   return d;
 }
 
 function plan(dir: string, mode: string, outDir?: string) {
-  const args = [BIN, 'plan', '--datastore-type', 'file', '--datastore-dir', dir, '--hostname', 'node1', '--dataplane', mode, ...(outDir ? ['--output-dir', outDir] : [])];
+  const args = [
+    BIN,
+    'plan',
+    '--datastore-type',
+    'file',
+    '--datastore-dir',
+    dir,
+    '--hostname',
+    'node1',
+    '--dataplane',
+    mode,
+    ...(outDir ? ['--output-dir', outDir] : []),
+  ];
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', env: cleanEnv, maxBuffer: 256 * 1024 * 1024 });
   assert.equal(r.status, 0, r.stderr);
   return r;
 }
 
-type NftJson = { nftables: Array<Record<string, { family: string; table: string; name: string; chain?: string; handle: number }>> };
+type NftJson = {
+  nftables: Array<Record<string, { family: string; table: string; name: string; chain?: string; handle: number }>>;
+};
 
 /** chain -> rule count, per family, from `nft -j list ruleset`. */
 function kernelChains(json: string): Map<string, number> {
   const out = new Map<string, number>();
   for (const obj of (JSON.parse(json) as NftJson).nftables) {
-    const [kind, v] = Object.entries(obj)[0] as [string, { family: string; table: string; name: string; chain?: string }];
-    if (kind === 'chain' && v.table === 'calico') out.set(`${v.family} ${v.name}`, out.get(`${v.family} ${v.name}`) ?? 0);
-    if (kind === 'rule' && v.table === 'calico') out.set(`${v.family} ${v.chain}`, (out.get(`${v.family} ${v.chain}`) ?? 0) + 1);
+    const [kind, v] = Object.entries(obj)[0] as [
+      string,
+      { family: string; table: string; name: string; chain?: string },
+    ];
+    if (kind === 'chain' && v.table === 'calico')
+      out.set(`${v.family} ${v.name}`, out.get(`${v.family} ${v.name}`) ?? 0);
+    if (kind === 'rule' && v.table === 'calico')
+      out.set(`${v.family} ${v.chain}`, (out.get(`${v.family} ${v.chain}`) ?? 0) + 1);
   }
   return out;
 }
@@ -71,7 +146,8 @@ function plannedChains(text: string): Map<string, number> {
       continue;
     }
     if (line === '\t}') chain = undefined;
-    else if (chain && line.startsWith('\t\t') && !line.startsWith('\t\ttype ')) out.set(`${family} ${chain}`, (out.get(`${family} ${chain}`) ?? 0) + 1);
+    else if (chain && line.startsWith('\t\t') && !line.startsWith('\t\ttype '))
+      out.set(`${family} ${chain}`, (out.get(`${family} ${chain}`) ?? 0) + 1);
   }
   return out;
 }
@@ -87,7 +163,14 @@ describe('kernel: palisade plan output loads', { skip: ROOT_SKIP }, () => {
     const planned = plannedChains(r.stdout);
     assert.ok(planned.size > 60, `only ${planned.size} chains planned`);
     assert.deepEqual(new Map([...kernel].sort()), new Map([...planned].sort()));
-    for (const c of ['ip filter-cali-tw-cali1b0e0a00002', 'ip6 filter-cali-tw-cali6a0e0a00005', 'ip raw-cali-fh-eth0', 'ip mangle-cali-fh-eth0', 'ip filter-cali-fhfw-eth0', 'ip6 filter-cali-th-eth0']) {
+    for (const c of [
+      'ip filter-cali-tw-cali1b0e0a00002',
+      'ip6 filter-cali-tw-cali6a0e0a00005',
+      'ip raw-cali-fh-eth0',
+      'ip mangle-cali-fh-eth0',
+      'ip filter-cali-fhfw-eth0',
+      'ip6 filter-cali-th-eth0',
+    ]) {
       assert.ok(kernel.has(c), `${c} missing in the kernel`);
     }
     const listing = ns.run('nft', ['list', 'table', 'ip', 'calico']);
@@ -108,9 +191,18 @@ describe('kernel: palisade plan output loads', { skip: ROOT_SKIP }, () => {
     assert.equal(rules(saved), rules(planned));
     assert.match(saved, /^-A FORWARD -m comment --comment "cali:[\w-]{16}" -j cali-FORWARD$/m);
     // Felix's dispatch tree: the three cali1* interfaces in a child chain, cali6* alone in the root.
-    assert.match(saved, /^-A cali-to-wl-dispatch -o cali1\+ -m comment --comment "cali:[\w-]{16}" -g cali-to-wl-dispatch-1$/m);
-    assert.match(saved, /^-A cali-to-wl-dispatch -o cali6a0e0a00005 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali6a0e0a00005$/m);
-    assert.match(saved, /^-A cali-to-wl-dispatch-1 -o cali1b0e0a00002 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali1b0e0a00002$/m);
+    assert.match(
+      saved,
+      /^-A cali-to-wl-dispatch -o cali1\+ -m comment --comment "cali:[\w-]{16}" -g cali-to-wl-dispatch-1$/m,
+    );
+    assert.match(
+      saved,
+      /^-A cali-to-wl-dispatch -o cali6a0e0a00005 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali6a0e0a00005$/m,
+    );
+    assert.match(
+      saved,
+      /^-A cali-to-wl-dispatch-1 -o cali1b0e0a00002 -m comment --comment "cali:[\w-]{16}" -g cali-tw-cali1b0e0a00002$/m,
+    );
     assert.match(ns.run('ipset', ['list', '-n']), /^cali40masq-ipam-pools$/m);
   });
 });

@@ -20,7 +20,15 @@ after(() => {
 });
 
 function driver(ns: Netns, exclude: string[] = [], rcvbuf?: number) {
-  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, JSON.stringify(exclude), ...(rcvbuf ? [String(rcvbuf)] : [])]);
+  const child = spawn('ip', [
+    'netns',
+    'exec',
+    ns.name,
+    process.execPath,
+    DRIVER,
+    JSON.stringify(exclude),
+    ...(rcvbuf ? [String(rcvbuf)] : []),
+  ]);
   children.push(child);
   const events: IfaceEvent[] = [];
   const batches: IfaceEvent[][] = [];
@@ -47,7 +55,12 @@ function driver(ns: Netns, exclude: string[] = [], rcvbuf?: number) {
   return { child, events, batches, call, waitFor };
 }
 
-const has = (ev: IfaceEvent[], f: Partial<Record<string, unknown>>) => ev.some((e) => Object.entries(f).every(([k, v]) => JSON.stringify((e as unknown as Record<string, unknown>)[k]) === JSON.stringify(v)));
+const has = (ev: IfaceEvent[], f: Partial<Record<string, unknown>>) =>
+  ev.some((e) =>
+    Object.entries(f).every(
+      ([k, v]) => JSON.stringify((e as unknown as Record<string, unknown>)[k]) === JSON.stringify(v),
+    ),
+  );
 
 describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
   it('reports existing and new links, up/down, addresses and removal; excluded names never appear', async () => {
@@ -63,7 +76,12 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
     await d.waitFor((e) => has(e, { type: 'ifaceUpdate', name: 'caliA0', state: 'up' }), 'up');
     await d.waitFor((e) => has(e, { type: 'ifaceAddrsUpdate', name: 'caliA0', addrs: ['10.9.0.1/32'] }), 'the address');
     ns.run('ip', ['link', 'del', 'caliA0']);
-    await d.waitFor((e) => has(e, { type: 'ifaceUpdate', name: 'caliA0', state: 'gone' }) && has(e, { type: 'ifaceUpdate', name: 'caliB0', state: 'gone' }), 'gone');
+    await d.waitFor(
+      (e) =>
+        has(e, { type: 'ifaceUpdate', name: 'caliA0', state: 'gone' }) &&
+        has(e, { type: 'ifaceUpdate', name: 'caliB0', state: 'gone' }),
+      'gone',
+    );
     assert.ok(!d.events.some((e) => e.name === 'lo' || e.name.startsWith('skip')), 'excluded interfaces leaked');
     // A resync after changes the monitor could not have missed reports nothing new.
     const before = d.events.length;
@@ -98,15 +116,27 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
     // monitor thread sometimes keeps up with one burst).
     const n = 300;
     let made = 0;
-    const named = () => new Set(d.events.filter((e) => e.type === 'ifaceUpdate' && e.name.startsWith('ovf')).map((e) => e.name));
-    for (let round = 0; round < 4 && (round === 0 || !d.events.some((e) => e.type === 'ifaceOverflow')); round++, made += n) {
-      ns.run('ip', ['-batch', '-'], Array.from({ length: n }, (_, i) => `link add ovf${made + i}a type veth peer name ovf${made + i}b`).join('\n'));
+    const named = () =>
+      new Set(d.events.filter((e) => e.type === 'ifaceUpdate' && e.name.startsWith('ovf')).map((e) => e.name));
+    for (
+      let round = 0;
+      round < 4 && (round === 0 || !d.events.some((e) => e.type === 'ifaceOverflow'));
+      round++, made += n
+    ) {
+      ns.run(
+        'ip',
+        ['-batch', '-'],
+        Array.from({ length: n }, (_, i) => `link add ovf${made + i}a type veth peer name ovf${made + i}b`).join('\n'),
+      );
       ns.run('ip', ['-batch', '-'], Array.from({ length: n }, (_, i) => `link set ovf${made + i}a up`).join('\n'));
       const t0 = Date.now();
       await d.waitFor(() => named().size === 2 * (made + n), `all ${2 * (made + n)} links`, 20_000);
       console.log(`# all ${2 * (made + n)} links seen ${Date.now() - t0} ms after they were made`);
     }
-    assert.ok(d.events.some((e) => e.type === 'ifaceOverflow'), 'the tiny buffer never overflowed: the test proves nothing');
+    assert.ok(
+      d.events.some((e) => e.type === 'ifaceOverflow'),
+      'the tiny buffer never overflowed: the test proves nothing',
+    );
     // The latest state of each link comes right: the "a" ends are up only when their peer is.
     const actual = ns.run('ip', ['-o', 'link', 'show']);
     const wrong = () => {
@@ -168,15 +198,25 @@ describe('kernel: large route batches', { skip: ROOT_SKIP }, () => {
     const index = Number(/^(\d+):/.exec(ns.run('ip', ['-o', 'link', 'show', 'caliB0']))?.[1]);
     const d = driver(ns);
     const dst = (i: number) => `10.${70 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32`;
-    const res = await d.call<{ ops: number; failures: unknown[] }>({ cmd: 'routes', ops: Array.from({ length: 5000 }, (_, i) => ({ op: 'routeReplace', dst: dst(i), ifindex: index })) });
+    const res = await d.call<{ ops: number; failures: unknown[] }>({
+      cmd: 'routes',
+      ops: Array.from({ length: 5000 }, (_, i) => ({ op: 'routeReplace', dst: dst(i), ifindex: index })),
+    });
     assert.deepEqual(res, { ops: 5000, failures: [] });
     assert.equal((await d.call<unknown[]>({ cmd: 'dump' })).length, 5000);
     const gone = await d.call<{ failures: Array<{ tag: number; errno: number }> }>({
       cmd: 'routes',
-      ops: Array.from({ length: 600 }, (_, i) => ({ op: 'routeDelete', dst: i % 2 ? dst(i) : `10.90.${i >> 8}.${i & 255}/32`, ifindex: index })),
+      ops: Array.from({ length: 600 }, (_, i) => ({
+        op: 'routeDelete',
+        dst: i % 2 ? dst(i) : `10.90.${i >> 8}.${i & 255}/32`,
+        ifindex: index,
+      })),
     });
     assert.equal(gone.failures.length, 300);
-    assert.deepEqual(gone.failures.map((f) => f.tag), Array.from({ length: 300 }, (_, i) => i * 2));
+    assert.deepEqual(
+      gone.failures.map((f) => f.tag),
+      Array.from({ length: 300 }, (_, i) => i * 2),
+    );
     assert.equal((await d.call<unknown[]>({ cmd: 'dump' })).length, 4700);
   });
 });
@@ -189,8 +229,22 @@ describe('kernel: VXLAN between two namespaces, programmed natively', { skip: RO
     a.run('ip', ['link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0b', 'netns', b.name]);
     b.run('ip', ['link', 'set', 'eth0b', 'name', 'eth0']);
     const nodes = [
-      { ns: a, ip: '10.98.0.1', tunnel: '10.65.0.1', block: '10.65.0.0/26', pod: '10.65.0.5', mac: '66:00:00:00:00:01' },
-      { ns: b, ip: '10.98.0.2', tunnel: '10.65.1.1', block: '10.65.1.0/26', pod: '10.65.1.5', mac: '66:00:00:00:00:02' },
+      {
+        ns: a,
+        ip: '10.98.0.1',
+        tunnel: '10.65.0.1',
+        block: '10.65.0.0/26',
+        pod: '10.65.0.5',
+        mac: '66:00:00:00:00:01',
+      },
+      {
+        ns: b,
+        ip: '10.98.0.2',
+        tunnel: '10.65.1.1',
+        block: '10.65.1.0/26',
+        pod: '10.65.1.5',
+        mac: '66:00:00:00:00:02',
+      },
     ];
     const made: Array<{ d: ReturnType<typeof driver>; index: number }> = [];
     for (const n of nodes) {
@@ -202,16 +256,37 @@ describe('kernel: VXLAN between two namespaces, programmed natively', { skip: RO
       const d = driver(n.ns);
       const parent = (await d.call<{ index: number }>({ cmd: 'linkGet', name: 'eth0' })).index;
       assert.equal(await d.call({ cmd: 'linkGet', name: 'vxlan.calico' }), null, 'no device yet');
-      const link = await d.call<{ index: number; kind: string; vni: number; port: number; parent: number; local: string; learning: number; mac: string }>({
+      const link = await d.call<{
+        index: number;
+        kind: string;
+        vni: number;
+        port: number;
+        parent: number;
+        local: string;
+        learning: number;
+        mac: string;
+      }>({
         cmd: 'linkAddVxlan',
         spec: { name: 'vxlan.calico', vni: 4096, port: 4789, parent, local: n.ip, mac: n.mac, mtu: 1450 },
       });
-      assert.deepEqual({ ...link, index: 0 }, { ...link, index: 0, kind: 'vxlan', vni: 4096, port: 4789, parent, local: n.ip, learning: 0, mac: n.mac });
-      await assert.rejects(d.call({ cmd: 'linkAddVxlan', spec: { name: 'vxlan.calico', vni: 4096, port: 4789, parent, local: n.ip, mtu: 0 } }), /ELINK/);
+      assert.deepEqual(
+        { ...link, index: 0 },
+        { ...link, index: 0, kind: 'vxlan', vni: 4096, port: 4789, parent, local: n.ip, learning: 0, mac: n.mac },
+      );
+      await assert.rejects(
+        d.call({
+          cmd: 'linkAddVxlan',
+          spec: { name: 'vxlan.calico', vni: 4096, port: 4789, parent, local: n.ip, mtu: 0 },
+        }),
+        /ELINK/,
+      );
       await d.call({ cmd: 'linkSet', index: link.index, mtu: 1400, up: true });
       await d.call({ cmd: 'addrChange', add: true, index: link.index, cidr: `${n.tunnel}/32` });
       // (and the kernel's own IPv6 link-local address)
-      assert.deepEqual((await d.call<string[]>({ cmd: 'addrDump', index: link.index })).filter((x) => !x.startsWith('fe80:')), [`${n.tunnel}/32`]);
+      assert.deepEqual(
+        (await d.call<string[]>({ cmd: 'addrDump', index: link.index })).filter((x) => !x.startsWith('fe80:')),
+        [`${n.tunnel}/32`],
+      );
       const got = await d.call<{ mtu: number; up: boolean }>({ cmd: 'linkGet', name: 'vxlan.calico' });
       assert.equal(got.mtu, 1400);
       assert.equal(got.up, true);
@@ -225,28 +300,70 @@ describe('kernel: VXLAN between two namespaces, programmed natively', { skip: RO
         ops: [
           { op: 'neighReplace', dst: `${other.tunnel}/32`, ifindex: index, mac: other.mac },
           { op: 'fdbReplace', dst: `${other.ip}/32`, ifindex: index, mac: other.mac },
-          { op: 'routeReplace', dst: other.block, ifindex: index, gateway: other.tunnel, onlink: true, scope: 'universe' },
+          {
+            op: 'routeReplace',
+            dst: other.block,
+            ifindex: index,
+            gateway: other.tunnel,
+            onlink: true,
+            scope: 'universe',
+          },
           { op: 'routeReplace', dst: n.block, ifindex: 0, type: 'blackhole' },
         ],
       });
       assert.deepEqual(res.failures, []);
-      const routes = await d.call<Array<{ dst: string; gateway: string; flags: number; type: number; ifindex: number }>>({ cmd: 'dump' });
+      const routes = await d.call<
+        Array<{ dst: string; gateway: string; flags: number; type: number; ifindex: number }>
+      >({ cmd: 'dump' });
       assert.deepEqual(
-        routes.filter((r) => r.dst.startsWith('10.65.')).map((r) => [r.dst, r.gateway, r.flags & 4, r.type]).sort(),
-        [[n.block, '', 0, 6], [other.block, other.tunnel, 4, 1]].sort(),
+        routes
+          .filter((r) => r.dst.startsWith('10.65.'))
+          .map((r) => [r.dst, r.gateway, r.flags & 4, r.type])
+          .sort(),
+        [
+          [n.block, '', 0, 6],
+          [other.block, other.tunnel, 4, 1],
+        ].sort(),
       );
-      const neighs = await d.call<Array<{ family: number; dst: string; mac: string; state: number }>>({ cmd: 'neighDump', ifindex: index });
-      assert.ok(neighs.some((x) => x.family === 4 && x.dst === other.tunnel && x.mac === other.mac && x.state === 0x80), JSON.stringify(neighs));
-      assert.ok(neighs.some((x) => x.family === 7 && x.dst === other.ip && x.mac === other.mac), JSON.stringify(neighs));
+      const neighs = await d.call<Array<{ family: number; dst: string; mac: string; state: number }>>({
+        cmd: 'neighDump',
+        ifindex: index,
+      });
+      assert.ok(
+        neighs.some((x) => x.family === 4 && x.dst === other.tunnel && x.mac === other.mac && x.state === 0x80),
+        JSON.stringify(neighs),
+      );
+      assert.ok(
+        neighs.some((x) => x.family === 7 && x.dst === other.ip && x.mac === other.mac),
+        JSON.stringify(neighs),
+      );
     }
-    assert.match(a.run('ip', ['route', 'show', '10.65.1.0/26']), /10\.65\.1\.0\/26 via 10\.65\.1\.1 dev vxlan\.calico onlink/);
+    assert.match(
+      a.run('ip', ['route', 'show', '10.65.1.0/26']),
+      /10\.65\.1\.0\/26 via 10\.65\.1\.1 dev vxlan\.calico onlink/,
+    );
     // Pod to pod across the tunnel, both ways (the source is the pod's address).
-    assert.equal(a.try('ping', ['-c', '1', '-W', '2', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status, 0, 'a -> b');
-    assert.equal(b.try('ping', ['-c', '1', '-W', '2', '-I', nodes[1]?.pod as string, nodes[0]?.pod as string]).status, 0, 'b -> a');
+    assert.equal(
+      a.try('ping', ['-c', '1', '-W', '2', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status,
+      0,
+      'a -> b',
+    );
+    assert.equal(
+      b.try('ping', ['-c', '1', '-W', '2', '-I', nodes[1]?.pod as string, nodes[0]?.pod as string]).status,
+      0,
+      'b -> a',
+    );
     // Withdrawing the FDB entry cuts it; the blackhole drops what has no pod.
     const { d, index } = made[0] as { d: ReturnType<typeof driver>; index: number };
-    await d.call({ cmd: 'routes', ops: [{ op: 'fdbDelete', dst: `${nodes[1]?.ip}/32`, ifindex: index, mac: nodes[1]?.mac }] });
-    assert.notEqual(a.try('ping', ['-c', '1', '-W', '1', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status, 0, 'no FDB entry, no path');
+    await d.call({
+      cmd: 'routes',
+      ops: [{ op: 'fdbDelete', dst: `${nodes[1]?.ip}/32`, ifindex: index, mac: nodes[1]?.mac }],
+    });
+    assert.notEqual(
+      a.try('ping', ['-c', '1', '-W', '1', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status,
+      0,
+      'no FDB entry, no path',
+    );
     await d.call({ cmd: 'linkDelete', index });
     assert.equal(await d.call({ cmd: 'linkGet', name: 'vxlan.calico' }), null);
   });

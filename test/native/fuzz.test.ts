@@ -14,10 +14,17 @@ const SCRIPT = fileURLToPath(new URL('../../../scripts/fuzz.mjs', import.meta.ur
 const SECONDS = Number(process.env.PALISADE_FUZZ_SECONDS) || 15;
 const haveClang = spawnSync('clang++-14', ['--version']).status === 0;
 
-describe('native fuzzing', { skip: haveClang ? false : 'clang-14 is not installed (npm test installs it: scripts/setup.sh --with-test-tools)' }, () => {
+describe('native fuzzing', {
+  skip: haveClang ? false : 'clang-14 is not installed (npm test installs it: scripts/setup.sh --with-test-tools)',
+}, () => {
   for (const target of ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops']) {
-    it(`${target}: ${SECONDS} s of fuzzing find no crash, leak or undefined behaviour`, { timeout: (SECONDS + 240) * 1000 }, () => {
-      const r = spawnSync(process.execPath, [SCRIPT, target, String(SECONDS)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    it(`${target}: ${SECONDS} s of fuzzing find no crash, leak or undefined behaviour`, {
+      timeout: (SECONDS + 240) * 1000,
+    }, () => {
+      const r = spawnSync(process.execPath, [SCRIPT, target, String(SECONDS)], {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      });
       const out = `${r.stdout}${r.stderr}`;
       assert.equal(r.status, 0, out.slice(-4000));
       const execs = /stat::number_of_executed_units:\s*(\d+)/.exec(out)?.[1];

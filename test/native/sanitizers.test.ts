@@ -94,15 +94,21 @@ describe('native core under sanitizers and valgrind', { concurrency: false }, ()
     // Prove the sanitizer runtime really is in the process, not silently absent.
     const probe = run(
       process.execPath,
-      ['-e', `require(${JSON.stringify(addon)}); process.stdout.write(require('fs').readFileSync('/proc/self/maps','utf8'))`],
+      [
+        '-e',
+        `require(${JSON.stringify(addon)}); process.stdout.write(require('fs').readFileSync('/proc/self/maps','utf8'))`,
+      ],
       env,
     );
     assert.equal(probe.status, 0, probe.stderr);
     assert.match(probe.stdout, /libasan/);
     const unit = join(root, 'dist', 'test', 'unit');
-    const files = ['selector.test.js', 'label-index.test.js', 'label-index-differential.test.js', 'iptables-native-ops.test.js'].map((f) =>
-      join(unit, f),
-    );
+    const files = [
+      'selector.test.js',
+      'label-index.test.js',
+      'label-index-differential.test.js',
+      'iptables-native-ops.test.js',
+    ].map((f) => join(unit, f));
     // The kernel tests' drivers inherit the environment: their native calls run under ASan too.
     if (process.getuid?.() === 0) files.push(join(root, 'dist', 'test', 'kernel', 'iptables-native.test.js'));
     const r = run(process.execPath, ['--test', '--test-reporter=tap', ...files], env);

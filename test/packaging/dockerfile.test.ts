@@ -15,7 +15,8 @@ import { tempDirs } from '../helpers/temp.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const LTS_BIN = join(ROOT, 'build', 'node-lts', 'bin');
-const ltsVersion = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { palisade: { ltsNode: string } }).palisade.ltsNode;
+const ltsVersion = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { palisade: { ltsNode: string } })
+  .palisade.ltsNode;
 const bytesUnder = (path: string) => Number(spawnSync('du', ['-sb', path], { encoding: 'utf8' }).stdout.split('\t')[0]);
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 const tempDir = tempDirs('docker');
@@ -38,7 +39,9 @@ function stages(): Stage[] {
   return out;
 }
 
-describe('Dockerfile', { skip: process.env.CI || process.getuid?.() === 0 ? false : 'needs root (apt-get) and the npm registry: runs in CI' }, () => {
+describe('Dockerfile', {
+  skip: process.env.CI || process.getuid?.() === 0 ? false : 'needs root (apt-get) and the npm registry: runs in CI',
+}, () => {
   it('both stages use the Node LTS the suite runs on', () => {
     const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
     const majors = [...text.matchAll(/^FROM node:(\d+)-/gm)].map((m) => m[1]);
@@ -81,27 +84,64 @@ describe('Dockerfile', { skip: process.env.CI || process.getuid?.() === 0 ? fals
     const app = join(scratch, 'src');
     const v = spawnSync(node, ['bin/palisade.js', 'version'], { cwd: app, encoding: 'utf8' });
     assert.equal(v.status, 0, v.stderr);
-    const plan = spawnSync(node, ['bin/palisade.js', 'plan', '--datastore-dir', 'examples', '--hostname', 'node1', '--dataplane', 'nftables'], { cwd: app, encoding: 'utf8' });
+    const plan = spawnSync(
+      node,
+      ['bin/palisade.js', 'plan', '--datastore-dir', 'examples', '--hostname', 'node1', '--dataplane', 'nftables'],
+      { cwd: app, encoding: 'utf8' },
+    );
     assert.equal(plan.status, 0, plan.stderr);
     assert.match(plan.stdout, /^table ip calico \{$/m);
     assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'dev dependencies were not pruned');
     // The size of what the runtime stage copies in (the app layer), and of its packages.
-    const layer = ['package.json', 'node_modules', 'bin', 'dist', 'build/Release/palisade.node', 'binding.gyp', 'examples'].reduce((n, p) => n + bytesUnder(join(app, p)), 0);
+    const layer = [
+      'package.json',
+      'node_modules',
+      'bin',
+      'dist',
+      'build/Release/palisade.node',
+      'binding.gyp',
+      'examples',
+    ].reduce((n, p) => n + bytesUnder(join(app, p)), 0);
     t.diagnostic(`runtime image: app layer ${mb(layer)} (node_modules ${mb(bytesUnder(join(app, 'node_modules')))})`);
     assert.ok(layer < 70e6, `the app layer grew to ${mb(layer)}`);
     // The runtime stage's packages exist in Debian 12.
-    const pkgs = /apt-get install[^&]*?--no-install-recommends\s+([^&]+?)\s*&&/.exec(runtime.lines.join(' '))?.[1]?.split(/\s+/) ?? [];
+    const pkgs =
+      /apt-get install[^&]*?--no-install-recommends\s+([^&]+?)\s*&&/.exec(runtime.lines.join(' '))?.[1]?.split(/\s+/) ??
+      [];
     assert.ok(pkgs.includes('nftables') && pkgs.includes('libnftnl11'));
-    for (const p of pkgs) assert.match(spawnSync('apt-cache', ['policy', p], { encoding: 'utf8' }).stdout, /Candidate: (?!\(none\))/, `${p} is not a Debian 12 package`);
-    const installedKb = pkgs.reduce((n, p) => n + Number(/^Installed-Size: (\d+)/m.exec(spawnSync('apt-cache', ['show', '--no-all-versions', p], { encoding: 'utf8' }).stdout)?.[1] ?? 0), 0);
-    t.diagnostic(`runtime image: its Debian packages add at most ${mb(installedKb * 1024)} (their Installed-Size, dependencies the slim base lacks aside)`);
+    for (const p of pkgs)
+      assert.match(
+        spawnSync('apt-cache', ['policy', p], { encoding: 'utf8' }).stdout,
+        /Candidate: (?!\(none\))/,
+        `${p} is not a Debian 12 package`,
+      );
+    const installedKb = pkgs.reduce(
+      (n, p) =>
+        n +
+        Number(
+          /^Installed-Size: (\d+)/m.exec(
+            spawnSync('apt-cache', ['show', '--no-all-versions', p], { encoding: 'utf8' }).stdout,
+          )?.[1] ?? 0,
+        ),
+      0,
+    );
+    t.diagnostic(
+      `runtime image: its Debian packages add at most ${mb(installedKb * 1024)} (their Installed-Size, dependencies the slim base lacks aside)`,
+    );
     // Every shared library the addon links comes with a runtime package (or the base image's C/C++ runtime).
     const base = new Set(['libc6', 'libstdc++6', 'libgcc-s1']);
-    const needed = [...spawnSync('readelf', ['-d', join(app, 'build', 'Release', 'palisade.node')], { encoding: 'utf8' }).stdout.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1] as string);
-    assert.ok(needed.length > 3, 'readelf listed the addon\'s libraries');
+    const needed = [
+      ...spawnSync('readelf', ['-d', join(app, 'build', 'Release', 'palisade.node')], {
+        encoding: 'utf8',
+      }).stdout.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g),
+    ].map((m) => m[1] as string);
+    assert.ok(needed.length > 3, "readelf listed the addon's libraries");
     for (const so of needed) {
       const owner = /^([^:]+):/.exec(spawnSync('dpkg', ['-S', `*/${so}`], { encoding: 'utf8' }).stdout)?.[1] ?? '?';
-      assert.ok(base.has(owner) || pkgs.includes(owner), `the addon needs ${so} (${owner}), which the runtime stage does not install`);
+      assert.ok(
+        base.has(owner) || pkgs.includes(owner),
+        `the addon needs ${so} (${owner}), which the runtime stage does not install`,
+      );
     }
   });
 });

@@ -26,8 +26,17 @@ describe('bad-input corpus', () => {
     assert.equal(messages.length, docs.length);
     const wrong = docs
       .map((d, i) => ({ d, m: messages[i] ?? '' }))
-      .filter(({ d, m }) => !m.startsWith(`${d.file} document `) || (d.resource !== undefined && !m.includes(`: ${d.resource}`)) || (d.field !== undefined && !m.includes(d.field)));
-    assert.deepEqual(wrong.slice(0, 5).map(({ d, m }) => ({ ...d, m: m.slice(0, 300) })), [], `${wrong.length} rejections do not name what they should`);
+      .filter(
+        ({ d, m }) =>
+          !m.startsWith(`${d.file} document `) ||
+          (d.resource !== undefined && !m.includes(`: ${d.resource}`)) ||
+          (d.field !== undefined && !m.includes(d.field)),
+      );
+    assert.deepEqual(
+      wrong.slice(0, 5).map(({ d, m }) => ({ ...d, m: m.slice(0, 300) })),
+      [],
+      `${wrong.length} rejections do not name what they should`,
+    );
     const byCategory: Record<string, number> = {};
     for (const d of docs) byCategory[d.category] = (byCategory[d.category] ?? 0) + 1;
     console.log(`# ${docs.length} invalid documents in ${files.size} files: ${JSON.stringify(byCategory)}`);

@@ -8,23 +8,63 @@ import { Rng } from '../helpers/rng.js';
 
 function resources(): Res[] {
   const rs: Res[] = [
-    profile('kns.prod', { 'pcns.env': 'prod' }, { ingress: [{ action: 'Allow', source: { selector: "role == 'fe'" } }] }),
+    profile(
+      'kns.prod',
+      { 'pcns.env': 'prod' },
+      { ingress: [{ action: 'Allow', source: { selector: "role == 'fe'" } }] },
+    ),
     profile('kns.dev', { 'pcns.env': 'dev' }),
     tier('security', 10, 'Pass'),
     tier('platform', 20),
     gns('blocked', ['198.51.100.0/24'], { list: 'blocked' }),
-    gnp('deny-blocked', { tier: 'security', selector: 'all()', order: 1, ingress: [{ action: 'Deny', source: { selector: "list == 'blocked'" } }] }),
+    gnp('deny-blocked', {
+      tier: 'security',
+      selector: 'all()',
+      order: 1,
+      ingress: [{ action: 'Deny', source: { selector: "list == 'blocked'" } }],
+    }),
     gnp('pass-all', { tier: 'security', selector: "pcns.env == 'prod'", order: 2, ingress: [{ action: 'Pass' }] }),
-    gnp('plat', { tier: 'platform', selector: "app in {'web', 'api'}", egress: [{ action: 'Allow', protocol: 'TCP', destination: { selector: "app == 'api'", ports: ['http', 443] } }] }),
-    np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow', source: { selector: "role == 'fe'", notSelector: "canary == 'true'" } }] }),
-    np('db', { selector: "app == 'db'", order: 5, ingress: [{ action: 'Allow', source: { namespaceSelector: "env == 'dev'" } }] }),
+    gnp('plat', {
+      tier: 'platform',
+      selector: "app in {'web', 'api'}",
+      egress: [{ action: 'Allow', protocol: 'TCP', destination: { selector: "app == 'api'", ports: ['http', 443] } }],
+    }),
+    np('web', {
+      selector: "app == 'web'",
+      ingress: [{ action: 'Allow', source: { selector: "role == 'fe'", notSelector: "canary == 'true'" } }],
+    }),
+    np('db', {
+      selector: "app == 'db'",
+      order: 5,
+      ingress: [{ action: 'Allow', source: { namespaceSelector: "env == 'dev'" } }],
+    }),
   ];
-  for (let i = 0; i < 4; i++) rs.push(wep(`web-${i}`, i % 2 ? 'node2' : 'node1', `10.65.0.${10 + i}`, { app: 'web', ...(i === 3 ? { canary: 'true' } : {}) }));
+  for (let i = 0; i < 4; i++)
+    rs.push(
+      wep(`web-${i}`, i % 2 ? 'node2' : 'node1', `10.65.0.${10 + i}`, {
+        app: 'web',
+        ...(i === 3 ? { canary: 'true' } : {}),
+      }),
+    );
   for (let i = 0; i < 3; i++) {
-    rs.push(wep(`api-${i}`, 'node3', `10.65.1.${10 + i}`, { app: 'api' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 + i }] }));
+    rs.push(
+      wep(
+        `api-${i}`,
+        'node3',
+        `10.65.1.${10 + i}`,
+        { app: 'api' },
+        { ports: [{ name: 'http', protocol: 'TCP', port: 8080 + i }] },
+      ),
+    );
   }
-  rs.push(wep('fe-0', 'node1', '10.65.2.10', { role: 'fe' }), wep('fe-1', 'node2', '10.65.2.11', { role: 'fe', canary: 'true' }));
-  rs.push(wep('db-0', 'node1', '10.65.3.10', { app: 'db' }), wep('tool-0', 'node2', '10.66.0.10', { app: 'tool' }, {}, 'dev'));
+  rs.push(
+    wep('fe-0', 'node1', '10.65.2.10', { role: 'fe' }),
+    wep('fe-1', 'node2', '10.65.2.11', { role: 'fe', canary: 'true' }),
+  );
+  rs.push(
+    wep('db-0', 'node1', '10.65.3.10', { app: 'db' }),
+    wep('tool-0', 'node2', '10.66.0.10', { app: 'tool' }, {}, 'dev'),
+  );
   return rs;
 }
 

@@ -31,7 +31,12 @@ describe('calc graph: scenarios', () => {
       profile('kns.prod', { 'pcns.env': 'prod' }, { ingress: [{ action: 'Allow' }] }),
       wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
       wep('fe-0', 'node2', '10.65.1.5', { role: 'fe' }),
-      np('allow-fe', { selector: "app == 'web'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "role == 'fe'" }, destination: { ports: [80] } }] }),
+      np('allow-fe', {
+        selector: "app == 'web'",
+        ingress: [
+          { action: 'Allow', protocol: 'TCP', source: { selector: "role == 'fe'" }, destination: { ports: [80] } },
+        ],
+      }),
     );
     h.flush();
     const srcSel = `(projectcalico.org/namespace == 'prod') && (role == 'fe')`;
@@ -42,7 +47,9 @@ describe('calc graph: scenarios', () => {
     assert.deepEqual(pol?.inboundRules[0]?.dstPorts, [{ first: 80, last: 80 }]);
     assert.equal(pol?.namespace, 'prod');
     const ep = h.dp.weps.get(WEB);
-    assert.deepEqual(ep?.tiers, [{ name: 'default', ingressPolicies: ['np/prod/allow-fe'], egressPolicies: [], defaultAction: 'Deny' }]);
+    assert.deepEqual(ep?.tiers, [
+      { name: 'default', ingressPolicies: ['np/prod/allow-fe'], egressPolicies: [], defaultAction: 'Deny' },
+    ]);
     assert.deepEqual(ep?.profileIds, ['kns.prod']);
     assert.equal(h.dp.profiles.get('kns.prod')?.inboundRules[0]?.action, 'allow');
     assert.equal(h.dp.weps.size, 1, 'remote endpoints get no endpoint update');
@@ -61,7 +68,12 @@ describe('calc graph: scenarios', () => {
       tier('security', 10, 'Pass'),
       tier('platform', 20),
       gnp('b-sec', { tier: 'security', selector: 'all()', order: 5, ingress: [{ action: 'Pass' }] }),
-      gnp('a-sec', { tier: 'security', selector: 'all()', order: 5, ingress: [{ action: 'Deny', source: { nets: ['192.0.2.0/24'] } }] }),
+      gnp('a-sec', {
+        tier: 'security',
+        selector: 'all()',
+        order: 5,
+        ingress: [{ action: 'Deny', source: { nets: ['192.0.2.0/24'] } }],
+      }),
       gnp('plat', { tier: 'platform', selector: "app == 'web'", ingress: [{ action: 'Allow' }] }),
       np('late', { selector: 'all()', ingress: [{ action: 'Allow' }] }),
       np('early', { selector: 'all()', order: 1, ingress: [{ action: 'Allow' }] }),
@@ -80,7 +92,10 @@ describe('calc graph: scenarios', () => {
     // Reordering a tier reorders every endpoint's list.
     h.put(tier('platform', 1));
     h.flush();
-    assert.deepEqual(h.dp.weps.get(WEB)?.tiers.map((t) => t.name), ['platform', 'security', 'default']);
+    assert.deepEqual(
+      h.dp.weps.get(WEB)?.tiers.map((t) => t.name),
+      ['platform', 'security', 'default'],
+    );
   });
 
   it('policies of equal order are ordered as Felix: by "<name>/<namespace>/<Kind>", not by ID', () => {
@@ -102,7 +117,11 @@ describe('calc graph: scenarios', () => {
     h.put(
       profile('kns.prod', {}),
       wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
-      np('db', { selector: "app == 'db'", performanceHints: ['AssumeNeededOnEveryNode'], ingress: [{ action: 'Allow' }] }),
+      np('db', {
+        selector: "app == 'db'",
+        performanceHints: ['AssumeNeededOnEveryNode'],
+        ingress: [{ action: 'Allow' }],
+      }),
       np('cache', { selector: "app == 'cache'", ingress: [{ action: 'Allow' }] }),
     );
     h.flush();
@@ -148,7 +167,10 @@ describe('calc graph: scenarios', () => {
       wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
       wep('api-0', 'node2', '10.65.3.3', { app: 'api' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }),
       wep('api-1', 'node2', '10.65.3.4', { app: 'api' }, { ports: [{ name: 'grpc', protocol: 'TCP', port: 9090 }] }),
-      np('web', { selector: "app == 'web'", egress: [{ action: 'Allow', protocol: 'TCP', destination: { selector: "app == 'api'", ports: ['http'] } }] }),
+      np('web', {
+        selector: "app == 'web'",
+        egress: [{ action: 'Allow', protocol: 'TCP', destination: { selector: "app == 'api'", ports: ['http'] } }],
+      }),
     );
     h.flush();
     const sel = uid(`(projectcalico.org/namespace == 'prod') && (app == 'api')`);
@@ -156,7 +178,9 @@ describe('calc graph: scenarios', () => {
     assert.deepEqual(h.dp.policies.get('default/np/prod/web')?.outboundRules[0]?.dstNamedPortIpSetIds, [id]);
     assert.deepEqual(h.dp.ipsets.get(id), { type: 'IP_AND_PORT', members: new Set(['10.65.3.3,tcp:8080']) });
     // api-1 gains the port: it joins without any label change.
-    h.put(wep('api-1', 'node2', '10.65.3.4', { app: 'api' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8081 }] }));
+    h.put(
+      wep('api-1', 'node2', '10.65.3.4', { app: 'api' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8081 }] }),
+    );
     h.flush();
     assert.deepEqual([...(h.dp.ipsets.get(id)?.members ?? [])].sort(), ['10.65.3.3,tcp:8080', '10.65.3.4,tcp:8081']);
   });
@@ -167,10 +191,17 @@ describe('calc graph: scenarios', () => {
       profile('kns.prod', {}),
       wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
       gns('blocked', ['198.51.100.0/24', '203.0.113.7'], { list: 'blocked' }),
-      gnp('deny-blocked', { selector: 'all()', order: 1, ingress: [{ action: 'Deny', source: { selector: "list == 'blocked'" } }] }),
+      gnp('deny-blocked', {
+        selector: 'all()',
+        order: 1,
+        ingress: [{ action: 'Deny', source: { selector: "list == 'blocked'" } }],
+      }),
     );
     h.flush();
-    assert.deepEqual([...(h.dp.ipsets.get(uid("list == 'blocked'"))?.members ?? [])].sort(), ['198.51.100.0/24', '203.0.113.7/32']);
+    assert.deepEqual([...(h.dp.ipsets.get(uid("list == 'blocked'"))?.members ?? [])].sort(), [
+      '198.51.100.0/24',
+      '203.0.113.7/32',
+    ]);
     h.put(gns('blocked', ['198.51.100.0/24'], { list: 'blocked' }));
     h.flush();
     assert.deepEqual([...(h.dp.ipsets.get(uid("list == 'blocked'"))?.members ?? [])], ['198.51.100.0/24']);
@@ -196,14 +227,24 @@ describe('calc graph: scenarios', () => {
       wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
       wep('fe-0', 'node2', '10.65.1.5', { role: 'fe' }),
       tier('security', 1),
-      gnp('g', { tier: 'security', selector: 'all()', ingress: [{ action: 'Allow', source: { selector: "role == 'fe'" } }] }),
+      gnp('g', {
+        tier: 'security',
+        selector: 'all()',
+        ingress: [{ action: 'Allow', source: { selector: "role == 'fe'" } }],
+      }),
     ];
     h.put(...all);
     h.flush();
     assert.ok(h.dp.ipsets.size && h.dp.policies.size && h.dp.weps.size && h.dp.profiles.size);
     h.del(...all);
     const msgs = h.flush().map((m) => m.type);
-    assert.deepEqual(msgs, ['WorkloadEndpointRemove', 'ActiveProfileRemove', 'ActivePolicyRemove', 'IPSetRemove', 'RouteRemove']);
+    assert.deepEqual(msgs, [
+      'WorkloadEndpointRemove',
+      'ActiveProfileRemove',
+      'ActivePolicyRemove',
+      'IPSetRemove',
+      'RouteRemove',
+    ]);
     assert.deepEqual(h.dp.snapshot(), { ipsets: [], policies: [], profiles: [], weps: [], heps: [] });
   });
 
@@ -216,20 +257,39 @@ describe('calc graph: scenarios', () => {
     h.put(gnp('p', { tier: 'b', selector: 'all()', ingress: [{ action: 'Allow' }] }));
     h.flush();
     assert.deepEqual([...h.dp.policies.keys()], ['b/gnp/p']);
-    assert.deepEqual(h.dp.weps.get(WEB)?.tiers.map((t) => t.name), ['b']);
+    assert.deepEqual(
+      h.dp.weps.get(WEB)?.tiers.map((t) => t.name),
+      ['b'],
+    );
   });
 
   it('host endpoints get untracked, pre-DNAT and forward tiers', () => {
     const h = new Harness();
     h.put(
-      { apiVersion: 'projectcalico.org/v3', kind: 'HostEndpoint', metadata: { name: 'node1-eth0', labels: { host: 'true' } }, spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.0.2.10'] } },
-      gnp('untracked', { selector: 'has(host)', doNotTrack: true, applyOnForward: true, ingress: [{ action: 'Allow' }] }),
+      {
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'HostEndpoint',
+        metadata: { name: 'node1-eth0', labels: { host: 'true' } },
+        spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.0.2.10'] },
+      },
+      gnp('untracked', {
+        selector: 'has(host)',
+        doNotTrack: true,
+        applyOnForward: true,
+        ingress: [{ action: 'Allow' }],
+      }),
       gnp('normal', { selector: 'has(host)', ingress: [{ action: 'Allow' }] }),
     );
     h.flush();
     const hep = h.dp.heps.get('node1-eth0');
-    assert.deepEqual(hep?.untrackedTiers.map((t) => t.ingressPolicies), [['gnp/untracked']]);
-    assert.deepEqual(hep?.tiers.map((t) => t.ingressPolicies), [['gnp/normal']]);
+    assert.deepEqual(
+      hep?.untrackedTiers.map((t) => t.ingressPolicies),
+      [['gnp/untracked']],
+    );
+    assert.deepEqual(
+      hep?.tiers.map((t) => t.ingressPolicies),
+      [['gnp/normal']],
+    );
     assert.deepEqual(hep?.expectedIpv4Addrs, ['192.0.2.10']);
     assert.equal(h.dp.policies.get('default/gnp/untracked')?.untracked, true);
   });
@@ -238,7 +298,14 @@ describe('calc graph: scenarios', () => {
 describe('calc graph: RouteSource', () => {
   const block = (cidr: string, host: string) => ({
     key: { type: 'Block', cidr } as const,
-    value: { cidr, affinity: `host:${host}`, allocations: [0], unallocated: [], attributes: [{ handle_id: 'gw', secondary: { node: host } }], deleted: false },
+    value: {
+      cidr,
+      affinity: `host:${host}`,
+      allocations: [0],
+      unallocated: [],
+      attributes: [{ handle_id: 'gw', secondary: { node: host } }],
+      deleted: false,
+    },
   });
   const routesOf = (msgs: ReturnType<Harness['flush']>) =>
     msgs.flatMap((m) => (m.type === 'RouteUpdate' ? [`${m.route.dst}@${m.route.dstNodeName}`] : [])).sort();
@@ -262,7 +329,13 @@ describe('calc graph: RouteSource', () => {
     h.graph.onUpdate(block('10.65.2.0/26', 'node3'));
     assert.deepEqual(routesOf(h.flush()), ['10.65.2.9/32@node3']);
     h.del(wep('db-0', 'node2', '10.65.1.7', {}));
-    assert.deepEqual(h.flush().filter((m) => m.type === 'RouteRemove').map((m) => (m.type === 'RouteRemove' ? m.dst : '')), ['10.65.1.7/32']);
+    assert.deepEqual(
+      h
+        .flush()
+        .filter((m) => m.type === 'RouteRemove')
+        .map((m) => (m.type === 'RouteRemove' ? m.dst : '')),
+      ['10.65.1.7/32'],
+    );
   });
 
   it('back to CalicoIPAM: the blocks route again and remote workloads stop', () => {

@@ -13,7 +13,12 @@ const COMMANDS = ['demo', 'agent', 'sync', 'plan', 'typha', 'bgp', 'config', 'se
 describe('palisade --help', () => {
   for (const c of COMMANDS) {
     it(`palisade ${c} --help / -h / help ${c}`, () => {
-      for (const args of [[c, '--help'], [c, '-h'], ['help', c], [c, '--hostname', 'n1', '--help']]) {
+      for (const args of [
+        [c, '--help'],
+        [c, '-h'],
+        ['help', c],
+        [c, '--hostname', 'n1', '--help'],
+      ]) {
         const r = run(...args);
         assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
         assert.match(r.stdout, new RegExp(`^Usage: palisade ${c}\\b`), args.join(' '));

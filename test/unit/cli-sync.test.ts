@@ -20,30 +20,49 @@ function datastore(): string {
   const d = tempDir();
   writeFileSync(
     join(d, 'app.yaml'),
-    [profile('kns.prod', {}), wep('web-0', 'node1', '10.65.0.10', { app: 'web' }), np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow' }] }), np('typo', { selector: "app == 'web", ingress: [] })]
+    [
+      profile('kns.prod', {}),
+      wep('web-0', 'node1', '10.65.0.10', { app: 'web' }),
+      np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow' }] }),
+      np('typo', { selector: "app == 'web", ingress: [] }),
+    ]
       .map((r) => stringify(r))
       .join('---\n'),
   );
   return d;
 }
 
-const felixConfig = (spec: Record<string, unknown>) => stringify({ apiVersion: 'projectcalico.org/v3', kind: 'FelixConfiguration', metadata: { name: 'default' }, spec });
+const felixConfig = (spec: Record<string, unknown>) =>
+  stringify({ apiVersion: 'projectcalico.org/v3', kind: 'FelixConfiguration', metadata: { name: 'default' }, spec });
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
 describe('cli: palisade sync and config', () => {
   it('sync --once --json prints the in-sync state and reports invalid resources on stderr', () => {
     const dir = datastore();
-    const r = spawnSync(process.execPath, [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1', '--once', '--json'], { encoding: 'utf8', env: cleanEnv });
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1', '--once', '--json'],
+      { encoding: 'utf8', env: cleanEnv },
+    );
     assert.equal(r.status, 0, r.stderr);
-    const msgs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    assert.deepEqual(msgs.map((m) => m.type), ['ActivePolicyUpdate', 'ActiveProfileUpdate', 'WorkloadEndpointUpdate', 'RouteUpdate', 'InSync']);
+    const msgs = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
+    assert.deepEqual(
+      msgs.map((m) => m.type),
+      ['ActivePolicyUpdate', 'ActiveProfileUpdate', 'WorkloadEndpointUpdate', 'RouteUpdate', 'InSync'],
+    );
     assert.match(r.stderr, /app\.yaml document 4: NetworkPolicy prod\/typo: spec\.selector: invalid selector/);
   });
 
   it('exits 129 when a FelixConfiguration change needs a restart, not for LogSeverityScreen', async () => {
     const dir = datastore();
     writeFileSync(join(dir, 'felix.yaml'), felixConfig({ healthPort: 9200 }));
-    const child = spawn(process.execPath, [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1'], { env: cleanEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'sync', '--datastore-dir', dir, '--hostname', 'node1'], {
+      env: cleanEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -69,22 +88,49 @@ describe('cli: palisade sync and config', () => {
   it('config --local shows values and their sources; reports bad values, unsupported settings and unknown names', () => {
     const r = spawnSync(process.execPath, [BIN, 'config', '--local', '--json', '--hostname', 'n1'], {
       encoding: 'utf8',
-      env: { ...cleanEnv, FELIX_HEALTHPORT: 'x', FELIX_PROMETHEUSMETRICSPORT: '9191', FELIX_BPFENABLED: 'true', FELIX_WIREGUARDENABLED: 'false', FELIX_NFTABLESREFRESHINTERVALL: '5' },
+      env: {
+        ...cleanEnv,
+        FELIX_HEALTHPORT: 'x',
+        FELIX_PROMETHEUSMETRICSPORT: '9191',
+        FELIX_BPFENABLED: 'true',
+        FELIX_WIREGUARDENABLED: 'false',
+        FELIX_NFTABLESREFRESHINTERVALL: '5',
+      },
     });
     assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { params: Array<{ name: string; value: unknown; source: string; differs?: string }>; ignored: unknown[] };
+    const out = JSON.parse(r.stdout) as {
+      params: Array<{ name: string; value: unknown; source: string; differs?: string }>;
+      ignored: unknown[];
+    };
     const get = (n: string) => out.params.find((x) => x.name === n);
-    assert.deepEqual(get('HealthPort'), { name: 'HealthPort', value: 9099, source: 'default (env FELIX_HEALTHPORT is invalid)' });
-    assert.deepEqual(get('PrometheusMetricsPort'), { name: 'PrometheusMetricsPort', value: 9191, source: 'env FELIX_PROMETHEUSMETRICSPORT' });
+    assert.deepEqual(get('HealthPort'), {
+      name: 'HealthPort',
+      value: 9099,
+      source: 'default (env FELIX_HEALTHPORT is invalid)',
+    });
+    assert.deepEqual(get('PrometheusMetricsPort'), {
+      name: 'PrometheusMetricsPort',
+      value: 9191,
+      source: 'env FELIX_PROMETHEUSMETRICSPORT',
+    });
     assert.deepEqual(get('FelixHostname'), { name: 'FelixHostname', value: 'n1', source: 'flag for FelixHostname' });
     assert.match(get('LogSeverityScreen')?.differs ?? '', /without a restart/);
     assert.deepEqual(out.ignored, [{ param: 'BPFEnabled', value: 'true', source: 'env FELIX_BPFENABLED' }]);
     assert.match(r.stderr, /HealthPort from env FELIX_HEALTHPORT \(\\?"x\\?"\): invalid int/);
     assert.match(r.stderr, /BPFEnabled from env FELIX_BPFENABLED[^\n]*not supported by palisade; ignored/);
-    assert.match(r.stderr, /NFTABLESREFRESHINTERVALL[^\n]*not a Felix parameter \(did you mean NftablesRefreshInterval/);
+    assert.match(
+      r.stderr,
+      /NFTABLESREFRESHINTERVALL[^\n]*not a Felix parameter \(did you mean NftablesRefreshInterval/,
+    );
     assert.doesNotMatch(r.stderr, /WireguardEnabled/, 'a default value is not reported');
-    const text = spawnSync(process.execPath, [BIN, 'config', '--local', '--hostname', 'n1'], { encoding: 'utf8', env: { ...cleanEnv, FELIX_BPFENABLED: 'true' } });
-    assert.match(text.stdout, /Set, but not supported by palisade \(ignored\):\n {2}BPFEnabled = true {2}\(env FELIX_BPFENABLED\)/);
+    const text = spawnSync(process.execPath, [BIN, 'config', '--local', '--hostname', 'n1'], {
+      encoding: 'utf8',
+      env: { ...cleanEnv, FELIX_BPFENABLED: 'true' },
+    });
+    assert.match(
+      text.stdout,
+      /Set, but not supported by palisade \(ignored\):\n {2}BPFEnabled = true {2}\(env FELIX_BPFENABLED\)/,
+    );
     assert.match(text.stdout, /where palisade deliberately differs from Felix/);
   });
 
@@ -93,11 +139,19 @@ describe('cli: palisade sync and config', () => {
     const cases: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
       [['sync', '--once'], noKube, /cannot load the Kubernetes configuration/],
       [['agent'], noKube, /cannot load the Kubernetes configuration/],
-      [['plan', '--datastore-dir', '/nonexistent'], { FELIX_DEFAULTENDPOINTTOHOSTACTION: 'Allow' }, /DefaultEndpointToHostAction from env FELIX_DEFAULTENDPOINTTOHOSTACTION: unknown option/],
+      [
+        ['plan', '--datastore-dir', '/nonexistent'],
+        { FELIX_DEFAULTENDPOINTTOHOSTACTION: 'Allow' },
+        /DefaultEndpointToHostAction from env FELIX_DEFAULTENDPOINTTOHOSTACTION: unknown option/,
+      ],
       [['config'], noKube, /cannot load the Kubernetes configuration/],
     ];
     for (const [args, env, want] of cases) {
-      const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...cleanEnv, ...env }, timeout: 10_000 });
+      const r = spawnSync(process.execPath, [BIN, ...args], {
+        encoding: 'utf8',
+        env: { ...cleanEnv, ...env },
+        timeout: 10_000,
+      });
       assert.equal(r.status, 3, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, want, args.join(' '));
     }

@@ -18,7 +18,12 @@ import { FakeSyncer } from '../helpers/fake-syncer.js';
 
 const log = createLogger({ severity: 'Fatal' });
 const V3 = 'projectcalico.org/v3';
-const fc = (name: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}) => ({ apiVersion: V3, kind: 'FelixConfiguration', metadata: { name, ...meta }, spec });
+const fc = (name: string, spec: Record<string, unknown>, meta: Record<string, unknown> = {}) => ({
+  apiVersion: V3,
+  kind: 'FelixConfiguration',
+  metadata: { name, ...meta },
+  spec,
+});
 
 describe('config: FelixConfiguration as Felix sees it', () => {
   it('converts each kind of field as the update processor does', () => {
@@ -69,8 +74,11 @@ describe('config: FelixConfiguration as Felix sees it', () => {
     });
   });
 
-  it('reports fields that are not FelixConfiguration\'s, with the nearest ones, and values it cannot convert', () => {
-    const { values, problems } = felixConfigurationParams({ failsafeInboundHostPort: [], iptablesRefreshInterval: 90, healthPort: 9099 }, undefined);
+  it("reports fields that are not FelixConfiguration's, with the nearest ones, and values it cannot convert", () => {
+    const { values, problems } = felixConfigurationParams(
+      { failsafeInboundHostPort: [], iptablesRefreshInterval: 90, healthPort: 9099 },
+      undefined,
+    );
     assert.deepEqual([...values.keys()], ['HealthPort']);
     assert.equal(problems.length, 2);
     assert.match(problems[0]?.reason ?? '', /not a FelixConfiguration field \(did you mean failsafeInboundHostPorts/);
@@ -95,19 +103,39 @@ describe('config: ConfigBatcher', () => {
     };
     return {
       b,
-      fc: (name: string, r: ReturnType<typeof fc> | undefined) => feed('FelixConfiguration', name, r as Resource | undefined),
-      node: (name: string, labels: Record<string, string>) => feed('Node', name, { apiVersion: 'projectcalico.org/v3', kind: 'Node', metadata: { name, labels }, spec: {} } as Resource),
+      fc: (name: string, r: ReturnType<typeof fc> | undefined) =>
+        feed('FelixConfiguration', name, r as Resource | undefined),
+      node: (name: string, labels: Record<string, string>) =>
+        feed('Node', name, {
+          apiVersion: 'projectcalico.org/v3',
+          kind: 'Node',
+          metadata: { name, labels },
+          spec: {},
+        } as Resource),
       ci: (spec: Record<string, unknown> | undefined) =>
-        feed('ClusterInformation', 'default', spec && ({ apiVersion: 'projectcalico.org/v3', kind: 'ClusterInformation', metadata: { name: 'default' }, spec } as Resource)),
+        feed(
+          'ClusterInformation',
+          'default',
+          spec &&
+            ({
+              apiVersion: 'projectcalico.org/v3',
+              kind: 'ClusterInformation',
+              metadata: { name: 'default' },
+              spec,
+            } as Resource),
+        ),
     };
   }
 
-  it('default, node.<host> and the oldest matching selector-scoped resource; not other nodes\'', () => {
+  it("default, node.<host> and the oldest matching selector-scoped resource; not other nodes'", () => {
     const { b, fc: put, node } = batcher('node1');
     put('default', fc('default', { healthPort: 9100 }));
     put('node.node1', fc('node.node1', { healthPort: 9200 }));
     put('node.node2', fc('node.node2', { healthPort: 9300 }));
-    put('zone-a', fc('zone-a', { nodeSelector: "zone == 'a'", maxIpsetSize: 10 }, { creationTimestamp: '2026-01-02T00:00:00Z' }));
+    put(
+      'zone-a',
+      fc('zone-a', { nodeSelector: "zone == 'a'", maxIpsetSize: 10 }, { creationTimestamp: '2026-01-02T00:00:00Z' }),
+    );
     put('all', fc('all', { nodeSelector: 'all()', maxIpsetSize: 20 }, { creationTimestamp: '2026-01-01T00:00:00Z' }));
     let d = b.take();
     assert.deepEqual([...d.global], [['HealthPort', '9100']]);
@@ -148,7 +176,10 @@ describe('control plane: configuration before the dataplane', () => {
       config,
       log,
       flushDelayMs: 0,
-      onConfigResolved: () => events.push(`resolved ${config.config.DefaultEndpointToHostAction} ${JSON.stringify(config.config.FailsafeInboundHostPorts)}`),
+      onConfigResolved: () =>
+        events.push(
+          `resolved ${config.config.DefaultEndpointToHostAction} ${JSON.stringify(config.config.FailsafeInboundHostPorts)}`,
+        ),
       onMessages: (m) => {
         events.push(`messages ${m.length}`);
         messages.push(m);
@@ -161,7 +192,12 @@ describe('control plane: configuration before the dataplane', () => {
 
   it('resolves FelixConfiguration before the first messages, then restarts on a change', () => {
     const { syncer, events, cp } = plane();
-    syncer.update(fc('default', { defaultEndpointToHostAction: 'Accept', failsafeInboundHostPorts: [{ protocol: 'TCP', port: 2222 }] }));
+    syncer.update(
+      fc('default', {
+        defaultEndpointToHostAction: 'Accept',
+        failsafeInboundHostPorts: [{ protocol: 'TCP', port: 2222 }],
+      }),
+    );
     syncer.status('in-sync');
     cp.flush();
     assert.deepEqual(events, ['resolved Accept [{"protocol":"tcp","port":2222}]', 'messages 2']);
@@ -170,16 +206,35 @@ describe('control plane: configuration before the dataplane', () => {
     assert.match(events[2] ?? '', /^restart .*DefaultEndpointToHostAction/);
   });
 
-  it('RouteSource from FelixConfiguration decides the first routes: WorkloadIPs routes other nodes\' workloads, not their blocks; a change restarts', () => {
+  it("RouteSource from FelixConfiguration decides the first routes: WorkloadIPs routes other nodes' workloads, not their blocks; a change restarts", () => {
     const { syncer, events, messages, cp } = plane();
     const pod = (node: string, ip: string) => ({
       apiVersion: V3,
       kind: 'WorkloadEndpoint',
       metadata: { name: `${node}-k8s-db--0-eth0`, namespace: 'prod' },
-      spec: { node, orchestrator: 'k8s', pod: 'db-0', endpoint: 'eth0', interfaceName: 'cali1234567890a', ipNetworks: [ip] },
+      spec: {
+        node,
+        orchestrator: 'k8s',
+        pod: 'db-0',
+        endpoint: 'eth0',
+        interfaceName: 'cali1234567890a',
+        ipNetworks: [ip],
+      },
     });
     syncer.update(pod('node2', '10.65.1.7/32'));
-    syncer.update({ apiVersion: V3, kind: 'IPAMBlock', metadata: { name: '10-65-1-0-26' }, spec: { cidr: '10.65.1.0/26', affinity: 'host:node2', allocations: [0], unallocated: [], attributes: [{ secondary: { node: 'node2' } }], strictAffinity: false } });
+    syncer.update({
+      apiVersion: V3,
+      kind: 'IPAMBlock',
+      metadata: { name: '10-65-1-0-26' },
+      spec: {
+        cidr: '10.65.1.0/26',
+        affinity: 'host:node2',
+        allocations: [0],
+        unallocated: [],
+        attributes: [{ secondary: { node: 'node2' } }],
+        strictAffinity: false,
+      },
+    });
     syncer.update(fc('default', { routeSource: 'WorkloadIPs' }));
     syncer.status('in-sync');
     cp.flush();
@@ -187,19 +242,39 @@ describe('control plane: configuration before the dataplane', () => {
     assert.deepEqual(routes, ['10.65.1.7/32']);
     syncer.update(fc('default', { routeSource: 'CalicoIPAM' }));
     cp.flush();
-    assert.ok(events.some((e) => /^restart .*RouteSource/.test(e)), events.join(' / '));
+    assert.ok(
+      events.some((e) => /^restart .*RouteSource/.test(e)),
+      events.join(' / '),
+    );
   });
 
   it('pauses while ClusterInformation says the datastore is not ready, and resumes', () => {
     const { syncer, events, cp } = plane();
-    syncer.update({ apiVersion: V3, kind: 'ClusterInformation', metadata: { name: 'default' }, spec: { datastoreReady: false } });
+    syncer.update({
+      apiVersion: V3,
+      kind: 'ClusterInformation',
+      metadata: { name: 'default' },
+      spec: { datastoreReady: false },
+    });
     syncer.status('in-sync');
     cp.flush();
     assert.equal(cp.paused, true);
-    assert.deepEqual(events.filter((e) => e.startsWith('messages')), []);
-    syncer.update({ apiVersion: V3, kind: 'ClusterInformation', metadata: { name: 'default' }, spec: { datastoreReady: true } });
+    assert.deepEqual(
+      events.filter((e) => e.startsWith('messages')),
+      [],
+    );
+    syncer.update({
+      apiVersion: V3,
+      kind: 'ClusterInformation',
+      metadata: { name: 'default' },
+      spec: { datastoreReady: true },
+    });
     cp.flush();
     assert.equal(cp.paused, false);
-    assert.deepEqual(events.filter((e) => e.startsWith('messages')), ['messages 1'], 'InSync, held until then');
+    assert.deepEqual(
+      events.filter((e) => e.startsWith('messages')),
+      ['messages 1'],
+      'InSync, held until then',
+    );
   });
 });

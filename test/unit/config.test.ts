@@ -6,18 +6,29 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { FELIX_PARAMS, felixParam, suggest } from '../../src/config/catalogue.js';
-import { ConfigError, type ConfigProblem, ConfigResolver, type DatastoreParams, loadLocalConfig } from '../../src/config/config.js';
+import {
+  ConfigError,
+  type ConfigProblem,
+  ConfigResolver,
+  type DatastoreParams,
+  loadLocalConfig,
+} from '../../src/config/config.js';
 import { goInt, parseFelixValue, zeroValue } from '../../src/config/felix-types.js';
 import { formatValue, PARAM_NAMES, PARAMS, type ParamDef } from '../../src/config/params.js';
 
-const ds = (global: Record<string, string> = {}, node: Record<string, string> = {}, selector: Record<string, string> = {}, selectorName?: string): DatastoreParams => ({
+const ds = (
+  global: Record<string, string> = {},
+  node: Record<string, string> = {},
+  selector: Record<string, string> = {},
+  selectorName?: string,
+): DatastoreParams => ({
   global: new Map(Object.entries(global)),
   node: new Map(Object.entries(node)),
   selector: new Map(Object.entries(selector)),
   selectorName,
 });
 
-describe('config: Felix\'s parameter catalogue', () => {
+describe("config: Felix's parameter catalogue", () => {
   it('knows every Felix parameter, with type, default and flags', () => {
     assert.equal(FELIX_PARAMS.length, 218);
     assert.deepEqual(felixParam('failsafeinboundhostports'), {
@@ -33,17 +44,20 @@ describe('config: Felix\'s parameter catalogue', () => {
     assert.equal(felixParam('EtcdEndpoints')?.field, undefined, 'local parameters have no FelixConfiguration field');
     assert.deepEqual(felixParam('IpInIpMtu')?.field, { json: 'ipipMTU', kind: 'plain' });
     assert.deepEqual(felixParam('ReportingIntervalSecs')?.field, { json: 'reportingInterval', kind: 's' });
-    assert.deepEqual(felixParam('IptablesLockProbeIntervalMillis')?.field, { json: 'iptablesLockProbeInterval', kind: 'ms' });
+    assert.deepEqual(felixParam('IptablesLockProbeIntervalMillis')?.field, {
+      json: 'iptablesLockProbeInterval',
+      kind: 'ms',
+    });
   });
 
-  it('every Felix default passes Felix\'s own type (or is empty: the zero value)', () => {
+  it("every Felix default passes Felix's own type (or is empty: the zero value)", () => {
     for (const p of FELIX_PARAMS) {
       if (p.default === '') continue;
       assert.doesNotThrow(() => parseFelixValue(p.type, p.default), `${p.name} ${p.type} ${p.default}`);
     }
   });
 
-  it('palisade\'s defaults are Felix\'s, except where it says it differs', () => {
+  it("palisade's defaults are Felix's, except where it says it differs", () => {
     for (const name of PARAM_NAMES) {
       const def = PARAMS[name] as ParamDef;
       const f = felixParam(name);
@@ -58,12 +72,18 @@ describe('config: Felix\'s parameter catalogue', () => {
   });
 
   it('suggests the nearest names for a misspelling', () => {
-    assert.deepEqual(suggest('FailsafeInboundHostPort', ['FailsafeInboundHostPorts', 'FailsafeOutboundHostPorts', 'HealthPort']).slice(0, 1), ['FailsafeInboundHostPorts']);
+    assert.deepEqual(
+      suggest('FailsafeInboundHostPort', ['FailsafeInboundHostPorts', 'FailsafeOutboundHostPorts', 'HealthPort']).slice(
+        0,
+        1,
+      ),
+      ['FailsafeInboundHostPorts'],
+    );
     assert.deepEqual(suggest('zzzzzzzzzz', ['HealthPort']), []);
   });
 });
 
-describe('config: Felix\'s value types', () => {
+describe("config: Felix's value types", () => {
   it('booleans and integers as Go parses them', () => {
     for (const t of ['true', 'TRUE', '1', 'yes', 'Y', 't']) assert.equal(parseFelixValue('bool', t), true, t);
     for (const f of ['false', '0', 'no', 'N', 'f']) assert.equal(parseFelixValue('bool', f), false, f);
@@ -84,7 +104,8 @@ describe('config: Felix\'s value types', () => {
     assert.equal(parseFelixValue('seconds', '90'), 90);
     assert.equal(parseFelixValue('seconds', '2.5'), 2.5);
     assert.equal(parseFelixValue('millis', '50'), 50);
-    for (const bad of ['90s', '1m', '', 'abc']) assert.throws(() => parseFelixValue('seconds', bad), /invalid float/, bad);
+    for (const bad of ['90s', '1m', '', 'abc'])
+      assert.throws(() => parseFelixValue('seconds', bad), /invalid float/, bad);
   });
 
   it('enums case-insensitively, to the canonical spelling; interface lists; marks', () => {
@@ -94,7 +115,11 @@ describe('config: Felix\'s value types', () => {
     assert.throws(() => parseFelixValue('iface-list', 'cali, tap'), /interface name/);
     assert.deepEqual(parseFelixValue('iface-list-regexp', 'kube-ipvs0,/^veth/'), ['kube-ipvs0', '/^veth/']);
     assert.throws(() => parseFelixValue('iface-list-regexp', '/(/'), /regex/);
-    assert.throws(() => parseFelixValue('iface-list-regexp', 'eth0.100'), /regex/, 'Felix refuses dots outside a regex');
+    assert.throws(
+      () => parseFelixValue('iface-list-regexp', 'eth0.100'),
+      /regex/,
+      'Felix refuses dots outside a regex',
+    );
     assert.equal(parseFelixValue('mark-bitmask', '0xffff0000'), 0xffff0000);
     assert.equal(parseFelixValue('mark-bitmask', '4294901760'), 0xffff0000);
     assert.throws(() => parseFelixValue('mark-bitmask', '0x1'), /2 bits/);
@@ -111,11 +136,17 @@ describe('config: Felix\'s value types', () => {
     assert.throws(() => parseFelixValue('port-list', 'sctp:22'), /unknown protocol: sctp/);
     assert.throws(() => parseFelixValue('port-list', 'tcp:70000'), /0-65535/);
     assert.throws(() => parseFelixValue('port-list', 'tcp:10.0.0.300/8:22'), /CIDR/);
-    assert.equal(formatValue('FailsafeInboundHostPorts', parseFelixValue('port-list', 'tcp:[fd00::/8]:22,udp:53')), 'tcp:[fd00::/8]:22,udp:53');
+    assert.equal(
+      formatValue('FailsafeInboundHostPorts', parseFelixValue('port-list', 'tcp:[fd00::/8]:22,udp:53')),
+      'tcp:[fd00::/8]:22,udp:53',
+    );
   });
 
   it('endpoints, addresses, host names, the rest', () => {
-    assert.deepEqual(parseFelixValue('endpoint-list', 'http://127.0.0.1:2379, http://etcd.example:2379'), ['http://127.0.0.1:2379', 'http://etcd.example:2379']);
+    assert.deepEqual(parseFelixValue('endpoint-list', 'http://127.0.0.1:2379, http://etcd.example:2379'), [
+      'http://127.0.0.1:2379',
+      'http://etcd.example:2379',
+    ]);
     assert.throws(() => parseFelixValue('endpoint-list', 'http://a:1,https://b:2'), /same scheme/);
     assert.throws(() => parseFelixValue('endpoint-list', 'http://a:1/path'), /unsupported URL part/);
     assert.throws(() => parseFelixValue('hostname', 'bad host'), /invalid hostname/);
@@ -149,7 +180,13 @@ describe('config: sources and precedence', () => {
 
     c.setDatastoreConfig(
       ds(
-        { ChainInsertMode: 'Insert', MaxIpsetSize: '2000', IptablesRefreshInterval: '30', PrometheusMetricsEnabled: 'true', RouteRefreshInterval: '10' },
+        {
+          ChainInsertMode: 'Insert',
+          MaxIpsetSize: '2000',
+          IptablesRefreshInterval: '30',
+          PrometheusMetricsEnabled: 'true',
+          RouteRefreshInterval: '10',
+        },
         { MaxIpsetSize: '3000' },
         { MaxIpsetSize: '2500', RouteRefreshInterval: '20' },
         'edge',
@@ -159,7 +196,11 @@ describe('config: sources and precedence', () => {
     assert.equal(c.config.MaxIpsetSize, 3000);
     assert.equal(c.sourceOf('MaxIpsetSize'), 'FelixConfiguration node.node1');
     assert.equal(c.config.RouteRefreshInterval, 20);
-    assert.equal(c.sourceOf('RouteRefreshInterval'), 'FelixConfiguration edge', 'the selector-scoped resource beats default');
+    assert.equal(
+      c.sourceOf('RouteRefreshInterval'),
+      'FelixConfiguration edge',
+      'the selector-scoped resource beats default',
+    );
     assert.equal(c.config.IptablesRefreshInterval, 30);
     assert.equal(c.config.PrometheusMetricsEnabled, true);
     assert.equal(c.sourceOf('PrometheusMetricsEnabled'), 'FelixConfiguration default');
@@ -177,7 +218,10 @@ describe('config: sources and precedence', () => {
     assert.equal(c.config.HealthPort, 9099, 'Felix takes the default, not the next source');
     assert.match(c.sourceOf('HealthPort'), /default \(env FELIX_HEALTHPORT is invalid\)/);
     assert.equal(problems.length, 1);
-    assert.deepEqual({ ...problems[0], reason: undefined }, { kind: 'invalid', param: 'HealthPort', source: 'env FELIX_HEALTHPORT', value: 'ninety', reason: undefined });
+    assert.deepEqual(
+      { ...problems[0], reason: undefined },
+      { kind: 'invalid', param: 'HealthPort', source: 'env FELIX_HEALTHPORT', value: 'ninety', reason: undefined },
+    );
     assert.match(problems[0]?.reason ?? '', /invalid int; using the default/);
     c.setDatastoreConfig(ds({ MaxIpsetSize: '-5' }));
     c.setDatastoreConfig(ds({ MaxIpsetSize: '-5' }));
@@ -201,7 +245,9 @@ describe('config: sources and precedence', () => {
   });
 
   it('"none" sets the zero value; an empty value is no value', () => {
-    const c = new ConfigResolver({ env: { FELIX_FAILSAFEINBOUNDHOSTPORTS: 'none', FELIX_HEALTHHOST: '', FELIX_INTERFACEEXCLUDE: 'NONE' } });
+    const c = new ConfigResolver({
+      env: { FELIX_FAILSAFEINBOUNDHOSTPORTS: 'none', FELIX_HEALTHHOST: '', FELIX_INTERFACEEXCLUDE: 'NONE' },
+    });
     assert.deepEqual(c.config.FailsafeInboundHostPorts, []);
     assert.equal(c.config.HealthHost, 'localhost');
     assert.deepEqual(c.config.InterfaceExclude, []);
@@ -210,10 +256,23 @@ describe('config: sources and precedence', () => {
   it('datastore-connection parameters come only from flags, env and the file', () => {
     const problems: ConfigProblem[] = [];
     const c = new ConfigResolver({ onProblem: (x) => problems.push(x) });
-    c.setDatastoreConfig(ds({ DatastoreType: 'etcdv3', EtcdEndpoints: 'http://10.0.0.1:2379', FelixHostname: 'x', TyphaAddr: '10.0.0.1:5473' }));
+    c.setDatastoreConfig(
+      ds({
+        DatastoreType: 'etcdv3',
+        EtcdEndpoints: 'http://10.0.0.1:2379',
+        FelixHostname: 'x',
+        TyphaAddr: '10.0.0.1:5473',
+      }),
+    );
     assert.equal(c.config.DatastoreType, 'etcdv3');
     assert.deepEqual(c.config.EtcdEndpoints, ['http://127.0.0.1:2379']);
-    assert.deepEqual(problems.filter((x) => x.kind === 'local-only').map((x) => x.param).sort(), ['DatastoreType', 'EtcdEndpoints', 'FelixHostname', 'TyphaAddr']);
+    assert.deepEqual(
+      problems
+        .filter((x) => x.kind === 'local-only')
+        .map((x) => x.param)
+        .sort(),
+      ['DatastoreType', 'EtcdEndpoints', 'FelixHostname', 'TyphaAddr'],
+    );
   });
 
   it('EtcdEndpoints defaults to EtcdScheme://EtcdAddr; DatastoreDir alone means the file datastore', () => {
@@ -254,7 +313,10 @@ describe('config: sources and precedence', () => {
     assert.match(p?.reason ?? '', /only for WireGuard.*main table/);
     const bad: ConfigProblem[] = [];
     new ConfigResolver({ env: { FELIX_ROUTETABLERANGES: '300-100' }, onProblem: (x) => bad.push(x) });
-    assert.ok(bad.some((x) => x.param === 'RouteTableRanges' && x.kind !== 'unsupported'), JSON.stringify(bad));
+    assert.ok(
+      bad.some((x) => x.param === 'RouteTableRanges' && x.kind !== 'unsupported'),
+      JSON.stringify(bad),
+    );
   });
 
   it('an unknown name is a warning with a did-you-mean', () => {
@@ -277,13 +339,25 @@ describe('config: sources and precedence', () => {
     const first = c.setDatastoreConfig(ds({ HealthPort: '9300' }));
     assert.deepEqual(first.changed, ['HealthPort']);
     assert.deepEqual(c.setDatastoreConfig(ds({ HealthPort: '9300' })), { changed: [], needsRestart: [] });
-    assert.deepEqual(c.setDatastoreConfig(ds({ HealthPort: '9300', LogSeverityScreen: 'Debug' })), { changed: ['LogSeverityScreen'], needsRestart: [] });
-    assert.deepEqual(c.setDatastoreConfig(ds({ HealthPort: '9300', LogSeverityScreen: 'Debug' }, { FailsafeInboundHostPorts: 'none' })), {
-      changed: ['FailsafeInboundHostPorts'],
-      needsRestart: ['FailsafeInboundHostPorts'],
+    assert.deepEqual(c.setDatastoreConfig(ds({ HealthPort: '9300', LogSeverityScreen: 'Debug' })), {
+      changed: ['LogSeverityScreen'],
+      needsRestart: [],
     });
+    assert.deepEqual(
+      c.setDatastoreConfig(
+        ds({ HealthPort: '9300', LogSeverityScreen: 'Debug' }, { FailsafeInboundHostPorts: 'none' }),
+      ),
+      {
+        changed: ['FailsafeInboundHostPorts'],
+        needsRestart: ['FailsafeInboundHostPorts'],
+      },
+    );
     assert.deepEqual(c.setDatastoreConfig(ds()).needsRestart.sort(), ['FailsafeInboundHostPorts', 'HealthPort']);
-    assert.deepEqual(c.setDatastoreConfig(ds({ BPFEnabled: 'true' })), { changed: [], needsRestart: [] }, 'an ignored parameter needs no restart');
+    assert.deepEqual(
+      c.setDatastoreConfig(ds({ BPFEnabled: 'true' })),
+      { changed: [], needsRestart: [] },
+      'an ignored parameter needs no restart',
+    );
   });
 
   it('a named config file must exist; the default one may be missing', () => {

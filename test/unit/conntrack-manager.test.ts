@@ -9,7 +9,16 @@ import type { WorkloadEndpoint } from '../../src/proto/messages.js';
 
 const log = createLogger({ severity: 'Fatal' });
 const ep = (name: string, v4: string[], v6: string[] = []): WorkloadEndpoint => ({
-  state: 'active', name, mac: '', profileIds: [], ipv4Nets: v4, ipv6Nets: v6, tiers: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
+  state: 'active',
+  name,
+  mac: '',
+  profileIds: [],
+  ipv4Nets: v4,
+  ipv6Nets: v6,
+  tiers: [],
+  ipv4Nat: [],
+  ipv6Nat: [],
+  allowSpoofedSourcePrefixes: [],
 });
 const id = (w: string) => ({ orchestratorId: 'k8s', workloadId: w, endpointId: 'eth0' });
 
@@ -20,7 +29,12 @@ describe('ConntrackManager', () => {
       calls.push([...a]);
       return { scanned: 10, deleted: a.length };
     });
-    for (const msg of [{ type: 'InSync' }, { type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32'], ['fd00::1/128']) }, { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.2/32']) }] as const) m.onUpdate(msg);
+    for (const msg of [
+      { type: 'InSync' },
+      { type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: ep('cali1', ['10.0.0.1/32'], ['fd00::1/128']) },
+      { type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.2/32']) },
+    ] as const)
+      m.onUpdate(msg);
     assert.deepEqual(await m.apply(), { deleted: 0 });
     m.onUpdate({ type: 'WorkloadEndpointRemove', id: id('a') });
     m.onUpdate({ type: 'WorkloadEndpointUpdate', id: id('b'), endpoint: ep('cali2', ['10.0.0.3/32']) });

@@ -53,7 +53,11 @@ function setup(opts: { name?: string; config?: Partial<ReturnType<typeof default
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 30));
-const profile = (name: string): ToDataplane => ({ type: 'ActiveProfileUpdate', id: { name }, profile: { inboundRules: [], outboundRules: [] } });
+const profile = (name: string): ToDataplane => ({
+  type: 'ActiveProfileUpdate',
+  id: { name },
+  profile: { inboundRules: [], outboundRules: [] },
+});
 
 describe('dataplane driver', () => {
   it('applies nothing before InSync, then reads back, renders everything, commits, and runs the managers in order', async () => {
@@ -63,9 +67,18 @@ describe('dataplane driver', () => {
     assert.deepEqual(calls, []);
     driver.onMessages([{ type: 'InSync' }]);
     await settle();
-    assert.deepEqual(calls, ['first:resync', 'second:resync', 'resync', 'rebuild', 'apply', 'first:apply', 'second:apply']);
+    assert.deepEqual(calls, [
+      'first:resync',
+      'second:resync',
+      'resync',
+      'rebuild',
+      'apply',
+      'first:apply',
+      'second:apply',
+    ]);
     assert.deepEqual(reports, [1]);
-    for (const m of managers) assert.deepEqual(m.seen, ['ActiveProfileUpdate', 'InSync'], 'every message reaches every manager');
+    for (const m of managers)
+      assert.deepEqual(m.seen, ['ActiveProfileUpdate', 'InSync'], 'every message reaches every manager');
     await driver.stop();
   });
 
@@ -89,12 +102,25 @@ describe('dataplane driver', () => {
     driver.onMessages([profile('x')]);
     await new Promise((r) => setTimeout(r, 250));
     assert.deepEqual(errors, ['the kernel said no']);
-    assert.deepEqual(calls, ['update:profile', 'apply', 'first:resync', 'second:resync', 'resync', 'rebuild', 'apply', 'first:apply', 'second:apply']);
+    assert.deepEqual(calls, [
+      'update:profile',
+      'apply',
+      'first:resync',
+      'second:resync',
+      'resync',
+      'rebuild',
+      'apply',
+      'first:apply',
+      'second:apply',
+    ]);
     await driver.stop();
   });
 
   it('in iptables mode reads back after a write, then at doubling intervals while nothing is written (IptablesPostWriteCheckIntervalSecs)', async () => {
-    const { rules, calls, driver } = setup({ name: 'iptables-nft', config: { IptablesPostWriteCheckIntervalSecs: 0.05, IptablesRefreshInterval: 0.3 } });
+    const { rules, calls, driver } = setup({
+      name: 'iptables-nft',
+      config: { IptablesPostWriteCheckIntervalSecs: 0.05, IptablesRefreshInterval: 0.3 },
+    });
     rules.opsPerApply = 1;
     driver.onMessages([{ type: 'InSync' }]);
     await settle();

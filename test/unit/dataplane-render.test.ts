@@ -32,14 +32,38 @@ describe('dataplane render: names and marks', () => {
     ['GlobalNetworkPolicy', '', 'security.block-bad', 'cali-pi-_vhyJ-5jCoE2GAxX2EMz', 'cali-po-gnp/security.block-bad'],
     ['StagedNetworkPolicy', 'prod', 'staged-allow', 'cali-pi-_UJHX9DlZWh91mldlp7e', 'cali-po-snp/prod/staged-allow'],
     ['StagedGlobalNetworkPolicy', '', 'staged-global', 'cali-pi-sgnp/staged-global', 'cali-po-sgnp/staged-global'],
-    ['StagedKubernetesNetworkPolicy', 'prod', 'k8s-staged', 'cali-pi-sknp/prod/k8s-staged', 'cali-po-sknp/prod/k8s-staged'],
-    ['KubernetesNetworkPolicy', 'default', 'allow-frontend-to-backend-on-8080', 'cali-pi-_hhV1dNVTfEgXY0qI4Wg', 'cali-po-knp/default/allow-frontend-to-backend-on-8080'],
-    ['KubernetesClusterNetworkPolicy', '', 'cluster-deny-all', 'cali-pi-_BL8IDCtUBmDOIZM3iMH', 'cali-po-kcnp/cluster-deny-all'],
-    ['GlobalNetworkPolicy', '', 'long-policy-name-that-gets-hashed', 'cali-pi-_PymyFHQQg3808jiz1OJ', 'cali-po-gnp/long-policy-name-that-gets-hashed'],
+    [
+      'StagedKubernetesNetworkPolicy',
+      'prod',
+      'k8s-staged',
+      'cali-pi-sknp/prod/k8s-staged',
+      'cali-po-sknp/prod/k8s-staged',
+    ],
+    [
+      'KubernetesNetworkPolicy',
+      'default',
+      'allow-frontend-to-backend-on-8080',
+      'cali-pi-_hhV1dNVTfEgXY0qI4Wg',
+      'cali-po-knp/default/allow-frontend-to-backend-on-8080',
+    ],
+    [
+      'KubernetesClusterNetworkPolicy',
+      '',
+      'cluster-deny-all',
+      'cali-pi-_BL8IDCtUBmDOIZM3iMH',
+      'cali-po-kcnp/cluster-deny-all',
+    ],
+    [
+      'GlobalNetworkPolicy',
+      '',
+      'long-policy-name-that-gets-hashed',
+      'cali-pi-_PymyFHQQg3808jiz1OJ',
+      'cali-po-gnp/long-policy-name-that-gets-hashed',
+    ],
     ['NetworkPolicy', 'x', '_bcdefghijklm', 'cali-pi-np/x/_bcdefghijklm', 'cali-po-np/x/_bcdefghijklm'],
   ];
 
-  it('names policy chains from Felix\'s PolicyID.ID(), hashed to 28 in iptables mode only (Felix\'s vectors)', () => {
+  it("names policy chains from Felix's PolicyID.ID(), hashed to 28 in iptables mode only (Felix's vectors)", () => {
     for (const [kind, ns, name, ipt, nft] of FELIX_VECTORS) {
       const id = policyId(kind, ns, name);
       assert.equal(policyChain('in', id, true), ipt, `${kind} ${ns}/${name} iptables`);
@@ -47,7 +71,10 @@ describe('dataplane render: names and marks', () => {
     }
     assert.equal(profileChain('in', 'kns.demo', true), 'cali-pri-kns.demo');
     assert.equal(profileChain('in', 'ksa.demo.a-very-long-service-account-name', true), 'cali-pri-_47xxVCSGx8oY1MKMnP');
-    assert.equal(profileChain('out', 'ksa.demo.a-very-long-service-account-name', false), 'cali-pro-ksa.demo.a-very-long-service-account-name');
+    assert.equal(
+      profileChain('out', 'ksa.demo.a-very-long-service-account-name', false),
+      'cali-pro-ksa.demo.a-very-long-service-account-name',
+    );
   });
 
   it('limits names as Felix\'s GetLengthLimitedID: "_" names hashed only when they fill the limit exactly', () => {
@@ -59,17 +86,31 @@ describe('dataplane render: names and marks', () => {
     assert.equal(ipSetName(4, 's:abcdefghijklmnopqrstuvwxyz0123456789'), 'cali40s:abcdefghijklmnopqrstuvw');
   });
 
-  it('builds Log rules\' prefixes as Felix\'s generateLogPrefix', () => {
+  it("builds Log rules' prefixes as Felix's generateLogPrefix", () => {
     const owner = { kind: 'np', name: 'web', namespace: 'prod', tier: 'security' };
     assert.equal(logPrefix('', owner), 'calico-packet');
     assert.equal(logPrefix('drop-%t-%k-%n-%p', owner), 'drop-security-np-web-prod/web');
     assert.equal(logPrefix('%p %x', { ...owner, kind: 'gnp', namespace: '' }), 'web %x');
-    const [rule] = renderProtoRule(protoRule({ action: 'log' }), { ...v4ipt, log: { prefix: 'p %k', rateLimit: '5/minute', burst: 0 }, owner });
-    assert.match(iptablesRuleLines('cali-pi-x', [rule as Rule], 4)[0] ?? '', / -m limit --limit 5\/minute -j LOG --log-prefix "p np: " --log-level 5$/);
+    const [rule] = renderProtoRule(protoRule({ action: 'log' }), {
+      ...v4ipt,
+      log: { prefix: 'p %k', rateLimit: '5/minute', burst: 0 },
+      owner,
+    });
+    assert.match(
+      iptablesRuleLines('cali-pi-x', [rule as Rule], 4)[0] ?? '',
+      / -m limit --limit 5\/minute -j LOG --log-prefix "p np: " --log-level 5$/,
+    );
   });
 
   it('allocates marks from the mask, lowest bits first, and refuses a mask too small', () => {
-    assert.deepEqual(marks, { accept: 0x10000, pass: 0x20000, drop: 0x40000, scratch0: 0x80000, scratch1: 0x100000, all: 0x1f0000 });
+    assert.deepEqual(marks, {
+      accept: 0x10000,
+      pass: 0x20000,
+      drop: 0x40000,
+      scratch0: 0x80000,
+      scratch1: 0x100000,
+      all: 0x1f0000,
+    });
     assert.equal(allocateMarks(0xf0f00000).scratch1, 0x10000000);
     assert.throws(() => allocateMarks(0xf000), /needs at least 5/);
   });
@@ -86,52 +127,126 @@ describe('dataplane render: names and marks', () => {
 describe('dataplane render: policy rules', () => {
   it('renders allow as set-accept-mark then return (one nft rule, two iptables rules), deny as drop, pass as the pass mark', () => {
     const allow = protoRule({ action: 'allow', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 80 }] });
-    const match = [{ k: 'proto', proto: 6 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 80 }] }];
-    assert.deepEqual(renderProtoRule(allow, v4), [{ match, action: { k: 'setMark', mark: 0x10000, mask: 0x10000, then: { k: 'return' } } }]);
+    const match = [
+      { k: 'proto', proto: 6 },
+      { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 80 }] },
+    ];
+    assert.deepEqual(renderProtoRule(allow, v4), [
+      { match, action: { k: 'setMark', mark: 0x10000, mask: 0x10000, then: { k: 'return' } } },
+    ]);
     assert.deepEqual(renderProtoRule(allow, v4ipt), [
       { match, action: { k: 'setMark', mark: 0x10000, mask: 0x10000 } },
-      { match: [{ k: 'mark', value: 0x10000, mask: 0x10000 }], action: { k: 'return' }, comment: 'Return if policy accepted' },
+      {
+        match: [{ k: 'mark', value: 0x10000, mask: 0x10000 }],
+        action: { k: 'return' },
+        comment: 'Return if policy accepted',
+      },
     ]);
     assert.deepEqual(renderProtoRule(protoRule({ action: 'deny' }), v4), [{ match: [], action: { k: 'drop' } }]);
-    assert.deepEqual(renderProtoRule(protoRule({ action: 'next-tier' }), v4)[0]?.action, { k: 'setMark', mark: 0x20000, mask: 0x20000, then: { k: 'return' } });
+    assert.deepEqual(renderProtoRule(protoRule({ action: 'next-tier' }), v4)[0]?.action, {
+      k: 'setMark',
+      mark: 0x20000,
+      mask: 0x20000,
+      then: { k: 'return' },
+    });
   });
 
   it('leaves out rules of the other IP version, or whose CIDRs are all of the other version', () => {
     assert.deepEqual(renderProtoRule(protoRule({ ipVersion: 6 }), v4), []);
     assert.deepEqual(renderProtoRule(protoRule({ srcNet: ['fd00::/64'] }), v4), []);
     assert.deepEqual(renderProtoRule(protoRule({ protocol: { name: 'icmpv6' } }), v4), []);
-    const mixed = renderProtoRule(protoRule({ action: 'deny', srcNet: ['fd00::/64', '10.0.0.0/8'], notDstNet: ['fd00::1/128'] }), v4);
+    const mixed = renderProtoRule(
+      protoRule({ action: 'deny', srcNet: ['fd00::/64', '10.0.0.0/8'], notDstNet: ['fd00::1/128'] }),
+      v4,
+    );
     assert.deepEqual(mixed, [{ match: [{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], action: { k: 'drop' } }]);
   });
 
-  it('ORs numeric ports with named ports through the scratch marks, the numeric ones with their protocol (as Felix\'s AppendPortMatchBlock)', () => {
-    const rules = renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 81 }], dstNamedPortIpSetIds: ['n:abc'] }), v4);
+  it("ORs numeric ports with named ports through the scratch marks, the numeric ones with their protocol (as Felix's AppendPortMatchBlock)", () => {
+    const rules = renderProtoRule(
+      protoRule({
+        action: 'deny',
+        protocol: { name: 'tcp' },
+        dstPorts: [{ first: 80, last: 81 }],
+        dstNamedPortIpSetIds: ['n:abc'],
+      }),
+      v4,
+    );
     assert.deepEqual(rules, [
       { match: [], action: { k: 'setMark', mark: 0x80000, mask: 0x180000 } },
-      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'proto', proto: 6 }, { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 81 }] }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
-      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'ipPortSet', dir: 'dst', set: 'cali40n:abc' }], action: { k: 'setMark', mark: 0x100000, mask: 0x100000 } },
+      {
+        match: [
+          { k: 'mark', value: 0x80000, mask: 0x80000 },
+          { k: 'proto', proto: 6 },
+          { k: 'ports', dir: 'dst', ranges: [{ first: 80, last: 81 }] },
+        ],
+        action: { k: 'setMark', mark: 0x100000, mask: 0x100000 },
+      },
+      {
+        match: [
+          { k: 'mark', value: 0x80000, mask: 0x80000 },
+          { k: 'ipPortSet', dir: 'dst', set: 'cali40n:abc' },
+        ],
+        action: { k: 'setMark', mark: 0x100000, mask: 0x100000 },
+      },
       { match: [{ k: 'mark', value: 0, mask: 0x100000 }], action: { k: 'setMark', mark: 0, mask: 0x80000 } },
       { match: [], action: { k: 'setMark', mark: 0, mask: 0x100000 } },
-      { match: [{ k: 'mark', value: 0x80000, mask: 0x80000 }, { k: 'proto', proto: 6 }], action: { k: 'drop' } },
+      {
+        match: [
+          { k: 'mark', value: 0x80000, mask: 0x80000 },
+          { k: 'proto', proto: 6 },
+        ],
+        action: { k: 'drop' },
+      },
     ]);
   });
 
   it('iptables style: several CIDRs become a block, several negated CIDRs one block each, ports in multiport chunks', () => {
-    const ipt = renderProtoRule(protoRule({ action: 'deny', srcNet: ['10.0.0.0/8', '192.168.0.0/16'], notDstNet: ['10.1.0.0/16', '10.2.0.0/16'] }), v4ipt);
+    const ipt = renderProtoRule(
+      protoRule({
+        action: 'deny',
+        srcNet: ['10.0.0.0/8', '192.168.0.0/16'],
+        notDstNet: ['10.1.0.0/16', '10.2.0.0/16'],
+      }),
+      v4ipt,
+    );
     const setsOne = ipt.filter((r) => r.action.k === 'setMark' && r.action.mark === marks.scratch1);
     assert.equal(setsOne.length, 4);
     assert.equal(ipt.at(-1)?.action.k, 'drop');
     // nftables splits short disjoint lists into one rule each (no anonymous set), keeps
     // overlapping ones as a set, and turns a negated list into one negated match per value.
     const nft = renderProtoRule(protoRule({ action: 'deny', srcNet: ['10.0.0.0/8', '192.168.0.0/16'] }), v4);
-    assert.deepEqual(nft.map((r) => r.match), [[{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], [{ k: 'net', dir: 'src', nets: ['192.168.0.0/16'] }]]);
-    assert.equal(renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: [{ first: 80, last: 90 }, { first: 85, last: 85 }] }), v4).length, 1);
-    assert.deepEqual(renderProtoRule(protoRule({ action: 'deny', notSrcNet: ['10.0.0.0/8', '11.0.0.0/8'] }), v4)[0]?.match, [
-      { k: 'net', dir: 'src', nets: ['10.0.0.0/8'], neg: true },
-      { k: 'net', dir: 'src', nets: ['11.0.0.0/8'], neg: true },
-    ]);
+    assert.deepEqual(
+      nft.map((r) => r.match),
+      [[{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], [{ k: 'net', dir: 'src', nets: ['192.168.0.0/16'] }]],
+    );
+    assert.equal(
+      renderProtoRule(
+        protoRule({
+          action: 'deny',
+          protocol: { name: 'tcp' },
+          dstPorts: [
+            { first: 80, last: 90 },
+            { first: 85, last: 85 },
+          ],
+        }),
+        v4,
+      ).length,
+      1,
+    );
+    assert.deepEqual(
+      renderProtoRule(protoRule({ action: 'deny', notSrcNet: ['10.0.0.0/8', '11.0.0.0/8'] }), v4)[0]?.match,
+      [
+        { k: 'net', dir: 'src', nets: ['10.0.0.0/8'], neg: true },
+        { k: 'net', dir: 'src', nets: ['11.0.0.0/8'], neg: true },
+      ],
+    );
     const many = Array.from({ length: 9 }, (_, i) => ({ first: 1000 + i, last: 1000 + i }));
-    assert.equal(renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: many }), v4).length, 1, 'long lists stay one rule with a set');
+    assert.equal(
+      renderProtoRule(protoRule({ action: 'deny', protocol: { name: 'tcp' }, dstPorts: many }), v4).length,
+      1,
+      'long lists stay one rule with a set',
+    );
     const ports = Array.from({ length: 20 }, (_, i) => ({ first: 1000 + i * 10, last: 1000 + i * 10 + (i % 2) }));
     const chunks = portChunks(ports);
     assert.ok(chunks.every((c) => c.reduce((n, r) => n + (r.first === r.last ? 1 : 2), 0) <= 15));
@@ -141,16 +256,32 @@ describe('dataplane render: policy rules', () => {
 
 describe('dataplane render: endpoints and dispatch', () => {
   const ep: WorkloadEndpoint = {
-    state: 'active', name: 'cali0123456789a', mac: '', profileIds: ['kns.prod'], ipv4Nets: ['10.0.0.1/32'], ipv6Nets: [], ipv4Nat: [], ipv6Nat: [], allowSpoofedSourcePrefixes: [],
+    state: 'active',
+    name: 'cali0123456789a',
+    mac: '',
+    profileIds: ['kns.prod'],
+    ipv4Nets: ['10.0.0.1/32'],
+    ipv6Nets: [],
+    ipv4Nat: [],
+    ipv6Nat: [],
+    allowSpoofedSourcePrefixes: [],
     tiers: [
       { name: 'security', ingressPolicies: ['gnp/security.a'], egressPolicies: [], defaultAction: 'Pass' },
-      { name: 'default', ingressPolicies: ['np/prod/b', 'np/prod/c'], egressPolicies: ['np/prod/c'], defaultAction: 'Deny' },
+      {
+        name: 'default',
+        ingressPolicies: ['np/prod/b', 'np/prod/c'],
+        egressPolicies: ['np/prod/c'],
+        defaultAction: 'Deny',
+      },
     ],
   };
 
   it('lays out tiers in order, end-of-tier drop unless the tier passes, then profiles, then drop', () => {
     const [tw, fw] = workloadChains(ep, v4ipt);
-    const brief = (r: Rule) => `${r.match.map((m) => (m.k === 'mark' ? `mark&${m.mask.toString(16)}==${m.value.toString(16)}` : m.k)).join(',')} -> ${r.action.k}${'chain' in r.action ? ` ${r.action.chain}` : ''}`;
+    const matchOf = (m: Rule['match'][number]) =>
+      m.k === 'mark' ? `mark&${m.mask.toString(16)}==${m.value.toString(16)}` : m.k;
+    const brief = (r: Rule) =>
+      `${r.match.map(matchOf).join(',')} -> ${r.action.k}${'chain' in r.action ? ` ${r.action.chain}` : ''}`;
     assert.equal(tw?.name, 'cali-tw-cali0123456789a');
     assert.deepEqual(tw?.rules.map(brief), [
       'ct -> accept',
@@ -170,14 +301,28 @@ describe('dataplane render: endpoints and dispatch', () => {
       ' -> drop',
     ]);
     assert.ok(fw?.rules.some((r) => r.comment?.startsWith('Drop VXLAN')));
-    assert.deepEqual(workloadChains({ ...ep, state: 'down' }, v4ipt).map((c) => c.rules.map((r) => r.action.k)), [['drop'], ['drop']]);
+    assert.deepEqual(
+      workloadChains({ ...ep, state: 'down' }, v4ipt).map((c) => c.rules.map((r) => r.action.k)),
+      [['drop'], ['drop']],
+    );
   });
 
   it('dispatches by verdict map in nftables and by one goto per interface in iptables, both failing closed', () => {
-    const state = stateOf(profile('kns.prod', {}), wep('a', 'node1', '10.0.0.1', {}), wep('b', 'node1', '10.0.0.2', {}), wep('r', 'node2', '10.0.1.1', {}));
+    const state = stateOf(
+      profile('kns.prod', {}),
+      wep('a', 'node1', '10.0.0.1', {}),
+      wep('b', 'node1', '10.0.0.2', {}),
+      wep('r', 'node2', '10.0.1.1', {}),
+    );
     const nft = renderNft(renderRuleset(state, config(), 4, 'nftables'));
-    assert.match(nft, /map filter-cali-to-wl-dispatch \{ type ifname : verdict; elements = \{ "calia0000000000" : goto filter-cali-tw-calia0000000000, "calib0000000000" : goto filter-cali-tw-calib0000000000 \}; \}/);
-    assert.match(nft, /chain filter-cali-to-wl-dispatch \{\n\t\tcounter oifname vmap @filter-cali-to-wl-dispatch comment "cali:[^"]+"\n\t\tcounter drop comment "cali:[^"]+"\n\t\}/);
+    assert.match(
+      nft,
+      /map filter-cali-to-wl-dispatch \{ type ifname : verdict; elements = \{ "calia0000000000" : goto filter-cali-tw-calia0000000000, "calib0000000000" : goto filter-cali-tw-calib0000000000 \}; \}/,
+    );
+    assert.match(
+      nft,
+      /chain filter-cali-to-wl-dispatch \{\n\t\tcounter oifname vmap @filter-cali-to-wl-dispatch comment "cali:[^"]+"\n\t\tcounter drop comment "cali:[^"]+"\n\t\}/,
+    );
     assert.doesNotMatch(nft, /calir/);
     const rs = renderRuleset(state, config(), 4, 'iptables');
     const ipt = renderIptables(rs);
@@ -190,20 +335,51 @@ describe('dataplane render: endpoints and dispatch', () => {
   });
 });
 
-describe('iptables mode: Felix\'s dispatch tree', () => {
+describe("iptables mode: Felix's dispatch tree", () => {
   it('bins interfaces by the character after their common prefix: one per bin in the root chain, several in a child chain with the end rules again', () => {
     const goto = (n: string) => ({ k: 'goto' as const, chain: `cali-tw-${n}` });
     const entries = new Map(['calia1', 'calib1', 'calia2', 'calic1', 'calia3'].map((n) => [n, goto(n)]));
     const drop: Rule = { match: [], action: { k: 'drop' }, comment: 'Unknown interface' };
-    const chains = dispatchChains('cali-to-wl-dispatch', [{ match: [], action: { k: 'vmap', iface: 'out', map: 'm' } }, drop], new Map([['m', { name: 'm', table: 'filter', entries }]]));
-    const show = (r: Rule) => `${r.match.map((m) => (m.k === 'iface' ? `${m.dir}:${m.name}` : m.k)).join(' ')} -> ${r.action.k === 'goto' ? r.action.chain : r.action.k}`;
-    assert.deepEqual(chains.map((c) => [c.name, c.rules.map(show)]), [
-      ['cali-to-wl-dispatch-a', ['out:calia1 -> cali-tw-calia1', 'out:calia2 -> cali-tw-calia2', 'out:calia3 -> cali-tw-calia3', ' -> drop']],
-      ['cali-to-wl-dispatch', ['out:calia+ -> cali-to-wl-dispatch-a', 'out:calib1 -> cali-tw-calib1', 'out:calic1 -> cali-tw-calic1', ' -> drop']],
-    ]);
+    const chains = dispatchChains(
+      'cali-to-wl-dispatch',
+      [{ match: [], action: { k: 'vmap', iface: 'out', map: 'm' } }, drop],
+      new Map([['m', { name: 'm', table: 'filter', entries }]]),
+    );
+    const show = (r: Rule) =>
+      `${r.match.map((m) => (m.k === 'iface' ? `${m.dir}:${m.name}` : m.k)).join(' ')} -> ${r.action.k === 'goto' ? r.action.chain : r.action.k}`;
+    assert.deepEqual(
+      chains.map((c) => [c.name, c.rules.map(show)]),
+      [
+        [
+          'cali-to-wl-dispatch-a',
+          ['out:calia1 -> cali-tw-calia1', 'out:calia2 -> cali-tw-calia2', 'out:calia3 -> cali-tw-calia3', ' -> drop'],
+        ],
+        [
+          'cali-to-wl-dispatch',
+          [
+            'out:calia+ -> cali-to-wl-dispatch-a',
+            'out:calib1 -> cali-tw-calib1',
+            'out:calic1 -> cali-tw-calic1',
+            ' -> drop',
+          ],
+        ],
+      ],
+    );
     // One name: its common prefix is itself, one bin; none: the end rules alone.
-    assert.deepEqual(dispatchChains('d', [{ match: [], action: { k: 'vmap', iface: 'in', map: 'm' } }, drop], new Map([['m', { name: 'm', table: 'filter', entries: new Map([['calix', goto('calix')]]) }]])).map((c) => c.rules.map(show)), [['in:calix -> cali-tw-calix', ' -> drop']]);
-    assert.deepEqual(dispatchChains('d', [{ match: [], action: { k: 'vmap', iface: 'in', map: 'm' } }, drop], new Map()).map((c) => c.rules.map(show)), [[' -> drop']]);
+    assert.deepEqual(
+      dispatchChains(
+        'd',
+        [{ match: [], action: { k: 'vmap', iface: 'in', map: 'm' } }, drop],
+        new Map([['m', { name: 'm', table: 'filter', entries: new Map([['calix', goto('calix')]]) }]]),
+      ).map((c) => c.rules.map(show)),
+      [['in:calix -> cali-tw-calix', ' -> drop']],
+    );
+    assert.deepEqual(
+      dispatchChains('d', [{ match: [], action: { k: 'vmap', iface: 'in', map: 'm' } }, drop], new Map()).map((c) =>
+        c.rules.map(show),
+      ),
+      [[' -> drop']],
+    );
   });
 });
 
@@ -211,11 +387,32 @@ describe('dataplane render: whole rulesets', () => {
   const resources = [
     tier('security', 100),
     profile('kns.prod', {}, { ingress: [{ action: 'Allow', source: { nets: ['10.0.0.0/8', 'fd00::/8'] } }] }),
-    wep('web', 'node1', '10.65.0.10', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }], ipNetworks: ['10.65.0.10/32', 'fd65::10/128'] }),
+    wep(
+      'web',
+      'node1',
+      '10.65.0.10',
+      { app: 'web' },
+      { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }], ipNetworks: ['10.65.0.10/32', 'fd65::10/128'] },
+    ),
     wep('api', 'node2', '10.65.1.10', { app: 'api' }),
     gns('bad', ['192.0.2.0/24', '192.0.2.7/32', '2001:db8::/32'], { feed: 'bad' }),
-    gnp('security.block', { tier: 'security', order: 1, selector: 'all()', ingress: [{ action: 'Deny', source: { selector: "feed == 'bad'" } }, { action: 'Pass' }] }),
-    np('web', { selector: "app == 'web'", ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: ['http', 443] } }] }),
+    gnp('security.block', {
+      tier: 'security',
+      order: 1,
+      selector: 'all()',
+      ingress: [{ action: 'Deny', source: { selector: "feed == 'bad'" } }, { action: 'Pass' }],
+    }),
+    np('web', {
+      selector: "app == 'web'",
+      ingress: [
+        {
+          action: 'Allow',
+          protocol: 'TCP',
+          source: { selector: "app == 'api'" },
+          destination: { ports: ['http', 443] },
+        },
+      ],
+    }),
   ];
 
   it('splits IP-set members by family and keeps only covering CIDRs in nftables interval sets', () => {
@@ -240,12 +437,26 @@ describe('dataplane render: whole rulesets', () => {
     assert.doesNotMatch(text, /2001:db8/);
   });
 
-  it('comments rules as Felix: the cali: hash first, then the rule\'s comments and annotations, escaped', () => {
-    const lines = iptablesRuleLines('cali-x', [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why', annotations: ['team=web "ops"'] }], 4);
-    assert.match(lines[0] as string, /^-A cali-x -m comment --comment "cali:[\w-]{16}" -m comment --comment "why" -m comment --comment "team=web _ops_" -p tcp -j ACCEPT$/);
+  it("comments rules as Felix: the cali: hash first, then the rule's comments and annotations, escaped", () => {
+    const lines = iptablesRuleLines(
+      'cali-x',
+      [{ match: [{ k: 'proto', proto: 6 }], action: { k: 'accept' }, comment: 'why', annotations: ['team=web "ops"'] }],
+      4,
+    );
+    assert.match(
+      lines[0] as string,
+      /^-A cali-x -m comment --comment "cali:[\w-]{16}" -m comment --comment "why" -m comment --comment "team=web _ops_" -p tcp -j ACCEPT$/,
+    );
     assert.equal(nftComment('abc', { match: [], action: { k: 'drop' } }), 'cali:abc;');
-    assert.equal(nftComment('abc', { match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' }), 'cali:abc; Drop if no profiles matched');
-    const long = nftComment('h'.repeat(16), { match: [], action: { k: 'drop' }, annotations: ['a='.padEnd(100, 'x'), 'b='.padEnd(100, 'y')] });
+    assert.equal(
+      nftComment('abc', { match: [], action: { k: 'drop' }, comment: 'Drop if no profiles matched' }),
+      'cali:abc; Drop if no profiles matched',
+    );
+    const long = nftComment('h'.repeat(16), {
+      match: [],
+      action: { k: 'drop' },
+      annotations: ['a='.padEnd(100, 'x'), 'b='.padEnd(100, 'y')],
+    });
     assert.ok(long.length <= 128, 'nftables comments stay within 128 bytes');
     assert.match(long, /^cali:h{16}; a=x+ b=y+$/);
     // Annotations reach every rule a proto rule becomes, sorted.
@@ -253,10 +464,23 @@ describe('dataplane render: whole rulesets', () => {
     assert.ok(rules.every((r) => JSON.stringify(r.annotations) === JSON.stringify(['a=2', 'z=1'])));
   });
 
-  it('lets replies to the other direction\'s failsafe traffic through in raw only, as Felix', () => {
-    const cfg = { ...config(), FailsafeInboundHostPorts: [{ protocol: 'tcp' as const, port: 22 }], FailsafeOutboundHostPorts: [{ protocol: 'udp' as const, port: 53, net: '10.0.0.0/8' }] };
+  it("lets replies to the other direction's failsafe traffic through in raw only, as Felix", () => {
+    const cfg = {
+      ...config(),
+      FailsafeInboundHostPorts: [{ protocol: 'tcp' as const, port: 22 }],
+      FailsafeOutboundHostPorts: [{ protocol: 'udp' as const, port: 53, net: '10.0.0.0/8' }],
+    };
     const rs = renderRuleset(stateOf(), cfg, 4, 'nftables');
-    const ports = (table: 'raw' | 'filter', chain: string) => rs.tables[table].get(chain)?.rules.map((r) => r.match.map((m) => (m.k === 'ports' ? `${m.dir}:${m.ranges[0]?.first}` : m.k === 'net' ? `${m.dir}net:${m.nets[0]}` : m.k)).join(' '));
+    const ports = (table: 'raw' | 'filter', chain: string) =>
+      rs.tables[table]
+        .get(chain)
+        ?.rules.map((r) =>
+          r.match
+            .map((m) =>
+              m.k === 'ports' ? `${m.dir}:${m.ranges[0]?.first}` : m.k === 'net' ? `${m.dir}net:${m.nets[0]}` : m.k,
+            )
+            .join(' '),
+        );
     assert.deepEqual(ports('raw', 'cali-failsafe-in'), ['proto dst:22', 'proto src:53 srcnet:10.0.0.0/8']);
     assert.deepEqual(ports('raw', 'cali-failsafe-out'), ['proto dst:53 dstnet:10.0.0.0/8', 'proto src:22']);
     assert.deepEqual(ports('filter', 'cali-failsafe-in'), ['proto dst:22']);
@@ -269,17 +493,48 @@ describe('dataplane render: whole rulesets', () => {
   });
 
   it('covers CIDRs and writes nft elements', () => {
-    assert.deepEqual(coveringMembers(['10.0.0.1/32', '10.0.0.0/8', '11.0.0.0/8', '10.0.0.0/8', 'fd00::1/128', 'fd00::/8']), ['10.0.0.0/8', '11.0.0.0/8', 'fd00::/8']);
+    assert.deepEqual(
+      coveringMembers(['10.0.0.1/32', '10.0.0.0/8', '11.0.0.0/8', '10.0.0.0/8', 'fd00::1/128', 'fd00::/8']),
+      ['10.0.0.0/8', '11.0.0.0/8', 'fd00::/8'],
+    );
     assert.equal(nftElement('10.0.0.1,udp:53'), '10.0.0.1 . udp . 53');
   });
 });
 
-describe('dataplane render: the overlay\'s static rules', () => {
-  const vxlanPool = { type: 'RouteUpdate' as const, route: { types: 0, ipPoolType: 'VXLAN' as const, dst: '10.65.0.0/16', dstNodeName: '', dstNodeIp: '', sameSubnet: false, natOutgoing: false, localWorkload: false, tunnelType: { ipip: false, vxlan: false, wireguard: false }, borrowed: false } };
-  const vtep = (node: string, parent: string) => ({ type: 'VXLANTunnelEndpointUpdate' as const, vtep: { node, mac: '66:00:00:00:00:01', ipv4Addr: '10.65.9.0', parentDeviceIp: parent, macV6: '', ipv6Addr: '', parentDeviceIpv6: '' } });
-  const input = (rs: Ruleset) => iptablesRuleLines('cali-INPUT', rs.tables.filter.get('cali-INPUT')?.rules ?? [], 4).map((l) => l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''));
+describe("dataplane render: the overlay's static rules", () => {
+  const vxlanPool = {
+    type: 'RouteUpdate' as const,
+    route: {
+      types: 0,
+      ipPoolType: 'VXLAN' as const,
+      dst: '10.65.0.0/16',
+      dstNodeName: '',
+      dstNodeIp: '',
+      sameSubnet: false,
+      natOutgoing: false,
+      localWorkload: false,
+      tunnelType: { ipip: false, vxlan: false, wireguard: false },
+      borrowed: false,
+    },
+  };
+  const vtep = (node: string, parent: string) => ({
+    type: 'VXLANTunnelEndpointUpdate' as const,
+    vtep: {
+      node,
+      mac: '66:00:00:00:00:01',
+      ipv4Addr: '10.65.9.0',
+      parentDeviceIp: parent,
+      macV6: '',
+      ipv6Addr: '',
+      parentDeviceIpv6: '',
+    },
+  });
+  const input = (rs: Ruleset) =>
+    iptablesRuleLines('cali-INPUT', rs.tables.filter.get('cali-INPUT')?.rules ?? [], 4).map((l) =>
+      l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''),
+    );
 
-  it('accepts VXLAN to a local address only from known VTEPs, and lets it out to them, while a pool uses VXLAN (Felix\'s filterInputChain)', () => {
+  it("accepts VXLAN to a local address only from known VTEPs, and lets it out to them, while a pool uses VXLAN (Felix's filterInputChain)", () => {
     const state = new DesiredState();
     state.apply([vxlanPool, vtep('node2', '10.99.0.12'), vtep('node3', '10.99.1.13')]);
     const rs = renderRuleset(state, config(), 4, 'iptables');
@@ -302,14 +557,23 @@ describe('dataplane render: the overlay\'s static rules', () => {
     const on = renderRuleset(state, { ...config(), VXLANEnabled: true, VXLANPort: 8472 }, 4, 'iptables');
     assert.match(input(on)[0] as string, /--destination-ports 8472 .*-j ACCEPT$/);
     state.apply([vxlanPool]);
-    assert.equal(renderRuleset(state, { ...config(), VXLANEnabled: false }, 4, 'iptables').sets.has('cali40all-vxlan-net'), false);
+    assert.equal(
+      renderRuleset(state, { ...config(), VXLANEnabled: false }, 4, 'iptables').sets.has('cali40all-vxlan-net'),
+      false,
+    );
   });
 
   it('accepts IPIP only from Calico hosts (all-hosts-net: node addresses and ExternalNodesCIDRList) while a pool uses IPIP, before the VXLAN rules', () => {
     const ipipPool = { ...vxlanPool, route: { ...vxlanPool.route, ipPoolType: 'IPIP' as const, dst: '10.70.0.0/16' } };
     const host = (hostname: string, ipv4Addr: string) => ({ type: 'HostMetadataUpdate' as const, hostname, ipv4Addr });
     const state = new DesiredState();
-    state.apply([ipipPool, vxlanPool, host('node1', '10.99.0.11'), host('node2', '10.99.0.12'), vtep('node2', '10.99.0.12')]);
+    state.apply([
+      ipipPool,
+      vxlanPool,
+      host('node1', '10.99.0.11'),
+      host('node2', '10.99.0.12'),
+      vtep('node2', '10.99.0.12'),
+    ]);
     const cfg = { ...config(), ExternalNodesCIDRList: ['192.0.2.0/24', 'fd00::/64'] };
     const rs = renderRuleset(state, cfg, 4, 'iptables');
     assert.deepEqual(input(rs).slice(0, 3), [
@@ -319,24 +583,42 @@ describe('dataplane render: the overlay\'s static rules', () => {
     ]);
     assert.deepEqual(rs.sets.get('cali40all-hosts-net')?.members, ['10.99.0.11', '10.99.0.12', '192.0.2.0/24']);
     const output = rs.tables.filter.get('cali-OUTPUT')?.rules.map((r) => r.comment ?? '');
-    assert.ok(output?.indexOf('Allow IPIP packets to other Calico hosts') === (output?.indexOf('Allow IPv4 VXLAN packets to other allowed hosts') ?? 0) - 1);
+    assert.ok(
+      output?.indexOf('Allow IPIP packets to other Calico hosts') ===
+        (output?.indexOf('Allow IPv4 VXLAN packets to other allowed hosts') ?? 0) - 1,
+    );
     // IpInIpEnabled false wins over the pool; and without the pool the set goes.
-    assert.equal(renderRuleset(state, { ...cfg, IpInIpEnabled: false }, 4, 'iptables').sets.has('cali40all-hosts-net'), false);
+    assert.equal(
+      renderRuleset(state, { ...cfg, IpInIpEnabled: false }, 4, 'iptables').sets.has('cali40all-hosts-net'),
+      false,
+    );
     state.apply([{ type: 'RouteRemove', dst: '10.70.0.0/16' }]);
     assert.equal(renderRuleset(state, cfg, 4, 'iptables').sets.has('cali40all-hosts-net'), false);
   });
 
   it('drops VXLAN (to VXLANPort) and IPIP from workloads unless Allow*PacketsFromWorkloads', () => {
-    const ep = stateOf(wep('web', 'node1', '10.65.0.10', { app: 'web' })).weps.values().next().value as WorkloadEndpoint;
+    const ep = stateOf(wep('web', 'node1', '10.65.0.10', { app: 'web' }))
+      .weps.values()
+      .next().value as WorkloadEndpoint;
     const comments = (cfg: ReturnType<typeof config>) => {
       const rs = renderRuleset(stateOf(wep('web', 'node1', '10.65.0.10', { app: 'web' })), cfg, 4, 'iptables');
-      const chain = [...rs.tables.filter.values()].find((c) => c.name.startsWith('cali-fw-') && c.name.endsWith(ep.name.slice(-4)));
-      return chain?.rules.filter((r) => r.comment?.includes('encapped')).map((r) => `${r.comment} ${JSON.stringify(r.match.find((m) => m.k === 'ports') ?? '')}`);
+      const chain = [...rs.tables.filter.values()].find(
+        (c) => c.name.startsWith('cali-fw-') && c.name.endsWith(ep.name.slice(-4)),
+      );
+      return chain?.rules
+        .filter((r) => r.comment?.includes('encapped'))
+        .map((r) => `${r.comment} ${JSON.stringify(r.match.find((m) => m.k === 'ports') ?? '')}`);
     };
     const all = comments({ ...config(), VXLANPort: 8472 });
     assert.equal(all?.length, 2);
     assert.match(all?.[0] as string, /Drop VXLAN encapped packets originating in workloads .*8472/);
-    assert.deepEqual(comments({ ...config(), AllowVXLANPacketsFromWorkloads: true })?.map((c) => c.split(' ')[1]), ['IPinIP']);
-    assert.deepEqual(comments({ ...config(), AllowVXLANPacketsFromWorkloads: true, AllowIPIPPacketsFromWorkloads: true }), []);
+    assert.deepEqual(
+      comments({ ...config(), AllowVXLANPacketsFromWorkloads: true })?.map((c) => c.split(' ')[1]),
+      ['IPinIP'],
+    );
+    assert.deepEqual(
+      comments({ ...config(), AllowVXLANPacketsFromWorkloads: true, AllowIPIPPacketsFromWorkloads: true }),
+      [],
+    );
   });
 });

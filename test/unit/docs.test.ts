@@ -12,6 +12,9 @@ describe('docs', () => {
   it('docs/configuration.md carries the reference table generated from the schema', () => {
     const doc = readFileSync(root('docs/configuration.md'), 'utf8');
     assert.ok(doc.includes(configReferenceTable()), 'regenerate it: node scripts/gen-config-doc.mjs');
-    assert.ok(doc.includes(unsupportedParamList()), 'regenerate the list of unsupported parameters (unsupportedParamList)');
+    assert.ok(
+      doc.includes(unsupportedParamList()),
+      'regenerate the list of unsupported parameters (unsupportedParamList)',
+    );
   });
 });

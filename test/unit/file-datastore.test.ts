@@ -29,11 +29,20 @@ function captureLog() {
       cb();
     },
   });
-  return { log: createLogger({ severity: 'Debug', destination: dest }), lines, warnings: () => lines.filter((l) => l.level === 'warn').map((l) => String(l.msg)) };
+  return {
+    log: createLogger({ severity: 'Debug', destination: dest }),
+    lines,
+    warnings: () => lines.filter((l) => l.level === 'warn').map((l) => String(l.msg)),
+  };
 }
 
 const yaml = (...rs: Res[]) => rs.map((r) => stringify(r)).join('---\n');
-const key = (r: Res) => keyOf({ kind: r.kind, name: r.metadata.name as string, ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) }) as string;
+const key = (r: Res) =>
+  keyOf({
+    kind: r.kind,
+    name: r.metadata.name as string,
+    ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
+  }) as string;
 
 async function started(dir: string, opts: { pollMs?: number } = {}) {
   const cap = captureLog();
@@ -49,9 +58,15 @@ const ep = wep('web-0', 'node1', '10.65.0.10', { app: 'web' });
 
 describe('file datastore: parsing', () => {
   it('multi-document YAML, List kinds and JSON, numbered from 1', () => {
-    const p1 = parseResourceFile('a.yaml', `${yaml(pol)}---\n---\n${stringify({ apiVersion: 'projectcalico.org/v3', kind: 'NetworkPolicyList', items: [pol, pol] })}`);
+    const p1 = parseResourceFile(
+      'a.yaml',
+      `${yaml(pol)}---\n---\n${stringify({ apiVersion: 'projectcalico.org/v3', kind: 'NetworkPolicyList', items: [pol, pol] })}`,
+    );
     assert.ok(p1.ok);
-    assert.deepEqual(p1.entries.map((e) => e.source), ['a.yaml document 1', 'a.yaml document 3 item 1', 'a.yaml document 3 item 2']);
+    assert.deepEqual(
+      p1.entries.map((e) => e.source),
+      ['a.yaml document 1', 'a.yaml document 3 item 1', 'a.yaml document 3 item 2'],
+    );
     const p2 = parseResourceFile('b.json', JSON.stringify({ kind: 'List', items: [prof] }));
     assert.ok(p2.ok);
     assert.equal(p2.entries[0]?.source, 'b.json document 1 item 1');
@@ -62,7 +77,10 @@ describe('file datastore: parsing', () => {
   });
 });
 
-const BOMB = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]', ...'bcdefghi'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefghi'[i]}`).join(',')}]`)].join('\n');
+const BOMB = [
+  'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+  ...'bcdefghi'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefghi'[i]}`).join(',')}]`),
+].join('\n');
 
 describe('file datastore: hostile files', () => {
   it('an alias bomb is a bad file, reported by name; the other files still flow, and the scan goes on', async () => {
@@ -76,7 +94,10 @@ describe('file datastore: hostile files', () => {
     try {
       await s.rec.waitFor(() => s.rec.statuses.includes('in-sync'), 5000, 'in-sync');
       assert.ok(s.rec.state.has(key(pol)), 'the good file was delivered');
-      assert.ok(s.warnings().some((w) => w.includes('a-bomb.yaml') && w.includes('Excessive alias count')), s.warnings().join('\n'));
+      assert.ok(
+        s.warnings().some((w) => w.includes('a-bomb.yaml') && w.includes('Excessive alias count')),
+        s.warnings().join('\n'),
+      );
     } finally {
       await s.syncer.stop();
     }
@@ -141,7 +162,10 @@ describe('file datastore: syncing', () => {
         [key(other), 'update'],
         [key(pol), 'update'],
       ]);
-      assert.equal((rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action, 'Deny');
+      assert.equal(
+        (rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action,
+        'Deny',
+      );
 
       // An unchanged rewrite (touch) changes nothing.
       rec.clear();
@@ -151,18 +175,25 @@ describe('file datastore: syncing', () => {
       await rec.waitFor(() => !rec.state.has(key(other)), 3000, 'the removal');
       rmSync(join(dir, 'endpoints', 'eps.json'));
       await rec.waitFor(() => !rec.state.has(key(ep)) && !rec.state.has(key(prof)), 3000, 'the file delete');
-      assert.deepEqual(rec.updates.map((u) => [u.key, u.value === null]).sort(), [
-        [key(other), true],
-        [key(prof), true],
-        [key(ep), true],
-      ].sort());
+      assert.deepEqual(
+        rec.updates.map((u) => [u.key, u.value === null]).sort(),
+        [
+          [key(other), true],
+          [key(prof), true],
+          [key(ep), true],
+        ].sort(),
+      );
 
       // A rename of a file holding the same resources: nothing to deliver.
       rec.clear();
       renameSync(join(dir, 'policy.yaml'), join(dir, 'renamed.yml'));
       writeFileSync(join(dir, 'marker.yaml'), yaml(prof));
       await rec.waitFor(() => rec.state.has(key(prof)), 3000, 'the marker');
-      assert.deepEqual(rec.updates.map((u) => u.key), [key(prof)], 'the rename itself delivered nothing');
+      assert.deepEqual(
+        rec.updates.map((u) => u.key),
+        [key(prof)],
+        'the rename itself delivered nothing',
+      );
 
       // An editor's save: write a temp file, then rename it over the original.
       rec.clear();
@@ -171,8 +202,16 @@ describe('file datastore: syncing', () => {
       writeFileSync(join(dir, 'renamed.yml~'), yaml(pol3));
       writeFileSync(join(dir, 'renamed.yml.tmp'), yaml(pol3));
       renameSync(join(dir, 'renamed.yml.tmp'), join(dir, 'renamed.yml'));
-      await rec.waitFor(() => (rec.state.get(key(pol)) as { spec: { selector: string } } | undefined)?.spec.selector === "app == 'web2'", 3000, 'the save');
-      assert.deepEqual(rec.updates.map((u) => u.key), [key(pol)]);
+      await rec.waitFor(
+        () =>
+          (rec.state.get(key(pol)) as { spec: { selector: string } } | undefined)?.spec.selector === "app == 'web2'",
+        3000,
+        'the save',
+      );
+      assert.deepEqual(
+        rec.updates.map((u) => u.key),
+        [key(pol)],
+      );
       assert.deepEqual(rec.statuses, ['wait-for-datastore', 'resync-in-progress', 'in-sync'], 'in-sync once');
     } finally {
       await syncer.stop();
@@ -181,7 +220,10 @@ describe('file datastore: syncing', () => {
 
   it('a file that stops parsing, or a resource that stops validating, keeps its last good state; each reported once', async () => {
     const dir = tempDir();
-    const good2 = gnp('allow-dns', { selector: 'all()', egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }] });
+    const good2 = gnp('allow-dns', {
+      selector: 'all()',
+      egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [53] } }],
+    });
     writeFileSync(join(dir, 'a.yaml'), yaml(pol, good2));
     writeFileSync(join(dir, 'b.yaml'), yaml(prof));
     const { syncer, rec, warnings } = await started(dir);
@@ -192,18 +234,29 @@ describe('file datastore: syncing', () => {
       writeFileSync(join(dir, 'a.yaml'), `${yaml(pol)}---\nspec: [oops\n`);
       writeFileSync(join(dir, 'b.yaml'), yaml(prof, ep));
       await rec.waitFor(() => rec.state.has(key(ep)), 3000, 'the other file');
-      assert.deepEqual(rec.updates.map((u) => u.key), [key(ep)], 'only b.yaml changed anything');
+      assert.deepEqual(
+        rec.updates.map((u) => u.key),
+        [key(ep)],
+        'only b.yaml changed anything',
+      );
       assert.ok(rec.state.has(key(pol)) && rec.state.has(key(good2)));
       const parseWarnings = () => warnings().filter((w) => w.includes('a.yaml document 2: invalid YAML'));
       await rec.waitFor(() => parseWarnings().length === 1, 3000, 'the parse warning');
 
       // A typo in a field: the last good version stays; the other resources update.
       const badPol = np('web', { selector: "app == 'web'", ingress: [{ action: 'Allw' }] });
-      const good2b = gnp('allow-dns', { selector: 'all()', egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [5353] } }] });
+      const good2b = gnp('allow-dns', {
+        selector: 'all()',
+        egress: [{ action: 'Allow', protocol: 'UDP', destination: { ports: [5353] } }],
+      });
       writeFileSync(join(dir, 'a.yaml'), yaml(badPol, good2b));
       await rec.waitFor(() => JSON.stringify(rec.state.get(key(good2))).includes('5353'), 3000, 'the good resource');
-      assert.equal((rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action, 'Allow');
-      const fieldWarnings = () => warnings().filter((w) => w.includes('spec.ingress[0].action') && w.includes('keeping its last good version'));
+      assert.equal(
+        (rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action,
+        'Allow',
+      );
+      const fieldWarnings = () =>
+        warnings().filter((w) => w.includes('spec.ingress[0].action') && w.includes('keeping its last good version'));
       assert.equal(fieldWarnings().length, 1);
       assert.match(fieldWarnings()[0] ?? '', /a\.yaml document 1: NetworkPolicy prod\/web: spec\.ingress\[0\]\.action/);
       // Another edit elsewhere in the file: the same problem is not reported again.
@@ -214,12 +267,25 @@ describe('file datastore: syncing', () => {
 
       // A brand-new invalid resource is skipped, and nothing else is affected.
       writeFileSync(join(dir, 'c.yaml'), yaml(np('new', { selector: 'bad ==' })));
-      await rec.waitFor(() => warnings().some((w) => w.includes('invalid resource skipped') && w.includes('NetworkPolicy prod/new')), 3000, 'the skip warning');
+      await rec.waitFor(
+        () => warnings().some((w) => w.includes('invalid resource skipped') && w.includes('NetworkPolicy prod/new')),
+        3000,
+        'the skip warning',
+      );
       assert.ok(![...rec.state.keys()].some((k) => k.endsWith('/prod/new')));
 
       // Fixed: the new version goes out.
-      writeFileSync(join(dir, 'a.yaml'), yaml(np('web', { selector: "app == 'web'", ingress: [{ action: 'Deny' }] }), good2));
-      await rec.waitFor(() => (rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action === 'Deny', 3000, 'the fix');
+      writeFileSync(
+        join(dir, 'a.yaml'),
+        yaml(np('web', { selector: "app == 'web'", ingress: [{ action: 'Deny' }] }), good2),
+      );
+      await rec.waitFor(
+        () =>
+          (rec.state.get(key(pol)) as { spec: { ingress: Array<{ action: string }> } }).spec.ingress[0]?.action ===
+          'Deny',
+        3000,
+        'the fix',
+      );
     } finally {
       await syncer.stop();
     }
@@ -236,12 +302,21 @@ describe('file datastore: syncing', () => {
       await rec.waitFor(() => rec.statuses.includes('in-sync'));
       const labels = () => (rec.state.get(key(v1)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v;
       assert.equal(labels(), '1');
-      assert.ok(warnings().some((w) => w.startsWith('b.yaml:') && w.includes('already defined in a.yaml; this definition is rejected')), warnings().join('\n'));
+      assert.ok(
+        warnings().some(
+          (w) => w.startsWith('b.yaml:') && w.includes('already defined in a.yaml; this definition is rejected'),
+        ),
+        warnings().join('\n'),
+      );
       rmSync(join(dir, 'a.yaml'));
       await rec.waitFor(() => labels() === '2', 3000, 'the takeover');
       // A new file that sorts first does not take over what b.yaml provides (it once did).
       writeFileSync(join(dir, '0-new.yaml'), yaml(profile('kns.dup', { v: 'intruder' })));
-      await rec.waitFor(() => warnings().some((w) => w.startsWith('0-new.yaml:') && w.includes('already defined in b.yaml')), 3000, 'the rejection');
+      await rec.waitFor(
+        () => warnings().some((w) => w.startsWith('0-new.yaml:') && w.includes('already defined in b.yaml')),
+        3000,
+        'the rejection',
+      );
       assert.equal(labels(), '2', 'the incumbent keeps it');
     } finally {
       await syncer.stop();

@@ -25,22 +25,54 @@ const PKG = 'github.com/projectcalico/typha/pkg/syncproto.';
 const CANNED =
   'Iv+BAwEBCEVudmVsb3BlAf+CAAEBAQdNZXNzYWdlARAAAAD/jP+CATtnaXRodWIuY29tL3Byb2plY3RjYWxpY28vdHlwaGEvcGtnL3N5bmNwcm90by5Nc2dDbGllbnRIZWxsb/+DAwEBDk1zZ0NsaWVudEhlbGxvAf+EAAEEAQhIb3N0bmFtZQEMAAEESW5mbwEMAAEHVmVyc2lvbgEMAAEKU3luY2VyVHlwZQEMAAAAKv+EJgEIaG9zdG5hbWUBBGluZm8BB3ZlcnNpb24BCnN5bmNlcnR5cGUAAA==';
 
-const time = (unix: number, nanos: number, offset?: number) => encodeTime(offset === undefined ? { unix, nanos } : { unix, nanos, offset });
+const time = (unix: number, nanos: number, offset?: number) =>
+  encodeTime(offset === undefined ? { unix, nanos } : { unix, nanos, offset });
 const PING = time(1795446245, 123456789);
 const PONG = time(1795446245 - 3600, 987654321, 3600);
 
 // What main.go's golden() holds, as our decoder gives it back.
 const GOLDEN: unknown[] = [
-  { Message: { name: `${PKG}MsgClientHello`, value: { Hostname: 'node1', Info: 'palisade golden', Version: 'v3.30.0', SyncerType: 'felix', SupportsDecoderRestart: true, SupportedCompressionAlgorithms: ['snappy'], SupportsModernPolicyKeys: true, ClientConnID: 18446744073709551615n } } },
-  { Message: { name: `${PKG}MsgServerHello`, value: { Version: 'v3.30.0', SyncerType: 'felix', SupportsNodeResourceUpdates: true, ServerConnID: 42 } } },
+  {
+    Message: {
+      name: `${PKG}MsgClientHello`,
+      value: {
+        Hostname: 'node1',
+        Info: 'palisade golden',
+        Version: 'v3.30.0',
+        SyncerType: 'felix',
+        SupportsDecoderRestart: true,
+        SupportedCompressionAlgorithms: ['snappy'],
+        SupportsModernPolicyKeys: true,
+        ClientConnID: 18446744073709551615n,
+      },
+    },
+  },
+  {
+    Message: {
+      name: `${PKG}MsgServerHello`,
+      value: { Version: 'v3.30.0', SyncerType: 'felix', SupportsNodeResourceUpdates: true, ServerConnID: 42 },
+    },
+  },
   { Message: { name: `${PKG}MsgSyncStatus`, value: { SyncStatus: 1 } } },
   {
     Message: {
       name: `${PKG}MsgKVs`,
       value: {
         KVs: [
-          { Key: '/calico/v1/config/LogSeverityScreen', Value: Buffer.from('"Info"'), Revision: { name: 'string', value: '12' }, UpdateType: 1 },
-          { Key: '/calico/v1/host/node1/workload/k8s/prod%2fweb/endpoint/eth0', Value: Buffer.from('{"state":"active","name":"cali12345678901"}'), Revision: { name: 'string', value: '13' }, V3ResourceVersion: '7', TTL: 90_000_000_000, UpdateType: 2 },
+          {
+            Key: '/calico/v1/config/LogSeverityScreen',
+            Value: Buffer.from('"Info"'),
+            Revision: { name: 'string', value: '12' },
+            UpdateType: 1,
+          },
+          {
+            Key: '/calico/v1/host/node1/workload/k8s/prod%2fweb/endpoint/eth0',
+            Value: Buffer.from('{"state":"active","name":"cali12345678901"}'),
+            Revision: { name: 'string', value: '13' },
+            V3ResourceVersion: '7',
+            TTL: 90_000_000_000,
+            UpdateType: 2,
+          },
           { Key: '/calico/v1/policy/TierInfo/default', Revision: { name: 'string', value: '14' }, UpdateType: 3 },
         ],
       },
@@ -60,8 +92,15 @@ const golden = () => readFileSync(`${root}/test/fixtures/typha-gob/golden.bin`);
 const haveGo = spawnSync('go', ['version']).status === 0;
 
 describe('gob codec', () => {
-  it('decodes upstream\'s canned Envelope, whole and byte by byte', () => {
-    const want = [{ Message: { name: `${PKG}MsgClientHello`, value: { Hostname: 'hostname', Info: 'info', Version: 'version', SyncerType: 'syncertype' } } }];
+  it("decodes upstream's canned Envelope, whole and byte by byte", () => {
+    const want = [
+      {
+        Message: {
+          name: `${PKG}MsgClientHello`,
+          value: { Hostname: 'hostname', Info: 'info', Version: 'version', SyncerType: 'syncertype' },
+        },
+      },
+    ];
     const bytes = Buffer.from(CANNED, 'base64');
     assert.deepEqual(new GobDecoder().push(bytes), want);
     const d = new GobDecoder();
@@ -100,23 +139,42 @@ describe('gob codec', () => {
     assert.deepEqual(new GobDecoder().push(stream), GOLDEN);
     if (!haveGo) {
       assert.ok(!process.env.CI, 'go is required on CI (scripts/setup.sh --with-test-tools installs golang-go)');
-      t.skip('go is not installed: Go\'s decoding of our stream is not checked');
+      t.skip("go is not installed: Go's decoding of our stream is not checked");
       return;
     }
-    const build = spawnSync(process.execPath, ['-e', `import(${JSON.stringify(`${root}/scripts/lib/gob-fixture.mjs`)}).then((m) => process.stdout.write(m.buildGobFixture(${JSON.stringify(`${root}/`)})))`], { encoding: 'utf8' });
+    const build = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `import(${JSON.stringify(`${root}/scripts/lib/gob-fixture.mjs`)}).then((m) => process.stdout.write(m.buildGobFixture(${JSON.stringify(`${root}/`)})))`,
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(build.status, 0, build.stderr);
     const r = spawnSync(build.stdout, ['decode'], { input: stream, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; value: Record<string, unknown> | null });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; value: Record<string, unknown> | null });
     assert.equal(lines.length, GOLDEN.length);
-    assert.deepEqual(lines.map((l) => l.type), ['ClientHello', 'ServerHello', 'SyncStatus', 'KVs', 'SyncStatus', 'Ping', 'Pong', 'DecoderRestart', 'ACK'].map((t) => `main.Msg${t}`).concat('<nil>'));
+    assert.deepEqual(
+      lines.map((l) => l.type),
+      ['ClientHello', 'ServerHello', 'SyncStatus', 'KVs', 'SyncStatus', 'Ping', 'Pong', 'DecoderRestart', 'ACK']
+        .map((t) => `main.Msg${t}`)
+        .concat('<nil>'),
+    );
     // The same stream Go itself writes, decoded by Go, prints the same lines.
     const fromGo = spawnSync(build.stdout, ['decode'], { input: golden(), encoding: 'utf8' });
     assert.equal(fromGo.stdout, r.stdout);
   });
 
   it('refuses hostile streams with a GobError, and never buffers without bound', () => {
-    const refuses = (bytes: Buffer, re: RegExp) => assert.throws(() => new GobDecoder({ maxMessageBytes: 1 << 16 }).push(bytes), (e: unknown) => e instanceof GobError && re.test(e.message));
+    const refuses = (bytes: Buffer, re: RegExp) =>
+      assert.throws(
+        () => new GobDecoder({ maxMessageBytes: 1 << 16 }).push(bytes),
+        (e: unknown) => e instanceof GobError && re.test(e.message),
+      );
     refuses(Buffer.from([0xfc, 0x7f, 0xff, 0xff, 0xff]), /a message of \d+ bytes/);
     refuses(frame(Buffer.from([0x02, 0x05, 0x01])), /singleton value without its 0 delta/);
     refuses(frame(Buffer.from([0xff, 0x82, 0x00])), /type id 65 is not defined/);
@@ -132,7 +190,10 @@ describe('gob codec', () => {
       s = { t: 'slice', name: `[]${i}`, elem: s };
       v = [v];
     }
-    assert.throws(() => new GobDecoder().push(enc.encode(v, s)), (e: unknown) => e instanceof GobError && /nested deeper/.test(e.message));
+    assert.throws(
+      () => new GobDecoder().push(enc.encode(v, s)),
+      (e: unknown) => e instanceof GobError && /nested deeper/.test(e.message),
+    );
     // Random corruption of the golden stream: values or GobErrors, nothing else.
     const rng = new Rng(9);
     const bytes = golden();

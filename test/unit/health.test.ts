@@ -34,7 +34,10 @@ describe('health aggregator', () => {
     now = 70_000;
     h.report('int_dataplane', { live: true });
     assert.equal(h.live(), false, 'calc_graph is stale');
-    assert.deepEqual(h.detail().find((d) => d.name === 'calc_graph'), { name: 'calc_graph', live: true, ready: true, stale: true });
+    assert.deepEqual(
+      h.detail().find((d) => d.name === 'calc_graph'),
+      { name: 'calc_graph', live: true, ready: true, stale: true },
+    );
     h.report('calc_graph', { live: true });
     assert.equal(h.live(), true);
     assert.throws(() => h.report('nope', {}), /unknown reporter/);
@@ -65,10 +68,17 @@ describe('health and metrics servers against hostile requests', () => {
         assert.match(await raw(port, 'GET http://[/ HTTP/1.1\r\nHost: x\r\n\r\n'), /^HTTP\/1\.1 400/);
         assert.match(await raw(port, 'GET //[::1 HTTP/1.1\r\nHost: x\r\n\r\n'), /^HTTP\/1\.1 (400|404)/);
         assert.match(await raw(port, 'NOT HTTP AT ALL\r\n\r\n'), /^HTTP\/1\.1 400/);
-        assert.match(await raw(port, `GET /${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), /^HTTP\/1\.1 (404|414|431|400)/);
+        assert.match(
+          await raw(port, `GET /${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`),
+          /^HTTP\/1\.1 (404|414|431|400)/,
+        );
       }
       const hp = (health.address() as AddressInfo).port;
-      assert.match(await raw(hp, 'GET /liveness HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), /^HTTP\/1\.1 204/, 'still serving');
+      assert.match(
+        await raw(hp, 'GET /liveness HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+        /^HTTP\/1\.1 204/,
+        'still serving',
+      );
     } finally {
       health.close();
       metrics.close();
@@ -76,7 +86,7 @@ describe('health and metrics servers against hostile requests', () => {
   });
 });
 
-describe('metrics over TLS, with Felix\'s client-certificate policies', () => {
+describe("metrics over TLS, with Felix's client-certificate policies", () => {
   /** A CA, a server certificate for 127.0.0.1 and a client certificate, made by openssl. */
   function pki(dir: string) {
     const ssl = (...args: string[]) => {
@@ -84,14 +94,65 @@ describe('metrics over TLS, with Felix\'s client-certificate policies', () => {
       assert.equal(r.status, 0, r.stderr);
     };
     writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=test-ca');
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=test-ca',
+    );
     for (const who of ['server', 'client']) {
       ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`);
-      ssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.crt`, '-days', '1', ...(who === 'server' ? ['-extfile', 'san.cnf'] : []));
+      ssl(
+        'x509',
+        '-req',
+        '-in',
+        `${who}.csr`,
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-out',
+        `${who}.crt`,
+        '-days',
+        '1',
+        ...(who === 'server' ? ['-extfile', 'san.cnf'] : []),
+      );
     }
-    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other.key', '-out', 'other.crt', '-days', '1', '-subj', '/CN=stranger');
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'other.key',
+      '-out',
+      'other.crt',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=stranger',
+    );
     const f = (n: string) => readFileSync(join(dir, n));
-    return { ca: f('ca.crt'), cert: f('server.crt'), key: f('server.key'), clientCert: f('client.crt'), clientKey: f('client.key'), otherCert: f('other.crt'), otherKey: f('other.key') };
+    return {
+      ca: f('ca.crt'),
+      cert: f('server.crt'),
+      key: f('server.key'),
+      clientCert: f('client.crt'),
+      clientKey: f('client.key'),
+      otherCert: f('other.crt'),
+      otherKey: f('other.key'),
+    };
   }
 
   const get = (port: number, ca: Buffer, client?: { cert: Buffer; key: Buffer }) =>
@@ -115,12 +176,25 @@ describe('metrics over TLS, with Felix\'s client-certificate policies', () => {
       ['VerifyClientCertIfGiven', 200, 200, 403],
     ];
     for (const [clientAuth, none, good, stranger] of expect) {
-      const s = await serveMetrics(new AgentMetrics(), '127.0.0.1', 0, log, { cert: p.cert, key: p.key, ca: p.ca, clientAuth });
+      const s = await serveMetrics(new AgentMetrics(), '127.0.0.1', 0, log, {
+        cert: p.cert,
+        key: p.key,
+        ca: p.ca,
+        clientAuth,
+      });
       const port = (s.address() as AddressInfo).port;
       try {
         assert.equal(await get(port, p.ca), none, `${clientAuth} without a certificate`);
-        assert.equal(await get(port, p.ca, { cert: p.clientCert, key: p.clientKey }), good, `${clientAuth} with a signed certificate`);
-        assert.equal(await get(port, p.ca, { cert: p.otherCert, key: p.otherKey }), stranger, `${clientAuth} with a stranger's certificate`);
+        assert.equal(
+          await get(port, p.ca, { cert: p.clientCert, key: p.clientKey }),
+          good,
+          `${clientAuth} with a signed certificate`,
+        );
+        assert.equal(
+          await get(port, p.ca, { cert: p.otherCert, key: p.otherKey }),
+          stranger,
+          `${clientAuth} with a stranger's certificate`,
+        );
       } finally {
         s.close();
       }
@@ -153,7 +227,9 @@ describe('health server under hostile clients', () => {
       });
       assert.equal(status, 204, 'a normal client is still served');
       const big = await new Promise<string>((resolve) => {
-        const s = connect(port, '127.0.0.1', () => s.end(`GET /liveness HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`));
+        const s = connect(port, '127.0.0.1', () =>
+          s.end(`GET /liveness HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`),
+        );
         let got = '';
         s.on('data', (d: Buffer) => (got += d.toString()));
         s.on('close', () => resolve(got.split('\r\n')[0] ?? ''));

@@ -10,8 +10,19 @@ import { blockHost, type IpamBlock, nonAffineAllocations } from '../../src/model
 import { validateResource } from '../../src/model/validate.js';
 import { parseValue } from '../../src/model/v1/values.js';
 
-const res = (name: string, spec: unknown) => ({ apiVersion: 'projectcalico.org/v3', kind: 'IPAMBlock', metadata: { name }, spec });
-const good = { cidr: '10.65.1.0/26', affinity: 'host:node1', allocations: [0, null, 1], unallocated: [1], attributes: [{ secondary: { node: 'node1' } }, { secondary: { node: 'node2' } }] };
+const res = (name: string, spec: unknown) => ({
+  apiVersion: 'projectcalico.org/v3',
+  kind: 'IPAMBlock',
+  metadata: { name },
+  spec,
+});
+const good = {
+  cidr: '10.65.1.0/26',
+  affinity: 'host:node1',
+  allocations: [0, null, 1],
+  unallocated: [1],
+  attributes: [{ secondary: { node: 'node1' } }, { secondary: { node: 'node2' } }],
+};
 
 describe('IPAM blocks', () => {
   it('a block is read as libcalico-go reads it: its node, and the addresses in use on other nodes', () => {
@@ -24,7 +35,10 @@ describe('IPAM blocks', () => {
     assert.deepEqual(nonAffineAllocations(b), [{ address: '10.65.1.2', host: 'node2' }]);
     // An allocation whose attributes are missing is skipped, not a crash.
     assert.deepEqual(nonAffineAllocations({ ...b, allocations: [7] }), []);
-    const [u] = ipamBlockProcessor.process({ kind: 'IPAMBlock', name: '10.65.1.0-26' }, r.ok ? (r.resource as never) : undefined);
+    const [u] = ipamBlockProcessor.process(
+      { kind: 'IPAMBlock', name: '10.65.1.0-26' },
+      r.ok ? (r.resource as never) : undefined,
+    );
     assert.deepEqual(u?.key, { type: 'Block', cidr: '10.65.1.0/26' });
   });
 
@@ -38,17 +52,30 @@ describe('IPAM blocks', () => {
       const r = validateResource(res('10.65.1.0-26', spec));
       assert.ok(!r.ok && why.test(r.error.message), `${JSON.stringify(spec)}: ${r.ok ? 'accepted' : r.error.message}`);
     }
-    assert.throws(() => ipamBlockProcessor.process({ kind: 'IPAMBlock', name: 'not-a-cidr' }, undefined), (e: Error) => e instanceof ProcessorError && /not a block CIDR/.test(e.message));
+    assert.throws(
+      () => ipamBlockProcessor.process({ kind: 'IPAMBlock', name: 'not-a-cidr' }, undefined),
+      (e: Error) => e instanceof ProcessorError && /not a block CIDR/.test(e.message),
+    );
     const other = validateResource(res('10.65.1.0-26', { ...good, cidr: '10.65.2.0/26' }));
     assert.ok(other.ok);
-    assert.throws(() => ipamBlockProcessor.process({ kind: 'IPAMBlock', name: '10.65.1.0-26' }, other.ok ? (other.resource as never) : undefined), /the name says 10\.65\.1\.0\/26, spec\.cidr says 10\.65\.2\.0\/26/);
+    assert.throws(
+      () =>
+        ipamBlockProcessor.process(
+          { kind: 'IPAMBlock', name: '10.65.1.0-26' },
+          other.ok ? (other.resource as never) : undefined,
+        ),
+      /the name says 10\.65\.1\.0\/26, spec\.cidr says 10\.65\.2\.0\/26/,
+    );
   });
 
   it('a v1 Block value from Typha is checked against its key; garbage is a clear error', () => {
     const key = { type: 'Block', cidr: '10.65.1.0/26' } as const;
     assert.equal(parseValue(key, JSON.stringify(good)).affinity, 'host:node1');
     assert.throws(() => parseValue(key, '{not json'), /not JSON/);
-    assert.throws(() => parseValue(key, JSON.stringify({ ...good, cidr: '10.65.9.0/26' })), /not the key's 10\.65\.1\.0\/26/);
+    assert.throws(
+      () => parseValue(key, JSON.stringify({ ...good, cidr: '10.65.9.0/26' })),
+      /not the key's 10\.65\.1\.0\/26/,
+    );
     assert.throws(() => parseValue(key, JSON.stringify({ ...good, allocations: 'x' })), /IPAM block: allocations/);
   });
 });

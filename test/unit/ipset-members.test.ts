@@ -78,10 +78,20 @@ function setData(n: number): IPSetData {
   const selector = parseSelector(text);
   if (n < SELECTORS.length) return { uid: `s${n}`, type: 'NET', selector };
   const [namedPort, namedPortProtocol] = n % 2 ? ['http', 'tcp'] : ['dns', 'udp'];
-  return { uid: `n${n}`, type: 'IP_AND_PORT', selector, namedPort, namedPortProtocol: namedPortProtocol as 'tcp' | 'udp' };
+  return {
+    uid: `n${n}`,
+    type: 'IP_AND_PORT',
+    selector,
+    namedPort,
+    namedPortProtocol: namedPortProtocol as 'tcp' | 'udp',
+  };
 }
 
-function expected(sets: Map<string, IPSetData>, sources: Map<string, MemberSource>, profiles: Map<string, Record<string, string>>) {
+function expected(
+  sets: Map<string, IPSetData>,
+  sources: Map<string, MemberSource>,
+  profiles: Map<string, Record<string, string>>,
+) {
   const out = new Map<string, Set<string>>();
   for (const [uid, set] of sets) {
     const members = new Set<string>();
@@ -95,11 +105,13 @@ function expected(sets: Map<string, IPSetData>, sources: Map<string, MemberSourc
         continue;
       }
       for (const p of src.ports) {
-        const proto = typeof p.protocol === 'number' ? ({ 6: 'tcp', 17: 'udp' } as Record<number, string>)[p.protocol] : p.protocol;
+        const proto =
+          typeof p.protocol === 'number' ? ({ 6: 'tcp', 17: 'udp' } as Record<number, string>)[p.protocol] : p.protocol;
         if (p.name !== set.namedPort || proto !== set.namedPortProtocol) continue;
         for (const n of src.nets) {
           const [a, len] = n.split('/');
-          if ((len === '32' && !a?.includes(':')) || len === '128') members.add(`${a},${set.namedPortProtocol}:${p.port}`);
+          if ((len === '32' && !a?.includes(':')) || len === '128')
+            members.add(`${a},${set.namedPortProtocol}:${p.port}`);
         }
       }
     }

@@ -21,12 +21,15 @@ class FakeKernel implements IpsetDataplane {
   async apply(ops: IpsetOp[]): Promise<IpsetResult> {
     const failures: IpsetResult['failures'] = [];
     ops.forEach((o, tag) => {
-      this.log.push(`${o.op} ${o.name}${o.op === 'add' || o.op === 'del' ? ` ${o.members.length}` : ''}${o.op === 'swap' ? ` ${o.other}` : ''}`);
+      this.log.push(
+        `${o.op} ${o.name}${o.op === 'add' || o.op === 'del' ? ` ${o.members.length}` : ''}${o.op === 'swap' ? ` ${o.other}` : ''}`,
+      );
       const s = this.sets.get(o.name);
       switch (o.op) {
         case 'create':
           if (s && s.type !== o.type) failures.push({ tag, errno: 4097, member: -1 });
-          else if (!s) this.sets.set(o.name, { type: o.type, family: o.family, maxelem: o.maxelem, members: new Set() });
+          else if (!s)
+            this.sets.set(o.name, { type: o.type, family: o.family, maxelem: o.maxelem, members: new Set() });
           return;
         case 'destroy':
           if (!this.sets.delete(o.name)) failures.push({ tag, errno: 2, member: -1 });
@@ -37,7 +40,8 @@ class FakeKernel implements IpsetDataplane {
         case 'swap': {
           const other = this.sets.get(o.other);
           if (!s || !other) failures.push({ tag, errno: 2, member: -1 });
-          else if (s.type !== other.type) failures.push({ tag, errno: 4102, member: -1 }); // the kernel swaps only sets of one type
+          else if (s.type !== other.type)
+            failures.push({ tag, errno: 4102, member: -1 }); // the kernel swaps only sets of one type
           else [this.sets.set(o.name, other), this.sets.set(o.other, s)];
           return;
         }
@@ -56,7 +60,16 @@ class FakeKernel implements IpsetDataplane {
   }
 
   async list(prefix: string): Promise<ListedIpset[]> {
-    return [...this.sets].filter(([n]) => n.startsWith(prefix)).map(([name, s]) => ({ name, type: s.type, family: s.family, revision: 0, maxelem: s.maxelem, members: [...s.members] }));
+    return [...this.sets]
+      .filter(([n]) => n.startsWith(prefix))
+      .map(([name, s]) => ({
+        name,
+        type: s.type,
+        family: s.family,
+        revision: 0,
+        maxelem: s.maxelem,
+        members: [...s.members],
+      }));
   }
 }
 
@@ -143,7 +156,7 @@ describe('IPSets (iptables mode)', () => {
     assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.1/32', '10.0.0.2/32']);
   });
 
-  it('refuses names that are not ours, and compares members in the kernel\'s spelling', () => {
+  it("refuses names that are not ours, and compares members in the kernel's spelling", () => {
     const { sets } = setup();
     assert.throws(() => sets.addOrReplace('KUBE-x', 'hash:ip', []), /not one of ours/);
     assert.equal(canonicalMember('hash:ip', 4, '10.0.0.1/32'), '10.0.0.1');

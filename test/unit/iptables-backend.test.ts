@@ -9,7 +9,14 @@ import { describe, it } from 'node:test';
 
 import { IptablesDesiredBuilder } from '../../src/dataplane/backends/iptables/desired-builder.js';
 import { detectIptablesBackend } from '../../src/dataplane/backends/iptables/detect.js';
-import { commitTo, type Desired, desiredOf, parseSave, restoreScript, stateOf } from '../../src/dataplane/backends/iptables/state.js';
+import {
+  commitTo,
+  type Desired,
+  desiredOf,
+  parseSave,
+  restoreScript,
+  stateOf,
+} from '../../src/dataplane/backends/iptables/state.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import type { TableName } from '../../src/dataplane/render/model.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
@@ -38,16 +45,37 @@ const want = (chains: Record<string, string[]>, hooks: Record<string, string[]>)
 });
 
 describe('iptables mode: state and restore scripts', () => {
-  it('reads only our chains and our rules in the kernel\'s chains from iptables-save', () => {
+  it("reads only our chains and our rules in the kernel's chains from iptables-save", () => {
     const s = parseSave(SAVE).get('filter');
-    assert.deepEqual([...(s?.chains ?? [])], [['cali-FORWARD', ['aaaaaaaaaaaaaaaa', '']], ['cali-old', []]]);
-    assert.deepEqual([...(s?.hooks ?? [])], [['FORWARD', [{ hash: 'hookhookhookhook', spec: '-m comment --comment "cali:hookhookhookhook" -j cali-FORWARD' }]], ['KUBE-FORWARD', [{ hash: 'not-our-chain1', spec: '-m comment --comment "cali:not-our-chain1" -j ACCEPT' }]]]);
+    assert.deepEqual(
+      [...(s?.chains ?? [])],
+      [
+        ['cali-FORWARD', ['aaaaaaaaaaaaaaaa', '']],
+        ['cali-old', []],
+      ],
+    );
+    assert.deepEqual(
+      [...(s?.hooks ?? [])],
+      [
+        [
+          'FORWARD',
+          [{ hash: 'hookhookhookhook', spec: '-m comment --comment "cali:hookhookhookhook" -j cali-FORWARD' }],
+        ],
+        ['KUBE-FORWARD', [{ hash: 'not-our-chain1', spec: '-m comment --comment "cali:not-our-chain1" -j ACCEPT' }]],
+      ],
+    );
   });
 
   it('writes only what differs: changed chains whole, hooks by spec, removed chains emptied then deleted', () => {
     const have = parseSave(SAVE);
     const hook = '-A FORWARD -m comment --comment "cali:newhooknewhook1" -j cali-FORWARD';
-    const d = want({ 'cali-FORWARD': ['-A cali-FORWARD -m comment --comment "cali:bbbbbbbbbbbbbbbb" -j ACCEPT'], 'cali-new': ['-A cali-new -m comment --comment "cali:cccccccccccccccc" -j DROP'] }, { FORWARD: [hook] });
+    const d = want(
+      {
+        'cali-FORWARD': ['-A cali-FORWARD -m comment --comment "cali:bbbbbbbbbbbbbbbb" -j ACCEPT'],
+        'cali-new': ['-A cali-new -m comment --comment "cali:cccccccccccccccc" -j DROP'],
+      },
+      { FORWARD: [hook] },
+    );
     const plan = restoreScript(have, d, 'Insert');
     assert.equal(
       plan.script,
@@ -68,7 +96,10 @@ describe('iptables mode: state and restore scripts', () => {
     );
     assert.deepEqual({ w: plan.chainsWritten, d: plan.chainsDeleted }, { w: 2, d: 1 });
     assert.equal(restoreScript(stateOf(d), d, 'Insert').script, '', 'what was just written needs nothing more');
-    assert.match(restoreScript(new Map(), d, 'Append').script, /^-A FORWARD -m comment --comment "cali:newhooknewhook1"/m);
+    assert.match(
+      restoreScript(new Map(), d, 'Append').script,
+      /^-A FORWARD -m comment --comment "cali:newhooknewhook1"/m,
+    );
   });
 });
 
@@ -97,24 +128,59 @@ describe('iptables mode: incremental desired state', () => {
         const scope = b.render();
         const full = renderRuleset(state, config(), b.family, 'iptables');
         assert.deepEqual(b.desired, desiredOf(full), `family ${b.family}, step ${step}`);
-        assert.deepEqual([...b.sets.keys()].sort(), [...full.sets.keys()].sort(), `sets, family ${b.family}, step ${step}`);
+        assert.deepEqual(
+          [...b.sets.keys()].sort(),
+          [...full.sets.keys()].sort(),
+          `sets, family ${b.family}, step ${step}`,
+        );
         const have = kernel[i] as ReturnType<typeof commitTo>;
         restoreScript(have, b.desired, 'Insert', scope);
         commitTo(have, b.desired, scope);
-        assert.equal(restoreScript(have, b.desired, 'Insert').script, '', `after the scoped plan nothing differs (family ${b.family}, step ${step})`);
+        assert.equal(
+          restoreScript(have, b.desired, 'Insert').script,
+          '',
+          `after the scoped plan nothing differs (family ${b.family}, step ${step})`,
+        );
       });
     }
   });
 });
 
 describe('iptables backend detection, as Felix', () => {
-  const saver = (outputs: Record<string, string>) => (tool: string, args: string[]) => outputs[`${tool} ${args.join(' ')}`.trim()] ?? '';
-  it('follows the setting, then kube-proxy\'s hint chains, then the rule counts', () => {
+  const saver = (outputs: Record<string, string>) => (tool: string, args: string[]) =>
+    outputs[`${tool} ${args.join(' ')}`.trim()] ?? '';
+  it("follows the setting, then kube-proxy's hint chains, then the rule counts", () => {
     assert.equal(detectIptablesBackend('legacy', { saver: saver({}) }), 'legacy');
-    assert.equal(detectIptablesBackend('auto', { saver: saver({ 'iptables-nft-save -t mangle': ':KUBE-IPTABLES-HINT - [0:0]' }), legacyLoaded: true }), 'nft');
-    assert.equal(detectIptablesBackend('auto', { saver: saver({ 'iptables-legacy-save -t mangle': ':KUBE-KUBELET-CANARY - [0:0]' }), legacyLoaded: true }), 'legacy');
-    assert.equal(detectIptablesBackend('auto', { saver: saver({ 'iptables-nft-save': '-A INPUT -j X\n-A INPUT -j Y', 'iptables-legacy-save': '-A INPUT -j X' }), legacyLoaded: true }), 'nft');
-    assert.equal(detectIptablesBackend('auto', { saver: saver({}), legacyLoaded: true }), 'legacy', 'legacy holds as many rules (none)');
-    assert.equal(detectIptablesBackend('auto', { saver: saver({}), legacyLoaded: false }), 'nft', 'legacy is not probed without x_tables');
+    assert.equal(
+      detectIptablesBackend('auto', {
+        saver: saver({ 'iptables-nft-save -t mangle': ':KUBE-IPTABLES-HINT - [0:0]' }),
+        legacyLoaded: true,
+      }),
+      'nft',
+    );
+    assert.equal(
+      detectIptablesBackend('auto', {
+        saver: saver({ 'iptables-legacy-save -t mangle': ':KUBE-KUBELET-CANARY - [0:0]' }),
+        legacyLoaded: true,
+      }),
+      'legacy',
+    );
+    assert.equal(
+      detectIptablesBackend('auto', {
+        saver: saver({ 'iptables-nft-save': '-A INPUT -j X\n-A INPUT -j Y', 'iptables-legacy-save': '-A INPUT -j X' }),
+        legacyLoaded: true,
+      }),
+      'nft',
+    );
+    assert.equal(
+      detectIptablesBackend('auto', { saver: saver({}), legacyLoaded: true }),
+      'legacy',
+      'legacy holds as many rules (none)',
+    );
+    assert.equal(
+      detectIptablesBackend('auto', { saver: saver({}), legacyLoaded: false }),
+      'nft',
+      'legacy is not probed without x_tables',
+    );
   });
 });

@@ -40,14 +40,31 @@ describe('taking over from Felix: iptables-save parsing', () => {
         ]),
       },
     ]);
-    assert.equal(cleanupScript(state), ['*filter', '-D INPUT 1', '-D FORWARD 3', '-D FORWARD 2', '-F cali-FORWARD', '-F cali-INPUT', '-X cali-FORWARD', '-X cali-INPUT', 'COMMIT', ''].join('\n'));
+    assert.equal(
+      cleanupScript(state),
+      [
+        '*filter',
+        '-D INPUT 1',
+        '-D FORWARD 3',
+        '-D FORWARD 2',
+        '-F cali-FORWARD',
+        '-F cali-INPUT',
+        '-X cali-FORWARD',
+        '-X cali-INPUT',
+        'COMMIT',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('has nothing to do on a node without Calico', () => {
     assert.equal(cleanupScript(calicoIptablesState('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n')), '');
   });
 
-  it('picks Calico\'s IP sets only', () => {
-    assert.deepEqual(calicoIpsets('KUBE-NODE-IPS\ncali40all-ipam-pools\ncali60s:abc\ncalico-other\n'), ['cali40all-ipam-pools', 'cali60s:abc']);
+  it("picks Calico's IP sets only", () => {
+    assert.deepEqual(calicoIpsets('KUBE-NODE-IPS\ncali40all-ipam-pools\ncali60s:abc\ncalico-other\n'), [
+      'cali40all-ipam-pools',
+      'cali60s:abc',
+    ]);
   });
 });

@@ -18,7 +18,16 @@ const NO_LOCK = { lockPath: '', lockTimeoutMs: 1000, lockIntervalMs: 50 };
 
 describe('native iptables ops', () => {
   it('splits words as iptables-restore does', () => {
-    assert.deepEqual(splitWords('-A x -m comment --comment "a \\"b\\" c" -j ACCEPT'), ['-A', 'x', '-m', 'comment', '--comment', 'a "b" c', '-j', 'ACCEPT']);
+    assert.deepEqual(splitWords('-A x -m comment --comment "a \\"b\\" c" -j ACCEPT'), [
+      '-A',
+      'x',
+      '-m',
+      'comment',
+      '--comment',
+      'a "b" c',
+      '-j',
+      'ACCEPT',
+    ]);
     assert.throws(() => splitWords('-A x --comment "open'), UnsupportedRule);
   });
 
@@ -30,40 +39,101 @@ describe('native iptables ops', () => {
       const rules = script.split('\n').filter((l) => /^-[AI] /.test(l)).length;
       assert.ok(rules > 100, `a rich ruleset (${rules} rules)`);
       assert.equal(tx.lines.filter((l) => /: -[AI] /.test(l)).length, rules, `every rule is an op (IPv${family})`);
-      for (const k of ['-j LOG', '-m limit', '-j MASQUERADE', '-j DNAT', '-j SNAT', '-m icmp', '-m rpfilter', '-m multiport', '-j REJECT', '-j NOTRACK'].filter((x) => family === 4 || !['-j DNAT', '-j SNAT', '-m icmp'].includes(x))) {
+      for (const k of [
+        '-j LOG',
+        '-m limit',
+        '-j MASQUERADE',
+        '-j DNAT',
+        '-j SNAT',
+        '-m icmp',
+        '-m rpfilter',
+        '-m multiport',
+        '-j REJECT',
+        '-j NOTRACK',
+      ].filter((x) => family === 4 || !['-j DNAT', '-j SNAT', '-m icmp'].includes(x))) {
         assert.ok(script.includes(k), `the rich state renders ${k} (IPv${family})`);
       }
     }
   });
 
   it('turns options into what the kernel structures hold', () => {
-    const r = parseRuleArgs(splitWords('! -p udp -s 10.1.2.3/8 -i cali+ -m multiport --dports 80,8000:8100 -m icmp ! --icmp-type 3/4 -m mark --mark 0x10000/0x30000 -m limit --limit 10/min --limit-burst 7 -m set ! --match-set s dst,src -j MARK --set-xmark 0x1/0xff'), 4);
-    assert.deepEqual({ proto: r.proto, protoInv: r.protoInv, prefix: r.src?.prefix, src: r.src?.bytes.toString('hex'), in: r.in }, { proto: 17, protoInv: true, prefix: 8, src: '0a000000', in: { name: 'cali+', inv: false } });
+    const r = parseRuleArgs(
+      splitWords(
+        '! -p udp -s 10.1.2.3/8 -i cali+ -m multiport --dports 80,8000:8100 -m icmp ! --icmp-type 3/4 -m mark --mark 0x10000/0x30000 -m limit --limit 10/min --limit-burst 7 -m set ! --match-set s dst,src -j MARK --set-xmark 0x1/0xff',
+      ),
+      4,
+    );
+    assert.deepEqual(
+      { proto: r.proto, protoInv: r.protoInv, prefix: r.src?.prefix, src: r.src?.bytes.toString('hex'), in: r.in },
+      { proto: 17, protoInv: true, prefix: 8, src: '0a000000', in: { name: 'cali+', inv: false } },
+    );
     assert.deepEqual(r.matches, [
-      { k: 'multiport', inv: false, dir: 'dst', ranges: [[80, 80], [8000, 8100]] },
+      {
+        k: 'multiport',
+        inv: false,
+        dir: 'dst',
+        ranges: [
+          [80, 80],
+          [8000, 8100],
+        ],
+      },
       { k: 'icmp', inv: true, type: 3, codeMin: 4, codeMax: 4 },
       { k: 'mark', inv: false, value: 0x10000, mask: 0x30000 },
       { k: 'limit', avg: 60000, burst: 7 },
       { k: 'set', inv: true, name: 's', dirs: ['dst', 'src'] },
     ]);
     assert.deepEqual(r.target, { k: 'mark', mark: 1, mask: 0xff });
-    assert.deepEqual(parseRuleArgs(splitWords('-m icmp --icmp-type 8 -g cali-x'), 4).matches[0], { k: 'icmp', inv: false, type: 8, codeMin: 0, codeMax: 255 });
+    assert.deepEqual(parseRuleArgs(splitWords('-m icmp --icmp-type 8 -g cali-x'), 4).matches[0], {
+      k: 'icmp',
+      inv: false,
+      type: 8,
+      codeMin: 0,
+      codeMax: 255,
+    });
   });
 
   it('leaves to the tool what it does not build natively', () => {
-    for (const args of ['-m tcp --dport 80 -j ACCEPT', '-m set --match-set s src --return-nomatch -j DROP', '-j REJECT --reject-with tcp-reset', '-j MARK --set-mark 1', '-m icmp --icmp-type echo-request -j ACCEPT', '-s 10.0.0.1 -s 10.0.0.2 -j',  '-j CT --zone 1', '-m addrtype --dst-type LOCAL --limit-iface-in -j ACCEPT', '-s fd00::1 -j ACCEPT']) {
+    for (const args of [
+      '-m tcp --dport 80 -j ACCEPT',
+      '-m set --match-set s src --return-nomatch -j DROP',
+      '-j REJECT --reject-with tcp-reset',
+      '-j MARK --set-mark 1',
+      '-m icmp --icmp-type echo-request -j ACCEPT',
+      '-s 10.0.0.1 -s 10.0.0.2 -j',
+      '-j CT --zone 1',
+      '-m addrtype --dst-type LOCAL --limit-iface-in -j ACCEPT',
+      '-s fd00::1 -j ACCEPT',
+    ]) {
       assert.throws(() => parseRuleArgs(splitWords(args), 4), UnsupportedRule, args);
     }
   });
 
   it('refuses a malformed op stream with EINVAL, before touching the kernel', async () => {
-    const bad = [Buffer.from([]), Buffer.from([5]), Buffer.from([4, 1, 0, 0]), Buffer.from([4, 9, 0, 0, 0, 0]), Buffer.from([4, 2, 0, 0, 0, 0, 1, 0, 0x41])];
-    for (const b of bad) await assert.rejects(iptcApply(b, NO_LOCK), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL', b.toString('hex'));
+    const bad = [
+      Buffer.from([]),
+      Buffer.from([5]),
+      Buffer.from([4, 1, 0, 0]),
+      Buffer.from([4, 9, 0, 0, 0, 0]),
+      Buffer.from([4, 2, 0, 0, 0, 0, 1, 0, 0x41]),
+    ];
+    for (const b of bad)
+      await assert.rejects(
+        iptcApply(b, NO_LOCK),
+        (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',
+        b.toString('hex'),
+      );
     // Cut inside the last op only: a cut between ops is a shorter valid transaction.
     const head = restoreOps('*filter\n:cali-x - [0:0]\nCOMMIT\n', 4).ops.length;
-    const tx = restoreOps('*filter\n:cali-x - [0:0]\n-A cali-x -s 10.0.0.0/8 -m comment --comment "x" -j ACCEPT\nCOMMIT\n', 4);
+    const tx = restoreOps(
+      '*filter\n:cali-x - [0:0]\n-A cali-x -s 10.0.0.0/8 -m comment --comment "x" -j ACCEPT\nCOMMIT\n',
+      4,
+    );
     for (let cut = head + 1; cut < tx.ops.length; cut++) {
-      await assert.rejects(iptcApply(tx.ops.subarray(0, cut), NO_LOCK), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL', `cut at ${cut}`);
+      await assert.rejects(
+        iptcApply(tx.ops.subarray(0, cut), NO_LOCK),
+        (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',
+        `cut at ${cut}`,
+      );
     }
   });
 });

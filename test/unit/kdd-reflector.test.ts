@@ -14,14 +14,22 @@ import { until } from '../helpers/until.js';
 
 const tempDir = tempDirs('kdd-reflector');
 const log = createLogger({ severity: process.env.REFLECTOR_DEBUG ? 'Debug' : 'Fatal' });
-const pod = (name: string, ns = 'default', labels: Record<string, string> = {}) => ({ metadata: { name, namespace: ns, labels }, spec: { nodeName: 'node1' } });
-
+const pod = (name: string, ns = 'default', labels: Record<string, string> = {}) => ({
+  metadata: { name, namespace: ns, labels },
+  spec: { nodeName: 'node1' },
+});
 
 function mirror(api: FakeKubeApiServer, url: string, pageSize = 10) {
   const held = new Map<string, KubeObject>();
   let listed = 0;
   const r = new Reflector(
-    { transport: new HttpKubeTransport({ server: url }), path: '/api/v1/pods', log, pageSize, backoffMs: { min: 20, max: 200 } },
+    {
+      transport: new HttpKubeTransport({ server: url }),
+      path: '/api/v1/pods',
+      log,
+      pageSize,
+      backoffMs: { min: 20, max: 200 },
+    },
     {
       onUpsert: (o) => held.set(`${o.metadata?.namespace}/${o.metadata?.name}`, o),
       onDelete: (o) => held.delete(`${o.metadata?.namespace}/${o.metadata?.name}`),
@@ -51,7 +59,11 @@ describe('Kubernetes reflector', { timeout: 120_000 }, () => {
     try {
       await until(() => listed() === 1, 5000, 'the list');
       assert.equal(held.size, 25);
-      assert.equal(api.requests.filter((q) => q.startsWith('GET /api/v1/pods?limit=10')).length, 3, 'three pages of ten');
+      assert.equal(
+        api.requests.filter((q) => q.startsWith('GET /api/v1/pods?limit=10')).length,
+        3,
+        'three pages of ten',
+      );
       api.put('pods', pod('live'));
       api.delete('pods', 'default', 'p0');
       await until(() => held.has('default/live') && !held.has('default/p0'));
@@ -59,7 +71,14 @@ describe('Kubernetes reflector', { timeout: 120_000 }, () => {
       api.dropWatches();
       api.put('pods', pod('while-away'));
       api.put('pods', pod('p1', 'default', { changed: 'yes' }));
-      await until(() => held.has('default/while-away') && (held.get('default/p1')?.metadata as { labels?: Record<string, string> } | undefined)?.labels?.changed === 'yes', 5000, 'the changes made while the watch was down');
+      await until(
+        () =>
+          held.has('default/while-away') &&
+          (held.get('default/p1')?.metadata as { labels?: Record<string, string> } | undefined)?.labels?.changed ===
+            'yes',
+        5000,
+        'the changes made while the watch was down',
+      );
       assert.ok(r.watches > watches, 'the watch was resumed');
       assert.equal(r.lists, 1, 'from its version, without a relist');
     } finally {
@@ -111,7 +130,7 @@ describe('Kubernetes reflector', { timeout: 120_000 }, () => {
 });
 
 describe('Kubernetes configuration', () => {
-  it('a kubeconfig\'s server and credentials reach the API; a missing one is a clear error', async () => {
+  it("a kubeconfig's server and credentials reach the API; a missing one is a clear error", async () => {
     const { loadKubeEndpoint } = await import('../../src/datastore/kdd/kubeconfig.js');
     const { mkdtempSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
@@ -120,14 +139,20 @@ describe('Kubernetes configuration', () => {
     const url = await api.start();
     const dir = mkdtempSync(join(tmpdir(), 'palisade-kubeconfig-'));
     const file = join(dir, 'config');
-    writeFileSync(file, `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user:\n    token: s3cret\n`);
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user:\n    token: s3cret\n`,
+    );
     try {
       const e = loadKubeEndpoint({ env: { KUBECONFIG: file } });
       assert.equal(e.server, url);
       assert.equal(e.source, `kubeconfig ${file}`);
       await new HttpKubeTransport(e).get('/api/v1/pods');
       assert.equal(api.lastAuthorization, 'Bearer s3cret');
-      assert.throws(() => loadKubeEndpoint({ env: { KUBECONFIG: join(dir, 'missing') } }), /cannot load the Kubernetes configuration/);
+      assert.throws(
+        () => loadKubeEndpoint({ env: { KUBECONFIG: join(dir, 'missing') } }),
+        /cannot load the Kubernetes configuration/,
+      );
     } finally {
       await api.stop();
     }
@@ -135,7 +160,7 @@ describe('Kubernetes configuration', () => {
 });
 
 describe('Kubernetes configuration in the cluster', () => {
-  it('in a pod: KUBERNETES_SERVICE_HOST/PORT, the service account\'s CA checks the server and its token authenticates', async () => {
+  it("in a pod: KUBERNETES_SERVICE_HOST/PORT, the service account's CA checks the server and its token authenticates", async () => {
     const { loadKubeEndpoint } = await import('../../src/datastore/kdd/kubeconfig.js');
     const { mkdirSync, readFileSync, writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
@@ -143,7 +168,10 @@ describe('Kubernetes configuration in the cluster', () => {
     const dir = tempDir();
     const tls = makeTls(dir);
     const api = new FakeKubeApiServer();
-    const url = await api.start('127.0.0.1', { cert: readFileSync(tls.server.certFile), key: readFileSync(tls.server.keyFile) });
+    const url = await api.start('127.0.0.1', {
+      cert: readFileSync(tls.server.certFile),
+      key: readFileSync(tls.server.keyFile),
+    });
     const root = join(dir, 'root');
     const sa = join(root, 'var/run/secrets/kubernetes.io/serviceaccount');
     mkdirSync(sa, { recursive: true });
@@ -156,7 +184,10 @@ describe('Kubernetes configuration in the cluster', () => {
     process.env.KUBERNETES_SERVICE_HOST = '127.0.0.1';
     process.env.KUBERNETES_SERVICE_PORT = port;
     try {
-      const e = loadKubeEndpoint({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, serviceAccountRoot: root });
+      const e = loadKubeEndpoint({
+        env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port },
+        serviceAccountRoot: root,
+      });
       assert.equal(e.source, 'in-cluster service account');
       assert.equal(e.server, url);
       await new HttpKubeTransport(e).get('/api/v1/pods');
@@ -166,10 +197,19 @@ describe('Kubernetes configuration in the cluster', () => {
       mkdirSync(otherDir);
       const other = makeTls(otherDir);
       writeFileSync(join(sa, 'ca.crt'), readFileSync(other.server.caFile));
-      const e2 = loadKubeEndpoint({ env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port }, serviceAccountRoot: root });
-      await assert.rejects(new HttpKubeTransport(e2).get('/api/v1/pods'), /self[- ]signed|unable to verify|certificate/i);
+      const e2 = loadKubeEndpoint({
+        env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: port },
+        serviceAccountRoot: root,
+      });
+      await assert.rejects(
+        new HttpKubeTransport(e2).get('/api/v1/pods'),
+        /self[- ]signed|unable to verify|certificate/i,
+      );
     } finally {
-      for (const [k, v] of [['KUBERNETES_SERVICE_HOST', saved.host], ['KUBERNETES_SERVICE_PORT', saved.port]] as const) {
+      for (const [k, v] of [
+        ['KUBERNETES_SERVICE_HOST', saved.host],
+        ['KUBERNETES_SERVICE_PORT', saved.port],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
@@ -187,13 +227,21 @@ describe('Kubernetes reflector: bad answers from the API', () => {
       if (!req.url?.includes('watch=true')) {
         lists++;
         if (lists === 1) return void res.writeHead(200).end('{not json');
-        if (lists === 2) return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"boom"}');
-        return void res.writeHead(200).end(JSON.stringify({ metadata: { resourceVersion: '5' }, items: [{ metadata: { name: 'a', namespace: 'default', resourceVersion: '5' } }] }));
+        if (lists === 2)
+          return void res.writeHead(500, { 'content-type': 'application/json' }).end('{"message":"boom"}');
+        return void res.writeHead(200).end(
+          JSON.stringify({
+            metadata: { resourceVersion: '5' },
+            items: [{ metadata: { name: 'a', namespace: 'default', resourceVersion: '5' } }],
+          }),
+        );
       }
       watches++;
       res.writeHead(200);
       if (watches === 1) return void res.end('this is not JSON\n');
-      res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'b', namespace: 'default', resourceVersion: '6' } } })}\n`);
+      res.write(
+        `${JSON.stringify({ type: 'ADDED', object: { metadata: { name: 'b', namespace: 'default', resourceVersion: '6' } } })}\n`,
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -222,8 +270,18 @@ describe('Kubernetes reflector: a resource type the server does not have', () =>
     const held = new Set<string>();
     let listed = 0;
     const r = new Reflector(
-      { transport: new HttpKubeTransport({ server: url }), path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', log, backoffMs: { min: 10, max: 50 }, missingApiRetryMs: 300 },
-      { onUpsert: (o) => held.add(o.metadata?.name ?? ''), onDelete: (o) => held.delete(o.metadata?.name ?? ''), onListed: () => listed++ },
+      {
+        transport: new HttpKubeTransport({ server: url }),
+        path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+        log,
+        backoffMs: { min: 10, max: 50 },
+        missingApiRetryMs: 300,
+      },
+      {
+        onUpsert: (o) => held.add(o.metadata?.name ?? ''),
+        onDelete: (o) => held.delete(o.metadata?.name ?? ''),
+        onListed: () => listed++,
+      },
     );
     r.start();
     try {

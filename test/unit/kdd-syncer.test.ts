@@ -17,12 +17,23 @@ import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: 'Fatal' });
 
-const pod = (name: string, ns: string, node: string, ip: string, labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
+const pod = (
+  name: string,
+  ns: string,
+  node: string,
+  ip: string,
+  labels: Record<string, string>,
+  extra: Record<string, unknown> = {},
+) => ({
   metadata: { name, namespace: ns, labels },
-  spec: { nodeName: node, serviceAccountName: 'default', containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }], ...extra },
+  spec: {
+    nodeName: node,
+    serviceAccountName: 'default',
+    containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
+    ...extra,
+  },
   status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] },
 });
-
 
 describe('Kubernetes datastore: the control plane fed by the API server', { timeout: 60_000 }, () => {
   let api: FakeKubeApiServer;
@@ -33,24 +44,56 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
     url = await api.start();
     api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
     api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
-    api.put('nodes', { metadata: { name: 'node1', labels: { zone: 'z1' }, annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' } } });
+    api.put('nodes', {
+      metadata: {
+        name: 'node1',
+        labels: { zone: 'z1' },
+        annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' },
+      },
+    });
     api.put('pods', pod('web-0', 'prod', 'node1', '10.65.0.10', { app: 'web' }));
     api.put('pods', pod('db-0', 'prod', 'node1', '10.65.0.11', { app: 'db' }));
     api.put('pods', pod('web-1', 'prod', 'node2', '10.65.1.10', { app: 'web' }));
     api.put('pods', pod('hostnet', 'prod', 'node1', '192.0.2.1', { app: 'web' }, { hostNetwork: true }));
     api.put('networkpolicies', {
       metadata: { name: 'db-from-web', namespace: 'prod' },
-      spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 5432 }] }], policyTypes: ['Ingress'] },
+      spec: {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 5432 }] }],
+        policyTypes: ['Ingress'],
+      },
     });
     // Calico's own resources, as CRDs: a policy with the legacy "default." prefix, a pool.
     api.put('globalnetworkpolicies.crd.projectcalico.org', {
-      metadata: { name: 'default.allow-dns', annotations: { 'projectcalico.org/metadata': '{"labels":{"owner":"ops"}}' } },
-      spec: { selector: "app == 'db'", types: ['Egress'], egress: [{ action: 'Allow', destination: { services: { name: 'dns', namespace: 'prod' } } }] },
+      metadata: {
+        name: 'default.allow-dns',
+        annotations: { 'projectcalico.org/metadata': '{"labels":{"owner":"ops"}}' },
+      },
+      spec: {
+        selector: "app == 'db'",
+        types: ['Egress'],
+        egress: [{ action: 'Allow', destination: { services: { name: 'dns', namespace: 'prod' } } }],
+      },
     });
     // The service the policy names, through its EndpointSlice; and a slice of no service.
-    api.put('endpointslices', { metadata: { name: 'dns-abcde', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'dns' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.65.0.53'] }], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }, { name: 'dns-tcp', port: 53 }] });
-    api.put('endpointslices', { metadata: { name: 'orphan', namespace: 'prod' }, endpoints: [{ addresses: ['10.9.9.9'] }], ports: [{ port: 1 }] });
-    api.put('ippools.crd.projectcalico.org', { metadata: { name: 'pool1' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } });
+    api.put('endpointslices', {
+      metadata: { name: 'dns-abcde', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'dns' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.65.0.53'] }],
+      ports: [
+        { name: 'dns', port: 53, protocol: 'UDP' },
+        { name: 'dns-tcp', port: 53 },
+      ],
+    });
+    api.put('endpointslices', {
+      metadata: { name: 'orphan', namespace: 'prod' },
+      endpoints: [{ addresses: ['10.9.9.9'] }],
+      ports: [{ port: 1 }],
+    });
+    api.put('ippools.crd.projectcalico.org', {
+      metadata: { name: 'pool1' },
+      spec: { cidr: '10.65.0.0/16', natOutgoing: true },
+    });
   });
   after(async () => {
     await api?.stop();
@@ -58,7 +101,11 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
 
   it('converges on what Felix would program, then follows edits and deletions', async () => {
     const messages: ToDataplane[] = [];
-    const syncer = new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } });
+    const syncer = new KddSyncer({
+      transport: new HttpKubeTransport({ server: url }),
+      log,
+      backoffMs: { min: 20, max: 200 },
+    });
     const cp = new ControlPlane({
       syncer,
       config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
@@ -70,35 +117,87 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
     cp.start();
     try {
       await until(() => messages.some((m) => m.type === 'InSync'), 10_000, 'in-sync');
-      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>>;
-      assert.deepEqual(weps.map((w) => w.id.workloadId).sort(), ['prod/db-0', 'prod/web-0'], 'this node\'s pods, not the host-networked one');
+      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<
+        Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>
+      >;
+      assert.deepEqual(
+        weps.map((w) => w.id.workloadId).sort(),
+        ['prod/db-0', 'prod/web-0'],
+        "this node's pods, not the host-networked one",
+      );
       const db = weps.find((w) => w.id.workloadId === 'prod/db-0');
       assert.deepEqual(db?.endpoint.profileIds, ['kns.prod', 'ksa.prod.default']);
       assert.deepEqual(db?.endpoint.ipv4Nets, ['10.65.0.11/32']);
       assert.match(db?.endpoint.name ?? '', /^cali[0-9a-f]{11}$/);
-      const policies = (messages.filter((m) => m.type === 'ActivePolicyUpdate') as Array<Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>>).map((p) => p.id.name);
-      assert.deepEqual(policies.sort(), ['gnp/allow-dns', 'knp/prod/db-from-web'], 'Felix\'s policy IDs: knp/ for a Kubernetes NetworkPolicy; the CRD\'s legacy "default." prefix gone');
-      assert.deepEqual(db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies, t.egressPolicies]), [['default', ['knp/prod/db-from-web'], ['gnp/allow-dns']]]);
-      assert.ok(messages.some((m) => m.type === 'IPAMPoolUpdate' && m.pool.cidr === '10.65.0.0/16' && m.pool.masquerade), 'the IPPool CRD');
+      const policies = (
+        messages.filter((m) => m.type === 'ActivePolicyUpdate') as Array<
+          Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>
+        >
+      ).map((p) => p.id.name);
+      assert.deepEqual(
+        policies.sort(),
+        ['gnp/allow-dns', 'knp/prod/db-from-web'],
+        'Felix\'s policy IDs: knp/ for a Kubernetes NetworkPolicy; the CRD\'s legacy "default." prefix gone',
+      );
+      assert.deepEqual(
+        db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies, t.egressPolicies]),
+        [['default', ['knp/prod/db-from-web'], ['gnp/allow-dns']]],
+      );
+      assert.ok(
+        messages.some((m) => m.type === 'IPAMPoolUpdate' && m.pool.cidr === '10.65.0.0/16' && m.pool.masquerade),
+        'the IPPool CRD',
+      );
       // The web pods of both nodes are the rule's source set.
-      const sets = messages.filter((m) => m.type === 'IPSetUpdate') as Array<Extract<ToDataplane, { type: 'IPSetUpdate' }>>;
-      assert.ok(sets.some((s) => [...s.members].sort().join() === '10.65.0.10/32,10.65.1.10/32'), JSON.stringify(sets.map((s) => s.members)));
+      const sets = messages.filter((m) => m.type === 'IPSetUpdate') as Array<
+        Extract<ToDataplane, { type: 'IPSetUpdate' }>
+      >;
+      assert.ok(
+        sets.some((s) => [...s.members].sort().join() === '10.65.0.10/32,10.65.1.10/32'),
+        JSON.stringify(sets.map((s) => s.members)),
+      );
       // The service match: each endpoint address with each port, TCP unless said.
-      assert.ok(sets.some((s) => [...s.members].sort().join() === '10.65.0.53,tcp:53,10.65.0.53,udp:53'), `the service's IP set: ${JSON.stringify(sets.map((s) => s.members))}`);
+      assert.ok(
+        sets.some((s) => [...s.members].sort().join() === '10.65.0.53,tcp:53,10.65.0.53,udp:53'),
+        `the service's IP set: ${JSON.stringify(sets.map((s) => s.members))}`,
+      );
       // The node's address from its Calico annotation.
-      assert.ok(messages.some((m) => m.type === 'HostMetadataUpdate' && m.hostname === 'node1' && m.ipv4Addr === '192.0.2.1'), JSON.stringify(messages.filter((m) => m.type.startsWith('Host'))));
+      assert.ok(
+        messages.some((m) => m.type === 'HostMetadataUpdate' && m.hostname === 'node1' && m.ipv4Addr === '192.0.2.1'),
+        JSON.stringify(messages.filter((m) => m.type.startsWith('Host'))),
+      );
 
       messages.length = 0;
       api.put('networkpolicies', {
         metadata: { name: 'db-from-web', namespace: 'prod' },
-        spec: { podSelector: { matchLabels: { app: 'db' } }, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 6543 }] }], policyTypes: ['Ingress'] },
+        spec: {
+          podSelector: { matchLabels: { app: 'db' } },
+          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ port: 6543 }] }],
+          policyTypes: ['Ingress'],
+        },
       });
       api.delete('pods', 'prod', 'web-0');
-      api.put('endpointslices', { metadata: { name: 'dns-abcde', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'dns' } }, addressType: 'IPv4', endpoints: [{ addresses: ['10.65.0.54'] }], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] });
-      await until(() => messages.some((m) => m.type === 'WorkloadEndpointRemove') && messages.some((m) => m.type === 'ActivePolicyUpdate') && messages.some((m) => m.type === 'IPSetDeltaUpdate' && m.addedMembers.includes('10.65.0.54,udp:53')), 5000, 'the edit, the deletion and the service\'s new endpoint');
-      const delta = messages.find((m) => m.type === 'IPSetDeltaUpdate' && m.addedMembers.includes('10.65.0.54,udp:53')) as Extract<ToDataplane, { type: 'IPSetDeltaUpdate' }>;
+      api.put('endpointslices', {
+        metadata: { name: 'dns-abcde', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'dns' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['10.65.0.54'] }],
+        ports: [{ name: 'dns', port: 53, protocol: 'UDP' }],
+      });
+      await until(
+        () =>
+          messages.some((m) => m.type === 'WorkloadEndpointRemove') &&
+          messages.some((m) => m.type === 'ActivePolicyUpdate') &&
+          messages.some((m) => m.type === 'IPSetDeltaUpdate' && m.addedMembers.includes('10.65.0.54,udp:53')),
+        5000,
+        "the edit, the deletion and the service's new endpoint",
+      );
+      const delta = messages.find(
+        (m) => m.type === 'IPSetDeltaUpdate' && m.addedMembers.includes('10.65.0.54,udp:53'),
+      ) as Extract<ToDataplane, { type: 'IPSetDeltaUpdate' }>;
       assert.deepEqual([...delta.removedMembers].sort(), ['10.65.0.53,tcp:53', '10.65.0.53,udp:53']);
-      const removed = messages.find((m) => m.type === 'WorkloadEndpointRemove') as Extract<ToDataplane, { type: 'WorkloadEndpointRemove' }>;
+      const removed = messages.find((m) => m.type === 'WorkloadEndpointRemove') as Extract<
+        ToDataplane,
+        { type: 'WorkloadEndpointRemove' }
+      >;
       assert.equal(removed.id.workloadId, 'prod/web-0');
     } finally {
       await cp.stop();
@@ -107,24 +206,56 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
   it('ClusterNetworkPolicies (once their CRD is installed) are kcnp/ policies in the kube-admin and kube-baseline tiers, around the default tier', async () => {
     api.install(CLUSTER_NETWORK_POLICY_TYPE);
     // calico-node creates these tiers at start (clientv3's EnsureInitialized), default included.
-    api.put('tiers.crd.projectcalico.org', { metadata: { name: 'default' }, spec: { order: 1_000_000, defaultAction: 'Deny' } });
-    api.put('tiers.crd.projectcalico.org', { metadata: { name: 'kube-admin' }, spec: { order: 1000, defaultAction: 'Pass' } });
-    api.put('tiers.crd.projectcalico.org', { metadata: { name: 'kube-baseline' }, spec: { order: 10_000_000, defaultAction: 'Pass' } });
+    api.put('tiers.crd.projectcalico.org', {
+      metadata: { name: 'default' },
+      spec: { order: 1_000_000, defaultAction: 'Deny' },
+    });
+    api.put('tiers.crd.projectcalico.org', {
+      metadata: { name: 'kube-admin' },
+      spec: { order: 1000, defaultAction: 'Pass' },
+    });
+    api.put('tiers.crd.projectcalico.org', {
+      metadata: { name: 'kube-baseline' },
+      spec: { order: 10_000_000, defaultAction: 'Pass' },
+    });
     api.put('clusternetworkpolicies', {
       metadata: { name: 'no-metadata-service' },
-      spec: { tier: 'Admin', priority: 10, subject: { namespaces: {} }, egress: [{ name: 'metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }] },
+      spec: {
+        tier: 'Admin',
+        priority: 10,
+        subject: { namespaces: {} },
+        egress: [{ name: 'metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }],
+      },
     });
     api.put('clusternetworkpolicies', {
       metadata: { name: 'default-deny-prod' },
-      spec: { tier: 'Baseline', priority: 1, subject: { namespaces: { matchLabels: { team: 'a' } } }, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] },
+      spec: {
+        tier: 'Baseline',
+        priority: 1,
+        subject: { namespaces: { matchLabels: { team: 'a' } } },
+        ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }],
+      },
     });
     const messages: ToDataplane[] = [];
-    const syncer = new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } });
-    const cp = new ControlPlane({ syncer, config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }), log, flushDelayMs: 0, onMessages: (m) => messages.push(...m), onRestartNeeded: () => {} });
+    const syncer = new KddSyncer({
+      transport: new HttpKubeTransport({ server: url }),
+      log,
+      backoffMs: { min: 20, max: 200 },
+    });
+    const cp = new ControlPlane({
+      syncer,
+      config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
+      log,
+      flushDelayMs: 0,
+      onMessages: (m) => messages.push(...m),
+      onRestartNeeded: () => {},
+    });
     cp.start();
     try {
       await until(() => messages.some((m) => m.type === 'InSync'), 10_000, 'in-sync');
-      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>>;
+      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<
+        Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>
+      >;
       const db = [...weps].reverse().find((w) => w.id.workloadId === 'prod/db-0');
       assert.deepEqual(
         db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies, t.egressPolicies]),
@@ -134,12 +265,18 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
           ['kube-baseline', ['kcnp/default-deny-prod'], []],
         ],
       );
-      const admin = messages.find((m) => m.type === 'ActivePolicyUpdate' && m.id.name === 'kcnp/no-metadata-service') as Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>;
-      assert.deepEqual(admin.policy.outboundRules.map((r) => [r.action, r.dstNet]), [['deny', ['169.254.169.254/32']]]);
+      const admin = messages.find(
+        (m) => m.type === 'ActivePolicyUpdate' && m.id.name === 'kcnp/no-metadata-service',
+      ) as Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>;
+      assert.deepEqual(
+        admin.policy.outboundRules.map((r) => [r.action, r.dstNet]),
+        [['deny', ['169.254.169.254/32']]],
+      );
     } finally {
       await cp.stop();
       api.uninstall('clusternetworkpolicies');
-      for (const t of ['default', 'kube-admin', 'kube-baseline']) api.delete('tiers.crd.projectcalico.org', undefined, t);
+      for (const t of ['default', 'kube-admin', 'kube-baseline'])
+        api.delete('tiers.crd.projectcalico.org', undefined, t);
     }
   });
 });

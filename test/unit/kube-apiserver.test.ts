@@ -26,9 +26,14 @@ function get(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
-const pod = (name: string, ns = 'default', labels: Record<string, string> = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: { nodeName: 'node1', containers: [{ name: 'c', image: 'x' }] } });
+const pod = (name: string, ns = 'default', labels: Record<string, string> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: ns, labels },
+  spec: { nodeName: 'node1', containers: [{ name: 'c', image: 'x' }] },
+});
 
-describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
+describe("the tests' Kubernetes API server", { timeout: 60_000 }, () => {
   let api: FakeKubeApiServer;
   let url: string;
   let kubeconfig: string;
@@ -41,7 +46,10 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
     const dir = tempDir();
     kubeconfig = join(dir, 'kubeconfig');
     cacheDir = join(dir, 'cache');
-    writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: ${url}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {}\n`);
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: ${url}\ncontexts:\n- name: t\n  context:\n    cluster: t\n    user: u\ncurrent-context: t\nusers:\n- name: u\n  user: {}\n`,
+    );
   });
   after(async () => {
     await api?.stop();
@@ -50,7 +58,13 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
   // Asynchronous: the server answering it runs in this process.
   const kubectl = (...args: string[]) =>
     new Promise<string>((resolve, reject) =>
-      execFile('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, ...args], { encoding: 'utf8', timeout: 20_000 }, (e, stdout, stderr) => (e ? reject(new Error(`kubectl ${args.join(' ')}: ${e.message} ${stderr}`)) : resolve(`${stdout}${stderr}`))),
+      execFile(
+        'kubectl',
+        ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, ...args],
+        { encoding: 'utf8', timeout: 20_000 },
+        (e, stdout, stderr) =>
+          e ? reject(new Error(`kubectl ${args.join(' ')}: ${e.message} ${stderr}`)) : resolve(`${stdout}${stderr}`),
+      ),
     );
 
   it('kubectl: create, get (with label selectors), replace, merge patch, delete', async (t) => {
@@ -62,11 +76,19 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'pod.json'), JSON.stringify(pod('web', 'default', { app: 'web' })));
     assert.match(await kubectl('create', '--validate=false', '-f', join(dir, 'pod.json')), /pod\/web created/);
-    const got = JSON.parse(await kubectl('get', 'pods', '-A', '-o', 'json')) as { items: Array<{ metadata: { name: string; labels: Record<string, string> } }> };
-    assert.deepEqual(got.items.map((i) => i.metadata.name), ['web']);
+    const got = JSON.parse(await kubectl('get', 'pods', '-A', '-o', 'json')) as {
+      items: Array<{ metadata: { name: string; labels: Record<string, string> } }>;
+    };
+    assert.deepEqual(
+      got.items.map((i) => i.metadata.name),
+      ['web'],
+    );
     writeFileSync(join(dir, 'pod.json'), JSON.stringify(pod('web', 'default', { app: 'web', v: '2' })));
     assert.match(await kubectl('replace', '--validate=false', '-f', join(dir, 'pod.json')), /pod\/web replaced/);
-    assert.match(await kubectl('patch', 'pod', 'web', '--type=merge', '-p', '{"metadata":{"labels":{"v":"3","app":null}}}'), /pod\/web patched/);
+    assert.match(
+      await kubectl('patch', 'pod', 'web', '--type=merge', '-p', '{"metadata":{"labels":{"v":"3","app":null}}}'),
+      /pod\/web patched/,
+    );
     assert.deepEqual(api.get('pods', 'default', 'web')?.metadata.labels, { v: '3' });
     // Label selectors, as kubectl sends them (Typha discovery lists EndpointSlices this way).
     assert.match(await kubectl('get', 'pods', '-n', 'default', '-l', 'v=3', '-o', 'name'), /^pod\/web$/m);
@@ -83,7 +105,19 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
       t.skip('kubectl is not installed');
       return;
     }
-    const w = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, 'get', 'pods', '-n', 'default', '--watch-only', '-o', 'name']);
+    const w = spawn('kubectl', [
+      '--kubeconfig',
+      kubeconfig,
+      '--cache-dir',
+      cacheDir,
+      'get',
+      'pods',
+      '-n',
+      'default',
+      '--watch-only',
+      '-o',
+      'name',
+    ]);
     let out = '';
     w.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {
@@ -103,10 +137,13 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
     let cont = '';
     let rv = '';
     do {
-      const r = JSON.parse((await get(`${url}/api/v1/pods?limit=10${cont ? `&continue=${cont}` : ''}`)).body) as { metadata: { continue?: string; resourceVersion: string }; items: Array<{ metadata: { name: string } }> };
+      const r = JSON.parse((await get(`${url}/api/v1/pods?limit=10${cont ? `&continue=${cont}` : ''}`)).body) as {
+        metadata: { continue?: string; resourceVersion: string };
+        items: Array<{ metadata: { name: string } }>;
+      };
       names.push(...r.items.map((i) => i.metadata.name));
       rv ||= r.metadata.resourceVersion;
-      assert.equal(r.metadata.resourceVersion, rv, 'every page at the first page\'s version');
+      assert.equal(r.metadata.resourceVersion, rv, "every page at the first page's version");
       cont = r.metadata.continue ?? '';
     } while (cont);
     assert.equal(names.filter((n) => n.startsWith('p')).length, 25);
@@ -124,8 +161,17 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
         });
       }).end();
     });
-    const lines = events.trim().split('\n').map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string } } });
-    assert.deepEqual(lines.map((l) => [l.type, l.object.metadata.name]), [['ADDED', 'after-list'], ['BOOKMARK', undefined]]);
+    const lines = events
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; object: { metadata: { name?: string } } });
+    assert.deepEqual(
+      lines.map((l) => [l.type, l.object.metadata.name]),
+      [
+        ['ADDED', 'after-list'],
+        ['BOOKMARK', undefined],
+      ],
+    );
     api.compact();
     const gone = await get(`${url}/api/v1/pods?watch=true&resourceVersion=${rv}`);
     const status = JSON.parse(gone.body.trim()) as { type: string; object: { code: number; reason: string } };
@@ -133,7 +179,10 @@ describe('the tests\' Kubernetes API server', { timeout: 60_000 }, () => {
   });
 
   it('merge patch (RFC 7386)', () => {
-    assert.deepEqual(mergePatch({ a: 'b', c: { d: 'e', f: 'g' } }, { a: 'z', c: { f: null } }), { a: 'z', c: { d: 'e' } });
+    assert.deepEqual(mergePatch({ a: 'b', c: { d: 'e', f: 'g' } }, { a: 'z', c: { f: null } }), {
+      a: 'z',
+      c: { d: 'e' },
+    });
     assert.deepEqual(mergePatch({ a: [1, 2] }, { a: [3] }), { a: [3] });
   });
 });

@@ -250,17 +250,26 @@ describe('LabelIndex: batches and validation', () => {
     const s = new native.NativeSelector('a == "x"');
     const ids = (...v: number[]) => new Uint32Array(v);
     // apply(ops, opsLength, ...) with the whole array as the batch
-    const apply = (ops: Uint32Array, newIds: Uint32Array, strs: string[], sels: never[] | typeof s[], out: number[]) =>
-      raw.apply(ops, ops.length, newIds, strs, sels as never, out);
+    const apply = (
+      ops: Uint32Array,
+      newIds: Uint32Array,
+      strs: string[],
+      sels: never[] | (typeof s)[],
+      out: number[],
+    ) => raw.apply(ops, ops.length, newIds, strs, sels as never, out);
     const rel: number[] = [];
-    const einval = (re: RegExp) => (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message);
+    const einval = (re: RegExp) => (e: unknown) =>
+      e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message);
     // A good op followed by a truncated one: neither may be applied.
     assert.throws(() => apply(ids(3, 1, 1, 0, 0, 1, 5, 2), ids(0, 1), ['a', 'x'], [s], rel), einval(/truncated/));
     assert.equal(raw.stats().items, 0);
     assert.throws(() => apply(ids(3, 1, 1, 0, 0, 7), ids(0, 1), ['a', 'x'], [], rel), einval(/undefined string/));
     assert.throws(() => apply(ids(5, 1, 0), ids(), [], [{} as never], rel), einval(/not a NativeSelector/));
     assert.throws(() => apply(ids(4, 1 << 24), ids(), [], [], rel), einval(/out of range/));
-    assert.throws(() => apply(new Int32Array([4, 1]) as unknown as Uint32Array, ids(), [], [], rel), einval(/Uint32Array/));
+    assert.throws(
+      () => apply(new Int32Array([4, 1]) as unknown as Uint32Array, ids(), [], [], rel),
+      einval(/Uint32Array/),
+    );
     assert.throws(() => apply(ids(3, 1, 0xffffffff, 0), ids(), [], [], rel), einval(/past the batch/));
     assert.throws(() => apply(ids(), ids(0, 1), ['a', 'a'], [], rel), einval(/defined twice/));
     assert.throws(() => apply(ids(), ids(0), ['a', 'b'], [], rel), einval(/more newStrings/));

@@ -12,9 +12,19 @@ function valid<T>(input: unknown): T {
 }
 
 const NP = (spec: Record<string, unknown>) =>
-  valid<model.ResourceOf<'NetworkPolicy'>>({ apiVersion: 'projectcalico.org/v3', kind: 'NetworkPolicy', metadata: { name: 'p', namespace: 'prod' }, spec });
+  valid<model.ResourceOf<'NetworkPolicy'>>({
+    apiVersion: 'projectcalico.org/v3',
+    kind: 'NetworkPolicy',
+    metadata: { name: 'p', namespace: 'prod' },
+    spec,
+  });
 const GNP = (spec: Record<string, unknown>) =>
-  valid<model.ResourceOf<'GlobalNetworkPolicy'>>({ apiVersion: 'projectcalico.org/v3', kind: 'GlobalNetworkPolicy', metadata: { name: 'g' }, spec });
+  valid<model.ResourceOf<'GlobalNetworkPolicy'>>({
+    apiVersion: 'projectcalico.org/v3',
+    kind: 'GlobalNetworkPolicy',
+    metadata: { name: 'g' },
+    spec,
+  });
 
 describe('model: CIDRs', () => {
   const cases: Array<[string, string | undefined]> = [
@@ -60,7 +70,7 @@ describe('model: NetworkPolicy conversion', () => {
     assert.equal(p.selector, "(app == 'web') && projectcalico.org/namespace == 'prod'");
     assert.deepEqual(p.key, { tier: 'default', name: 'np/prod/p', sortKey: 'p/prod/NetworkPolicy' });
     assert.equal(p.namespace, 'prod');
-    assert.equal(p.applyOnForward, false, 'as upstream\'s processor');
+    assert.equal(p.applyOnForward, false, "as upstream's processor");
     assert.equal(model.convertNetworkPolicy(NP({})).selector, "projectcalico.org/namespace == 'prod'");
   });
 
@@ -90,7 +100,10 @@ describe('model: NetworkPolicy conversion', () => {
     assert.equal(r[2]?.srcSelector, 'has(projectcalico.org/namespace)');
     assert.equal(r[3]?.srcSelector, "projectcalico.org/namespace == 'prod'");
     assert.equal(r[3]?.notSrcSelector, "role == 'bad'");
-    assert.equal(r[4]?.srcSelector, `(projectcalico.org/namespace == 'prod') && (projectcalico.org/serviceaccount in {"a", "b"})`);
+    assert.equal(
+      r[4]?.srcSelector,
+      `(projectcalico.org/namespace == 'prod') && (projectcalico.org/serviceaccount in {"a", "b"})`,
+    );
     assert.equal(r[5]?.srcSelector, '', 'nets alone select no endpoints');
     assert.deepEqual(r[5]?.srcNets, ['10.0.0.0/8']);
     assert.deepEqual(p.types, ['ingress']);
@@ -118,7 +131,12 @@ describe('model: NetworkPolicy conversion', () => {
     );
     const [a, b, c] = p.inboundRules;
     assert.equal(a?.protocol, 'tcp');
-    assert.deepEqual(a?.dstPorts, [{ first: 80, last: 80 }, { first: 8000, last: 8080 }, { name: 'http' }, { first: 443, last: 443 }]);
+    assert.deepEqual(a?.dstPorts, [
+      { first: 80, last: 80 },
+      { first: 8000, last: 8080 },
+      { name: 'http' },
+      { first: 443, last: 443 },
+    ]);
     assert.equal(b?.protocol, 'icmpv6');
     assert.equal(b?.icmpType, 128);
     assert.equal(b?.icmpCode, undefined);
@@ -130,7 +148,10 @@ describe('model: NetworkPolicy conversion', () => {
 
 describe('model: GlobalNetworkPolicy conversion', () => {
   it('prefixes its namespace selector and rewrites all()', () => {
-    assert.equal(model.convertGlobalNetworkPolicy(GNP({ namespaceSelector: 'all()' })).selector, 'has(projectcalico.org/namespace)');
+    assert.equal(
+      model.convertGlobalNetworkPolicy(GNP({ namespaceSelector: 'all()' })).selector,
+      'has(projectcalico.org/namespace)',
+    );
     assert.equal(
       model.convertGlobalNetworkPolicy(GNP({ selector: "app == 'x'", namespaceSelector: "env == 'prod'" })).selector,
       `(app == 'x') && pcns.env == "prod"`,
@@ -143,7 +164,9 @@ describe('model: GlobalNetworkPolicy conversion', () => {
   });
 
   it('leaves rule selectors global', () => {
-    const g = model.convertGlobalNetworkPolicy(GNP({ ingress: [{ action: 'Allow', source: { selector: "role == 'x'" } }] }));
+    const g = model.convertGlobalNetworkPolicy(
+      GNP({ ingress: [{ action: 'Allow', source: { selector: "role == 'x'" } }] }),
+    );
     assert.equal(g.inboundRules[0]?.srcSelector, "role == 'x'");
   });
 });
@@ -170,7 +193,10 @@ describe('model: endpoints, profiles, sets, pools, tiers', () => {
           ipNATs: [{ internalIP: '10.65.0.2', externalIP: '192.0.2.9' }],
           mac: 'EE-EE-EE-EE-EE-EE',
           profiles: ['kns.prod', 'ksa.prod.web-sa'],
-          ports: [{ name: 'http', protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53 }],
+          ports: [
+            { name: 'http', protocol: 'TCP', port: 80 },
+            { protocol: 'UDP', port: 53 },
+          ],
         },
       }),
     );
@@ -202,20 +228,49 @@ describe('model: endpoints, profiles, sets, pools, tiers', () => {
 
   it('profiles apply labelsToApply; tiers default to Deny', () => {
     const p = model.convertProfile(
-      valid({ apiVersion: 'projectcalico.org/v3', kind: 'Profile', metadata: { name: 'kns.prod' }, spec: { labelsToApply: { 'pcns.env': 'prod' }, egress: [{ action: 'Allow' }] } }),
+      valid({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'Profile',
+        metadata: { name: 'kns.prod' },
+        spec: { labelsToApply: { 'pcns.env': 'prod' }, egress: [{ action: 'Allow' }] },
+      }),
     );
     assert.deepEqual(p.labels, { 'pcns.env': 'prod' });
     assert.equal(p.outboundRules[0]?.action, 'allow');
-    const t = model.convertTier(valid({ apiVersion: 'projectcalico.org/v3', kind: 'Tier', metadata: { name: 'sec' }, spec: { order: 1 } }));
+    const t = model.convertTier(
+      valid({ apiVersion: 'projectcalico.org/v3', kind: 'Tier', metadata: { name: 'sec' }, spec: { order: 1 } }),
+    );
     assert.deepEqual(t, { name: 'sec', order: 1, defaultAction: 'Deny' });
   });
 
   it('network sets: namespaced ones carry their namespace label, nets normalised', () => {
     const n = model.convertNetworkSet(
-      valid({ apiVersion: 'projectcalico.org/v3', kind: 'NetworkSet', metadata: { name: 'ext', namespace: 'prod', labels: { a: 'b' } }, spec: { nets: ['198.51.100.7/24'] } }),
+      valid({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'NetworkSet',
+        metadata: { name: 'ext', namespace: 'prod', labels: { a: 'b' } },
+        spec: { nets: ['198.51.100.7/24'] },
+      }),
     );
-    assert.deepEqual(n, { name: 'prod/ext', nets: ['198.51.100.0/24'], labels: { a: 'b', 'projectcalico.org/namespace': 'prod' } });
-    const pool = model.convertIpPool(valid({ apiVersion: 'projectcalico.org/v3', kind: 'IPPool', metadata: { name: 'p' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } }));
-    assert.deepEqual(pool, { cidr: '10.65.0.0/16', masquerade: true, ipipMode: 'Never', vxlanMode: 'Never', disabled: false });
+    assert.deepEqual(n, {
+      name: 'prod/ext',
+      nets: ['198.51.100.0/24'],
+      labels: { a: 'b', 'projectcalico.org/namespace': 'prod' },
+    });
+    const pool = model.convertIpPool(
+      valid({
+        apiVersion: 'projectcalico.org/v3',
+        kind: 'IPPool',
+        metadata: { name: 'p' },
+        spec: { cidr: '10.65.0.0/16', natOutgoing: true },
+      }),
+    );
+    assert.deepEqual(pool, {
+      cidr: '10.65.0.0/16',
+      masquerade: true,
+      ipipMode: 'Never',
+      vxlanMode: 'Never',
+      disabled: false,
+    });
   });
 });

@@ -53,7 +53,10 @@ describe('nft backend: encodings', () => {
     const hex = (e: { key: Uint8Array; flags: number }) => `${Buffer.from(e.key).toString('hex')}/${e.flags}`;
     assert.deepEqual(cidrElems('10.1.2.0/24', 4).map(hex), ['0a010200/0', '0a010300/1']);
     assert.deepEqual(cidrElems('255.255.255.0/24', 4).map(hex), ['ffffff00/0']);
-    assert.deepEqual(cidrElems('fd00::/8', 6).map(hex), ['fd000000000000000000000000000000/0', 'fe000000000000000000000000000000/1']);
+    assert.deepEqual(cidrElems('fd00::/8', 6).map(hex), [
+      'fd000000000000000000000000000000/0',
+      'fe000000000000000000000000000000/1',
+    ]);
     assert.deepEqual(portRangeElems(8000, 8100).map(hex), ['1f40/0', '1fa5/1']);
     assert.equal(ipPortKey('10.0.0.1,tcp:8080', 4).toString('hex'), '0a000001' + '06000000' + '1f900000');
   });
@@ -66,7 +69,10 @@ describe('nft backend: encodings', () => {
 
 describe('nft backend: native op stream validation', () => {
   const rejects = async (bytes: Uint8Array, re: RegExp) => {
-    await assert.rejects(nftCommit(bytes), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message));
+    await assert.rejects(
+      nftCommit(bytes),
+      (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message),
+    );
   };
   it('refuses truncated streams, unknown ops and unknown expressions with EINVAL', async () => {
     const w = new OpWriter();
@@ -77,7 +83,10 @@ describe('nft backend: native op stream validation', () => {
     const bad = new OpWriter();
     bad.ruleAdd(4, 'calico', 'c', new Uint8Array(0), [{ name: 'no-such-expr', attrs: [] }], 'x');
     await rejects(bad.bytes(), /unknown nftables expression "no-such-expr"/);
-    await assert.rejects(nftCommit('x' as unknown as Uint8Array), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL');
+    await assert.rejects(
+      nftCommit('x' as unknown as Uint8Array),
+      (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',
+    );
   });
   it('bounds every attribute, key and name before libnftnl copies it (a 4 KB cmp once aborted the process)', async () => {
     const attr = nftAttr;
@@ -86,24 +95,58 @@ describe('nft backend: native op stream validation', () => {
       w.ruleAdd(4, 'calico', 'c', udata, exprs, 'x');
       return w.bytes();
     };
-    await rejects(rule([{ name: 'cmp', attrs: [[attr('cmp.data'), new Uint8Array(4096)]] }]), /cmp\.data must be 1 to 64 bytes/);
+    await rejects(
+      rule([{ name: 'cmp', attrs: [[attr('cmp.data'), new Uint8Array(4096)]] }]),
+      /cmp\.data must be 1 to 64 bytes/,
+    );
     await rejects(rule([{ name: 'cmp', attrs: [[attr('cmp.sreg'), new Uint8Array(2)]] }]), /cmp\.sreg must be 4 bytes/);
     await rejects(rule([{ name: 'lookup', attrs: [[attr('lookup.set'), Buffer.from('no-nul')]] }]), /NUL-terminated/);
-    await rejects(rule([{ name: 'log', attrs: [[attr('log.prefix'), Buffer.from(`${'x'.repeat(300)}\0`)]] }]), /at most 255/);
+    await rejects(
+      rule([{ name: 'log', attrs: [[attr('log.prefix'), Buffer.from(`${'x'.repeat(300)}\0`)]] }]),
+      /at most 255/,
+    );
     await rejects(rule([{ name: 'meta', attrs: [[999, new Uint8Array(4)]] }]), /not one palisade uses/);
     await rejects(rule([], new Uint8Array(300)), /userdata longer than 256/);
     // Found by fuzzing: libnftnl leaks these, so they are refused before it sees them.
     const u32 = (v: number) => Buffer.from(new Uint32Array([v]).buffer);
-    await rejects(rule([{ name: 'lookup', attrs: [[attr('lookup.set'), Buffer.from('a\0')], [attr('lookup.set'), Buffer.from('b\0')]] }]), /set twice/);
-    await rejects(rule([{ name: 'immediate', attrs: [[attr('immediate.chain'), Buffer.from('c\0')]] }]), /must follow a jump or goto/);
-    await rejects(rule([{ name: 'immediate', attrs: [[attr('immediate.verdict'), u32(1)], [attr('immediate.chain'), Buffer.from('c\0')]] }]), /must follow a jump or goto/);
+    await rejects(
+      rule([
+        {
+          name: 'lookup',
+          attrs: [
+            [attr('lookup.set'), Buffer.from('a\0')],
+            [attr('lookup.set'), Buffer.from('b\0')],
+          ],
+        },
+      ]),
+      /set twice/,
+    );
+    await rejects(
+      rule([{ name: 'immediate', attrs: [[attr('immediate.chain'), Buffer.from('c\0')]] }]),
+      /must follow a jump or goto/,
+    );
+    await rejects(
+      rule([
+        {
+          name: 'immediate',
+          attrs: [
+            [attr('immediate.verdict'), u32(1)],
+            [attr('immediate.chain'), Buffer.from('c\0')],
+          ],
+        },
+      ]),
+      /must follow a jump or goto/,
+    );
     const longName = new OpWriter();
     longName.tableAdd(4, 'x'.repeat(1000));
     await rejects(longName.bytes(), /longer than 255 bytes/);
     const elems = new OpWriter();
     elems.elems(true, 4, 'calico', 's', 0, [{ key: new Uint8Array(100), flags: 0 }]);
     await rejects(elems.bytes(), /element key must be 1 to 64 bytes/);
-    await assert.rejects(nftDump(2, 'x'.repeat(1_000_000)), (e: unknown) => e instanceof NativeError && e.code === 'EINVAL');
+    await assert.rejects(
+      nftDump(2, 'x'.repeat(1_000_000)),
+      (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',
+    );
   });
 
   it('sends nothing for an empty stream', async () => {

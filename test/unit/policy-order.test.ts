@@ -41,15 +41,25 @@ describe('PolicySorter', () => {
     s.onPolicyUpdate('b', 'default', meta('b'));
     s.onPolicyUpdate('a', 'default', meta('a', 5));
     s.onPolicyUpdate('d', 'default', meta('d', 1.5));
-    assert.deepEqual(s.sorted()[0]?.policies.map((p) => p.name), ['d', 'a', 'c', 'b']);
+    assert.deepEqual(
+      s.sorted()[0]?.policies.map((p) => p.name),
+      ['d', 'a', 'c', 'b'],
+    );
     assert.equal(s.onPolicyUpdate('a', 'default', meta('a', 5)), false, 'no change, not dirty');
     assert.equal(s.onPolicyUpdate('a', 'other', meta('a', 5)), true);
-    assert.deepEqual(s.sorted().map((t) => [t.name, t.policies.map((p) => p.name)]), [
-      ['default', ['d', 'c', 'b']],
-      ['other', ['a']],
-    ]);
+    assert.deepEqual(
+      s.sorted().map((t) => [t.name, t.policies.map((p) => p.name)]),
+      [
+        ['default', ['d', 'c', 'b']],
+        ['other', ['a']],
+      ],
+    );
     s.onPolicyUpdate('a', 'other', undefined);
-    assert.deepEqual(s.sorted().map((t) => t.name), ['default'], 'an empty tier without a resource goes');
+    assert.deepEqual(
+      s.sorted().map((t) => t.name),
+      ['default'],
+      'an empty tier without a resource goes',
+    );
   });
 
   it('a deleted Tier whose policies remain sorts as invalid', () => {
@@ -58,12 +68,18 @@ describe('PolicySorter', () => {
     s.onPolicyUpdate('p', 'sec', meta('p'));
     s.onPolicyUpdate('q', 'default', meta('q'));
     s.onTierUpdate('default', { order: 100, defaultAction: 'Deny' });
-    assert.deepEqual(s.sorted().map((t) => t.name), ['sec', 'default']);
+    assert.deepEqual(
+      s.sorted().map((t) => t.name),
+      ['sec', 'default'],
+    );
     assert.equal(s.onTierUpdate('sec', undefined), true);
-    assert.deepEqual(s.sorted().map((t) => [t.name, t.valid, t.defaultAction]), [
-      ['default', true, 'Deny'],
-      ['sec', false, ''],
-    ]);
+    assert.deepEqual(
+      s.sorted().map((t) => [t.name, t.valid, t.defaultAction]),
+      [
+        ['default', true, 'Deny'],
+        ['sec', false, ''],
+      ],
+    );
   });
 });
 
@@ -123,9 +139,21 @@ describe('PolicyResolver', () => {
     r.onEndpointUpdate('hep', true);
     for (const p of ['u', 'p', 'f', 'n']) r.onPolicyMatch(p, 'hep');
     const t = flush().get('hep');
-    assert.deepEqual(t?.untrackedTiers.map((x) => x.ingressPolicies), [['u']]);
-    assert.deepEqual(t?.preDnatTiers.map((x) => x.ingressPolicies), [['p']]);
-    assert.deepEqual(t?.forwardTiers.map((x) => x.ingressPolicies), [['f']]);
-    assert.deepEqual(t?.tiers.map((x) => x.ingressPolicies), [['f', 'n']]);
+    assert.deepEqual(
+      t?.untrackedTiers.map((x) => x.ingressPolicies),
+      [['u']],
+    );
+    assert.deepEqual(
+      t?.preDnatTiers.map((x) => x.ingressPolicies),
+      [['p']],
+    );
+    assert.deepEqual(
+      t?.forwardTiers.map((x) => x.ingressPolicies),
+      [['f']],
+    );
+    assert.deepEqual(
+      t?.tiers.map((x) => x.ingressPolicies),
+      [['f', 'n']],
+    );
   });
 });

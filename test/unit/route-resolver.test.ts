@@ -20,13 +20,22 @@ const node = (name: string, addr: string, vxlan?: string): ResourceOf<'Node'> =>
   metadata: { name },
   spec: { bgp: { ipv4Address: addr }, ...(vxlan ? { ipv4VXLANTunnelAddr: vxlan } : {}) },
 });
-const pool = (cidr: string, vxlanMode: InternalIpPool['vxlanMode'], masquerade = true): InternalIpPool => ({ cidr, masquerade, ipipMode: 'Never', vxlanMode, disabled: false });
+const pool = (cidr: string, vxlanMode: InternalIpPool['vxlanMode'], masquerade = true): InternalIpPool => ({
+  cidr,
+  masquerade,
+  ipipMode: 'Never',
+  vxlanMode,
+  disabled: false,
+});
 const block = (cidr: string, host: string, borrowed: Array<[number, string]> = []): IpamBlock => ({
   cidr,
   affinity: `host:${host}`,
   allocations: [0, ...borrowed.map((_, i) => i + 1)],
   unallocated: [],
-  attributes: [{ handle_id: 'gw', secondary: { node: host } }, ...borrowed.map(([, n]) => ({ handle_id: `h-${n}`, secondary: { node: n } }))],
+  attributes: [
+    { handle_id: 'gw', secondary: { node: host } },
+    ...borrowed.map(([, n]) => ({ handle_id: `h-${n}`, secondary: { node: n } })),
+  ],
   deleted: false,
 });
 
@@ -51,7 +60,18 @@ function harness() {
   return { r, routes, flush };
 }
 
-const summary = (u: RouteUpdate | undefined) => u && { types: u.types, pool: u.ipPoolType, node: u.dstNodeName, ip: u.dstNodeIp, same: u.sameSubnet, nat: u.natOutgoing, borrowed: u.borrowed, local: u.localWorkload, tunnel: u.tunnelType };
+const summary = (u: RouteUpdate | undefined) =>
+  u && {
+    types: u.types,
+    pool: u.ipPoolType,
+    node: u.dstNodeName,
+    ip: u.dstNodeIp,
+    same: u.sameSubnet,
+    nat: u.natOutgoing,
+    borrowed: u.borrowed,
+    local: u.localWorkload,
+    tunnel: u.tunnelType,
+  };
 
 describe('L3 route resolver', () => {
   it('routes as Felix computes them: blocks, a borrowed address, tunnel and host addresses, local workloads, the pool', () => {
@@ -63,20 +83,124 @@ describe('L3 route resolver', () => {
     r.onBlockUpdate('10.65.0.0/26', block('10.65.0.0/26', 'node1'));
     r.onBlockUpdate('10.65.1.0/26', block('10.65.1.0/26', 'node2'));
     // 10.65.2.1 (ordinal 1) is node3's own; 10.65.2.2 (ordinal 2) is in use on node2.
-    r.onBlockUpdate('10.65.2.0/26', { ...block('10.65.2.0/26', 'node3'), allocations: [null, 0, 1], attributes: [{ secondary: { node: 'node3' } }, { secondary: { node: 'node2' } }] });
+    r.onBlockUpdate('10.65.2.0/26', {
+      ...block('10.65.2.0/26', 'node3'),
+      allocations: [null, 0, 1],
+      attributes: [{ secondary: { node: 'node3' } }, { secondary: { node: 'node2' } }],
+    });
     r.onWorkloadUpdate('wep:node1/k8s/prod/web-0/eth0', 'node1', ['10.65.0.5/32']);
     flush();
     const vx = { ipip: false, vxlan: true, wireguard: false };
-    assert.deepEqual(summary(routes.get('10.65.0.0/16')), { types: 0, pool: 'VXLAN', node: '', ip: '', same: false, nat: true, borrowed: false, local: false, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('10.65.0.0/26')), { types: RouteType.LOCAL_WORKLOAD, pool: 'VXLAN', node: 'node1', ip: '192.168.0.1', same: true, nat: true, borrowed: false, local: false, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('10.65.1.0/26')), { types: RouteType.REMOTE_WORKLOAD, pool: 'VXLAN', node: 'node2', ip: '192.168.0.2', same: true, nat: true, borrowed: false, local: false, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('10.65.2.0/26')), { types: RouteType.REMOTE_WORKLOAD, pool: 'VXLAN', node: 'node3', ip: '192.168.1.3', same: false, nat: true, borrowed: false, local: false, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('10.65.2.2/32')), { types: RouteType.REMOTE_WORKLOAD, pool: 'VXLAN', node: 'node2', ip: '192.168.0.2', same: true, nat: true, borrowed: true, local: false, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('10.65.1.1/32')), { types: RouteType.REMOTE_TUNNEL, pool: 'VXLAN', node: 'node2', ip: '192.168.0.2', same: true, nat: true, borrowed: false, local: false, tunnel: vx });
-    assert.deepEqual(summary(routes.get('10.65.0.1/32')), { types: RouteType.LOCAL_TUNNEL, pool: 'VXLAN', node: 'node1', ip: '192.168.0.1', same: true, nat: true, borrowed: false, local: false, tunnel: vx });
-    assert.deepEqual(summary(routes.get('10.65.0.5/32')), { types: RouteType.LOCAL_WORKLOAD, pool: 'VXLAN', node: 'node1', ip: '192.168.0.1', same: true, nat: true, borrowed: false, local: true, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('192.168.0.1/32')), { types: RouteType.LOCAL_HOST, pool: 'NONE', node: 'node1', ip: '192.168.0.1', same: false, nat: false, borrowed: false, local: false, tunnel: undefined });
-    assert.deepEqual(summary(routes.get('192.168.0.2/32')), { types: RouteType.REMOTE_HOST, pool: 'NONE', node: 'node2', ip: '192.168.0.2', same: false, nat: false, borrowed: false, local: false, tunnel: undefined });
+    assert.deepEqual(summary(routes.get('10.65.0.0/16')), {
+      types: 0,
+      pool: 'VXLAN',
+      node: '',
+      ip: '',
+      same: false,
+      nat: true,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('10.65.0.0/26')), {
+      types: RouteType.LOCAL_WORKLOAD,
+      pool: 'VXLAN',
+      node: 'node1',
+      ip: '192.168.0.1',
+      same: true,
+      nat: true,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('10.65.1.0/26')), {
+      types: RouteType.REMOTE_WORKLOAD,
+      pool: 'VXLAN',
+      node: 'node2',
+      ip: '192.168.0.2',
+      same: true,
+      nat: true,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('10.65.2.0/26')), {
+      types: RouteType.REMOTE_WORKLOAD,
+      pool: 'VXLAN',
+      node: 'node3',
+      ip: '192.168.1.3',
+      same: false,
+      nat: true,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('10.65.2.2/32')), {
+      types: RouteType.REMOTE_WORKLOAD,
+      pool: 'VXLAN',
+      node: 'node2',
+      ip: '192.168.0.2',
+      same: true,
+      nat: true,
+      borrowed: true,
+      local: false,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('10.65.1.1/32')), {
+      types: RouteType.REMOTE_TUNNEL,
+      pool: 'VXLAN',
+      node: 'node2',
+      ip: '192.168.0.2',
+      same: true,
+      nat: true,
+      borrowed: false,
+      local: false,
+      tunnel: vx,
+    });
+    assert.deepEqual(summary(routes.get('10.65.0.1/32')), {
+      types: RouteType.LOCAL_TUNNEL,
+      pool: 'VXLAN',
+      node: 'node1',
+      ip: '192.168.0.1',
+      same: true,
+      nat: true,
+      borrowed: false,
+      local: false,
+      tunnel: vx,
+    });
+    assert.deepEqual(summary(routes.get('10.65.0.5/32')), {
+      types: RouteType.LOCAL_WORKLOAD,
+      pool: 'VXLAN',
+      node: 'node1',
+      ip: '192.168.0.1',
+      same: true,
+      nat: true,
+      borrowed: false,
+      local: true,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('192.168.0.1/32')), {
+      types: RouteType.LOCAL_HOST,
+      pool: 'NONE',
+      node: 'node1',
+      ip: '192.168.0.1',
+      same: false,
+      nat: false,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
+    assert.deepEqual(summary(routes.get('192.168.0.2/32')), {
+      types: RouteType.REMOTE_HOST,
+      pool: 'NONE',
+      node: 'node2',
+      ip: '192.168.0.2',
+      same: false,
+      nat: false,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
     assert.equal(routes.size, 12, [...routes.keys()].join());
     assert.deepEqual(flush(), [], 'nothing changed, nothing sent');
   });
@@ -99,7 +223,17 @@ describe('L3 route resolver', () => {
     r.onNodeUpdate('node2', node('node2', '192.168.0.2/24'));
     r.onPoolUpdate('10.65.0.0/16', pool('10.65.0.0/16', 'Always', false));
     flush();
-    assert.deepEqual(summary(routes.get('10.65.1.0/26')), { types: RouteType.REMOTE_WORKLOAD, pool: 'VXLAN', node: 'node2', ip: '192.168.0.2', same: false, nat: false, borrowed: false, local: false, tunnel: undefined });
+    assert.deepEqual(summary(routes.get('10.65.1.0/26')), {
+      types: RouteType.REMOTE_WORKLOAD,
+      pool: 'VXLAN',
+      node: 'node2',
+      ip: '192.168.0.2',
+      same: false,
+      nat: false,
+      borrowed: false,
+      local: false,
+      tunnel: undefined,
+    });
     r.onBlockUpdate('10.65.1.0/26', undefined);
     assert.deepEqual(flush().sort(), ['-10.65.1.0/26', '-10.65.1.1/32']);
     r.onPoolUpdate('10.65.0.0/16', undefined);
@@ -124,17 +258,33 @@ describe('VXLAN resolver', () => {
     const sent: Array<VXLANTunnelEndpoint | string> = [];
     const v = new VxlanResolver({ onVtepUpdate: (x) => sent.push(x), onVtepRemove: (n) => sent.push(`-${n}`) });
     const sha = createHash('sha1').update('node2').digest();
-    assert.equal(vtepMac('node2'), `66:${[...sha.subarray(0, 5)].map((b) => b.toString(16).padStart(2, '0')).join(':')}`);
+    assert.equal(
+      vtepMac('node2'),
+      `66:${[...sha.subarray(0, 5)].map((b) => b.toString(16).padStart(2, '0')).join(':')}`,
+    );
     assert.notEqual(vtepMac('node2', true), vtepMac('node2'));
     v.onHostConfigUpdate('node2', 'IPv4VXLANTunnelAddr', '10.65.1.1');
     assert.deepEqual(sent, [], 'no host address yet');
     v.onNodeUpdate('node2', node('node2', '192.168.0.2/24'));
-    assert.deepEqual(sent, [{ node: 'node2', mac: vtepMac('node2'), ipv4Addr: '10.65.1.1', parentDeviceIp: '192.168.0.2', macV6: '', ipv6Addr: '', parentDeviceIpv6: '' }]);
+    assert.deepEqual(sent, [
+      {
+        node: 'node2',
+        mac: vtepMac('node2'),
+        ipv4Addr: '10.65.1.1',
+        parentDeviceIp: '192.168.0.2',
+        macV6: '',
+        ipv6Addr: '',
+        parentDeviceIpv6: '',
+      },
+    ]);
     sent.length = 0;
     v.onNodeUpdate('node2', node('node2', '192.168.0.2/24'));
     assert.deepEqual(sent, [], 'the same VTEP is not sent again');
     v.onHostConfigUpdate('node2', 'VXLANTunnelMACAddr', '66:00:00:00:00:02');
-    assert.deepEqual((sent as Array<VXLANTunnelEndpoint | string>).map((x) => (typeof x === 'string' ? x : x.mac)), ['-node2', '66:00:00:00:00:02']);
+    assert.deepEqual(
+      (sent as Array<VXLANTunnelEndpoint | string>).map((x) => (typeof x === 'string' ? x : x.mac)),
+      ['-node2', '66:00:00:00:00:02'],
+    );
     sent.length = 0;
     v.onHostConfigUpdate('node2', 'IPv4VXLANTunnelAddr', undefined);
     assert.deepEqual(sent, ['-node2']);

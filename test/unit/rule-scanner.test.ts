@@ -72,7 +72,10 @@ describe('RuleScanner', () => {
   it('turns named ports into IP-and-port sets filtered by the positive selector', () => {
     const { rs } = scanner();
     const sel = "app == 'db'";
-    const both = rs.onPolicyActive('a', policy([rule({ protocol: 'tcp', dstSelector: sel, dstPorts: [{ first: 80, last: 80 }, { name: 'http' }] })]));
+    const both = rs.onPolicyActive(
+      'a',
+      policy([rule({ protocol: 'tcp', dstSelector: sel, dstPorts: [{ first: 80, last: 80 }, { name: 'http' }] })]),
+    );
     const r = both.inboundRules[0];
     const np = makeUniqueId('n', `${uid(sel)},tcp,http`);
     assert.deepEqual(r?.dstNamedPortIpSetIds, [np]);
@@ -81,7 +84,10 @@ describe('RuleScanner', () => {
     assert.equal(rs.activeIPSets.get(np)?.type, 'IP_AND_PORT');
     assert.equal(rs.activeIPSets.get(np)?.namedPort, 'http');
 
-    const onlyNamed = rs.onPolicyActive('a', policy([rule({ protocol: 'udp', dstSelector: sel, dstPorts: [{ name: 'dns' }] })]));
+    const onlyNamed = rs.onPolicyActive(
+      'a',
+      policy([rule({ protocol: 'udp', dstSelector: sel, dstPorts: [{ name: 'dns' }] })]),
+    );
     assert.deepEqual(onlyNamed.inboundRules[0]?.dstIpSetIds, [], 'covered by the named-port set');
     assert.deepEqual(onlyNamed.inboundRules[0]?.dstNamedPortIpSetIds, [makeUniqueId('n', `${uid(sel)},udp,dns`)]);
 
@@ -93,7 +99,9 @@ describe('RuleScanner', () => {
     const { rs } = scanner();
     const p = rs.onPolicyActive(
       'a',
-      policy([rule({ dstService: { name: 'web', namespace: 'prod' }, srcService: { name: 'cli', namespace: 'prod' } })]),
+      policy([
+        rule({ dstService: { name: 'web', namespace: 'prod' }, srcService: { name: 'cli', namespace: 'prod' } }),
+      ]),
     );
     const r = p.inboundRules[0];
     assert.deepEqual(r?.dstIpPortSetIds, [makeUniqueId('svc', 'prod/web')]);
@@ -112,7 +120,17 @@ describe('RuleScanner', () => {
   it('passes protocol, ICMP, nets and ports through in dataplane form', () => {
     const { rs } = scanner();
     const p = rs.onProfileActive('profile:p', {
-      inboundRules: [rule({ action: 'deny', protocol: 'icmp', icmpType: 8, icmpCode: 0, srcNets: ['10.0.0.0/8'], notProtocol: 6, ipVersion: 4 })],
+      inboundRules: [
+        rule({
+          action: 'deny',
+          protocol: 'icmp',
+          icmpType: 8,
+          icmpCode: 0,
+          srcNets: ['10.0.0.0/8'],
+          notProtocol: 6,
+          ipVersion: 4,
+        }),
+      ],
       outboundRules: [],
     });
     const r = p.inboundRules[0];

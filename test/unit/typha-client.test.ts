@@ -8,26 +8,64 @@ import { describe, it } from 'node:test';
 
 import { createLogger } from '../../src/log.js';
 import { DedupeBuffer, TyphaClient } from '../../src/typha/client.js';
-import { encodeMessage, type SerializedUpdate, type SyncStatus, type TyphaMessage, typhaEncoder } from '../../src/typha/syncproto.js';
+import {
+  encodeMessage,
+  type SerializedUpdate,
+  type SyncStatus,
+  type TyphaMessage,
+  typhaEncoder,
+} from '../../src/typha/syncproto.js';
 
-const kv = (key: string, value: string, updateType: 1 | 2 | 3 = 1): SerializedUpdate => ({ key, value: Buffer.from(value), revision: '1', v3ResourceVersion: '', ttlNanos: 0, updateType });
-const hello: TyphaMessage = { type: 'ServerHello', version: 'test', syncerType: 'felix', supportsNodeResourceUpdates: true, serverConnId: 1n };
+const kv = (key: string, value: string, updateType: 1 | 2 | 3 = 1): SerializedUpdate => ({
+  key,
+  value: Buffer.from(value),
+  revision: '1',
+  v3ResourceVersion: '',
+  ttlNanos: 0,
+  updateType,
+});
+const hello: TyphaMessage = {
+  type: 'ServerHello',
+  version: 'test',
+  syncerType: 'felix',
+  supportsNodeResourceUpdates: true,
+  serverConnId: 1n,
+};
 
 describe('Typha client', { timeout: 60_000 }, () => {
   it('passes on each change once, and deletes at in-sync what a new stream did not re-send', () => {
     const d = new DedupeBuffer();
-    assert.deepEqual(d.updates([kv('a', '1'), kv('b', '2'), kv('a', '1')]).map((u) => u.key), ['a', 'b']);
+    assert.deepEqual(
+      d.updates([kv('a', '1'), kv('b', '2'), kv('a', '1')]).map((u) => u.key),
+      ['a', 'b'],
+    );
     assert.deepEqual(d.updates([kv('x', '', 3)]), [], 'deleting an unknown key passes nothing on');
     d.restarted();
-    assert.deepEqual(d.updates([kv('a', '1'), kv('c', '3')]).map((u) => u.key), ['c']);
-    assert.deepEqual(d.inSync().map((u) => [u.key, u.updateType]), [['b', 3]]);
+    assert.deepEqual(
+      d.updates([kv('a', '1'), kv('c', '3')]).map((u) => u.key),
+      ['c'],
+    );
+    assert.deepEqual(
+      d.inSync().map((u) => [u.key, u.updateType]),
+      [['b', 3]],
+    );
     assert.equal(d.size, 2);
   });
 
   it('reconnects after a dropped connection and resyncs', async () => {
     const streams: TyphaMessage[][] = [
-      [hello, { type: 'SyncStatus', status: 'resync-in-progress' }, { type: 'KVs', kvs: [kv('a', '1'), kv('b', '2')] }, { type: 'SyncStatus', status: 'in-sync' }],
-      [hello, { type: 'SyncStatus', status: 'resync-in-progress' }, { type: 'KVs', kvs: [kv('a', '1'), kv('c', '3')] }, { type: 'SyncStatus', status: 'in-sync' }],
+      [
+        hello,
+        { type: 'SyncStatus', status: 'resync-in-progress' },
+        { type: 'KVs', kvs: [kv('a', '1'), kv('b', '2')] },
+        { type: 'SyncStatus', status: 'in-sync' },
+      ],
+      [
+        hello,
+        { type: 'SyncStatus', status: 'resync-in-progress' },
+        { type: 'KVs', kvs: [kv('a', '1'), kv('c', '3')] },
+        { type: 'SyncStatus', status: 'in-sync' },
+      ],
     ];
     let n = 0;
     const sockets: net.Socket[] = [];
@@ -56,12 +94,25 @@ describe('Typha client', { timeout: 60_000 }, () => {
       onStatus: (s) => statuses.push(s),
     });
     client.start();
-    for (let i = 0; i < 200 && statuses.filter((s) => s === 'in-sync').length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 200 && statuses.filter((s) => s === 'in-sync').length < 2; i++)
+      await new Promise((r) => setTimeout(r, 20));
     client.stop();
     for (const s of sockets) s.destroy();
     server.close();
     assert.equal(client.connections, 2);
-    assert.deepEqual(got, [['a', 1], ['b', 1], ['c', 1], ['b', 3]]);
-    assert.deepEqual(statuses, ['wait-for-datastore', 'resync-in-progress', 'in-sync', 'wait-for-datastore', 'resync-in-progress', 'in-sync']);
+    assert.deepEqual(got, [
+      ['a', 1],
+      ['b', 1],
+      ['c', 1],
+      ['b', 3],
+    ]);
+    assert.deepEqual(statuses, [
+      'wait-for-datastore',
+      'resync-in-progress',
+      'in-sync',
+      'wait-for-datastore',
+      'resync-in-progress',
+      'in-sync',
+    ]);
   });
 });

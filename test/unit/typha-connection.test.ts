@@ -10,7 +10,13 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { TyphaConnection } from '../../src/typha/connection.js';
-import { encodeMessage, type SerializedUpdate, type SyncStatus, type TyphaMessage, typhaEncoder } from '../../src/typha/syncproto.js';
+import {
+  encodeMessage,
+  type SerializedUpdate,
+  type SyncStatus,
+  type TyphaMessage,
+  typhaEncoder,
+} from '../../src/typha/syncproto.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const haveGo = spawnSync('go', ['version']).status === 0;
@@ -18,7 +24,15 @@ const haveGo = spawnSync('go', ['version']).status === 0;
 function connection(address: string, extra: { handshakeTimeoutMs?: number; readTimeoutMs?: number } = {}) {
   const kvs: SerializedUpdate[] = [];
   const statuses: SyncStatus[] = [];
-  const c = new TyphaConnection({ address, hostname: 'node1', version: 'palisade-test', info: 'unit test', onUpdates: (u) => kvs.push(...u), onStatus: (s) => statuses.push(s), ...extra });
+  const c = new TyphaConnection({
+    address,
+    hostname: 'node1',
+    version: 'palisade-test',
+    info: 'unit test',
+    onUpdates: (u) => kvs.push(...u),
+    onStatus: (s) => statuses.push(s),
+    ...extra,
+  });
   return { c, kvs, statuses };
 }
 
@@ -28,7 +42,10 @@ async function fakeServer(reply?: Buffer | TyphaMessage[]): Promise<{ address: s
   const enc = typhaEncoder();
   const server = net.createServer((s) => {
     sockets.add(s);
-    if (reply) s.once('data', () => s.write(Buffer.isBuffer(reply) ? reply : Buffer.concat(reply.map((m) => encodeMessage(enc, m)))));
+    if (reply)
+      s.once('data', () =>
+        s.write(Buffer.isBuffer(reply) ? reply : Buffer.concat(reply.map((m) => encodeMessage(enc, m)))),
+      );
     s.on('error', () => {});
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -41,16 +58,25 @@ async function fakeServer(reply?: Buffer | TyphaMessage[]): Promise<{ address: s
   };
 }
 
-const serverHello = (extra: Partial<Extract<TyphaMessage, { type: 'ServerHello' }>> = {}): TyphaMessage => ({ type: 'ServerHello', version: 'v3.30.0', syncerType: 'felix', supportsNodeResourceUpdates: true, serverConnId: 1n, ...extra });
+const serverHello = (extra: Partial<Extract<TyphaMessage, { type: 'ServerHello' }>> = {}): TyphaMessage => ({
+  type: 'ServerHello',
+  version: 'v3.30.0',
+  syncerType: 'felix',
+  supportsNodeResourceUpdates: true,
+  serverConnId: 1n,
+  ...extra,
+});
 
 describe('Typha connection', { timeout: 120_000 }, () => {
-  it('talks to Go\'s Typha stand-in: hello, KVs, statuses, and a pong for its ping', async (t) => {
+  it("talks to Go's Typha stand-in: hello, KVs, statuses, and a pong for its ping", async (t) => {
     if (!haveGo) {
       assert.ok(!process.env.CI, 'go is required on CI (scripts/setup.sh --with-test-tools installs golang-go)');
       t.skip('go is not installed');
       return;
     }
-    const { buildGobFixture } = (await import(`${root}/scripts/lib/gob-fixture.mjs`)) as { buildGobFixture: (root: string) => string };
+    const { buildGobFixture } = (await import(`${root}/scripts/lib/gob-fixture.mjs`)) as {
+      buildGobFixture: (root: string) => string;
+    };
     const go = spawn(buildGobFixture(`${root}/`), ['serve']);
     const lines = createInterface({ input: go.stdout })[Symbol.asyncIterator]();
     const first = JSON.parse(((await lines.next()).value as string) ?? '{}') as { port: number };
@@ -60,13 +86,32 @@ describe('Typha connection', { timeout: 120_000 }, () => {
       (e: Error) => e.message,
     );
     const hello = JSON.parse((await lines.next()).value as string) as { hello: Record<string, unknown> };
-    assert.deepEqual({ ...hello.hello, ClientConnID: undefined }, { Hostname: 'node1', Info: 'unit test', Version: 'palisade-test', SyncerType: 'felix', SupportsDecoderRestart: true, SupportedCompressionAlgorithms: ['snappy'], SupportsModernPolicyKeys: true, ClientConnID: undefined });
+    assert.deepEqual(
+      { ...hello.hello, ClientConnID: undefined },
+      {
+        Hostname: 'node1',
+        Info: 'unit test',
+        Version: 'palisade-test',
+        SyncerType: 'felix',
+        SupportsDecoderRestart: true,
+        SupportedCompressionAlgorithms: ['snappy'],
+        SupportsModernPolicyKeys: true,
+        ClientConnID: undefined,
+      },
+    );
     const pong = JSON.parse((await lines.next()).value as string) as { pong?: unknown; error?: string };
     assert.ok(pong.pong, `Go did not accept the pong: ${pong.error}`);
     assert.match(await ended, /closed the connection/);
     assert.equal(c.serverVersion, 'v3.30.0-standin');
     assert.deepEqual(statuses, ['resync-in-progress', 'in-sync']);
-    assert.deepEqual(kvs.map((u) => u.key), ['/calico/v1/config/LogSeverityScreen', '/calico/v1/host/node1/workload/k8s/prod%2fweb/endpoint/eth0', '/calico/v1/policy/TierInfo/default']);
+    assert.deepEqual(
+      kvs.map((u) => u.key),
+      [
+        '/calico/v1/config/LogSeverityScreen',
+        '/calico/v1/host/node1/workload/k8s/prod%2fweb/endpoint/eth0',
+        '/calico/v1/policy/TierInfo/default',
+      ],
+    );
   });
 
   it('ends with a clean error on garbage, an old or wrong server, a message out of turn, or silence', async () => {
@@ -90,7 +135,10 @@ describe('Typha connection', { timeout: 120_000 }, () => {
     for (const reply of [undefined, Buffer.from('HTTP/1.1 400 Bad Request\r\n\r\n')]) {
       const srv = await fakeServer(reply);
       try {
-        await assert.rejects(connection(srv.address, { handshakeTimeoutMs: 200 }).c.run(), /no server hello within 200 ms/);
+        await assert.rejects(
+          connection(srv.address, { handshakeTimeoutMs: 200 }).c.run(),
+          /no server hello within 200 ms/,
+        );
       } finally {
         srv.close();
       }

@@ -19,11 +19,21 @@ const log = createLogger({ severity: 'Fatal' });
 const noTls = { caFile: '', certFile: '', keyFile: '', cn: '', uriSan: '' };
 
 type Ep = { addresses: string[]; nodeName?: string; conditions?: { ready?: boolean } };
-const slice = (name: string, endpoints: Ep[], port = 5473, portName = 'calico-typha', service = 'calico-typha', ns = 'kube-system') => ({
+const slice = (
+  name: string,
+  endpoints: Ep[],
+  port = 5473,
+  portName = 'calico-typha',
+  service = 'calico-typha',
+  ns = 'kube-system',
+) => ({
   metadata: { name, namespace: ns, labels: { 'kubernetes.io/service-name': service } },
   addressType: 'IPv4',
   endpoints,
-  ports: [{ name: 'metrics', port: 9093 }, { name: portName, port }],
+  ports: [
+    { name: 'metrics', port: 9093 },
+    { name: portName, port },
+  ],
 });
 
 describe('Typha discovery through Kubernetes', () => {
@@ -38,18 +48,51 @@ describe('Typha discovery through Kubernetes', () => {
     await api?.stop();
   });
 
-  const discoverer = (nodeName = 'node1', serviceName = 'calico-typha') => new TyphaDiscoverer({ transport, namespace: 'kube-system', serviceName, nodeName, log });
+  const discoverer = (nodeName = 'node1', serviceName = 'calico-typha') =>
+    new TyphaDiscoverer({ transport, namespace: 'kube-system', serviceName, nodeName, log });
 
   it('ready endpoints on the "calico-typha" port, this node\'s first; other services, namespaces and ports left out', async () => {
-    api.put('endpointslices', slice('calico-typha-a', [{ addresses: ['10.0.0.1'], nodeName: 'node2' }, { addresses: ['10.0.0.2'], nodeName: 'node1' }, { addresses: ['10.0.0.3'], nodeName: 'node3', conditions: { ready: false } }]));
-    api.put('endpointslices', slice('calico-typha-b', [{ addresses: ['fd00::4'], nodeName: 'node4', conditions: { ready: true } }]));
-    api.put('endpointslices', slice('other-svc', [{ addresses: ['10.9.9.9'], nodeName: 'node1' }], 5473, 'calico-typha', 'other'));
-    api.put('endpointslices', slice('calico-typha-x', [{ addresses: ['10.9.9.8'], nodeName: 'node1' }], 5473, 'calico-typha', 'calico-typha', 'default'));
-    api.put('endpointslices', slice('calico-typha-c', [{ addresses: ['10.9.9.7'], nodeName: 'node1' }], 5999, 'not-typha'));
+    api.put(
+      'endpointslices',
+      slice('calico-typha-a', [
+        { addresses: ['10.0.0.1'], nodeName: 'node2' },
+        { addresses: ['10.0.0.2'], nodeName: 'node1' },
+        { addresses: ['10.0.0.3'], nodeName: 'node3', conditions: { ready: false } },
+      ]),
+    );
+    api.put(
+      'endpointslices',
+      slice('calico-typha-b', [{ addresses: ['fd00::4'], nodeName: 'node4', conditions: { ready: true } }]),
+    );
+    api.put(
+      'endpointslices',
+      slice('other-svc', [{ addresses: ['10.9.9.9'], nodeName: 'node1' }], 5473, 'calico-typha', 'other'),
+    );
+    api.put(
+      'endpointslices',
+      slice(
+        'calico-typha-x',
+        [{ addresses: ['10.9.9.8'], nodeName: 'node1' }],
+        5473,
+        'calico-typha',
+        'calico-typha',
+        'default',
+      ),
+    );
+    api.put(
+      'endpointslices',
+      slice('calico-typha-c', [{ addresses: ['10.9.9.7'], nodeName: 'node1' }], 5999, 'not-typha'),
+    );
     for (let i = 0; i < 5; i++) {
       const found = await discoverer().load();
-      assert.equal(found[0]?.addr, '10.0.0.2:5473', 'this node\'s Typha first');
-      assert.deepEqual(found.slice(1).map((t) => t.addr).sort(), ['10.0.0.1:5473', '[fd00::4]:5473']);
+      assert.equal(found[0]?.addr, '10.0.0.2:5473', "this node's Typha first");
+      assert.deepEqual(
+        found
+          .slice(1)
+          .map((t) => t.addr)
+          .sort(),
+        ['10.0.0.1:5473', '[fd00::4]:5473'],
+      );
     }
     const orders = new Set<string>();
     for (let i = 0; i < 40; i++) orders.add((await discoverer('elsewhere').load()).map((t) => t.addr).join());
@@ -57,9 +100,22 @@ describe('Typha discovery through Kubernetes', () => {
   });
 
   it('no ready Typha, or an API that fails, is a clear error', async () => {
-    await assert.rejects(discoverer('node1', 'nothing').load(), (e: Error) => e instanceof TyphaDiscoveryError && /no ready Typha in service kube-system\/nothing/.test(e.message));
-    const broken = new TyphaDiscoverer({ transport: new HttpKubeTransport({ server: 'http://127.0.0.1:1' }), namespace: 'kube-system', serviceName: 'calico-typha', nodeName: 'n', log });
-    await assert.rejects(broken.load(), (e: Error) => e instanceof TyphaDiscoveryError && /cannot list the EndpointSlices/.test(e.message));
+    await assert.rejects(
+      discoverer('node1', 'nothing').load(),
+      (e: Error) =>
+        e instanceof TyphaDiscoveryError && /no ready Typha in service kube-system\/nothing/.test(e.message),
+    );
+    const broken = new TyphaDiscoverer({
+      transport: new HttpKubeTransport({ server: 'http://127.0.0.1:1' }),
+      namespace: 'kube-system',
+      serviceName: 'calico-typha',
+      nodeName: 'n',
+      log,
+    });
+    await assert.rejects(
+      broken.load(),
+      (e: Error) => e instanceof TyphaDiscoveryError && /cannot list the EndpointSlices/.test(e.message),
+    );
   });
 
   it('the attempt tracker: the start-up list first, then a fresh look-up per attempt; each address once before any again', async () => {
@@ -77,14 +133,35 @@ describe('Typha discovery through Kubernetes', () => {
 
   it('the Typha datastore connects to a Typha it found, moving past one that is listed but dead', async () => {
     const cache = new SnapshotCache({ snapshotReuseMs: 100 });
-    cache.onUpdates([{ key: '/calico/v1/config/LogSeverityScreen', value: Buffer.from('Info'), revision: '1', v3ResourceVersion: '', ttlNanos: 0, updateType: 1 }]);
+    cache.onUpdates([
+      {
+        key: '/calico/v1/config/LogSeverityScreen',
+        value: Buffer.from('Info'),
+        revision: '1',
+        v3ResourceVersion: '',
+        ttlNanos: 0,
+        updateType: 1,
+      },
+    ]);
     cache.onStatus('in-sync');
     const server = loopbackTyphaServer(cache, log);
     const port = await server.listen();
     // This node's Typha is listed first but nothing listens there (port 1).
-    api.put('endpointslices', slice('live-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node9' }], port, 'calico-typha', 'live-typha'));
-    api.put('endpointslices', slice('dead-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node1' }], 1, 'calico-typha', 'live-typha'));
-    const d = new TyphaDiscoverer({ transport, namespace: 'kube-system', serviceName: 'live-typha', nodeName: 'node1', log });
+    api.put(
+      'endpointslices',
+      slice('live-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node9' }], port, 'calico-typha', 'live-typha'),
+    );
+    api.put(
+      'endpointslices',
+      slice('dead-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node1' }], 1, 'calico-typha', 'live-typha'),
+    );
+    const d = new TyphaDiscoverer({
+      transport,
+      namespace: 'kube-system',
+      serviceName: 'live-typha',
+      nodeName: 'node1',
+      log,
+    });
     const tracker = new ConnectionAttemptTracker(() => d.load());
     const tried: string[] = [];
     const syncer = new TyphaSyncer({
@@ -107,7 +184,10 @@ describe('Typha discovery through Kubernetes', () => {
     try {
       await until(() => statuses.includes('in-sync'), 10_000, 'in-sync through the discovered Typha');
       assert.deepEqual(tried, ['127.0.0.1:1', `127.0.0.1:${port}`]);
-      assert.ok(updates.some((u) => u.key.type === 'GlobalConfig' && u.key.name === 'LogSeverityScreen'), JSON.stringify(updates.map((u) => u.key)));
+      assert.ok(
+        updates.some((u) => u.key.type === 'GlobalConfig' && u.key.name === 'LogSeverityScreen'),
+        JSON.stringify(updates.map((u) => u.key)),
+      );
     } finally {
       await syncer.stop();
       server.close();

@@ -31,24 +31,54 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
     api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
     api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
     api.put('nodes', { metadata: { name: 'node1', annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' } } });
-    api.put('pods', { metadata: { name: 'web-0', namespace: 'prod', labels: { app: 'web' } }, spec: { nodeName: 'node1', serviceAccountName: 'default' }, status: { phase: 'Running', podIP: '10.65.0.10' } });
-    api.put('networkpolicies', { metadata: { name: 'web', namespace: 'prod' }, spec: { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 80 }] }] } });
-    api.put('clusternetworkpolicies', { metadata: { name: 'no-metadata' }, spec: { tier: 'Admin', priority: 3, subject: { namespaces: {} }, egress: [{ action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }] } });
-    api.put('endpointslices', { metadata: { name: 'web-x', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'web' } }, endpoints: [{ addresses: ['10.65.0.10'] }], ports: [{ port: 80 }] });
+    api.put('pods', {
+      metadata: { name: 'web-0', namespace: 'prod', labels: { app: 'web' } },
+      spec: { nodeName: 'node1', serviceAccountName: 'default' },
+      status: { phase: 'Running', podIP: '10.65.0.10' },
+    });
+    api.put('networkpolicies', {
+      metadata: { name: 'web', namespace: 'prod' },
+      spec: { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 80 }] }] },
+    });
+    api.put('clusternetworkpolicies', {
+      metadata: { name: 'no-metadata' },
+      spec: {
+        tier: 'Admin',
+        priority: 3,
+        subject: { namespaces: {} },
+        egress: [{ action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }],
+      },
+    });
+    api.put('endpointslices', {
+      metadata: { name: 'web-x', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'web' } },
+      endpoints: [{ addresses: ['10.65.0.10'] }],
+      ports: [{ port: 80 }],
+    });
   });
   after(async () => {
     await api?.stop();
   });
 
-  it('serves Felix\'s feed from the Kubernetes API to a Typha client', async () => {
+  it("serves Felix's feed from the Kubernetes API to a Typha client", async () => {
     const cache = new SnapshotCache({ snapshotReuseMs: 100 });
-    const feeder = new CacheFeeder(new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } }), cache, log);
+    const feeder = new CacheFeeder(
+      new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } }),
+      cache,
+      log,
+    );
     const server = loopbackTyphaServer(cache, log);
     const port = await server.listen();
     feeder.start();
     const held = new Map<string, V1Update>();
     const statuses: string[] = [];
-    const client = new TyphaSyncer({ address: `127.0.0.1:${port}`, hostname: 'node1', readTimeoutMs: 5000, writeTimeoutMs: 5000, tls: { caFile: '', certFile: '', keyFile: '', cn: '', uriSan: '' }, log });
+    const client = new TyphaSyncer({
+      address: `127.0.0.1:${port}`,
+      hostname: 'node1',
+      readTimeoutMs: 5000,
+      writeTimeoutMs: 5000,
+      tls: { caFile: '', certFile: '', keyFile: '', cn: '', uriSan: '' },
+      log,
+    });
     client.start({
       onModelUpdates: (us) => {
         for (const u of us) {
@@ -72,12 +102,23 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
       ]) {
         assert.ok(paths.includes(p), `${p} in ${JSON.stringify(paths.sort())}`);
       }
-      const kcnp = held.get('/calico/v1/policy/KubernetesClusterNetworkPolicy//no-metadata')?.value as { key: { tier: string; name: string }; order: number; outboundRules: Array<{ action: string; dstNets: string[] }> };
+      const kcnp = held.get('/calico/v1/policy/KubernetesClusterNetworkPolicy//no-metadata')?.value as {
+        key: { tier: string; name: string };
+        order: number;
+        outboundRules: Array<{ action: string; dstNets: string[] }>;
+      };
       assert.equal(kcnp.key.tier, 'kube-admin');
       assert.equal(kcnp.key.name, 'kcnp/no-metadata');
       assert.equal(kcnp.order, 3);
-      assert.deepEqual(kcnp.outboundRules.map((r) => [r.action, r.dstNets]), [['deny', ['169.254.169.254/32']]]);
-      const wep = held.get('/calico/v1/host/node1/workload/k8s/prod%2fweb-0/endpoint/eth0')?.value as { ipv4Nets: string[]; profileIds: string[]; name: string };
+      assert.deepEqual(
+        kcnp.outboundRules.map((r) => [r.action, r.dstNets]),
+        [['deny', ['169.254.169.254/32']]],
+      );
+      const wep = held.get('/calico/v1/host/node1/workload/k8s/prod%2fweb-0/endpoint/eth0')?.value as {
+        ipv4Nets: string[];
+        profileIds: string[];
+        name: string;
+      };
       assert.deepEqual(wep.ipv4Nets, ['10.65.0.10/32']);
       assert.deepEqual(wep.profileIds, ['kns.prod', 'ksa.prod.default']);
       // A change in the API reaches the client.

@@ -25,11 +25,25 @@ const log = createLogger({ severity: 'Fatal' });
 const haveGo = spawnSync('go', ['version']).status === 0;
 const tempDir = tempDirs('typha-server');
 
-const kv = (key: string, value: string | null): SerializedUpdate => ({ key, value: value === null ? Buffer.alloc(0) : Buffer.from(value), revision: '1', v3ResourceVersion: '', ttlNanos: 0, updateType: value === null ? 3 : 1 });
+const kv = (key: string, value: string | null): SerializedUpdate => ({
+  key,
+  value: value === null ? Buffer.alloc(0) : Buffer.from(value),
+  revision: '1',
+  v3ResourceVersion: '',
+  ttlNanos: 0,
+  updateType: value === null ? 3 : 1,
+});
 const cfg = (n: number) => kv(`/calico/v1/config/Param${n}`, `value-${n}`);
 
-
-async function serve(opts: { timers?: Partial<ServerTimers>; maxConns?: number; dropIntervalMs?: number; tls?: TyphaServerTls; shutdownTimeoutMs?: number } = {}) {
+async function serve(
+  opts: {
+    timers?: Partial<ServerTimers>;
+    maxConns?: number;
+    dropIntervalMs?: number;
+    tls?: TyphaServerTls;
+    shutdownTimeoutMs?: number;
+  } = {},
+) {
   const metrics = new TyphaMetrics();
   const cache = new SnapshotCache({ metrics, snapshotReuseMs: 200 });
   const server = loopbackTyphaServer(cache, log, {
@@ -80,7 +94,19 @@ function raw(port: number, read = true) {
   const closed = new Promise<void>((r) => s.on('close', () => r()));
   s.on('error', () => {});
   const hello = (syncerType = 'felix', modern = true) =>
-    s.write(encodeMessage(enc, { type: 'ClientHello', hostname: 'raw', info: '', version: 'raw', syncerType, supportsDecoderRestart: false, supportedCompressionAlgorithms: [], supportsModernPolicyKeys: modern, clientConnId: 1n }));
+    s.write(
+      encodeMessage(enc, {
+        type: 'ClientHello',
+        hostname: 'raw',
+        info: '',
+        version: 'raw',
+        syncerType,
+        supportsDecoderRestart: false,
+        supportedCompressionAlgorithms: [],
+        supportsModernPolicyKeys: modern,
+        clientConnId: 1n,
+      }),
+    );
   return { s, enc, closed, hello };
 }
 
@@ -94,9 +120,16 @@ describe('palisade typha: snapshot cache', () => {
     assert.equal(start.next?.next?.deltas.length, 2);
     const before = cache.current;
     cache.onUpdates([cfg(1), { ...cfg(2), revision: '99' }, kv('/calico/v1/config/Absent', null)]);
-    assert.equal(cache.current, before, 'no-ops (same bytes, other revision; deleting what is absent) make no breadcrumb');
+    assert.equal(
+      cache.current,
+      before,
+      'no-ops (same bytes, other revision; deleting what is absent) make no breadcrumb',
+    );
     cache.onUpdates([kv('/calico/v1/config/Param1', 'changed'), kv('/calico/v1/config/Param2', null)]);
-    assert.deepEqual(cache.current.deltas.map((d) => d.updateType), [2, 3]);
+    assert.deepEqual(
+      cache.current.deltas.map((d) => d.updateType),
+      [2, 3],
+    );
     cache.onStatus('in-sync');
     assert.equal(cache.current.status, 'in-sync');
     assert.equal(cache.current.deltas.length, 0);
@@ -111,7 +144,11 @@ describe('palisade typha: snapshot cache', () => {
     assert.equal(a.kvs, 250);
     assert.equal(a.messages.length, 3);
     cache.onUpdates([cfg(1000)]);
-    assert.equal(await cache.snapshot(), a, 'within the reuse window, even after a change (the client catches up from its breadcrumb)');
+    assert.equal(
+      await cache.snapshot(),
+      a,
+      'within the reuse window, even after a change (the client catches up from its breadcrumb)',
+    );
     await new Promise((r) => setTimeout(r, 150));
     const c = await cache.snapshot();
     assert.notEqual(c, a);
@@ -131,12 +168,17 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       await until(() => one.statuses.includes('in-sync') && plain.statuses.includes('in-sync'), 5000, 'in-sync');
       assert.equal(one.held.size, 1000);
       assert.deepEqual(one.statuses, ['in-sync']);
-      assert.equal(one.c.restarts, 2, 'snappy: compression on, then the compressed snapshot\'s closing restart');
+      assert.equal(one.c.restarts, 2, "snappy: compression on, then the compressed snapshot's closing restart");
       assert.equal(plain.c.restarts, 0);
       assert.deepEqual([...plain.held].sort(), [...one.held].sort());
       plain.c.close();
       cache.onUpdates([kv('/calico/v1/config/Param5', 'edited'), kv('/calico/v1/config/Param6', null), cfg(5000)]);
-      await until(() => one.held.get('/calico/v1/config/Param5') === 'edited' && !one.held.has('/calico/v1/config/Param6') && one.held.has('/calico/v1/config/Param5000'));
+      await until(
+        () =>
+          one.held.get('/calico/v1/config/Param5') === 'edited' &&
+          !one.held.has('/calico/v1/config/Param6') &&
+          one.held.has('/calico/v1/config/Param5000'),
+      );
 
       const many = Array.from({ length: 100 }, () => client(addr));
       // Changes while they connect: each must end with the same state.
@@ -146,7 +188,11 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       }
       await until(() => many.every((m) => m.statuses.includes('in-sync')), 30_000, '100 clients in sync');
       const want = JSON.stringify([...one.held].sort());
-      await until(() => many.every((m) => JSON.stringify([...m.held].sort()) === want), 10_000, 'every client holding the same state');
+      await until(
+        () => many.every((m) => JSON.stringify([...m.held].sort()) === want),
+        10_000,
+        'every client holding the same state',
+      );
       assert.equal(server.connections, 101);
       const reused = (await metrics.registry.getSingleMetric('typha_snapshots_reused')?.get())?.values[0]?.value ?? 0;
       assert.ok(reused > 0, `snapshots were shared (${reused} reuses)`);
@@ -159,7 +205,9 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
   // Two tests, not one: a client reading 25 MB can itself lag past a short MaxFallBehind on a
   // loaded machine, so the coalescing case gets a generous limit and the drop case a short one.
   it('a lagging client gets its deltas coalesced', async () => {
-    const { cache, server, addr } = await serve({ timers: { maxFallBehindMs: 120_000, newClientGraceMs: 0, writeTimeoutMs: 60_000 } });
+    const { cache, server, addr } = await serve({
+      timers: { maxFallBehindMs: 120_000, newClientGraceMs: 0, writeTimeoutMs: 60_000 },
+    });
     try {
       cache.onStatus('in-sync');
       // Uncompressed, 25 MB make this client lag behind the producer.
@@ -178,7 +226,9 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
   });
 
   it('a client too far behind after its grace period is dropped', async () => {
-    const { cache, server, port } = await serve({ timers: { maxFallBehindMs: 300, newClientGraceMs: 0, writeTimeoutMs: 60_000 } });
+    const { cache, server, port } = await serve({
+      timers: { maxFallBehindMs: 300, newClientGraceMs: 0, writeTimeoutMs: 60_000 },
+    });
     try {
       cache.onStatus('in-sync');
       const r = raw(port, false);
@@ -219,7 +269,11 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       const noPong = raw(port);
       noPong.hello();
       // noPong reads everything and never answers a ping.
-      const deadline = (p: Promise<void>, what: string) => Promise.race([p, new Promise<void>((_, rej) => setTimeout(() => rej(new Error(`${what} was never cut off`)), 5000))]);
+      const deadline = (p: Promise<void>, what: string) =>
+        Promise.race([
+          p,
+          new Promise<void>((_, rej) => setTimeout(() => rej(new Error(`${what} was never cut off`)), 5000)),
+        ]);
       await Promise.all([
         deadline(silent.closed, 'a client without a hello'),
         deadline(bgp.closed, 'a bgp-syncer client'),
@@ -231,7 +285,11 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       ]);
       cache.onUpdates([cfg(7)]);
       await until(() => good.held.has('/calico/v1/config/Param7'));
-      assert.equal(await Promise.race([good.ended, new Promise((r) => setTimeout(() => r('still up'), 300))]), 'still up', 'the good client answered every ping and is still connected');
+      assert.equal(
+        await Promise.race([good.ended, new Promise((r) => setTimeout(() => r('still up'), 300))]),
+        'still up',
+        'the good client answered every ping and is still connected',
+      );
       good.c.close();
     } finally {
       server.close();
@@ -252,8 +310,14 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
       for (const c of cs) void c.ended.then(() => ends.push(Date.now()));
       await server.shutDownGracefully();
       assert.equal(server.connections, 0);
-      const gaps = ends.slice(-3).sort((a, b) => a - b).map((t, i, a) => (i ? t - (a[i - 1] as number) : t - t0));
-      assert.ok(gaps.slice(1).every((g) => g >= 150), `dropped gradually: ${gaps.join(', ')} ms apart`);
+      const gaps = ends
+        .slice(-3)
+        .sort((a, b) => a - b)
+        .map((t, i, a) => (i ? t - (a[i - 1] as number) : t - t0));
+      assert.ok(
+        gaps.slice(1).every((g) => g >= 150),
+        `dropped gradually: ${gaps.join(', ')} ms apart`,
+      );
     } finally {
       server.close();
     }
@@ -262,10 +326,21 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
   it('TLS: a client certificate signed by CAFile with the expected CN is served; another CN is refused', async () => {
     const dir = tempDir();
     const t = makeTls(dir);
-    const serverTls = { certFile: t.server.certFile, keyFile: t.server.keyFile, caFile: t.server.caFile, clientCN: 'palisade-client', clientURISAN: '' };
+    const serverTls = {
+      certFile: t.server.certFile,
+      keyFile: t.server.keyFile,
+      caFile: t.server.caFile,
+      clientCN: 'palisade-client',
+      clientURISAN: '',
+    };
     const { cache, server, addr } = await serve({ tls: serverTls });
     const { readFileSync } = await import('node:fs');
-    const clientTls = { ca: readFileSync(t.client.caFile), cert: readFileSync(t.client.certFile), key: readFileSync(t.client.keyFile), checkServerIdentity: () => undefined };
+    const clientTls = {
+      ca: readFileSync(t.client.caFile),
+      cert: readFileSync(t.client.certFile),
+      key: readFileSync(t.client.keyFile),
+      checkServerIdentity: () => undefined,
+    };
     try {
       cache.onStatus('in-sync');
       const ok = client(addr, { tls: clientTls });
@@ -299,13 +374,20 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
         go.stdout.on('data', (d: Buffer) => (out += d.toString()));
         setTimeout(() => cache.onUpdates([cfg(9999), kv('/calico/v1/config/Param0', null)]), 500);
         await new Promise((r) => go.on('exit', r));
-        const lines = out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+        const lines = out
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
         assert.equal(lines[0]?.type, 'main.MsgServerHello');
         assert.ok(!lines.some((l) => l.error), out);
         const summary = lines.at(-1)?.summary as { keys: number; statuses: number[]; pings: number; restarts: number };
         assert.deepEqual(summary.statuses, [2]);
         assert.equal(summary.keys, 2500, 'the snapshot, plus one key and minus one');
-        assert.equal(summary.restarts, mode === 'snappy' ? 2 : 0, 'compression on, then the compressed snapshot\'s closing restart');
+        assert.equal(
+          summary.restarts,
+          mode === 'snappy' ? 2 : 0,
+          "compression on, then the compressed snapshot's closing restart",
+        );
         assert.ok(summary.pings >= 3, `pings answered: ${summary.pings}`);
       } finally {
         server.close();

@@ -9,10 +9,15 @@ import { crc32c, frameStream, maskedCrc, SnappyFrameDecoder, STREAM_IDENTIFIER }
 import { goStandInBinary } from '../helpers/typha-standin.js';
 
 const haveGo = spawnSync('go', ['version']).status === 0;
-const sample = () => Buffer.from(Array.from({ length: 50_000 }, (_, i) => `{"key":"/calico/v1/host/node${i % 97}/config/P${i}","v":${i}}\n`).join(''));
+const sample = () =>
+  Buffer.from(
+    Array.from({ length: 50_000 }, (_, i) => `{"key":"/calico/v1/host/node${i % 97}/config/P${i}","v":${i}}\n`).join(
+      '',
+    ),
+  );
 
 describe('snappy framing', () => {
-  it('CRC-32C and its mask (the format\'s check values)', () => {
+  it("CRC-32C and its mask (the format's check values)", () => {
     assert.equal(crc32c(Buffer.from('123456789')).toString(16), 'e3069283');
     assert.equal(maskedCrc(Buffer.alloc(0)), 0xa282ead8);
   });
@@ -46,12 +51,31 @@ describe('snappy framing', () => {
       [Buffer.concat([STREAM_IDENTIFIER, Buffer.from([0x02, 1, 0, 0, 0])]), /reserved chunk type/],
       [Buffer.concat([STREAM_IDENTIFIER, Buffer.from([0x00, 0xff, 0xff, 0xff])]), /a chunk of/],
       [Buffer.concat([STREAM_IDENTIFIER, Buffer.from([0x01, 2, 0, 0, 0, 0])]), /without its checksum/],
-      [(() => { const b = Buffer.from(good); b[STREAM_IDENTIFIER.length + 5] = (b[STREAM_IDENTIFIER.length + 5] as number) ^ 1; return b; })(), /checksum mismatch/],
-      [Buffer.concat([STREAM_IDENTIFIER, Buffer.from([0x00, 9, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f])]), /corrupt block|a block of/],
+      [
+        (() => {
+          const b = Buffer.from(good);
+          b[STREAM_IDENTIFIER.length + 5] = (b[STREAM_IDENTIFIER.length + 5] as number) ^ 1;
+          return b;
+        })(),
+        /checksum mismatch/,
+      ],
+      [
+        Buffer.concat([STREAM_IDENTIFIER, Buffer.from([0x00, 9, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f])]),
+        /corrupt block|a block of/,
+      ],
     ];
-    for (const [bytes, re] of cases) assert.throws(() => new SnappyFrameDecoder().push(bytes), (e: Error) => e instanceof GobError && re.test(e.message), re.source);
+    for (const [bytes, re] of cases)
+      assert.throws(
+        () => new SnappyFrameDecoder().push(bytes),
+        (e: Error) => e instanceof GobError && re.test(e.message),
+        re.source,
+      );
     // Skippable chunks are skipped.
-    const padded = Buffer.concat([STREAM_IDENTIFIER, Buffer.from([0xfe, 2, 0, 0, 0, 0]), good.subarray(STREAM_IDENTIFIER.length)]);
+    const padded = Buffer.concat([
+      STREAM_IDENTIFIER,
+      Buffer.from([0xfe, 2, 0, 0, 0, 0]),
+      good.subarray(STREAM_IDENTIFIER.length),
+    ]);
     assert.ok(new SnappyFrameDecoder().push(padded).equals(sample()));
   });
 });

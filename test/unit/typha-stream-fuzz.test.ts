@@ -24,13 +24,16 @@ describe('Typha stream fuzz (seeded burst)', () => {
     for (const f of files) assert.doesNotThrow(() => fuzzOnce(readFileSync(`${dir}${f}`)), f);
   });
 
-  it('20,000 mutations: no exception but the codec\'s own', () => {
+  it("20,000 mutations: no exception but the codec's own", () => {
     const rng = new Rng(16);
     const pool = seeds();
     for (let i = 0; i < 20_000; i++) {
       const input = mutate(rng, rng.pick(pool), rng.pick(pool));
       const cuts = cutsFor(rng, input.length);
-      assert.doesNotThrow(() => fuzzOnce(input, cuts), `mutation ${i}: ${input.toString('base64')} cuts ${JSON.stringify(cuts)}`);
+      assert.doesNotThrow(
+        () => fuzzOnce(input, cuts),
+        `mutation ${i}: ${input.toString('base64')} cuts ${JSON.stringify(cuts)}`,
+      );
     }
   });
 });

@@ -44,14 +44,25 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
     const refused: Array<[Partial<typeof base>, RegExp]> = [
       [{ TyphaAddr: 'typha' }, /not host:port/],
       [{ TyphaAddr: 'typha:5473', TyphaCAFile: '/ca.pem' }, /needs all of TyphaCAFile, TyphaCertFile and TyphaKeyFile/],
-      [{ TyphaAddr: 'typha:5473', TyphaCAFile: '/ca', TyphaCertFile: '/c', TyphaKeyFile: '/k' }, /TyphaCN or TyphaURISAN/],
+      [
+        { TyphaAddr: 'typha:5473', TyphaCAFile: '/ca', TyphaCertFile: '/c', TyphaKeyFile: '/k' },
+        /TyphaCN or TyphaURISAN/,
+      ],
     ];
-    for (const [cfg, re] of refused) assert.throws(() => createSyncer({ ...base, ...cfg }, log), (e: Error) => e instanceof ConfigError && re.test(e.message), JSON.stringify(cfg));
+    for (const [cfg, re] of refused)
+      assert.throws(
+        () => createSyncer({ ...base, ...cfg }, log),
+        (e: Error) => e instanceof ConfigError && re.test(e.message),
+        JSON.stringify(cfg),
+      );
     // Discovery needs the Kubernetes configuration; one that cannot be loaded is a clear error.
     const saved = process.env.KUBECONFIG;
     process.env.KUBECONFIG = '/nonexistent/kubeconfig';
     try {
-      assert.throws(() => createSyncer({ ...base, TyphaK8sServiceName: 'calico-typha' }, log), (e: Error) => e instanceof ConfigError && /cannot load the Kubernetes configuration/.test(e.message));
+      assert.throws(
+        () => createSyncer({ ...base, TyphaK8sServiceName: 'calico-typha' }, log),
+        (e: Error) => e instanceof ConfigError && /cannot load the Kubernetes configuration/.test(e.message),
+      );
     } finally {
       if (saved === undefined) delete process.env.KUBECONFIG;
       else process.env.KUBECONFIG = saved;
@@ -66,10 +77,23 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
     }
     const typha = new TyphaStandIn(await goStandInBinary(), undefined);
     const lines: Array<{ msg: string; key?: string }> = [];
-    const log = createLogger({ severity: 'Info', destination: { write: (l: string) => void lines.push(JSON.parse(l)) } });
-    const syncer = new TyphaSyncer({ address: `127.0.0.1:${await typha.port()}`, hostname: 'node1', readTimeoutMs: 5000, writeTimeoutMs: 5000, tls: noTls, log });
+    const log = createLogger({
+      severity: 'Info',
+      destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
+    });
+    const syncer = new TyphaSyncer({
+      address: `127.0.0.1:${await typha.port()}`,
+      hostname: 'node1',
+      readTimeoutMs: 5000,
+      writeTimeoutMs: 5000,
+      tls: noTls,
+      log,
+    });
     try {
-      const bad = Array.from({ length: 15 }, (_, i) => ({ key: `/calico/v1/netset/bad${i}`, value: '{"nets":["nope"]}' }));
+      const bad = Array.from({ length: 15 }, (_, i) => ({
+        key: `/calico/v1/netset/bad${i}`,
+        value: '{"nets":["nope"]}',
+      }));
       await typha.command('set', [
         { key: '/calico/v1/config/LogSeverityScreen', value: 'Debug' },
         { key: '/calico/v1/policy/tier/t/metadata', value: '{"order":5}' },

@@ -14,11 +14,23 @@ import { np, profile } from '../helpers/calc-fixtures.js';
 describe('datastore: keys', () => {
   it('round-trips every kind in Calico layout', () => {
     const cases: Array<[ResourceRef, string]> = [
-      [{ kind: 'NetworkPolicy', namespace: 'prod', name: 'web' }, '/calico/resources/v3/projectcalico.org/networkpolicies/prod/web'],
+      [
+        { kind: 'NetworkPolicy', namespace: 'prod', name: 'web' },
+        '/calico/resources/v3/projectcalico.org/networkpolicies/prod/web',
+      ],
       [{ kind: 'GlobalNetworkPolicy', name: 'g' }, '/calico/resources/v3/projectcalico.org/globalnetworkpolicies/g'],
-      [{ kind: 'WorkloadEndpoint', namespace: 'ns', name: 'n-k8s-p-eth0' }, '/calico/resources/v3/projectcalico.org/workloadendpoints/ns/n-k8s-p-eth0'],
-      [{ kind: 'IPPool', name: 'default-ipv4-ippool' }, '/calico/resources/v3/projectcalico.org/ippools/default-ipv4-ippool'],
-      [{ kind: 'FelixConfiguration', name: 'default' }, '/calico/resources/v3/projectcalico.org/felixconfigurations/default'],
+      [
+        { kind: 'WorkloadEndpoint', namespace: 'ns', name: 'n-k8s-p-eth0' },
+        '/calico/resources/v3/projectcalico.org/workloadendpoints/ns/n-k8s-p-eth0',
+      ],
+      [
+        { kind: 'IPPool', name: 'default-ipv4-ippool' },
+        '/calico/resources/v3/projectcalico.org/ippools/default-ipv4-ippool',
+      ],
+      [
+        { kind: 'FelixConfiguration', name: 'default' },
+        '/calico/resources/v3/projectcalico.org/felixconfigurations/default',
+      ],
       [{ kind: 'Node', name: 'node1' }, '/calico/resources/v3/projectcalico.org/nodes/node1'],
     ];
     for (const [ref, key] of cases) {
@@ -27,7 +39,12 @@ describe('datastore: keys', () => {
     }
     assert.equal(keyOf({ kind: 'NetworkPolicy', name: 'x' }), undefined, 'namespaced kinds need a namespace');
     assert.equal(keyOf({ kind: 'Pod', name: 'x' }), undefined);
-    for (const bad of ['/calico/resources/v3/projectcalico.org/pods/x', '/calico/resources/v3/projectcalico.org/networkpolicies/x', '/other/x', '/calico/resources/v3/projectcalico.org/tiers/a/b']) {
+    for (const bad of [
+      '/calico/resources/v3/projectcalico.org/pods/x',
+      '/calico/resources/v3/projectcalico.org/networkpolicies/x',
+      '/other/x',
+      '/calico/resources/v3/projectcalico.org/tiers/a/b',
+    ]) {
       assert.equal(refOfKey(bad), undefined, bad);
     }
   });
@@ -40,20 +57,27 @@ describe('datastore: ValidationFilter', () => {
     const warnings: string[] = [];
     const dest = new Writable({
       write(chunk: Buffer, _e, cb) {
-        for (const l of chunk.toString().split('\n')) if (l.trim()) warnings.push(String((JSON.parse(l) as { msg: string }).msg));
+        for (const l of chunk.toString().split('\n'))
+          if (l.trim()) warnings.push(String((JSON.parse(l) as { msg: string }).msg));
         cb();
       },
     });
     const filter = new ValidationFilter(
       {
-        onUpdate: (ref: ResourceRef, r: Resource | undefined) => got.push([`${ref.kind}/${ref.namespace ?? ''}/${ref.name}`, r ? JSON.stringify(r.spec) : undefined]),
+        onUpdate: (ref: ResourceRef, r: Resource | undefined) =>
+          got.push([`${ref.kind}/${ref.namespace ?? ''}/${ref.name}`, r ? JSON.stringify(r.spec) : undefined]),
         onStatus: (s) => statuses.push(s),
       },
       createLogger({ severity: 'Warning', destination: dest }),
     );
     return { filter, got, statuses, warnings };
   }
-  const k = (r: { kind: string; metadata: Record<string, unknown> }) => keyOf({ kind: r.kind, name: r.metadata.name as string, ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}) }) as string;
+  const k = (r: { kind: string; metadata: Record<string, unknown> }) =>
+    keyOf({
+      kind: r.kind,
+      name: r.metadata.name as string,
+      ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
+    }) as string;
 
   it('passes valid values, turns invalid ones into deletes, and reports each problem once', () => {
     const { filter, got, statuses, warnings } = setup();
@@ -63,11 +87,14 @@ describe('datastore: ValidationFilter', () => {
     filter.onUpdates([{ key: k(bad), value: bad, revision: '2', source: 'etcd x' }]);
     filter.onUpdates([{ key: k(bad), value: bad, revision: '3', source: 'etcd x' }]);
     filter.onStatusUpdated('in-sync');
-    assert.deepEqual(got.map(([r, v]) => [r, v === undefined]), [
-      ['NetworkPolicy/prod/web', false],
-      ['NetworkPolicy/prod/web', true],
-      ['NetworkPolicy/prod/web', true],
-    ]);
+    assert.deepEqual(
+      got.map(([r, v]) => [r, v === undefined]),
+      [
+        ['NetworkPolicy/prod/web', false],
+        ['NetworkPolicy/prod/web', true],
+        ['NetworkPolicy/prod/web', true],
+      ],
+    );
     assert.deepEqual(statuses, ['in-sync']);
     assert.equal(warnings.filter((w) => w.includes('spec.selector')).length, 1, 'reported once');
     assert.equal(filter.invalidCount, 1);
@@ -81,7 +108,12 @@ describe('datastore: ValidationFilter', () => {
     const p = profile('a', {});
     filter.onUpdates([
       { key: '/calico/resources/v3/projectcalico.org/profiles/b', value: p, revision: '1' },
-      { key: '/calico/resources/v3/projectcalico.org/profiles/c', value: null, revision: '2', decodeError: 'value is not JSON: Unexpected token' },
+      {
+        key: '/calico/resources/v3/projectcalico.org/profiles/c',
+        value: null,
+        revision: '2',
+        decodeError: 'value is not JSON: Unexpected token',
+      },
       { key: '/calico/foo', value: p, revision: '3' },
       { key: '/calico/resources/v3/projectcalico.org/profiles/d', value: null, revision: '4' },
     ]);

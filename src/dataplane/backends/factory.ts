@@ -13,7 +13,10 @@ import type { RulesBackend } from './rules-backend.js';
 
 export function createRulesBackend(config: Config, log: Logger): RulesBackend {
   const { mode, kubeProxyNftables } = dataplaneMode(config);
-  log.info({ calicoMode: config.NFTablesMode, kubeProxyNftables, useNftables: mode === 'nftables' }, 'determined whether or not to use nftables');
+  log.info(
+    { calicoMode: config.NFTablesMode, kubeProxyNftables, useNftables: mode === 'nftables' },
+    'determined whether or not to use nftables',
+  );
   if (mode === 'iptables') {
     const flavour = detectIptablesBackend(config.IptablesBackend);
     log.info({ setting: config.IptablesBackend, backend: `iptables-${flavour}` }, 'iptables mode');

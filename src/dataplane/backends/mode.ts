@@ -31,7 +31,10 @@ export async function kubeProxyNftablesAsync(): Promise<boolean> {
   return false;
 }
 
-export function dataplaneMode(config: Pick<Config, 'NFTablesMode'>, detect: () => boolean = kubeProxyNftables): { mode: DataplaneMode; kubeProxyNftables?: boolean } {
+export function dataplaneMode(
+  config: Pick<Config, 'NFTablesMode'>,
+  detect: () => boolean = kubeProxyNftables,
+): { mode: DataplaneMode; kubeProxyNftables?: boolean } {
   if (config.NFTablesMode === 'Enabled') return { mode: 'nftables' };
   if (config.NFTablesMode === 'Disabled') return { mode: 'iptables' };
   const kp = detect();

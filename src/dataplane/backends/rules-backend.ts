@@ -49,4 +49,12 @@ export interface RulesBackend {
   removeAll(): Promise<void>;
 }
 
-export const noStats = (): RulesApplyStats => ({ ops: 0, chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, elemsAdded: 0, elemsRemoved: 0, commitMs: 0 });
+export const noStats = (): RulesApplyStats => ({
+  ops: 0,
+  chainsWritten: 0,
+  rulesWritten: 0,
+  chainsDeleted: 0,
+  elemsAdded: 0,
+  elemsRemoved: 0,
+  commitMs: 0,
+});

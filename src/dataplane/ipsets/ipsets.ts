@@ -8,7 +8,15 @@
 // markResync() re-reads the kernel at the next apply, which repairs tampering.
 import type { Logger } from '../../log.js';
 import { parseCidr } from '../../model/net.js';
-import { ipsetApply, ipsetList, type IpsetFamily, type IpsetOp, type IpsetResult, type IpsetType, type ListedIpset } from '../../native/ipset.js';
+import {
+  ipsetApply,
+  ipsetList,
+  type IpsetFamily,
+  type IpsetOp,
+  type IpsetResult,
+  type IpsetType,
+  type ListedIpset,
+} from '../../native/ipset.js';
 
 /** The kernel side, native by default; unit tests pass an in-memory one. */
 export interface IpsetDataplane {
@@ -135,7 +143,8 @@ export class IPSets {
   }
 
   #own(name: string): void {
-    if (!name.startsWith(this.prefix) || name.length > 31) throw new Error(`IP set name ${name} is not one of ours (${this.prefix}..., at most 31 characters)`);
+    if (!name.startsWith(this.prefix) || name.length > 31)
+      throw new Error(`IP set name ${name} is not one of ours (${this.prefix}..., at most 31 characters)`);
   }
 
   /**
@@ -150,12 +159,20 @@ export class IPSets {
     if (!have || have.type !== want.type || have.maxelem !== want.maxelem) {
       if (!have || have.type !== want.type) {
         if (have) ops.push({ op: 'destroy', name });
-        ops.push({ op: 'create', name, ...base, maxelem: want.maxelem }, { op: 'add', name, ...base, members: [...want.members] });
+        ops.push(
+          { op: 'create', name, ...base, maxelem: want.maxelem },
+          { op: 'add', name, ...base, members: [...want.members] },
+        );
         if (have) stats.rewritten++;
         else stats.created++;
       } else {
         const temp = `${this.#tempPrefix}${this.#nextTemp++}`;
-        ops.push({ op: 'create', name: temp, ...base, maxelem: want.maxelem }, { op: 'add', name: temp, ...base, members: [...want.members] }, { op: 'swap', name: temp, other: name }, { op: 'destroy', name: temp });
+        ops.push(
+          { op: 'create', name: temp, ...base, maxelem: want.maxelem },
+          { op: 'add', name: temp, ...base, members: [...want.members] },
+          { op: 'swap', name: temp, other: name },
+          { op: 'destroy', name: temp },
+        );
         stats.rewritten++;
       }
       stats.added += want.members.size;
@@ -195,7 +212,12 @@ export class IPSets {
     for (const s of await this.#dp.list(`cali${this.family}`)) {
       if (s.family !== this.family) continue;
       if (s.name.startsWith(this.#tempPrefix)) temps.push(s.name);
-      else if (s.name.startsWith(this.prefix)) kernel.set(s.name, { type: s.type as IpsetType, maxelem: s.maxelem, members: new Set(s.members.map((m) => canonicalMember(s.type as IpsetType, this.family, m))) });
+      else if (s.name.startsWith(this.prefix))
+        kernel.set(s.name, {
+          type: s.type as IpsetType,
+          maxelem: s.maxelem,
+          members: new Set(s.members.map((m) => canonicalMember(s.type as IpsetType, this.family, m))),
+        });
     }
     this.#kernel = kernel;
     // Compare everything wanted; leftovers of an interrupted rewrite go now.

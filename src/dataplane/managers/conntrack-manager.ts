@@ -39,11 +39,17 @@ export class ConntrackManager implements Manager {
     if (!gone.length) return 0;
     try {
       const r = await this.#flush(gone);
-      this.#log.debug({ addresses: gone, deleted: r.deleted, scanned: r.scanned }, 'deleted the conntrack entries of removed workload addresses');
+      this.#log.debug(
+        { addresses: gone, deleted: r.deleted, scanned: r.scanned },
+        'deleted the conntrack entries of removed workload addresses',
+      );
       return r.deleted;
     } catch (e) {
       // Not fatal: the entries time out by themselves; Felix also only logs this.
-      this.#log.warn({ addresses: gone, error: (e as Error).message }, 'could not delete the conntrack entries of removed workload addresses');
+      this.#log.warn(
+        { addresses: gone, error: (e as Error).message },
+        'could not delete the conntrack entries of removed workload addresses',
+      );
       return 0;
     }
   }

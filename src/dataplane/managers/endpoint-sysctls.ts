@@ -29,7 +29,8 @@ export class EndpointSysctlManager implements Manager {
 
   /** An interface that went away is configured afresh if it comes back. */
   onInterfaces(changed: ReadonlySet<string>): void {
-    for (const name of changed) if (!this.ifaces.byName.has(name)) for (const s of [true, false]) this.#configured.delete(`${name}/${s}`);
+    for (const name of changed)
+      if (!this.ifaces.byName.has(name)) for (const s of [true, false]) this.#configured.delete(`${name}/${s}`);
   }
 
   markResync(): void {

@@ -97,20 +97,34 @@ export class IpipManager implements Manager {
     if (!this.enabled) {
       // As Felix's cleanUpIPIPAddrs: tunl0 is the module's own device and stays, bare.
       const routes = await this.#routes.sync(existing?.index, undefined, []);
-      if (existing) for (const a of (await addrDump(existing.index)).filter((x) => !x.includes(':'))) await addrChange(false, existing.index, a);
+      if (existing)
+        for (const a of (await addrDump(existing.index)).filter((x) => !x.includes(':')))
+          await addrChange(false, existing.index, a);
       return { devices: 0, routes };
     }
     const ownAddr = this.#hosts.get(this.#cfg.hostname);
-    const parent = ownAddr ? [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === ownAddr)) : undefined;
+    const parent = ownAddr
+      ? [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === ownAddr))
+      : undefined;
     if (!parent) {
-      this.#say(ownAddr ? `IPIP: no interface holds this node's address ${ownAddr}` : 'IPIP: waiting for this node\'s address (its Node needs bgp.ipv4Address)');
+      this.#say(
+        ownAddr
+          ? `IPIP: no interface holds this node's address ${ownAddr}`
+          : "IPIP: waiting for this node's address (its Node needs bgp.ipv4Address)",
+      );
       return { devices: 0, routes: 0 };
     }
     this.#parentName = parent.name;
     const device = await this.#ensureDevice(existing, parent.name);
     if (!device) return { devices: 0, routes: 0 };
     this.#reported = '';
-    const routes = this.#cfg.programRoutes ? await this.#routes.sync(device.index, parent.index, this.#routes.desired(parent.index, (r) => this.#tunnelRoute(device.index, r))) : 0;
+    const routes = this.#cfg.programRoutes
+      ? await this.#routes.sync(
+          device.index,
+          parent.index,
+          this.#routes.desired(parent.index, (r) => this.#tunnelRoute(device.index, r)),
+        )
+      : 0;
     return { devices: device === existing ? 0 : 1, routes };
   }
 
@@ -128,7 +142,9 @@ export class IpipManager implements Manager {
         link = await linkAddIpip(IPIP_DEVICE, mtu);
       } catch (e) {
         if ((e as { errno?: number }).errno !== EOPNOTSUPP) throw e;
-        this.#say(`IPIP: this kernel has no ipip module (CONFIG_NET_IPIP), so ${IPIP_DEVICE} cannot be made: traffic to IPIP pools' remote blocks is not routed`);
+        this.#say(
+          `IPIP: this kernel has no ipip module (CONFIG_NET_IPIP), so ${IPIP_DEVICE} cannot be made: traffic to IPIP pools' remote blocks is not routed`,
+        );
         return undefined;
       }
       this.#log.info({ device: IPIP_DEVICE, mtu }, 'created the IPIP device');
@@ -136,7 +152,8 @@ export class IpipManager implements Manager {
     if (link.mtu !== mtu || !link.up) await linkSet(link.index, mtu === link.mtu ? 0 : mtu, true);
     const addrs = (await addrDump(link.index)).filter((a) => !a.includes(':'));
     const addr = this.#cfg.tunnelAddr ? `${this.#cfg.tunnelAddr}/32` : '';
-    if (!addr) this.#say('IPIP: no IpInIpTunnelAddr for this node yet (calico-node sets the Node\'s bgp.ipv4IPIPTunnelAddr)');
+    if (!addr)
+      this.#say("IPIP: no IpInIpTunnelAddr for this node yet (calico-node sets the Node's bgp.ipv4IPIPTunnelAddr)");
     for (const a of addrs) if (a !== addr) await addrChange(false, link.index, a);
     if (addr && !addrs.includes(addr)) await addrChange(true, link.index, addr);
     return link;

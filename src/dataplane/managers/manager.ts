@@ -23,8 +23,10 @@ export class LocalEndpoints {
 
   /** Applies a message; true when it was about a workload endpoint. */
   onUpdate(msg: ToDataplane): boolean {
-    if (msg.type === 'WorkloadEndpointUpdate') this.byId.set(`${msg.id.orchestratorId}/${msg.id.workloadId}/${msg.id.endpointId}`, msg.endpoint);
-    else if (msg.type === 'WorkloadEndpointRemove') this.byId.delete(`${msg.id.orchestratorId}/${msg.id.workloadId}/${msg.id.endpointId}`);
+    if (msg.type === 'WorkloadEndpointUpdate')
+      this.byId.set(`${msg.id.orchestratorId}/${msg.id.workloadId}/${msg.id.endpointId}`, msg.endpoint);
+    else if (msg.type === 'WorkloadEndpointRemove')
+      this.byId.delete(`${msg.id.orchestratorId}/${msg.id.workloadId}/${msg.id.endpointId}`);
     else return false;
     return true;
   }

@@ -5,7 +5,14 @@
 // classes: of the routes with our protocol, those on the tunnel device, and blackholes and
 // underlay routes inside a pool of this type - never another overlay's or BIRD's.
 import { cidrContains, parseCidr } from '../../model/net.js';
-import { ROUTE_PROTOCOL, RTN_BLACKHOLE, RTNH_F_ONLINK, routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
+import {
+  ROUTE_PROTOCOL,
+  RTN_BLACKHOLE,
+  RTNH_F_ONLINK,
+  routeApplyOrThrow,
+  routeDump,
+  type RouteOp,
+} from '../../native/rtnl.js';
 import { type IPPoolType, RouteType, type RouteUpdate, type ToDataplane } from '../../proto/messages.js';
 
 export interface RouteSpec {
@@ -82,7 +89,10 @@ export class OverlayRoutes {
 
   /** Deletes our routes that are not wanted and programs the wanted ones that are missing; returns the ops. */
   async sync(tunnelIndex: number | undefined, parentIndex: number | undefined, want: RouteSpec[]): Promise<number> {
-    const pools = [...this.pools].filter(([, t]) => t === this.#type).map(([p]) => parseCidr(p)).filter((p) => p !== undefined);
+    const pools = [...this.pools]
+      .filter(([, t]) => t === this.#type)
+      .map(([p]) => parseCidr(p))
+      .filter((p) => p !== undefined);
     const inPool = (dst: string) => {
       const c = parseCidr(dst);
       return !!c && pools.some((p) => p.version === c.version && p.prefix <= c.prefix && cidrContains(p, c.address));
@@ -90,8 +100,16 @@ export class OverlayRoutes {
     const have = new Map<string, RouteSpec>();
     for (const r of await routeDump(this.#protocol)) {
       if (r.family !== 4) continue;
-      const spec: RouteSpec = { dst: r.dst, ifindex: r.type === RTN_BLACKHOLE ? 0 : r.ifindex, gateway: r.gateway, onlink: (r.flags & RTNH_F_ONLINK) !== 0, blackhole: r.type === RTN_BLACKHOLE };
-      const ours = (tunnelIndex !== undefined && r.ifindex === tunnelIndex) || (inPool(r.dst) && (spec.blackhole || (parentIndex !== undefined && r.ifindex === parentIndex && !!r.gateway)));
+      const spec: RouteSpec = {
+        dst: r.dst,
+        ifindex: r.type === RTN_BLACKHOLE ? 0 : r.ifindex,
+        gateway: r.gateway,
+        onlink: (r.flags & RTNH_F_ONLINK) !== 0,
+        blackhole: r.type === RTN_BLACKHOLE,
+      };
+      const ours =
+        (tunnelIndex !== undefined && r.ifindex === tunnelIndex) ||
+        (inPool(r.dst) && (spec.blackhole || (parentIndex !== undefined && r.ifindex === parentIndex && !!r.gateway)));
       if (ours) have.set(routeKey(spec), spec);
     }
     const wanted = new Map(want.map((r) => [routeKey(r), r]));

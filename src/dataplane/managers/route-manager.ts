@@ -98,7 +98,10 @@ export class RouteManager implements Manager {
       removed.push(k);
     }
     for (const r of this.#external) {
-      this.log.info({ dst: r.dst, ifindex: r.ifindex, protocol: r.protocol }, 'removing a route another program put on a workload interface (RemoveExternalRoutes)');
+      this.log.info(
+        { dst: r.dst, ifindex: r.ifindex, protocol: r.protocol },
+        'removing a route another program put on a workload interface (RemoveExternalRoutes)',
+      );
       ops.push({ op: 'routeDelete', dst: r.dst, ifindex: r.ifindex, protocol: r.protocol });
     }
     this.#external = [];

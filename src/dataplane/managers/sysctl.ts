@@ -22,7 +22,12 @@ export async function writeSysctl(path: string, value: string, log: Logger): Pro
  * Felix's workload-interface settings: the host answers ARP/ND for the pod's gateway; strict
  * reverse-path filtering, except (rp_filter 0) for an endpoint allowed to spoof sources.
  */
-export async function configureWorkloadInterface(name: string, ipv6: boolean, log: Logger, allowSpoofing = false): Promise<void> {
+export async function configureWorkloadInterface(
+  name: string,
+  ipv6: boolean,
+  log: Logger,
+  allowSpoofing = false,
+): Promise<void> {
   const v4 = `net/ipv4/conf/${name}`;
   await writeSysctl(`${v4}/rp_filter`, allowSpoofing ? '0' : '1', log);
   await writeSysctl(`${v4}/route_localnet`, '1', log);

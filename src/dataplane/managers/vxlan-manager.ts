@@ -10,7 +10,18 @@
 // device, and blackholes and underlay routes whose destination is inside a VXLAN IP pool.
 // A device of that name that is not what we would make is replaced. Nothing else is touched.
 import type { Logger } from '../../log.js';
-import { addrChange, addrDump, type Link, linkAddVxlan, linkDelete, linkGet, linkSet, neighDump, routeApplyOrThrow, type RouteOp } from '../../native/rtnl.js';
+import {
+  addrChange,
+  addrDump,
+  type Link,
+  linkAddVxlan,
+  linkDelete,
+  linkGet,
+  linkSet,
+  neighDump,
+  routeApplyOrThrow,
+  type RouteOp,
+} from '../../native/rtnl.js';
 import { RouteType, type RouteUpdate, type ToDataplane, type VXLANTunnelEndpoint } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import type { Manager } from './manager.js';
@@ -57,7 +68,8 @@ export class VxlanManager implements Manager {
 
   onInterfaces(changed: ReadonlySet<string>): void {
     // The device or the underlay came, went or changed address (workload interfaces do not matter here).
-    if (changed.has(VXLAN_DEVICE) || this.#parentName === undefined || changed.has(this.#parentName)) this.#dirty = true;
+    if (changed.has(VXLAN_DEVICE) || this.#parentName === undefined || changed.has(this.#parentName))
+      this.#dirty = true;
   }
 
   onUpdate(msg: ToDataplane): void {
@@ -95,9 +107,15 @@ export class VxlanManager implements Manager {
       return { devices: existing ? -1 : 0, routes: removed, neighbours: 0 };
     }
     const local = this.#vteps.get(this.#cfg.hostname);
-    const parent = local && [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === local.parentDeviceIp));
+    const parent =
+      local &&
+      [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === local.parentDeviceIp));
     if (!local || !parent) {
-      this.#say(!local ? 'VXLAN: waiting for this node\'s VTEP (its Node needs bgp.ipv4Address and ipv4VXLANTunnelAddr)' : `VXLAN: no interface holds this node's address ${local.parentDeviceIp}`);
+      this.#say(
+        !local
+          ? "VXLAN: waiting for this node's VTEP (its Node needs bgp.ipv4Address and ipv4VXLANTunnelAddr)"
+          : `VXLAN: no interface holds this node's address ${local.parentDeviceIp}`,
+      );
       return { devices: 0, routes: 0, neighbours: 0 };
     }
     this.#reported = '';
@@ -116,11 +134,26 @@ export class VxlanManager implements Manager {
 
   // ---- the device ----
 
-  async #ensureDevice(existing: Link | undefined, local: VXLANTunnelEndpoint, parentIndex: number, parentName: string): Promise<Link> {
+  async #ensureDevice(
+    existing: Link | undefined,
+    local: VXLANTunnelEndpoint,
+    parentIndex: number,
+    parentName: string,
+  ): Promise<Link> {
     const mtu = this.#cfg.mtu || Math.max(0, ((await linkGet(parentName))?.mtu ?? 1500) - VXLAN_OVERHEAD);
-    const want = { vni: this.#cfg.vni, port: this.#cfg.port, parent: parentIndex, local: local.parentDeviceIp, mac: local.mac.toLowerCase() };
+    const want = {
+      vni: this.#cfg.vni,
+      port: this.#cfg.port,
+      parent: parentIndex,
+      local: local.parentDeviceIp,
+      mac: local.mac.toLowerCase(),
+    };
     let link = existing;
-    const mismatch = link && (link.kind !== 'vxlan' ? `kind ${link.kind}` : Object.entries(want).find(([k, v]) => (link as unknown as Record<string, unknown>)[k] !== v)?.[0]);
+    const mismatch =
+      link &&
+      (link.kind !== 'vxlan'
+        ? `kind ${link.kind}`
+        : Object.entries(want).find(([k, v]) => (link as unknown as Record<string, unknown>)[k] !== v)?.[0]);
     if (link && mismatch) {
       this.#log.info({ device: VXLAN_DEVICE, differs: mismatch }, 'VXLAN device is not as configured; recreating it');
       await linkDelete(link.index);
@@ -128,7 +161,18 @@ export class VxlanManager implements Manager {
     }
     if (!link) {
       link = await linkAddVxlan({ name: VXLAN_DEVICE, ...want, mtu });
-      this.#log.info({ device: VXLAN_DEVICE, vni: want.vni, port: want.port, parent: parentName, local: want.local, mac: want.mac, mtu }, 'created the VXLAN device');
+      this.#log.info(
+        {
+          device: VXLAN_DEVICE,
+          vni: want.vni,
+          port: want.port,
+          parent: parentName,
+          local: want.local,
+          mac: want.mac,
+          mtu,
+        },
+        'created the VXLAN device',
+      );
     }
     if (link.mtu !== mtu || !link.up) await linkSet(link.index, mtu === link.mtu ? 0 : mtu, true);
     const addrs = (await addrDump(link.index)).filter((a) => !a.includes(':'));
@@ -151,13 +195,21 @@ export class VxlanManager implements Manager {
     const PERMANENT = 0x80;
     for (const n of have) {
       if (!(n.state & PERMANENT) || n.family === 6) continue;
-      const w = [...want.values()].find((x) => (n.family === 7 ? x.mac === n.mac && x.fdb === n.dst : x.arp === n.dst && x.mac === n.mac));
+      const w = [...want.values()].find((x) =>
+        n.family === 7 ? x.mac === n.mac && x.fdb === n.dst : x.arp === n.dst && x.mac === n.mac,
+      );
       if (w) continue;
-      ops.push(n.family === 7 ? { op: 'fdbDelete', ifindex: index, dst: n.dst, mac: n.mac } : { op: 'neighDelete', ifindex: index, dst: n.dst });
+      ops.push(
+        n.family === 7
+          ? { op: 'fdbDelete', ifindex: index, dst: n.dst, mac: n.mac }
+          : { op: 'neighDelete', ifindex: index, dst: n.dst },
+      );
     }
     for (const w of want.values()) {
-      if (!have.some((n) => n.family === 4 && n.dst === w.arp && n.mac === w.mac)) ops.push({ op: 'neighReplace', ifindex: index, dst: w.arp, mac: w.mac });
-      if (!have.some((n) => n.family === 7 && n.dst === w.fdb && n.mac === w.mac)) ops.push({ op: 'fdbReplace', ifindex: index, dst: w.fdb, mac: w.mac });
+      if (!have.some((n) => n.family === 4 && n.dst === w.arp && n.mac === w.mac))
+        ops.push({ op: 'neighReplace', ifindex: index, dst: w.arp, mac: w.mac });
+      if (!have.some((n) => n.family === 7 && n.dst === w.fdb && n.mac === w.mac))
+        ops.push({ op: 'fdbReplace', ifindex: index, dst: w.fdb, mac: w.mac });
     }
     await routeApplyOrThrow(ops, 'VXLAN programming');
     return ops.length;
@@ -165,14 +217,23 @@ export class VxlanManager implements Manager {
 
   // ---- routes ----
 
-  /** A remote block through the tunnel via its VTEP, onlink; a remote tunnel or borrowed address straight on the device. */
+  /**
+   * A remote block through the tunnel via its VTEP, onlink; a remote tunnel or borrowed address straight on the device.
+   */
   #tunnelRoute(vxlanIndex: number, r: RouteUpdate): RouteSpec | undefined {
-    if (isType(r, RouteType.REMOTE_TUNNEL) && (isType(r, RouteType.REMOTE_WORKLOAD) || r.borrowed)) return { dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false };
+    if (isType(r, RouteType.REMOTE_TUNNEL) && (isType(r, RouteType.REMOTE_WORKLOAD) || r.borrowed))
+      return { dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false };
     const vtep = this.#vteps.get(r.dstNodeName);
-    return vtep?.ipv4Addr ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.ipv4Addr, onlink: true, blackhole: false } : undefined;
+    return vtep?.ipv4Addr
+      ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.ipv4Addr, onlink: true, blackhole: false }
+      : undefined;
   }
 
   async #syncRoutes(vxlanIndex: number, parentIndex: number): Promise<number> {
-    return this.#routes.sync(vxlanIndex, parentIndex, this.#routes.desired(parentIndex, (r) => this.#tunnelRoute(vxlanIndex, r)));
+    return this.#routes.sync(
+      vxlanIndex,
+      parentIndex,
+      this.#routes.desired(parentIndex, (r) => this.#tunnelRoute(vxlanIndex, r)),
+    );
   }
 }

@@ -53,12 +53,16 @@ export function calicoIptablesState(save: string): TableCleanup[] {
   return out;
 }
 
-/** `iptables-restore --noflush` input removing it: our rules (bottom up, so positions hold), then our chains emptied, then deleted. */
+/**
+ * `iptables-restore --noflush` input removing it: our rules (bottom up, so positions hold), then our chains emptied,
+ * then deleted.
+ */
 export function cleanupScript(tables: TableCleanup[]): string {
   const lines: string[] = [];
   for (const t of tables) {
     lines.push(`*${t.table}`);
-    for (const [chain, positions] of t.rules) for (const p of [...positions].sort((a, b) => b - a)) lines.push(`-D ${chain} ${p}`);
+    for (const [chain, positions] of t.rules)
+      for (const p of [...positions].sort((a, b) => b - a)) lines.push(`-D ${chain} ${p}`);
     for (const c of t.chains) lines.push(`-F ${c}`);
     for (const c of t.chains) lines.push(`-X ${c}`);
     lines.push('COMMIT');

@@ -42,20 +42,28 @@ async function cleanBackend(backend: 'legacy' | 'nft', family: 4 | 6, report: Ta
 /** Removes Calico's iptables-mode state (see above). Never throws: what fails is reported. */
 export async function removeFelixIptablesState(log: Logger): Promise<TakeoverReport> {
   const report: TakeoverReport = { removed: [], ipsets: [], problems: [] };
-  for (const backend of ['legacy', 'nft'] as const) for (const family of [4, 6] as const) await cleanBackend(backend, family, report);
+  for (const backend of ['legacy', 'nft'] as const)
+    for (const family of [4, 6] as const) await cleanBackend(backend, family, report);
   const list = await run('ipset', ['list', '-n']);
   if (!list.missing && list.code === 0) {
     for (const name of calicoIpsets(list.stdout)) {
       const r = await run('ipset', ['destroy', name]);
       if (r.code === 0) report.ipsets.push(name);
-      else report.problems.push(`ipset destroy ${name} failed: ${r.stderr.trim()} (still referenced by a rule that is not Calico's?)`);
+      else
+        report.problems.push(
+          `ipset destroy ${name} failed: ${r.stderr.trim()} (still referenced by a rule that is not Calico's?)`,
+        );
     }
   } else if (!list.missing) {
     report.problems.push(`ipset list failed (${list.code}): ${list.stderr.trim()}`);
   }
   if (report.removed.length || report.ipsets.length) {
-    log.warn({ removed: report.removed, ipsets: report.ipsets.length }, 'removed the iptables-mode state a previous Calico (Felix) left on this node; palisade programs nftables');
+    log.warn(
+      { removed: report.removed, ipsets: report.ipsets.length },
+      'removed the iptables-mode state a previous Calico (Felix) left on this node; palisade programs nftables',
+    );
   }
-  for (const p of report.problems) log.error({ problem: p }, `could not check or remove Calico's iptables-mode state: ${p}`);
+  for (const p of report.problems)
+    log.error({ problem: p }, `could not check or remove Calico's iptables-mode state: ${p}`);
   return report;
 }

@@ -5,11 +5,20 @@
 import type { Marks } from './marks.js';
 import type { Action, Match, Rule } from './model.js';
 
-export function blockRules(blocks: Match[][][], common: Match[], finals: (match: Match[]) => Rule[], marks: Marks): Rule[] {
+export function blockRules(
+  blocks: Match[][][],
+  common: Match[],
+  finals: (match: Match[]) => Rule[],
+  marks: Marks,
+): Rule[] {
   const { scratch0: all, scratch1: one } = marks;
   const out: Rule[] = [{ match: [], action: { k: 'setMark', mark: all, mask: all | one } }];
   for (const alternatives of blocks) {
-    for (const alt of alternatives) out.push({ match: [{ k: 'mark', value: all, mask: all }, ...alt], action: { k: 'setMark', mark: one, mask: one } });
+    for (const alt of alternatives)
+      out.push({
+        match: [{ k: 'mark', value: all, mask: all }, ...alt],
+        action: { k: 'setMark', mark: one, mask: one },
+      });
     out.push({ match: [{ k: 'mark', value: 0, mask: one }], action: { k: 'setMark', mark: 0, mask: all } });
     out.push({ match: [], action: { k: 'setMark', mark: 0, mask: one } });
   }

@@ -11,7 +11,11 @@ export const MAX_NFT_COMMENT = 128;
 
 /** The rule's own comments, escaped as Felix escapes them. */
 export function ruleComments(r: Rule): string[] {
-  const all = r.annotations?.length ? [...(r.comment ? [r.comment] : []), ...r.annotations] : r.comment ? [r.comment] : [];
+  const all = r.annotations?.length
+    ? [...(r.comment ? [r.comment] : []), ...r.annotations]
+    : r.comment
+      ? [r.comment]
+      : [];
   return all.map((c) => c.replace(SHELL_UNSAFE, '_'));
 }
 

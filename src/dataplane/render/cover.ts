@@ -19,7 +19,9 @@ export function coveringMembers(members: readonly string[]): string[] {
     const r = range(m);
     return { i, start: r ? r[0] : 0n, end: r ? r[1] : -1n, ok: !!r };
   });
-  const sorted = ranges.filter((r) => r.ok).sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.end > b.end ? -1 : a.end < b.end ? 1 : 0));
+  const sorted = ranges
+    .filter((r) => r.ok)
+    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.end > b.end ? -1 : a.end < b.end ? 1 : 0));
   const keep = new Set<number>(ranges.filter((r) => !r.ok).map((r) => r.i));
   let coverEnd = -1n;
   let first = true;

@@ -41,24 +41,51 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
   if (spec.dropEncap) {
     const encap = ctx.encapFromWorkloads ?? { vxlanPort: 4789, allowVxlan: false, allowIpip: false };
     const port = encap.vxlanPort;
-    if (!encap.allowVxlan) rules.push({ match: [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] }], action: deny, comment: `${denyWord(deny)} VXLAN encapped packets originating in workloads` });
-    if (!encap.allowIpip) rules.push({ match: [{ k: 'proto', proto: 4 }], action: deny, comment: `${denyWord(deny)} IPinIP encapped packets originating in workloads` });
+    if (!encap.allowVxlan)
+      rules.push({
+        match: [
+          { k: 'proto', proto: 17 },
+          { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] },
+        ],
+        action: deny,
+        comment: `${denyWord(deny)} VXLAN encapped packets originating in workloads`,
+      });
+    if (!encap.allowIpip)
+      rules.push({
+        match: [{ k: 'proto', proto: 4 }],
+        action: deny,
+        comment: `${denyWord(deny)} IPinIP encapped packets originating in workloads`,
+      });
   }
   for (const tier of spec.tiers) {
     const policies = spec.dir === 'in' ? tier.ingressPolicies : tier.egressPolicies;
     if (!policies.length) continue;
     rules.push({ match: [], action: clearMark(marks.pass), comment: `Start of tier ${tier.name}` });
     for (const p of policies) {
-      rules.push({ match: [markClear(marks.pass)], action: { k: 'jump', chain: policyChain(spec.dir, p, ctx.iptables) } });
+      rules.push({
+        match: [markClear(marks.pass)],
+        action: { k: 'jump', chain: policyChain(spec.dir, p, ctx.iptables) },
+      });
       if (spec.kind === 'untracked') rules.push({ match: [markSet(marks.accept)], action: { k: 'notrack' } });
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' });
     }
     if ((spec.kind === 'normal' || spec.kind === 'forward') && tier.defaultAction !== 'Pass') {
-      rules.push({ match: [markClear(marks.pass)], action: deny, comment: `${denyWord(deny)} if no policies passed packet` });
+      rules.push({
+        match: [markClear(marks.pass)],
+        action: deny,
+        comment: `${denyWord(deny)} if no policies passed packet`,
+      });
     }
   }
-  if (spec.kind === 'forward' && !spec.tiers.some((t) => (spec.dir === 'in' ? t.ingressPolicies : t.egressPolicies).length)) {
-    rules.push({ match: [], action: { k: 'setMark', mark: marks.accept, mask: marks.accept }, comment: 'Allow forwarded traffic by default' });
+  if (
+    spec.kind === 'forward' &&
+    !spec.tiers.some((t) => (spec.dir === 'in' ? t.ingressPolicies : t.egressPolicies).length)
+  ) {
+    rules.push({
+      match: [],
+      action: { k: 'setMark', mark: marks.accept, mask: marks.accept },
+      comment: 'Allow forwarded traffic by default',
+    });
     rules.push({ match: [], action: { k: 'return' }, comment: 'Return for accepted forward traffic' });
   }
   if (spec.kind === 'normal') {
@@ -83,8 +110,17 @@ export function workloadChains(ep: WorkloadEndpoint, ctx: EndpointContext): Name
     ];
   }
   return [
-    { name: tw, rules: endpointRules({ name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds }, ctx) },
-    { name: fw, rules: endpointRules({ name: fw, dir: 'out', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds, dropEncap: true }, ctx) },
+    {
+      name: tw,
+      rules: endpointRules({ name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds }, ctx),
+    },
+    {
+      name: fw,
+      rules: endpointRules(
+        { name: fw, dir: 'out', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds, dropEncap: true },
+        ctx,
+      ),
+    },
   ];
 }
 
@@ -100,7 +136,13 @@ export interface HostEndpointChains {
  */
 export function hostEndpointChains(ep: HostEndpoint, ctx: EndpointContext): HostEndpointChains {
   const n = ep.name;
-  const spec = (prefix: string, dir: 'in' | 'out', kind: ChainKind, tiers: TierInfo[], failsafe?: EndpointChainSpec['failsafe']): NamedChain => {
+  const spec = (
+    prefix: string,
+    dir: 'in' | 'out',
+    kind: ChainKind,
+    tiers: TierInfo[],
+    failsafe?: EndpointChainSpec['failsafe'],
+  ): NamedChain => {
     const name = endpointChain(prefix, n, ctx.iptables);
     return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, ctx) };
   };
@@ -112,9 +154,11 @@ export function hostEndpointChains(ep: HostEndpoint, ctx: EndpointContext): Host
       spec(EP.toHostFwd, 'out', 'forward', ep.forwardTiers),
     ],
     raw: ep.untrackedTiers.length
-      ? [spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, 'cali-failsafe-in'), spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, 'cali-failsafe-out')]
+      ? [
+          spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, 'cali-failsafe-in'),
+          spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, 'cali-failsafe-out'),
+        ]
       : [],
     mangle: ep.preDnatTiers.length ? [spec(EP.fromHost, 'in', 'preDnat', ep.preDnatTiers, 'cali-failsafe-in')] : [],
   };
 }
-

@@ -30,11 +30,21 @@ const bare = (addr: string) => addr.replace(/\/\d+$/, '');
  * `hostIfaces`: the host's interfaces (workload interfaces left out) and their addresses;
  * undefined when they are not known.
  */
-export function resolveHostEndpoints(heps: ReadonlyMap<string, HostEndpoint>, hostIfaces: ReadonlyMap<string, readonly string[]> | undefined): HostEndpointResolution {
+export function resolveHostEndpoints(
+  heps: ReadonlyMap<string, HostEndpoint>,
+  hostIfaces: ReadonlyMap<string, readonly string[]> | undefined,
+): HostEndpointResolution {
   const ids = [...heps.keys()].sort();
   const out: HostEndpointResolution = { byIface: new Map() };
   out.wildcard = ids.find((id) => heps.get(id)?.name === '*');
-  const ifaces = hostIfaces ?? new Map(ids.map((id) => heps.get(id)?.name ?? '').filter((n) => n && n !== '*').map((n) => [n, [] as string[]]));
+  const ifaces =
+    hostIfaces ??
+    new Map(
+      ids
+        .map((id) => heps.get(id)?.name ?? '')
+        .filter((n) => n && n !== '*')
+        .map((n) => [n, [] as string[]]),
+    );
   for (const [iface, addrs] of ifaces) {
     const have = new Set(addrs.map(bare));
     const best = ids.find((id) => {
@@ -48,37 +58,72 @@ export function resolveHostEndpoints(heps: ReadonlyMap<string, HostEndpoint>, ho
   return out;
 }
 
-const gotoIn = (ctx: Pick<RenderContext, 'iptables'>) => (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface, ctx.iptables) });
+const gotoIn =
+  (ctx: Pick<RenderContext, 'iptables'>) =>
+  (prefix: string, iface: string): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface, ctx.iptables) });
 
-/** The host dispatch chains: the map lookup, then (with an all-interfaces endpoint) its chains as the default, as Felix's hostDispatchChains. */
-function dispatchChains(wildcard: HostEndpoint | undefined, prefixes: readonly string[], preDnat: boolean, ctx: RenderContext) {
+/**
+ * The host dispatch chains: the map lookup, then (with an all-interfaces endpoint) its chains as the default, as
+ * Felix's hostDispatchChains.
+ */
+function dispatchChains(
+  wildcard: HostEndpoint | undefined,
+  prefixes: readonly string[],
+  preDnat: boolean,
+  ctx: RenderContext,
+) {
   const goto = gotoIn(ctx);
   const lookup = (iface: 'in' | 'out', map: string): Rule => ({ match: [], action: { k: 'vmap', iface, map } });
   const def = (prefix: string): Rule[] => (wildcard ? [{ match: [], action: goto(prefix, ALL_INTERFACES) }] : []);
   // Never the wildcard endpoint's egress policy for traffic to a local workload.
-  const skipWorkloads: Rule[] = wildcard ? prefixes.map((p) => ({ match: [{ k: 'iface', dir: 'out', name: `${p}+` }], action: { k: 'return' }, comment: 'Skip egress WHEP policy for traffic to local workload' })) : [];
+  const skipWorkloads: Rule[] = wildcard
+    ? prefixes.map((p) => ({
+        match: [{ k: 'iface', dir: 'out', name: `${p}+` }],
+        action: { k: 'return' },
+        comment: 'Skip egress WHEP policy for traffic to local workload',
+      }))
+    : [];
   const chains: Array<{ table: TableName; name: string; rules: Rule[] }> = [
     { table: 'filter', name: DISPATCH.fromHost, rules: [lookup('in', DISPATCH.fromHost), ...def(EP.fromHost)] },
-    { table: 'filter', name: DISPATCH.toHost, rules: [lookup('out', DISPATCH.toHost), ...skipWorkloads, ...def(EP.toHost)] },
-    { table: 'filter', name: DISPATCH.fromHostFwd, rules: [lookup('in', DISPATCH.fromHostFwd), ...def(EP.fromHostFwd)] },
+    {
+      table: 'filter',
+      name: DISPATCH.toHost,
+      rules: [lookup('out', DISPATCH.toHost), ...skipWorkloads, ...def(EP.toHost)],
+    },
+    {
+      table: 'filter',
+      name: DISPATCH.fromHostFwd,
+      rules: [lookup('in', DISPATCH.fromHostFwd), ...def(EP.fromHostFwd)],
+    },
     { table: 'filter', name: DISPATCH.toHostFwd, rules: [lookup('out', DISPATCH.toHostFwd), ...def(EP.toHostFwd)] },
     // Felix does not apply untracked policy through an all-interfaces endpoint.
     { table: 'raw', name: DISPATCH.fromHost, rules: [lookup('in', DISPATCH.fromHost)] },
     { table: 'raw', name: DISPATCH.toHost, rules: [lookup('out', DISPATCH.toHost)] },
-    { table: 'mangle', name: DISPATCH.fromHost, rules: [lookup('in', DISPATCH.fromHost), ...(preDnat ? def(EP.fromHost) : [])] },
+    {
+      table: 'mangle',
+      name: DISPATCH.fromHost,
+      rules: [lookup('in', DISPATCH.fromHost), ...(preDnat ? def(EP.fromHost) : [])],
+    },
   ];
   return chains;
 }
 
-const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({ table, name: c.name, rules: c.rules }));
+const inTable = (table: TableName, chains: NamedChain[]) =>
+  chains.map((c) => ({ table, name: c.name, rules: c.rules }));
 
-/** One endpoint's chains under `iface`, and its dispatch entries (none for the all-interfaces name, which is the default instead). */
+/**
+ * One endpoint's chains under `iface`, and its dispatch entries (none for the all-interfaces name, which is the default
+ * instead).
+ */
 function endpointFragment(ep: HostEndpoint, iface: string, ctx: RenderContext, wildcard: boolean): Fragment {
   const goto = gotoIn(ctx);
   const c = hostEndpointChains({ ...ep, name: iface }, ctx);
   // Felix: no untracked policy for an all-interfaces endpoint.
   const raw = wildcard ? [] : c.raw;
-  const f: Fragment = { chains: [...inTable('filter', c.filter), ...inTable('raw', raw), ...inTable('mangle', c.mangle)], entries: [] };
+  const f: Fragment = {
+    chains: [...inTable('filter', c.filter), ...inTable('raw', raw), ...inTable('mangle', c.mangle)],
+    entries: [],
+  };
   if (wildcard) return f;
   for (const [map, prefix] of [
     [DISPATCH.fromHost, EP.fromHost],
@@ -92,18 +137,25 @@ function endpointFragment(ep: HostEndpoint, iface: string, ctx: RenderContext, w
     f.entries.push({ table: 'raw', map: DISPATCH.fromHost, iface, verdict: goto(EP.fromHost, iface) });
     f.entries.push({ table: 'raw', map: DISPATCH.toHost, iface, verdict: goto(EP.toHost, iface) });
   }
-  if (c.mangle.length) f.entries.push({ table: 'mangle', map: DISPATCH.fromHost, iface, verdict: goto(EP.fromHost, iface) });
+  if (c.mangle.length)
+    f.entries.push({ table: 'mangle', map: DISPATCH.fromHost, iface, verdict: goto(EP.fromHost, iface) });
   return f;
 }
 
 /** Every host endpoint's chains and dispatch entries, and the host dispatch chains, for one resolution. */
-export function hostEndpointsFragment(heps: ReadonlyMap<string, HostEndpoint>, resolution: HostEndpointResolution, ctx: RenderContext, workloadPrefixes: readonly string[]): Fragment {
+export function hostEndpointsFragment(
+  heps: ReadonlyMap<string, HostEndpoint>,
+  resolution: HostEndpointResolution,
+  ctx: RenderContext,
+  workloadPrefixes: readonly string[],
+): Fragment {
   const f: Fragment = { chains: [], entries: [] };
   const add = (g: Fragment) => {
     f.chains.push(...g.chains);
     f.entries.push(...g.entries);
   };
-  for (const [iface, id] of [...resolution.byIface].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) add(endpointFragment(heps.get(id) as HostEndpoint, iface, ctx, false));
+  for (const [iface, id] of [...resolution.byIface].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    add(endpointFragment(heps.get(id) as HostEndpoint, iface, ctx, false));
   const wild = resolution.wildcard !== undefined ? heps.get(resolution.wildcard) : undefined;
   if (wild) add(endpointFragment(wild, ALL_INTERFACES, ctx, true));
   const preDnat = !!wild && wild.preDnatTiers.length > 0;

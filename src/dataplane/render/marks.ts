@@ -16,7 +16,8 @@ export function allocateMarks(mask: number): Marks {
     const bit = (1 << b) >>> 0;
     if ((mask & bit) !== 0) bits.push(bit);
   }
-  if (bits.length < 5) throw new Error(`IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least 5`);
+  if (bits.length < 5)
+    throw new Error(`IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least 5`);
   const [accept, pass, drop, scratch0, scratch1] = bits as [number, number, number, number, number];
   return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | drop | scratch0 | scratch1) >>> 0 };
 }

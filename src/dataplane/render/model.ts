@@ -33,7 +33,13 @@ export type Match =
   /** The strict reverse-path check failed (Felix's RPFCheckFailed: no route back out of the input interface). */
   | { k: 'rpfFailed' };
 
-export type Verdict = { k: 'accept' } | { k: 'drop' } | { k: 'reject' } | { k: 'return' } | { k: 'jump'; chain: string } | { k: 'goto'; chain: string };
+export type Verdict =
+  | { k: 'accept' }
+  | { k: 'drop' }
+  | { k: 'reject' }
+  | { k: 'return' }
+  | { k: 'jump'; chain: string }
+  | { k: 'goto'; chain: string };
 
 export type Action =
   | Verdict
@@ -102,7 +108,13 @@ export function hookRule(h: Hook): Rule {
 }
 
 export function emptyRuleset(family: Family): Ruleset {
-  return { family, tables: { filter: new Map(), raw: new Map(), mangle: new Map(), nat: new Map() }, hooks: [], maps: [], sets: new Map() };
+  return {
+    family,
+    tables: { filter: new Map(), raw: new Map(), mangle: new Map(), nat: new Map() },
+    hooks: [],
+    maps: [],
+    sets: new Map(),
+  };
 }
 
 export function addChain(rs: Ruleset, table: TableName, name: string, rules: Rule[]): void {

@@ -27,9 +27,11 @@ export function lengthLimitedId(prefix: string, suffix: string, maxLength = MAX_
 }
 
 /** cali-pi-/cali-po- + Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"...), limited per mode. */
-export const policyChain = (dir: 'in' | 'out', id: string, iptables: boolean) => lengthLimitedId(dir === 'in' ? 'cali-pi-' : 'cali-po-', id, chainNameLimit(iptables));
+export const policyChain = (dir: 'in' | 'out', id: string, iptables: boolean) =>
+  lengthLimitedId(dir === 'in' ? 'cali-pi-' : 'cali-po-', id, chainNameLimit(iptables));
 /** cali-pri-/cali-pro- + the profile's name, limited per mode. */
-export const profileChain = (dir: 'in' | 'out', name: string, iptables: boolean) => lengthLimitedId(dir === 'in' ? 'cali-pri-' : 'cali-pro-', name, chainNameLimit(iptables));
+export const profileChain = (dir: 'in' | 'out', name: string, iptables: boolean) =>
+  lengthLimitedId(dir === 'in' ? 'cali-pri-' : 'cali-pro-', name, chainNameLimit(iptables));
 
 /** Endpoint chain prefixes, Felix's: to/from workload, to/from host endpoint (and forward). */
 export const EP = {
@@ -40,12 +42,16 @@ export const EP = {
   toHostFwd: 'cali-thfw-',
   fromHostFwd: 'cali-fhfw-',
 } as const;
-/** Felix's EndpointChainName: prefix + interface, limited per mode ("any-interface-at-all" needs nftables' limit to stay readable). */
-export const endpointChain = (prefix: string, iface: string, iptables: boolean) => lengthLimitedId(prefix, iface, chainNameLimit(iptables));
+/**
+ * Felix's EndpointChainName: prefix + interface, limited per mode ("any-interface-at-all" needs nftables' limit to stay
+ * readable).
+ */
+export const endpointChain = (prefix: string, iface: string, iptables: boolean) =>
+  lengthLimitedId(prefix, iface, chainNameLimit(iptables));
 
 /** The kernel name of a calc-graph IP set (iptables/ipset spelling). */
 export function ipSetName(family: Family, id: string): string {
-  return (`cali${family}0${id}`).slice(0, MAX_SET_NAME);
+  return `cali${family}0${id}`.slice(0, MAX_SET_NAME);
 }
 
 /** nftables set names cannot hold ":"; Calico's nftables mode writes "-". */

@@ -33,11 +33,15 @@ export interface RenderContext {
   log?: { prefix: string; rateLimit: string; burst: number } | undefined;
   /** Whose rules are rendered, for the log prefix's specifiers. */
   owner?: LogOwner | undefined;
-  /** Felix's configured verdicts (the Iptables- or Nftables- FilterAllowAction, MangleAllowAction and FilterDenyAction). */
+  /**
+   * Felix's configured verdicts (the Iptables- or Nftables- FilterAllowAction, MangleAllowAction and FilterDenyAction).
+   */
   actions: FilterActions;
   /** WorkloadSourceSpoofing Any: endpoints may be exempt from the reverse-path check. */
   spoofing?: boolean;
-  /** Workload egress drops encapsulated traffic (VXLAN to this port, IPIP) unless allowed (Allow*PacketsFromWorkloads). */
+  /**
+   * Workload egress drops encapsulated traffic (VXLAN to this port, IPIP) unless allowed (Allow*PacketsFromWorkloads).
+   */
   encapFromWorkloads?: { vxlanPort: number; allowVxlan: boolean; allowIpip: boolean } | undefined;
   /** FloatingIPs Enabled: workloads' ipNATs are programmed. */
   floatingIps?: boolean;
@@ -51,7 +55,11 @@ export interface FilterActions {
   filterDeny: Verdict;
 }
 
-export const DEFAULT_ACTIONS: FilterActions = { filterAllow: { k: 'accept' }, mangleAllow: { k: 'accept' }, filterDeny: { k: 'drop' } };
+export const DEFAULT_ACTIONS: FilterActions = {
+  filterAllow: { k: 'accept' },
+  mangleAllow: { k: 'accept' },
+  filterDeny: { k: 'drop' },
+};
 
 /** The actions for rules rendered into `table`: REJECT and the allow choices are the filter (and mangle) table's. */
 export function actionsIn(actions: FilterActions, table: 'filter' | 'raw' | 'mangle' | 'nat'): FilterActions {
@@ -71,7 +79,9 @@ export function logPrefix(template: string, owner: LogOwner | undefined): string
   const t = template || 'calico-packet';
   if (!t.includes('%')) return t;
   const o = owner ?? { kind: 'unknown', name: 'unknown', namespace: '', tier: '' };
-  return t.replace(/%[tknp]/g, (s) => (s === '%k' ? o.kind : s === '%n' ? o.name : s === '%t' ? o.tier : o.namespace ? `${o.namespace}/${o.name}` : o.name));
+  return t.replace(/%[tknp]/g, (s) =>
+    s === '%k' ? o.kind : s === '%n' ? o.name : s === '%t' ? o.tier : o.namespace ? `${o.namespace}/${o.name}` : o.name,
+  );
 }
 
 /** multiport takes 15 ports, a range counting as two. */
@@ -96,7 +106,8 @@ export function portChunks(ranges: PortRange[]): PortRange[][] {
 /** The kernel rules for one proto Rule in one family ([] if it cannot match there). */
 export function renderProtoRule(r: ProtoRule, ctx: RenderContext): Rule[] {
   const rendered = kernelRules(r, ctx);
-  // Felix puts a rule's annotations on every kernel rule it becomes ("key=value"; sorted here, Felix's order is a map's).
+  // Felix puts a rule's annotations on every kernel rule it becomes ("key=value"; sorted here, Felix's order is a
+  // map's).
   if (r.annotations && Object.keys(r.annotations).length) {
     const notes = Object.entries(r.annotations)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -121,7 +132,8 @@ function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
   if (r.notProtocol) m.push({ k: 'proto', proto: protocolNumber(r.notProtocol), neg: true });
   const nets = (dir: 'src' | 'dst', list: string[], neg: boolean) => {
     if (!list.length) return;
-    if (!ctx.iptables || list.length === 1) m.push(neg ? { k: 'net', dir, nets: list, neg } : { k: 'net', dir, nets: list });
+    if (!ctx.iptables || list.length === 1)
+      m.push(neg ? { k: 'net', dir, nets: list, neg } : { k: 'net', dir, nets: list });
     else if (!neg) blocks.push(list.map((n) => [{ k: 'net', dir, nets: [n] }]));
     else for (const n of list) blocks.push([[{ k: 'net', dir, nets: [n], neg: true }]]);
   };
@@ -142,18 +154,22 @@ function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
     // (iptables' multiport refuses a rule without one).
     const protoMatch: Match[] = proto !== undefined ? [{ k: 'proto', proto }] : [];
     if (ranges.length) {
-      if (ctx.iptables) for (const chunk of portChunks(ranges)) alts.push([...protoMatch, { k: 'ports', dir, ranges: chunk }]);
+      if (ctx.iptables)
+        for (const chunk of portChunks(ranges)) alts.push([...protoMatch, { k: 'ports', dir, ranges: chunk }]);
       else alts.push([...protoMatch, { k: 'ports', dir, ranges }]);
     }
     for (const id of named) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
-    if (dir === 'dst') for (const id of r.dstIpPortSetIds) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
+    if (dir === 'dst')
+      for (const id of r.dstIpPortSetIds) alts.push([{ k: 'ipPortSet', dir, set: ipSetName(family, id) }]);
     if (alts.length === 1) m.push(...(alts[0] as Match[]).filter((x) => x.k !== 'proto'));
     else if (alts.length > 1) blocks.push(alts);
     const notRanges = dir === 'src' ? r.notSrcPorts : r.notDstPorts;
     if (notRanges.length) {
-      for (const chunk of ctx.iptables ? portChunks(notRanges) : [notRanges]) m.push({ k: 'ports', dir, ranges: chunk, neg: true });
+      for (const chunk of ctx.iptables ? portChunks(notRanges) : [notRanges])
+        m.push({ k: 'ports', dir, ranges: chunk, neg: true });
     }
-    for (const id of dir === 'src' ? r.notSrcNamedPortIpSetIds : r.notDstNamedPortIpSetIds) m.push({ k: 'ipPortSet', dir, set: ipSetName(family, id), neg: true });
+    for (const id of dir === 'src' ? r.notSrcNamedPortIpSetIds : r.notDstNamedPortIpSetIds)
+      m.push({ k: 'ipPortSet', dir, set: ipSetName(family, id), neg: true });
   }
   if (r.icmpType !== undefined) m.push({ k: 'icmp', type: r.icmpType, code: r.icmpCode });
   if (r.notIcmpType !== undefined) m.push({ k: 'icmp', type: r.notIcmpType, code: r.notIcmpCode, neg: true });
@@ -194,12 +210,22 @@ export function expandLists(match: Match[]): Match[][] {
       }
       continue;
     }
-    const disjoint = m.k === 'ports' ? rangesDisjoint(m.ranges) : m.k === 'net' ? coveringMembers(m.nets).length === m.nets.length : false;
+    const disjoint =
+      m.k === 'ports'
+        ? rangesDisjoint(m.ranges)
+        : m.k === 'net'
+          ? coveringMembers(m.nets).length === m.nets.length
+          : false;
     if (!disjoint || variants.length * listed > MAX_EXPANSION) {
       for (const v of variants) v.push(m);
       continue;
     }
-    const singles: Match[] = m.k === 'ports' ? m.ranges.map((r) => ({ k: 'ports', dir: m.dir, ranges: [r] })) : m.k === 'net' ? m.nets.map((n) => ({ k: 'net', dir: m.dir, nets: [n] })) : [m];
+    const singles: Match[] =
+      m.k === 'ports'
+        ? m.ranges.map((r) => ({ k: 'ports', dir: m.dir, ranges: [r] }))
+        : m.k === 'net'
+          ? m.nets.map((n) => ({ k: 'net', dir: m.dir, nets: [n] }))
+          : [m];
     variants = variants.flatMap((v) => singles.map((single) => [...v, single]));
   }
   return variants;

@@ -8,10 +8,39 @@ import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { workloadChains } from './endpoints.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from './host-endpoints.js';
 import { allocateMarks } from './marks.js';
-import { addChain, emptyRuleset, type Family, type IPSet, type Rule, type Ruleset, type TableName, type Verdict } from './model.js';
+import {
+  addChain,
+  emptyRuleset,
+  type Family,
+  type IPSet,
+  type Rule,
+  type Ruleset,
+  type TableName,
+  type Verdict,
+} from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
-import { actionsIn, type FilterActions, type NamedChain, policyChains, profileChains, type RenderContext } from './policy.js';
-import { addStaticChains, ALL_HOSTS_SET, ALL_POOLS_SET, ALL_VXLAN_SET, DISPATCH, FIP_DNAT, FIP_SNAT, MASQ_POOLS_SET, type Overlay, overlayChains, RPF_SKIP, type StaticOptions } from './static.js';
+import {
+  actionsIn,
+  type FilterActions,
+  type NamedChain,
+  policyChains,
+  profileChains,
+  type RenderContext,
+} from './policy.js';
+import {
+  addStaticChains,
+  ALL_HOSTS_SET,
+  ALL_POOLS_SET,
+  ALL_VXLAN_SET,
+  DISPATCH,
+  FIP_DNAT,
+  FIP_SNAT,
+  MASQ_POOLS_SET,
+  type Overlay,
+  overlayChains,
+  RPF_SKIP,
+  type StaticOptions,
+} from './static.js';
 
 export type RenderConfig = Pick<
   Config,
@@ -32,7 +61,14 @@ export type RenderConfig = Pick<
   | 'ExternalNodesCIDRList'
   | 'AllowVXLANPacketsFromWorkloads'
   | 'AllowIPIPPacketsFromWorkloads'
-  | 'LogPrefix' | 'LogActionRateLimit' | 'LogActionRateLimitBurst' | 'InterfacePrefix' | 'DefaultEndpointToHostAction' | 'FailsafeInboundHostPorts' | 'FailsafeOutboundHostPorts' | 'Ipv6Support'
+  | 'LogPrefix'
+  | 'LogActionRateLimit'
+  | 'LogActionRateLimitBurst'
+  | 'InterfacePrefix'
+  | 'DefaultEndpointToHostAction'
+  | 'FailsafeInboundHostPorts'
+  | 'FailsafeOutboundHostPorts'
+  | 'Ipv6Support'
 >;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
@@ -55,11 +91,17 @@ export interface Fragment {
   entries: Array<{ table: TableName; map: string; iface: string; verdict: Verdict }>;
 }
 
-/** As Felix's MarkMask(): nftables mode takes its mark bits from NftablesMarkMask, iptables mode from IptablesMarkMask. */
+/**
+ * As Felix's MarkMask(): nftables mode takes its mark bits from NftablesMarkMask, iptables mode from IptablesMarkMask.
+ */
 export function contextOf(config: RenderConfig, family: Family, style: Style): RenderContext {
   const mask = style === 'iptables' ? config.IptablesMarkMask : config.NftablesMarkMask;
   const log = { prefix: config.LogPrefix, rateLimit: config.LogActionRateLimit, burst: config.LogActionRateLimitBurst };
-  const encapFromWorkloads = { vxlanPort: config.VXLANPort, allowVxlan: config.AllowVXLANPacketsFromWorkloads, allowIpip: config.AllowIPIPPacketsFromWorkloads };
+  const encapFromWorkloads = {
+    vxlanPort: config.VXLANPort,
+    allowVxlan: config.AllowVXLANPacketsFromWorkloads,
+    allowIpip: config.AllowIPIPPacketsFromWorkloads,
+  };
   return {
     family,
     marks: allocateMarks(mask),
@@ -72,14 +114,20 @@ export function contextOf(config: RenderConfig, family: Family, style: Style): R
   };
 }
 
-/** As Felix's FilterAllowAction()/MangleAllowAction()/FilterDenyAction(): the Nftables* parameters in nftables mode, the Iptables* ones in iptables mode. */
+/**
+ * As Felix's FilterAllowAction()/MangleAllowAction()/FilterDenyAction(): the Nftables* parameters in nftables mode, the
+ * Iptables* ones in iptables mode.
+ */
 function filterActions(config: RenderConfig, style: Style): FilterActions {
   const nft = style === 'nftables';
   const allow = (v: string): Verdict => (v === 'RETURN' ? { k: 'return' } : { k: 'accept' });
   return {
     filterAllow: allow(nft ? config.NftablesFilterAllowAction : config.IptablesFilterAllowAction),
     mangleAllow: allow(nft ? config.NftablesMangleAllowAction : config.IptablesMangleAllowAction),
-    filterDeny: (nft ? config.NftablesFilterDenyAction : config.IptablesFilterDenyAction) === 'REJECT' ? { k: 'reject' } : { k: 'drop' },
+    filterDeny:
+      (nft ? config.NftablesFilterDenyAction : config.IptablesFilterDenyAction) === 'REJECT'
+        ? { k: 'reject' }
+        : { k: 'drop' },
   };
 }
 
@@ -118,8 +166,18 @@ export function overlayOf(state: Pick<OverlayState, 'overlayPools'>, config: Ren
 }
 
 /** cali-INPUT and cali-OUTPUT with the overlays' rules: they replace the static ones. */
-export function overlayFragment(state: Pick<OverlayState, 'overlayPools'>, config: RenderConfig, ctx: RenderContext): Fragment {
-  return { chains: overlayChains(staticOptions(config, ctx), overlayOf(state, config, ctx.family)).map((c) => ({ table: 'filter' as const, ...c })), entries: [] };
+export function overlayFragment(
+  state: Pick<OverlayState, 'overlayPools'>,
+  config: RenderConfig,
+  ctx: RenderContext,
+): Fragment {
+  return {
+    chains: overlayChains(staticOptions(config, ctx), overlayOf(state, config, ctx.family)).map((c) => ({
+      table: 'filter' as const,
+      ...c,
+    })),
+    entries: [],
+  };
 }
 
 /**
@@ -127,7 +185,11 @@ export function overlayFragment(state: Pick<OverlayState, 'overlayPools'>, confi
  * all-vxlan-net (the VTEPs' underlay addresses) and all-hosts-net (every node's address
  * and ExternalNodesCIDRList, the sources IPIP is accepted from).
  */
-export function overlaySets(state: OverlayState, config: RenderConfig, family: Family): Array<{ name: string; set: IPSet | undefined }> {
+export function overlaySets(
+  state: OverlayState,
+  config: RenderConfig,
+  family: Family,
+): Array<{ name: string; set: IPSet | undefined }> {
   const o = overlayOf(state, config, family);
   const set = (id: string, on: boolean, members: string[]) => {
     const name = ipSetName(family, id);
@@ -138,13 +200,20 @@ export function overlaySets(state: OverlayState, config: RenderConfig, family: F
   return [set(ALL_VXLAN_SET, o.vxlanPort !== undefined, vteps), set(ALL_HOSTS_SET, !!o.ipip, hosts)];
 }
 
-const inTable = (table: TableName, chains: NamedChain[]) => chains.map((c) => ({ table, name: c.name, rules: c.rules }));
-const goto = (prefix: string, iface: string, ctx: RenderContext): Verdict => ({ k: 'goto', chain: endpointChain(prefix, iface, ctx.iptables) });
+const inTable = (table: TableName, chains: NamedChain[]) =>
+  chains.map((c) => ({ table, name: c.name, rules: c.rules }));
+const goto = (prefix: string, iface: string, ctx: RenderContext): Verdict => ({
+  k: 'goto',
+  chain: endpointChain(prefix, iface, ctx.iptables),
+});
 
 // Untracked and pre-DNAT policies only ever run from raw / mangle host-endpoint chains.
 export function policyFragment(id: string, tier: string, policy: Policy, ctx: RenderContext): Fragment {
   const table: TableName = policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter';
-  return { chains: inTable(table, policyChains(id, policy, { ...ctx, actions: actionsIn(ctx.actions, table) }, tier)), entries: [] };
+  return {
+    chains: inTable(table, policyChains(id, policy, { ...ctx, actions: actionsIn(ctx.actions, table) }, tier)),
+    entries: [],
+  };
 }
 
 export function profileFragment(name: string, profile: Profile, ctx: RenderContext): Fragment {
@@ -161,7 +230,13 @@ export function rpfSkipFragment(weps: Iterable<WorkloadEndpoint>, ctx: RenderCon
   if (ctx.spoofing) {
     for (const ep of [...weps].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       for (const p of familyMembers(ep.allowSpoofedSourcePrefixes, ctx.family)) {
-        rules.push({ match: [{ k: 'iface', dir: 'in', name: ep.name }, { k: 'net', dir: 'src', nets: [p] }], action: { k: 'accept' } });
+        rules.push({
+          match: [
+            { k: 'iface', dir: 'in', name: ep.name },
+            { k: 'net', dir: 'src', nets: [p] },
+          ],
+          action: { k: 'accept' },
+        });
       }
     }
   }
@@ -180,9 +255,16 @@ export function floatingIpFragment(weps: Iterable<WorkloadEndpoint>, ctx: Render
     const pairs = new Map<string, string>();
     for (const ep of weps) for (const n of ctx.family === 4 ? ep.ipv4Nat : ep.ipv6Nat) pairs.set(n.extIp, n.intIp);
     const byExt = [...pairs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    for (const [ext, int] of byExt) dnat.push({ match: [{ k: 'net', dir: 'dst', nets: [ext] }], action: { k: 'dnat', to: int } });
+    for (const [ext, int] of byExt)
+      dnat.push({ match: [{ k: 'net', dir: 'dst', nets: [ext] }], action: { k: 'dnat', to: int } });
     for (const [ext, int] of [...byExt].sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      snat.push({ match: [{ k: 'net', dir: 'dst', nets: [int] }, { k: 'net', dir: 'src', nets: [int] }], action: { k: 'snat', to: ext } });
+      snat.push({
+        match: [
+          { k: 'net', dir: 'dst', nets: [int] },
+          { k: 'net', dir: 'src', nets: [int] },
+        ],
+        action: { k: 'snat', to: ext },
+      });
     }
   }
   return {
@@ -210,7 +292,11 @@ export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Frag
 }
 
 export function ipSetOf(id: string, s: DesiredIPSet, family: Family): IPSet {
-  return { name: ipSetName(family, id), kind: s.type === 'IP_AND_PORT' ? 'ipPort' : 'net', members: familyMembers(s.members, family) };
+  return {
+    name: ipSetName(family, id),
+    kind: s.type === 'IP_AND_PORT' ? 'ipPort' : 'net',
+    members: familyMembers(s.members, family),
+  };
 }
 
 /** The IP-pool sets NAT uses: all pools, and those with natOutgoing. */
@@ -218,13 +304,18 @@ export function poolSets(pools: Iterable<IPAMPool>, family: Family): IPSet[] {
   const mine = [...pools].filter((p) => isV6(p.cidr) === (family === 6));
   return [
     { name: ipSetName(family, ALL_POOLS_SET), kind: 'net', members: mine.map((p) => p.cidr) },
-    { name: ipSetName(family, MASQ_POOLS_SET), kind: 'net', members: mine.filter((p) => p.masquerade).map((p) => p.cidr) },
+    {
+      name: ipSetName(family, MASQ_POOLS_SET),
+      kind: 'net',
+      members: mine.filter((p) => p.masquerade).map((p) => p.cidr),
+    },
   ];
 }
 
 export function addFragment(rs: Ruleset, f: Fragment): void {
   for (const c of f.chains) addChain(rs, c.table, c.name, c.rules);
-  for (const e of f.entries) rs.maps.find((m) => m.name === e.map && m.table === e.table)?.entries.set(e.iface, e.verdict);
+  for (const e of f.entries)
+    rs.maps.find((m) => m.name === e.map && m.table === e.table)?.entries.set(e.iface, e.verdict);
 }
 
 export function renderRuleset(state: DesiredState, config: RenderConfig, family: Family, style: Style): Ruleset {
@@ -237,12 +328,16 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
   for (const { set } of overlaySets(state, config, family)) if (set) rs.sets.set(set.name, set);
   addFragment(rs, overlayFragment(state, config, ctx));
-  for (const { name, tier, policy } of state.policies.values()) addFragment(rs, policyFragment(name, tier, policy, ctx));
+  for (const { name, tier, policy } of state.policies.values())
+    addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
   for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
   addFragment(rs, rpfSkipFragment(state.weps.values(), ctx));
   addFragment(rs, floatingIpFragment(state.weps.values(), ctx));
-  addFragment(rs, hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), ctx, config.InterfacePrefix));
+  addFragment(
+    rs,
+    hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), ctx, config.InterfacePrefix),
+  );
   return rs;
 }
 

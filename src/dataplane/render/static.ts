@@ -41,11 +41,20 @@ export const FIP_SNAT = 'cali-fip-snat';
 export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
 
-function portRules(ports: FailsafePort[], family: Family, portDir: 'src' | 'dst', netDir: 'src' | 'dst', accept: Verdict): Rule[] {
+function portRules(
+  ports: FailsafePort[],
+  family: Family,
+  portDir: 'src' | 'dst',
+  netDir: 'src' | 'dst',
+  accept: Verdict,
+): Rule[] {
   const out: Rule[] = [];
   for (const p of ports) {
     if (p.net && p.net.includes(':') !== (family === 6)) continue;
-    const m: Match[] = [{ k: 'proto', proto: protocolNumber({ name: p.protocol }) }, { k: 'ports', dir: portDir, ranges: [{ first: p.port, last: p.port }] }];
+    const m: Match[] = [
+      { k: 'proto', proto: protocolNumber({ name: p.protocol }) },
+      { k: 'ports', dir: portDir, ranges: [{ first: p.port, last: p.port }] },
+    ];
     if (p.net) m.push({ k: 'net', dir: netDir, nets: [p.net] });
     out.push({ match: m, action: accept });
   }
@@ -77,7 +86,10 @@ function dispatchMap(rs: Ruleset, table: TableName, name: string): VerdictMap {
 /** A workload dispatch chain: the map lookup, then the deny action ("Unknown interface"): it fails closed. */
 function dispatchChain(rs: Ruleset, table: TableName, name: string, iface: 'in' | 'out', deny: Verdict): VerdictMap {
   const map = dispatchMap(rs, table, name);
-  addChain(rs, table, name, [{ match: [], action: { k: 'vmap', iface, map: name } }, { match: [], action: deny, comment: 'Unknown interface' }]);
+  addChain(rs, table, name, [
+    { match: [], action: { k: 'vmap', iface, map: name } },
+    { match: [], action: deny, comment: 'Unknown interface' },
+  ]);
   return map;
 }
 
@@ -122,39 +134,80 @@ export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name:
   const hostsSet = ipSetName(o.family, ALL_HOSTS_SET);
   const ipip: Match = { k: 'proto', proto: 4 };
   const v = o.family === 4 ? 'IPv4' : 'IPv6';
-  const vxlan = (port: number): Match[] => [{ k: 'proto', proto: 17 }, { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] }];
+  const vxlan = (port: number): Match[] => [
+    { k: 'proto', proto: 17 },
+    { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] },
+  ];
 
   const input: Rule[] = [];
   const local: Match = { k: 'addrType', dir: 'dst', type: 'LOCAL' };
   if (overlay.ipip) {
     // The protocol number, not its name, which the kernel may not know.
     input.push(
-      { match: [ipip, { k: 'set', dir: 'src', set: hostsSet }, local], action: allow, comment: 'Allow IPIP packets from Calico hosts' },
+      {
+        match: [ipip, { k: 'set', dir: 'src', set: hostsSet }, local],
+        action: allow,
+        comment: 'Allow IPIP packets from Calico hosts',
+      },
       { match: [ipip], action: { k: 'drop' }, comment: 'Drop IPIP packets from non-Calico hosts' },
     );
   }
   if (overlay.vxlanPort !== undefined) {
     input.push(
-      { match: [...vxlan(overlay.vxlanPort), { k: 'set', dir: 'src', set: vxlanSet }, local], action: allow, comment: `Allow ${v} VXLAN packets from allowed hosts` },
-      { match: [...vxlan(overlay.vxlanPort), local], action: { k: 'drop' }, comment: `Drop ${v} VXLAN packets from non-allowed hosts` },
+      {
+        match: [...vxlan(overlay.vxlanPort), { k: 'set', dir: 'src', set: vxlanSet }, local],
+        action: allow,
+        comment: `Allow ${v} VXLAN packets from allowed hosts`,
+      },
+      {
+        match: [...vxlan(overlay.vxlanPort), local],
+        action: { k: 'drop' },
+        comment: `Drop ${v} VXLAN packets from non-allowed hosts`,
+      },
     );
   }
-  for (const p of o.interfacePrefixes) input.push({ match: [{ k: 'iface', dir: 'in', name: wildcard(p) }], action: { k: 'goto', chain: 'cali-wl-to-host' } });
-  input.push(acceptIfMarked(), { match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  for (const p of o.interfacePrefixes)
+    input.push({
+      match: [{ k: 'iface', dir: 'in', name: wildcard(p) }],
+      action: { k: 'goto', chain: 'cali-wl-to-host' },
+    });
+  input.push(
+    acceptIfMarked(),
+    { match: [], action: clearMark(marks.all) },
+    { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } },
+    acceptIfMarked('Host endpoint policy accepted packet.'),
+  );
 
   const output: Rule[] = [acceptIfMarked()];
-  for (const p of o.interfacePrefixes) output.push({ match: [{ k: 'iface', dir: 'out', name: wildcard(p) }], action: { k: 'return' }, comment: 'Return if to workload' });
+  for (const p of o.interfacePrefixes)
+    output.push({
+      match: [{ k: 'iface', dir: 'out', name: wildcard(p) }],
+      action: { k: 'return' },
+      comment: 'Return if to workload',
+    });
   if (overlay.ipip) {
-    output.push({ match: [ipip, { k: 'set', dir: 'dst', set: hostsSet }, { k: 'addrType', dir: 'src', type: 'LOCAL' }], action: allow, comment: 'Allow IPIP packets to other Calico hosts' });
+    output.push({
+      match: [ipip, { k: 'set', dir: 'dst', set: hostsSet }, { k: 'addrType', dir: 'src', type: 'LOCAL' }],
+      action: allow,
+      comment: 'Allow IPIP packets to other Calico hosts',
+    });
   }
   if (overlay.vxlanPort !== undefined) {
     output.push({
-      match: [...vxlan(overlay.vxlanPort), { k: 'addrType', dir: 'src', type: 'LOCAL' }, { k: 'set', dir: 'dst', set: vxlanSet }],
+      match: [
+        ...vxlan(overlay.vxlanPort),
+        { k: 'addrType', dir: 'src', type: 'LOCAL' },
+        { k: 'set', dir: 'dst', set: vxlanSet },
+      ],
       action: allow,
       comment: `Allow ${v} VXLAN packets to other allowed hosts`,
     });
   }
-  output.push({ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked('Host endpoint policy accepted packet.'));
+  output.push(
+    { match: [], action: clearMark(marks.all) },
+    { match: [], action: { k: 'jump', chain: DISPATCH.toHost } },
+    acceptIfMarked('Host endpoint policy accepted packet.'),
+  );
   return [
     { name: 'cali-INPUT', rules: input },
     { name: 'cali-OUTPUT', rules: output },
@@ -164,8 +217,17 @@ export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name:
 export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const { marks, family } = o;
   // Felix accepts with its configured allow action in the filter and mangle tables; raw accepts.
-  const allowIn = { filter: o.actions.filterAllow, mangle: o.actions.mangleAllow, raw: { k: 'accept' }, nat: { k: 'accept' } } as const;
-  const acceptIfMarked = (comment?: string, table: TableName = 'filter'): Rule => ({ match: [markSet(marks.accept)], action: allowIn[table], comment });
+  const allowIn = {
+    filter: o.actions.filterAllow,
+    mangle: o.actions.mangleAllow,
+    raw: { k: 'accept' },
+    nat: { k: 'accept' },
+  } as const;
+  const acceptIfMarked = (comment?: string, table: TableName = 'filter'): Rule => ({
+    match: [markSet(marks.accept)],
+    action: allowIn[table],
+    comment,
+  });
   const fromWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'in', name: wildcard(p) }]);
   const toWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'out', name: wildcard(p) }]);
 
@@ -175,11 +237,22 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const toHost: Rule[] = [];
   if (family === 6) {
     // Neighbour discovery and MLD must reach the host whatever the policy says.
-    for (const t of [130, 131, 132, 133, 135, 136]) toHost.push({ match: [{ k: 'proto', proto: 58 }, { k: 'icmp', type: t }], action: o.actions.filterAllow });
+    for (const t of [130, 131, 132, 133, 135, 136])
+      toHost.push({
+        match: [
+          { k: 'proto', proto: 58 },
+          { k: 'icmp', type: t },
+        ],
+        action: o.actions.filterAllow,
+      });
   }
   toHost.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromWl } });
   const def = o.defaultEndpointToHostAction;
-  toHost.push({ match: [], action: { k: def === 'Accept' ? 'accept' : def === 'Return' ? 'return' : 'drop' }, comment: 'Configured DefaultEndpointToHostAction' });
+  toHost.push({
+    match: [],
+    action: { k: def === 'Accept' ? 'accept' : def === 'Return' ? 'return' : 'drop' },
+    comment: 'Configured DefaultEndpointToHostAction',
+  });
   addChain(rs, 'filter', 'cali-wl-to-host', toHost);
 
   const forward: Rule[] = [
@@ -188,9 +261,11 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   ];
   for (const m of fromWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.fromWl } });
   for (const m of toWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.toWl } });
-  forward.push({ match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } }, acceptIfMarked('Policy explicitly accepted packet.'));
+  forward.push(
+    { match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } },
+    acceptIfMarked('Policy explicitly accepted packet.'),
+  );
   addChain(rs, 'filter', 'cali-FORWARD', forward);
-
 
   for (const table of ['filter', 'raw', 'mangle'] as const) {
     addChain(rs, table, 'cali-failsafe-in', failsafeChain(o, 'in', table, allowIn[table]));
@@ -223,12 +298,22 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     acceptIfMarked(undefined, 'raw'),
   );
   addChain(rs, 'raw', 'cali-PREROUTING', rawPre);
-  addChain(rs, 'raw', 'cali-OUTPUT', [{ match: [], action: clearMark(marks.all) }, { match: [], action: { k: 'jump', chain: DISPATCH.toHost } }, acceptIfMarked(undefined, 'raw')]);
+  addChain(rs, 'raw', 'cali-OUTPUT', [
+    { match: [], action: clearMark(marks.all) },
+    { match: [], action: { k: 'jump', chain: DISPATCH.toHost } },
+    acceptIfMarked(undefined, 'raw'),
+  ]);
 
   // mangle: pre-DNAT host-endpoint policy.
-  const manglePre: Rule[] = [{ match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: o.actions.mangleAllow }, acceptIfMarked(undefined, 'mangle')];
+  const manglePre: Rule[] = [
+    { match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: o.actions.mangleAllow },
+    acceptIfMarked(undefined, 'mangle'),
+  ];
   for (const m of fromWorkload()) manglePre.push({ match: m, action: { k: 'return' } });
-  manglePre.push({ match: [], action: { k: 'jump', chain: DISPATCH.fromHost } }, acceptIfMarked('Host endpoint policy accepted packet.', 'mangle'));
+  manglePre.push(
+    { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } },
+    acceptIfMarked('Host endpoint policy accepted packet.', 'mangle'),
+  );
   addChain(rs, 'mangle', 'cali-PREROUTING', manglePre);
 
   // nat, as Felix's: floating IPs (cali-fip-dnat, cali-fip-snat: rendered with the
@@ -236,7 +321,8 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   // masqueraded or, with NATOutgoingAddress, source-NATed to that address.
   addChain(rs, 'nat', 'cali-PREROUTING', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
   addChain(rs, 'nat', 'cali-OUTPUT', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
-  const outgoing = o.natOutgoingAddress && o.natOutgoingAddress.includes(':') === (family === 6) ? o.natOutgoingAddress : undefined;
+  const outgoing =
+    o.natOutgoingAddress && o.natOutgoingAddress.includes(':') === (family === 6) ? o.natOutgoingAddress : undefined;
   addChain(rs, 'nat', 'cali-nat-outgoing', [
     {
       match: [

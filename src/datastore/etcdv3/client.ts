@@ -34,7 +34,10 @@ export interface WatchEvent {
 
 export interface WatchHandlers {
   onEvents(events: WatchEvent[], revision: string): void;
-  /** The watch ended: the connection was lost, or etcd cancelled it (compacted: true when its start revision was compacted). */
+  /**
+   * The watch ended: the connection was lost, or etcd cancelled it (compacted: true when its start revision was
+   * compacted).
+   */
   onLost(err: Error, compacted: boolean): void;
 }
 
@@ -106,7 +109,8 @@ export class Etcd3Client implements EtcdClient {
       if (revision) q = q.revision(revision);
       const res = await q.exec();
       revision ??= res.header.revision;
-      for (const kv of res.kvs) kvs.push({ key: kv.key.toString(), value: kv.value.toString(), modRevision: kv.mod_revision });
+      for (const kv of res.kvs)
+        kvs.push({ key: kv.key.toString(), value: kv.value.toString(), modRevision: kv.mod_revision });
       const last = res.kvs[res.kvs.length - 1];
       if (!res.more || !last) break;
       start = Buffer.concat([last.key, Buffer.from([0])]);
@@ -130,11 +134,18 @@ export class Etcd3Client implements EtcdClient {
     watcher.on('data', (res) => {
       if (done) return;
       if (res.compact_revision && res.compact_revision !== '0') {
-        lost(new Error(`watch revision ${startRevision} was compacted (compact revision ${res.compact_revision})`), true);
+        lost(
+          new Error(`watch revision ${startRevision} was compacted (compact revision ${res.compact_revision})`),
+          true,
+        );
         return;
       }
       const events: WatchEvent[] = res.events.map((ev) => {
-        const e: WatchEvent = { type: ev.type === 'Delete' ? 'delete' : 'put', key: ev.kv.key.toString(), modRevision: ev.kv.mod_revision };
+        const e: WatchEvent = {
+          type: ev.type === 'Delete' ? 'delete' : 'put',
+          key: ev.kv.key.toString(),
+          modRevision: ev.kv.mod_revision,
+        };
         if (ev.type !== 'Delete') e.value = ev.kv.value.toString();
         return e;
       });

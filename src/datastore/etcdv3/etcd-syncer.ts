@@ -31,7 +31,8 @@ export const IPAM_AFFINITY_PREFIX = '/calico/ipam/v2/host/';
 const BLOCK_KEY = /^\/calico\/ipam\/v2\/assignment\/ipv[46]\/block\/([^/]+)$/;
 const AFFINITY_KEY = /^\/calico\/ipam\/v2\/host\/([^/]+)\/ipv[46]\/block\/([^/]+)$/;
 
-const cidrOfKeyPart = (part: string) => `${part.slice(0, part.lastIndexOf('-'))}/${part.slice(part.lastIndexOf('-') + 1)}`;
+const cidrOfKeyPart = (part: string) =>
+  `${part.slice(0, part.lastIndexOf('-'))}/${part.slice(part.lastIndexOf('-') + 1)}`;
 
 /**
  * The resource an etcd key goes on as: itself; an IPAM block as its IPAMBlock; an
@@ -42,14 +43,22 @@ function resourceOf(key: string): { key: string; wrap?: (v: unknown) => unknown 
   const b = BLOCK_KEY.exec(key);
   if (b) {
     const name = blockName(cidrOfKeyPart(b[1] as string));
-    return { key: `${KEY_PREFIX}ipamblocks/${name}`, wrap: (v) => ({ apiVersion: 'projectcalico.org/v3', kind: 'IPAMBlock', metadata: { name }, spec: v }) };
+    return {
+      key: `${KEY_PREFIX}ipamblocks/${name}`,
+      wrap: (v) => ({ apiVersion: 'projectcalico.org/v3', kind: 'IPAMBlock', metadata: { name }, spec: v }),
+    };
   }
   const a = AFFINITY_KEY.exec(key);
   if (a) {
     const node = a[1] as string;
     const cidr = cidrOfKeyPart(a[2] as string);
     const name = affinityName(node, cidr);
-    const wrap = (v: unknown) => ({ apiVersion: 'projectcalico.org/v3', kind: 'BlockAffinity', metadata: { name }, spec: { ...(v as object), node, cidr } });
+    const wrap = (v: unknown) => ({
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'BlockAffinity',
+      metadata: { name },
+      spec: { ...(v as object), node, cidr },
+    });
     return { key: `${KEY_PREFIX}blockaffinities/${name}`, wrap };
   }
   return undefined;
@@ -66,7 +75,13 @@ function updateOf(key: string, text: string, revision: string): Update | undefin
     const value = r.wrap ? r.wrap(v) : v;
     return { key: rkey, value, revision, source: `etcd ${key}` };
   } catch (e) {
-    return { key: rkey, value: null, revision, source: `etcd ${key}`, decodeError: `value is not JSON: ${(e as Error).message}` };
+    return {
+      key: rkey,
+      value: null,
+      revision,
+      source: `etcd ${key}`,
+      decodeError: `value is not JSON: ${(e as Error).message}`,
+    };
   }
 }
 
@@ -154,7 +169,10 @@ export class EtcdSyncer implements Syncer {
         this.#setStatus('resync-in-progress');
         const changes = this.#applyList(listed.kvs, listed.revision);
         revision = listed.revision;
-        this.#log.info({ revision, keys: listed.kvs.length, changes, ms: Date.now() - t0 }, first ? 'listed the datastore' : 'resynced the datastore');
+        this.#log.info(
+          { revision, keys: listed.kvs.length, changes, ms: Date.now() - t0 },
+          first ? 'listed the datastore' : 'resynced the datastore',
+        );
         if (!first) this.#resyncs++;
         await this.#afterList?.(revision);
         if (this.#stopped) return;
@@ -237,7 +255,10 @@ export class EtcdSyncer implements Syncer {
             },
             onLost: (err, compacted) => {
               if (generation !== this.#generation) return;
-              this.#log.warn({ err: err.message, compacted, prefix }, compacted ? 'watch revision compacted; full resync' : 'lost the datastore watch; resyncing');
+              this.#log.warn(
+                { err: err.message, compacted, prefix },
+                compacted ? 'watch revision compacted; full resync' : 'lost the datastore watch; resyncing',
+              );
               finish('lost');
             },
           })

@@ -43,7 +43,11 @@ function rawKey(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const o = value as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } };
   if (typeof o.kind !== 'string' || typeof o.metadata?.name !== 'string') return undefined;
-  return keyOf({ kind: o.kind, name: o.metadata.name, ...(typeof o.metadata.namespace === 'string' ? { namespace: o.metadata.namespace } : {}) });
+  return keyOf({
+    kind: o.kind,
+    name: o.metadata.name,
+    ...(typeof o.metadata.namespace === 'string' ? { namespace: o.metadata.namespace } : {}),
+  });
 }
 
 export class FileSyncer implements Syncer {
@@ -122,7 +126,8 @@ export class FileSyncer implements Syncer {
       return true;
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') this.#log.warn({ err }, 'cannot watch the datastore directory');
+      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR')
+        this.#log.warn({ err }, 'cannot watch the datastore directory');
       return false;
     }
   }
@@ -163,7 +168,11 @@ export class FileSyncer implements Syncer {
     if (!listing) {
       // No directory: keep what was delivered (like a lost connection) and wait for it.
       if (!this.#missingReported) {
-        this.#log.warn(this.#inSync ? 'datastore directory disappeared; keeping the last state' : 'datastore directory does not exist yet; waiting for it');
+        this.#log.warn(
+          this.#inSync
+            ? 'datastore directory disappeared; keeping the last state'
+            : 'datastore directory does not exist yet; waiting for it',
+        );
         this.#missingReported = true;
       }
       this.#poll = setTimeout(() => this.#schedule(0), 1000);
@@ -260,7 +269,10 @@ export class FileSyncer implements Syncer {
           const id = `${key}\u0000${name}`;
           if (!this.#duplicates.has(id)) {
             this.#duplicates.add(id);
-            this.#log.warn({ key, file: name, using: have.file }, `${name}: ${key} is already defined in ${have.file}; this definition is rejected (remove one of them)`);
+            this.#log.warn(
+              { key, file: name, using: have.file },
+              `${name}: ${key} is already defined in ${have.file}; this definition is rejected (remove one of them)`,
+            );
           }
         }
       }

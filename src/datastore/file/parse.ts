@@ -20,7 +20,13 @@ export function isResourceFile(name: string): boolean {
 function expand(doc: unknown, source: string, out: FileEntry[]): void {
   if (doc === null || doc === undefined) return; // an empty document ("---" at the end)
   const o = doc as { kind?: unknown; items?: unknown };
-  if (typeof o === 'object' && !Array.isArray(o) && typeof o.kind === 'string' && o.kind.endsWith('List') && Array.isArray(o.items)) {
+  if (
+    typeof o === 'object' &&
+    !Array.isArray(o) &&
+    typeof o.kind === 'string' &&
+    o.kind.endsWith('List') &&
+    Array.isArray(o.items)
+  ) {
     o.items.forEach((item, i) => out.push({ value: item, source: `${source} item ${i + 1}` }));
     return;
   }
@@ -37,7 +43,8 @@ export function parseResourceFile(name: string, text: string): FileParse {
     } catch (e) {
       return { ok: false, error: `${name} document 1: invalid JSON: ${(e as Error).message}` };
     }
-    if (deeperThan(value)) return { ok: false, error: `${name} document 1: nested more than ${MAX_DEPTH} levels deep; refused` };
+    if (deeperThan(value))
+      return { ok: false, error: `${name} document 1: nested more than ${MAX_DEPTH} levels deep; refused` };
     expand(value, `${name} document 1`, out);
     return { ok: true, entries: out };
   }
@@ -60,7 +67,10 @@ export function parseResourceFile(name: string, text: string): FileParse {
     const err = doc.errors[0];
     if (err) {
       const where = err.linePos?.[0] ? ` (line ${err.linePos[0].line}, column ${err.linePos[0].col})` : '';
-      return { ok: false, error: `${name} document ${i + 1}: invalid YAML${where}: ${(err.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}` };
+      return {
+        ok: false,
+        error: `${name} document ${i + 1}: invalid YAML${where}: ${(err.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`,
+      };
     }
     let value: unknown;
     try {
@@ -69,7 +79,8 @@ export function parseResourceFile(name: string, text: string): FileParse {
     } catch (e) {
       return { ok: false, error: `${name} document ${i + 1}: cannot build the document: ${(e as Error).message}` };
     }
-    if (deeperThan(value)) return { ok: false, error: `${name} document ${i + 1}: nested more than ${MAX_DEPTH} levels deep; refused` };
+    if (deeperThan(value))
+      return { ok: false, error: `${name} document ${i + 1}: nested more than ${MAX_DEPTH} levels deep; refused` };
     expand(value, `${name} document ${i + 1}`, out);
   }
   return { ok: true, entries: out };

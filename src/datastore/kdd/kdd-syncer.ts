@@ -57,13 +57,28 @@ function sourcesFor(prefix: string): Source[] {
   return [
     { path: '/api/v1/namespaces', convert: (o) => ({ resource: namespaceToProfile(o) }) },
     { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
-    { path: '/api/v1/pods', convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }) },
-    { path: '/apis/networking.k8s.io/v1/networkpolicies', convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy) },
+    {
+      path: '/api/v1/pods',
+      convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }),
+    },
+    {
+      path: '/apis/networking.k8s.io/v1/networkpolicies',
+      convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy),
+    },
     // A CRD most clusters do not have yet: its reflector counts a 404 as an empty list.
-    { path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies', convert: (o) => k8sClusterNetworkPolicyToCalico(o as ClusterNetworkPolicy) },
+    {
+      path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
+      convert: (o) => k8sClusterNetworkPolicyToCalico(o as ClusterNetworkPolicy),
+    },
     { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
-    { path: '/apis/discovery.k8s.io/v1/endpointslices', convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }) },
-    ...CALICO_CRDS.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
+    {
+      path: '/apis/discovery.k8s.io/v1/endpointslices',
+      convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }),
+    },
+    ...CALICO_CRDS.map(([kind, plural]) => ({
+      path: `/apis/${CRD_GROUP}/v1/${plural}`,
+      convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }),
+    })),
   ];
 }
 
@@ -72,7 +87,10 @@ function bgpSources(): Source[] {
   const calico = [['IPPool', 'ippools'] as const, ...BGP_CRDS];
   return [
     { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
-    ...calico.map(([kind, plural]) => ({ path: `/apis/${CRD_GROUP}/v1/${plural}`, convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }) })),
+    ...calico.map(([kind, plural]) => ({
+      path: `/apis/${CRD_GROUP}/v1/${plural}`,
+      convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }),
+    })),
   ];
 }
 
@@ -102,7 +120,14 @@ export class KddSyncer implements Syncer {
     const sources = this.#o.syncer === 'bgp' ? bgpSources() : sourcesFor(this.#o.interfacePrefix ?? 'cali');
     sources.forEach((source, i) => {
       const r = new Reflector(
-        { transport: this.#o.transport, path: source.path, log: this.#o.log, ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}), ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}), ...(this.#o.missingApiRetryMs ? { missingApiRetryMs: this.#o.missingApiRetryMs } : {}) },
+        {
+          transport: this.#o.transport,
+          path: source.path,
+          log: this.#o.log,
+          ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}),
+          ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}),
+          ...(this.#o.missingApiRetryMs ? { missingApiRetryMs: this.#o.missingApiRetryMs } : {}),
+        },
         {
           onUpsert: (o) => this.#onUpsert(source, o),
           onDelete: (o) => this.#onDelete(source, o),
@@ -139,7 +164,12 @@ export class KddSyncer implements Syncer {
     const old = this.#keys.get(id);
     if (old && old !== key) this.#push({ key: old, value: null, revision: String(++this.#revision) });
     this.#keys.set(id, key);
-    this.#push({ key, value: converted.resource, revision: o.metadata?.resourceVersion ?? String(++this.#revision), source: `Kubernetes ${id}` });
+    this.#push({
+      key,
+      value: converted.resource,
+      revision: o.metadata?.resourceVersion ?? String(++this.#revision),
+      source: `Kubernetes ${id}`,
+    });
   }
 
   #onDelete(source: Source, o: KubeObject): void {

@@ -16,7 +16,10 @@ export class KubeConfigError extends Error {
 export interface KubeEndpointOptions {
   kubeconfig?: string | undefined;
   env?: NodeJS.ProcessEnv;
-  /** Where /var/run/secrets/... is (tests); the in-cluster service account's token is re-read every minute, as client-go does. */
+  /**
+   * Where /var/run/secrets/... is (tests); the in-cluster service account's token is re-read every minute, as client-go
+   * does.
+   */
   serviceAccountRoot?: string;
 }
 

@@ -83,7 +83,10 @@ export class Reflector {
       do {
         const q = new URLSearchParams({ limit: String(this.#o.pageSize ?? 500) });
         if (cont) q.set('continue', cont);
-        const page = (await this.#o.transport.get(`${this.#o.path}?${q}`)) as { metadata?: { resourceVersion?: string; continue?: string }; items?: KubeObject[] };
+        const page = (await this.#o.transport.get(`${this.#o.path}?${q}`)) as {
+          metadata?: { resourceVersion?: string; continue?: string };
+          items?: KubeObject[];
+        };
         rv ||= page.metadata?.resourceVersion ?? '';
         for (const item of page.items ?? []) {
           const k = keyOf(item);
@@ -121,7 +124,11 @@ export class Reflector {
 
   #notInstalled(): void {
     const retryMs = this.#o.missingApiRetryMs ?? MISSING_API_RETRY_MS;
-    if (!this.missing) this.#o.log.info({ path: this.#o.path, retryInMs: retryMs }, 'Kubernetes API: this resource type is not installed (404); treating it as empty and checking again later');
+    if (!this.missing)
+      this.#o.log.info(
+        { path: this.#o.path, retryInMs: retryMs },
+        'Kubernetes API: this resource type is not installed (404); treating it as empty and checking again later',
+      );
     this.missing = true;
     this.#listed(new Set());
     this.#timer = setTimeout(() => void this.#list(), retryMs);
@@ -135,31 +142,38 @@ export class Reflector {
     const handle: { abort?: () => void } = {};
     this.#abort = () => handle.abort?.();
     try {
-      await this.#o.transport.watch(`${this.#o.path}?${q}`, (event, abort) => {
-        const e = event as { type?: string; object?: KubeObject & { code?: number; message?: string } };
-        const obj = e.object ?? {};
-        switch (e.type) {
-          case 'ADDED':
-          case 'MODIFIED':
-            this.#known.set(keyOf(obj), obj.metadata?.resourceVersion ?? '');
-            this.#cb.onUpsert(obj);
-            break;
-          case 'DELETED':
-            if (this.#known.delete(keyOf(obj))) this.#cb.onDelete(obj);
-            break;
-          case 'BOOKMARK':
-            break;
-          case 'ERROR':
-            // 410: our version was compacted away; anything else is retried the same way.
-            relist = true;
-            this.#o.log.info({ path: this.#o.path, code: obj.code, message: obj.message }, 'Kubernetes watch error; relisting');
-            abort();
-            return;
-          default:
-            throw new Error(`unknown watch event type ${String(e.type)}`);
-        }
-        if (obj.metadata?.resourceVersion) this.#rv = obj.metadata.resourceVersion;
-      }, handle);
+      await this.#o.transport.watch(
+        `${this.#o.path}?${q}`,
+        (event, abort) => {
+          const e = event as { type?: string; object?: KubeObject & { code?: number; message?: string } };
+          const obj = e.object ?? {};
+          switch (e.type) {
+            case 'ADDED':
+            case 'MODIFIED':
+              this.#known.set(keyOf(obj), obj.metadata?.resourceVersion ?? '');
+              this.#cb.onUpsert(obj);
+              break;
+            case 'DELETED':
+              if (this.#known.delete(keyOf(obj))) this.#cb.onDelete(obj);
+              break;
+            case 'BOOKMARK':
+              break;
+            case 'ERROR':
+              // 410: our version was compacted away; anything else is retried the same way.
+              relist = true;
+              this.#o.log.info(
+                { path: this.#o.path, code: obj.code, message: obj.message },
+                'Kubernetes watch error; relisting',
+              );
+              abort();
+              return;
+            default:
+              throw new Error(`unknown watch event type ${String(e.type)}`);
+          }
+          if (obj.metadata?.resourceVersion) this.#rv = obj.metadata.resourceVersion;
+        },
+        handle,
+      );
       this.#backoff = this.#o.backoffMs?.min ?? 200;
       if (this.#stopped) return;
       // The watch ended (a server timeout or restart): resume from where it was.
@@ -174,7 +188,10 @@ export class Reflector {
 
   #retry(what: string, e: Error, again: () => Promise<void>): void {
     if (this.#stopped) return;
-    this.#o.log.warn({ path: this.#o.path, error: e.message, retryInMs: this.#backoff }, `Kubernetes API: ${what} failed; retrying`);
+    this.#o.log.warn(
+      { path: this.#o.path, error: e.message, retryInMs: this.#backoff },
+      `Kubernetes API: ${what} failed; retrying`,
+    );
     this.#timer = setTimeout(() => void again(), this.#backoff);
     this.#backoff = Math.min(this.#backoff * 2, this.#o.backoffMs?.max ?? 30_000);
   }

@@ -12,7 +12,11 @@ export interface KubeTransport {
    * Streams a watch; resolves when it ends (or is aborted). `onEvent` may call `abort`;
    * `handle.abort` is set as soon as the request is made, to end it from outside.
    */
-  watch(path: string, onEvent: (event: unknown, abort: () => void) => void, handle?: { abort?: () => void }): Promise<void>;
+  watch(
+    path: string,
+    onEvent: (event: unknown, abort: () => void) => void,
+    handle?: { abort?: () => void },
+  ): Promise<void>;
 }
 
 export interface KubeEndpoint {
@@ -49,11 +53,21 @@ export class HttpKubeTransport implements KubeTransport {
     this.#e = e;
   }
 
-  async #request(path: string, onResponse: (res: http.IncomingMessage) => void, onError: (e: Error) => void): Promise<http.ClientRequest> {
+  async #request(
+    path: string,
+    onResponse: (res: http.IncomingMessage) => void,
+    onError: (e: Error) => void,
+  ): Promise<http.ClientRequest> {
     const url = new URL(path, this.#e.server);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#e.token) headers.authorization = `Bearer ${this.#e.token}`;
-    const opts: https.RequestOptions = { method: 'GET', headers, ...(this.#e.ca ? { ca: this.#e.ca } : {}), ...(this.#e.cert ? { cert: this.#e.cert } : {}), ...(this.#e.key ? { key: this.#e.key } : {}) };
+    const opts: https.RequestOptions = {
+      method: 'GET',
+      headers,
+      ...(this.#e.ca ? { ca: this.#e.ca } : {}),
+      ...(this.#e.cert ? { cert: this.#e.cert } : {}),
+      ...(this.#e.key ? { key: this.#e.key } : {}),
+    };
     if (this.#e.authorize) {
       await this.#e.authorize(opts);
       opts.headers = { ...(opts.headers as Record<string, string>), accept: 'application/json' };
@@ -85,7 +99,13 @@ export class HttpKubeTransport implements KubeTransport {
               reject(new KubeApiError(`GET ${path}: HTTP ${res.statusCode}, not JSON`, res.statusCode ?? 0));
               return;
             }
-            if ((res.statusCode ?? 0) >= 300) reject(new KubeApiError(`GET ${path}: HTTP ${res.statusCode}: ${(body as { message?: string }).message ?? ''}`, res.statusCode ?? 0));
+            if ((res.statusCode ?? 0) >= 300)
+              reject(
+                new KubeApiError(
+                  `GET ${path}: HTTP ${res.statusCode}: ${(body as { message?: string }).message ?? ''}`,
+                  res.statusCode ?? 0,
+                ),
+              );
             else resolve(body);
           });
           res.on('error', reject);
@@ -99,7 +119,11 @@ export class HttpKubeTransport implements KubeTransport {
     return done;
   }
 
-  watch(path: string, onEvent: (event: unknown, abort: () => void) => void, handle?: { abort?: () => void }): Promise<void> {
+  watch(
+    path: string,
+    onEvent: (event: unknown, abort: () => void) => void,
+    handle?: { abort?: () => void },
+  ): Promise<void> {
     return new Promise((resolve, reject) => {
       let aborted = false;
       let req: http.ClientRequest | undefined;

@@ -37,7 +37,8 @@ export class FelixConfigProcessor implements UpdateProcessor<'FelixConfiguration
 
   process(ref: { name: string }, r: Parameters<UpdateProcessor<'FelixConfiguration'>['process']>[1]): V1Update[] {
     const name = ref.name;
-    if (name !== 'default' && !name.startsWith(NODE_PREFIX)) return [{ key: { type: 'Resource', kind: 'FelixConfiguration', name }, value: r }];
+    if (name !== 'default' && !name.startsWith(NODE_PREFIX))
+      return [{ key: { type: 'Resource', kind: 'FelixConfiguration', name }, value: r }];
     const values = new Map<string, string>();
     if (r) {
       const params = felixConfigurationParams(r.spec, r.metadata.annotations);
@@ -45,7 +46,9 @@ export class FelixConfigProcessor implements UpdateProcessor<'FelixConfiguration
       for (const [k, v] of params.values) values.set(k, v);
     }
     const hostname = name.slice(NODE_PREFIX.length);
-    return this.#keys.diff(name, values, (param) => (name === 'default' ? { type: 'GlobalConfig', name: param } : { type: 'HostConfig', hostname, name: param }));
+    return this.#keys.diff(name, values, (param) =>
+      name === 'default' ? { type: 'GlobalConfig', name: param } : { type: 'HostConfig', hostname, name: param },
+    );
   }
 }
 
@@ -56,6 +59,9 @@ export class ClusterInfoProcessor implements UpdateProcessor<'ClusterInformation
     // Only "default" means anything to Felix (calico-node writes no other).
     if (ref.name !== 'default') return [];
     const { values, ready } = clusterInformationParams(r?.spec ?? {});
-    return [...this.#keys.diff(ref.name, values, (name) => ({ type: 'GlobalConfig', name })), { key: { type: 'ReadyFlag' }, value: r ? ready : undefined } as V1Update];
+    return [
+      ...this.#keys.diff(ref.name, values, (name) => ({ type: 'GlobalConfig', name })),
+      { key: { type: 'ReadyFlag' }, value: r ? ready : undefined } as V1Update,
+    ];
   }
 }

@@ -45,6 +45,10 @@ export class ConflictResolvingCache<K extends Kind> implements UpdateProcessor<K
     else this.#claims.delete(path);
     if (!wasWinner) return;
     const heir = names[0] === undefined ? undefined : this.#byName.get(names[0]);
-    out.push(heir ? heir.update : ({ key: (this.#byName.get(name) as { update: V1Update }).update.key, value: undefined } as V1Update));
+    out.push(
+      heir
+        ? heir.update
+        : ({ key: (this.#byName.get(name) as { update: V1Update }).update.key, value: undefined } as V1Update),
+    );
   }
 }

@@ -41,7 +41,14 @@ export class UpdateProcessors {
       NetworkPolicy: networkPolicyProcessor,
       KubernetesNetworkPolicy: kubernetesNetworkPolicyProcessor,
       // Passed on as itself, as the felix syncer passes EndpointSlices.
-      KubernetesEndpointSlice: { process: (ref, r) => [{ key: { type: 'Resource', kind: 'KubernetesEndpointSlice', namespace: ref.namespace ?? '', name: ref.name }, value: r }] },
+      KubernetesEndpointSlice: {
+        process: (ref, r) => [
+          {
+            key: { type: 'Resource', kind: 'KubernetesEndpointSlice', namespace: ref.namespace ?? '', name: ref.name },
+            value: r,
+          },
+        ],
+      },
       GlobalNetworkPolicy: globalNetworkPolicyProcessor,
       KubernetesClusterNetworkPolicy: kubernetesClusterNetworkPolicyProcessor,
       IPAMBlock: ipamBlockProcessor,
@@ -73,7 +80,10 @@ export class UpdateProcessors {
         process: (ref, r) => {
           const s = r?.spec;
           if (s && (s.serviceClusterIPs?.length || s.serviceExternalIPs?.length || s.serviceLoadBalancerIPs?.length)) {
-            this.#warnOnce(ref, 'service CIDRs are advertised by palisade bgp, but ServiceLoopPrevention (cali-cidr-block) is not programmed for them yet');
+            this.#warnOnce(
+              ref,
+              'service CIDRs are advertised by palisade bgp, but ServiceLoopPrevention (cali-cidr-block) is not programmed for them yet',
+            );
           }
           return [];
         },
@@ -89,7 +99,8 @@ export class UpdateProcessors {
     if (!p || ref.name === undefined) return [];
     try {
       const out = p.process(ref as ResourceRef & { name: string }, resource as ResourceOf<Kind> | undefined);
-      if (this.#reported.size && this.#reported.delete(refId(ref))) this.#log.info({ resource: describeRef(ref) }, `${describeRef(ref)} converts again`);
+      if (this.#reported.size && this.#reported.delete(refId(ref)))
+        this.#log.info({ resource: describeRef(ref) }, `${describeRef(ref)} converts again`);
       return out;
     } catch (e) {
       if (!(e instanceof ProcessorError)) throw e;
@@ -102,7 +113,10 @@ export class UpdateProcessors {
     const id = refId(ref);
     if (this.#reported.get(id) === message) return;
     this.#reported.set(id, message);
-    this.#log.warn({ resource: describeRef(ref) }, `${describeRef(ref)} cannot be converted for Felix's model and is dropped: ${message}`);
+    this.#log.warn(
+      { resource: describeRef(ref) },
+      `${describeRef(ref)} cannot be converted for Felix's model and is dropped: ${message}`,
+    );
   }
 
   readonly #warned = new Set<string>();

@@ -7,7 +7,10 @@ import type { UpdateProcessor } from './types.js';
 export const nodeProcessor: UpdateProcessor<'Node'> = {
   process(ref, r) {
     const hostname = ref.name;
-    const config = (name: string, value: string | undefined): V1Update => ({ key: { type: 'HostConfig', hostname, name }, value: value || undefined });
+    const config = (name: string, value: string | undefined): V1Update => ({
+      key: { type: 'HostConfig', hostname, name },
+      value: value || undefined,
+    });
     return [
       config('IpInIpTunnelAddr', r?.spec.bgp?.ipv4IPIPTunnelAddr),
       config('IPv4VXLANTunnelAddr', r?.spec.ipv4VXLANTunnelAddr),

@@ -5,7 +5,9 @@ import type { Kind, ResourceOf } from '../../model/schemas.js';
 import type { ResourceRef } from '../../model/validate.js';
 
 export interface UpdateProcessor<K extends Kind = Kind> {
-  /** `resource` is validated; undefined means `ref` was deleted. Throws ProcessorError for a value it cannot convert. */
+  /**
+   * `resource` is validated; undefined means `ref` was deleted. Throws ProcessorError for a value it cannot convert.
+   */
   process(ref: ResourceRef & { name: string }, resource: ResourceOf<K> | undefined): V1Update[];
 }
 

@@ -55,9 +55,13 @@ export class TyphaDiscoverer {
     const selector = encodeURIComponent(`${SERVICE_NAME_LABEL}=${o.serviceName}`);
     let list: EndpointSliceList;
     try {
-      list = (await o.transport.get(`/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(o.namespace)}/endpointslices?labelSelector=${selector}`)) as EndpointSliceList;
+      list = (await o.transport.get(
+        `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(o.namespace)}/endpointslices?labelSelector=${selector}`,
+      )) as EndpointSliceList;
     } catch (e) {
-      throw new TyphaDiscoveryError(`cannot list the EndpointSlices of service ${o.namespace}/${o.serviceName}: ${(e as Error).message}`);
+      throw new TyphaDiscoveryError(
+        `cannot list the EndpointSlices of service ${o.namespace}/${o.serviceName}: ${(e as Error).message}`,
+      );
     }
     const local: TyphaAddress[] = [];
     const remote: TyphaAddress[] = [];
@@ -66,10 +70,14 @@ export class TyphaDiscoverer {
       if (!port) continue;
       for (const ep of slice.endpoints ?? []) {
         if (ep.conditions?.ready === false) continue;
-        for (const ip of ep.addresses ?? []) (ep.nodeName === o.nodeName ? local : remote).push({ addr: joinHostPort(ip, port), nodeName: ep.nodeName });
+        for (const ip of ep.addresses ?? [])
+          (ep.nodeName === o.nodeName ? local : remote).push({ addr: joinHostPort(ip, port), nodeName: ep.nodeName });
       }
     }
-    if (!local.length && !remote.length) throw new TyphaDiscoveryError(`no ready Typha in service ${o.namespace}/${o.serviceName} (port "${o.portName ?? TYPHA_PORT_NAME}")`);
+    if (!local.length && !remote.length)
+      throw new TyphaDiscoveryError(
+        `no ready Typha in service ${o.namespace}/${o.serviceName} (port "${o.portName ?? TYPHA_PORT_NAME}")`,
+      );
     const found = [...this.#shuffle(local), ...this.#shuffle(remote)];
     o.log.info({ addresses: found.map((t) => t.addr), local: local.length }, 'found ready Typha addresses');
     return found;

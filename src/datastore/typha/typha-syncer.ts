@@ -88,7 +88,8 @@ export class TyphaSyncer implements ModelSyncer {
       const text = kv.updateType === 3 ? undefined : kv.value.toString('utf8');
       try {
         out.push(parseUpdate(key, text));
-        if (this.#badKeys.delete(kv.key)) this.#opts.log.info({ key: kv.key }, 'Typha: the value of this key parses again');
+        if (this.#badKeys.delete(kv.key))
+          this.#opts.log.info({ key: kv.key }, 'Typha: the value of this key parses again');
       } catch (e) {
         this.#reportBad(kv, (e as Error).message);
         out.push({ key, value: undefined } as V1Update);
@@ -100,7 +101,10 @@ export class TyphaSyncer implements ModelSyncer {
   // Typha sends every key the felix syncer has (BGP peers, IPAM affinities, Kubernetes
   // services...); what palisade does not use yet is said once per kind, not per key.
   #ignore(path: string): void {
-    const kind = path.split('/').slice(0, path.startsWith('/calico/resources/') ? 6 : 5).join('/');
+    const kind = path
+      .split('/')
+      .slice(0, path.startsWith('/calico/resources/') ? 6 : 5)
+      .join('/');
     if (this.#ignoredKinds.has(kind)) return;
     this.#ignoredKinds.add(kind);
     this.#opts.log.info({ keys: `${kind}/...` }, 'Typha: ignoring keys of a kind palisade does not use');
@@ -112,13 +116,20 @@ export class TyphaSyncer implements ModelSyncer {
     const now = Date.now();
     const r = this.#reports;
     if (now - r.windowStart > 60_000) {
-      if (r.suppressed) this.#opts.log.warn({ suppressed: r.suppressed }, 'Typha: more unparseable values were dropped than were reported');
+      if (r.suppressed)
+        this.#opts.log.warn(
+          { suppressed: r.suppressed },
+          'Typha: more unparseable values were dropped than were reported',
+        );
       this.#reports = { windowStart: now, count: 0, suppressed: 0 };
     }
     if (this.#reports.count++ >= REPORTS_PER_MINUTE) {
       this.#reports.suppressed++;
       return;
     }
-    this.#opts.log.warn({ key: kv.key, revision: kv.revision, error: message }, 'Typha: unparseable value dropped (treated as a deletion)');
+    this.#opts.log.warn(
+      { key: kv.key, revision: kv.revision, error: message },
+      'Typha: unparseable value dropped (treated as a deletion)',
+    );
   }
 }

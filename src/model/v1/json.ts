@@ -26,13 +26,15 @@ export function optString(o: JsonObject, field: string): string | undefined {
 export function optNumber(o: JsonObject, field: string): number | undefined {
   const v = o[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new V1ValueError(`${field}: expected a number, got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw new V1ValueError(`${field}: expected a number, got ${JSON.stringify(v)}`);
   return v;
 }
 
 export function optInt(o: JsonObject, field: string, min: number, max: number): number | undefined {
   const v = optNumber(o, field);
-  if (v !== undefined && (!Number.isInteger(v) || v < min || v > max)) throw new V1ValueError(`${field}: expected an integer in ${min}..${max}, got ${v}`);
+  if (v !== undefined && (!Number.isInteger(v) || v < min || v > max))
+    throw new V1ValueError(`${field}: expected an integer in ${min}..${max}, got ${v}`);
   return v;
 }
 
@@ -114,7 +116,8 @@ export function optSelector(o: JsonObject, field: string): string | undefined {
 /** A Linux interface name, as the dataplane needs it. */
 export function optIface(o: JsonObject, field: string): string | undefined {
   const s = optString(o, field);
-  if (s && !IFACE.test(s)) throw new V1ValueError(`${field}: "${s}" is not a Linux interface name (at most 15 characters)`);
+  if (s && !IFACE.test(s))
+    throw new V1ValueError(`${field}: "${s}" is not a Linux interface name (at most 15 characters)`);
   return s;
 }
 
@@ -131,6 +134,9 @@ export function compact(o: JsonObject): JsonObject {
 
 /** A Calico resource name (chains and sets are named after them, so the dataplane needs them clean). */
 export function checkName(name: string, what: string): string {
-  if (name.length > 253 || !NAME.test(name)) throw new V1ValueError(`${what}: "${name.slice(0, 80)}" is not a Calico name (lower-case letters, digits, "-", "." or "_")`);
+  if (name.length > 253 || !NAME.test(name))
+    throw new V1ValueError(
+      `${what}: "${name.slice(0, 80)}" is not a Calico name (lower-case letters, digits, "-", "." or "_")`,
+    );
   return name;
 }

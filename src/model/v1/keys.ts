@@ -73,7 +73,13 @@ export function pathToKey(path: string): V1Key | undefined {
   const parts = (path.startsWith('/') ? path.slice(1) : path).split('/');
   if (parts[0] !== 'calico' || parts.length < 3) return undefined;
   if (parts[1] === 'v1') return v1Key(path, parts);
-  if (parts[1] === 'ipam' && parts[2] === 'v2' && parts[3] === 'assignment' && parts[5] === 'block' && parts.length === 7) {
+  if (
+    parts[1] === 'ipam' &&
+    parts[2] === 'v2' &&
+    parts[3] === 'assignment' &&
+    parts[5] === 'block' &&
+    parts.length === 7
+  ) {
     return { type: 'Block', cidr: (parts[6] as string).replace('-', '/') };
   }
   if (parts[1] === 'resources' && path.startsWith(KEY_PREFIX)) return resourceKey(parts.slice(4));
@@ -89,7 +95,9 @@ function v1Key(path: string, p: string[]): V1Key | undefined {
     case 'netset':
       return p.length === 4 ? { type: 'NetworkSet', name: unescapeName(p[3] as string) } : undefined;
     case 'ipam':
-      return p.length === 6 && /^v[46]$/.test(p[3] as string) && p[4] === 'pool' ? { type: 'IPPool', cidr: (p[5] as string).replace('-', '/') } : undefined;
+      return p.length === 6 && /^v[46]$/.test(p[3] as string) && p[4] === 'pool'
+        ? { type: 'IPPool', cidr: (p[5] as string).replace('-', '/') }
+        : undefined;
     case 'host':
       return hostKey(p);
     case 'policy':
@@ -125,7 +133,8 @@ function hostKey(p: string[]): V1Key | undefined {
 
 function policyKey(p: string[]): V1Key | undefined {
   if (p.length < 5) return undefined;
-  if (p[3] === 'tier') return p.length === 6 && p[5] === 'metadata' ? { type: 'Tier', name: unescapeName(p[4] as string) } : undefined;
+  if (p[3] === 'tier')
+    return p.length === 6 && p[5] === 'metadata' ? { type: 'Tier', name: unescapeName(p[4] as string) } : undefined;
   if (p[3] === 'profile') {
     if (p.length !== 6) return undefined;
     const name = unescapeName(p[4] as string);
@@ -134,14 +143,20 @@ function policyKey(p: string[]): V1Key | undefined {
     return undefined;
   }
   if (p.length !== 6) return undefined;
-  return { type: 'Policy', kind: unescapeName(p[3] as string), namespace: unescapeName(p[4] as string), name: unescapeName(p[5] as string) };
+  return {
+    type: 'Policy',
+    kind: unescapeName(p[3] as string),
+    namespace: unescapeName(p[4] as string),
+    name: unescapeName(p[5] as string),
+  };
 }
 
 function resourceKey(p: string[]): V1Key | undefined {
   const kind = kindOfPlural(p[0] ?? '');
   if (!kind) return undefined;
   const namespaced = NAMESPACED_KINDS.has(kind);
-  if (namespaced && p.length === 3 && p[1] && p[2]) return { type: 'Resource', kind, namespace: unescapeName(p[1]), name: unescapeName(p[2]) };
+  if (namespaced && p.length === 3 && p[1] && p[2])
+    return { type: 'Resource', kind, namespace: unescapeName(p[1]), name: unescapeName(p[2]) };
   if (!namespaced && p.length === 2 && p[1]) return { type: 'Resource', kind, name: unescapeName(p[1]) };
   return undefined;
 }

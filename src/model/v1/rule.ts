@@ -4,7 +4,19 @@
 // v3: a rule naming one is refused rather than silently widened.
 import { type InternalRule, none, orNone, type PortSpec } from '../internal.js';
 import { parseCidr } from '../net.js';
-import { cidrs, compact, type JsonObject, labels, list, object, optInt, optProtocol, optSelector, optString, V1ValueError } from './json.js';
+import {
+  cidrs,
+  compact,
+  type JsonObject,
+  labels,
+  list,
+  object,
+  optInt,
+  optProtocol,
+  optSelector,
+  optString,
+  V1ValueError,
+} from './json.js';
 
 const ACTIONS = new Set(['allow', 'deny', 'log', 'next-tier']);
 
@@ -48,7 +60,8 @@ export function parseRule(v: unknown, what: string): InternalRule {
   const action = optString(o, 'action') ?? 'allow';
   if (!ACTIONS.has(action)) throw new V1ValueError(`${what}.action: unknown action "${action}"`);
   const ipVersion = optInt(o, 'ip_version', 4, 6);
-  if (ipVersion !== undefined && ipVersion !== 4 && ipVersion !== 6) throw new V1ValueError(`${what}.ip_version: expected 4 or 6`);
+  if (ipVersion !== undefined && ipVersion !== 4 && ipVersion !== 6)
+    throw new V1ValueError(`${what}.ip_version: expected 4 or 6`);
   const r: InternalRule = {
     action: action as InternalRule['action'],
     srcNets: nets(o, 'src_net', 'src_nets'),
@@ -89,10 +102,16 @@ const ICMP_PROTOCOLS = new Set<string | number>(['icmp', 'icmpv6', 1, 58]);
 /** What Felix's validator refuses in a v1 rule, and the dataplane could not program. */
 function ruleProblem(r: InternalRule): string | undefined {
   const hasPorts = r.srcPorts.length || r.dstPorts.length || r.notSrcPorts.length || r.notDstPorts.length;
-  if (hasPorts && (r.protocol === undefined || !PORT_PROTOCOLS.has(r.protocol))) return 'ports are only allowed with protocol tcp, udp, sctp or udplite';
+  if (hasPorts && (r.protocol === undefined || !PORT_PROTOCOLS.has(r.protocol)))
+    return 'ports are only allowed with protocol tcp, udp, sctp or udplite';
   const hasIcmp = [r.icmpType, r.icmpCode, r.notIcmpType, r.notIcmpCode].some((x) => x !== undefined);
-  if (hasIcmp && (r.protocol === undefined || !ICMP_PROTOCOLS.has(r.protocol))) return 'icmp_type and icmp_code need protocol icmp or icmpv6';
-  if ((r.icmpCode !== undefined && r.icmpType === undefined) || (r.notIcmpCode !== undefined && r.notIcmpType === undefined)) return 'an icmp code needs an icmp type';
+  if (hasIcmp && (r.protocol === undefined || !ICMP_PROTOCOLS.has(r.protocol)))
+    return 'icmp_type and icmp_code need protocol icmp or icmpv6';
+  if (
+    (r.icmpCode !== undefined && r.icmpType === undefined) ||
+    (r.notIcmpCode !== undefined && r.notIcmpType === undefined)
+  )
+    return 'an icmp code needs an icmp type';
   if (r.ipVersion) {
     for (const n of [...r.srcNets, ...r.notSrcNets, ...r.dstNets, ...r.notDstNets]) {
       if (parseCidr(n)?.version !== r.ipVersion) return `${n} in an ip_version ${r.ipVersion} rule`;

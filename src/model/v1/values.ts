@@ -18,7 +18,24 @@ import { POLICY_KIND_SHORT, type PolicyKind, policyId, policySortKey } from '../
 import type { Resource } from '../schemas.js';
 import { type EndpointSlice, endpointSliceToCalico } from '../../datastore/kdd/conversion/endpoint-slice.js';
 import { validateResource } from '../validate.js';
-import { bool, checkName, cidrs, compact, ips, type JsonObject, labels, list, object, optIface, optNumber, optProtocol, optSelector, optString, strings, V1ValueError } from './json.js';
+import {
+  bool,
+  checkName,
+  cidrs,
+  compact,
+  ips,
+  type JsonObject,
+  labels,
+  list,
+  object,
+  optIface,
+  optNumber,
+  optProtocol,
+  optSelector,
+  optString,
+  strings,
+  V1ValueError,
+} from './json.js';
 import type { V1Key, V1KeyOf, V1KeyType } from './keys.js';
 import { parseRules, serializeRule } from './rule.js';
 
@@ -58,8 +75,17 @@ function json(text: string): unknown {
   }
 }
 
-const ENCAP_IN: Record<string, InternalIpPool['ipipMode']> = { '': 'Never', never: 'Never', always: 'Always', 'cross-subnet': 'CrossSubnet' };
-const ENCAP_OUT: Record<InternalIpPool['ipipMode'], string> = { Never: '', Always: 'always', CrossSubnet: 'cross-subnet' };
+const ENCAP_IN: Record<string, InternalIpPool['ipipMode']> = {
+  '': 'Never',
+  never: 'Never',
+  always: 'Always',
+  'cross-subnet': 'CrossSubnet',
+};
+const ENCAP_OUT: Record<InternalIpPool['ipipMode'], string> = {
+  Never: '',
+  Always: 'always',
+  CrossSubnet: 'cross-subnet',
+};
 
 function encap(o: JsonObject, field: string): InternalIpPool['ipipMode'] {
   const m = ENCAP_IN[(optString(o, field) ?? '').toLowerCase()];
@@ -73,7 +99,8 @@ function endpointPorts(o: JsonObject): EndpointPort[] {
       const e = object(p, `ports[${i}]`);
       const port = optNumber(e, 'port');
       const protocol = optProtocol(e, 'protocol');
-      if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535) throw new V1ValueError(`ports[${i}].port: expected 1..65535`);
+      if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65535)
+        throw new V1ValueError(`ports[${i}].port: expected 1..65535`);
       if (protocol === undefined) throw new V1ValueError(`ports[${i}].protocol: missing`);
       return { name: optString(e, 'name') ?? '', protocol, port };
     }),
@@ -102,9 +129,14 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
       checkName(key.name, 'policy name');
       if (key.namespace) checkName(key.namespace, 'namespace');
       const types = strings(o, 'types').map((t) => t.toLowerCase());
-      for (const t of types) if (t !== 'ingress' && t !== 'egress') throw new V1ValueError(`types: unknown type "${t}"`);
+      for (const t of types)
+        if (t !== 'ingress' && t !== 'egress') throw new V1ValueError(`types: unknown type "${t}"`);
       const p: InternalPolicy = {
-        key: { tier: checkName(optString(o, 'tier') || 'default', 'tier'), name: policyId(kind, key.namespace, key.name), sortKey: policySortKey(kind, key.namespace, key.name) },
+        key: {
+          tier: checkName(optString(o, 'tier') || 'default', 'tier'),
+          name: policyId(kind, key.namespace, key.name),
+          sortKey: policySortKey(kind, key.namespace, key.name),
+        },
         namespace: optString(o, 'namespace') ?? key.namespace,
         selector: optSelector(o, 'selector') ?? '',
         inboundRules: parseRules(o, 'inbound_rules'),
@@ -123,7 +155,10 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     serialize(_key, p) {
       return JSON.stringify({
         ...compact({ namespace: p.namespace, tier: p.key.tier, order: p.order }),
-        ...compact({ inbound_rules: p.inboundRules.map(serializeRule), outbound_rules: p.outboundRules.map(serializeRule) }),
+        ...compact({
+          inbound_rules: p.inboundRules.map(serializeRule),
+          outbound_rules: p.outboundRules.map(serializeRule),
+        }),
         selector: p.selector,
         ...compact({
           untracked: p.doNotTrack,
@@ -140,7 +175,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
       const o = object(json(text), 'tier');
       checkName(key.name, 'tier name');
       const action = optString(o, 'defaultAction') || 'Deny';
-      if (action !== 'Deny' && action !== 'Pass') throw new V1ValueError(`defaultAction: expected Deny or Pass, got "${action}"`);
+      if (action !== 'Deny' && action !== 'Pass')
+        throw new V1ValueError(`defaultAction: expected Deny or Pass, got "${action}"`);
       const t: InternalTier = { name: key.name, defaultAction: action };
       const order = optNumber(o, 'order');
       if (order !== undefined) t.order = order;
@@ -157,7 +193,12 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
       return { inboundRules: parseRules(o, 'inbound_rules'), outboundRules: parseRules(o, 'outbound_rules') };
     },
     serialize(_key, r) {
-      return JSON.stringify(compact({ inbound_rules: r.inboundRules.map(serializeRule), outbound_rules: r.outboundRules.map(serializeRule) }));
+      return JSON.stringify(
+        compact({
+          inbound_rules: r.inboundRules.map(serializeRule),
+          outbound_rules: r.outboundRules.map(serializeRule),
+        }),
+      );
     },
   },
   ProfileLabels: {
@@ -173,7 +214,12 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
       const state = optString(o, 'state') ?? 'active';
       if (state !== 'active') throw new V1ValueError(`state: "${state}" endpoints are not supported (only "active")`);
       const ep: InternalWorkloadEndpoint = {
-        key: { hostname: key.hostname, orchestratorId: key.orchestratorId, workloadId: key.workloadId, endpointId: key.endpointId },
+        key: {
+          hostname: key.hostname,
+          orchestratorId: key.orchestratorId,
+          workloadId: key.workloadId,
+          endpointId: key.endpointId,
+        },
         state: 'active',
         name: optIface(o, 'name') ?? '',
         profileIds: orNone(strings(o, 'profile_ids').map((p) => checkName(p, 'profile_ids'))),
@@ -186,7 +232,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
         allowSpoofedSourcePrefixes: orNone(cidrs(o, 'allow_spoofed_source_ips')),
       };
       const mac = optString(o, 'mac');
-      if (mac && !/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/.test(mac)) throw new V1ValueError(`mac: "${mac}" is not a MAC address`);
+      if (mac && !/^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/.test(mac))
+        throw new V1ValueError(`mac: "${mac}" is not a MAC address`);
       if (mac) ep.mac = mac.toLowerCase().replaceAll('-', ':');
       const gw4 = optString(o, 'ipv4_gateway');
       if (gw4) ep.ipv4Gateway = gw4;
@@ -230,7 +277,11 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     },
     serialize(_key, ep) {
       return JSON.stringify({
-        ...compact({ name: ep.name, expected_ipv4_addrs: ep.expectedIpv4Addrs, expected_ipv6_addrs: ep.expectedIpv6Addrs }),
+        ...compact({
+          name: ep.name,
+          expected_ipv4_addrs: ep.expectedIpv4Addrs,
+          expected_ipv6_addrs: ep.expectedIpv6Addrs,
+        }),
         labels: ep.labels,
         ...compact({ profile_ids: ep.profileIds, ports: ep.ports }),
       });
@@ -247,7 +298,13 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     parse(key, text) {
       const o = object(json(text), 'IP pool');
       const [cidr] = cidrs({ cidr: [o.cidr ?? key.cidr] }, 'cidr');
-      return { cidr: cidr as string, masquerade: bool(o, 'masquerade'), ipipMode: encap(o, 'ipip_mode'), vxlanMode: encap(o, 'vxlan_mode'), disabled: bool(o, 'disabled') };
+      return {
+        cidr: cidr as string,
+        masquerade: bool(o, 'masquerade'),
+        ipipMode: encap(o, 'ipip_mode'),
+        vxlanMode: encap(o, 'vxlan_mode'),
+        disabled: bool(o, 'disabled'),
+      };
     },
     serialize(_key, p) {
       return JSON.stringify({
@@ -267,7 +324,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
   HostConfig: { parse: (_key, text) => text, serialize: (_key, v) => v },
   ReadyFlag: {
     parse(_key, text) {
-      if (text !== 'true' && text !== 'false') throw new V1ValueError(`expected true or false, got ${JSON.stringify(text)}`);
+      if (text !== 'true' && text !== 'false')
+        throw new V1ValueError(`expected true or false, got ${JSON.stringify(text)}`);
       return text === 'true';
     },
     serialize: (_key, v) => String(v),
@@ -276,8 +334,12 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
   Block: {
     parse(key, text) {
       const r = blockSchema.safeParse(json(text));
-      if (!r.success) throw new V1ValueError(`IPAM block: ${r.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ')}`);
-      if (r.data.cidr !== key.cidr) throw new V1ValueError(`IPAM block: its cidr ${r.data.cidr} is not the key's ${key.cidr}`);
+      if (!r.success)
+        throw new V1ValueError(
+          `IPAM block: ${r.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ')}`,
+        );
+      if (r.data.cidr !== key.cidr)
+        throw new V1ValueError(`IPAM block: its cidr ${r.data.cidr} is not the key's ${key.cidr}`);
       return r.data;
     },
     serialize: (_key, v) => JSON.stringify(v),
@@ -286,14 +348,22 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
     parse(key, text) {
       let v = json(text);
       // Typha passes EndpointSlices on as Kubernetes has them (discovery.k8s.io/v1).
-      if (key.kind === 'KubernetesEndpointSlice' && (v as { apiVersion?: string } | null)?.apiVersion !== 'projectcalico.org/v3') {
+      if (
+        key.kind === 'KubernetesEndpointSlice' &&
+        (v as { apiVersion?: string } | null)?.apiVersion !== 'projectcalico.org/v3'
+      ) {
         v = endpointSliceToCalico(object(v, 'EndpointSlice') as EndpointSlice);
         if (!v) throw new V1ValueError('an EndpointSlice without a kubernetes.io/service-name label');
       }
       const r = validateResource(v);
       if (!r.ok) throw new V1ValueError(r.error.message);
-      const same = r.resource.kind === key.kind && r.resource.metadata.name === key.name && (key.namespace === undefined || ('namespace' in r.resource.metadata && r.resource.metadata.namespace === key.namespace));
-      if (!same) throw new V1ValueError(`the value names a different resource (${r.resource.kind} ${r.resource.metadata.name})`);
+      const same =
+        r.resource.kind === key.kind &&
+        r.resource.metadata.name === key.name &&
+        (key.namespace === undefined ||
+          ('namespace' in r.resource.metadata && r.resource.metadata.namespace === key.namespace));
+      if (!same)
+        throw new V1ValueError(`the value names a different resource (${r.resource.kind} ${r.resource.metadata.name})`);
       return r.resource;
     },
     serialize: (_key, v) => JSON.stringify(v),

@@ -20,7 +20,15 @@ export interface GobInterfaceValue {
   value: unknown;
 }
 
-const BUILTIN_IDS: Record<string, number> = { bool: BUILTIN.bool, int: BUILTIN.int, uint: BUILTIN.uint, float: BUILTIN.float, bytes: BUILTIN.bytes, string: BUILTIN.string, interface: BUILTIN.interface };
+const BUILTIN_IDS: Record<string, number> = {
+  bool: BUILTIN.bool,
+  int: BUILTIN.int,
+  uint: BUILTIN.uint,
+  float: BUILTIN.float,
+  bytes: BUILTIN.bytes,
+  string: BUILTIN.string,
+  interface: BUILTIN.interface,
+};
 
 export class GobEncoder {
   readonly #ids = new Map<Schema, number>();
@@ -29,7 +37,12 @@ export class GobEncoder {
   readonly #registry: Map<string, Schema>;
 
   constructor(registry: Iterable<[string, Schema]> = []) {
-    this.#registry = new Map([['string', { t: 'string' }], ['int64', { t: 'int' }], ['uint64', { t: 'uint' }], ...registry]);
+    this.#registry = new Map([
+      ['string', { t: 'string' }],
+      ['int64', { t: 'int' }],
+      ['uint64', { t: 'uint' }],
+      ...registry,
+    ]);
   }
 
   /**

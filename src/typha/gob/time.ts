@@ -17,7 +17,8 @@ export interface GoTime {
 export function decodeTime(b: Uint8Array): GoTime {
   const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   const version = buf[0];
-  if (!((version === 1 && buf.length === 15) || (version === 2 && buf.length === 16))) throw new GobError(`a time.Time encoding of version ${version} and ${buf.length} bytes`);
+  if (!((version === 1 && buf.length === 15) || (version === 2 && buf.length === 16)))
+    throw new GobError(`a time.Time encoding of version ${version} and ${buf.length} bytes`);
   const unix = Number(buf.readBigInt64BE(1) - UNIX_TO_ABSOLUTE);
   const nanos = buf.readInt32BE(9);
   const minutes = buf.readInt16BE(13);

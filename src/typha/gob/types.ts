@@ -62,7 +62,11 @@ export function readWireType(c: Cursor): WireType {
   readStruct(c, {
     1: () => {
       const a = { name: '', elem: 0, len: 0 };
-      readStruct(c, { 1: () => (a.name = common(c).name), 2: () => (a.elem = id(c)), 3: () => (a.len = c.count('an array length')) });
+      readStruct(c, {
+        1: () => (a.name = common(c).name),
+        2: () => (a.elem = id(c)),
+        3: () => (a.len = c.count('an array length')),
+      });
       set({ kind: 'array', ...a });
     },
     2: () => {

@@ -46,9 +46,30 @@ const PARAMS = {
 export type TyphaParamName = keyof typeof PARAMS;
 
 /** Typha parameters palisade knows and does not implement (reported when set). */
-const NOT_IMPLEMENTED = ['LogFilePath', 'LogSeverityFile', 'LogSeveritySys', 'PrometheusGoMetricsEnabled', 'PrometheusProcessMetricsEnabled', 'DebugMemoryProfilePath', 'DebugPort', 'K8sServicePollIntervalSecs', 'K8sNamespace', 'K8sServiceName', 'K8sPortName'];
+const NOT_IMPLEMENTED = [
+  'LogFilePath',
+  'LogSeverityFile',
+  'LogSeveritySys',
+  'PrometheusGoMetricsEnabled',
+  'PrometheusProcessMetricsEnabled',
+  'DebugMemoryProfilePath',
+  'DebugPort',
+  'K8sServicePollIntervalSecs',
+  'K8sNamespace',
+  'K8sServiceName',
+  'K8sPortName',
+];
 /** Read by the datastore side (the agent's parameters). */
-const DATASTORE = ['DatastoreType', 'EtcdAddr', 'EtcdScheme', 'EtcdKeyFile', 'EtcdCertFile', 'EtcdCaFile', 'EtcdEndpoints', 'LogSeverityScreen'];
+const DATASTORE = [
+  'DatastoreType',
+  'EtcdAddr',
+  'EtcdScheme',
+  'EtcdKeyFile',
+  'EtcdCertFile',
+  'EtcdCaFile',
+  'EtcdEndpoints',
+  'LogSeverityScreen',
+];
 
 export class TyphaConfigError extends Error {}
 
@@ -73,7 +94,10 @@ export interface TyphaServerConfig {
  * Typha's parameters from `env` (TYPHA_*) and `overrides` (flags, by parameter name).
  * Throws TyphaConfigError for a value Typha would refuse.
  */
-export function loadTyphaConfig(env: NodeJS.ProcessEnv, overrides: Partial<Record<TyphaParamName, string>> = {}): TyphaServerConfig {
+export function loadTyphaConfig(
+  env: NodeJS.ProcessEnv,
+  overrides: Partial<Record<TyphaParamName, string>> = {},
+): TyphaServerConfig {
   const raw = new Map<TyphaParamName, { value: string; source: string }>();
   const notices: string[] = [];
   const byLower = new Map(Object.keys(PARAMS).map((k) => [k.toLowerCase(), k as TyphaParamName]));
@@ -82,22 +106,31 @@ export function loadTyphaConfig(env: NodeJS.ProcessEnv, overrides: Partial<Recor
     const name = k.slice(6).toLowerCase();
     const param = byLower.get(name);
     if (param) raw.set(param, { value: v, source: `environment variable ${k}` });
-    else if (NOT_IMPLEMENTED.some((n) => n.toLowerCase() === name)) notices.push(`${k} is a Typha parameter palisade typha does not implement; ignored`);
-    else if (DATASTORE.some((n) => n.toLowerCase() === name)) notices.push(`${k}: palisade typha reads the datastore with the agent's settings (FELIX_${k.slice(6).toUpperCase()} or the datastore flags); ignored`);
+    else if (NOT_IMPLEMENTED.some((n) => n.toLowerCase() === name))
+      notices.push(`${k} is a Typha parameter palisade typha does not implement; ignored`);
+    else if (DATASTORE.some((n) => n.toLowerCase() === name))
+      notices.push(
+        `${k}: palisade typha reads the datastore with the agent's settings (FELIX_${k.slice(6).toUpperCase()} or the datastore flags); ignored`,
+      );
     else notices.push(`${k} is not a Typha parameter; ignored`);
   }
-  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) raw.set(k as TyphaParamName, { value: v, source: 'command line' });
+  for (const [k, v] of Object.entries(overrides))
+    if (v !== undefined) raw.set(k as TyphaParamName, { value: v, source: 'command line' });
   const get = <T>(name: TyphaParamName): T => {
     const def = PARAMS[name] as TyphaParam;
     const r = raw.get(name);
     try {
       return parseFelixValue(def.type, r?.value ?? def.default) as T;
     } catch (e) {
-      throw new TyphaConfigError(`${name} from ${r?.source ?? 'its default'} (${JSON.stringify(r?.value ?? def.default)}): ${(e as Error).message} (type ${def.type})`);
+      throw new TyphaConfigError(
+        `${name} from ${r?.source ?? 'its default'} (${JSON.stringify(r?.value ?? def.default)}): ${(e as Error).message} (type ${def.type})`,
+      );
     }
   };
   if (get<string>('ConnectionRebalancingMode') === 'kubernetes') {
-    throw new TyphaConfigError('ConnectionRebalancingMode kubernetes needs the Kubernetes API, which palisade does not have yet; use none (the connection limit is then MaxConnectionsUpperLimit)');
+    throw new TyphaConfigError(
+      'ConnectionRebalancingMode kubernetes needs the Kubernetes API, which palisade does not have yet; use none (the connection limit is then MaxConnectionsUpperLimit)',
+    );
   }
   const tlsFiles = [get<string>('ServerCertFile'), get<string>('ServerKeyFile'), get<string>('CAFile')];
   const tlsSet = tlsFiles.filter(Boolean).length;
@@ -106,9 +139,21 @@ export function loadTyphaConfig(env: NodeJS.ProcessEnv, overrides: Partial<Recor
   return {
     host: get('ServerHost'),
     port: get('ServerPort'),
-    tls: tlsSet ? { certFile: tlsFiles[0] as string, keyFile: tlsFiles[1] as string, caFile: tlsFiles[2] as string, clientCN: get('ClientCN'), clientURISAN: get('ClientURISAN') } : undefined,
+    tls: tlsSet
+      ? {
+          certFile: tlsFiles[0] as string,
+          keyFile: tlsFiles[1] as string,
+          caFile: tlsFiles[2] as string,
+          clientCN: get('ClientCN'),
+          clientURISAN: get('ClientURISAN'),
+        }
+      : undefined,
     health: { enabled: get('HealthEnabled'), host: get('HealthHost'), port: get('HealthPort') },
-    metrics: { enabled: get('PrometheusMetricsEnabled'), host: get('PrometheusMetricsHost'), port: get('PrometheusMetricsPort') },
+    metrics: {
+      enabled: get('PrometheusMetricsEnabled'),
+      host: get('PrometheusMetricsHost'),
+      port: get('PrometheusMetricsPort'),
+    },
     maxBatchSize: get('SnapshotCacheMaxBatchSize'),
     maxMessageKvs: get('ServerMaxMessageSize'),
     timers: {

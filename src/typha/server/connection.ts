@@ -4,7 +4,8 @@
 // they come. A client that offers decoder restarts and snappy (Felix does) is sent a
 // MsgDecoderRestart, and after its ACK the shared compressed snapshot, which ends with
 // another restart; after the second ACK its stream goes on snappy-framed - each
-// breadcrumb's message compressed once for every client - the next one as its shared bytes when the client is up to date, coalesced
+// breadcrumb's message compressed once for every client - the next one as its shared bytes when the client is up to
+// date, coalesced
 // into fuller messages when it lags. Pings every interval; a pong must follow in time.
 // The client may send nothing but pongs (and nothing over the inbound size cap); a write
 // that cannot drain within the write timeout, or a client more than MaxFallBehind behind
@@ -31,7 +32,14 @@ export interface ServerTimers {
   newClientGraceMs: number;
 }
 
-export const DEFAULT_TIMERS: ServerTimers = { handshakeMs: 10_000, pingMs: 10_000, pongTimeoutMs: 60_000, writeTimeoutMs: 120_000, maxFallBehindMs: 300_000, newClientGraceMs: 300_000 };
+export const DEFAULT_TIMERS: ServerTimers = {
+  handshakeMs: 10_000,
+  pingMs: 10_000,
+  pongTimeoutMs: 60_000,
+  writeTimeoutMs: 120_000,
+  maxFallBehindMs: 300_000,
+  newClientGraceMs: 300_000,
+};
 
 export interface ServerConnectionOptions {
   id: bigint;
@@ -89,7 +97,9 @@ export class ServerConnection {
   start(): void {
     const s = this.#o.socket;
     s.setNoDelay(true);
-    this.#handshakeTimer = this.#after(this.#o.timers.handshakeMs, () => this.close(`no hello within ${this.#o.timers.handshakeMs} ms`));
+    this.#handshakeTimer = this.#after(this.#o.timers.handshakeMs, () =>
+      this.close(`no hello within ${this.#o.timers.handshakeMs} ms`),
+    );
     s.on('data', (chunk: Buffer) => this.#onData(chunk));
     s.on('error', (e) => this.close(`socket error: ${e.message}`));
     s.on('close', () => this.close('the client closed the connection'));
@@ -173,11 +183,31 @@ export class ServerConnection {
       this.close(`the client (${m.version}) does not support modern policy keys; it is too old for this Typha`);
       return;
     }
-    this.#o.log.info({ connID: String(this.id), client: m.hostname, clientVersion: m.version, info: m.info }, 'Typha client connected');
-    this.#write(Buffer.concat([SERVER_PREAMBLE, encodeShared({ type: 'ServerHello', version: this.#o.version, syncerType: 'felix', supportsNodeResourceUpdates: true, serverConnId: this.id })]));
+    this.#o.log.info(
+      { connID: String(this.id), client: m.hostname, clientVersion: m.version, info: m.info },
+      'Typha client connected',
+    );
+    this.#write(
+      Buffer.concat([
+        SERVER_PREAMBLE,
+        encodeShared({
+          type: 'ServerHello',
+          version: this.#o.version,
+          syncerType: 'felix',
+          supportsNodeResourceUpdates: true,
+          serverConnId: this.id,
+        }),
+      ]),
+    );
     this.#o.onStreaming?.();
     if (m.supportsDecoderRestart && m.supportedCompressionAlgorithms.includes('snappy')) {
-      this.#write(encodeShared({ type: 'DecoderRestart', message: 'enable compression: snappy;send binary snapshot', compressionAlgorithm: 'snappy' }));
+      this.#write(
+        encodeShared({
+          type: 'DecoderRestart',
+          message: 'enable compression: snappy;send binary snapshot',
+          compressionAlgorithm: 'snappy',
+        }),
+      );
       this.#awaitAck(() => void this.#sendCompressedSnapshot());
       return;
     }
@@ -188,7 +218,9 @@ export class ServerConnection {
   // As Typha: the client has its pong timeout to acknowledge a restart.
   #awaitAck(then: () => void): void {
     this.#state = 'await-ack';
-    const t = this.#after(this.#o.timers.pongTimeoutMs, () => this.close(`no ACK of a decoder restart within ${this.#o.timers.pongTimeoutMs} ms`));
+    const t = this.#after(this.#o.timers.pongTimeoutMs, () =>
+      this.close(`no ACK of a decoder restart within ${this.#o.timers.pongTimeoutMs} ms`),
+    );
     this.#onAck = () => {
       this.#cancel(t);
       then();
@@ -286,8 +318,11 @@ export class ServerConnection {
   #fellBehind(next: Breadcrumb): boolean {
     const now = Date.now();
     const lag = now - next.time;
-    if (lag <= this.#o.timers.maxFallBehindMs || now - this.#snapshotDoneAt < this.#o.timers.newClientGraceMs) return false;
-    this.close(`the client fell ${Math.round(lag / 1000)} s behind (MaxFallBehind ${this.#o.timers.maxFallBehindMs / 1000} s)`);
+    if (lag <= this.#o.timers.maxFallBehindMs || now - this.#snapshotDoneAt < this.#o.timers.newClientGraceMs)
+      return false;
+    this.close(
+      `the client fell ${Math.round(lag / 1000)} s behind (MaxFallBehind ${this.#o.timers.maxFallBehindMs / 1000} s)`,
+    );
     return true;
   }
 

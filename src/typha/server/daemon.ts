@@ -53,13 +53,19 @@ export class TyphaDaemon {
 
   async start(): Promise<void> {
     for (const n of this.#cfg.notices) this.#log.warn(n);
-    if (this.#cfg.health.enabled) this.#http.push(await serveHealth(this.health, this.#cfg.health.host, this.#cfg.health.port, this.#log));
-    if (this.#cfg.metrics.enabled) this.#http.push(await serveMetrics(this.metrics, this.#cfg.metrics.host, this.#cfg.metrics.port, this.#log));
+    if (this.#cfg.health.enabled)
+      this.#http.push(await serveHealth(this.health, this.#cfg.health.host, this.#cfg.health.port, this.#log));
+    if (this.#cfg.metrics.enabled)
+      this.#http.push(await serveMetrics(this.metrics, this.#cfg.metrics.host, this.#cfg.metrics.port, this.#log));
     this.port = await this.server.listen();
     this.#feeder.start();
     const report = () => {
       const inSync = this.#feeder.status === 'in-sync';
-      this.health.report('typha', { live: true, ready: inSync && !this.server.shuttingDown, reason: inSync ? 'shutting down' : `datastore ${this.#feeder.status}` });
+      this.health.report('typha', {
+        live: true,
+        ready: inSync && !this.server.shuttingDown,
+        reason: inSync ? 'shutting down' : `datastore ${this.#feeder.status}`,
+      });
     };
     report();
     this.cache.subscribe(report);

@@ -71,7 +71,8 @@ export class CacheFeeder {
  */
 export function serializedUpdate(u: V1Update, revision: string): SerializedUpdate {
   const key = keyToPath(u.key);
-  if (u.value === undefined) return { key, value: Buffer.alloc(0), revision, v3ResourceVersion: '', ttlNanos: 0, updateType: 3 };
+  if (u.value === undefined)
+    return { key, value: Buffer.alloc(0), revision, v3ResourceVersion: '', ttlNanos: 0, updateType: 3 };
   let v3ResourceVersion = '';
   let value = u.value;
   if (u.key.type === 'Resource') {
@@ -79,5 +80,12 @@ export function serializedUpdate(u: V1Update, revision: string): SerializedUpdat
     v3ResourceVersion = r.metadata.resourceVersion ?? '';
     if (v3ResourceVersion) value = { ...r, metadata: { ...r.metadata, resourceVersion: undefined } } as typeof value;
   }
-  return { key, value: Buffer.from(serializeValue(u.key, value as never)), revision, v3ResourceVersion, ttlNanos: 0, updateType: 1 };
+  return {
+    key,
+    value: Buffer.from(serializeValue(u.key, value as never)),
+    revision,
+    v3ResourceVersion,
+    ttlNanos: 0,
+    updateType: 1,
+  };
 }

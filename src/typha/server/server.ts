@@ -83,7 +83,9 @@ export class TyphaServer {
         })
       : net.createServer();
     server.on(o.tls ? 'secureConnection' : 'connection', (s: net.Socket) => this.#accept(s));
-    server.on('tlsClientError', (e: Error) => o.log.warn({ error: e.message }, 'Typha: TLS handshake with a client failed'));
+    server.on('tlsClientError', (e: Error) =>
+      o.log.warn({ error: e.message }, 'Typha: TLS handshake with a client failed'),
+    );
     this.#server = server;
     this.#governor = setInterval(() => this.#govern(), o.dropIntervalMs * (0.9 + Math.random() * 0.2));
     this.#governor.unref();
@@ -121,7 +123,10 @@ export class TyphaServer {
     const n = this.#conns.size;
     if (!n) return;
     const interval = Math.min((this.#o.shutdownTimeoutMs * 0.95) / n, this.#o.shutdownMaxDropIntervalMs);
-    this.#o.log.info({ connections: n, dropIntervalMs: Math.round(interval) }, 'Typha shutting down: dropping connections gradually');
+    this.#o.log.info(
+      { connections: n, dropIntervalMs: Math.round(interval) },
+      'Typha shutting down: dropping connections gradually',
+    );
     while (this.#conns.size) {
       await new Promise((r) => setTimeout(r, interval * (0.95 + Math.random() * 0.1)));
       this.dropRandomConnection('graceful shutdown in progress');
@@ -143,7 +148,11 @@ export class TyphaServer {
       return;
     }
     if (o.tls) {
-      const problem = clientCertProblem((socket as tls.TLSSocket).getPeerCertificate(), o.tls.clientCN, o.tls.clientURISAN);
+      const problem = clientCertProblem(
+        (socket as tls.TLSSocket).getPeerCertificate(),
+        o.tls.clientCN,
+        o.tls.clientURISAN,
+      );
       if (problem) {
         o.log.warn({ remote: socket.remoteAddress }, `Typha: refusing a client: ${problem}`);
         socket.destroy();

@@ -50,7 +50,11 @@ async function compressedSnapshot(messages: readonly Buffer[]): Promise<Buffer> 
   const block = Buffer.allocUnsafe(BLOCK);
   let fill = 0;
   let sinceYield = 0;
-  const end = encodeShared({ type: 'DecoderRestart', message: 'End of compressed snapshot.', compressionAlgorithm: 'snappy' });
+  const end = encodeShared({
+    type: 'DecoderRestart',
+    message: 'End of compressed snapshot.',
+    compressionAlgorithm: 'snappy',
+  });
   for (const part of [SERVER_PREAMBLE, ...messages, end]) {
     for (let at = 0; at < part.length; ) {
       const n = part.copy(block, fill, at, Math.min(part.length, at + BLOCK - fill));
@@ -128,7 +132,8 @@ export class SnapshotCache {
         changed.push({ ...u, updateType: old ? 2 : 1 });
       }
     }
-    for (let i = 0; i < changed.length; i += this.#maxBatch) this.#append(changed.slice(i, i + this.#maxBatch), this.#current.status);
+    for (let i = 0; i < changed.length; i += this.#maxBatch)
+      this.#append(changed.slice(i, i + this.#maxBatch), this.#current.status);
     if (changed.length) this.#notify();
   }
 

@@ -10,7 +10,19 @@ import { TABLES } from '../../render/model.js';
 import { ipSetName } from '../../render/names.js';
 import type { RenderContext } from '../../render/policy.js';
 import {
-  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySets, ipSetOf, policyFragment, poolSets, profileFragment, type RenderConfig, rpfSkipFragment, staticRuleset, workloadFragment,
+  contextOf,
+  floatingIpFragment,
+  type Fragment,
+  overlayFragment,
+  overlaySets,
+  ipSetOf,
+  policyFragment,
+  poolSets,
+  profileFragment,
+  type RenderConfig,
+  rpfSkipFragment,
+  staticRuleset,
+  workloadFragment,
 } from '../../render/ruleset.js';
 import type { Desired } from './state.js';
 import { iptablesChainLines, iptablesRuleLines } from './text.js';
@@ -72,7 +84,9 @@ export class IptablesDesiredBuilder {
       const hooks = new Map<string, string[]>();
       for (const h of rs.hooks.filter((x) => x.table === table)) {
         const lines = hooks.get(h.builtin) ?? [];
-        lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], this.family));
+        lines.push(
+          ...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], this.family),
+        );
         hooks.set(h.builtin, lines);
       }
       this.desired.hooks.set(table, hooks);
@@ -145,7 +159,9 @@ export class IptablesDesiredBuilder {
 
   /** IP sets to create or update (undefined: all) and to remove, since the last call. */
   takeSets(): { changed: IPSet[]; removed: string[] } {
-    const changed = this.#dirtySets ? [...this.#dirtySets].flatMap((n) => this.sets.get(n) ?? []) : [...this.sets.values()];
+    const changed = this.#dirtySets
+      ? [...this.#dirtySets].flatMap((n) => this.sets.get(n) ?? [])
+      : [...this.sets.values()];
     const removed = [...this.#removedSets];
     this.#dirtySets = new Set();
     this.#removedSets.clear();
@@ -205,12 +221,21 @@ export class IptablesDesiredBuilder {
     this.#replace('fip', floatingIpFragment(state.weps.values(), this.#ctx));
   }
   #heps(state: DesiredState): void {
-    this.#replace('heps', hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), this.#ctx, this.#config.InterfacePrefix));
+    this.#replace(
+      'heps',
+      hostEndpointsFragment(
+        state.heps,
+        resolveHostEndpoints(state.heps, state.hostIfaces),
+        this.#ctx,
+        this.#config.InterfacePrefix,
+      ),
+    );
   }
 
   #setChain(table: TableName, name: string, rules: Rule[] | undefined): void {
     const all = this.#rules.get(table) as Map<string, Rule[]>;
-    for (const r of all.get(name) ?? []) if (r.action.k === 'vmap') this.#mapUsers.get(key(table, r.action.map))?.delete(name);
+    for (const r of all.get(name) ?? [])
+      if (r.action.k === 'vmap') this.#mapUsers.get(key(table, r.action.map))?.delete(name);
     if (rules) {
       all.set(name, rules);
       for (const r of rules) {

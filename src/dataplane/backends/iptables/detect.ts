@@ -18,14 +18,22 @@ const save: Saver = (tool, args) => {
 
 const KUBE = /KUBE-IPTABLES-HINT|KUBE-KUBELET-CANARY/;
 
-export function detectIptablesBackend(setting: 'nft' | 'legacy' | 'auto', opts: { saver?: Saver; legacyLoaded?: boolean } = {}): IptablesFlavour {
+export function detectIptablesBackend(
+  setting: 'nft' | 'legacy' | 'auto',
+  opts: { saver?: Saver; legacyLoaded?: boolean } = {},
+): IptablesFlavour {
   if (setting !== 'auto') return setting;
   const run = opts.saver ?? save;
-  const legacyLoaded = opts.legacyLoaded ?? (existsSync('/proc/net/ip_tables_names') || existsSync('/proc/net/ip6_tables_names'));
-  const mangle = (flavour: IptablesFlavour) => ['ip6tables', 'iptables'].map((t) => run(`${t}-${flavour}-save`, ['-t', 'mangle']) ?? '').join('\n');
+  const legacyLoaded =
+    opts.legacyLoaded ?? (existsSync('/proc/net/ip_tables_names') || existsSync('/proc/net/ip6_tables_names'));
+  const mangle = (flavour: IptablesFlavour) =>
+    ['ip6tables', 'iptables'].map((t) => run(`${t}-${flavour}-save`, ['-t', 'mangle']) ?? '').join('\n');
   if (KUBE.test(mangle('nft'))) return 'nft';
   if (!legacyLoaded) return 'nft';
   if (KUBE.test(mangle('legacy'))) return 'legacy';
-  const rules = (flavour: IptablesFlavour) => ['ip6tables', 'iptables'].map((t) => (run(`${t}-${flavour}-save`, []) ?? '').split('\n').filter((l) => l.startsWith('-A ')).length).reduce((a, b) => a + b, 0);
+  const rules = (flavour: IptablesFlavour) =>
+    ['ip6tables', 'iptables']
+      .map((t) => (run(`${t}-${flavour}-save`, []) ?? '').split('\n').filter((l) => l.startsWith('-A ')).length)
+      .reduce((a, b) => a + b, 0);
   return rules('legacy') >= rules('nft') ? 'legacy' : 'nft';
 }

@@ -30,7 +30,10 @@ export function dispatchChains(name: string, rules: Rule[], maps: Map<string, Ve
     bins.set(prefix, [...(bins.get(prefix) ?? []), n]);
   }
   const endRules = rules.slice(at + 1);
-  const direct = (n: string): Rule => ({ match: [...lookup.match, { k: 'iface', dir: iface, name: n }], action: entries.get(n) });
+  const direct = (n: string): Rule => ({
+    match: [...lookup.match, { k: 'iface', dir: iface, name: n }],
+    action: entries.get(n),
+  });
   const root: Rule[] = rules.slice(0, at);
   const children: Chain[] = [];
   for (const [prefix, members] of bins) {
@@ -39,7 +42,10 @@ export function dispatchChains(name: string, rules: Rule[], maps: Map<string, Ve
       continue;
     }
     const child = `${name}-${prefix.slice(common.length)}`;
-    root.push({ match: [...lookup.match, { k: 'iface', dir: iface, name: `${prefix}+` }], action: { k: 'goto', chain: child } });
+    root.push({
+      match: [...lookup.match, { k: 'iface', dir: iface, name: `${prefix}+` }],
+      action: { k: 'goto', chain: child },
+    });
     children.push({ name: child, rules: [...members.map(direct), ...endRules] });
   }
   // Any further map in the same chain (palisade renders one per chain) stays flat.

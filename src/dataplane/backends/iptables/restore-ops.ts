@@ -6,7 +6,17 @@ import type { Family } from '../../render/model.js';
 import { type AddrArg, parseRuleArgs, type RuleArgs, splitWords, UnsupportedRule } from './rule-args.js';
 
 const OP = { table: 1, declare: 2, append: 3, insert: 4, delete: 5, flush: 6, destroy: 7 } as const;
-const MATCH = { comment: 1, set: 2, multiport: 3, icmp: 4, mark: 5, conntrack: 6, addrtype: 7, rpfilter: 8, limit: 9 } as const;
+const MATCH = {
+  comment: 1,
+  set: 2,
+  multiport: 3,
+  icmp: 4,
+  mark: 5,
+  conntrack: 6,
+  addrtype: 7,
+  rpfilter: 8,
+  limit: 9,
+} as const;
 const TARGET = { standard: 1, mark: 2, log: 3, reject: 4, notrack: 5, masquerade: 6, snat: 7, dnat: 8 } as const;
 const CHAIN = /^[^\s!-]\S{0,27}$/;
 
@@ -153,7 +163,10 @@ const chainOf = (name: string | undefined): string => {
   return name;
 };
 
-/** Parses a restore script of one family into the native op stream; UnsupportedRule if it holds anything the native side does not build. */
+/**
+ * Parses a restore script of one family into the native op stream; UnsupportedRule if it holds anything the native side
+ * does not build.
+ */
 export function restoreOps(script: string, family: Family): NativeTx {
   const w = new Writer();
   const lines: string[] = [];

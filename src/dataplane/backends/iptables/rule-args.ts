@@ -48,14 +48,45 @@ export interface RuleArgs {
   target: TargetArg;
 }
 
-const PROTOS: Record<string, number> = { tcp: 6, udp: 17, icmp: 1, 'ipv6-icmp': 58, icmpv6: 58, sctp: 132, udplite: 136, all: 0 };
+const PROTOS: Record<string, number> = {
+  tcp: 6,
+  udp: 17,
+  icmp: 1,
+  'ipv6-icmp': 58,
+  icmpv6: 58,
+  sctp: 132,
+  udplite: 136,
+  all: 0,
+};
 export const CT_STATES = ['INVALID', 'ESTABLISHED', 'RELATED', 'NEW', 'UNTRACKED', 'SNAT', 'DNAT'];
-export const ADDR_TYPES = ['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE'];
+export const ADDR_TYPES = [
+  'UNSPEC',
+  'UNICAST',
+  'LOCAL',
+  'BROADCAST',
+  'ANYCAST',
+  'MULTICAST',
+  'BLACKHOLE',
+  'UNREACHABLE',
+  'PROHIBIT',
+  'THROW',
+  'NAT',
+  'XRESOLVE',
+];
 export const RPF = { loose: 1, validmark: 2, 'accept-local': 4, invert: 8 } as const;
 const RATE_UNITS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86400 };
 const XT_LIMIT_SCALE = 10000;
 // The rule's own long options: they end an extension's options.
-const RULE_OPTIONS = new Set(['--protocol', '--source', '--destination', '--in-interface', '--out-interface', '--match', '--jump', '--goto']);
+const RULE_OPTIONS = new Set([
+  '--protocol',
+  '--source',
+  '--destination',
+  '--in-interface',
+  '--out-interface',
+  '--match',
+  '--jump',
+  '--goto',
+]);
 const STANDARD = /^[^\s!-]\S{0,27}$/;
 
 /** Splits an iptables-restore line into words as iptables-restore does ("..." with \" inside). */
@@ -95,7 +126,8 @@ export function splitWords(line: string): string[] {
 }
 
 const u32 = (text: string, what: string): number => {
-  if (!/^(0x[0-9a-f]{1,8}|\d{1,10})$/i.test(text) || Number(text) > 0xffffffff) throw new UnsupportedRule(`bad ${what} "${text}"`);
+  if (!/^(0x[0-9a-f]{1,8}|\d{1,10})$/i.test(text) || Number(text) > 0xffffffff)
+    throw new UnsupportedRule(`bad ${what} "${text}"`);
   return Number(text);
 };
 
@@ -120,15 +152,19 @@ function ports(text: string): Array<[number, number]> {
     const [a, b = a] = p.split(':');
     const first = Number(a);
     const last = Number(b);
-    if (!/^\d+$/.test(a ?? '') || !/^\d+$/.test(b ?? '') || first > 65535 || last > 65535 || first > last) throw new UnsupportedRule(`bad port "${p}"`);
+    if (!/^\d+$/.test(a ?? '') || !/^\d+$/.test(b ?? '') || first > 65535 || last > 65535 || first > last)
+      throw new UnsupportedRule(`bad port "${p}"`);
     return [first, last];
   });
 }
 
 function icmpType(text: string): { type: number; codeMin: number; codeMax: number } {
   const m = /^(\d{1,3})(?:\/(\d{1,3}))?$/.exec(text);
-  if (!m || Number(m[1]) > 255 || Number(m[2] ?? 0) > 255) throw new UnsupportedRule(`ICMP type "${text}" (numbers only)`);
-  return m[2] === undefined ? { type: Number(m[1]), codeMin: 0, codeMax: 255 } : { type: Number(m[1]), codeMin: Number(m[2]), codeMax: Number(m[2]) };
+  if (!m || Number(m[1]) > 255 || Number(m[2] ?? 0) > 255)
+    throw new UnsupportedRule(`ICMP type "${text}" (numbers only)`);
+  return m[2] === undefined
+    ? { type: Number(m[1]), codeMin: 0, codeMax: 255 }
+    : { type: Number(m[1]), codeMin: Number(m[2]), codeMax: Number(m[2]) };
 }
 
 /** Reads the words of one extension's options, with `!` before any of them. */
@@ -176,7 +212,8 @@ function options(ext: string, w: Words): Opt[] {
 
 function one(ext: string, opts: Opt[], key: string): Opt {
   const o = opts[0];
-  if (!o || o.name !== key || opts.length !== 1) throw new UnsupportedRule(`-m ${ext} ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
+  if (!o || o.name !== key || opts.length !== 1)
+    throw new UnsupportedRule(`-m ${ext} ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
   return o;
 }
 
@@ -189,13 +226,19 @@ function match(name: string, w: Words, family: Family): MatchArg {
       const o = one(name, opts, 'match-set');
       const [set = '', dirs = ''] = o.value.split(' ');
       const d = dirs.split(',');
-      if (!d.every((x) => x === 'src' || x === 'dst') || d.length > 6) throw new UnsupportedRule(`bad set directions "${dirs}"`);
+      if (!d.every((x) => x === 'src' || x === 'dst') || d.length > 6)
+        throw new UnsupportedRule(`bad set directions "${dirs}"`);
       return { k: 'set', inv: o.inv, name: set, dirs: d as Array<'src' | 'dst'> };
     }
     case 'multiport': {
       const o = opts[0];
-      const dir = o && ({ 'source-ports': 'src', sports: 'src', 'destination-ports': 'dst', dports: 'dst' } as const)[o.name as 'sports'];
-      if (!o || !dir || opts.length !== 1) throw new UnsupportedRule(`-m multiport ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
+      const dir =
+        o &&
+        ({ 'source-ports': 'src', sports: 'src', 'destination-ports': 'dst', dports: 'dst' } as const)[
+          o.name as 'sports'
+        ];
+      if (!o || !dir || opts.length !== 1)
+        throw new UnsupportedRule(`-m multiport ${opts.map((x) => `--${x.name}`).join(' ')} is not built natively`);
       return { k: 'multiport', inv: o.inv, dir, ranges: ports(o.value) };
     }
     case 'icmp':
@@ -223,7 +266,10 @@ function match(name: string, w: Words, family: Family): MatchArg {
       const o = opts[0];
       const dir = o?.name === 'src-type' ? 'src' : o?.name === 'dst-type' ? 'dst' : undefined;
       const type = ADDR_TYPES.indexOf(o?.value ?? '');
-      if (!o || !dir || type < 0 || opts.length !== 1) throw new UnsupportedRule(`-m addrtype ${opts.map((x) => `--${x.name} ${x.value ?? ''}`).join(' ')} is not built natively`);
+      if (!o || !dir || type < 0 || opts.length !== 1)
+        throw new UnsupportedRule(
+          `-m addrtype ${opts.map((x) => `--${x.name} ${x.value ?? ''}`).join(' ')} is not built natively`,
+        );
       return { k: 'addrtype', inv: o.inv, dir, type };
     }
     case 'rpfilter': {
@@ -258,11 +304,13 @@ function target(name: string, w: Words, family: Family): TargetArg {
     opts.set(o.name, FLAGS.has(o.name) ? '' : w.next(o.name));
   }
   const only = (...allowed: string[]) => {
-    for (const k of opts.keys()) if (!allowed.includes(k)) throw new UnsupportedRule(`-j ${name} --${k} is not built natively`);
+    for (const k of opts.keys())
+      if (!allowed.includes(k)) throw new UnsupportedRule(`-j ${name} --${k} is not built natively`);
   };
   const ip = (text: string | undefined) => {
     const a = text && parseIp(text);
-    if (!a || a.version !== family) throw new UnsupportedRule(`-j ${name} needs one IPv${family} address (not "${text}")`);
+    if (!a || a.version !== family)
+      throw new UnsupportedRule(`-j ${name} needs one IPv${family} address (not "${text}")`);
     return addressBytes(a.address);
   };
   switch (name) {
@@ -275,7 +323,8 @@ function target(name: string, w: Words, family: Family): TargetArg {
       only('log-prefix', 'log-level');
       const level = Number(opts.get('log-level') ?? 4);
       const prefix = opts.get('log-prefix') ?? '';
-      if (!Number.isInteger(level) || level < 0 || level > 7 || Buffer.byteLength(prefix) > 29) throw new UnsupportedRule('LOG takes a level 0-7 and a prefix of at most 29 bytes');
+      if (!Number.isInteger(level) || level < 0 || level > 7 || Buffer.byteLength(prefix) > 29)
+        throw new UnsupportedRule('LOG takes a level 0-7 and a prefix of at most 29 bytes');
       return { k: 'log', level, prefix };
     }
     case 'REJECT':

@@ -15,12 +15,22 @@ import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
 import { type ChainScope, IptablesDesiredBuilder } from './desired-builder.js';
-import { ExecRestore, type IptablesFlavour, LibiptcRestore, NetlinkRestore, type RestoreTransport } from './transport.js';
+import {
+  ExecRestore,
+  type IptablesFlavour,
+  LibiptcRestore,
+  NetlinkRestore,
+  type RestoreTransport,
+} from './transport.js';
 import { commitTo, type Desired, type IptablesState, parseSave, restoreScript } from './state.js';
 
 /** The configured transport: native (libiptc or netlink) unless IptablesTransport is exec. */
 export function transportFor(config: Config, flavour: IptablesFlavour, log: Logger): RestoreTransport {
-  const lock = { lockPath: config.IptablesLockFilePath, lockTimeoutMs: Math.round(config.IptablesLockTimeoutSecs * 1000), lockIntervalMs: Math.max(1, Math.round(config.IptablesLockProbeIntervalMillis)) };
+  const lock = {
+    lockPath: config.IptablesLockFilePath,
+    lockTimeoutMs: Math.round(config.IptablesLockTimeoutSecs * 1000),
+    lockIntervalMs: Math.max(1, Math.round(config.IptablesLockProbeIntervalMillis)),
+  };
   if (config.IptablesTransport === 'exec') return new ExecRestore(flavour, lock);
   return flavour === 'legacy' ? new LibiptcRestore(lock, log) : new NetlinkRestore(lock, log);
 }
@@ -39,14 +49,27 @@ export class IptablesRulesBackend implements RulesBackend {
 
   readonly #transport: RestoreTransport;
 
-  constructor(config: Config, families: readonly Family[], opts: { flavour: IptablesFlavour; log: Logger; ipsets?: IpsetDataplane; transport?: RestoreTransport }) {
+  constructor(
+    config: Config,
+    families: readonly Family[],
+    opts: { flavour: IptablesFlavour; log: Logger; ipsets?: IpsetDataplane; transport?: RestoreTransport },
+  ) {
     this.name = `iptables-${opts.flavour}`;
     this.#transport = opts.transport ?? transportFor(config, opts.flavour, opts.log);
     this.families = families;
     this.#config = config;
     this.#flavour = opts.flavour;
     this.#log = opts.log;
-    this.#ipsets = new Map(families.map((f) => [f, new IPSets(f, { maxSize: config.MaxIpsetSize, log: opts.log, ...(opts.ipsets ? { dataplane: opts.ipsets } : {}) })]));
+    this.#ipsets = new Map(
+      families.map((f) => [
+        f,
+        new IPSets(f, {
+          maxSize: config.MaxIpsetSize,
+          log: opts.log,
+          ...(opts.ipsets ? { dataplane: opts.ipsets } : {}),
+        }),
+      ]),
+    );
     this.#builders = new Map(families.map((f) => [f, new IptablesDesiredBuilder(config, f)]));
   }
 
@@ -86,7 +109,12 @@ export class IptablesRulesBackend implements RulesBackend {
       await this.#updateSets(f, sets.changed, stats);
       if (!builder.rulesDirty) continue;
       const scope = builder.render();
-      const plan = restoreScript(this.#committed.get(f) ?? new Map(), builder.desired, this.#config.ChainInsertMode, scope);
+      const plan = restoreScript(
+        this.#committed.get(f) ?? new Map(),
+        builder.desired,
+        this.#config.ChainInsertMode,
+        scope,
+      );
       stats.chainsWritten += plan.chainsWritten;
       stats.rulesWritten += plan.rulesWritten;
       stats.chainsDeleted += plan.chainsDeleted;
@@ -127,7 +155,9 @@ export class IptablesRulesBackend implements RulesBackend {
   drift(): RulesDrift[] {
     return this.families.map((family) => {
       const want = this.#builders.get(family)?.desired;
-      const plan = want ? restoreScript(this.#committed.get(family) ?? new Map(), want, this.#config.ChainInsertMode) : undefined;
+      const plan = want
+        ? restoreScript(this.#committed.get(family) ?? new Map(), want, this.#config.ChainInsertMode)
+        : undefined;
       const chains = [...(plan?.script.matchAll(/^:(\S+)/gm) ?? [])].map((m) => m[1] as string);
       return { family, chains, sets: [] };
     });

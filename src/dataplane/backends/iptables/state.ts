@@ -65,7 +65,8 @@ export function desiredOf(rs: Ruleset): Desired {
   for (const table of TABLES) {
     const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
     const chains = new Map<string, string[]>();
-    for (const c of rs.tables[table].values()) for (const [name, lines] of iptablesChainLines(c.name, c.rules, rs.family, maps)) chains.set(name, lines);
+    for (const c of rs.tables[table].values())
+      for (const [name, lines] of iptablesChainLines(c.name, c.rules, rs.family, maps)) chains.set(name, lines);
     d.chains.set(table, chains);
     const hooks = new Map<string, string[]>();
     for (const h of rs.hooks.filter((x) => x.table === table)) {
@@ -78,7 +79,8 @@ export function desiredOf(rs: Ruleset): Desired {
   return d;
 }
 
-const same = (a: readonly string[] | undefined, b: readonly string[]) => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
+const same = (a: readonly string[] | undefined, b: readonly string[]) =>
+  !!a && a.length === b.length && a.every((x, i) => x === b[i]);
 
 export interface RestorePlan {
   script: string;
@@ -93,7 +95,12 @@ export interface RestorePlan {
  * rules differ deleted (by their exact spec) and inserted again, then chains no longer
  * wanted emptied and deleted. Chains and hooks that match are not in it at all.
  */
-export function restoreScript(have: IptablesState, want: Desired, insertMode: 'Insert' | 'Append', scope?: Map<TableName, Set<string>>): RestorePlan {
+export function restoreScript(
+  have: IptablesState,
+  want: Desired,
+  insertMode: 'Insert' | 'Append',
+  scope?: Map<TableName, Set<string>>,
+): RestorePlan {
   const plan: RestorePlan = { script: '', chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0 };
   const out: string[] = [];
   for (const table of TABLES) {
@@ -102,14 +109,25 @@ export function restoreScript(have: IptablesState, want: Desired, insertMode: 'I
     const hooks = want.hooks.get(table) ?? new Map<string, string[]>();
     const only = scope && (scope.get(table) ?? new Set<string>());
     const lines: string[] = [];
-    const candidates = only ? [...only].flatMap((name) => { const r = chains.get(name); return r ? [[name, r] as const] : []; }) : [...chains];
+    const candidates = only
+      ? [...only].flatMap((name) => {
+          const r = chains.get(name);
+          return r ? [[name, r] as const] : [];
+        })
+      : [...chains];
     const changed = candidates.filter(([name, rules]) => !same(h.chains.get(name), rules.map(hashOf)));
     for (const [name] of changed) lines.push(`:${name} - [0:0]`);
     // Hooks only change with a rebuild (start, resync): a scoped plan leaves them alone.
     for (const builtin of only ? [] : new Set([...h.hooks.keys(), ...hooks.keys()])) {
       const mine = hooks.get(builtin) ?? [];
       const there = h.hooks.get(builtin) ?? [];
-      if (same(there.map((r) => r.hash), mine.map(hashOf))) continue;
+      if (
+        same(
+          there.map((r) => r.hash),
+          mine.map(hashOf),
+        )
+      )
+        continue;
       for (const r of there) lines.push(`-D ${builtin} ${r.spec}`);
       mine.forEach((l, i) => lines.push(insertMode === 'Insert' ? l.replace(/^-A (\S+)/, `-I $1 ${i + 1}`) : l));
       plan.rulesWritten += mine.length;
@@ -151,7 +169,11 @@ export function stateOf(want: Desired): IptablesState {
   for (const table of TABLES) {
     const t = emptyTable();
     for (const [name, rules] of want.chains.get(table) ?? []) t.chains.set(name, rules.map(hashOf));
-    for (const [builtin, rules] of want.hooks.get(table) ?? []) t.hooks.set(builtin, rules.map((l) => ({ hash: hashOf(l), spec: l.replace(/^-A \S+ /, '') })));
+    for (const [builtin, rules] of want.hooks.get(table) ?? [])
+      t.hooks.set(
+        builtin,
+        rules.map((l) => ({ hash: hashOf(l), spec: l.replace(/^-A \S+ /, '') })),
+      );
     out.set(table, t);
   }
   return out;

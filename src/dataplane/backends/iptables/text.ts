@@ -9,7 +9,14 @@ import { MAX_IPTABLES_COMMENT, ruleComments } from '../../render/comments.js';
 import { ruleHashes } from '../../render/names.js';
 import { dispatchChains } from './dispatch.js';
 
-const PROTO_NAMES: Record<number, string> = { 1: 'icmp', 6: 'tcp', 17: 'udp', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite' };
+const PROTO_NAMES: Record<number, string> = {
+  1: 'icmp',
+  6: 'tcp',
+  17: 'udp',
+  58: 'ipv6-icmp',
+  132: 'sctp',
+  136: 'udplite',
+};
 const hex = (n: number) => `0x${(n >>> 0).toString(16)}`;
 const q = (s: string) => `"${s.replaceAll('"', '\\"')}"`;
 
@@ -19,7 +26,8 @@ function match(m: Match, family: Family): string {
     case 'proto':
       return `${not}-p ${PROTO_NAMES[m.proto] ?? m.proto}`;
     case 'net':
-      if (m.nets.length !== 1) throw new Error('iptables rendering needs one CIDR per match (render with the iptables style)');
+      if (m.nets.length !== 1)
+        throw new Error('iptables rendering needs one CIDR per match (render with the iptables style)');
       return `${not}--${m.dir === 'src' ? 'source' : 'destination'} ${m.nets[0]}`;
     case 'set':
       return `-m set ${not}--match-set ${m.set} ${m.dir}`;
@@ -78,17 +86,29 @@ function action(a: Action): string {
 
 // As Felix: the rule's comments right after the hash comment, then matches, then the action.
 const body = (r: Rule, family: Family) =>
-  [...ruleComments(r).map((c) => `-m comment --comment ${q(c.slice(0, MAX_IPTABLES_COMMENT))}`), ...r.match.map((m) => match(m, family)), action(r.action)].join(' ');
+  [
+    ...ruleComments(r).map((c) => `-m comment --comment ${q(c.slice(0, MAX_IPTABLES_COMMENT))}`),
+    ...r.match.map((m) => match(m, family)),
+    action(r.action),
+  ].join(' ');
 
 /** `-A <chain> ...` lines for one chain (no verdict maps left), with Felix's chained `cali:` hashes. */
 export function iptablesRuleLines(chain: string, rules: Rule[], family: Family): string[] {
   const bodies = rules.map((r) => body(r, family));
-  const hashes = ruleHashes(chain, bodies.map((b) => `-A ${chain} ${b}`));
+  const hashes = ruleHashes(
+    chain,
+    bodies.map((b) => `-A ${chain} ${b}`),
+  );
   return bodies.map((b, i) => `-A ${chain} -m comment --comment "cali:${hashes[i]}" ${b}`);
 }
 
 /** A chain's lines, a chain holding a verdict map becoming Felix's dispatch tree (dispatch.ts). */
-export function iptablesChainLines(chain: string, rules: Rule[], family: Family, maps: Map<string, VerdictMap>): Map<string, string[]> {
+export function iptablesChainLines(
+  chain: string,
+  rules: Rule[],
+  family: Family,
+  maps: Map<string, VerdictMap>,
+): Map<string, string[]> {
   return new Map(dispatchChains(chain, rules, maps).map((c) => [c.name, iptablesRuleLines(c.name, c.rules, family)]));
 }
 
@@ -101,10 +121,15 @@ export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'I
     const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
     out.push(`*${table}`);
     const lines = new Map<string, string[]>();
-    for (const chain of chains.values()) for (const [name, l] of iptablesChainLines(chain.name, chain.rules, rs.family, maps)) lines.set(name, l);
+    for (const chain of chains.values())
+      for (const [name, l] of iptablesChainLines(chain.name, chain.rules, rs.family, maps)) lines.set(name, l);
     for (const name of lines.keys()) out.push(`:${name} - [0:0]`);
     for (const h of hooks) {
-      const [line] = iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family) as [string];
+      const [line] = iptablesRuleLines(
+        h.builtin,
+        [{ match: [], action: { k: 'jump', chain: h.chain } }],
+        rs.family,
+      ) as [string];
       out.push(insertMode === 'Insert' ? line.replace(/^-A (\S+)/, '-I $1 1') : line);
     }
     for (const l of lines.values()) out.push(...l);
@@ -120,7 +145,10 @@ export function renderIpsets(rs: Ruleset, maxSize = 1048576): string {
   const out: string[] = [];
   const family = rs.family === 4 ? 'inet' : 'inet6';
   for (const set of rs.sets.values()) {
-    out.push(`create ${set.name} ${IPSET_TYPE[set.kind]} family ${family} maxelem ${maxSize} -exist`, `flush ${set.name}`);
+    out.push(
+      `create ${set.name} ${IPSET_TYPE[set.kind]} family ${family} maxelem ${maxSize} -exist`,
+      `flush ${set.name}`,
+    );
     for (const m of set.members) out.push(`add ${set.name} ${m}`);
   }
   return `${out.join('\n')}\n`;

@@ -44,7 +44,12 @@ export class ExecRestore implements RestoreTransport {
   async restore(family: Family, script: string): Promise<void> {
     const tool = `${family === 4 ? 'iptables' : 'ip6tables'}-${this.flavour}-restore`;
     // Felix's flags: wait for the xtables lock kube-proxy may hold, probing at an interval.
-    const wait = ['--wait', `${Math.max(1, Math.ceil(this.lock.lockTimeoutMs / 1000))}`, '--wait-interval', `${this.lock.lockIntervalMs * 1000}`];
+    const wait = [
+      '--wait',
+      `${Math.max(1, Math.ceil(this.lock.lockTimeoutMs / 1000))}`,
+      '--wait-interval',
+      `${this.lock.lockIntervalMs * 1000}`,
+    ];
     const env = this.lock.lockPath ? { XTABLES_LOCKFILE: this.lock.lockPath } : undefined;
     const r = await run(tool, ['--noflush', ...wait], script, env);
     if (r.code === 0) return;
@@ -84,18 +89,31 @@ abstract class NativeRestore implements RestoreTransport {
     if (r.unsupported) return this.#viaTool(family, script, r.unsupported);
     if (!r.failure) return;
     const { tag, errno, message } = r.failure;
-    const committed = r.committedTables ? ` (${r.committedTables} table(s) before it were committed)` : ' (nothing was committed)';
-    throw new IptablesApplyError(`iptables-${this.flavour} (${this.via}) refused ${tx.lines[tag] ?? '?'}: ${message}${committed}`, script, errno);
+    const committed = r.committedTables
+      ? ` (${r.committedTables} table(s) before it were committed)`
+      : ' (nothing was committed)';
+    throw new IptablesApplyError(
+      `iptables-${this.flavour} (${this.via}) refused ${tx.lines[tag] ?? '?'}: ${message}${committed}`,
+      script,
+      errno,
+    );
   }
 
   protected abstract readonly via: string;
-  protected abstract commit(ops: Uint8Array): Promise<{ unsupported?: string; committedTables?: number; failure?: { tag: number; errno: number; message: string } }>;
+  protected abstract commit(ops: Uint8Array): Promise<{
+    unsupported?: string;
+    committedTables?: number;
+    failure?: { tag: number; errno: number; message: string };
+  }>;
 
   #viaTool(family: Family, script: string, reason: string): Promise<void> {
     this.fallbacks++;
     if (!this.#reported.has(reason)) {
       this.#reported.add(reason);
-      this.#log.warn({ reason }, `a rule is not built natively; this apply goes through iptables-${this.flavour}-restore`);
+      this.#log.warn(
+        { reason },
+        `a rule is not built natively; this apply goes through iptables-${this.flavour}-restore`,
+      );
     }
     return this.#fallback.restore(family, script);
   }

@@ -55,13 +55,29 @@ export class NftApplyError extends Error {
   }
 }
 
-const emptyCommitted = (): CommittedFamily => ({ exists: false, chains: new Map(), sets: new Map(), bases: new Map(), full: true });
+const emptyCommitted = (): CommittedFamily => ({
+  exists: false,
+  chains: new Map(),
+  sets: new Map(),
+  bases: new Map(),
+  full: true,
+});
 /** Everything we set on a base chain: hook, priority, type and policy (we always write accept, 1). */
-const baseOf = (b: { hook?: number | undefined; prio?: number | undefined; type?: string | undefined; policy?: number | undefined }) => `${b.hook}/${b.prio}/${b.type}/${b.policy ?? 1}`;
-const sameList = (a: readonly string[] | undefined, b: readonly string[]) => !!a && a.length === b.length && a.every((x, i) => x === b[i]);
+const baseOf = (b: {
+  hook?: number | undefined;
+  prio?: number | undefined;
+  type?: string | undefined;
+  policy?: number | undefined;
+}) => `${b.hook}/${b.prio}/${b.type}/${b.policy ?? 1}`;
+const sameList = (a: readonly string[] | undefined, b: readonly string[]) =>
+  !!a && a.length === b.length && a.every((x, i) => x === b[i]);
 
 function elemFromDump(e: { key: Buffer; flags: number; verdict?: number; chain?: string }): ElemSpec {
-  return { key: e.key, flags: e.flags & 1, verdict: e.verdict === undefined ? undefined : { code: e.verdict, chain: e.chain ?? '' } };
+  return {
+    key: e.key,
+    flags: e.flags & 1,
+    verdict: e.verdict === undefined ? undefined : { code: e.verdict, chain: e.chain ?? '' },
+  };
 }
 
 export type Transport = 'native' | 'exec';
@@ -124,7 +140,9 @@ export class NftBackend {
   drift(desired: DesiredFamily): DriftReport {
     const c = this.#committed.get(desired.family) ?? emptyCommitted();
     const misdeclared = (d: DesiredChain) => !!d.base && c.bases.has(d.name) && c.bases.get(d.name) !== baseOf(d.base);
-    const chains = [...desired.chains.values()].filter((d) => !sameList(c.chains.get(d.name), d.hashes) || misdeclared(d)).map((d) => d.name);
+    const chains = [...desired.chains.values()]
+      .filter((d) => !sameList(c.chains.get(d.name), d.hashes) || misdeclared(d))
+      .map((d) => d.name);
     for (const name of c.chains.keys()) if (!desired.chains.has(name)) chains.push(name);
     const sets: string[] = [];
     for (const d of desired.sets.values()) if (!sameElems(c.sets.get(d.name), d)) sets.push(d.name);
@@ -135,7 +153,17 @@ export class NftBackend {
   /** Makes the kernel equal `desired` (each family given) in one transaction. */
   async apply(desired: DesiredFamily[]): Promise<ApplyStats> {
     const sink = this.transport === 'native' ? new NativeSink() : new NftTextSink();
-    const stats: ApplyStats = { ops: 0, messages: 0, bytes: 0, chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0, elemsAdded: 0, elemsRemoved: 0, commitMs: 0 };
+    const stats: ApplyStats = {
+      ops: 0,
+      messages: 0,
+      bytes: 0,
+      chainsWritten: 0,
+      rulesWritten: 0,
+      chainsDeleted: 0,
+      elemsAdded: 0,
+      elemsRemoved: 0,
+      commitMs: 0,
+    };
     for (const d of desired) this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats);
     if (sink.length > 0) {
       const t0 = performance.now();
@@ -154,8 +182,13 @@ export class NftBackend {
       stats.messages = r.messages;
       stats.bytes = r.bytes;
     } catch (e) {
-      const failures = failuresOf(e).map((f) => ({ object: f.tag === null ? 'the batch' : (sink.descriptions[f.tag] ?? `op ${f.tag}`), errno: f.errno }));
-      const what = failures.length ? failures.map((f) => `${f.object} (errno ${f.errno})`).join('; ') : (e as Error).message;
+      const failures = failuresOf(e).map((f) => ({
+        object: f.tag === null ? 'the batch' : (sink.descriptions[f.tag] ?? `op ${f.tag}`),
+        errno: f.errno,
+      }));
+      const what = failures.length
+        ? failures.map((f) => `${f.object} (errno ${f.errno})`).join('; ')
+        : (e as Error).message;
       throw new NftApplyError(`nftables transaction failed, nothing changed: ${what}`, failures, e);
     }
   }
@@ -169,7 +202,11 @@ export class NftBackend {
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolve() : reject(new NftApplyError(`nft -f failed (${code}), nothing changed: ${err.trim()}`, [], undefined))));
+      child.on('close', (code) =>
+        code === 0
+          ? resolve()
+          : reject(new NftApplyError(`nft -f failed (${code}), nothing changed: ${err.trim()}`, [], undefined)),
+      );
       child.stdin.end(text);
     });
   }
@@ -227,7 +264,8 @@ export class NftBackend {
       stats.elemsAdded += added.length;
       stats.elemsRemoved += removed.length;
     };
-    const wanted = <T>(names: Set<string>, m: Map<string, T>) => [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
+    const wanted = <T>(names: Set<string>, m: Map<string, T>) =>
+      [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
     const sets = wanted(setNames, d.sets);
     // Created table by table, as `palisade plan` declares them, so `nft list` (creation
     // order) reads the same either way.

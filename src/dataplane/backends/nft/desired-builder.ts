@@ -7,7 +7,19 @@ import type { Family } from '../../render/model.js';
 import { nftChainName } from './text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
-  contextOf, floatingIpFragment, type Fragment, overlayFragment, overlaySets, ipSetOf, rpfSkipFragment, policyFragment, poolSets, profileFragment, type RenderConfig, staticRuleset, workloadFragment,
+  contextOf,
+  floatingIpFragment,
+  type Fragment,
+  overlayFragment,
+  overlaySets,
+  ipSetOf,
+  rpfSkipFragment,
+  policyFragment,
+  poolSets,
+  profileFragment,
+  type RenderConfig,
+  staticRuleset,
+  workloadFragment,
 } from '../../render/ruleset.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
@@ -119,7 +131,15 @@ export class NftDesiredBuilder {
   // Host endpoints are few and resolve together (interfaces, the all-interfaces default):
   // one fragment for all of them and the host dispatch chains.
   #heps(state: DesiredState): void {
-    this.#replace('heps', hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), this.#ctx, this.#config.InterfacePrefix));
+    this.#replace(
+      'heps',
+      hostEndpointsFragment(
+        state.heps,
+        resolveHostEndpoints(state.heps, state.hostIfaces),
+        this.#ctx,
+        this.#config.InterfacePrefix,
+      ),
+    );
   }
 
   #replace(owner: string, f: Fragment | undefined): void {

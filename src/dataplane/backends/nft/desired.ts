@@ -35,11 +35,25 @@ export interface DesiredFamily {
   dirty?: { chains: Set<string>; sets: Set<string> } | undefined;
 }
 
-export const elemId = (e: ElemSpec) => `${Buffer.from(e.key).toString('hex')}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
+export const elemId = (e: ElemSpec) =>
+  `${Buffer.from(e.key).toString('hex')}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
 
-/** `hashSeed`: the chain's iptables-style name, as the text rendering hashes it, so `nft list` shows what `palisade plan` prints. */
-export function chainOf(name: string, hashSeed: string, table: TableName, rules: Rule[], family: Family, base?: DesiredChain['base']): DesiredChain {
-  const hashes = ruleHashes(hashSeed, rules.map((r) => nftHashText(r, family, table)));
+/**
+ * `hashSeed`: the chain's iptables-style name, as the text rendering hashes it, so `nft list` shows what `palisade
+ * plan` prints.
+ */
+export function chainOf(
+  name: string,
+  hashSeed: string,
+  table: TableName,
+  rules: Rule[],
+  family: Family,
+  base?: DesiredChain['base'],
+): DesiredChain {
+  const hashes = ruleHashes(
+    hashSeed,
+    rules.map((r) => nftHashText(r, family, table)),
+  );
   return base ? { name, table, rules, hashes, base } : { name, table, rules, hashes };
 }
 
@@ -49,7 +63,12 @@ export function ipSetSpec(family: Family, kind: 'net' | 'ipPort'): SetSpec {
   const name = family === 4 ? 'ipv4_addr' : 'ipv6_addr';
   return kind === 'net'
     ? { flags: SET_FLAG.interval, keyType: addr, keyLen: len, text: `type ${name}; flags interval;` }
-    : { flags: 0, keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service), keyLen: len + 8, text: `type ${name} . inet_proto . inet_service;` };
+    : {
+        flags: 0,
+        keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service),
+        keyLen: len + 8,
+        text: `type ${name} . inet_proto . inet_service;`,
+      };
 }
 
 export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: readonly string[]): Map<string, ElemSpec> {
@@ -76,12 +95,24 @@ export function desiredSetOf(family: Family, s: IPSet): DesiredSet {
   return { name, spec: ipSetSpec(family, s.kind), elems: ipSetElems(family, s.kind, s.members) };
 }
 
-export const MAP_SPEC: SetSpec = { flags: SET_FLAG.map, keyType: TYPE.ifname, keyLen: IFNAMSIZ, dataType: DATA_VERDICT, dataLen: 0, udata: STRING_KEY_UDATA, text: 'type ifname : verdict;' };
+export const MAP_SPEC: SetSpec = {
+  flags: SET_FLAG.map,
+  keyType: TYPE.ifname,
+  keyLen: IFNAMSIZ,
+  dataType: DATA_VERDICT,
+  dataLen: 0,
+  udata: STRING_KEY_UDATA,
+  text: 'type ifname : verdict;',
+};
 
 export function mapElem(iface: string, kind: 'goto' | 'jump', chain: string): ElemSpec {
-  return { key: ifnameKey(iface), flags: 0, verdict: { code: VERDICT[kind], chain }, text: `${JSON.stringify(iface)} : ${kind} ${chain}` };
+  return {
+    key: ifnameKey(iface),
+    flags: 0,
+    verdict: { code: VERDICT[kind], chain },
+    text: `${JSON.stringify(iface)} : ${kind} ${chain}`,
+  };
 }
-
 
 export function desiredOf(rs: Ruleset): DesiredFamily {
   const family = rs.family;
@@ -95,7 +126,14 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
   for (const h of rs.hooks) {
     const name = nftChainName(h.table, h.builtin);
     const spec = baseChainSpec(h.table, h.builtin);
-    chains.set(name, chainOf(name, name, h.table, [hookRule(h)], family, { hook: HOOK[h.builtin], prio: spec.priority, type: spec.type }));
+    chains.set(
+      name,
+      chainOf(name, name, h.table, [hookRule(h)], family, {
+        hook: HOOK[h.builtin],
+        prio: spec.priority,
+        type: spec.type,
+      }),
+    );
   }
   const sets = new Map<string, DesiredSet>();
   for (const s of rs.sets.values()) {

@@ -11,7 +11,30 @@ import { nftChainName } from './text.js';
 import { nftSetName } from '../../render/names.js';
 import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
 import {
-  CMP, CT_BITS, CT_STATE, FIB_F_DADDR, FIB_F_IIF, FIB_F_MARK, FIB_F_SADDR, FIB_RESULT_ADDRTYPE, FIB_RESULT_OIF, RTN_LOCAL, LOG_LEVEL_INFO, LOOKUP_INVERT, NAT_TYPE, NFPROTO, REJECT_ICMP_UNREACH, META, NAT_RANDOM_FULLY, PAYLOAD_BASE, RANGE, REG, SET_FLAG, TYPE, UDATA_RULE_COMMENT, VERDICT,
+  CMP,
+  CT_BITS,
+  CT_STATE,
+  FIB_F_DADDR,
+  FIB_F_IIF,
+  FIB_F_MARK,
+  FIB_F_SADDR,
+  FIB_RESULT_ADDRTYPE,
+  FIB_RESULT_OIF,
+  RTN_LOCAL,
+  LOG_LEVEL_INFO,
+  LOOKUP_INVERT,
+  NAT_TYPE,
+  NFPROTO,
+  REJECT_ICMP_UNREACH,
+  META,
+  NAT_RANDOM_FULLY,
+  PAYLOAD_BASE,
+  RANGE,
+  REG,
+  SET_FLAG,
+  TYPE,
+  UDATA_RULE_COMMENT,
+  VERDICT,
 } from './consts.js';
 import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys.js';
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
@@ -45,16 +68,24 @@ function expr(name: string, attrs: Record<string, Uint8Array>): Expr {
 
 const payload = (base: number, offset: number, len: number, dreg: number = REG.r1) =>
   expr('payload', { dreg: u32(dreg), base: u32(base), offset: u32(offset), len: u32(len) });
-const cmp = (data: Uint8Array, neg = false, sreg: number = REG.r1) => expr('cmp', { sreg: u32(sreg), op: u32(neg ? CMP.neq : CMP.eq), data });
+const cmp = (data: Uint8Array, neg = false, sreg: number = REG.r1) =>
+  expr('cmp', { sreg: u32(sreg), op: u32(neg ? CMP.neq : CMP.eq), data });
 const meta = (key: number, dreg: number = REG.r1) => expr('meta', { key: u32(key), dreg: u32(dreg) });
-const bitwise = (len: number, mask: Uint8Array, xor: Uint8Array) => expr('bitwise', { sreg: u32(REG.r1), dreg: u32(REG.r1), len: u32(len), mask, xor });
+const bitwise = (len: number, mask: Uint8Array, xor: Uint8Array) =>
+  expr('bitwise', { sreg: u32(REG.r1), dreg: u32(REG.r1), len: u32(len), mask, xor });
 const lookup = (set: string, id: number, neg = false, sreg: number = REG.r1) => {
   const attrs: Record<string, Uint8Array> = { sreg: u32(sreg), set: cstr(set) };
   if (id) attrs.set_id = u32(id);
   if (neg) attrs.flags = u32(LOOKUP_INVERT);
   return expr('lookup', attrs);
 };
-const verdict = (code: number, chain?: string) => expr('immediate', chain ? { dreg: u32(REG.verdict), verdict: i32(code), chain: cstr(chain) } : { dreg: u32(REG.verdict), verdict: i32(code) });
+const verdict = (code: number, chain?: string) =>
+  expr(
+    'immediate',
+    chain
+      ? { dreg: u32(REG.verdict), verdict: i32(code), chain: cstr(chain) }
+      : { dreg: u32(REG.verdict), verdict: i32(code) },
+  );
 
 export interface AnonSet {
   id: number;
@@ -75,7 +106,10 @@ export class SetIds {
   }
 }
 
-const ADDR = { 4: { src: 12, dst: 16, len: 4, type: TYPE.ipv4_addr }, 6: { src: 8, dst: 24, len: 16, type: TYPE.ipv6_addr } } as const;
+const ADDR = {
+  4: { src: 12, dst: 16, len: 4, type: TYPE.ipv4_addr },
+  6: { src: 8, dst: 24, len: 16, type: TYPE.ipv6_addr },
+} as const;
 
 function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): void {
   const e = out.exprs;
@@ -97,7 +131,11 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
         return;
       }
       const id = ids.next();
-      out.anonSets.push({ id, spec: { flags: SET_FLAG.anonymous | SET_FLAG.constant | SET_FLAG.interval, keyType: ad.type, keyLen: ad.len }, elems: m.nets.flatMap((n) => cidrElems(n, family)) });
+      out.anonSets.push({
+        id,
+        spec: { flags: SET_FLAG.anonymous | SET_FLAG.constant | SET_FLAG.interval, keyType: ad.type, keyLen: ad.len },
+        elems: m.nets.flatMap((n) => cidrElems(n, family)),
+      });
       e.push(lookup('__set%d', id, neg));
       return;
     }
@@ -110,7 +148,10 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
       const ad = ADDR[family];
       const protoReg = REG.r32_00 + ad.len / 4;
       e.push(payload(PAYLOAD_BASE.network, ad[m.dir], ad.len, REG.r32_00), meta(META.l4proto, protoReg));
-      e.push(payload(PAYLOAD_BASE.transport, m.dir === 'src' ? 0 : 2, 2, protoReg + 1), lookup(nftSetName(m.set), 0, neg, REG.r32_00));
+      e.push(
+        payload(PAYLOAD_BASE.transport, m.dir === 'src' ? 0 : 2, 2, protoReg + 1),
+        lookup(nftSetName(m.set), 0, neg, REG.r32_00),
+      );
       return;
     }
     case 'ports': {
@@ -118,11 +159,27 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
       if (m.ranges.length === 1) {
         const r = m.ranges[0] as { first: number; last: number };
         if (r.first === r.last) e.push(cmp(portKey(r.first), neg));
-        else e.push(expr('range', { sreg: u32(REG.r1), op: u32(neg ? RANGE.neq : RANGE.eq), from: portKey(r.first), to: portKey(r.last) }));
+        else
+          e.push(
+            expr('range', {
+              sreg: u32(REG.r1),
+              op: u32(neg ? RANGE.neq : RANGE.eq),
+              from: portKey(r.first),
+              to: portKey(r.last),
+            }),
+          );
         return;
       }
       const id = ids.next();
-      out.anonSets.push({ id, spec: { flags: SET_FLAG.anonymous | SET_FLAG.constant | SET_FLAG.interval, keyType: TYPE.inet_service, keyLen: 2 }, elems: m.ranges.flatMap((r) => portRangeElems(r.first, r.last)) });
+      out.anonSets.push({
+        id,
+        spec: {
+          flags: SET_FLAG.anonymous | SET_FLAG.constant | SET_FLAG.interval,
+          keyType: TYPE.inet_service,
+          keyLen: 2,
+        },
+        elems: m.ranges.flatMap((r) => portRangeElems(r.first, r.last)),
+      });
       e.push(lookup('__set%d', id, neg));
       return;
     }
@@ -130,7 +187,13 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
       // type (and code) are the first bytes of the ICMP header; "not (type and code)" is one 2-byte compare.
       if (m.code === undefined) e.push(payload(PAYLOAD_BASE.transport, 0, 1), cmp(Uint8Array.of(m.type), neg));
       else if (neg) e.push(payload(PAYLOAD_BASE.transport, 0, 2), cmp(Uint8Array.of(m.type, m.code), true));
-      else e.push(payload(PAYLOAD_BASE.transport, 0, 1), cmp(Uint8Array.of(m.type)), payload(PAYLOAD_BASE.transport, 1, 1), cmp(Uint8Array.of(m.code)));
+      else
+        e.push(
+          payload(PAYLOAD_BASE.transport, 0, 1),
+          cmp(Uint8Array.of(m.type)),
+          payload(PAYLOAD_BASE.transport, 1, 1),
+          cmp(Uint8Array.of(m.code)),
+        );
       return;
     case 'mark':
       e.push(meta(META.mark), bitwise(4, u32(m.mask), u32(0)), cmp(u32(m.value & m.mask), neg));
@@ -148,11 +211,25 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
     }
     case 'addrType':
       // fib daddr|saddr type [!=] local: the address type (RTN_*) into a register, compared.
-      e.push(expr('fib', { dreg: u32(REG.r1), result: u32(FIB_RESULT_ADDRTYPE), flags: u32(m.dir === 'src' ? FIB_F_SADDR : FIB_F_DADDR) }), cmp(u32(RTN_LOCAL), neg));
+      e.push(
+        expr('fib', {
+          dreg: u32(REG.r1),
+          result: u32(FIB_RESULT_ADDRTYPE),
+          flags: u32(m.dir === 'src' ? FIB_F_SADDR : FIB_F_DADDR),
+        }),
+        cmp(u32(RTN_LOCAL), neg),
+      );
       return;
     case 'rpfFailed':
       // fib saddr . mark . iif oif 0: the route back to the source does not leave by the input interface.
-      e.push(expr('fib', { dreg: u32(REG.r1), result: u32(FIB_RESULT_OIF), flags: u32(FIB_F_SADDR | FIB_F_MARK | FIB_F_IIF) }), cmp(u32(0)));
+      e.push(
+        expr('fib', {
+          dreg: u32(REG.r1),
+          result: u32(FIB_RESULT_OIF),
+          flags: u32(FIB_F_SADDR | FIB_F_MARK | FIB_F_IIF),
+        }),
+        cmp(u32(0)),
+      );
       return;
   }
 }
@@ -178,14 +255,26 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
       e.push(verdict(VERDICT[act.k], nftChainName(table, act.chain)));
       return;
     case 'setMark':
-      e.push(meta(META.mark), bitwise(4, u32(~act.mask), u32(act.mark & act.mask)), expr('meta', { key: u32(META.mark), sreg: u32(REG.r1) }));
+      e.push(
+        meta(META.mark),
+        bitwise(4, u32(~act.mask), u32(act.mark & act.mask)),
+        expr('meta', { key: u32(META.mark), sreg: u32(REG.r1) }),
+      );
       if (act.then) lowerAction(act.then, table, family, out);
       return;
     case 'log':
       if (act.limit) {
         const [n, per] = act.limit.rate.split('/') as [string, string];
         // nft's default burst for a packet limit is 5, as `limit rate N/unit` parses.
-        e.push(expr('limit', { rate: u64(Number(n)), unit: u64(LIMIT_UNIT_SECONDS[per] ?? 1), burst: u32(act.limit.burst || 5), type: u32(0), flags: u32(0) }));
+        e.push(
+          expr('limit', {
+            rate: u64(Number(n)),
+            unit: u64(LIMIT_UNIT_SECONDS[per] ?? 1),
+            burst: u32(act.limit.burst || 5),
+            type: u32(0),
+            flags: u32(0),
+          }),
+        );
       }
       e.push(expr('log', { prefix: cstr(act.prefix), level: u32(LOG_LEVEL_INFO) }));
       return;
@@ -198,13 +287,20 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
     case 'snat':
     case 'dnat': {
       // As nft compiles `snat to A`: the address into a register, then nat reading it.
-      const nat: Record<string, Uint8Array> = { type: u32(act.k === 'snat' ? NAT_TYPE.snat : NAT_TYPE.dnat), family: u32(NFPROTO[family]), reg_addr_min: u32(REG.r1) };
+      const nat: Record<string, Uint8Array> = {
+        type: u32(act.k === 'snat' ? NAT_TYPE.snat : NAT_TYPE.dnat),
+        family: u32(NFPROTO[family]),
+        reg_addr_min: u32(REG.r1),
+      };
       if (act.k === 'snat') nat.flags = u32(NAT_RANDOM_FULLY);
       e.push(expr('immediate', { dreg: u32(REG.r1), data: addressBytes(act.to) }), expr('nat', nat));
       return;
     }
     case 'vmap':
-      e.push(meta(act.iface === 'in' ? META.iifname : META.oifname), expr('lookup', { sreg: u32(REG.r1), dreg: u32(REG.verdict), set: cstr(nftChainName(table, act.map)) }));
+      e.push(
+        meta(act.iface === 'in' ? META.iifname : META.oifname),
+        expr('lookup', { sreg: u32(REG.r1), dreg: u32(REG.verdict), set: cstr(nftChainName(table, act.map)) }),
+      );
       return;
   }
 }
@@ -227,7 +323,11 @@ export function commentOf(udata: Buffer): string | undefined {
   for (let i = 0; i + 2 <= udata.length; ) {
     const type = udata[i] as number;
     const len = udata[i + 1] as number;
-    if (type === UDATA_RULE_COMMENT) return udata.subarray(i + 2, i + 2 + len).toString('utf8').replace(/\0$/, '');
+    if (type === UDATA_RULE_COMMENT)
+      return udata
+        .subarray(i + 2, i + 2 + len)
+        .toString('utf8')
+        .replace(/\0$/, '');
     i += 2 + len;
   }
   return undefined;

@@ -4,8 +4,18 @@ import type { Family } from '../../render/model.js';
 import { NFPROTO } from './consts.js';
 
 export const OP = {
-  tableAdd: 1, tableDel: 2, chainAdd: 3, chainFlush: 4, chainDel: 5, setAdd: 6, setDel: 7, setFlush: 8,
-  elemAdd: 9, elemDel: 10, ruleAdd: 11, ruleDel: 12,
+  tableAdd: 1,
+  tableDel: 2,
+  chainAdd: 3,
+  chainFlush: 4,
+  chainDel: 5,
+  setAdd: 6,
+  setDel: 7,
+  setFlush: 8,
+  elemAdd: 9,
+  elemDel: 10,
+  ruleAdd: 11,
+  ruleDel: 12,
 } as const;
 
 export interface Expr {
@@ -144,7 +154,11 @@ export class OpWriter {
     this.#str(set);
   }
   elems(add: boolean, f: Family, table: string, set: string, setId: number, elems: readonly ElemSpec[]) {
-    this.#head(add ? OP.elemAdd : OP.elemDel, f, `${add ? 'add' : 'delete'} ${elems.length} elements ${add ? 'to' : 'from'} ${set}`);
+    this.#head(
+      add ? OP.elemAdd : OP.elemDel,
+      f,
+      `${add ? 'add' : 'delete'} ${elems.length} elements ${add ? 'to' : 'from'} ${set}`,
+    );
     this.#str(table);
     this.#str(set);
     this.#u32(setId);

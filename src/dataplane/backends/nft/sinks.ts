@@ -36,7 +36,14 @@ export class NativeSink extends OpWriter implements PlanSink {
       this.setAdd(f, table, '__set%d', s.id, s.spec);
       this.elems(true, f, table, '__set%d', s.id, s.elems);
     }
-    this.ruleAdd(f, table, chain.name, commentUdata(nftComment(chain.hashes[index] as string, r)), lowered.exprs, r.comment ?? `#${index + 1}`);
+    this.ruleAdd(
+      f,
+      table,
+      chain.name,
+      commentUdata(nftComment(chain.hashes[index] as string, r)),
+      lowered.exprs,
+      r.comment ?? `#${index + 1}`,
+    );
   }
 }
 
@@ -60,7 +67,9 @@ export class NftTextSink implements PlanSink {
     this.lines.push(`add table ${nftFamily(f)} ${t}`);
   }
   chainAdd(f: Family, t: string, chain: string, base?: { hook: number; prio: number; type: string }) {
-    const spec = base ? ` { type ${base.type} hook ${HOOK_NAMES[base.hook]} priority ${base.prio}; policy accept; }` : '';
+    const spec = base
+      ? ` { type ${base.type} hook ${HOOK_NAMES[base.hook]} priority ${base.prio}; policy accept; }`
+      : '';
     this.lines.push(`add chain ${nftFamily(f)} ${t} ${chain}${spec}`);
   }
   chainFlush(f: Family, t: string, chain: string) {
@@ -70,7 +79,9 @@ export class NftTextSink implements PlanSink {
     this.lines.push(`delete chain ${nftFamily(f)} ${t} ${chain}`);
   }
   setAdd(f: Family, t: string, set: string, _id: number, spec: SetSpec) {
-    this.lines.push(`add ${spec.text?.includes(' : ') ? 'map' : 'set'} ${nftFamily(f)} ${t} ${set} { ${spec.text ?? ''} }`);
+    this.lines.push(
+      `add ${spec.text?.includes(' : ') ? 'map' : 'set'} ${nftFamily(f)} ${t} ${set} { ${spec.text ?? ''} }`,
+    );
   }
   setDel(f: Family, t: string, set: string) {
     this.lines.push(`delete set ${nftFamily(f)} ${t} ${set}`);
@@ -79,10 +90,15 @@ export class NftTextSink implements PlanSink {
     const texts = elems.filter((e) => e.text !== undefined).map((e) => e.text as string);
     if (!texts.length) return;
     // Keep commands to a sane length, as nft's own scripts do.
-    for (let i = 0; i < texts.length; i += 1000) this.lines.push(`${add ? 'add' : 'delete'} element ${nftFamily(f)} ${t} ${set} { ${texts.slice(i, i + 1000).join(', ')} }`);
+    for (let i = 0; i < texts.length; i += 1000)
+      this.lines.push(
+        `${add ? 'add' : 'delete'} element ${nftFamily(f)} ${t} ${set} { ${texts.slice(i, i + 1000).join(', ')} }`,
+      );
   }
   rule(f: Family, t: string, chain: DesiredChain, index: number) {
     const r = chain.rules[index];
-    if (r) this.lines.push(`add rule ${nftFamily(f)} ${t} ${chain.name} ${nftRuleBody(r, f, chain.table)} comment ${JSON.stringify(nftComment(chain.hashes[index] as string, r))}`);
+    if (!r) return;
+    const comment = JSON.stringify(nftComment(chain.hashes[index] as string, r));
+    this.lines.push(`add rule ${nftFamily(f)} ${t} ${chain.name} ${nftRuleBody(r, f, chain.table)} comment ${comment}`);
   }
 }

@@ -9,7 +9,6 @@ import { commentHashText, nftComment } from '../../render/comments.js';
 import { hookRule, TABLES } from '../../render/model.js';
 import { nftSetName, ruleHashes } from '../../render/names.js';
 
-
 export const nftFamily = (f: Family) => (f === 4 ? 'ip' : 'ip6');
 export const nftChainName = (table: TableName, chain: string) => `${table}-${chain}`;
 const hex = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
@@ -34,7 +33,9 @@ function match(m: Match, family: Family): string {
     case 'icmp': {
       const icmp = family === 4 ? 'icmp' : 'icmpv6';
       if (m.code === undefined) return `${icmp} type ${op}${m.type}`;
-      return m.neg ? `${icmp} type . ${icmp} code != { ${m.type} . ${m.code} }` : `${icmp} type ${m.type} ${icmp} code ${m.code}`;
+      return m.neg
+        ? `${icmp} type . ${icmp} code != { ${m.type} . ${m.code} }`
+        : `${icmp} type ${m.type} ${icmp} code ${m.code}`;
     }
     case 'mark':
       return `meta mark & ${hex(m.mask)} ${m.neg ? '!=' : '=='} ${hex(m.value)}`;
@@ -87,7 +88,10 @@ export function nftHashText(r: Rule, family: Family, table: TableName): string {
 }
 
 export function nftRuleTexts(chain: string, rules: Rule[], family: Family, table: TableName): string[] {
-  const hashes = ruleHashes(chain, rules.map((r) => nftHashText(r, family, table)));
+  const hashes = ruleHashes(
+    chain,
+    rules.map((r) => nftHashText(r, family, table)),
+  );
   return rules.map((r, i) => `${nftRuleBody(r, family, table)} comment ${q(nftComment(hashes[i] as string, r))}`);
 }
 
@@ -112,15 +116,20 @@ export function renderNft(rs: Ruleset): string {
   const fam = nftFamily(rs.family);
   const out: string[] = [`add table ${fam} calico`, `delete table ${fam} calico`, `table ${fam} calico {`];
   // Chains first (empty), so sets, maps and jumps may refer to any of them.
-  for (const table of TABLES) for (const name of rs.tables[table].keys()) out.push(`\tchain ${nftChainName(table, name)} {}`);
+  for (const table of TABLES)
+    for (const name of rs.tables[table].keys()) out.push(`\tchain ${nftChainName(table, name)} {}`);
   for (const set of rs.sets.values()) {
     const flags = set.kind === 'net' ? '; flags interval' : '';
     const elems = nftSetElements(set);
-    out.push(`\tset ${nftSetName(set.name)} { type ${nftSetType(rs.family, set)}${flags};${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`);
+    out.push(
+      `\tset ${nftSetName(set.name)} { type ${nftSetType(rs.family, set)}${flags};${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`,
+    );
   }
   for (const map of rs.maps) {
     const elems = [...map.entries].map(([iface, v]) => `${q(iface)} : ${action(v, map.table)}`);
-    out.push(`\tmap ${nftChainName(map.table, map.name)} { type ifname : verdict;${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`);
+    out.push(
+      `\tmap ${nftChainName(map.table, map.name)} { type ifname : verdict;${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`,
+    );
   }
   for (const table of TABLES) {
     for (const chain of rs.tables[table].values()) {

@@ -28,15 +28,23 @@ function portOf(p: CnpPort | undefined): Port | undefined {
   }
   if (p.range) {
     const { start = 0, end = 0 } = p.range;
-    if (!Number.isInteger(start) || !Number.isInteger(end) || start < 1 || end > 65535 || start > end) throw new Error(`invalid port range ${start}:${end}`);
+    if (!Number.isInteger(start) || !Number.isInteger(end) || start < 1 || end > 65535 || start > end)
+      throw new Error(`invalid port range ${start}:${end}`);
     return `${start}:${end}`;
   }
   return undefined;
 }
 
-/** One protocol entry: its protocol ("" for a named port) and port (undefined: all its ports), or undefined for an empty entry. */
+/**
+ * One protocol entry: its protocol ("" for a named port) and port (undefined: all its ports), or undefined for an empty
+ * entry.
+ */
 function protocolOf(p: CnpProtocol): { protocol: string; port: Port | undefined } | undefined {
-  for (const [field, protocol] of [['tcp', 'TCP'], ['udp', 'UDP'], ['sctp', 'SCTP']] as const) {
+  for (const [field, protocol] of [
+    ['tcp', 'TCP'],
+    ['udp', 'UDP'],
+    ['sctp', 'SCTP'],
+  ] as const) {
     const entry = p[field];
     if (entry) return { protocol, port: portOf(entry.destinationPort) };
   }
@@ -77,7 +85,9 @@ function peerFields(peer: CnpPeer, egress: boolean): Record<string, unknown> {
   }
   if (!found) {
     const other = Object.keys(peer).filter((k) => (peer as Record<string, unknown>)[k] !== undefined);
-    throw new Error(`none of the supported fields in '${egress ? 'to' : 'from'}' is set${other.length ? ` (${other.join(', ')} not supported)` : ''}`);
+    throw new Error(
+      `none of the supported fields in '${egress ? 'to' : 'from'}' is set${other.length ? ` (${other.join(', ')} not supported)` : ''}`,
+    );
   }
   return fields;
 }
@@ -116,7 +126,11 @@ export function k8sClusterNetworkPolicyToCalico(cnp: ClusterNetworkPolicy): Conv
   const problems: string[] = [];
   const spec = cnp.spec ?? {};
   const tier = TIERS[spec.tier ?? ''];
-  if (!tier) return { resource: undefined, problems: [`invalid tier "${spec.tier ?? ''}" (Admin or Baseline); the policy is not applied`] };
+  if (!tier)
+    return {
+      resource: undefined,
+      problems: [`invalid tier "${spec.tier ?? ''}" (Admin or Baseline); the policy is not applied`],
+    };
   let namespaceSelector: string;
   let selector: string;
   if (spec.subject?.namespaces) {
@@ -136,7 +150,9 @@ export function k8sClusterNetworkPolicyToCalico(cnp: ClusterNetworkPolicy): Conv
       } catch (e) {
         // Fail closed: a rule that would have denied or passed denies everything instead.
         const failClosed = r.action === 'Deny' || r.action === 'Pass';
-        problems.push(`${dir} rule ${i}${r.name ? ` "${r.name}"` : ''}: ${(e as Error).message}; ${failClosed ? 'replaced by a deny-all rule' : 'dropped'}`);
+        problems.push(
+          `${dir} rule ${i}${r.name ? ` "${r.name}"` : ''}: ${(e as Error).message}; ${failClosed ? 'replaced by a deny-all rule' : 'dropped'}`,
+        );
         if (failClosed) out.push({ action: 'Deny' });
       }
     }
@@ -151,7 +167,12 @@ export function k8sClusterNetworkPolicyToCalico(cnp: ClusterNetworkPolicy): Conv
   if (egress.length) out.egress = egress;
   const m = cnp.metadata ?? {};
   return {
-    resource: { apiVersion: 'projectcalico.org/v3', kind: 'KubernetesClusterNetworkPolicy', metadata: { name: m.name ?? '', ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}) }, spec: out },
+    resource: {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'KubernetesClusterNetworkPolicy',
+      metadata: { name: m.name ?? '', ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}) },
+      spec: out,
+    },
     problems,
   };
 }

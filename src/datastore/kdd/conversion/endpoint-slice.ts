@@ -18,11 +18,19 @@ export function endpointSliceToCalico(es: EndpointSlice): Record<string, unknown
   return {
     apiVersion: 'projectcalico.org/v3',
     kind: 'KubernetesEndpointSlice',
-    metadata: { name: es.metadata?.name ?? '', namespace: es.metadata?.namespace ?? '', ...(es.metadata?.resourceVersion ? { resourceVersion: es.metadata.resourceVersion } : {}) },
+    metadata: {
+      name: es.metadata?.name ?? '',
+      namespace: es.metadata?.namespace ?? '',
+      ...(es.metadata?.resourceVersion ? { resourceVersion: es.metadata.resourceVersion } : {}),
+    },
     spec: {
       serviceName: service,
       endpoints: (es.endpoints ?? []).map((e) => ({ addresses: e.addresses ?? [] })),
-      ports: (es.ports ?? []).map((p) => ({ ...(p.name ? { name: p.name } : {}), ...(p.port !== undefined ? { port: p.port } : {}), ...(p.protocol ? { protocol: p.protocol } : {}) })),
+      ports: (es.ports ?? []).map((p) => ({
+        ...(p.name ? { name: p.name } : {}),
+        ...(p.port !== undefined ? { port: p.port } : {}),
+        ...(p.protocol ? { protocol: p.protocol } : {}),
+      })),
     },
   };
 }

@@ -11,7 +11,10 @@ import type { LabelSelector, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort
 
 export const KNP_ORDER = 1000;
 
-/** A k8s label selector in Calico's syntax; pod selectors get the orchestrator clause, empty namespace selectors are all(). */
+/**
+ * A k8s label selector in Calico's syntax; pod selectors get the orchestrator clause, empty namespace selectors are
+ * all().
+ */
 export function k8sSelectorToCalico(s: LabelSelector | undefined, type: 'pod' | 'namespace'): string {
   const parts: string[] = type === 'pod' ? ["projectcalico.org/orchestrator == 'k8s'"] : [];
   if (!s) return parts.join(' && ');
@@ -37,7 +40,8 @@ export type Port = number | string;
  */
 export function addProtocolPorts(map: Map<string, Port[] | undefined>, protocol: string, ports: Port[]): void {
   if (!ports.length) map.set(protocol, undefined);
-  else if (!map.has(protocol) || map.get(protocol) !== undefined) map.set(protocol, [...(map.get(protocol) ?? []), ...ports]);
+  else if (!map.has(protocol) || map.get(protocol) !== undefined)
+    map.set(protocol, [...(map.get(protocol) ?? []), ...ports]);
 }
 
 /** Calico's SimplifyPorts: named ports as they are, numeric ports and ranges merged into the fewest ranges. */
@@ -46,7 +50,10 @@ export function simplifyPorts(ports: Port[]): Port[] {
   const named: Port[] = [];
   const numbers: number[] = [];
   for (const p of ports) {
-    const range = typeof p === 'number' ? [p, p] : /^(\d+):(\d+)$/.exec(p)?.slice(1).map(Number) ?? (/^\d+$/.test(p) ? [Number(p), Number(p)] : undefined);
+    const range =
+      typeof p === 'number'
+        ? [p, p]
+        : (/^(\d+):(\d+)$/.exec(p)?.slice(1).map(Number) ?? (/^\d+$/.test(p) ? [Number(p), Number(p)] : undefined));
     if (!range) named.push(p);
     else for (let i = range[0] as number; i <= (range[1] as number); i++) numbers.push(i);
   }
@@ -95,7 +102,11 @@ function peerFields(peer: NetworkPolicyPeer | undefined): Record<string, unknown
   return { selector, ...(nsSelector ? { namespaceSelector: nsSelector } : {}) };
 }
 
-function rulesOf(peers: NetworkPolicyPeer[] | undefined, ports: NetworkPolicyPort[] | undefined, ingress: boolean): Array<Record<string, unknown>> {
+function rulesOf(
+  peers: NetworkPolicyPeer[] | undefined,
+  ports: NetworkPolicyPort[] | undefined,
+  ingress: boolean,
+): Array<Record<string, unknown>> {
   // protocol -> ports (undefined: all ports of it); "" -> no protocol at all.
   let byProtocol = new Map<string, Port[] | undefined>();
   for (const p of ports?.length ? ports : [undefined]) {
@@ -138,7 +149,13 @@ export function k8sNetworkPolicyToCalico(np: NetworkPolicy): ConvertedPolicy {
     const out: Array<Record<string, unknown>> = [];
     for (const [i, r] of (np.spec?.[dir] ?? []).entries()) {
       try {
-        out.push(...rulesOf(dir === 'ingress' ? (r as { from?: NetworkPolicyPeer[] }).from : (r as { to?: NetworkPolicyPeer[] }).to, r.ports, dir === 'ingress'));
+        out.push(
+          ...rulesOf(
+            dir === 'ingress' ? (r as { from?: NetworkPolicyPeer[] }).from : (r as { to?: NetworkPolicyPeer[] }).to,
+            r.ports,
+            dir === 'ingress',
+          ),
+        );
       } catch (e) {
         problems.push(`${dir} rule ${i}: ${(e as Error).message}; dropped`);
       }
@@ -148,14 +165,31 @@ export function k8sNetworkPolicyToCalico(np: NetworkPolicy): ConvertedPolicy {
   const ingress = convert('ingress');
   const egress = convert('egress');
   const declared = np.spec?.policyTypes ?? [];
-  const types = [...(declared.includes('Ingress') ? ['Ingress'] : []), ...(declared.includes('Egress') ? ['Egress'] : [])];
+  const types = [
+    ...(declared.includes('Ingress') ? ['Ingress'] : []),
+    ...(declared.includes('Egress') ? ['Egress'] : []),
+  ];
   if (!types.length) types.push('Ingress');
-  const spec: Record<string, unknown> = { order: KNP_ORDER, tier: 'default', selector: k8sSelectorToCalico(np.spec?.podSelector, 'pod'), types };
+  const spec: Record<string, unknown> = {
+    order: KNP_ORDER,
+    tier: 'default',
+    selector: k8sSelectorToCalico(np.spec?.podSelector, 'pod'),
+    types,
+  };
   if (ingress.length) spec.ingress = ingress;
   if (egress.length) spec.egress = egress;
   const m = np.metadata ?? {};
   return {
-    resource: { apiVersion: 'projectcalico.org/v3', kind: 'KubernetesNetworkPolicy', metadata: { name: m.name ?? '', namespace: m.namespace ?? '', ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}) }, spec },
+    resource: {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'KubernetesNetworkPolicy',
+      metadata: {
+        name: m.name ?? '',
+        namespace: m.namespace ?? '',
+        ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
+      },
+      spec,
+    },
     problems,
   };
 }

@@ -9,8 +9,14 @@ const A = 'projectcalico.org/';
 const MAC = /^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$/;
 
 type Check = (v: string) => boolean;
-const cidrOf = (version: 4 | 6): Check => (v) => v.includes('/') && parseCidr(v)?.version === version;
-const ipOf = (version: 4 | 6): Check => (v) => parseIp(v)?.version === version || (v.includes('/') && parseCidr(v)?.version === version);
+const cidrOf =
+  (version: 4 | 6): Check =>
+  (v) =>
+    v.includes('/') && parseCidr(v)?.version === version;
+const ipOf =
+  (version: 4 | 6): Check =>
+  (v) =>
+    parseIp(v)?.version === version || (v.includes('/') && parseCidr(v)?.version === version);
 
 export interface ConvertedNode {
   resource: Record<string, unknown>;
@@ -41,15 +47,25 @@ export function k8sNodeToCalico(node: Node): ConvertedNode {
   const spec: Record<string, unknown> = {};
   if (Object.keys(bgp).length) spec.bgp = bgp;
   set(spec, 'ipv4VXLANTunnelAddr', get('IPv4VXLANTunnelAddr', ipOf(4)));
-  set(spec, 'vxlanTunnelMACAddr', get('VXLANTunnelMACAddr', (v) => MAC.test(v)));
+  set(
+    spec,
+    'vxlanTunnelMACAddr',
+    get('VXLANTunnelMACAddr', (v) => MAC.test(v)),
+  );
   set(spec, 'ipv6VXLANTunnelAddr', get('IPv6VXLANTunnelAddr', ipOf(6)));
-  set(spec, 'vxlanTunnelMACAddrV6', get('VXLANTunnelMACAddrV6', (v) => MAC.test(v)));
+  set(
+    spec,
+    'vxlanTunnelMACAddrV6',
+    get('VXLANTunnelMACAddrV6', (v) => MAC.test(v)),
+  );
   const wireguard: Record<string, unknown> = {};
   set(wireguard, 'interfaceIPv4Address', get('IPv4WireguardInterfaceAddr', ipOf(4)));
   set(wireguard, 'interfaceIPv6Address', get('IPv6WireguardInterfaceAddr', ipOf(6)));
   if (Object.keys(wireguard).length) spec.wireguard = wireguard;
   spec.orchRefs = [{ nodeName: node.metadata?.name ?? '', orchestrator: 'k8s' }];
-  const addresses = (node.status?.addresses ?? []).filter((x) => x.address).map((x) => ({ address: x.address as string, ...(x.type ? { type: x.type } : {}) }));
+  const addresses = (node.status?.addresses ?? [])
+    .filter((x) => x.address)
+    .map((x) => ({ address: x.address as string, ...(x.type ? { type: x.type } : {}) }));
   if (addresses.length) spec.addresses = addresses;
   const status: Record<string, unknown> = {};
   set(status, 'wireguardPublicKey', a[`${A}WireguardPublicKey`] || undefined);
@@ -58,7 +74,11 @@ export function k8sNodeToCalico(node: Node): ConvertedNode {
   const resource: Record<string, unknown> = {
     apiVersion: 'projectcalico.org/v3',
     kind: 'Node',
-    metadata: { name: m.name ?? '', labels: { ...(m.labels ?? {}) }, ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}) },
+    metadata: {
+      name: m.name ?? '',
+      labels: { ...(m.labels ?? {}) },
+      ...(m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
+    },
     spec,
   };
   if (Object.keys(status).length) resource.status = status;

@@ -54,7 +54,9 @@ function podIPs(pod: Pod): string[] {
 
 const PORT_PROTOCOLS: Record<string, string> = { '': 'TCP', TCP: 'TCP', UDP: 'UDP', SCTP: 'SCTP' };
 
-function endpointPorts(pod: Pod): Array<{ name?: string; protocol: string; port: number; hostPort?: number; hostIP?: string }> {
+function endpointPorts(
+  pod: Pod,
+): Array<{ name?: string; protocol: string; port: number; hostPort?: number; hostIP?: string }> {
   const out: Array<{ name?: string; protocol: string; port: number; hostPort?: number; hostIP?: string }> = [];
   const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
   for (const c of containers) {
@@ -81,7 +83,8 @@ function jsonList(annotation: string, what: string): string[] {
   } catch (e) {
     throw new KddConversionError(`${what}: "${annotation}" is not JSON: ${(e as Error).message}`);
   }
-  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string')) throw new KddConversionError(`${what}: expected a JSON list of strings`);
+  if (!Array.isArray(v) || !v.every((s) => typeof s === 'string'))
+    throw new KddConversionError(`${what}: expected a JSON list of strings`);
   return v as string[];
 }
 
@@ -90,7 +93,8 @@ function floatingIPs(pod: Pod, nets: string[]): Array<{ internalIP: string; exte
   if (annotation === undefined || !nets.length) return [];
   const v4 = nets.map((n) => parseCidr(n)).find((c) => c?.version === 4);
   const v6 = nets.map((n) => parseCidr(n)).find((c) => c?.version === 6);
-  if ((v4 && v4.prefix !== 32) || (v6 && v6.prefix !== 128)) throw new KddConversionError('a pod with floating IPs needs /32 and /128 pod IPs');
+  if ((v4 && v4.prefix !== 32) || (v6 && v6.prefix !== 128))
+    throw new KddConversionError('a pod with floating IPs needs /32 and /128 pod IPs');
   const out: Array<{ internalIP: string; externalIP: string }> = [];
   for (const ip of jsonList(annotation, ANNOTATION_FLOATING_IPS)) {
     const internal = ip.includes(':') ? v6 : v4;
@@ -116,7 +120,11 @@ export function podToWorkloadEndpoint(pod: Pod, interfacePrefix = 'cali'): Recor
   const node = pod.spec?.nodeName ?? '';
   const sa = pod.spec?.serviceAccountName ?? '';
   const nets = isFinished(pod) ? [] : podIPs(pod);
-  const labels: Record<string, string> = { ...(pod.metadata?.labels ?? {}), [LABEL_NAMESPACE]: ns, [LABEL_ORCHESTRATOR]: 'k8s' };
+  const labels: Record<string, string> = {
+    ...(pod.metadata?.labels ?? {}),
+    [LABEL_NAMESPACE]: ns,
+    [LABEL_ORCHESTRATOR]: 'k8s',
+  };
   if (sa && sa.length < 63) labels[LABEL_SERVICE_ACCOUNT] = sa;
   const spec: Record<string, unknown> = {
     orchestrator: 'k8s',

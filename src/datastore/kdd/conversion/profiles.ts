@@ -17,8 +17,15 @@ export function namespaceToProfile(ns: Namespace): Record<string, unknown> {
   return {
     apiVersion: 'projectcalico.org/v3',
     kind: 'Profile',
-    metadata: { name: `${NAMESPACE_PROFILE_PREFIX}${name}`, ...(ns.metadata?.resourceVersion ? { resourceVersion: ns.metadata.resourceVersion } : {}) },
-    spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }], labelsToApply: prefixed(ns.metadata?.labels, NAMESPACE_LABEL_PREFIX, name) },
+    metadata: {
+      name: `${NAMESPACE_PROFILE_PREFIX}${name}`,
+      ...(ns.metadata?.resourceVersion ? { resourceVersion: ns.metadata.resourceVersion } : {}),
+    },
+    spec: {
+      ingress: [{ action: 'Allow' }],
+      egress: [{ action: 'Allow' }],
+      labelsToApply: prefixed(ns.metadata?.labels, NAMESPACE_LABEL_PREFIX, name),
+    },
   };
 }
 
@@ -27,7 +34,10 @@ export function serviceAccountToProfile(sa: ServiceAccount): Record<string, unkn
   return {
     apiVersion: 'projectcalico.org/v3',
     kind: 'Profile',
-    metadata: { name: serviceAccountProfileName(name, sa.metadata?.namespace ?? ''), ...(sa.metadata?.resourceVersion ? { resourceVersion: sa.metadata.resourceVersion } : {}) },
+    metadata: {
+      name: serviceAccountProfileName(name, sa.metadata?.namespace ?? ''),
+      ...(sa.metadata?.resourceVersion ? { resourceVersion: sa.metadata.resourceVersion } : {}),
+    },
     spec: { labelsToApply: prefixed(sa.metadata?.labels, SERVICE_ACCOUNT_LABEL_PREFIX, name) },
   };
 }

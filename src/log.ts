@@ -48,4 +48,12 @@ function defaultDestination(): pino.DestinationStream {
 }
 
 /** A logger that drops everything (library default, tests). */
+/**
+ * The one convention for errors in log lines, as Felix's logrus WithError: the field
+ * `error` holds the message (with `code` / `errno` beside it where the error has them).
+ */
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
 export const silentLogger: Logger = pino({ level: 'silent' });

@@ -86,7 +86,7 @@ export async function runPlan(argv: string[]): Promise<number> {
   try {
     msgs = await syncOnce(config, log, timeoutS);
   } catch (e) {
-    log.error((e as Error).message);
+    log.error({ error: (e as Error).message }, 'cannot read the datastore');
     return 1;
   }
   if (config.fatal.length) {

@@ -181,8 +181,8 @@ export class EtcdSyncer implements Syncer {
         // The first failure of a run is a warning; the retries after it are debug.
         failures++;
         const msg = (e as Error).message;
-        if (failures === 1) this.#log.warn({ err: msg }, 'cannot list the datastore; retrying with backoff');
-        else this.#log.debug({ err: msg, failures, retryInMs: delay }, 'cannot list the datastore; retrying');
+        if (failures === 1) this.#log.warn({ error: msg }, 'cannot list the datastore; retrying with backoff');
+        else this.#log.debug({ error: msg, failures, retryInMs: delay }, 'cannot list the datastore; retrying');
         this.#setStatus('wait-for-datastore');
         await this.#sleep(delay);
         delay = Math.min(delay * 2, this.#backoff.max);
@@ -256,7 +256,7 @@ export class EtcdSyncer implements Syncer {
             onLost: (err, compacted) => {
               if (generation !== this.#generation) return;
               this.#log.warn(
-                { err: err.message, compacted, prefix },
+                { error: err.message, compacted, prefix },
                 compacted ? 'watch revision compacted; full resync' : 'lost the datastore watch; resyncing',
               );
               finish('lost');
@@ -267,7 +267,7 @@ export class EtcdSyncer implements Syncer {
             else this.#watches.push(handle);
           })
           .catch((e: unknown) => {
-            this.#log.warn({ err: (e as Error).message, prefix }, 'cannot watch the datastore; resyncing');
+            this.#log.warn({ error: (e as Error).message, prefix }, 'cannot watch the datastore; resyncing');
             finish('watch-failed');
           });
       }

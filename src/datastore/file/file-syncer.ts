@@ -9,7 +9,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 
-import type { Logger } from '../../log.js';
+import { errorMessage, type Logger } from '../../log.js';
 import type { Resource } from '../../model/schemas.js';
 import { validateResource } from '../../model/validate.js';
 import { keyOf } from '../keys.js';
@@ -102,7 +102,7 @@ export class FileSyncer implements Syncer {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#scanning = this.#scan()
-        .catch((e: unknown) => this.#log.error({ err: e }, 'file datastore scan failed'))
+        .catch((e: unknown) => this.#log.error({ error: errorMessage(e) }, 'file datastore scan failed'))
         .finally(() => {
           this.#scanning = undefined;
           if (this.#again) {

@@ -12,7 +12,8 @@ import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, RESTART_EXIT
 import type { Config } from '../config/params.js';
 import { kubeProxyNftablesAsync } from '../dataplane/backends/mode.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
-import { createSyncer, datastoreProblem } from '../datastore/index.js';
+import { createSyncer, datastoreProblem, etcdClient } from '../datastore/index.js';
+import { StatusReporter } from '../status/status-reporter.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
 import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
@@ -42,6 +43,7 @@ export class NodeAgent {
   readonly #config: ConfigResolver;
   readonly #log: Logger;
   #driver: DataplaneDriver | undefined;
+  #reporter: StatusReporter | undefined;
   #plane: ControlPlane | undefined;
   #healthServer: { server: Server; host: string; port: number } | undefined;
   #metricsServer: Server | undefined;
@@ -159,6 +161,7 @@ export class NodeAgent {
       return;
     }
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
+    this.#reporter = this.#newStatusReporter(cfg);
     this.#driver = this.#newDriver(cfg);
     this.#driver.start();
     this.#watchKubeProxyMode(cfg);
@@ -189,10 +192,43 @@ export class NodeAgent {
         m.applyFailures.inc();
         if (driver.rulesBackend.startsWith('iptables')) m.iptablesRestoreErrors.inc();
       },
+      ...(this.#reporter ? { onEndpointStatuses: (c) => this.#reporter?.onEndpointStatuses(c) } : {}),
       onEndpointStatus: (iface, up) =>
         up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0),
     });
     return driver;
+  }
+
+  /**
+   * Felix's status in the datastore: on etcd (directly, or under Typha: Felix writes its
+   * status itself either way); the Kubernetes datastore does not store it, as in Felix.
+   */
+  #newStatusReporter(cfg: Config): StatusReporter | undefined {
+    if (cfg.DatastoreType !== 'etcdv3') {
+      if (cfg.EndpointReportingEnabled)
+        this.#log.warn(
+          { datastoreType: cfg.DatastoreType },
+          'EndpointReportingEnabled: this datastore does not store endpoint statuses (only etcd does, as in Felix); not reported',
+        );
+      else
+        this.#log.info(
+          { datastoreType: cfg.DatastoreType },
+          'status reports are written to etcd only (as Felix); none here',
+        );
+      return undefined;
+    }
+    const reporter = new StatusReporter({
+      store: etcdClient(cfg),
+      hostname: cfg.FelixHostname,
+      region: cfg.OpenstackRegion,
+      intervalS: cfg.ReportingIntervalSecs,
+      ttlS: cfg.ReportingTTLSecs,
+      endpointsEnabled: cfg.EndpointReportingEnabled,
+      endpointDelayS: cfg.EndpointReportingDelaySecs,
+      log: this.#log,
+    });
+    reporter.start();
+    return reporter;
   }
 
   /** Health where the final configuration says (moved if the datastore changed it), then metrics. */
@@ -265,6 +301,8 @@ export class NodeAgent {
     this.#log.info({ code }, 'stopping; the dataplane stays as programmed');
     this.#healthServer?.server.close();
     this.#metricsServer?.close();
-    void Promise.allSettled([this.#plane?.stop(), this.#driver?.stop()]).then(() => this.#resolve(code));
+    void Promise.allSettled([this.#plane?.stop(), this.#driver?.stop(), this.#reporter?.stop()]).then(() =>
+      this.#resolve(code),
+    );
   }
 }

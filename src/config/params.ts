@@ -290,6 +290,36 @@ export const PARAMS = {
       differs: 'applied without a restart (Felix restarts)',
     },
   ),
+  ReportingIntervalSecs: felix(
+    'ReportingIntervalSecs',
+    nonNegativeSeconds,
+    'Seconds between status reports to the datastore (etcd: /calico/felix/v2/<region>/host/<node>/status and last_reported_status); 0: none.',
+  ),
+  ReportingTTLSecs: felix(
+    'ReportingTTLSecs',
+    nonNegativeSeconds,
+    'TTL of the status key (etcd): it goes when the agent stops reporting.',
+  ),
+  OpenstackRegion: felix(
+    'OpenstackRegion',
+    asString,
+    'The region in the status keys ("region-<name>"; empty: "no-region").',
+  ),
+  EndpointReportingEnabled: felix(
+    'EndpointReportingEnabled',
+    asBool,
+    "Report each local endpoint's status (up, down) to the datastore (etcd), as Felix.",
+  ),
+  EndpointReportingDelaySecs: felix(
+    'EndpointReportingDelaySecs',
+    nonNegativeSeconds,
+    'Least seconds between two writes of endpoint statuses to the datastore (a burst is written once).',
+  ),
+  EndpointStatusPathPrefix: felix(
+    'EndpointStatusPathPrefix',
+    asString,
+    "Directory whose endpoint-status/ gets a file per local workload once its policy is programmed and its interface up (Calico's CNI plugin waits on it); empty: none.",
+  ),
   HealthEnabled: felix('HealthEnabled', asBool, 'Serve /liveness and /readiness.'),
   HealthHost: felix('HealthHost', asString, 'Address the health server binds to.'),
   HealthPort: felix('HealthPort', port, 'Port of the health server.'),

@@ -20,6 +20,7 @@ import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
 import { IpipManager } from './managers/ipip-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
+import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
 
 export interface ApplyReport {
@@ -37,6 +38,8 @@ export interface DriverOptions {
   onApplied?: (r: ApplyReport) => void;
   onApplyError?: (e: Error) => void;
   onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
+  /** Endpoint status changes after each apply (the datastore's status reporter). */
+  onEndpointStatuses?: (changes: EndpointStatusChange[]) => void;
   /** Remove the other mode's Calico state before the first apply (default true; see migration/mode-switch.ts). */
   takeOverFromFelix?: boolean;
   /** The rules backend (default: createRulesBackend(config)); tests pass a NoopRulesBackend. */
@@ -61,6 +64,7 @@ export class DataplaneDriver {
   }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;
+  readonly #statuses: EndpointStatusManager | undefined;
   /** The overlays' route managers (VXLAN, IPIP), refreshed with the routes. */
   readonly #overlays: Array<VxlanManager | IpipManager>;
   readonly #managers: Manager[];
@@ -116,10 +120,20 @@ export class DataplaneDriver {
       ),
       new EndpointSysctlManager(cfg, this.ifaces, this.#log),
       new ConntrackManager(this.#log),
+      // Last: an endpoint is up only once its rules, routes and sysctls are in.
+      new EndpointStatusManager(
+        {
+          pathPrefix: cfg.EndpointStatusPathPrefix,
+          ...(opts.onEndpointStatuses ? { onChanges: opts.onEndpointStatuses } : {}),
+        },
+        this.ifaces,
+        this.#log,
+      ),
     ];
     // The managers the refresh timers and route events address directly (when present).
     this.#routes = this.#managers.find((m): m is RouteManager => m instanceof RouteManager);
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
+    this.#statuses = this.#managers.find((m): m is EndpointStatusManager => m instanceof EndpointStatusManager);
     this.#overlays = this.#managers.filter(
       (m): m is VxlanManager | IpipManager => m instanceof VxlanManager || m instanceof IpipManager,
     );
@@ -146,8 +160,10 @@ export class DataplaneDriver {
     });
     every(cfg.InterfaceRefreshInterval, () => {
       this.#monitor.resync();
-      // Interface sysctls are written again too (managers/endpoint-sysctls.ts).
+      // Interface sysctls are written again too (managers/endpoint-sysctls.ts), and the
+      // endpoint status directory is read back and repaired.
       this.#sysctls?.markResync();
+      this.#statuses?.markResync();
       this.#schedule();
     });
   }
@@ -212,6 +228,7 @@ export class DataplaneDriver {
     this.#dirty = false;
     const t0 = performance.now();
     this.#applyStarted = t0;
+    for (const m of this.#managers) m.beginApply?.();
     try {
       if (this.#needResync) await this.#resyncAll();
       else if (this.#needRefresh) await this.#refreshAll();

@@ -90,7 +90,8 @@ export function createBgpSyncer(config: SyncerConfig, log: Logger): Syncer {
   return new EtcdSyncer({ client: etcdClient(config), log, prefixes: [KEY_PREFIX, IPAM_AFFINITY_PREFIX] });
 }
 
-function etcdClient(config: SyncerConfig): Etcd3Client {
+/** An etcd v3 client on the configured endpoints and TLS files (for writers: status reports). */
+export function etcdClient(config: SyncerConfig): Etcd3Client {
   const refused = refusal(config, 'local');
   if (refused) throw new ConfigError(refused);
   return new Etcd3Client({

@@ -5,6 +5,9 @@
 // namespace. Everything is created by the test and removed after it.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const PROBE = fileURLToPath(new URL('./tcp-probe.js', import.meta.url));
@@ -24,6 +27,7 @@ export class Lab {
   readonly outside: string;
   readonly workloads = new Map<string, Workload>();
   readonly #procs: ChildProcess[] = [];
+  #statusDir: string | undefined;
   readonly #namespaces: string[] = [];
 
   constructor(prefix = 'palisade-e2e') {
@@ -215,14 +219,25 @@ export class Lab {
     return -1;
   }
 
+  /**
+   * Runs a command in the host namespace. An agent started here writes its endpoint status
+   * files in the lab's own directory (unless `env` names one), never in the machine's
+   * /var/run/calico.
+   */
   spawnInHost(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-    const p = spawn('ip', ['netns', 'exec', this.host, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.#statusDir ??= mkdtempSync(join(tmpdir(), 'palisade-lab-status-'));
+    const withStatus = { FELIX_ENDPOINTSTATUSPATHPREFIX: this.#statusDir, ...env };
+    const p = spawn('ip', ['netns', 'exec', this.host, ...args], {
+      env: withStatus,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.#procs.push(p);
     return p;
   }
 
   destroy(): void {
     for (const p of this.#procs) p.kill('SIGKILL');
+    if (this.#statusDir) rmSync(this.#statusDir, { recursive: true, force: true });
     for (const ns of this.#namespaces) spawnSync('ip', ['netns', 'del', ns]);
   }
 }

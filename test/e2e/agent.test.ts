@@ -5,7 +5,7 @@
 // iptables-legacy (native transports); only the look at the kernel's rules differs.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -109,6 +109,8 @@ function iptables(flavour: 'nft' | 'legacy'): Mode {
 class Agent {
   proc: ChildProcess | undefined;
   log = '';
+  /** EndpointStatusPathPrefix: the endpoint-status/ files Calico's CNI plugin waits on. */
+  readonly statusDir = tempDir();
   constructor(
     readonly lab: Lab,
     readonly dir: string,
@@ -123,6 +125,7 @@ class Agent {
         FELIX_HEALTHENABLED: 'true',
         FELIX_HEALTHHOST: '127.0.0.1',
         FELIX_PROMETHEUSMETRICSENABLED: 'true',
+        FELIX_ENDPOINTSTATUSPATHPREFIX: this.statusDir,
         ...this.mode.env,
       },
     );
@@ -209,6 +212,16 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
       assert.equal(get('ipv4/ip_forward'), '1');
       assert.equal(get('ipv6/conf/all/forwarding'), '1', 'IPv6 is on by default: its forwarding too');
       assert.equal(get(`ipv6/conf/${fe.iface}/proxy_ndp`), '1');
+    });
+
+    it("writes the endpoint status files Calico's CNI plugin waits on, one per programmed workload", () => {
+      const statusDir = join(agent.statusDir, 'endpoint-status');
+      assert.deepEqual(readdirSync(statusDir).sort(), [fe, be, bad, ext].map((w) => `k8s e2e%2F${w.name} eth0`).sort());
+      assert.deepEqual(JSON.parse(readFileSync(join(statusDir, `k8s e2e%2F${fe.name} eth0`), 'utf8')), {
+        ifaceName: fe.iface,
+        mac: fe.mac,
+        ipv4Nets: [`${fe.ip}/32`],
+      });
     });
 
     it('denies by default (the profile has no ingress rule), but lets the host reach its workloads', async () => {
@@ -332,6 +345,10 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
       const at = await first.connectedAt;
       assert.ok(at > 0, 'new endpoint never reachable');
       console.log(`# WorkloadEndpoint write -> first allowed packet: ${at - t1} ms`);
+      // What Calico's CNI plugin waits on before it lets the pod start.
+      const statusFile = join(agent.statusDir, 'endpoint-status', `k8s e2e%2F${be2.name} eth0`);
+      assert.ok((await lab.until(() => existsSync(statusFile), 3000)) >= 0, 'no status file for the new endpoint');
+      console.log(`# WorkloadEndpoint write -> its endpoint status file: ${Date.now() - t1} ms (upper bound)`);
       assert.equal(lab.tcp(ext, be2.ip, 9090), false);
     });
 
@@ -356,6 +373,11 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
           lab.sh(lab.host, 'ip', ['route', 'show', 'proto', 'boot']),
         );
       assert.ok((await lab.until(() => !routed(), 3000)) >= 0, "the deleted endpoint's route remains");
+      const statusFile = join(agent.statusDir, 'endpoint-status', `k8s e2e%2F${be2.name} eth0`);
+      assert.ok(
+        (await lab.until(() => !existsSync(statusFile), 3000)) >= 0,
+        "the deleted endpoint's status file remains",
+      );
       assert.ok((await lab.until(() => tracked() === 0, 3000)) >= 0, "the removed endpoint's conntrack entries remain");
       assert.equal(lab.tcp(fe, be2.ip, 9090), false);
     });

@@ -16,6 +16,7 @@ import { validateResource } from '../../src/model/validate.js';
 import { CuttableProxy, etcdAvailable, makeTls, TestEtcd } from '../helpers/etcd.js';
 import { gnp, profile, type Res, wep } from '../helpers/calc-fixtures.js';
 import { SyncerRecorder } from '../helpers/syncer-recorder.js';
+import { StatusReporter, statusKeys } from '../../src/status/status-reporter.js';
 
 const available = etcdAvailable();
 if (!available) {
@@ -258,6 +259,41 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       await syncer.stop();
       etcd.ctl(['del', KEY_PREFIX, '--prefix']);
     }
+  });
+
+  it("writes Felix's status reports: the live key under a lease of ReportingTTLSecs, endpoint statuses", async () => {
+    const client = new Etcd3Client({ endpoints: [etcd.endpoint], timeoutMs: 2000 });
+    const reporter = new StatusReporter({
+      store: client,
+      hostname: 'node7',
+      region: 'eu',
+      intervalS: 3600,
+      ttlS: 45,
+      endpointsEnabled: true,
+      endpointDelayS: 0,
+      log,
+    });
+    const keys = statusKeys('node7', 'eu');
+    await reporter.reportNow();
+    const liveJson = etcd.ctl(['get', keys.status, '--write-out', 'json']).stdout;
+    const live = JSON.parse(liveJson) as { kvs: Array<{ value: string }> };
+    // A lease ID is a 64-bit integer: read its digits, not a (rounded) JSON number.
+    const lease = /"lease":(\d+)/.exec(liveJson)?.[1];
+    assert.ok(lease, 'the status key has a lease');
+    const ttl = etcd.ctl(['lease', 'timetolive', BigInt(lease).toString(16)]).stdout;
+    assert.match(ttl, /granted with TTL\(45s\)/);
+    const report = JSON.parse(Buffer.from(live.kvs[0]?.value ?? '', 'base64').toString()) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(report), ['time', 'uptime', 'first_update']);
+    assert.equal(report.first_update, true);
+    const last = etcd.ctl(['get', keys.lastReported, '--write-out', 'json']).stdout;
+    assert.match(last, /"kvs":\[\{/);
+    assert.doesNotMatch(last, /"lease":/, 'last_reported_status has no lease');
+    const wl = { orchestratorId: 'k8s', workloadId: 'prod/web-0', endpointId: 'eth0' };
+    reporter.onEndpointStatuses([{ kind: 'workload', id: wl, status: 'up' }]);
+    for (let t = 0; t < 3000 && !etcd.ctl(['get', keys.workload(wl), '--print-value-only']).stdout.trim(); t += 20)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(etcd.ctl(['get', keys.workload(wl), '--print-value-only']).stdout.trim(), '{"status":"up"}');
+    await reporter.stop();
   });
 
   it('waits for an unreachable etcd within its timeout and connects when it appears', async () => {

@@ -2,7 +2,8 @@
 // its JSON log collected: the start-up every e2e traffic test needs before its packets.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -20,7 +21,15 @@ export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta
 export const cleanEnv: NodeJS.ProcessEnv = {
   ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k))),
   FELIX_NFTABLESMODE: 'Enabled',
+  // Agents the tests start write their endpoint status files here, not in /var/run/calico.
+  FELIX_ENDPOINTSTATUSPATHPREFIX: testStatusDir(),
 };
+
+function testStatusDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'palisade-test-status-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 /** Writes `resources` as one calicoctl-style multi-document YAML file in `dir`. */
 export function writeResources(dir: string, resources: unknown[], file = 'r.yaml'): void {

@@ -9,6 +9,8 @@ export interface Manager {
   /** For logs and the apply report. */
   readonly name: string;
   onUpdate(msg: ToDataplane): void;
+  /** An apply starts: the rules about to be committed are built from the messages so far. */
+  beginApply?(): void;
   /** The interface table changed for these names (it is already updated). */
   onInterfaces?(changed: ReadonlySet<string>): void;
   /** Re-read or re-assert the kernel state at the next apply (refresh timers, failures). */

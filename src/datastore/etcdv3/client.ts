@@ -50,6 +50,13 @@ export interface EtcdClient {
   list(prefix: string, pageSize?: number, atRevision?: string): Promise<{ revision: string; kvs: KeyValue[] }>;
   /** Watches `prefix` from `startRevision` on. */
   watch(prefix: string, startRevision: string, handlers: WatchHandlers): Promise<WatchHandle>;
+  /**
+   * Writes one key; with `ttlSeconds`, under a new lease of that TTL and no keep-alive, so
+   * the key goes when it is not written again in time (Felix's status reports).
+   */
+  put(key: string, value: string, ttlSeconds?: number): Promise<void>;
+  /** Deletes one key (no error if it is already gone). */
+  delete(key: string): Promise<void>;
   close(): void;
 }
 
@@ -169,6 +176,25 @@ export class Etcd3Client implements EtcdClient {
         await watcher.cancel().catch(() => {});
       },
     };
+  }
+
+  async put(key: string, value: string, ttlSeconds?: number): Promise<void> {
+    if (ttlSeconds === undefined) {
+      await this.#etcd.put(key).value(value).exec();
+      return;
+    }
+    const lease = this.#etcd.lease(ttlSeconds, { autoKeepAlive: false });
+    lease.on('lost', () => {});
+    try {
+      await lease.put(key).value(value).exec();
+    } finally {
+      // Only the client-side object goes; the lease itself lives out its TTL in etcd.
+      lease.removeAllListeners();
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.#etcd.delete().key(key).exec();
   }
 
   close(): void {

@@ -6,6 +6,7 @@ import { CONFIG_USAGE, runConfig } from './commands/config.js';
 import { DEMO_USAGE, runDemo } from './commands/demo.js';
 import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
+import { runStatus, STATUS_USAGE } from './commands/status.js';
 import { runSync, SYNC_USAGE } from './commands/sync.js';
 import { runTypha, TYPHA_USAGE } from './commands/typha.js';
 import { BGP_USAGE, runBgp } from './commands/bgp.js';
@@ -27,6 +28,8 @@ Commands:
              node's agent (or Felix)
   bgp        calico-node's BGP side: render BIRD's configuration from the datastore
              (as confd) and run BIRD
+  status     show the running agent: health, sync state, counts, the last apply,
+             drift repairs (from its health and metrics endpoints; --watch)
   config     print the effective configuration and the source of each value
   selector   parse a Calico selector, print its canonical form, UID and IP-set name,
              and evaluate it against labels
@@ -39,6 +42,7 @@ Examples:
   palisade sync --datastore-dir examples/ --hostname node1 --once
   palisade plan --datastore-dir examples/ --hostname node1 --dataplane nftables
   palisade bgp --datastore-dir examples/ --hostname node1 --once
+  palisade status --watch
   palisade config --local
   palisade selector "app == 'web' && tier in {'fe', 'be'}" --labels app=web,tier=fe
   palisade selector --demo
@@ -63,6 +67,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   demo: { run: runDemo, usage: DEMO_USAGE },
   bgp: { run: runBgp, usage: BGP_USAGE },
   typha: { run: runTypha, usage: TYPHA_USAGE },
+  status: { run: runStatus, usage: STATUS_USAGE },
   version: {
     run: () => {
       console.log(VERSION);

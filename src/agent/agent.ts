@@ -14,6 +14,7 @@ import { kubeProxyNftablesAsync } from '../dataplane/backends/mode.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
 import { createSyncer, datastoreProblem, etcdClient } from '../datastore/index.js';
 import { StatusReporter } from '../status/status-reporter.js';
+import { VERSION } from '../version.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
 import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
@@ -176,6 +177,10 @@ export class NodeAgent {
       onApplied: (r) => {
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);
+        m.lastApplyTime.set(Date.now() / 1000);
+        m.lastApplyDuration.set(r.ms / 1000);
+        m.rulesProgrammed.set(r.rulesTotal);
+        if (r.driftRepaired) m.driftRepairs.inc(r.driftRepaired);
         const iptables = driver.rulesBackend.startsWith('iptables');
         if (r.rules.ops) (iptables ? m.iptablesCommit : m.nftCommit).observe(r.rules.commitMs / 1000);
         if (r.rules.restores) m.iptablesRestoreCalls.inc(r.rules.restores);
@@ -188,14 +193,25 @@ export class NodeAgent {
         m.activeLocalSelectors.set(driver.state.ipsets.size);
         this.health.report('int_dataplane', { live: true, ready: true });
       },
-      onApplyError: () => {
+      onApplyError: (e) => {
         m.applyFailures.inc();
+        m.lastApplyFailureTime.set(Date.now() / 1000);
+        this.health.report('int_dataplane', { note: `last apply failed at ${new Date().toISOString()}: ${e.message}` });
         if (driver.rulesBackend.startsWith('iptables')) m.iptablesRestoreErrors.inc();
       },
       ...(this.#reporter ? { onEndpointStatuses: (c) => this.#reporter?.onEndpointStatuses(c) } : {}),
       onEndpointStatus: (iface, up) =>
         up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0),
     });
+    m.info.set(
+      {
+        version: VERSION,
+        hostname: cfg.FelixHostname,
+        datastore_type: cfg.TyphaAddr || cfg.TyphaK8sServiceName ? `${cfg.DatastoreType} (typha)` : cfg.DatastoreType,
+        rules_backend: driver.rulesBackend,
+      },
+      1,
+    );
     return driver;
   }
 

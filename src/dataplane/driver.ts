@@ -26,6 +26,10 @@ import { removeOtherModeState } from './migration/mode-switch.js';
 export interface ApplyReport {
   ms: number;
   rules: RulesApplyStats;
+  /** Chains and sets a refresh found changed behind our back, repaired by this apply. */
+  driftRepaired: number;
+  /** Rules in our chains after this apply. */
+  rulesTotal: number;
   /** Each manager's counters, by manager name ("routes": added, removed; ...). */
   managers: Record<string, Record<string, number>>;
 }
@@ -230,8 +234,9 @@ export class DataplaneDriver {
     this.#applyStarted = t0;
     for (const m of this.#managers) m.beginApply?.();
     try {
+      let driftRepaired = 0;
       if (this.#needResync) await this.#resyncAll();
-      else if (this.#needRefresh) await this.#refreshAll();
+      else if (this.#needRefresh) driftRepaired = await this.#refreshAll();
       else this.#rules.update(this.state, this.state.takeDirty());
       const rules = await this.#rules.apply();
       if (rules.ops > 0) this.#wrote();
@@ -239,7 +244,13 @@ export class DataplaneDriver {
       for (const m of this.#managers) managers[m.name] = await m.apply();
       this.#logEndpointStatus();
       this.#backoffMs = 0;
-      const report: ApplyReport = { ms: performance.now() - t0, rules, managers };
+      const report: ApplyReport = {
+        ms: performance.now() - t0,
+        rules,
+        managers,
+        driftRepaired,
+        rulesTotal: this.#rules.ruleCount(),
+      };
       const changedAny = rules.ops > 0 || Object.values(managers).some((c) => Object.values(c).some((n) => n > 0));
       if (changedAny) this.#log.debug({ ...rules, ...managers, ms: Math.round(report.ms * 1000) / 1000 }, 'applied');
       this.#opts.onApplied?.(report);
@@ -285,11 +296,20 @@ export class DataplaneDriver {
    * and compared whole against it (the backends' resync() asks for that), as Felix's
    * tables re-read without recalculating. Drift is repaired by the same apply.
    */
-  async #refreshAll(): Promise<void> {
+  async #refreshAll(): Promise<number> {
     this.#needRefresh = false;
     for (const m of this.#managers) m.markResync?.();
     await this.#rules.resync();
+    // Before this apply's own changes: what differs now is what someone else changed.
+    const drift = this.#rules.drift().filter((d) => d.chains.length || d.sets.length);
+    const repaired = drift.reduce((n, d) => n + d.chains.length + d.sets.length, 0);
+    if (repaired)
+      this.#log.warn(
+        { drift: drift.map((d) => ({ family: d.family, chains: d.chains.slice(0, 10), sets: d.sets.slice(0, 10) })) },
+        'our kernel state was changed behind our back; repairing it',
+      );
     this.#rules.update(this.state, this.state.takeDirty());
+    return repaired;
   }
 
   /** Start, after a failure: read the kernel back, render everything again, compare everything. */

@@ -17,6 +17,8 @@ interface Reporter {
   ready: boolean;
   /** Why it is not ready (shown by ?detail=true). */
   reason?: string | undefined;
+  /** Something worth knowing either way (the last failure), shown by ?detail=true. */
+  note?: string | undefined;
   at: number;
 }
 
@@ -40,7 +42,10 @@ export class HealthAggregator {
     });
   }
 
-  report(name: string, status: { live?: boolean; ready?: boolean; reason?: string | undefined }): void {
+  report(
+    name: string,
+    status: { live?: boolean; ready?: boolean; reason?: string | undefined; note?: string | undefined },
+  ): void {
     const r = this.#reporters.get(name);
     if (!r) throw new Error(`health: unknown reporter ${name}`);
     if (status.live !== undefined) r.live = status.live;
@@ -48,10 +53,11 @@ export class HealthAggregator {
       r.ready = status.ready;
       r.reason = status.ready ? undefined : status.reason;
     }
+    if (status.note !== undefined) r.note = status.note;
     r.at = this.#now();
   }
 
-  detail(): Array<{ name: string; live: boolean; ready: boolean; stale: boolean; reason?: string }> {
+  detail(): Array<{ name: string; live: boolean; ready: boolean; stale: boolean; reason?: string; note?: string }> {
     const now = this.#now();
     return [...this.#reporters.values()].map((r) => ({
       name: r.name,
@@ -59,6 +65,7 @@ export class HealthAggregator {
       ready: r.ready,
       stale: r.timeoutMs > 0 && now - r.at > r.timeoutMs,
       ...(r.reason ? { reason: r.reason } : {}),
+      ...(r.note ? { note: r.note } : {}),
     }));
   }
 

@@ -44,6 +44,37 @@ export class AgentMetrics {
     help: 'Datastore sync status: 1 wait-for-datastore, 2 resync-in-progress, 3 in-sync.',
     registers: [this.registry],
   });
+  readonly info = new Gauge({
+    name: 'palisade_info',
+    help: 'Always 1; the labels say what runs: version, node, datastore and rules backend.',
+    labelNames: ['version', 'hostname', 'datastore_type', 'rules_backend'],
+    registers: [this.registry],
+  });
+  readonly lastApplyTime = new Gauge({
+    name: 'palisade_last_apply_timestamp_seconds',
+    help: 'When the last successful dataplane apply finished (Unix time).',
+    registers: [this.registry],
+  });
+  readonly lastApplyDuration = new Gauge({
+    name: 'palisade_last_apply_duration_seconds',
+    help: 'How long the last successful dataplane apply took.',
+    registers: [this.registry],
+  });
+  readonly lastApplyFailureTime = new Gauge({
+    name: 'palisade_last_apply_failure_timestamp_seconds',
+    help: 'When the last dataplane apply failed (Unix time; 0: none since start).',
+    registers: [this.registry],
+  });
+  readonly rulesProgrammed = new Gauge({
+    name: 'palisade_rules_programmed',
+    help: 'Rules in our chains as last committed.',
+    registers: [this.registry],
+  });
+  readonly driftRepairs = new Counter({
+    name: 'palisade_drift_repairs_total',
+    help: 'Chains and sets of ours found changed behind our back by a refresh, and repaired.',
+    registers: [this.registry],
+  });
   readonly endpointUp = new Gauge({
     name: 'palisade_workload_endpoint_up',
     help: 'Workload endpoint status: 1 up, 0 down.',

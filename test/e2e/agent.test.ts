@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import { stringify } from 'yaml';
 
+import type { AgentStatus } from '../../src/status/agent-status.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -149,6 +150,9 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
     let dir: string;
     let agent: Agent;
     let fe: Workload, be: Workload, bad: Workload, ext: Workload;
+    const STATUS_URLS = ['--health', 'http://127.0.0.1:9099', '--metrics', 'http://127.0.0.1:9091'];
+    const status = () =>
+      JSON.parse(lab.sh(lab.host, process.execPath, [BIN, 'status', '--json', ...STATUS_URLS])) as AgentStatus;
     const put = (file: string, ...resources: unknown[]) =>
       writeFileSync(join(dir, file), resources.map((r) => stringify(r)).join('---\n'));
 
@@ -201,6 +205,20 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
       assert.match(m, /^felix_calc_graph_update_time_seconds_count [1-9]/m);
       assert.match(m, new RegExp(`^${mode.commitMetric} [1-9]`, 'm'));
       assert.match(m, new RegExp(`^palisade_workload_endpoint_up\\{interface="${fe.iface}"\\} 1$`, 'm'));
+    });
+
+    it('palisade status shows the agent: ready, in sync, its counts, the last apply', () => {
+      const s = status();
+      assert.equal(s.health.ready, true);
+      assert.equal(s.syncState, 'in-sync');
+      assert.equal(s.info?.rulesBackend, mode.name);
+      assert.equal(s.info?.hostname, 'node1');
+      assert.equal(s.counts?.endpoints, 4);
+      assert.ok((s.counts?.rules ?? 0) > 20, `rules: ${s.counts?.rules}`);
+      assert.ok(s.lastApply && s.lastApply.applies >= 1 && s.lastApply.durationMs > 0);
+      const text = lab.sh(lab.host, process.execPath, [BIN, 'status', ...STATUS_URLS]);
+      assert.match(text, /^palisade .* on node1: datastore file, rules backend /m);
+      assert.match(text, /^ {2}counts {6}endpoints 4, policies \d+, IP sets \d+, rules \d+$/m);
     });
 
     it("sets Felix's workload interface settings", () => {
@@ -397,6 +415,7 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
       );
       assert.ok((await lab.until(() => lab.tcp(fe, be.ip, 9090, 300), 5000)) >= 0);
       assert.equal(lab.tcp(ext, be.ip, 9090), false);
+      assert.ok((status().driftRepairs ?? 0) >= 1, 'palisade status counts the repair');
     });
 
     it('converges when the interface appears after its endpoint resource', async () => {

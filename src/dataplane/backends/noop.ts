@@ -20,6 +20,10 @@ export class NoopRulesBackend implements RulesBackend {
     this.families = families;
   }
 
+  ruleCount(): number {
+    return 0;
+  }
+
   async resync(): Promise<void> {
     this.calls.push('resync');
   }

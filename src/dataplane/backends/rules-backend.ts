@@ -45,6 +45,8 @@ export interface RulesBackend {
   apply(): Promise<RulesApplyStats>;
   /** What differs between the kernel (as last read or committed) and the desired state. */
   drift(): RulesDrift[];
+  /** Rules in our chains as desired (and, after an apply, as committed): for status and metrics. */
+  ruleCount(): number;
   /** `agent --cleanup`: removes everything of ours, nothing else. */
   removeAll(): Promise<void>;
 }

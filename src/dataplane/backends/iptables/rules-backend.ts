@@ -163,6 +163,14 @@ export class IptablesRulesBackend implements RulesBackend {
     });
   }
 
+  ruleCount(): number {
+    let n = 0;
+    for (const b of this.#builders.values())
+      for (const tables of [b.desired.chains, b.desired.hooks])
+        for (const chains of tables.values()) for (const lines of chains.values()) n += lines.length;
+    return n;
+  }
+
   async removeAll(): Promise<void> {
     await this.resync();
     for (const f of this.families) {

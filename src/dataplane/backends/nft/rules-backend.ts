@@ -39,6 +39,12 @@ export class NftRulesBackend implements RulesBackend {
     return this.#builders.map((b) => this.#backend.drift(b.desired));
   }
 
+  ruleCount(): number {
+    let n = 0;
+    for (const b of this.#builders) for (const c of b.desired.chains.values()) n += c.rules.length;
+    return n;
+  }
+
   removeAll(): Promise<void> {
     return this.#backend.removeTables([...this.families]);
   }

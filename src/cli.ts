@@ -6,6 +6,7 @@ import { CONFIG_USAGE, runConfig } from './commands/config.js';
 import { DEMO_USAGE, runDemo } from './commands/demo.js';
 import { PLAN_USAGE, runPlan } from './commands/plan.js';
 import { runSelector, SELECTOR_USAGE } from './commands/selector.js';
+import { EXPLAIN_USAGE, runExplain } from './commands/explain.js';
 import { runStatus, STATUS_USAGE } from './commands/status.js';
 import { runSync, SYNC_USAGE } from './commands/sync.js';
 import { runTypha, TYPHA_USAGE } from './commands/typha.js';
@@ -28,6 +29,8 @@ Commands:
              node's agent (or Felix)
   bgp        calico-node's BGP side: render BIRD's configuration from the datastore
              (as confd) and run BIRD
+  explain    why a flow (pod or IP to pod or IP, port) is allowed or denied: tiers,
+             policies, the deciding rule and its cali: hash, the labels that matched
   status     show the running agent: health, sync state, counts, the last apply,
              drift repairs (from its health and metrics endpoints; --watch)
   config     print the effective configuration and the source of each value
@@ -42,6 +45,7 @@ Examples:
   palisade sync --datastore-dir examples/ --hostname node1 --once
   palisade plan --datastore-dir examples/ --hostname node1 --dataplane nftables
   palisade bgp --datastore-dir examples/ --hostname node1 --once
+  palisade explain --datastore-dir examples/ --from demo/frontend --to demo/backend --port 8080
   palisade status --watch
   palisade config --local
   palisade selector "app == 'web' && tier in {'fe', 'be'}" --labels app=web,tier=fe
@@ -68,6 +72,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   bgp: { run: runBgp, usage: BGP_USAGE },
   typha: { run: runTypha, usage: TYPHA_USAGE },
   status: { run: runStatus, usage: STATUS_USAGE },
+  explain: { run: runExplain, usage: EXPLAIN_USAGE },
   version: {
     run: () => {
       console.log(VERSION);

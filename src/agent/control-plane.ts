@@ -36,6 +36,8 @@ export interface ControlPlaneOptions {
   onDatastoreReady?: (ready: boolean) => void;
   /** Coalescing delay between an update and the graph flush. */
   flushDelayMs?: number;
+  /** Every internal-model update, as the graph gets it (`palisade explain` keeps the model). */
+  onModelUpdate?: (u: V1Update) => void;
   /** Seconds each graph flush took (felix_calc_graph_update_time_seconds). */
   onFlushTime?: (seconds: number) => void;
 }
@@ -114,6 +116,7 @@ export class ControlPlane {
   #onModelUpdate(u: V1Update): void {
     this.batcher.onUpdate(u);
     this.graph.onUpdate(u);
+    this.#opts.onModelUpdate?.(u);
   }
 
   #onStatus(status: SyncStatus): void {

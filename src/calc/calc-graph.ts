@@ -28,7 +28,7 @@ import { IPSetMemberCalculator, type MemberSource } from './ipset-members.js';
 import { type EndpointTiers, PolicyResolver } from './policy-resolver.js';
 import { policyMeta, PolicySorter } from './policy-sorter.js';
 import { RouteResolver, type RouteSource } from './route-resolver.js';
-import { RuleScanner } from './rule-scanner.js';
+import { type IPSetData, RuleScanner } from './rule-scanner.js';
 import { VxlanResolver } from './vxlan-resolver.js';
 
 export type { SyncStatus };
@@ -204,6 +204,11 @@ export class CalcGraph {
       const host = key.slice(4, key.indexOf('/'));
       if (host !== this.hostname) this.#routes.onWorkloadUpdate(key, host, source === 'WorkloadIPs' ? nets : undefined);
     }
+  }
+
+  /** What an active IP set stands for (its selector, named port or service), by its ID. */
+  ipSetData(id: string): IPSetData | undefined {
+    return this.#scanner.activeIPSets.get(id);
   }
 
   /** Runs the graph and returns the messages for the dataplane (none before in-sync). */

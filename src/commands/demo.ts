@@ -12,14 +12,20 @@ import { fileURLToPath } from 'node:url';
 
 import { parseAllDocuments, stringify } from 'yaml';
 
+import { loadLocalConfig } from '../config/config.js';
 import { Lab, type Workload } from '../demo/lab.js';
+import { collectModel } from '../explain/collect.js';
+import { Explainer } from '../explain/explain.js';
+import { formatExplanation } from '../explain/format.js';
+import { silentLogger } from '../log.js';
 
 export const DEMO_USAGE = `Usage: palisade demo [--examples DIR]
 
 Builds a throwaway lab (network namespaces: a host and one per workload of the
 examples), runs palisade agent in it against the example resources, and shows the rules
 it programmed, a connectivity matrix measured with real TCP connections, then a policy
-change and the new matrix with the time enforcement took. Cleans everything up, also on
+change and the new matrix with the time enforcement took, and palisade explain's answer
+for the frontend -> backend flow (checked against every measured pair). Cleans everything up, also on
 Ctrl-C. Needs root (network namespaces, nftables). Touches nothing outside the lab.
 
 Options:
@@ -105,6 +111,43 @@ function appliedAfter(log: string, since: number): number | undefined {
   return undefined;
 }
 
+/**
+ * Explains frontend -> backend (now refused) and checks that the explained verdict of every
+ * workload pair in the measured matrix is what the packets did.
+ */
+async function explainDemo(
+  dir: string,
+  ws: Array<{ w: Workload; d: DemoWorkload }>,
+  measured: string[][],
+  fe: { d: DemoWorkload } | undefined,
+  be: { d: DemoWorkload } | undefined,
+): Promise<boolean> {
+  const config = loadLocalConfig({ env: {}, flags: { DatastoreDir: dir, FelixHostname: 'node1' } });
+  const explainer = new Explainer(await collectModel(config, silentLogger, 10), config.config);
+  if (fe && be) {
+    say(`  palisade explain --from ${fe.d.ip} --to ${be.d.ip} --port ${be.d.port}`);
+    say(formatExplanation(explainer.explain(fe.d.ip, be.d.ip, 'tcp', be.d.port)).replace(/^/gm, '  '));
+  }
+  const wrong: string[] = [];
+  let pairs = 0;
+  ws.forEach((src, i) =>
+    ws.forEach((dst, j) => {
+      if (i === j) return;
+      pairs++;
+      const explained = explainer.explain(src.d.ip, dst.d.ip, 'tcp', dst.d.port).verdict;
+      const real = measured[i + 1]?.[j + 1];
+      if ((explained === 'allow') !== (real === 'allowed'))
+        wrong.push(`${src.d.pod} -> ${dst.d.pod}: explained ${explained}, measured ${real}`);
+    }),
+  );
+  say(
+    wrong.length
+      ? `  explain DISAGREES with the packets: ${wrong.join('; ')}`
+      : `  the explained verdicts of all ${pairs} workload pairs match the measured matrix`,
+  );
+  return wrong.length === 0;
+}
+
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   return rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`).join('\n');
@@ -123,7 +166,7 @@ export async function runDemo(argv: string[]): Promise<number> {
     );
     return 1;
   }
-  const TOTAL = 6;
+  const TOTAL = 7;
   let lab: Lab | undefined;
   let agent: ChildProcess | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'palisade-demo-'));
@@ -224,9 +267,13 @@ export async function runDemo(argv: string[]): Promise<number> {
     );
 
     step(6, TOTAL, 'connectivity after the change');
-    say(table(await matrix(lab, ws)));
+    const after = await matrix(lab, ws);
+    say(table(after));
+
+    step(7, TOTAL, 'why: palisade explain, from the same datastore, before any packet');
+    const agrees = await explainDemo(dir, ws, after, fe, be);
     say('\ndone: removing the lab');
-    return enforced ? 0 : 1;
+    return enforced && agrees ? 0 : 1;
   } catch (e) {
     console.error(`palisade demo: ${(e as Error).message}`);
     return 1;

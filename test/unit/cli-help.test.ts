@@ -8,7 +8,19 @@ import { fileURLToPath } from 'node:url';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 20_000 });
-const COMMANDS = ['demo', 'agent', 'sync', 'plan', 'typha', 'bgp', 'status', 'config', 'selector', 'version'];
+const COMMANDS = [
+  'demo',
+  'agent',
+  'sync',
+  'plan',
+  'typha',
+  'bgp',
+  'status',
+  'explain',
+  'config',
+  'selector',
+  'version',
+];
 
 describe('palisade --help', () => {
   for (const c of COMMANDS) {

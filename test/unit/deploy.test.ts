@@ -42,6 +42,11 @@ describe('deploy/', () => {
       );
       assert.equal(hostPaths.get(mounts.get('/run/xtables.lock')), '/run/xtables.lock');
       assert.equal(hostPaths.get(mounts.get('/lib/modules')), '/lib/modules');
+      assert.equal(
+        hostPaths.get(mounts.get('/var/run/calico')),
+        '/var/run/calico',
+        'the endpoint status files, for the CNI plugin',
+      );
       assert.equal(c.livenessProbe.httpGet.path, '/liveness');
       assert.equal(c.livenessProbe.httpGet.port, 9099);
       assert.equal(c.readinessProbe.httpGet.path, '/readiness');

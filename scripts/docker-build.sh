@@ -22,6 +22,8 @@ case "${1:-}" in
     # The runtime needs dist/src, bin, the addon and the production modules only.
     rm -rf dist/test dist/bench
     npm prune --omit=dev --no-audit --no-fund
+    # Biome's binary is an optional dependency (scripts/biome.mjs): a build tool, not the agent's.
+    rm -rf node_modules/@biomejs
     # Nothing at run time reads type declarations, source maps, TypeScript sources or
     # docs: about half of the production modules' bytes (@kubernetes/client-node's most).
     find node_modules dist -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.map' -o -name '*.md' \) -delete

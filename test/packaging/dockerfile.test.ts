@@ -92,6 +92,7 @@ describe('Dockerfile', {
     assert.equal(plan.status, 0, plan.stderr);
     assert.match(plan.stdout, /^table ip calico \{$/m);
     assert.ok(!existsSync(join(app, 'node_modules', 'typescript')), 'dev dependencies were not pruned');
+    assert.ok(!existsSync(join(app, 'node_modules', '@biomejs')), 'the lint binary was not pruned');
     // The size of what the runtime stage copies in (the app layer), and of its packages.
     const layer = [
       'package.json',

@@ -5,6 +5,7 @@
 // nftables mode programs: exec nft). Each side runs in its own throwaway network
 // namespace, one after the other, so neither sees the other's tables. Needs root.
 import { spawnSync } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
@@ -33,6 +34,10 @@ import {
 interface InsideResult {
   transport: Transport;
   coldMs: number;
+  /** Rules in the cold ruleset, and how long the event loop was blocked while it was applied (ms). */
+  coldRules: number;
+  coldLoopMaxMs: number;
+  coldLoopP99Ms: number;
   coldRenderMs: number;
   coldOps: number;
   coldBytes: number;
@@ -54,11 +59,22 @@ async function inside(transport: Transport): Promise<InsideResult> {
   state.apply(snapshot());
   state.takeDirty();
   await backend.resync([4]);
+  // Issue 21's event-loop target: how long the loop is blocked during the cold apply
+  // (rendering and encoding run on it; the kernel transaction runs on a native thread).
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  // The monitor's timer must be running first: a block in the very tick it is enabled in
+  // is not seen.
+  await new Promise((r) => setTimeout(r, 20));
   const t0 = performance.now();
   builder.rebuild(state);
   const t1 = performance.now();
   const cold = await backend.apply([builder.desired]);
   const t2 = performance.now();
+  await new Promise((r) => setTimeout(r, 5));
+  loop.disable();
+  let coldRules = 0;
+  for (const c of builder.desired.chains.values()) coldRules += c.rules.length;
 
   // The kernel's floor: a transaction adding one unreferenced chain with one accept rule.
   // Any verdict makes nf_tables re-validate the table's whole jump graph at commit, a
@@ -104,6 +120,9 @@ async function inside(transport: Transport): Promise<InsideResult> {
   return {
     transport,
     coldMs: t2 - t0,
+    coldRules,
+    coldLoopMaxMs: loop.max / 1e6,
+    coldLoopP99Ms: loop.percentile(99) / 1e6,
     coldRenderMs: t1 - t0,
     coldOps: cold.ops,
     coldBytes: cold.bytes,
@@ -172,6 +191,9 @@ async function main(): Promise<void> {
       cold_ratio_vs_nft_exec: r3(exec.coldMs / native.coldMs),
       cold_netlink_messages: native.coldOps,
       cold_netlink_mb: r3(native.coldBytes / 1e6),
+      cold_rules: native.coldRules,
+      cold_event_loop_max_ms: r3(native.coldLoopMaxMs),
+      cold_event_loop_p99_ms: r3(native.coldLoopP99Ms),
       incremental_ms_median: r3(median(native.incrementalMs)),
       incremental_ms_p90: r3(p90(native.incrementalMs)),
       incremental_render_ms_median: r3(median(native.incrementalRenderMs)),
@@ -188,6 +210,8 @@ async function main(): Promise<void> {
       ['incremental_ms_median', '<=', 2],
       ['incremental_ratio_vs_nft_exec', '>=', 10],
       ['cold_ratio_vs_nft_exec', '>=', 1],
+      // Issue 21, target 6 (asked at 100,000 rules; this node has fewer: see cold_rules).
+      ['cold_event_loop_max_ms', '<=', 20],
     ],
   );
 }

@@ -9,10 +9,11 @@
 // A kernel without the ipip module (CONFIG_NET_IPIP) cannot make tunl0: that is said once,
 // and IPIP pools' routes are not programmed. A tunl0 that is not an IPIP device is not ours.
 import type { Logger } from '../../log.js';
-import { addrChange, addrDump, type Link, linkAddIpip, linkGet, linkSet } from '../../native/rtnl.js';
+import { addrChange, addrDump, type Link, linkAddIpip, linkGet } from '../../native/rtnl.js';
 import type { RouteUpdate, ToDataplane } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import type { Manager } from './manager.js';
+import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 import { OverlayRoutes, type RouteSpec } from './overlay-routes.js';
 
 export const IPIP_DEVICE = 'tunl0';
@@ -103,9 +104,7 @@ export class IpipManager implements Manager {
       return { devices: 0, routes };
     }
     const ownAddr = this.#hosts.get(this.#cfg.hostname);
-    const parent = ownAddr
-      ? [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === ownAddr))
-      : undefined;
+    const parent = ownAddr ? interfaceHolding(this.#ifaces, ownAddr) : undefined;
     if (!parent) {
       this.#say(
         ownAddr
@@ -135,7 +134,7 @@ export class IpipManager implements Manager {
   }
 
   async #ensureDevice(existing: Link | undefined, parentName: string): Promise<Link | undefined> {
-    const mtu = this.#cfg.mtu || Math.max(0, ((await linkGet(parentName))?.mtu ?? 1500) - IPIP_OVERHEAD);
+    const mtu = await tunnelMtu(this.#cfg.mtu, parentName, IPIP_OVERHEAD);
     let link = existing;
     if (!link) {
       try {
@@ -149,13 +148,10 @@ export class IpipManager implements Manager {
       }
       this.#log.info({ device: IPIP_DEVICE, mtu }, 'created the IPIP device');
     }
-    if (link.mtu !== mtu || !link.up) await linkSet(link.index, mtu === link.mtu ? 0 : mtu, true);
-    const addrs = (await addrDump(link.index)).filter((a) => !a.includes(':'));
     const addr = this.#cfg.tunnelAddr ? `${this.#cfg.tunnelAddr}/32` : '';
     if (!addr)
       this.#say("IPIP: no IpInIpTunnelAddr for this node yet (calico-node sets the Node's bgp.ipv4IPIPTunnelAddr)");
-    for (const a of addrs) if (a !== addr) await addrChange(false, link.index, a);
-    if (addr && !addrs.includes(addr)) await addrChange(true, link.index, addr);
+    await settleDevice(link, mtu, addr);
     return link;
   }
 

@@ -11,13 +11,10 @@
 // A device of that name that is not what we would make is replaced. Nothing else is touched.
 import type { Logger } from '../../log.js';
 import {
-  addrChange,
-  addrDump,
   type Link,
   linkAddVxlan,
   linkDelete,
   linkGet,
-  linkSet,
   neighDump,
   routeApplyOrThrow,
   type RouteOp,
@@ -25,6 +22,7 @@ import {
 import { RouteType, type RouteUpdate, type ToDataplane, type VXLANTunnelEndpoint } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import type { Manager } from './manager.js';
+import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 import { isType, OverlayRoutes, type RouteSpec } from './overlay-routes.js';
 
 export const VXLAN_DEVICE = 'vxlan.calico';
@@ -107,9 +105,7 @@ export class VxlanManager implements Manager {
       return { devices: existing ? -1 : 0, routes: removed, neighbours: 0 };
     }
     const local = this.#vteps.get(this.#cfg.hostname);
-    const parent =
-      local &&
-      [...this.#ifaces.byName.values()].find((i) => i.addrs.some((a) => a.split('/')[0] === local.parentDeviceIp));
+    const parent = local && interfaceHolding(this.#ifaces, local.parentDeviceIp);
     if (!local || !parent) {
       this.#say(
         !local
@@ -140,7 +136,7 @@ export class VxlanManager implements Manager {
     parentIndex: number,
     parentName: string,
   ): Promise<Link> {
-    const mtu = this.#cfg.mtu || Math.max(0, ((await linkGet(parentName))?.mtu ?? 1500) - VXLAN_OVERHEAD);
+    const mtu = await tunnelMtu(this.#cfg.mtu, parentName, VXLAN_OVERHEAD);
     const want = {
       vni: this.#cfg.vni,
       port: this.#cfg.port,
@@ -174,11 +170,7 @@ export class VxlanManager implements Manager {
         'created the VXLAN device',
       );
     }
-    if (link.mtu !== mtu || !link.up) await linkSet(link.index, mtu === link.mtu ? 0 : mtu, true);
-    const addrs = (await addrDump(link.index)).filter((a) => !a.includes(':'));
-    const addr = `${local.ipv4Addr}/32`;
-    for (const a of addrs) if (a !== addr) await addrChange(false, link.index, a);
-    if (!addrs.includes(addr)) await addrChange(true, link.index, addr);
+    await settleDevice(link, mtu, `${local.ipv4Addr}/32`);
     return link;
   }
 

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 const BENCHES: Record<string, [string, string[]]> = {
   labelindex: ['labelindex.js', ['realistic']],
   'labelindex-heavy': ['labelindex.js', ['heavy']],
-  calcgraph: ['calcgraph.js', []],
+  calcgraph: ['calcgraph.js', ['250k']],
+  'calcgraph-1m': ['calcgraph.js', ['1m']],
   filesync: ['filesync.js', []],
   dataplane: ['dataplane.js', []],
   'dataplane-iptables': ['dataplane-iptables.js', []],

@@ -1,4 +1,5 @@
 // Registration only: each subsystem defines its own classes and functions.
+#include <malloc.h>
 #include <napi.h>
 #include <openssl/opensslv.h>
 
@@ -28,6 +29,13 @@ Napi::Value Setup(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// Bytes the C allocator has handed out and not had back (small blocks and mmapped ones):
+// the native side's share of RSS, which process.memoryUsage() does not separate.
+Napi::Value MallocInUse(const Napi::CallbackInfo& info) {
+  struct mallinfo2 m = mallinfo2();
+  return Napi::Number::New(info.Env(), static_cast<double>(m.uordblks + m.hblkhd));
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(new palisade::AddonData());
   exports.Set("setup", Napi::Function::New(env, Setup, "setup"));
@@ -40,6 +48,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::ct::Register(env, exports);
   palisade::ipset::Register(env, exports);
   palisade::iptc::Register(env, exports);
+  exports.Set("mallocInUse", Napi::Function::New(env, MallocInUse, "mallocInUse"));
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

@@ -211,6 +211,11 @@ export class CalcGraph {
     return this.#scanner.activeIPSets.get(id);
   }
 
+  /** Sizes of the IP-set member side (every endpoint in the cluster lives there). */
+  memberStats(): ReturnType<IPSetMemberCalculator['stats']> {
+    return this.#members.stats();
+  }
+
   /** Runs the graph and returns the messages for the dataplane (none before in-sync). */
   flush(): ToDataplane[] {
     this.#activeRules.flush();

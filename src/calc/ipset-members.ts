@@ -231,6 +231,15 @@ export class IPSetMemberCalculator {
     this.#removedSets.push(set.uid);
   }
 
+  /** Sizes, for memory accounting: live sources, their keys' interner, the label index. */
+  stats(): { sources: number; labelStringsInterned: number; index: ReturnType<LabelIndex['stats']> } {
+    return {
+      sources: this.#sourceIds.size,
+      labelStringsInterned: this.#index.internedStrings,
+      index: this.#index.stats(),
+    };
+  }
+
   /** The members of an active set now (as of the last flush). */
   members(uid: string): Iterable<string> {
     const num = this.#setIds.get(uid);

@@ -124,6 +124,8 @@ export interface RawModule {
   NativeSelector: new (text: string) => RawSelector;
   LabelIndex: new () => RawLabelIndex;
   opensslVersion: string;
+  /** Bytes the C allocator has handed out (glibc mallinfo2: arenas plus mmapped blocks). */
+  mallocInUse(): number;
   /** One nftables transaction (native/nft/ops.h); rejects with NativeError ENFT (+ failures), EINVAL or ESYS. */
   nftCommit(ops: Uint8Array): Promise<RawNftCommitResult>;
   nftDump(family: number, table: string): Promise<RawNftDump>;

@@ -104,9 +104,9 @@ void SettleDump(Napi::Env env, const DumpResult& r, Napi::Promise::Deferred& d) 
 Napi::Value NftCommit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "nftCommit", [&]() -> Napi::Value {
-    std::vector<uint8_t> ops = OpsArg(info, "nftCommit");
+    BorrowedOps ops = BorrowOpsArg(info, "nftCommit");
     return QueuePromise<CommitResult>(
-        env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data(), ops.size()); }, SettleCommit);
+        env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data, ops.size); }, SettleCommit);
   });
 }
 

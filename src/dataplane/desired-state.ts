@@ -24,6 +24,21 @@ export interface DesiredIPSet {
 
 export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'overlay' | 'config';
 
+/** Members an IP set gained and lost since the last takeDirty() (net: a member back again is in neither). */
+export interface MemberDelta {
+  added: Set<string>;
+  removed: Set<string>;
+}
+
+/**
+ * The keys changed since the last takeDirty(), by kind; and, for IP sets that only had
+ * members added and removed (not replaced or removed whole), what changed, so a backend
+ * can program the delta without comparing a set of a quarter of a million members.
+ */
+export class DirtyKeys extends Map<Dirty, Set<string>> {
+  readonly memberDeltas = new Map<string, MemberDelta>();
+}
+
 export class DesiredState {
   readonly ipsets = new Map<string, DesiredIPSet>();
   /** Keyed "tier/name". */
@@ -50,7 +65,9 @@ export class DesiredState {
   config: Record<string, string> = {};
   inSync = false;
   /** Keys changed since the last takeDirty(), by kind. */
-  #dirty = new Map<Dirty, Set<string>>();
+  #dirty = new DirtyKeys();
+  /** IP sets replaced or removed whole since the last takeDirty(): no delta for them. */
+  #wholeSets = new Set<string>();
 
   apply(msgs: Iterable<ToDataplane>): void {
     for (const m of msgs) this.#one(m);
@@ -65,9 +82,24 @@ export class DesiredState {
     this.#mark('hep', '');
   }
 
-  takeDirty(): Map<Dirty, Set<string>> {
+  takeDirty(): DirtyKeys {
     const d = this.#dirty;
-    this.#dirty = new Map();
+    this.#dirty = new DirtyKeys();
+    this.#wholeSets.clear();
+    return d;
+  }
+
+  #markWholeSet(id: string): void {
+    this.#wholeSets.add(id);
+    this.#dirty.memberDeltas.delete(id);
+    this.#mark('ipset', id);
+  }
+
+  // The set's delta in this batch; none once it was replaced whole in it.
+  #deltaOf(id: string): MemberDelta | undefined {
+    if (this.#wholeSets.has(id)) return undefined;
+    let d = this.#dirty.memberDeltas.get(id);
+    if (!d) this.#dirty.memberDeltas.set(id, (d = { added: new Set(), removed: new Set() }));
     return d;
   }
 
@@ -88,19 +120,27 @@ export class DesiredState {
         return;
       case 'IPSetUpdate':
         this.ipsets.set(m.id, { type: m.ipsetType, members: new Set(m.members) });
-        this.#mark('ipset', m.id);
+        this.#markWholeSet(m.id);
         return;
       case 'IPSetDeltaUpdate': {
         const s = this.ipsets.get(m.id);
         if (!s) return;
-        for (const x of m.removedMembers) s.members.delete(x);
-        for (const x of m.addedMembers) s.members.add(x);
+        const delta = this.#deltaOf(m.id);
+        for (const x of m.removedMembers) {
+          if (!s.members.delete(x) || !delta) continue;
+          if (!delta.added.delete(x)) delta.removed.add(x);
+        }
+        for (const x of m.addedMembers) {
+          if (s.members.has(x)) continue;
+          s.members.add(x);
+          if (delta && !delta.removed.delete(x)) delta.added.add(x);
+        }
         this.#mark('ipset', m.id);
         return;
       }
       case 'IPSetRemove':
         this.ipsets.delete(m.id);
-        this.#mark('ipset', m.id);
+        this.#markWholeSet(m.id);
         return;
       case 'ActivePolicyUpdate': {
         const key = policyKey(m.id);

@@ -22,6 +22,10 @@ import { IpipManager } from './managers/ipip-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
 import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
+import { Slicer } from './slicer.js';
+
+/** How long a cold render or plan runs before the event loop gets a turn (issue 21: <= 20 ms). */
+const APPLY_SLICE_MS = 3;
 
 export interface ApplyReport {
   ms: number;
@@ -84,6 +88,8 @@ export class DataplaneDriver {
   #stopped = false;
   #loggedUp = new Map<string, boolean>();
   #applyStarted: number | undefined;
+  /** Messages that arrived during an apply, taken when it ends. */
+  readonly #held: ToDataplane[][] = [];
   #takeover: Promise<unknown> | undefined;
 
   constructor(opts: DriverOptions) {
@@ -183,6 +189,17 @@ export class DataplaneDriver {
   }
 
   onMessages(msgs: ToDataplane[]): void {
+    // As Felix's dataplane reads its channel only between applies: a sliced render must
+    // not see the state move under it.
+    if (this.#inFlight) {
+      this.#held.push(msgs);
+      this.#dirty = true;
+      return;
+    }
+    this.#take(msgs);
+  }
+
+  #take(msgs: ToDataplane[]): void {
     this.state.apply(msgs);
     for (const m of this.#managers) for (const msg of msgs) m.onUpdate(msg);
     this.#schedule();
@@ -223,6 +240,7 @@ export class DataplaneDriver {
       this.#timer = undefined;
       this.#inFlight = this.#apply().finally(() => {
         this.#inFlight = undefined;
+        for (const msgs of this.#held.splice(0)) this.#take(msgs);
         if (this.#dirty) this.#schedule(this.#backoffMs || undefined);
       });
     }, delay);
@@ -235,10 +253,11 @@ export class DataplaneDriver {
     for (const m of this.#managers) m.beginApply?.();
     try {
       let driftRepaired = 0;
-      if (this.#needResync) await this.#resyncAll();
+      const slicer = new Slicer(APPLY_SLICE_MS);
+      if (this.#needResync) await this.#resyncAll(slicer);
       else if (this.#needRefresh) driftRepaired = await this.#refreshAll();
       else this.#rules.update(this.state, this.state.takeDirty());
-      const rules = await this.#rules.apply();
+      const rules = await this.#rules.apply(slicer);
       if (rules.ops > 0) this.#wrote();
       const managers: ApplyReport['managers'] = {};
       for (const m of this.#managers) managers[m.name] = await m.apply();
@@ -313,17 +332,19 @@ export class DataplaneDriver {
   }
 
   /** Start, after a failure: read the kernel back, render everything again, compare everything. */
-  async #resyncAll(): Promise<void> {
+  async #resyncAll(slicer: Slicer): Promise<void> {
     await this.#takeover;
     const started = performance.now();
     for (const m of this.#managers) m.markResync?.();
     await this.#rules.resync();
-    this.#rules.rebuild(this.state);
+    // Taken first: what changes while the render is sliced (host interfaces) stays dirty
+    // for the next apply.
     this.state.takeDirty();
+    await this.#rules.rebuild(this.state, slicer);
     this.#needResync = false;
     this.#needRefresh = false;
     this.#log.info(
-      { backend: this.#rules.name, ms: Math.round(performance.now() - started) },
+      { backend: this.#rules.name, ms: Math.round(performance.now() - started), pauses: slicer.pauses },
       'read back our rules; comparing everything',
     );
   }

@@ -90,7 +90,7 @@ async function churn(c: Churn): Promise<unknown> {
   h.put(tier('t1', 10), profile('kns.prod', {}));
   state.apply(h.flush());
   await backend.resync();
-  backend.rebuild(state);
+  await backend.rebuild(state);
   state.takeDirty();
   await backend.apply();
   const pool = [
@@ -135,7 +135,7 @@ async function churn(c: Churn): Promise<unknown> {
   }
   // A fresh read-back must find exactly what the last apply meant: nothing left to write.
   await backend.resync();
-  backend.rebuild(state);
+  await backend.rebuild(state);
   const again = await backend.apply();
   return {
     applies,

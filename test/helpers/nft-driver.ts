@@ -12,7 +12,9 @@ import {
   ipSetElems,
   ipSetSpec,
 } from '../../src/dataplane/backends/nft/desired.js';
+import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
+import { Slicer } from '../../src/dataplane/slicer.js';
 import type { Rule } from '../../src/dataplane/render/model.js';
 import { families, renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
@@ -20,6 +22,10 @@ import type { ToDataplane } from '../../src/proto/messages.js';
 const state = new DesiredState();
 const config = defaultConfig();
 const backend = new NftBackend({ transport: process.argv[2] === 'exec' ? 'exec' : 'native' });
+// The agent's path: the rules backend the driver uses, rendering only what changed.
+const agentState = new DesiredState();
+const agentRules = new NftRulesBackend(config, families(config));
+let agentBuilt = false;
 
 function desired(): DesiredFamily[] {
   return families(config).map((f) => desiredOf(renderRuleset(state, config, f, 'nftables')));
@@ -77,6 +83,21 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       const stats = await backend.apply([d]);
       return { stats, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
     }
+    case 'agent-apply': {
+      // As the driver: the first apply reads back and renders everything (sliced), later
+      // ones render what changed.
+      agentState.apply(req.msgs as ToDataplane[]);
+      if (!agentBuilt) {
+        await agentRules.resync();
+        agentState.takeDirty();
+        await agentRules.rebuild(agentState, new Slicer(1));
+        agentBuilt = true;
+      } else agentRules.update(agentState, agentState.takeDirty());
+      return { stats: await agentRules.apply(new Slicer(1)) };
+    }
+    case 'agent-drift':
+      await agentRules.resync();
+      return agentRules.drift();
     default:
       throw new Error(`unknown command ${String(req.cmd)}`);
   }

@@ -93,6 +93,36 @@ describe('dataplane driver', () => {
     await driver.stop();
   });
 
+  it('holds messages that arrive during an apply until it ends, as Felix reads its channel between applies', async () => {
+    const { rules, calls, driver, managers } = setup();
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    let release: () => void = () => {};
+    rules.applyGate = new Promise<void>((r) => (release = r));
+    driver.onMessages([profile('during-1')]);
+    await settle();
+    assert.deepEqual(calls, ['update:profile', 'apply'], 'the apply is waiting on the kernel');
+    driver.onMessages([profile('during-2')]);
+    assert.equal(driver.state.profiles.has('during-2'), false, 'held while the apply runs');
+    assert.equal(managers[0]?.seen.at(-1), 'ActiveProfileUpdate');
+    const seenBefore = managers[0]?.seen.length;
+    release();
+    rules.applyGate = undefined;
+    await settle();
+    assert.equal(driver.state.profiles.has('during-2'), true);
+    assert.equal(managers[0]?.seen.length, (seenBefore ?? 0) + 1);
+    assert.deepEqual(calls.slice(2), [
+      'first:apply',
+      'second:apply',
+      'update:profile',
+      'apply',
+      'first:apply',
+      'second:apply',
+    ]);
+    await driver.stop();
+  });
+
   it('retries a failed apply after a fresh read-back, telling the managers to resync', async () => {
     const { rules, calls, errors, driver } = setup();
     driver.onMessages([{ type: 'InSync' }]);

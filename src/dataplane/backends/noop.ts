@@ -12,6 +12,8 @@ export class NoopRulesBackend implements RulesBackend {
   readonly calls: string[] = [];
   /** The next apply rejects with this error (once). */
   failNext: Error | undefined;
+  /** While set, applies wait for it (a slow kernel). */
+  applyGate: Promise<void> | undefined;
 
   constructor(
     families: readonly Family[] = [4],
@@ -28,7 +30,7 @@ export class NoopRulesBackend implements RulesBackend {
     this.calls.push('resync');
   }
 
-  rebuild(_state: DesiredState): void {
+  async rebuild(_state: DesiredState): Promise<void> {
     this.calls.push('rebuild');
   }
 
@@ -38,6 +40,7 @@ export class NoopRulesBackend implements RulesBackend {
 
   async apply(): Promise<RulesApplyStats> {
     this.calls.push('apply');
+    await this.applyGate;
     const e = this.failNext;
     this.failNext = undefined;
     if (e) throw e;

@@ -5,6 +5,7 @@
 // for the backend's syntax happens inside it. Backends: nftables (backends/nft), a no-op
 // one for driver tests (backends/noop.ts); createRulesBackend (backends/factory.ts) picks.
 import type { Dirty, DesiredState } from '../desired-state.js';
+import type { Slicer } from '../slicer.js';
 import type { Family } from '../render/model.js';
 
 export interface RulesApplyStats {
@@ -37,12 +38,15 @@ export interface RulesBackend {
   readonly families: readonly Family[];
   /** Reads our kernel state back: the next apply compares everything (as rendered) against it. */
   resync(): Promise<void>;
-  /** Renders the whole desired state again (after a resync). */
-  rebuild(state: DesiredState): void;
+  /**
+   * Renders the whole desired state again (after a resync). A cold render is long (100,000
+   * rules): the slicer gives the event loop a turn between its slices.
+   */
+  rebuild(state: DesiredState, slicer?: Slicer): Promise<void>;
   /** Renders only what changed (DesiredState.takeDirty()). */
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void;
-  /** Makes the kernel equal the desired state in one transaction. */
-  apply(): Promise<RulesApplyStats>;
+  /** Makes the kernel equal the desired state in one transaction (planned in slices, given a slicer). */
+  apply(slicer?: Slicer): Promise<RulesApplyStats>;
   /** What differs between the kernel (as last read or committed) and the desired state. */
   drift(): RulesDrift[];
   /** Rules in our chains as desired (and, after an apply, as committed): for status and metrics. */

@@ -12,9 +12,20 @@ function range(cidr: string): [bigint, bigint] | undefined {
   return [start, start + (1n << host) - 1n];
 }
 
+/** "10.0.0.1/32", "fd00::1/128": one address, which no other member can be inside but itself. */
+export function isHostCidr(m: string): boolean {
+  const slash = m.indexOf('/');
+  if (slash < 0) return false;
+  const len = m.slice(slash + 1);
+  return m.includes(':') ? len === '128' : len === '32';
+}
+
 /** The members not inside another member, in input order. */
 export function coveringMembers(members: readonly string[]): string[] {
   if (members.length < 2) return [...members];
+  // Workload addresses (the common case, and the big sets) are host routes: none can
+  // hold another, only repeat it.
+  if (members.every(isHostCidr)) return [...new Set(members)];
   const ranges = members.map((m, i) => {
     const r = range(m);
     return { i, start: r ? r[0] : 0n, end: r ? r[1] : -1n, ok: !!r };

@@ -4,6 +4,7 @@
 // they touched are compared with the kernel. A dispatch chain (a verdict map, rendered as
 // Felix's dispatch tree) is re-rendered with its children when one of its entries changes.
 import type { Dirty, DesiredState } from '../../desired-state.js';
+import { drain, type Steps } from '../../slicer.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { Family, IPSet, Rule, TableName, Verdict, VerdictMap } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
@@ -65,6 +66,11 @@ export class IptablesDesiredBuilder {
 
   /** Everything from scratch (start, resync): the next apply compares all of it. */
   rebuild(state: DesiredState): void {
+    drain(this.rebuildSteps(state));
+  }
+
+  /** rebuild() in steps, one per source, for a Slicer. */
+  *rebuildSteps(state: DesiredState): Steps {
     for (const name of this.sets.keys()) this.#removedSets.add(name);
     this.sets.clear();
     this.#rules.clear();
@@ -92,12 +98,24 @@ export class IptablesDesiredBuilder {
       this.desired.hooks.set(table, hooks);
       for (const c of rs.tables[table].values()) this.#setChain(table, c.name, c.rules);
     }
-    for (const id of state.ipsets.keys()) this.#ipset(state, id);
+    for (const id of state.ipsets.keys()) {
+      this.#ipset(state, id);
+      yield;
+    }
     this.#pools(state);
     this.#overlay(state);
-    for (const k of state.policies.keys()) this.#policy(state, k);
-    for (const k of state.profiles.keys()) this.#profile(state, k);
-    for (const k of state.weps.keys()) this.#wep(state, k);
+    for (const k of state.policies.keys()) {
+      this.#policy(state, k);
+      yield;
+    }
+    for (const k of state.profiles.keys()) {
+      this.#profile(state, k);
+      yield;
+    }
+    for (const k of state.weps.keys()) {
+      this.#wep(state, k);
+      yield;
+    }
     this.#perWorkload(state);
     this.#heps(state);
     for (const name of this.sets.keys()) this.#removedSets.delete(name);

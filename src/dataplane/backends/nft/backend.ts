@@ -16,8 +16,11 @@ import { commentOf } from './exprs.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 import type { RulesApplyStats } from '../rules-backend.js';
+import { drain, type Slicer, type Steps } from '../../slicer.js';
 
 export const TABLE = 'calico';
+/** Set elements per planning step (a set may hold every endpoint of the cluster). */
+const ELEM_CHUNK = 1024;
 
 interface CommittedFamily {
   exists: boolean;
@@ -150,8 +153,11 @@ export class NftBackend {
     return { family: desired.family, chains, sets };
   }
 
-  /** Makes the kernel equal `desired` (each family given) in one transaction. */
-  async apply(desired: DesiredFamily[]): Promise<ApplyStats> {
+  /**
+   * Makes the kernel equal `desired` (each family given) in one transaction. With a
+   * slicer, planning and recording give the event loop a turn between slices.
+   */
+  async apply(desired: DesiredFamily[], slicer?: Slicer): Promise<ApplyStats> {
     const sink = this.transport === 'native' ? new NativeSink() : new NftTextSink();
     const stats: ApplyStats = {
       ops: 0,
@@ -164,14 +170,15 @@ export class NftBackend {
       elemsRemoved: 0,
       commitMs: 0,
     };
-    for (const d of desired) this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats);
+    const run = (steps: Steps) => (slicer ? slicer.run(steps) : drain(steps));
+    for (const d of desired) await run(this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats));
     if (sink.length > 0) {
       const t0 = performance.now();
       if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
       else await this.#commitExec(sink as NftTextSink, stats);
       stats.commitMs = performance.now() - t0;
     }
-    for (const d of desired) this.#record(d);
+    for (const d of desired) await run(this.#record(d));
     return stats;
   }
 
@@ -212,12 +219,19 @@ export class NftBackend {
   }
 
   /** After a successful commit: the committed state is the desired state for what was planned. */
-  #record(d: DesiredFamily): void {
+  *#record(d: DesiredFamily): Steps {
     let c = this.#committed.get(d.family);
     if (!c || c.full || !d.dirty) {
       c = emptyCommitted();
-      for (const ch of d.chains.values()) c.chains.set(ch.name, ch.hashes);
-      for (const s of d.sets.values()) c.sets.set(s.name, new Map(s.elems));
+      for (const ch of d.chains.values()) {
+        c.chains.set(ch.name, ch.hashes);
+        if ((c.chains.size & 1023) === 0) yield;
+      }
+      for (const s of d.sets.values()) {
+        c.sets.set(s.name, new Map(s.elems));
+        s.delta = undefined;
+        yield;
+      }
     } else {
       for (const name of d.dirty.chains) {
         const ch = d.chains.get(name);
@@ -226,8 +240,13 @@ export class NftBackend {
       }
       for (const name of d.dirty.sets) {
         const s = d.sets.get(name);
-        if (s) c.sets.set(name, new Map(s.elems));
+        const had = c.sets.get(name);
+        if (s?.delta && had) {
+          for (const id of s.delta.removed.keys()) had.delete(id);
+          for (const [id, e] of s.delta.added) had.set(id, e);
+        } else if (s) c.sets.set(name, new Map(s.elems));
         else c.sets.delete(name);
+        if (s) s.delta = undefined;
       }
     }
     c.exists = true;
@@ -236,7 +255,8 @@ export class NftBackend {
     d.dirty = { chains: new Set(), sets: new Set() };
   }
 
-  #plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats): void {
+  // Steps: one per set and per chain written, and one per ELEM_CHUNK elements.
+  *#plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats): Steps {
     const f = d.family;
     const t = this.table;
     // Which names to look at: what changed, or (after a read-back, or at first) everything.
@@ -245,36 +265,50 @@ export class NftBackend {
     const setNames = whole ? new Set([...d.sets.keys(), ...c.sets.keys()]) : d.dirty!.sets;
     if (!c.exists) w.tableAdd(f, t);
     const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
-    const syncSet = (s: DesiredSet) => {
+    const elems = function* (add: boolean, name: string, list: ElemSpec[]): Steps {
+      for (let i = 0; i < list.length; i += ELEM_CHUNK) {
+        w.elems(add, f, t, name, 0, list.length <= ELEM_CHUNK ? list : list.slice(i, i + ELEM_CHUNK));
+        yield;
+      }
+    };
+    const syncSet = function* (s: DesiredSet): Steps {
       const have = c.sets.get(s.name);
       if (!have) {
         // The kernel wants a transaction-unique id on every new set, named or not.
         w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
-        if (s.elems.size) w.elems(true, f, t, s.name, 0, [...s.elems.values()]);
+        yield* elems(true, s.name, [...s.elems.values()]);
         stats.elemsAdded += s.elems.size;
         return;
       }
       const removed: ElemSpec[] = [];
-      for (const [id, e] of have) if (!s.elems.has(id)) removed.push(e);
       const added: ElemSpec[] = [];
-      for (const [id, e] of s.elems) if (!have.has(id)) added.push(e);
+      if (!whole && s.delta) {
+        // Only members changed since the last apply: the delta, checked against what we committed.
+        for (const [id, e] of s.delta.removed) if (have.has(id)) removed.push(e);
+        for (const [id, e] of s.delta.added) if (!have.has(id)) added.push(e);
+      } else {
+        for (const [id, e] of have) if (!s.elems.has(id)) removed.push(e);
+        for (const [id, e] of s.elems) if (!have.has(id)) added.push(e);
+      }
       // Deletes first: an interval set refuses a new element overlapping an old one.
-      if (removed.length) w.elems(false, f, t, s.name, 0, removed);
-      if (added.length) w.elems(true, f, t, s.name, 0, added);
+      yield* elems(false, s.name, removed);
+      yield* elems(true, s.name, added);
       stats.elemsAdded += added.length;
       stats.elemsRemoved += removed.length;
     };
     const wanted = <T>(names: Set<string>, m: Map<string, T>) =>
       [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
     const sets = wanted(setNames, d.sets);
+    yield;
     // Created table by table, as `palisade plan` declares them, so `nft list` (creation
     // order) reads the same either way.
     const chains = wanted(chainNames, d.chains).sort((a, b) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table));
+    yield;
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
-    for (const s of sets) if (!isMap(s)) syncSet(s);
+    for (const s of sets) if (!isMap(s)) yield* syncSet(s);
     for (const ch of chains) if (!ch.base && !c.chains.has(ch.name)) w.chainAdd(f, t, ch.name);
     // 3. Maps (dispatch), whose verdicts name chains. 4. Changed chains' rules, base chains last.
-    for (const s of sets) if (isMap(s)) syncSet(s);
+    for (const s of sets) if (isMap(s)) yield* syncSet(s);
     const ordered = [...chains.filter((ch) => !ch.base), ...chains.filter((ch) => ch.base)];
     for (const ch of ordered) {
       let had = c.chains.get(ch.name);
@@ -289,9 +323,13 @@ export class NftBackend {
       if (sameList(had, ch.hashes)) continue;
       if (ch.base && !had) w.chainAdd(f, t, ch.name, ch.base);
       if (had?.length) w.chainFlush(f, t, ch.name);
-      for (let i = 0; i < ch.rules.length; i++) w.rule(f, t, ch, i);
+      for (let i = 0; i < ch.rules.length; i++) {
+        w.rule(f, t, ch, i);
+        if ((i & 63) === 63) yield;
+      }
       stats.chainsWritten++;
       stats.rulesWritten += ch.rules.length;
+      yield;
     }
     // 5. What is no longer wanted: empty the chains first (dropping their jumps), then
     // delete them, then the sets nothing uses any more.

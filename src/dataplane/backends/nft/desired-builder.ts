@@ -2,12 +2,14 @@
 // each apply: only the sources that changed (a policy, an endpoint, an IP set...) are
 // rendered and hashed again, and the chains and sets they touched are marked dirty, so an
 // incremental apply costs what changed, not what exists.
-import type { Dirty, DesiredState } from '../../desired-state.js';
+import { type Dirty, DirtyKeys, type DesiredState, type MemberDelta } from '../../desired-state.js';
+import { isHostCidr } from '../../render/cover.js';
 import type { Family } from '../../render/model.js';
 import { nftChainName } from './text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
 import {
   contextOf,
+  familyMembers,
   floatingIpFragment,
   type Fragment,
   overlayFragment,
@@ -23,7 +25,19 @@ import {
 } from '../../render/ruleset.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
-import { chainOf, type DesiredFamily, desiredOf, desiredSetOf, elemId, mapElem } from './desired.js';
+import {
+  chainOf,
+  type DesiredFamily,
+  desiredOf,
+  desiredSetOf,
+  elemId,
+  ipSetElemSteps,
+  ipSetSpec,
+  mapElem,
+  memberElems,
+} from './desired.js';
+import type { ElemSpec } from './op-writer.js';
+import { drain, type Steps } from '../../slicer.js';
 
 interface Owned {
   chains: string[];
@@ -46,27 +60,46 @@ export class NftDesiredBuilder {
 
   /** Everything from scratch (start, resync): the next apply compares all of it. */
   rebuild(state: DesiredState): void {
+    drain(this.rebuildSteps(state));
+  }
+
+  /** rebuild() in steps, one per source (and per 512 members of a big set), for a Slicer. */
+  *rebuildSteps(state: DesiredState): Steps {
     const fresh = desiredOf(staticRuleset(this.#config, this.#ctx));
     this.desired.chains.clear();
     this.desired.sets.clear();
     for (const [k, v] of fresh.chains) this.desired.chains.set(k, v);
     for (const [k, v] of fresh.sets) this.desired.sets.set(k, v);
     this.#owned.clear();
-    for (const id of state.ipsets.keys()) this.#ipset(state, id);
+    this.desired.dirty = undefined;
+    for (const id of state.ipsets.keys()) yield* this.#ipsetSteps(state, id);
     this.#pools(state);
     this.#overlay(state);
-    for (const key of state.policies.keys()) this.#policy(state, key);
-    for (const key of state.profiles.keys()) this.#profile(state, key);
-    for (const key of state.weps.keys()) this.#wep(state, key);
+    yield;
+    for (const key of state.policies.keys()) {
+      this.#policy(state, key);
+      yield;
+    }
+    for (const key of state.profiles.keys()) {
+      this.#profile(state, key);
+      yield;
+    }
+    for (const key of state.weps.keys()) {
+      this.#wep(state, key);
+      yield;
+    }
     this.#rpfSkip(state);
     this.#heps(state);
-    this.desired.dirty = undefined;
   }
 
   /** Applies one batch of changed keys (DesiredState.takeDirty()). */
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
     this.desired.dirty ??= { chains: new Set(), sets: new Set() };
-    for (const id of dirty.get('ipset') ?? []) this.#ipset(state, id);
+    const deltas = dirty instanceof DirtyKeys ? dirty.memberDeltas : undefined;
+    for (const id of dirty.get('ipset') ?? []) {
+      const delta = deltas?.get(id);
+      if (!delta || !this.#memberDelta(state, id, delta)) drain(this.#ipsetSteps(state, id));
+    }
     if (dirty.has('pool')) this.#pools(state);
     if (dirty.has('overlay')) this.#overlay(state);
     for (const key of dirty.get('policy') ?? []) this.#policy(state, key);
@@ -83,12 +116,46 @@ export class NftDesiredBuilder {
     this.desired.dirty?.sets.add(name);
   }
 
-  #ipset(state: DesiredState, id: string): void {
+  *#ipsetSteps(state: DesiredState, id: string): Steps {
     const s = state.ipsets.get(id);
     const name = nftSetName(ipSetName(this.family, id));
-    if (s) this.desired.sets.set(name, desiredSetOf(this.family, ipSetOf(id, s, this.family)));
-    else this.desired.sets.delete(name);
+    if (s) {
+      const set = ipSetOf(id, s, this.family);
+      const elems = new Map<string, ElemSpec>();
+      yield* ipSetElemSteps(this.family, set.kind, set.members, elems);
+      const hostOnly = set.kind === 'net' && set.members.every(isHostCidr);
+      this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, set.kind), elems, hostOnly });
+    } else this.desired.sets.delete(name);
     this.#markSet(name);
+    yield;
+  }
+
+  // A set that only gained and lost members changes by those members' elements, when
+  // they map one to one (no member covers another); false: render it whole instead.
+  #memberDelta(state: DesiredState, id: string, delta: MemberDelta): boolean {
+    const name = nftSetName(ipSetName(this.family, id));
+    const set = this.desired.sets.get(name);
+    const s = state.ipsets.get(id);
+    if (!set || !s) return false;
+    const kind = s.type === 'IP_AND_PORT' ? 'ipPort' : 'net';
+    const added = familyMembers(delta.added, this.family);
+    const removed = familyMembers(delta.removed, this.family);
+    if (kind === 'net' && (!set.hostOnly || !added.every(isHostCidr))) return false;
+    const d = (set.delta ??= { added: new Map(), removed: new Map() });
+    for (const m of removed)
+      for (const e of memberElems(this.family, kind, m)) {
+        const key = elemId(e);
+        set.elems.delete(key);
+        if (!d.added.delete(key)) d.removed.set(key, e);
+      }
+    for (const m of added)
+      for (const e of memberElems(this.family, kind, m)) {
+        const key = elemId(e);
+        set.elems.set(key, e);
+        if (!d.removed.delete(key)) d.added.set(key, e);
+      }
+    this.#markSet(name);
+    return true;
   }
 
   #pools(state: DesiredState): void {

@@ -12,6 +12,7 @@ import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER,
 import { u32 } from './exprs.js';
 import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
+import { drain, type Steps } from '../../slicer.js';
 
 export interface DesiredChain {
   name: string;
@@ -25,6 +26,13 @@ export interface DesiredSet {
   name: string;
   spec: SetSpec;
   elems: Map<string, ElemSpec>;
+  /**
+   * Elements gained and lost since the last successful apply, when the set changed only
+   * by member deltas; the apply then writes these instead of comparing every element.
+   */
+  delta?: { added: Map<string, ElemSpec>; removed: Map<string, ElemSpec> } | undefined;
+  /** An IP set of host addresses only: its members map to elements one by one (no covering). */
+  hostOnly?: boolean;
 }
 
 export interface DesiredFamily {
@@ -71,18 +79,34 @@ export function ipSetSpec(family: Family, kind: 'net' | 'ipPort'): SetSpec {
       };
 }
 
+/**
+ * Fills `out` with a set's kernel elements, yielding every 512 members: a set can hold
+ * every endpoint of the cluster, too many to convert in one turn of the event loop.
+ */
+export function* ipSetElemSteps(
+  family: Family,
+  kind: 'net' | 'ipPort',
+  members: readonly string[],
+  out: Map<string, ElemSpec>,
+): Steps {
+  const list = kind === 'ipPort' ? members : coveringMembers(members);
+  for (let i = 0; i < list.length; i++) {
+    for (const e of memberElems(family, kind, list[i] as string)) out.set(elemId(e), e);
+    if ((i & 511) === 511) yield;
+  }
+}
+
+/** One member's elements: an address-and-port key, or an interval's start (and end). */
+export function memberElems(family: Family, kind: 'net' | 'ipPort', m: string): ElemSpec[] {
+  if (kind === 'ipPort') return [{ key: ipPortKey(m, family), flags: 0, text: nftElement(m) }];
+  const [start, end] = cidrElems(m, family) as [ElemSpec, ElemSpec?];
+  start.text = m;
+  return end ? [start, end] : [start];
+}
+
 export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: readonly string[]): Map<string, ElemSpec> {
   const out = new Map<string, ElemSpec>();
-  const add = (e: ElemSpec) => out.set(elemId(e), e);
-  if (kind === 'ipPort') for (const m of members) add({ key: ipPortKey(m, family), flags: 0, text: nftElement(m) });
-  else {
-    for (const m of coveringMembers(members)) {
-      const [start, end] = cidrElems(m, family) as [ElemSpec, ElemSpec?];
-      start.text = m;
-      add(start);
-      if (end) add(end);
-    }
-  }
+  drain(ipSetElemSteps(family, kind, members, out));
   return out;
 }
 

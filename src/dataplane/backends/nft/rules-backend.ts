@@ -6,6 +6,7 @@ import type { Family } from '../../render/model.js';
 import type { RulesApplyStats, RulesBackend, RulesDrift } from '../rules-backend.js';
 import { NftBackend, type Transport } from './backend.js';
 import { NftDesiredBuilder } from './desired-builder.js';
+import type { Slicer } from '../../slicer.js';
 
 export class NftRulesBackend implements RulesBackend {
   readonly name = 'nftables';
@@ -23,16 +24,21 @@ export class NftRulesBackend implements RulesBackend {
     return this.#backend.resync([...this.families]);
   }
 
-  rebuild(state: DesiredState): void {
-    for (const b of this.#builders) b.rebuild(state);
+  async rebuild(state: DesiredState, slicer?: Slicer): Promise<void> {
+    for (const b of this.#builders)
+      if (slicer) await slicer.run(b.rebuildSteps(state));
+      else b.rebuild(state);
   }
 
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
     for (const b of this.#builders) b.update(state, dirty);
   }
 
-  apply(): Promise<RulesApplyStats> {
-    return this.#backend.apply(this.#builders.map((b) => b.desired));
+  apply(slicer?: Slicer): Promise<RulesApplyStats> {
+    return this.#backend.apply(
+      this.#builders.map((b) => b.desired),
+      slicer,
+    );
   }
 
   drift(): RulesDrift[] {

@@ -18,6 +18,8 @@ const BENCHES: Record<string, [string, string[]]> = {
   typha: ['typha.js', []],
   kdd: ['kdd.js', []],
   routes: ['routes.js', []],
+  churn: ['churn.js', ['nftables']],
+  'churn-iptables': ['churn.js', ['iptables']],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -94,25 +94,26 @@ export function endpoint(e: number, policies: string[]): ToDataplane {
   };
 }
 
-export function snapshot(): ToDataplane[] {
+/** The node's state; scaled up (more endpoints and policies), it is the 100,000-rule node of issue 21. */
+export function snapshot(endpoints = ENDPOINTS, policies = POLICIES): ToDataplane[] {
   const msgs: ToDataplane[] = [];
   for (let s = 0; s < SETS; s++) {
     const members: string[] = [];
     for (let m = 0; m < MEMBERS_PER_SET; m++) members.push(ip(s * MEMBERS_PER_SET + m));
     msgs.push({ type: 'IPSetUpdate', id: setId(s), members, ipsetType: 'NET' });
   }
-  for (let p = 0; p < POLICIES; p++) msgs.push(policy(p));
+  for (let p = 0; p < policies; p++) msgs.push(policy(p));
   for (let n = 0; n < 20; n++)
     msgs.push({
       type: 'ActiveProfileUpdate',
       id: { name: `kns.ns${n}` },
       profile: { inboundRules: [], outboundRules: [rule({})] },
     });
-  for (let e = 0; e < ENDPOINTS; e++) {
+  for (let e = 0; e < endpoints; e++) {
     const pols = Array.from(
       { length: POLICIES_PER_ENDPOINT },
       (_, k) =>
-        `ns${((e * POLICIES_PER_ENDPOINT + k) % POLICIES) % 20}/pol-${(e * POLICIES_PER_ENDPOINT + k) % POLICIES}`,
+        `ns${((e * POLICIES_PER_ENDPOINT + k) % policies) % 20}/pol-${(e * POLICIES_PER_ENDPOINT + k) % policies}`,
     );
     msgs.push(endpoint(e, pols));
   }

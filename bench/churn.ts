@@ -1,0 +1,417 @@
+// bench/churn (issue 21, target 3): a node agent's steady state. The agent's whole path -
+// syncer callbacks, validation, update processors, calc graph, dataplane driver, rules
+// backend, kernel - runs in a throwaway network namespace on Felix's 250,000-endpoint,
+// 10,000-policy workload (200 endpoints local). After the first apply, a datastore stream
+// of 5,000 updates per second for 30 s: remote endpoints created, relabelled and deleted
+// in equal parts, and 1% policy edits. Reported: from each update's delivery by the syncer
+// to the end of the apply that programmed its effect (p50/p99), the CPU the process used,
+// and RSS at the start and end of the stream.
+//
+// The datastore is a stand-in syncer in this process: it hands over decoded updates
+// (JSON.parse of the stored value, as the etcd syncer decodes) in batches of 50 every
+// 10 ms. A real etcd on this 2-core machine would take a core of its own and measure its
+// contention with the agent, not the agent. Needs root. `churn-iptables` runs the same in
+// iptables mode (iptables-nft).
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+import { ControlPlane } from '../src/agent/control-plane.js';
+import { ConfigResolver } from '../src/config/config.js';
+import { DataplaneDriver } from '../src/dataplane/driver.js';
+import { keyOf } from '../src/datastore/keys.js';
+import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js';
+import { silentLogger } from '../src/log.js';
+import { native } from '../src/native/load.js';
+import type { Resource } from '../src/model/schemas.js';
+import { calibrationMs, log, percentile, report } from './lib/report.js';
+import { setLayoutProbe } from './lib/set-layout-probe.js';
+import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
+
+const REMOTE = 250_000;
+const LOCAL = 200;
+const POLICIES = 10_000;
+const RATE = 5_000;
+const SECONDS = 30;
+const TICK_MS = 10;
+const PER_TICK = (RATE * TICK_MS) / 1000;
+/** RSS is compared from this far into the stream: the first seconds grow the heap to its working size. */
+const WARMUP_S = 5;
+
+interface Inside {
+  mode: string;
+  snapshotToFirstApplyS: number;
+  updates: number;
+  measured: number;
+  noDataplaneEffect: number;
+  /** Percentiles (50, 90, 99, 100) of update -> kernel, of the applies and of the graph flushes, ms. */
+  latencyMs: number[];
+  applyMs: number[];
+  commitMs: number[];
+  flushMs: number[];
+  applies: number;
+  cpuCores: number;
+  cpuUserS: number;
+  cpuSystemS: number;
+  rssStartMb: number;
+  rssWarmMb: number;
+  mallocWarmMb: number;
+  heapCommittedWarmMb: number;
+  heapCommittedEndMb: number;
+  mallocEndMb: number;
+  rssEndMb: number;
+  heapStartMb: number;
+  heapEndMb: number;
+  achievedRate: number;
+  intervalSetsCommitMs: number;
+  hashSetsCommitMs: number;
+}
+
+const MB = 1024 * 1024;
+
+function keyOfResource(r: Resource): string {
+  const key = keyOf({
+    kind: r.kind,
+    name: r.metadata.name,
+    ...('namespace' in r.metadata && r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
+  });
+  if (!key) throw new Error(`no key for ${r.kind}`);
+  return key;
+}
+
+/** A snapshot update: the generated object is the decoded value. */
+function updateOf(r: Resource): Update {
+  return { key: keyOfResource(r), value: r, revision: '0' };
+}
+
+/** A change as the datastore stores it: its key and its JSON (null: a delete). */
+interface Stored {
+  key: string;
+  json: string | null;
+}
+
+const stored = (r: Resource, deleted = false): Stored => ({
+  key: keyOfResource(r),
+  json: deleted ? null : JSON.stringify(r),
+});
+
+/** The datastore: a snapshot, in-sync, then whatever the stream sends. */
+class StreamSyncer implements Syncer {
+  cb: SyncerCallbacks | undefined;
+  start(callbacks: SyncerCallbacks): void {
+    this.cb = callbacks;
+    void this.#snapshot();
+  }
+  async stop(): Promise<void> {
+    this.cb = undefined;
+  }
+  async #snapshot(): Promise<void> {
+    const cb = this.cb!;
+    cb.onStatusUpdated('resync-in-progress');
+    const batch: Update[] = [];
+    const send = async () => {
+      cb.onUpdates(batch.splice(0));
+      await new Promise((r) => setImmediate(r));
+    };
+    for (const r of [...tagPolicies(POLICIES), ...profiles()]) {
+      batch.push(updateOf(r));
+      if (batch.length === 1000) await send();
+    }
+    for (let n = 0; n < REMOTE + LOCAL; n++) {
+      batch.push(updateOf(n < REMOTE ? endpoint(n, 'remotehost') : endpoint(n - REMOTE, 'localhost')));
+      if (batch.length === 1000) await send();
+    }
+    await send();
+    cb.onStatusUpdated('in-sync');
+  }
+}
+
+/**
+ * The k-th change of the stream: create, relabel, delete in turn; every 100th a policy
+ * edit. Built before the stream starts, so the stream's own cost is only decoding.
+ */
+function change(k: number): Stored {
+  if (k % 100 === 99) {
+    // An edit of an existing policy's rules (its selector stays): tag-pol-<j>, each rule's
+    // source marker shifted by the edit's number.
+    const j = (k * 7919) % POLICIES;
+    const [p] = tagPolicies(1);
+    p!.metadata.name = `tag-pol-${j}`;
+    p!.spec.selector = `has(${MARKERS[j % MARKERS.length]})`;
+    p!.spec.ingress = Array.from({ length: 5 }, (_, r) => ({
+      action: 'Allow' as const,
+      source: { selector: `has(${MARKERS[(j + r + k) % MARKERS.length]})` },
+    }));
+    return stored(p!);
+  }
+  const n = Math.floor(k / 3);
+  switch (k % 3) {
+    case 0:
+      return stored(endpoint(REMOTE + LOCAL + n, 'remotehost'));
+    case 1: {
+      const r = endpoint(REMOTE + LOCAL + n, 'remotehost');
+      r.metadata.labels = { ...r.metadata.labels, [MARKERS[(n + 7) % MARKERS.length] as string]: 'true' };
+      return stored(r);
+    }
+    default:
+      return stored(endpoint(n % REMOTE, 'remotehost'), true);
+  }
+}
+
+async function inside(mode: string): Promise<Inside> {
+  const resolver = new ConfigResolver({
+    flags: {
+      FelixHostname: 'localhost',
+      Ipv6Support: 'false',
+      NFTablesMode: mode === 'iptables' ? 'Disabled' : 'Enabled',
+      IptablesBackend: 'NFT',
+    },
+  });
+  const syncer = new StreamSyncer();
+  let driver: DataplaneDriver | undefined;
+  // Delivery batches: when each was handed over, and its first update's sequence number.
+  const deliveredAt: number[] = [];
+  let delivered = 0;
+  // Flushes of the graph not yet known to be programmed: updates [from, to), handed to the driver when.
+  let flushed = 0;
+  const waiting: Array<{ from: number; to: number; at: number }> = [];
+  let noEffect = 0;
+  const latency: number[] = [];
+  let measuring = false;
+  let firstApply: () => void = () => {};
+  const firstApplied = new Promise<void>((r) => (firstApply = r));
+  let applies = 0;
+  const applyMs: number[] = [];
+  const flushMs: number[] = [];
+  const commitMs: number[] = [];
+  let pendingFlush: { from: number; to: number } | undefined;
+  const settleFlush = () => {
+    if (pendingFlush && measuring) noEffect += pendingFlush.to - pendingFlush.from;
+    pendingFlush = undefined;
+  };
+  const plane = new ControlPlane({
+    syncer,
+    config: resolver,
+    log: silentLogger,
+    onConfigResolved: () => {
+      driver = new DataplaneDriver({
+        config: resolver.config,
+        log: silentLogger,
+        takeOverFromFelix: false,
+        onApplied: (rep) => {
+          applies++;
+          if (measuring) {
+            applyMs.push(rep.ms);
+            commitMs.push(rep.rules.commitMs);
+            if (rep.ms > 200) log(`slow apply: ${JSON.stringify(rep)}`);
+          }
+          const now = performance.now();
+          const started = now - rep.ms;
+          firstApply();
+          while (waiting.length && (waiting[0] as { at: number }).at <= started) {
+            const f = waiting.shift()!;
+            if (!measuring) continue;
+            for (let b = f.from; b < f.to; b++) latency.push(now - (deliveredAt[b] as number));
+          }
+        },
+      });
+      driver.start();
+    },
+    onFlushTime: (seconds) => {
+      if (measuring) flushMs.push(seconds * 1000);
+      settleFlush();
+      pendingFlush = { from: flushed, to: delivered };
+      flushed = delivered;
+    },
+    onMessages: (msgs) => {
+      if (pendingFlush) waiting.push({ ...pendingFlush, at: performance.now() });
+      pendingFlush = undefined;
+      driver?.onMessages(msgs);
+    },
+    onRestartNeeded: () => {
+      throw new Error('restart needed');
+    },
+  });
+  const t0 = performance.now();
+  plane.start();
+  await firstApplied;
+  const snapshotToFirstApplyS = (performance.now() - t0) / 1000;
+  const stream = Array.from({ length: RATE * SECONDS }, (_, n) => change(n));
+  // Let the first apply's follow-ups (and its garbage) settle before the stream starts.
+  await new Promise((r) => setTimeout(r, 2000));
+  global.gc?.();
+  const rssStart = process.memoryUsage().rss;
+  let rssWarm = 0;
+  let mallocWarm = 0;
+  let heapTotalWarm = 0;
+  const heapStart = process.memoryUsage().heapUsed;
+  const cpu0 = process.cpuUsage();
+  const s0 = performance.now();
+  measuring = true;
+  let k = 0;
+  await new Promise<void>((done) => {
+    const tick = () => {
+      const elapsed = performance.now() - s0;
+      if (elapsed >= SECONDS * 1000) return done();
+      // Catch up to the rate if a tick came late (the stream does not slow for the agent).
+      const due = Math.min(Math.floor((elapsed / 1000) * RATE) + PER_TICK, RATE * SECONDS);
+      const batch: Update[] = [];
+      const now = performance.now();
+      while (k < due) {
+        const c = stream[k] as Stored;
+        // The syncer's share of the path: decoding the stored value.
+        batch.push({
+          key: c.key,
+          value: c.json === null ? null : (JSON.parse(c.json) as unknown),
+          revision: String(k),
+        });
+        stream[k++] = undefined as never;
+        deliveredAt[delivered++] = now;
+      }
+      if (!rssWarm && elapsed >= WARMUP_S * 1000) {
+        const m = process.memoryUsage();
+        rssWarm = m.rss;
+        heapTotalWarm = m.heapTotal;
+        mallocWarm = native.mallocInUse();
+      }
+      if (batch.length) syncer.cb?.onUpdates(batch);
+      setTimeout(tick, TICK_MS);
+    };
+    tick();
+  });
+  const wall = (performance.now() - s0) / 1000;
+  // The last updates' applies.
+  const deadline = performance.now() + 5000;
+  while ((waiting.length || pendingFlush) && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+    if (pendingFlush && !waiting.length) settleFlush();
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const { rss: rssEnd, heapTotal: heapTotalEnd } = process.memoryUsage();
+  const mallocEnd = native.mallocInUse();
+  global.gc?.();
+  const heapEnd = process.memoryUsage().heapUsed;
+  await plane.stop();
+  await driver?.stop();
+  // The kernel's share, by set layout: this workload's 29 selector sets hold the cluster's
+  // 250,000 addresses, and a batch of the stream changes a few members of most of them.
+  const layout = await setLayoutProbe(29, Math.round(REMOTE / 29), 6);
+  return {
+    mode,
+    snapshotToFirstApplyS,
+    updates: k,
+    measured: latency.length,
+    noDataplaneEffect: noEffect,
+    latencyMs: pcts(latency),
+    applyMs: pcts(applyMs),
+    commitMs: pcts(commitMs),
+    flushMs: pcts(flushMs),
+    applies,
+    cpuCores: (cpu.user + cpu.system) / 1e6 / wall,
+    cpuUserS: cpu.user / 1e6,
+    cpuSystemS: cpu.system / 1e6,
+    rssStartMb: rssStart / MB,
+    rssWarmMb: rssWarm / MB,
+    mallocWarmMb: mallocWarm / MB,
+    heapCommittedWarmMb: heapTotalWarm / MB,
+    heapCommittedEndMb: heapTotalEnd / MB,
+    mallocEndMb: mallocEnd / MB,
+    rssEndMb: rssEnd / MB,
+    heapStartMb: heapStart / MB,
+    heapEndMb: heapEnd / MB,
+    achievedRate: k / wall,
+    intervalSetsCommitMs: layout.intervalMs,
+    hashSetsCommitMs: layout.hashMs,
+  };
+}
+
+function pcts(xs: number[]): number[] {
+  const sorted = xs.sort((a, b) => a - b);
+  return [50, 90, 99, 100].map((p) => percentile(sorted, p));
+}
+
+function runInside(mode: string): Inside {
+  const ns = `palisade-churn-${randomBytes(3).toString('hex')}`;
+  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
+  try {
+    log(
+      `${mode}: agent in netns ${ns}, ${REMOTE + LOCAL} endpoints, ${POLICIES} policies, then ${RATE}/s for ${SECONDS} s`,
+    );
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, '--expose-gc', fileURLToPath(import.meta.url), '--inside', mode],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 << 20 },
+    );
+    if (r.status !== 0) throw new Error(`churn run failed (${r.status ?? r.signal})`);
+    return JSON.parse(r.stdout) as Inside;
+  } finally {
+    spawnSync('ip', ['netns', 'del', ns]);
+  }
+}
+
+async function main(): Promise<void> {
+  const i = process.argv.indexOf('--inside');
+  if (i >= 0) {
+    const out = JSON.stringify(await inside(process.argv[i + 1] as string));
+    // Exit once stdout is flushed (the stream's timers and the driver's would keep the process up).
+    process.stdout.write(out, () => process.exit(0));
+    return;
+  }
+  const mode = process.argv[2] === 'iptables' ? 'iptables' : 'nftables';
+  if (process.getuid?.() !== 0) {
+    console.error('bench churn: SKIPPED: needs root (the agent programs a throwaway network namespace)');
+    return;
+  }
+  const calibration = calibrationMs();
+  const r = runInside(mode);
+  const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  report(
+    mode === 'nftables' ? 'churn' : 'churn-iptables',
+    {
+      mode: r.mode,
+      endpoints: REMOTE + LOCAL,
+      policies: POLICIES,
+      rate_per_s: RATE,
+      seconds: SECONDS,
+      updates_sent: r.updates,
+      achieved_rate_per_s: Math.round(r.achievedRate),
+      updates_measured: r.measured,
+      updates_without_dataplane_effect: r.noDataplaneEffect,
+      applies: r.applies,
+      snapshot_to_first_apply_s: r3(r.snapshotToFirstApplyS),
+      update_to_kernel_p50_ms: r3(r.latencyMs[0]!),
+      update_to_kernel_p90_ms: r3(r.latencyMs[1]!),
+      update_to_kernel_p99_ms: r3(r.latencyMs[2]!),
+      update_to_kernel_max_ms: r3(r.latencyMs[3]!),
+      apply_p50_ms: r3(r.applyMs[0]!),
+      apply_p99_ms: r3(r.applyMs[2]!),
+      apply_max_ms: r3(r.applyMs[3]!),
+      kernel_commit_p50_ms: r3(r.commitMs[0]!),
+      kernel_commit_p99_ms: r3(r.commitMs[2]!),
+      kernel_29_interval_sets_plus_6_ms: r3(r.intervalSetsCommitMs),
+      kernel_29_hash_sets_plus_6_ms: r3(r.hashSetsCommitMs),
+      graph_flush_p50_ms: r3(r.flushMs[0]!),
+      graph_flush_p99_ms: r3(r.flushMs[2]!),
+      cpu_cores: r3(r.cpuCores),
+      cpu_user_s: r3(r.cpuUserS),
+      cpu_system_s: r3(r.cpuSystemS),
+      rss_start_mb: r3(r.rssStartMb),
+      rss_after_warmup_mb: r3(r.rssWarmMb),
+      rss_end_mb: r3(r.rssEndMb),
+      rss_growth_after_warmup_mb: r3(r.rssEndMb - r.rssWarmMb),
+      heap_committed_after_warmup_mb: r3(r.heapCommittedWarmMb),
+      heap_committed_end_mb: r3(r.heapCommittedEndMb),
+      native_malloc_after_warmup_mb: r3(r.mallocWarmMb),
+      native_malloc_end_mb: r3(r.mallocEndMb),
+      heap_live_start_mb: r3(r.heapStartMb),
+      heap_live_end_mb: r3(r.heapEndMb),
+      machine_calibration_ms: calibration,
+    },
+    [
+      ['update_to_kernel_p99_ms', '<=', 50],
+      ['rss_growth_after_warmup_mb', '<=', 0],
+    ],
+  );
+}
+
+await main();

@@ -198,6 +198,7 @@ async function inside(mode: string): Promise<Inside> {
         config: resolver.config,
         log: silentLogger,
         takeOverFromFelix: false,
+        onApplyError: (e) => log(`apply failed: ${e.message.slice(0, 300)}`),
         onApplied: (rep) => {
           applies++;
           if (measuring) {
@@ -234,7 +235,13 @@ async function inside(mode: string): Promise<Inside> {
   });
   const t0 = performance.now();
   plane.start();
+  const firstTimeout = setTimeout(() => {
+    log('no first apply after 240 s');
+    process.exit(1);
+  }, 240_000);
   await firstApplied;
+  clearTimeout(firstTimeout);
+  log(`first apply after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const snapshotToFirstApplyS = (performance.now() - t0) / 1000;
   const stream = Array.from({ length: RATE * SECONDS }, (_, n) => change(n));
   // Let the first apply's follow-ups (and its garbage) settle before the stream starts.

@@ -71,6 +71,8 @@ export function endpoint(n: number, host: string): ResourceOf<'WorkloadEndpoint'
       orchestrator: 'k8s',
       workload: `wep-${n}`,
       endpoint: 'eth0',
+      // Felix drops an endpoint without one (its validation filter); as the CNI plugin names them.
+      interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
       ipNetworks: [ip()],
       profiles: [`kns.${ns}`],
     },

@@ -51,6 +51,8 @@ export class ControlPlane {
   #paused = false;
   #timer: NodeJS.Timeout | undefined;
   #status: SyncStatus = 'wait-for-datastore';
+  /** Workload endpoints dropped for want of an interface name (reported once each). */
+  readonly #badEndpoints = new Set<string>();
 
   constructor(opts: ControlPlaneOptions) {
     this.#opts = opts;
@@ -114,9 +116,32 @@ export class ControlPlane {
   }
 
   #onModelUpdate(u: V1Update): void {
+    u = this.#validateModel(u);
     this.batcher.onUpdate(u);
     this.graph.onUpdate(u);
     this.#opts.onModelUpdate?.(u);
+  }
+
+  // Felix's ValidationFilter on the internal model (also after Typha): a workload
+  // endpoint without an interface name cannot be programmed (no dispatch entry, no
+  // route), so it is treated as missing, with a warning while it stays so.
+  #validateModel(u: V1Update): V1Update {
+    if (u.key.type !== 'WorkloadEndpoint') return u;
+    const k = u.key;
+    const id = `${k.hostname}/${k.orchestratorId}/${k.workloadId}/${k.endpointId}`;
+    const ep = u.value as { name?: string } | undefined;
+    if (!ep || ep.name) {
+      this.#badEndpoints.delete(id);
+      return u;
+    }
+    if (!this.#badEndpoints.has(id)) {
+      this.#badEndpoints.add(id);
+      this.#opts.log.warn(
+        { endpoint: id },
+        'workload endpoint has no interface name (spec.interfaceName); treating it as missing, as Felix does',
+      );
+    }
+    return { key: u.key, value: undefined } as V1Update;
   }
 
   #onStatus(status: SyncStatus): void {

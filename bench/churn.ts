@@ -198,7 +198,7 @@ async function inside(mode: string): Promise<Inside> {
         config: resolver.config,
         log: silentLogger,
         takeOverFromFelix: false,
-        onApplyError: (e) => log(`apply failed: ${e.message.slice(0, 300)}`),
+        onApplyError: (e) => log(`apply failed: ${(e.stack ?? e.message).slice(0, 900)}`),
         onApplied: (rep) => {
           applies++;
           if (measuring) {

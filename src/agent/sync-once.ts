@@ -24,7 +24,7 @@ export function syncOnce(config: ConfigResolver, log: Logger, timeoutS: number):
       config,
       log,
       onMessages: (msgs) => {
-        collected.push(...msgs);
+        for (const m of msgs) collected.push(m);
         if (msgs.some((m) => m.type === 'InSync')) finish();
       },
       onRestartNeeded: (params) => finish(new Error(`configuration changed while starting (${params.join(', ')})`)),

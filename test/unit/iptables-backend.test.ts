@@ -184,3 +184,20 @@ describe('iptables backend detection, as Felix', () => {
     );
   });
 });
+
+describe('iptables restore script at scale', () => {
+  it('writes a table of 200,000 rules (past V8 argument limits for spreads)', () => {
+    const rules = Array.from(
+      { length: 200_000 },
+      (_, i) =>
+        `-A cali-big -m comment --comment "cali:h${i}" -s 10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255} -j ACCEPT`,
+    );
+    const want: Desired = {
+      chains: new Map([['filter', new Map([['cali-big', rules]])]]),
+      hooks: new Map(),
+    };
+    const plan = restoreScript(new Map(), want, 'Insert');
+    assert.equal(plan.rulesWritten, 200_000);
+    assert.equal(plan.script.split('\n').filter((l) => l.startsWith('-A cali-big')).length, 200_000);
+  });
+});

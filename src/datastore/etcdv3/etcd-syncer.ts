@@ -204,7 +204,9 @@ export class EtcdSyncer implements Syncer {
   async #listAll(): Promise<{ revision: string; kvs: Array<{ key: string; value: string; modRevision: string }> }> {
     const [first, ...rest] = this.#prefixes;
     const listed = await this.#client.list(first as string);
-    for (const prefix of rest) listed.kvs.push(...(await this.#client.list(prefix, undefined, listed.revision)).kvs);
+    // A loop, not a spread: a prefix of a big cluster holds more keys than V8 takes arguments.
+    for (const prefix of rest)
+      for (const kv of (await this.#client.list(prefix, undefined, listed.revision)).kvs) listed.kvs.push(kv);
     return listed;
   }
 

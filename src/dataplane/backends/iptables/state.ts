@@ -133,7 +133,7 @@ export function restoreScript(
       plan.rulesWritten += mine.length;
     }
     for (const [, rules] of changed) {
-      lines.push(...rules);
+      for (const r of rules) lines.push(r);
       plan.rulesWritten += rules.length;
     }
     plan.chainsWritten += changed.length;
@@ -141,7 +141,12 @@ export function restoreScript(
     for (const name of gone) lines.push(`-F ${name}`);
     for (const name of gone) lines.push(`-X ${name}`);
     plan.chainsDeleted += gone.length;
-    if (lines.length) out.push(`*${table}`, ...lines, 'COMMIT');
+    // Loops, not spreads: a cold node's table is 100,000 lines, past V8's argument limit.
+    if (lines.length) {
+      out.push(`*${table}`);
+      for (const l of lines) out.push(l);
+      out.push('COMMIT');
+    }
   }
   plan.script = out.length ? `${out.join('\n')}\n` : '';
   return plan;

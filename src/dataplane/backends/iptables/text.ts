@@ -132,7 +132,7 @@ export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'I
       ) as [string];
       out.push(insertMode === 'Insert' ? line.replace(/^-A (\S+)/, '-I $1 1') : line);
     }
-    for (const l of lines.values()) out.push(...l);
+    for (const l of lines.values()) for (const x of l) out.push(x);
     out.push('COMMIT');
   }
   return `${out.join('\n')}\n`;

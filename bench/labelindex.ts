@@ -148,11 +148,20 @@ function main(profile: Profile): void {
       rss_mb: rssMb,
       machine_calibration_ms: calibration,
     },
-    [
-      ['build_s', '<=', 1.5],
-      ['update_p99_us', '<=', 50],
-      ['rss_mb', '<=', 400],
-    ],
+    profile === 'heavy'
+      ? // Issue 21, target 4: both build orders (the calc graph's snapshot adds its items
+        // first, the IP-set selectors at the first flush).
+        [
+          ['build_s', '<=', 2.0],
+          ['build_items_first_s', '<=', 2.0],
+          ['update_p99_us', '<=', 50],
+          ['rss_mb', '<=', 400],
+        ]
+      : [
+          ['build_s', '<=', 1.5],
+          ['update_p99_us', '<=', 50],
+          ['rss_mb', '<=', 400],
+        ],
   );
 }
 

@@ -58,7 +58,7 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
   state.takeDirty();
   await backend.resync();
   const t0 = performance.now();
-  backend.rebuild(state);
+  await backend.rebuild(state);
   const cold = await backend.apply();
   const coldMs = performance.now() - t0;
   const step = async (msgs: ToDataplane[]) => {

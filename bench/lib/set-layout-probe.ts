@@ -29,20 +29,16 @@ async function probe(interval: boolean, sets: number, per: number, delta: number
   const spec = interval
     ? ipSetSpec(4, 'net')
     : { flags: 0, keyType: TYPE.ipv4_addr, keyLen: 4, text: 'type ipv4_addr;' };
+  const add = (w: NativeSink, set: number, addrs: string[]) =>
+    w.elems(true, 4, TABLE, `s${set}`, 0, elems(interval, addrs));
   let w = new NativeSink();
   w.tableAdd(4, TABLE);
   for (let s = 0; s < sets; s++) {
     w.setAdd(4, TABLE, `s${s}`, w.nextSetId(), spec);
-    w.elems(
-      true,
-      4,
-      TABLE,
-      `s${s}`,
-      0,
-      elems(
-        interval,
-        Array.from({ length: per }, (_, i) => ip(s * per + i)),
-      ),
+    add(
+      w,
+      s,
+      Array.from({ length: per }, (_, i) => ip(s * per + i)),
     );
   }
   await nftCommit(w.bytes());
@@ -51,16 +47,10 @@ async function probe(interval: boolean, sets: number, per: number, delta: number
   for (let r = 0; r < 11; r++) {
     w = new NativeSink();
     for (let s = 0; s < sets; s++)
-      w.elems(
-        true,
-        4,
-        TABLE,
-        `s${s}`,
-        0,
-        elems(
-          interval,
-          Array.from({ length: delta }, () => ip(next++)),
-        ),
+      add(
+        w,
+        s,
+        Array.from({ length: delta }, () => ip(next++)),
       );
     const t = performance.now();
     await nftCommit(w.bytes());

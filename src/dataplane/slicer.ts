@@ -8,8 +8,14 @@
 export type Steps = Generator<void, void, undefined>;
 
 /** Runs the steps with no pause. */
-export function drain(steps: Steps): void {
+export function drain(steps: Generator<void, unknown, undefined>): void {
   for (let r = steps.next(); !r.done; r = steps.next());
+}
+
+/** Runs the steps in the slicer's slices when there is one, else at once. */
+export async function runSteps(steps: Steps, slicer: Slicer | undefined): Promise<void> {
+  if (slicer) await slicer.run(steps);
+  else drain(steps);
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -22,10 +22,20 @@ export function isHostCidr(m: string): boolean {
 
 /** The members not inside another member, in input order. */
 export function coveringMembers(members: readonly string[]): string[] {
-  if (members.length < 2) return [...members];
+  return cover(members).covering;
+}
+
+/**
+ * The covering members, and whether every member is a host address (then none covers
+ * another, and each member is its own element: the nftables builder changes such a set
+ * member by member).
+ */
+export function cover(members: readonly string[]): { covering: string[]; hostOnly: boolean } {
   // Workload addresses (the common case, and the big sets) are host routes: none can
   // hold another, only repeat it.
-  if (members.every(isHostCidr)) return [...new Set(members)];
+  const hostOnly = members.every(isHostCidr);
+  if (members.length < 2) return { covering: [...members], hostOnly };
+  if (hostOnly) return { covering: [...new Set(members)], hostOnly };
   const ranges = members.map((m, i) => {
     const r = range(m);
     return { i, start: r ? r[0] : 0n, end: r ? r[1] : -1n, ok: !!r };
@@ -43,5 +53,5 @@ export function coveringMembers(members: readonly string[]): string[] {
       first = false;
     }
   }
-  return members.filter((_, i) => keep.has(i));
+  return { covering: members.filter((_, i) => keep.has(i)), hostOnly };
 }

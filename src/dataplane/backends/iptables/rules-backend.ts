@@ -11,7 +11,7 @@ import type { Logger } from '../../../log.js';
 import type { IpsetType } from '../../../native/ipset.js';
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import { run } from '../../exec.js';
-import type { Slicer } from '../../slicer.js';
+import { runSteps, type Slicer } from '../../slicer.js';
 import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
@@ -89,9 +89,7 @@ export class IptablesRulesBackend implements RulesBackend {
   }
 
   async rebuild(state: DesiredState, slicer?: Slicer): Promise<void> {
-    for (const b of this.#builders.values())
-      if (slicer) await slicer.run(b.rebuildSteps(state));
-      else b.rebuild(state);
+    for (const b of this.#builders.values()) await runSteps(b.rebuildSteps(state), slicer);
   }
 
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {

@@ -16,7 +16,7 @@ import { commentOf } from './exprs.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 import type { RulesApplyStats } from '../rules-backend.js';
-import { drain, type Slicer, type Steps } from '../../slicer.js';
+import { runSteps, type Slicer, type Steps } from '../../slicer.js';
 
 export const TABLE = 'calico';
 /** Set elements per planning step (a set may hold every endpoint of the cluster). */
@@ -170,15 +170,15 @@ export class NftBackend {
       elemsRemoved: 0,
       commitMs: 0,
     };
-    const run = (steps: Steps) => (slicer ? slicer.run(steps) : drain(steps));
-    for (const d of desired) await run(this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats));
+    for (const d of desired)
+      await runSteps(this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats), slicer);
     if (sink.length > 0) {
       const t0 = performance.now();
       if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
       else await this.#commitExec(sink as NftTextSink, stats);
       stats.commitMs = performance.now() - t0;
     }
-    for (const d of desired) await run(this.#record(d));
+    for (const d of desired) await runSteps(this.#record(d), slicer);
     return stats;
   }
 

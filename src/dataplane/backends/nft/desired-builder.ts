@@ -122,8 +122,7 @@ export class NftDesiredBuilder {
     if (s) {
       const set = ipSetOf(id, s, this.family);
       const elems = new Map<string, ElemSpec>();
-      yield* ipSetElemSteps(this.family, set.kind, set.members, elems);
-      const hostOnly = set.kind === 'net' && set.members.every(isHostCidr);
+      const hostOnly = yield* ipSetElemSteps(this.family, set.kind, set.members, elems);
       this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, set.kind), elems, hostOnly });
     } else this.desired.sets.delete(name);
     this.#markSet(name);

@@ -1,7 +1,7 @@
 // The target of an apply, per family: every chain with its rules and their hashes (the
 // `cali:` comments, computed from the nft text so `nft list` and `palisade plan` agree),
 // every set and map with its elements keyed by their kernel bytes.
-import { coveringMembers } from '../../render/cover.js';
+import { cover } from '../../render/cover.js';
 import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
 import { hookRule, TABLES } from '../../render/model.js';
@@ -12,7 +12,7 @@ import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER,
 import { u32 } from './exprs.js';
 import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
-import { drain, type Steps } from '../../slicer.js';
+import { drain } from '../../slicer.js';
 
 export interface DesiredChain {
   name: string;
@@ -82,18 +82,21 @@ export function ipSetSpec(family: Family, kind: 'net' | 'ipPort'): SetSpec {
 /**
  * Fills `out` with a set's kernel elements, yielding every 512 members: a set can hold
  * every endpoint of the cluster, too many to convert in one turn of the event loop.
+ * Returns whether it is a net set of host addresses only (see cover()).
  */
 export function* ipSetElemSteps(
   family: Family,
   kind: 'net' | 'ipPort',
   members: readonly string[],
   out: Map<string, ElemSpec>,
-): Steps {
-  const list = kind === 'ipPort' ? members : coveringMembers(members);
+): Generator<void, boolean, undefined> {
+  const covered = kind === 'net' ? cover(members) : undefined;
+  const list = covered ? covered.covering : members;
   for (let i = 0; i < list.length; i++) {
     for (const e of memberElems(family, kind, list[i] as string)) out.set(elemId(e), e);
     if ((i & 511) === 511) yield;
   }
+  return covered?.hostOnly ?? false;
 }
 
 /** One member's elements: an address-and-port key, or an interval's start (and end). */

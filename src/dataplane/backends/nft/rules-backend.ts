@@ -6,7 +6,7 @@ import type { Family } from '../../render/model.js';
 import type { RulesApplyStats, RulesBackend, RulesDrift } from '../rules-backend.js';
 import { NftBackend, type Transport } from './backend.js';
 import { NftDesiredBuilder } from './desired-builder.js';
-import type { Slicer } from '../../slicer.js';
+import { runSteps, type Slicer } from '../../slicer.js';
 
 export class NftRulesBackend implements RulesBackend {
   readonly name = 'nftables';
@@ -25,9 +25,7 @@ export class NftRulesBackend implements RulesBackend {
   }
 
   async rebuild(state: DesiredState, slicer?: Slicer): Promise<void> {
-    for (const b of this.#builders)
-      if (slicer) await slicer.run(b.rebuildSteps(state));
-      else b.rebuild(state);
+    for (const b of this.#builders) await runSteps(b.rebuildSteps(state), slicer);
   }
 
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {

@@ -20,6 +20,7 @@ void SwapRemoveValue(std::vector<T>& v, T value) {
 // ---- parents ---------------------------------------------------------------------------
 
 void LabelIndex::UpsertParent(uint32_t id, std::vector<Label> labels) {
+  Settle();
   if (id >= parents_.size()) parents_.resize(id + 1);
   Parent& p = parents_[id];
   if (p.hasLabels && p.labels == labels) return;
@@ -32,6 +33,7 @@ void LabelIndex::UpsertParent(uint32_t id, std::vector<Label> labels) {
 }
 
 void LabelIndex::DeleteParent(uint32_t id) {
+  Settle();
   if (id >= parents_.size() || !parents_[id].hasLabels) return;
   Parent& p = parents_[id];
   p.hasLabels = false;
@@ -75,6 +77,7 @@ void LabelIndex::UnlinkParents(uint32_t item) {
 // ---- items -----------------------------------------------------------------------------
 
 void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents) {
+  Settle();
   if (id >= items_.size()) items_.resize(id + 1);
   std::vector<uint32_t>& unique = parentsTmp_;
   unique.clear();
@@ -115,6 +118,7 @@ void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::v
 }
 
 void LabelIndex::DeleteItem(uint32_t id) {
+  Settle();
   if (id >= items_.size() || !items_[id].live) return;
   Item& it = items_[id];
   for (uint32_t s : it.matches) Emit(s, id, false);
@@ -318,14 +322,7 @@ LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
   Rank best{SIZE_MAX, 2, 0};
   const Option* chosen = nullptr;
   for (const Option& o : s.options) {
-    size_t cost = 0;
-    if (o.byValues) {
-      for (uint32_t v : o.values) {
-        if (const KVBucket* f = itemsByKV_.Find(KV(o.key, v))) cost += f->items.size();
-      }
-    } else if (o.key < keyItems_.size()) {
-      cost = keyItems_[o.key];
-    }
+    const size_t cost = o.byValues ? ItemsWith(o.key, o.values) : ItemsWithKey(o.key);
     const Rank rank{cost, o.byValues ? 0 : 1, o.values.size()};
     if (rank < best) {
       best = rank;
@@ -427,6 +424,28 @@ void LabelIndex::ForEachCandidate(const Placement& p, F&& f) const {
   }
 }
 
+size_t LabelIndex::ItemsWith(uint32_t key, const std::vector<uint32_t>& values) const {
+  size_t n = 0;
+  for (uint32_t v : values) {
+    if (const KVBucket* f = itemsByKV_.Find(KV(key, v))) n += f->items.size();
+  }
+  return n;
+}
+
+size_t LabelIndex::CandidateCount(const Placement& p) const {
+  switch (p.mode) {
+    case Mode::ByValues:
+      return ItemsWith(p.key, p.values);
+    case Mode::ByKey:
+      return ItemsWithKey(p.key);
+    case Mode::Unindexed:
+      return liveItems_.size();
+    case Mode::Never:
+      break;
+  }
+  return 0;
+}
+
 std::vector<uint32_t> LabelIndex::CurrentMatches(uint32_t sel) const {
   std::vector<uint32_t> out;
   ForEachCandidate(sels_[sel].placed, [&](uint32_t item) {
@@ -441,7 +460,9 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   if (id >= sels_.size()) sels_.resize(id + 1);
   if (sels_[id].live && sels_[id].canonical == canonical) return;
   std::vector<uint32_t> old;
-  if (sels_[id].live) {
+  const bool fresh = !sels_[id].live;
+  if (!fresh) {
+    Settle();
     old = CurrentMatches(id);
     Unplace(id, sels_[id].placed);
   } else {
@@ -470,9 +491,16 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   s.placed = Plan(s);
   Place(id, s.placed);
   SetHot(id);
+  if (fresh) {
+    pending_.push_back(id);
+    return;
+  }
+  MatchSelector(id, old);
+}
 
+void LabelIndex::MatchSelector(uint32_t id, const std::vector<uint32_t>& old) {
   std::vector<uint32_t> now;
-  ForEachCandidate(s.placed, [&](uint32_t item) {
+  ForEachCandidate(sels_[id].placed, [&](uint32_t item) {
     if (Matches(id, items_[item].eff)) now.push_back(item);
   });
   std::sort(now.begin(), now.end());
@@ -494,7 +522,78 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   }
 }
 
+// One selector walks its candidates: the cheap way for a few. Selectors added together
+// to a full index (a snapshot's IP-set selectors, after its endpoints) would each walk
+// their candidates and insert themselves into each matched item's list, millions of
+// scattered writes; one pass over the items touches each item once instead.
+void LabelIndex::Settle() {
+  if (pending_.empty()) return;
+  size_t candidates = 0;
+  for (uint32_t s : pending_) candidates += CandidateCount(sels_[s].placed);
+  if (pending_.size() > 1 && candidates > liveItems_.size()) {
+    MatchPendingInBulk();
+  } else {
+    for (uint32_t s : pending_) MatchSelector(s, {});
+  }
+  pending_.clear();
+}
+
+void LabelIndex::MatchPendingInBulk() {
+  // The pending selectors filed as Place() files them, in side tables of their own.
+  FlatMap<std::vector<uint32_t>> byKV;
+  std::vector<std::vector<uint32_t>> byKey;
+  std::vector<uint32_t> unindexed;
+  std::vector<bool> keyHas;
+  auto fileKey = [&](uint32_t key) {
+    if (key >= keyHas.size()) keyHas.resize(key + 1);
+    keyHas[key] = true;
+  };
+  for (uint32_t s : pending_) {
+    const Placement& p = sels_[s].placed;
+    switch (p.mode) {
+      case Mode::ByValues:
+        fileKey(p.key);
+        for (uint32_t v : p.values) byKV[KV(p.key, v)].push_back(s);
+        break;
+      case Mode::ByKey:
+        fileKey(p.key);
+        if (p.key >= byKey.size()) byKey.resize(p.key + 1);
+        byKey[p.key].push_back(s);
+        break;
+      case Mode::Unindexed:
+        unindexed.push_back(s);
+        break;
+      case Mode::Never:
+        break;
+    }
+  }
+  for (uint32_t item = 0; item < items_.size(); ++item) {
+    Item& it = items_[item];
+    if (!it.live) continue;
+    scratch_.clear();
+    auto consider = [&](const std::vector<uint32_t>& sels) {
+      for (uint32_t s : sels) {
+        if (Matches(s, it.eff)) scratch_.push_back(s);
+      }
+    };
+    for (const EffLabel& l : it.eff) {
+      if (l.key >= keyHas.size() || !keyHas[l.key]) continue;
+      if (const std::vector<uint32_t>* f = byKV.Find(KV(l.key, l.value))) consider(*f);
+      if (l.key < byKey.size()) consider(byKey[l.key]);
+    }
+    consider(unindexed);
+    if (scratch_.empty()) continue;
+    std::sort(scratch_.begin(), scratch_.end());
+    for (uint32_t s : scratch_) Emit(s, item, true);
+    // New selectors had no matches: the two sorted lists are disjoint.
+    matchTmp_.resize(it.matches.size() + scratch_.size());
+    std::merge(it.matches.begin(), it.matches.end(), scratch_.begin(), scratch_.end(), matchTmp_.begin());
+    it.matches.assign(matchTmp_);
+  }
+}
+
 void LabelIndex::DeleteSelector(uint32_t id) {
+  Settle();
   if (id >= sels_.size() || !sels_[id].live) return;
   for (uint32_t item : CurrentMatches(id)) {
     MatchList& m = items_[item].matches;
@@ -509,7 +608,8 @@ void LabelIndex::DeleteSelector(uint32_t id) {
   --liveSels_;
 }
 
-Stats LabelIndex::GetStats() const {
+Stats LabelIndex::GetStats() {
+  Settle();
   Stats st;
   st.items = liveItems_.size();
   st.parents = liveParents_;

@@ -44,24 +44,34 @@ class LabelIndex {
   void DeleteParent(uint32_t id);
   void UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents);
   void DeleteItem(uint32_t id);
-  // `canonical` identifies the expression; re-upserting the same one is a no-op.
+  // `canonical` identifies the expression; re-upserting the same one is a no-op. A new
+  // selector's matches are found by the next Settle() (every other call settles first),
+  // so that many selectors added together are matched in one pass over the items.
   void UpsertSelector(uint32_t id, const selector::Node& root, const std::string& canonical);
   void DeleteSelector(uint32_t id);
 
+  // Finds the matches of the selectors added since the last call.
+  void Settle();
+
   // Transitions since the caller last took them (see kStartedBit for the layout).
-  WordBuffer& Changes() { return changes_; }
+  WordBuffer& Changes() {
+    Settle();
+    return changes_;
+  }
 
   // Frees strings nothing refers to any more; call between batches. onFree(id) runs
   // before each string goes.
   template <typename F>
   void CollectStrings(F&& onFree) {
+    Settle();
     strings_.Collect(onFree);
   }
-  Stats GetStats() const;
+  Stats GetStats();
 
   using MatchList = SmallVec<uint32_t, 2>;
   // For tests: the selectors an item currently matches, sorted.
-  const MatchList* MatchesOf(uint32_t item) const {
+  const MatchList* MatchesOf(uint32_t item) {
+    Settle();
     return item < items_.size() && items_[item].live ? &items_[item].matches : nullptr;
   }
 
@@ -187,7 +197,16 @@ class LabelIndex {
   void Replan();
   template <typename F>
   void ForEachCandidate(const Placement& p, F&& f) const;
+  // How many items a placement's candidate walk visits.
+  size_t ItemsWith(uint32_t key, const std::vector<uint32_t>& values) const;
+  size_t ItemsWithKey(uint32_t key) const { return key < keyItems_.size() ? keyItems_[key] : 0; }
+  size_t CandidateCount(const Placement& p) const;
   std::vector<uint32_t> CurrentMatches(uint32_t sel) const;
+  // From `old` (sorted) to what the selector matches now, walking its candidates.
+  void MatchSelector(uint32_t sel, const std::vector<uint32_t>& old);
+  // Every pending selector at once: one pass over the items, each item evaluated against
+  // the pending selectors filed under its labels.
+  void MatchPendingInBulk();
 
   Interner strings_;
   std::vector<Item> items_;
@@ -218,6 +237,9 @@ class LabelIndex {
   std::vector<Label> merged_, mergeTmp_;
   std::vector<EffLabel> effOld_, effNew_;
   std::vector<uint32_t> parentsTmp_;
+  // New selectors not matched yet (see Settle()).
+  std::vector<uint32_t> pending_;
+  std::vector<uint32_t> matchTmp_;
   size_t liveParents_ = 0;
   size_t liveSels_ = 0;
   // Placement is decided from bucket sizes; when the item count has doubled since the

@@ -246,6 +246,59 @@ static void TestIndexRandom(int iterations, unsigned seed) {
   CHECK(idx.GetStats().strings == 0, "%zu strings left after deleting everything", idx.GetStats().strings);
 }
 
+// Selectors added together to a full index are matched in one pass over the items
+// (LabelIndex::Settle); settled one at a time they walk their candidates. Both must give
+// the same matches, each started once, and the brute-force answer.
+static void TestIndexBulkSelectors(unsigned seed) {
+  std::mt19937 rng(seed);
+  labelindex::LabelIndex one, bulk;
+  Model m;
+  for (uint32_t p = 0; p < 5; ++p) {
+    m.parents[p] = RandomLabels(rng);
+    one.UpsertParent(p, ToIds(one, m.parents[p]));
+    bulk.UpsertParent(p, ToIds(bulk, m.parents[p]));
+  }
+  for (uint32_t id = 0; id < 200; ++id) {
+    std::vector<uint32_t> parents;
+    for (int k = rng() % 3; k > 0; --k) {
+      const uint32_t p = rng() % 5;
+      if (std::find(parents.begin(), parents.end(), p) == parents.end()) parents.push_back(p);
+    }
+    m.items[id] = {RandomLabels(rng), parents};
+    one.UpsertItem(id, ToIds(one, m.items[id].first), parents);
+    bulk.UpsertItem(id, ToIds(bulk, m.items[id].first), parents);
+  }
+  one.Changes().clear();
+  bulk.Changes().clear();
+  for (uint32_t id = 0; id < 150; ++id) {
+    selector::Node n;
+    selector::ParseError err;
+    if (!selector::Parse(RandomSelector(rng), n, err)) continue;
+    const std::string canonical = selector::Canonical(n);
+    one.UpsertSelector(id, n, canonical);
+    one.Settle();
+    bulk.UpsertSelector(id, n, canonical);
+    m.sels[id] = n;
+  }
+  std::set<std::pair<uint32_t, uint32_t>> seen, expect;
+  const labelindex::WordBuffer& ch = bulk.Changes();
+  for (size_t k = 0; k < ch.size(); k += 2) {
+    CHECK(ch[k + 1] & labelindex::kStartedBit, "bulk: only starts");
+    CHECK(seen.emplace(ch[k], ch[k + 1] & ~labelindex::kStartedBit).second, "bulk: each match started once");
+  }
+  for (auto& [item, _] : m.items) {
+    const Labels eff = Effective(m, item);
+    for (auto& [sel, node] : m.sels) {
+      if (Eval(node, eff)) expect.emplace(sel, item);
+    }
+    const auto* a = one.MatchesOf(item);
+    const auto* b = bulk.MatchesOf(item);
+    CHECK(a && b && std::equal(a->begin(), a->end(), b->begin(), b->end()), "item %u: same matches both ways", item);
+  }
+  CHECK(seen == expect, "bulk: %zu matches, brute force %zu", seen.size(), expect.size());
+  CHECK(one.Changes().size() == ch.size(), "as many transitions both ways");
+}
+
 // SmallVec against std::vector, across the inline/heap boundary both ways, with copies
 // and moves (ASan/valgrind catch what the comparison does not).
 template <uint32_t N>
@@ -376,6 +429,7 @@ int main(int argc, char** argv) {
   TestSmallVec<1>(2);
   TestSmallVec<2>(3);
   for (unsigned seed = 1; seed <= 4; ++seed) TestIndexRandom(iterations, seed);
+  for (unsigned seed = 1; seed <= 4; ++seed) TestIndexBulkSelectors(seed);
   std::printf("%d passed, %d failed\n", g_pass, g_fail);
   return g_fail == 0 ? 0 : 1;
 }

@@ -121,3 +121,55 @@ describe('differential: label index', () => {
   it('batches of 200 ops per flush: 60 steps', () => run(3, 60, 200));
   it('key IDs past 64 (colliding key masks): 2,000 steps', () => run(4, 2000, 1, 200));
 });
+
+describe('differential: selectors added together to a full index', () => {
+  // Many new selectors in one flush are matched in one pass over the items (the
+  // snapshot's order: endpoints first, then their IP-set selectors); a few walk their
+  // candidates one by one. Both must give the brute-force answer.
+  for (const [label, count] of [
+    ['300 selectors in one flush (one pass)', 300],
+    ['one selector (candidate walk)', 1],
+  ] as const) {
+    it(label, () => {
+      const rng = new Rng(77 + count);
+      const idx = new LabelIndex();
+      const set = new MatchSet();
+      const m: Model = { items: new Map(), parents: new Map(), sels: new Map() };
+      for (let p = 0; p < 6; p++) {
+        const labels = randomLabels(rng);
+        m.parents.set(p, labels);
+        idx.upsertParent(p, labels);
+      }
+      for (let id = 0; id < 400; id++) {
+        const labels = randomLabels(rng);
+        const parents = [...new Set(Array.from({ length: rng.int(3) }, () => rng.int(6)))];
+        m.items.set(id, { labels, parents });
+        idx.upsertItem(id, labels, parents);
+      }
+      // An existing selector: new ones are merged into items' match lists beside it.
+      const first = randomAst(rng);
+      m.sels.set(count, first);
+      idx.upsertSelector(count, parseSelector(render(rng, first)));
+      set.apply(idx.flush());
+      for (let i = 0; i < count; i++) {
+        const ast = randomAst(rng);
+        const id = i < count / 2 ? i : count + 1 + i;
+        m.sels.set(id, ast);
+        idx.upsertSelector(id, parseSelector(render(rng, ast)));
+      }
+      set.apply(idx.flush());
+      const want = expected(m);
+      assert.ok(want.length > count, 'the selectors match something');
+      assert.deepEqual(set.sorted(), want);
+      // And the index goes on from there: an item changes, a new selector is replaced.
+      const labels = randomLabels(rng);
+      m.items.set(3, { labels, parents: [] });
+      idx.upsertItem(3, labels);
+      const again = randomAst(rng);
+      m.sels.set(0, again);
+      idx.upsertSelector(0, parseSelector(render(rng, again)));
+      set.apply(idx.flush());
+      assert.deepEqual(set.sorted(), expected(m));
+    });
+  }
+});

@@ -69,6 +69,7 @@ Napi::Function LabelIndexWrap::Init(Napi::Env env) {
                          InstanceMethod<&LabelIndexWrap::Apply>("apply"),
                          InstanceMethod<&LabelIndexWrap::GetStats>("stats"),
                          InstanceMethod<&LabelIndexWrap::MatchesOf>("matchesOf"),
+                         InstanceMethod<&LabelIndexWrap::ReleaseChanges>("releaseChanges"),
                      });
 }
 
@@ -260,6 +261,21 @@ Napi::Value LabelIndexWrap::MatchesOf(const Napi::CallbackInfo& info) {
     Napi::Uint32Array out = Napi::Uint32Array::New(env, m->size());
     std::copy(m->begin(), m->end(), out.Data());
     return out;
+  });
+}
+
+// A big buffer is external (see Apply): detaching it drops the ArrayBuffer's hold on the
+// backing store, whose deleter then frees it, on the next turn of the event loop. A buffer
+// that is copied (small) or already detached is left alone.
+Napi::Value LabelIndexWrap::ReleaseChanges(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "labelIndex.releaseChanges", [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsArrayBuffer()) {
+      throw MakeNativeError(env, "EINVAL", "labelIndex.releaseChanges", "expected an ArrayBuffer");
+    }
+    Napi::ArrayBuffer ab = info[0].As<Napi::ArrayBuffer>();
+    if (!ab.IsDetached() && ab.ByteLength() > kCopyBelowBytes) ab.Detach();
+    return env.Undefined();
   });
 }
 

@@ -27,6 +27,9 @@ class LabelIndexWrap : public Napi::ObjectWrap<LabelIndexWrap> {
   Napi::Value Apply(const Napi::CallbackInfo& info);
   Napi::Value GetStats(const Napi::CallbackInfo& info);
   Napi::Value MatchesOf(const Napi::CallbackInfo& info);
+  // Detaches a transition buffer apply() returned, once its reader is done: the memory
+  // goes back at once instead of at the next major GC.
+  Napi::Value ReleaseChanges(const Napi::CallbackInfo& info);
 
   LabelIndex index_;
   // The caller's string IDs and the index's own, both ways; kNoString where unmapped.

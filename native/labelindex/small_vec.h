@@ -55,7 +55,7 @@ class SmallVec {
   void clear() { size_ = 0; }
   void pop_back() { --size_; }
   void push_back(const T& v) {
-    if (size_ == cap_) Grow(cap_ + (cap_ >> 1) + 1);
+    if (size_ == cap_) Grow(NextCap());
     data()[size_++] = v;
   }
   // Sizes exactly: the common case is an item's labels set once and rarely changed.
@@ -73,7 +73,7 @@ class SmallVec {
   }
   T* insert(T* pos, const T& v) {
     const size_t at = pos - data();
-    if (size_ == cap_) Grow(cap_ + (cap_ >> 1) + 1);
+    if (size_ == cap_) Grow(NextCap());
     T* d = data();
     std::memmove(static_cast<void*>(d + at + 1), d + at, (size_ - at) * sizeof(T));
     d[at] = v;
@@ -108,6 +108,10 @@ class SmallVec {
   void Free() {
     if (cap_ > N) std::free(u_.heap);
   }
+  // An eighth more, not half: a list grows by insertion when a selector is added (one
+  // match per matched item) and then stays that size, so slack is kept for good; at
+  // ~100 matches per item, half would waste 200 bytes on each of them.
+  uint32_t NextCap() const { return cap_ + (cap_ >> 3) + 2; }
   void Grow(uint32_t want) { Reallocate(want < N ? N : want); }
   // To `n` slots (inline when n <= N), keeping the first min(size, n) values.
   void Reallocate(uint32_t n) {

@@ -111,6 +111,7 @@ export class ActiveRulesCalculator {
       if (started) this.#listener.onPolicyMatch(policy, endpoint);
       else this.#listener.onPolicyMatchStopped(policy, endpoint);
     });
+    changes.release();
     for (const name of new Set([...this.#changedPolicies, ...this.#dirtyPolicies])) {
       const p = this.#policies.get(name);
       // A policy hinted AssumeNeededOnEveryNode is force-programmed, as in Felix.

@@ -309,7 +309,8 @@ export class IPSetMemberCalculator {
     const changes = this.#index.flush();
     const sets = this.#sets;
     const setsOf = this.#setsOf;
-    for (let i = 0; i < changes.length; i++) {
+    const n = changes.length;
+    for (let i = 0; i < n; i++) {
       const src = changes.itemId(i);
       const setNum = changes.selectorId(i);
       if (changes.started(i)) {
@@ -340,6 +341,7 @@ export class IPSetMemberCalculator {
       if (list.length === 1) setsOf[src] = list[0];
       else if (!list.length) setsOf[src] = undefined;
     }
+    changes.release();
   }
 
   // Records the source's state before this batch, once per batch.

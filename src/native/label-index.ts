@@ -19,16 +19,30 @@ const STARTED_BIT = 0x8000_0000;
  * The match transitions one flush caused, packed as in native code: two words each,
  * the selector ID, then the item ID with bit 31 set when the match started. They are in
  * the order they happened; applying them in order gives the index's state. The buffer
- * is native memory handed over without a copy.
+ * is native memory handed over without a copy; release() gives it back once read.
  */
 export class MatchChanges {
   /** [selector, item | started << 31] pairs. */
   readonly packed: Uint32Array;
-  readonly length: number;
+  readonly #owner: RawLabelIndex | undefined;
 
-  constructor(packed: Uint32Array) {
+  constructor(packed: Uint32Array, owner?: RawLabelIndex) {
     this.packed = packed;
-    this.length = packed.length >>> 1;
+    this.#owner = owner;
+  }
+
+  /** Number of transitions (0 once released). */
+  get length(): number {
+    return this.packed.length >>> 1;
+  }
+
+  /**
+   * Frees the buffer now, for a reader that is done with it (the changes are empty
+   * after). Otherwise a snapshot's tens of MB wait for V8's next major GC, which a heap
+   * that is mostly native memory can put off for a long time.
+   */
+  release(): void {
+    if (this.packed.length) this.#owner?.releaseChanges(this.packed.buffer as ArrayBuffer);
   }
 
   selectorId(i: number): number {
@@ -53,7 +67,8 @@ export class MatchChanges {
   }
 }
 
-const NO_CHANGES = Object.freeze(new MatchChanges(new Uint32Array(0)));
+const NO_CHANGES = new MatchChanges(new Uint32Array(0));
+Object.freeze(NO_CHANGES);
 
 export type LabelIndexStats = RawLabelIndexStats;
 
@@ -164,7 +179,7 @@ export class LabelIndex {
       this.#strings[id] = undefined;
       this.#freeStringIds.push(id);
     }
-    return buf === undefined ? NO_CHANGES : new MatchChanges(new Uint32Array(buf));
+    return buf === undefined ? NO_CHANGES : new MatchChanges(new Uint32Array(buf), this.#raw);
   }
 
   stats(): LabelIndexStats {

@@ -37,6 +37,8 @@ export interface RawLabelIndex {
   ): ArrayBuffer | undefined;
   stats(): RawLabelIndexStats;
   matchesOf(item: number): Uint32Array | null;
+  /** Detaches a buffer apply() returned (a big one is freed at once). */
+  releaseChanges(buf: ArrayBuffer): void;
 }
 
 export interface RawNftCommitResult {

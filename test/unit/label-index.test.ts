@@ -232,6 +232,30 @@ describe('LabelIndex: batches and validation', () => {
     assert.equal(idx.stats().matches, 300);
   });
 
+  it('release() frees a big transition buffer at once and leaves the changes empty', async () => {
+    const { native } = await import('../../src/native/load.js');
+    const idx = new LabelIndex();
+    for (let i = 0; i < 100_000; i++) idx.upsertItem(i, { mod: String(i % 10) });
+    idx.flush();
+    for (let s = 0; s < 20; s++) idx.upsertSelector(s, sel(`mod != "${s % 10}"`));
+    const c = idx.flush();
+    assert.equal(c.length, 1_800_000);
+    const held = native.mallocInUse();
+    c.release();
+    c.release(); // twice is harmless
+    assert.equal(c.length, 0);
+    // The backing store's deleter runs on the next turn of the event loop, not at a GC.
+    await new Promise((r) => setTimeout(r, 20));
+    const freedMb = (held - native.mallocInUse()) / 2 ** 20;
+    assert.ok(freedMb >= 13, `about 14 MB freed, not ${freedMb.toFixed(1)}`);
+    // A small (copied) result and the empty one are left alone.
+    idx.upsertItem(5, { mod: 'x' });
+    const small = idx.flush();
+    small.release();
+    assert.ok(small.length > 0);
+    idx.flush().release();
+  });
+
   it('rejects bad ids and labels in TypeScript before queueing anything', () => {
     const idx = new LabelIndex();
     assert.throws(() => idx.upsertItem(-1, {}), RangeError);

@@ -24,7 +24,7 @@ import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js'
 import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
-import { calibrationMs, log, percentile, report } from './lib/report.js';
+import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
 import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
 
@@ -32,7 +32,14 @@ const REMOTE = 250_000;
 const LOCAL = 200;
 const POLICIES = 10_000;
 const RATE = 5_000;
-const SECONDS = 30;
+// `--seconds N`: a longer run (bench churn-soak) shows whether RSS levels off.
+const secondsArg = process.argv.indexOf('--seconds');
+const SECONDS = secondsArg >= 0 ? Number(process.argv[secondsArg + 1]) : 30;
+if (!(SECONDS >= 10)) throw new Error('churn: --seconds wants a number of seconds >= 10');
+/** The stream is built this far ahead of the ticks (one second's worth). */
+const AHEAD = RATE;
+/** RSS is sampled this often, for the soak's shape. */
+const SAMPLE_S = 30;
 const TICK_MS = 10;
 const PER_TICK = (RATE * TICK_MS) / 1000;
 /** RSS is compared from this far into the stream: the first seconds grow the heap to its working size. */
@@ -60,6 +67,9 @@ interface Inside {
   heapCommittedEndMb: number;
   mallocEndMb: number;
   rssEndMb: number;
+  maxTickGapMs: number;
+  /** RSS (MB) every SAMPLE_S seconds of the stream. */
+  rssSamplesMb: number[];
   heapStartMb: number;
   heapEndMb: number;
   achievedRate: number;
@@ -128,8 +138,11 @@ class StreamSyncer implements Syncer {
 
 /**
  * The k-th change of the stream: create, relabel, delete in turn; every 100th a policy
- * edit. Built before the stream starts, so the stream's own cost is only decoding.
+ * edit. Built a second ahead of its delivery, after a tick's batch is handed over, so
+ * the stream's own cost on the delivery path is only decoding.
  */
+let lastCreated: ReturnType<typeof endpoint> | undefined;
+
 function change(k: number): Stored {
   if (k % 100 === 99) {
     // An edit of an existing policy's rules (its selector stays): tag-pol-<j>, each rule's
@@ -147,10 +160,15 @@ function change(k: number): Stored {
   const n = Math.floor(k / 3);
   switch (k % 3) {
     case 0:
-      return stored(endpoint(REMOTE + LOCAL + n, 'remotehost'));
+      lastCreated = endpoint(REMOTE + LOCAL + n, 'remotehost');
+      return stored(lastCreated);
     case 1: {
-      const r = endpoint(REMOTE + LOCAL + n, 'remotehost');
-      r.metadata.labels = { ...r.metadata.labels, [MARKERS[(n + 7) % MARKERS.length] as string]: 'true' };
+      // The endpoint just created, moved to another marker (so to other IP sets): the
+      // cluster keeps its size and its memberships, and RSS has a steady state to reach.
+      const r = structuredClone(lastCreated!);
+      const labels = r.metadata.labels!;
+      for (const m of MARKERS) delete labels[m];
+      labels[MARKERS[(n + 7) % MARKERS.length] as string] = 'true';
       return stored(r);
     }
     default:
@@ -243,7 +261,13 @@ async function inside(mode: string): Promise<Inside> {
   clearTimeout(firstTimeout);
   log(`first apply after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const snapshotToFirstApplyS = (performance.now() - t0) / 1000;
-  const stream = Array.from({ length: RATE * SECONDS }, (_, n) => change(n));
+  const total = RATE * SECONDS;
+  const stream: Array<Stored | undefined> = [];
+  let built = 0;
+  const buildTo = (end: number) => {
+    for (end = Math.min(total, end); built < end; built++) stream[built] = change(built);
+  };
+  buildTo(AHEAD);
   // Let the first apply's follow-ups (and its garbage) settle before the stream starts.
   await new Promise((r) => setTimeout(r, 2000));
   global.gc?.();
@@ -251,17 +275,26 @@ async function inside(mode: string): Promise<Inside> {
   let rssWarm = 0;
   let mallocWarm = 0;
   let heapTotalWarm = 0;
+  const rssSamples: number[] = [];
+  // The longest time between two stream ticks (due every TICK_MS): how long the agent
+  // held the event loop at worst.
+  let maxTickGap = 0;
   const heapStart = process.memoryUsage().heapUsed;
   const cpu0 = process.cpuUsage();
   const s0 = performance.now();
   measuring = true;
   let k = 0;
   await new Promise<void>((done) => {
+    let lastTick = performance.now();
     const tick = () => {
       const elapsed = performance.now() - s0;
+      maxTickGap = Math.max(maxTickGap, performance.now() - lastTick);
+      lastTick = performance.now();
       if (elapsed >= SECONDS * 1000) return done();
       // Catch up to the rate if a tick came late (the stream does not slow for the agent).
-      const due = Math.min(Math.floor((elapsed / 1000) * RATE) + PER_TICK, RATE * SECONDS);
+      const due = Math.min(Math.floor((elapsed / 1000) * RATE) + PER_TICK, total);
+      // After a stall longer than AHEAD the stream is built on the delivery path.
+      buildTo(due);
       const batch: Update[] = [];
       const now = performance.now();
       while (k < due) {
@@ -272,7 +305,7 @@ async function inside(mode: string): Promise<Inside> {
           value: c.json === null ? null : (JSON.parse(c.json) as unknown),
           revision: String(k),
         });
-        stream[k++] = undefined as never;
+        stream[k++] = undefined;
         deliveredAt[delivered++] = now;
       }
       if (!rssWarm && elapsed >= WARMUP_S * 1000) {
@@ -281,7 +314,9 @@ async function inside(mode: string): Promise<Inside> {
         heapTotalWarm = m.heapTotal;
         mallocWarm = native.mallocInUse();
       }
+      if (elapsed >= (rssSamples.length + 1) * SAMPLE_S * 1000) rssSamples.push(process.memoryUsage().rss / MB);
       if (batch.length) syncer.cb?.onUpdates(batch);
+      buildTo(k + AHEAD);
       setTimeout(tick, TICK_MS);
     };
     tick();
@@ -324,6 +359,8 @@ async function inside(mode: string): Promise<Inside> {
     heapCommittedEndMb: heapTotalEnd / MB,
     mallocEndMb: mallocEnd / MB,
     rssEndMb: rssEnd / MB,
+    rssSamplesMb: rssSamples,
+    maxTickGapMs: maxTickGap,
     heapStartMb: heapStart / MB,
     heapEndMb: heapEnd / MB,
     achievedRate: k / wall,
@@ -346,7 +383,18 @@ function runInside(mode: string): Inside {
     );
     const r = spawnSync(
       'ip',
-      ['netns', 'exec', ns, process.execPath, '--expose-gc', fileURLToPath(import.meta.url), '--inside', mode],
+      [
+        'netns',
+        'exec',
+        ns,
+        process.execPath,
+        '--expose-gc',
+        fileURLToPath(import.meta.url),
+        '--inside',
+        mode,
+        '--seconds',
+        String(SECONDS),
+      ],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 << 20 },
     );
     if (r.status !== 0) throw new Error(`churn run failed (${r.status ?? r.signal})`);
@@ -372,8 +420,17 @@ async function main(): Promise<void> {
   const calibration = calibrationMs();
   const r = runInside(mode);
   const r3 = (x: number) => Math.round(x * 1000) / 1000;
+  const soak = secondsArg >= 0;
+  // The soak's shape: RSS every SAMPLE_S seconds, and its growth over the second half
+  // (a heap still sizing itself grows in the first).
+  const half = r.rssSamplesMb[Math.floor(r.rssSamplesMb.length / 2) - 1];
+  const soakFigures: Record<string, number> = {};
+  if (soak) {
+    r.rssSamplesMb.forEach((mb, n) => (soakFigures[`rss_at_${(n + 1) * SAMPLE_S}s_mb`] = r3(mb)));
+    if (half !== undefined) soakFigures.rss_growth_second_half_mb = r3(r.rssEndMb - half);
+  }
   report(
-    mode === 'nftables' ? 'churn' : 'churn-iptables',
+    `${mode === 'nftables' ? 'churn' : 'churn-iptables'}${soak ? '-soak' : ''}`,
     {
       mode: r.mode,
       endpoints: REMOTE + LOCAL,
@@ -399,6 +456,7 @@ async function main(): Promise<void> {
       kernel_29_hash_sets_plus_6_ms: r3(r.hashSetsCommitMs),
       graph_flush_p50_ms: r3(r.flushMs[0]!),
       graph_flush_p99_ms: r3(r.flushMs[2]!),
+      event_loop_max_tick_gap_ms: r3(r.maxTickGapMs),
       cpu_cores: r3(r.cpuCores),
       cpu_user_s: r3(r.cpuUserS),
       cpu_system_s: r3(r.cpuSystemS),
@@ -412,11 +470,13 @@ async function main(): Promise<void> {
       native_malloc_end_mb: r3(r.mallocEndMb),
       heap_live_start_mb: r3(r.heapStartMb),
       heap_live_end_mb: r3(r.heapEndMb),
+      ...soakFigures,
       machine_calibration_ms: calibration,
     },
     [
       ['update_to_kernel_p99_ms', '<=', 50],
       ['rss_growth_after_warmup_mb', '<=', 0],
+      ...(soak ? [['rss_growth_second_half_mb', '<=', 0] as Target] : []),
     ],
   );
 }

@@ -20,6 +20,8 @@ const BENCHES: Record<string, [string, string[]]> = {
   routes: ['routes.js', []],
   churn: ['churn.js', ['nftables']],
   'churn-iptables': ['churn.js', ['iptables']],
+  // Ten minutes of the same stream: does RSS level off once V8 has sized its heap?
+  'churn-soak': ['churn.js', ['nftables', '--seconds', '600']],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

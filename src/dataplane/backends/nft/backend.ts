@@ -290,6 +290,7 @@ export class NftBackend {
         for (const [id, e] of have) if (!s.elems.has(id)) removed.push(e);
         for (const [id, e] of s.elems) if (!have.has(id)) added.push(e);
       }
+      if (s.spec.flags & SET_FLAG.interval) deletionOrder(removed);
       // Deletes first: an interval set refuses a new element overlapping an old one.
       yield* elems(false, s.name, removed);
       yield* elems(true, s.name, added);
@@ -339,6 +340,17 @@ export class NftBackend {
     stats.chainsDeleted += gone.length;
     for (const name of setNames) if (!d.sets.has(name) && c.sets.has(name)) w.setDel(f, t, name);
   }
+}
+
+/**
+ * Puts an interval set's removals in key order, an end before a start at the same key
+ * (that end closes the interval before): each interval's start then comes before its
+ * end. The kernel (6.18's rbtree) refuses to delete an end element (ENOENT) while its
+ * start is still there. A read-back lists elements in descending order, ends first, so
+ * removals computed against one (after every refresh) failed, and so did every retry.
+ */
+function deletionOrder(list: ElemSpec[]): void {
+  list.sort((a, b) => Buffer.compare(a.key, b.key) || b.flags - a.flags);
 }
 
 function sameElems(have: Map<string, ElemSpec> | undefined, d: DesiredSet): boolean {

@@ -255,7 +255,7 @@ export class DataplaneDriver {
       let driftRepaired = 0;
       const slicer = new Slicer(APPLY_SLICE_MS);
       if (this.#needResync) await this.#resyncAll(slicer);
-      else if (this.#needRefresh) driftRepaired = await this.#refreshAll();
+      else if (this.#needRefresh) driftRepaired = await this.#refreshAll(slicer);
       else this.#rules.update(this.state, this.state.takeDirty());
       const rules = await this.#rules.apply(slicer);
       if (rules.ops > 0) this.#wrote();
@@ -315,12 +315,12 @@ export class DataplaneDriver {
    * and compared whole against it (the backends' resync() asks for that), as Felix's
    * tables re-read without recalculating. Drift is repaired by the same apply.
    */
-  async #refreshAll(): Promise<number> {
+  async #refreshAll(slicer: Slicer): Promise<number> {
     this.#needRefresh = false;
     for (const m of this.#managers) m.markResync?.();
-    await this.#rules.resync();
+    await this.#rules.resync(slicer);
     // Before this apply's own changes: what differs now is what someone else changed.
-    const drift = this.#rules.drift().filter((d) => d.chains.length || d.sets.length);
+    const drift = (await this.#rules.drift(slicer)).filter((d) => d.chains.length || d.sets.length);
     const repaired = drift.reduce((n, d) => n + d.chains.length + d.sets.length, 0);
     if (repaired)
       this.#log.warn(
@@ -336,7 +336,7 @@ export class DataplaneDriver {
     await this.#takeover;
     const started = performance.now();
     for (const m of this.#managers) m.markResync?.();
-    await this.#rules.resync();
+    await this.#rules.resync(slicer);
     // Taken first: what changes while the render is sliced (host interfaces) stays dirty
     // for the next apply.
     this.state.takeDirty();

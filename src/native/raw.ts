@@ -47,17 +47,32 @@ export interface RawNftCommitResult {
   bytes: number;
 }
 
+/** Byte strings end to end: the i-th is bytes[ends[i-1] (0 for the first), ends[i]). */
+export interface RawPacked {
+  bytes: Uint8Array;
+  ends: Uint32Array;
+}
+
+/** A table read back, rules and elements by column (a table can hold 100,000s of each). */
 export interface RawNftDump {
   exists: boolean;
   chains: Array<{ name: string; hook?: number; prio?: number; type?: string; policy?: number }>;
-  rules: Array<{ chain: string; handle: bigint; udata: Buffer }>;
+  /** Each rule's chain (an index into `chains`) and userdata. */
+  rules: { count: number; chain: Uint32Array; udata: RawPacked };
   sets: Array<{
     name: string;
     flags: number;
     keyType: number;
     keyLen: number;
     dataType: number;
-    elements: Array<{ key: Buffer; flags: number; verdict?: number; chain?: string }>;
+    /** Keys and flags; verdict maps also have each element's verdict code and chain. */
+    elements: {
+      count: number;
+      keys: RawPacked;
+      flags: Uint32Array;
+      verdict?: Int32Array;
+      chain?: Array<string | undefined>;
+    };
   }>;
 }
 

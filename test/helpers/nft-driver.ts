@@ -96,8 +96,9 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       return { stats: await agentRules.apply(new Slicer(1)) };
     }
     case 'agent-drift':
-      await agentRules.resync();
-      return agentRules.drift();
+      // Sliced, as the driver's refresh reads back and compares.
+      await agentRules.resync(new Slicer(1));
+      return agentRules.drift(new Slicer(1));
     default:
       throw new Error(`unknown command ${String(req.cmd)}`);
   }

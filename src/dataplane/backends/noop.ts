@@ -47,7 +47,7 @@ export class NoopRulesBackend implements RulesBackend {
     return { ...noStats(), ops: this.opsPerApply };
   }
 
-  drift(): RulesDrift[] {
+  async drift(): Promise<RulesDrift[]> {
     return this.families.map((family) => ({ family, chains: [], sets: [] }));
   }
 

@@ -36,8 +36,12 @@ export interface RulesBackend {
   /** "nftables", "iptables-nft", "iptables-legacy", "noop": for logs and `palisade config`. */
   readonly name: string;
   readonly families: readonly Family[];
-  /** Reads our kernel state back: the next apply compares everything (as rendered) against it. */
-  resync(): Promise<void>;
+  /**
+   * Reads our kernel state back: the next apply compares everything (as rendered) against
+   * it. A node's table is 100,000s of rules and elements: the slicer gives the event loop a
+   * turn between slices of the read-back.
+   */
+  resync(slicer?: Slicer): Promise<void>;
   /**
    * Renders the whole desired state again (after a resync). A cold render is long (100,000
    * rules): the slicer gives the event loop a turn between its slices.
@@ -47,8 +51,8 @@ export interface RulesBackend {
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void;
   /** Makes the kernel equal the desired state in one transaction (planned in slices, given a slicer). */
   apply(slicer?: Slicer): Promise<RulesApplyStats>;
-  /** What differs between the kernel (as last read or committed) and the desired state. */
-  drift(): RulesDrift[];
+  /** What differs between the kernel (as last read or committed) and the desired state (compared in slices, given a slicer). */
+  drift(slicer?: Slicer): Promise<RulesDrift[]>;
   /** Rules in our chains as desired (and, after an apply, as committed): for status and metrics. */
   ruleCount(): number;
   /** `agent --cleanup`: removes everything of ours, nothing else. */

@@ -153,7 +153,7 @@ export class IptablesRulesBackend implements RulesBackend {
     }
   }
 
-  drift(): RulesDrift[] {
+  async drift(): Promise<RulesDrift[]> {
     return this.families.map((family) => {
       const want = this.#builders.get(family)?.desired;
       const plan = want

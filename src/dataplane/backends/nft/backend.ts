@@ -7,7 +7,8 @@
 // back, so the next apply repairs whatever drifted. Nothing outside our tables is touched.
 import { spawn } from 'node:child_process';
 
-import { failuresOf, nftCommit, nftDump } from '../../../native/nft.js';
+import { failuresOf, nftCommit, type NftDump, nftDump } from '../../../native/nft.js';
+import type { RawPacked } from '../../../native/raw.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
 import { TABLES } from '../../render/model.js';
@@ -16,7 +17,7 @@ import { commentOf } from './exprs.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 import type { RulesApplyStats } from '../rules-backend.js';
-import { runSteps, type Slicer, type Steps } from '../../slicer.js';
+import { drain, runSteps, type Slicer, type Steps } from '../../slicer.js';
 
 export const TABLE = 'calico';
 /** Set elements per planning step (a set may hold every endpoint of the cluster). */
@@ -75,12 +76,52 @@ const baseOf = (b: {
 const sameList = (a: readonly string[] | undefined, b: readonly string[]) =>
   !!a && a.length === b.length && a.every((x, i) => x === b[i]);
 
-function elemFromDump(e: { key: Buffer; flags: number; verdict?: number; chain?: string }): ElemSpec {
-  return {
-    key: e.key,
-    flags: e.flags & 1,
-    verdict: e.verdict === undefined ? undefined : { code: e.verdict, chain: e.chain ?? '' },
-  };
+/** The i-th byte string of a packed column, as a view. */
+function packedAt(p: RawPacked, i: number): Buffer {
+  const start = i ? (p.ends[i - 1] as number) : 0;
+  return Buffer.from(p.bytes.buffer, p.bytes.byteOffset + start, (p.ends[i] as number) - start);
+}
+
+/**
+ * A dump as the committed state it is. Steps: one per 1,024 rules and per 1,024
+ * elements (a node's table holds 100,000s of each, re-read at every refresh).
+ */
+function* readBack(dump: NftDump, c: CommittedFamily): Steps {
+  c.exists = dump.exists;
+  const lists: string[][] = [];
+  for (const ch of dump.chains) {
+    const list: string[] = [];
+    lists.push(list);
+    c.chains.set(ch.name, list);
+    if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
+  }
+  const rules = dump.rules;
+  for (let i = 0; i < rules.count; i++) {
+    // "cali:<hash>;" and the rule's own comments (an older palisade wrote "cali:<hash>" alone).
+    const hash = /^cali:([\w-]+)(;|$)/.exec(commentOf(packedAt(rules.udata, i)) ?? '')?.[1] ?? '';
+    lists[rules.chain[i] as number]?.push(hash);
+    if ((i & 1023) === 1023) yield;
+  }
+  for (const s of dump.sets) {
+    const elems = new Map<string, ElemSpec>();
+    const e = s.elements;
+    for (let j = 0; j < e.count; j++) {
+      const key = packedAt(e.keys, j);
+      const flags = (e.flags[j] as number) & 1;
+      // nft itself opens interval sets with a zero interval-end element; it means nothing.
+      if (s.flags & SET_FLAG.interval && flags && key.every((b) => b === 0)) continue;
+      const chain = e.chain?.[j];
+      const spec: ElemSpec = {
+        key,
+        flags,
+        verdict: chain === undefined ? undefined : { code: e.verdict?.[j] as number, chain },
+      };
+      elems.set(elemId(spec), spec);
+      if ((j & 1023) === 1023) yield;
+    }
+    c.sets.set(s.name, elems);
+    yield;
+  }
 }
 
 export type Transport = 'native' | 'exec';
@@ -95,31 +136,15 @@ export class NftBackend {
     this.transport = opts.transport ?? 'native';
   }
 
-  /** Reads our tables back from the kernel: the baseline of the next apply. */
-  async resync(families: Family[]): Promise<void> {
+  /**
+   * Reads our tables back from the kernel: the baseline of the next apply. With a slicer,
+   * the event loop gets a turn between slices of the read-back.
+   */
+  async resync(families: Family[], slicer?: Slicer): Promise<void> {
     for (const f of families) {
       const dump = await nftDump(NFPROTO[f], this.table);
       const c = emptyCommitted();
-      c.exists = dump.exists;
-      for (const ch of dump.chains) {
-        c.chains.set(ch.name, []);
-        if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
-      }
-      for (const r of dump.rules) {
-        // "cali:<hash>;" and the rule's own comments (an older palisade wrote "cali:<hash>" alone).
-        const hash = /^cali:([\w-]+)(;|$)/.exec(commentOf(r.udata) ?? '')?.[1] ?? '';
-        c.chains.get(r.chain)?.push(hash);
-      }
-      for (const s of dump.sets) {
-        const elems = new Map<string, ElemSpec>();
-        for (const e of s.elements) {
-          // nft itself opens interval sets with a zero interval-end element; it means nothing.
-          if (s.flags & SET_FLAG.interval && e.flags & 1 && e.key.every((b) => b === 0)) continue;
-          const spec = elemFromDump(e);
-          elems.set(elemId(spec), spec);
-        }
-        c.sets.set(s.name, elems);
-      }
+      await runSteps(readBack(dump, c), slicer);
       this.#committed.set(f, c);
     }
   }
@@ -141,16 +166,27 @@ export class NftBackend {
 
   /** What differs between the kernel (as last read back or committed) and `desired`. */
   drift(desired: DesiredFamily): DriftReport {
+    const out: DriftReport = { family: desired.family, chains: [], sets: [] };
+    drain(this.driftSteps(desired, out));
+    return out;
+  }
+
+  /** drift() in steps, into `out`: one per 256 chains and per set (a set compares whole). */
+  *driftSteps(desired: DesiredFamily, out: DriftReport): Steps {
     const c = this.#committed.get(desired.family) ?? emptyCommitted();
     const misdeclared = (d: DesiredChain) => !!d.base && c.bases.has(d.name) && c.bases.get(d.name) !== baseOf(d.base);
-    const chains = [...desired.chains.values()]
-      .filter((d) => !sameList(c.chains.get(d.name), d.hashes) || misdeclared(d))
-      .map((d) => d.name);
-    for (const name of c.chains.keys()) if (!desired.chains.has(name)) chains.push(name);
-    const sets: string[] = [];
-    for (const d of desired.sets.values()) if (!sameElems(c.sets.get(d.name), d)) sets.push(d.name);
-    for (const name of c.sets.keys()) if (!desired.sets.has(name)) sets.push(name);
-    return { family: desired.family, chains, sets };
+    let n = 0;
+    for (const d of desired.chains.values()) {
+      if (!sameList(c.chains.get(d.name), d.hashes) || misdeclared(d)) out.chains.push(d.name);
+      if ((++n & 255) === 0) yield;
+    }
+    for (const name of c.chains.keys()) if (!desired.chains.has(name)) out.chains.push(name);
+    yield;
+    for (const d of desired.sets.values()) {
+      if (!sameElems(c.sets.get(d.name), d)) out.sets.push(d.name);
+      yield;
+    }
+    for (const name of c.sets.keys()) if (!desired.sets.has(name)) out.sets.push(name);
   }
 
   /**

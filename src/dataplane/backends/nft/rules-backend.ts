@@ -20,8 +20,8 @@ export class NftRulesBackend implements RulesBackend {
     this.#backend = new NftBackend(opts);
   }
 
-  resync(): Promise<void> {
-    return this.#backend.resync([...this.families]);
+  resync(slicer?: Slicer): Promise<void> {
+    return this.#backend.resync([...this.families], slicer);
   }
 
   async rebuild(state: DesiredState, slicer?: Slicer): Promise<void> {
@@ -39,8 +39,14 @@ export class NftRulesBackend implements RulesBackend {
     );
   }
 
-  drift(): RulesDrift[] {
-    return this.#builders.map((b) => this.#backend.drift(b.desired));
+  async drift(slicer?: Slicer): Promise<RulesDrift[]> {
+    const out: RulesDrift[] = [];
+    for (const b of this.#builders) {
+      const report: RulesDrift = { family: b.desired.family, chains: [], sets: [] };
+      await runSteps(this.#backend.driftSteps(b.desired, report), slicer);
+      out.push(report);
+    }
+    return out;
   }
 
   ruleCount(): number {

@@ -312,8 +312,9 @@ export class DataplaneDriver {
 
   /**
    * A refresh (timers, the post-write check): read the kernel back; the rendering is kept
-   * and compared whole against it (the backends' resync() asks for that), as Felix's
-   * tables re-read without recalculating. Drift is repaired by the same apply.
+   * and compared against it, as Felix's tables re-read without recalculating. Drift is
+   * repaired by the same apply, which (where the backend can) writes only what drifted
+   * and what changed rather than comparing everything a second time.
    */
   async #refreshAll(slicer: Slicer): Promise<number> {
     this.#needRefresh = false;
@@ -328,6 +329,7 @@ export class DataplaneDriver {
         'our kernel state was changed behind our back; repairing it',
       );
     this.#rules.update(this.state, this.state.takeDirty());
+    this.#rules.repairOnly?.(drift);
     return repaired;
   }
 

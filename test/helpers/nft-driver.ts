@@ -95,6 +95,16 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       } else agentRules.update(agentState, agentState.takeDirty());
       return { stats: await agentRules.apply(new Slicer(1)) };
     }
+    case 'agent-refresh': {
+      // As the driver's refresh: read back, report drift, take this batch, then repair
+      // only what drifted while writing what changed.
+      agentState.apply(req.msgs as ToDataplane[]);
+      await agentRules.resync(new Slicer(1));
+      const drift = await agentRules.drift(new Slicer(1));
+      agentRules.update(agentState, agentState.takeDirty());
+      agentRules.repairOnly(drift);
+      return { drift, stats: await agentRules.apply(new Slicer(1)) };
+    }
     case 'agent-drift':
       // Sliced, as the driver's refresh reads back and compares.
       await agentRules.resync(new Slicer(1));

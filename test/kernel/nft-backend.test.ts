@@ -227,6 +227,38 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
       again.map((x) => [...x.chains, ...x.sets]),
       [[], []],
     );
+    // A refresh that finds one set tampered with while a batch changes both: it repairs
+    // that set whole (its delta alone would leave it empty) and writes the other's delta,
+    // and compares nothing else again.
+    ns.run('nft', ['flush', 'set', 'ip', 'calico', 'cali40s-mixed']);
+    const added = [ip(next++)];
+    const removed = [...(live.get('s:hosts') as Set<string>)].slice(0, 3);
+    for (const m of removed) live.get('s:hosts')?.delete(m);
+    for (const m of added) live.get('s:hosts')?.add(m);
+    live.get('s:mixed')?.add('10.69.0.1/32');
+    const refresh = await d.call<{
+      drift: Array<{ family: number; sets: string[] }>;
+      stats: { elemsAdded: number; elemsRemoved: number; chainsWritten: number };
+    }>({
+      cmd: 'agent-refresh',
+      msgs: [
+        { type: 'IPSetDeltaUpdate', id: 's:hosts', addedMembers: added, removedMembers: removed },
+        { type: 'IPSetDeltaUpdate', id: 's:mixed', addedMembers: ['10.69.0.1/32'], removedMembers: [] },
+      ],
+    });
+    assert.deepEqual(
+      refresh.drift.map((x) => x.sets),
+      [['cali40s-mixed'], []],
+    );
+    assert.equal(refresh.stats.chainsWritten, 0);
+    assert.equal(refresh.stats.elemsRemoved, 6, 'the three hosts removed, start and end each');
+    const mixed = live.get('s:mixed') as Set<string>;
+    assert.ok(refresh.stats.elemsAdded >= 2 + mixed.size, JSON.stringify(refresh.stats));
+    const repaired = await d.call<Array<{ chains: string[]; sets: string[] }>>({ cmd: 'agent-drift' });
+    assert.deepEqual(
+      repaired.map((x) => [...x.chains, ...x.sets]),
+      [[], []],
+    );
     const listed = ns.run('nft', ['-j', 'list', 'set', 'ip', 'calico', 'cali40s:hosts'.replace(':', '-')]);
     assert.match(listed, /10\.66\.200\.0/);
   });

@@ -53,6 +53,12 @@ export interface RulesBackend {
   apply(slicer?: Slicer): Promise<RulesApplyStats>;
   /** What differs between the kernel (as last read or committed) and the desired state (compared in slices, given a slicer). */
   drift(slicer?: Slicer): Promise<RulesDrift[]>;
+  /**
+   * After resync(), drift() and this batch's update(): the next apply may repair only
+   * what drifted (and write what changed) instead of comparing everything. Optional: a
+   * backend without it compares everything after every read-back.
+   */
+  repairOnly?(drift: RulesDrift[]): void;
   /** Rules in our chains as desired (and, after an apply, as committed): for status and metrics. */
   ruleCount(): number;
   /** `agent --cleanup`: removes everything of ours, nothing else. */

@@ -164,6 +164,25 @@ export class NftBackend {
     }
   }
 
+  /**
+   * After a read-back and its drift report, and this batch's update: the next apply
+   * repairs what drifted and writes what changed, instead of comparing every rule and
+   * element again (a node's 100,000s): the rest of the kernel was found as desired.
+   * Drifted sets compare whole, so a delta of this batch is not applied to a set that
+   * differs. Nothing changes after a rebuild (`desired.dirty` unset): that compares all.
+   */
+  repairOnly(desired: DesiredFamily, drift: DriftReport): void {
+    const c = this.#committed.get(desired.family);
+    if (!c || !desired.dirty) return;
+    c.full = false;
+    for (const name of drift.chains) desired.dirty.chains.add(name);
+    for (const name of drift.sets) {
+      desired.dirty.sets.add(name);
+      const s = desired.sets.get(name);
+      if (s) s.delta = undefined;
+    }
+  }
+
   /** What differs between the kernel (as last read back or committed) and `desired`. */
   drift(desired: DesiredFamily): DriftReport {
     const out: DriftReport = { family: desired.family, chains: [], sets: [] };

@@ -49,6 +49,13 @@ export class NftRulesBackend implements RulesBackend {
     return out;
   }
 
+  repairOnly(drift: RulesDrift[]): void {
+    for (const b of this.#builders) {
+      const family = b.desired.family;
+      this.#backend.repairOnly(b.desired, drift.find((x) => x.family === family) ?? { family, chains: [], sets: [] });
+    }
+  }
+
   ruleCount(): number {
     let n = 0;
     for (const b of this.#builders) for (const c of b.desired.chains.values()) n += c.rules.length;

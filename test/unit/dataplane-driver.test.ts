@@ -162,6 +162,23 @@ describe('dataplane driver', () => {
     await driver.stop();
   });
 
+  it('in nftables mode one timer serves both refreshes: one read-back at the shorter interval', async () => {
+    // Apart, the 150 ms rules refresh would add read-backs at 150 and 450 ms to the IP
+    // sets' at 100, 200, 300 and 400: the tables would be read twice as often.
+    const { calls, driver } = setup({
+      name: 'nftables',
+      config: { NftablesRefreshInterval: 0.15, IpsetsRefreshInterval: 0.1, IptablesRefreshInterval: 0.05 },
+    });
+    driver.start();
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    await new Promise((r) => setTimeout(r, 400));
+    const n = calls.filter((c) => c === 'resync').length;
+    assert.ok(n >= 2 && n <= 4, calls.join(' '));
+    await driver.stop();
+  });
+
   it('does no post-write read-back in nftables mode or when writing nothing', async () => {
     const { rules, calls, driver } = setup({ config: { IptablesPostWriteCheckIntervalSecs: 0.02 } });
     rules.opsPerApply = 1;

@@ -172,7 +172,9 @@ function change(k: number): Stored {
       return stored(r);
     }
     default:
-      return stored(endpoint(n % REMOTE, 'remotehost'), true);
+      // The oldest endpoint: the snapshot's first, then those the stream created (a long
+      // run must not delete the same endpoint twice while creating ever more).
+      return stored(endpoint(n < REMOTE ? n : REMOTE + LOCAL + n - REMOTE, 'remotehost'), true);
   }
 }
 

@@ -115,8 +115,8 @@ Napi::Object DumpSetObject(Napi::Env env, const DumpSet& s) {
     Napi::Array chains = Napi::Array::New(env, s.elems.size());
     for (size_t j = 0; j < s.elems.size(); j++) {
       code[j] = s.elems[j].hasVerdict ? s.elems[j].verdict : 0;
-      chains.Set(static_cast<uint32_t>(j), s.elems[j].hasVerdict ? Napi::Value(Napi::String::New(env, s.elems[j].chain))
-                                                                 : env.Undefined());
+      chains.Set(static_cast<uint32_t>(j),
+                 s.elems[j].hasVerdict ? Napi::Value(Napi::String::New(env, s.elems[j].chain)) : env.Undefined());
     }
     e.Set("verdict", code);
     e.Set("chain", chains);

@@ -51,7 +51,10 @@ export interface RulesBackend {
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void;
   /** Makes the kernel equal the desired state in one transaction (planned in slices, given a slicer). */
   apply(slicer?: Slicer): Promise<RulesApplyStats>;
-  /** What differs between the kernel (as last read or committed) and the desired state (compared in slices, given a slicer). */
+  /**
+   * What differs between the kernel (as last read or committed) and the desired state
+   * (compared in slices, given a slicer).
+   */
   drift(slicer?: Slicer): Promise<RulesDrift[]>;
   /**
    * After resync(), drift() and this batch's update(): the next apply may repair only

@@ -286,6 +286,9 @@ describe('LabelIndex: batches and validation', () => {
     const rel: number[] = [];
     const einval = (re: RegExp) => (e: unknown) =>
       e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message);
+    // releaseChanges takes only an ArrayBuffer (what apply returned); anything else is EINVAL.
+    for (const junk of [undefined, 7, 'buf', new Uint32Array(4), {}])
+      assert.throws(() => raw.releaseChanges(junk as never), einval(/expected an ArrayBuffer/));
     // A good op followed by a truncated one: neither may be applied.
     assert.throws(() => apply(ids(3, 1, 1, 0, 0, 1, 5, 2), ids(0, 1), ['a', 'x'], [s], rel), einval(/truncated/));
     assert.equal(raw.stats().items, 0);

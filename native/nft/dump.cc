@@ -77,34 +77,40 @@ DumpResult Dump(uint8_t family, const std::string& table) {
       });
   if (e) return fail(e, "dump chains");
 
-  // Rules of this table only.
-  e = DumpRequest(
-      sock, NFT_MSG_GETRULE, family,
-      [&](nlmsghdr* h) {
-        nftnl_rule* r = nftnl_rule_alloc();
-        if (!r) return;
-        nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
-        nftnl_rule_nlmsg_build_payload(h, r);
-        nftnl_rule_free(r);
-      },
-      [&](const nlmsghdr* h) {
-        nftnl_rule* r = nftnl_rule_alloc();
-        if (!r) return MNL_CB_ERROR;
-        if (nftnl_rule_nlmsg_parse(h, r) == 0) {
-          DumpRule d;
-          d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
-          d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
-          uint32_t len = 0;
-          if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
-            const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
-            d.udata.assign(static_cast<const char*>(ud), len);
+  // Rules, chain by chain. The kernel resumes a multi-part rule dump by counting rules
+  // from the start of the family's first chain: one dump of a whole 200,000-rule table
+  // walked O(n^2) rules (26 s on 6.18); a dump filtered to one chain walks only it.
+  for (const DumpChain& chain : out.chains) {
+    e = DumpRequest(
+        sock, NFT_MSG_GETRULE, family,
+        [&](nlmsghdr* h) {
+          nftnl_rule* r = nftnl_rule_alloc();
+          if (!r) return;
+          nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
+          nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.name.c_str());
+          nftnl_rule_nlmsg_build_payload(h, r);
+          nftnl_rule_free(r);
+        },
+        [&](const nlmsghdr* h) {
+          nftnl_rule* r = nftnl_rule_alloc();
+          if (!r) return MNL_CB_ERROR;
+          if (nftnl_rule_nlmsg_parse(h, r) == 0) {
+            DumpRule d;
+            d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
+            d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+            uint32_t len = 0;
+            if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
+              const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
+              d.udata.assign(static_cast<const char*>(ud), len);
+            }
+            out.rules.push_back(std::move(d));
           }
-          out.rules.push_back(std::move(d));
-        }
-        nftnl_rule_free(r);
-        return MNL_CB_OK;
-      });
-  if (e && e != ENOENT) return fail(e, "dump rules");
+          nftnl_rule_free(r);
+          return MNL_CB_OK;
+        });
+    // ENOENT: the chain went away since the chain dump (someone else's doing: it is drift).
+    if (e && e != ENOENT) return fail(e, "dump rules");
+  }
 
   // Sets and maps of this table.
   e = DumpRequest(

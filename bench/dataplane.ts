@@ -43,6 +43,8 @@ interface InsideResult {
   coldOps: number;
   coldBytes: number;
   coldCommitMs: number;
+  /** The 100,000-rule node's read-back (a refresh: the kernel dump and its parse), ms. */
+  readBackMs?: number;
   incrementalMs: number[];
   incrementalRenderMs: number[];
   incrementalCommitMs: number[];
@@ -96,9 +98,15 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
     coldBytes: cold.bytes,
     coldCommitMs: cold.commitMs,
   };
-  if (big)
+  if (big) {
+    // A refresh's read-back of the node (every IpsetsRefreshInterval): once the kernel
+    // resumed one table-wide rule dump by counting from its first rule, O(n^2).
+    const r0 = performance.now();
+    if (transport === 'native') await backend.resync([4], new Slicer(3));
+    const readBackMs = performance.now() - r0;
     return {
       ...coldResult,
+      readBackMs,
       incrementalMs: [],
       incrementalRenderMs: [],
       incrementalCommitMs: [],
@@ -106,6 +114,7 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
       membersCommitMs: [],
       floorMs: [],
     };
+  }
 
   // The kernel's floor: a transaction adding one unreferenced chain with one accept rule.
   // Any verdict makes nf_tables re-validate the table's whole jump graph at commit, a
@@ -238,6 +247,7 @@ async function main(): Promise<void> {
       cold_100k_ratio_vs_nft_exec: r3(bigExec.coldMs / big.coldMs),
       cold_100k_event_loop_max_ms: r3(big.coldLoopMaxMs),
       cold_100k_event_loop_p99_ms: r3(big.coldLoopP99Ms),
+      read_back_100k_ms: r3(big.readBackMs ?? 0),
       incremental_ms_median: r3(median(native.incrementalMs)),
       incremental_ms_p90: r3(p90(native.incrementalMs)),
       incremental_render_ms_median: r3(median(native.incrementalRenderMs)),

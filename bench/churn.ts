@@ -179,7 +179,10 @@ function change(k: number): Stored {
 }
 
 async function inside(mode: string): Promise<Inside> {
+  // FELIX_* variables reach the agent as they would Felix (FELIX_IPSETSREFRESHINTERVAL=15
+  // brings the refresh into a 30 s run).
   const resolver = new ConfigResolver({
+    env: process.env,
     flags: {
       FelixHostname: 'localhost',
       Ipv6Support: 'false',

@@ -32,6 +32,8 @@ export interface ApplyReport {
   rules: RulesApplyStats;
   /** Chains and sets a refresh found changed behind our back, repaired by this apply. */
   driftRepaired: number;
+  /** A refresh's phases, ms: the read-back (kernel dump and parse) and the comparison. */
+  refresh?: { readBackMs: number; driftMs: number };
   /** Rules in our chains after this apply. */
   rulesTotal: number;
   /** Each manager's counters, by manager name ("routes": added, removed; ...). */
@@ -258,9 +260,10 @@ export class DataplaneDriver {
     for (const m of this.#managers) m.beginApply?.();
     try {
       let driftRepaired = 0;
+      let refresh: ApplyReport['refresh'];
       const slicer = new Slicer(APPLY_SLICE_MS);
       if (this.#needResync) await this.#resyncAll(slicer);
-      else if (this.#needRefresh) driftRepaired = await this.#refreshAll(slicer);
+      else if (this.#needRefresh) ({ repaired: driftRepaired, ...refresh } = await this.#refreshAll(slicer));
       else this.#rules.update(this.state, this.state.takeDirty());
       const rules = await this.#rules.apply(slicer);
       if (rules.ops > 0) this.#wrote();
@@ -274,6 +277,7 @@ export class DataplaneDriver {
         managers,
         driftRepaired,
         rulesTotal: this.#rules.ruleCount(),
+        ...(refresh ? { refresh } : {}),
       };
       const changedAny = rules.ops > 0 || Object.values(managers).some((c) => Object.values(c).some((n) => n > 0));
       if (changedAny) this.#log.debug({ ...rules, ...managers, ms: Math.round(report.ms * 1000) / 1000 }, 'applied');
@@ -321,12 +325,15 @@ export class DataplaneDriver {
    * repaired by the same apply, which (where the backend can) writes only what drifted
    * and what changed rather than comparing everything a second time.
    */
-  async #refreshAll(slicer: Slicer): Promise<number> {
+  async #refreshAll(slicer: Slicer): Promise<{ repaired: number; readBackMs: number; driftMs: number }> {
     this.#needRefresh = false;
     for (const m of this.#managers) m.markResync?.();
+    const t0 = performance.now();
     await this.#rules.resync(slicer);
+    const t1 = performance.now();
     // Before this apply's own changes: what differs now is what someone else changed.
     const drift = (await this.#rules.drift(slicer)).filter((d) => d.chains.length || d.sets.length);
+    const t2 = performance.now();
     const repaired = drift.reduce((n, d) => n + d.chains.length + d.sets.length, 0);
     if (repaired)
       this.#log.warn(
@@ -335,7 +342,7 @@ export class DataplaneDriver {
       );
     this.#rules.update(this.state, this.state.takeDirty());
     this.#rules.repairOnly?.(drift);
-    return repaired;
+    return { repaired, readBackMs: t1 - t0, driftMs: t2 - t1 };
   }
 
   /** Start, after a failure: read the kernel back, render everything again, compare everything. */

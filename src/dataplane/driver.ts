@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
 import type { ToDataplane } from '../proto/messages.js';
 import { createRulesBackend } from './backends/factory.js';
-import type { RulesApplyStats, RulesBackend } from './backends/rules-backend.js';
+import type { RulesApplyStats, RulesBackend, RulesDrift } from './backends/rules-backend.js';
 import { DesiredState } from './desired-state.js';
 import { ConntrackManager } from './managers/conntrack-manager.js';
 import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
@@ -32,7 +32,11 @@ export interface ApplyReport {
   rules: RulesApplyStats;
   /** Chains and sets a refresh found changed behind our back, repaired by this apply. */
   driftRepaired: number;
-  /** A refresh's phases, ms: the read-back (kernel dump and parse) and the comparison. */
+  /**
+   * The refresh behind this apply, ms: its read-back (the kernel dump, and in a refresh
+   * inside the apply its parse) and its comparison. A check (RulesBackend.check) ran
+   * beside earlier applies; only its repairs are this apply's.
+   */
   refresh?: { readBackMs: number; driftMs: number };
   /** Rules in our chains after this apply. */
   rulesTotal: number;
@@ -86,6 +90,9 @@ export class DataplaneDriver {
   #needResync = true;
   /** A refresh timer fired: read the kernel back and compare everything, without re-rendering. */
   #needRefresh = false;
+  /** A refresh running beside applies (RulesBackend.check), and what it found for the next apply's report. */
+  #checking: Promise<void> | undefined;
+  #checked: { repaired: number; readBackMs: number; driftMs: number } | undefined;
   #backoffMs = 0;
   #stopped = false;
   #loggedUp = new Map<string, boolean>();
@@ -193,6 +200,7 @@ export class DataplaneDriver {
     for (const t of this.#refreshTimers) clearInterval(t);
     this.#monitor.stop();
     await this.#inFlight;
+    await this.#checking;
   }
 
   onMessages(msgs: ToDataplane[]): void {
@@ -236,8 +244,46 @@ export class DataplaneDriver {
 
   #refresh(what: string): void {
     this.#log.debug({ what }, 'refresh: re-reading the kernel');
-    this.#needRefresh = true;
+    if (this.#rules.check && this.state.inSync && !this.#needResync) {
+      if (this.#checking) return;
+      for (const m of this.#managers) m.markResync?.();
+      this.#checking = this.#check().finally(() => (this.#checking = undefined));
+    } else this.#needRefresh = true;
     this.#schedule();
+  }
+
+  /**
+   * A refresh beside applies: updates keep flowing while our tables are read back and
+   * compared; the next apply repairs what drifted. A lost table, or a check that fails,
+   * falls back to a refresh inside an apply.
+   */
+  async #check(): Promise<void> {
+    try {
+      const r = await this.#rules.check!(new Slicer(APPLY_SLICE_MS));
+      if (r.outcome === 'lost') {
+        this.#log.warn('a table of ours is gone; reading everything back');
+        this.#needRefresh = true;
+      }
+      const drift = r.drift.filter((d) => d.chains.length || d.sets.length);
+      const repaired = drift.reduce((n, d) => n + d.chains.length + d.sets.length, 0);
+      if (repaired) this.#warnDrift(drift);
+      this.#checked = {
+        repaired: (this.#checked?.repaired ?? 0) + repaired,
+        readBackMs: r.dumpMs,
+        driftMs: r.compareMs,
+      };
+    } catch (e) {
+      this.#log.error({ error: (e as Error).message }, 'refresh failed; reading everything back in the next apply');
+      this.#needRefresh = true;
+    }
+    this.#schedule();
+  }
+
+  #warnDrift(drift: RulesDrift[]): void {
+    this.#log.warn(
+      { drift: drift.map((d) => ({ family: d.family, chains: d.chains.slice(0, 10), sets: d.sets.slice(0, 10) })) },
+      'our kernel state was changed behind our back; repairing it',
+    );
   }
 
   #schedule(delay = this.#opts.coalesceMs ?? 1): void {
@@ -262,9 +308,15 @@ export class DataplaneDriver {
       let driftRepaired = 0;
       let refresh: ApplyReport['refresh'];
       const slicer = new Slicer(APPLY_SLICE_MS);
+      // A check's drift is adopted by this apply's rules transaction (a read-back here supersedes it).
+      const checked = this.#checked;
+      this.#checked = undefined;
       if (this.#needResync) await this.#resyncAll(slicer);
       else if (this.#needRefresh) ({ repaired: driftRepaired, ...refresh } = await this.#refreshAll(slicer));
-      else this.#rules.update(this.state, this.state.takeDirty());
+      else {
+        this.#rules.update(this.state, this.state.takeDirty());
+        if (checked) ({ repaired: driftRepaired, ...refresh } = checked);
+      }
       const rules = await this.#rules.apply(slicer);
       if (rules.ops > 0) this.#wrote();
       const managers: ApplyReport['managers'] = {};
@@ -335,11 +387,7 @@ export class DataplaneDriver {
     const drift = (await this.#rules.drift(slicer)).filter((d) => d.chains.length || d.sets.length);
     const t2 = performance.now();
     const repaired = drift.reduce((n, d) => n + d.chains.length + d.sets.length, 0);
-    if (repaired)
-      this.#log.warn(
-        { drift: drift.map((d) => ({ family: d.family, chains: d.chains.slice(0, 10), sets: d.sets.slice(0, 10) })) },
-        'our kernel state was changed behind our back; repairing it',
-      );
+    if (repaired) this.#warnDrift(drift);
     this.#rules.update(this.state, this.state.takeDirty());
     this.#rules.repairOnly?.(drift);
     return { repaired, readBackMs: t1 - t0, driftMs: t2 - t1 };

@@ -14,7 +14,7 @@ import {
 } from '../../src/dataplane/backends/nft/desired.js';
 import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
-import { Slicer } from '../../src/dataplane/slicer.js';
+import { Slicer, type Steps } from '../../src/dataplane/slicer.js';
 import type { Rule } from '../../src/dataplane/render/model.js';
 import { families, renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
@@ -26,6 +26,17 @@ const backend = new NftBackend({ transport: process.argv[2] === 'exec' ? 'exec' 
 const agentState = new DesiredState();
 const agentRules = new NftRulesBackend(config, families(config));
 let agentBuilt = false;
+
+/** A slicer whose runs wait for a gate first. */
+class GatedSlicer extends Slicer {
+  constructor(readonly gate: Promise<void>) {
+    super(1);
+  }
+  override async run(steps: Steps): Promise<void> {
+    await this.gate;
+    return super.run(steps);
+  }
+}
 
 function desired(): DesiredFamily[] {
   return families(config).map((f) => desiredOf(renderRuleset(state, config, f, 'nftables')));
@@ -104,6 +115,19 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       agentRules.update(agentState, agentState.takeDirty());
       agentRules.repairOnly(drift);
       return { drift, stats: await agentRules.apply(new Slicer(1)) };
+    }
+    case 'agent-check': {
+      // A refresh beside applies: the check dumps first, this batch's commit waits for
+      // the dump, and the comparison starts once the batch is committed and recorded (so
+      // it sees committed state the dump predates, every time).
+      let open = () => {};
+      const applied = new Promise<void>((r) => (open = r));
+      const check = agentRules.check(new GatedSlicer(applied));
+      agentState.apply(req.msgs as ToDataplane[]);
+      agentRules.update(agentState, agentState.takeDirty());
+      const stats = await agentRules.apply(new Slicer(1));
+      open();
+      return { check: await check, stats };
     }
     case 'agent-drift':
       // Sliced, as the driver's refresh reads back and compares.

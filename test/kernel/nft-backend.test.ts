@@ -161,6 +161,85 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.doesNotMatch(ns.run('nft', ['list', 'table', 'ip', 'calico']), /caliweb2/);
   });
 
+  it('a refresh beside applies finds what was changed behind our back, not what applies wrote meanwhile, and the next apply repairs it', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    const ip = (n: number) => `10.66.${(n >> 8) & 255}.${n & 255}/32`;
+    const live = new Map<string, Set<string>>([
+      ['s:hosts', new Set(Array.from({ length: 3000 }, (_, i) => ip(i)))],
+      ['s:mixed', new Set(['10.67.0.0/24', '10.67.0.5/32', '10.68.0.1/32'])],
+      ['s:quiet', new Set(['10.70.0.0/16'])],
+    ]);
+    await d.call({
+      cmd: 'agent-apply',
+      msgs: [
+        ...[...live].map(([id, m]) => ({ type: 'IPSetUpdate', id, members: [...m], ipsetType: 'NET' })),
+        { type: 'InSync' },
+      ],
+    });
+    let next = 3000;
+    const delta = (id: string, removed: string[], added: string[]) => {
+      const members = live.get(id) as Set<string>;
+      for (const m of removed) members.delete(m);
+      for (const m of added) members.add(m);
+      return { type: 'IPSetDeltaUpdate', id, addedMembers: added, removedMembers: removed };
+    };
+    type Check = {
+      check: { outcome: string; drift: Array<{ family: number; chains: string[]; sets: string[] }> };
+    };
+    // Rounds of deltas to every set, each committed while a check runs: none is drift.
+    for (let round = 0; round < 6; round++) {
+      const r = await d.call<Check>({
+        cmd: 'agent-check',
+        msgs: [
+          delta('s:hosts', [...(live.get('s:hosts') as Set<string>)].slice(round * 7, round * 7 + 5), [ip(next++)]),
+          delta('s:mixed', [], [ip(next++)]),
+        ],
+      });
+      assert.equal(r.check.outcome, 'checked');
+      assert.deepEqual(
+        r.check.drift.map((x) => [...x.chains, ...x.sets]),
+        [[], []],
+        `round ${round}`,
+      );
+    }
+    // Tampering: a set emptied, an element slipped into another, a rule added to our
+    // chain. A batch changing both tampered sets commits while the check runs.
+    ns.run('nft', ['flush', 'set', 'ip', 'calico', 'cali40s-mixed']);
+    ns.run('nft', ['add', 'element', 'ip', 'calico', 'cali40s-hosts', '{ 10.99.0.1 }']);
+    ns.run('nft', ['add', 'rule', 'ip', 'calico', 'filter-cali-INPUT', 'accept']);
+    const removed = [...(live.get('s:hosts') as Set<string>)].slice(0, 3);
+    const r = await d.call<Check>({
+      cmd: 'agent-check',
+      msgs: [delta('s:hosts', removed, [ip(next++)]), delta('s:mixed', [], ['10.69.0.1/32'])],
+    });
+    assert.equal(r.check.outcome, 'checked');
+    assert.deepEqual(
+      r.check.drift.map((x) => ({ family: x.family, chains: x.chains, sets: [...x.sets].sort() })),
+      [
+        { family: 4, chains: ['filter-cali-INPUT'], sets: ['cali40s-hosts', 'cali40s-mixed'] },
+        { family: 6, chains: [], sets: [] },
+      ],
+    );
+    // The next apply adopts the dump for those names and writes the difference.
+    const repair = await d.call<{ stats: { chainsWritten: number; elemsAdded: number; elemsRemoved: number } }>({
+      cmd: 'agent-apply',
+      msgs: [],
+    });
+    assert.equal(repair.stats.chainsWritten, 1, JSON.stringify(repair.stats));
+    assert.equal(repair.stats.elemsRemoved, 2, 'the slipped-in element: its interval start and end');
+    assert.ok(repair.stats.elemsAdded >= (live.get('s:mixed') as Set<string>).size, JSON.stringify(repair.stats));
+    const drift = await d.call<Array<{ chains: string[]; sets: string[] }>>({ cmd: 'agent-drift' });
+    assert.deepEqual(
+      drift.map((x) => [...x.chains, ...x.sets]),
+      [[], []],
+    );
+    const hosts = ns.run('nft', ['list', 'set', 'ip', 'calico', 'cali40s-hosts']);
+    assert.doesNotMatch(hosts, /10\.99\.0\.1/);
+    assert.doesNotMatch(hosts, new RegExp(`${(removed[0] as string).replace('/32', '').replaceAll('.', '\\.')}[,\\s]`));
+    assert.match(ns.run('nft', ['list', 'set', 'ip', 'calico', 'cali40s-mixed']), /10\.69\.0\.1/);
+  });
+
   it('programs IP-set member deltas as deltas, and a read-back then finds the kernel as desired', async () => {
     const ns = netns();
     const d = driver(ns);

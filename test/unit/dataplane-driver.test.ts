@@ -8,7 +8,8 @@ import { describe, it } from 'node:test';
 
 import { defaultConfig } from '../../src/config/params.js';
 import { NoopRulesBackend } from '../../src/dataplane/backends/noop.js';
-import { DataplaneDriver } from '../../src/dataplane/driver.js';
+import type { RulesCheck, RulesDrift } from '../../src/dataplane/backends/rules-backend.js';
+import { type ApplyReport, DataplaneDriver } from '../../src/dataplane/driver.js';
 import type { Manager } from '../../src/dataplane/managers/manager.js';
 import { createLogger } from '../../src/log.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
@@ -33,8 +34,22 @@ class RecordingManager implements Manager {
   }
 }
 
-function setup(opts: { name?: string; config?: Partial<ReturnType<typeof defaultConfig>> } = {}) {
-  const rules = new NoopRulesBackend([4], opts.name);
+/** A backend with a refresh beside applies (as nftables'): each check waits for `gate`, then reports `found`. */
+class CheckingBackend extends NoopRulesBackend {
+  gate: Promise<void> | undefined;
+  found: RulesDrift[] = [];
+  async check(): Promise<RulesCheck> {
+    this.calls.push('check');
+    await this.gate;
+    return { outcome: 'checked', drift: this.found, dumpMs: 1, compareMs: 2 };
+  }
+}
+
+function setup(
+  opts: { name?: string; config?: Partial<ReturnType<typeof defaultConfig>>; rules?: NoopRulesBackend } = {},
+) {
+  const rules = opts.rules ?? new NoopRulesBackend([4], opts.name);
+  const applied: ApplyReport[] = [];
   const calls = rules.calls;
   const managers = [new RecordingManager('first', calls), new RecordingManager('second', calls)];
   const reports: number[] = [];
@@ -46,10 +61,13 @@ function setup(opts: { name?: string; config?: Partial<ReturnType<typeof default
     managers: () => managers,
     monitor: () => ({ start: () => {}, stop: () => {}, resync: () => {} }),
     takeOverFromFelix: false,
-    onApplied: (r) => reports.push(r.managers.first?.n ?? -1),
+    onApplied: (r) => {
+      applied.push(r);
+      reports.push(r.managers.first?.n ?? -1);
+    },
     onApplyError: (e) => errors.push(e.message),
   });
-  return { rules, calls, managers, reports, errors, driver };
+  return { rules, calls, managers, reports, applied, errors, driver };
 }
 
 const settle = () => new Promise((r) => setTimeout(r, 30));
@@ -176,6 +194,37 @@ describe('dataplane driver', () => {
     await new Promise((r) => setTimeout(r, 400));
     const n = calls.filter((c) => c === 'resync').length;
     assert.ok(n >= 2 && n <= 4, calls.join(' '));
+    await driver.stop();
+  });
+
+  it('a backend that checks beside applies: updates are taken and applied while it reads back, and the next apply repairs what it found', async () => {
+    const rules = new CheckingBackend([4], 'nftables');
+    const { calls, applied, driver } = setup({
+      rules,
+      config: { NftablesRefreshInterval: 0.1, IpsetsRefreshInterval: 0.1 },
+    });
+    let release: () => void = () => {};
+    rules.gate = new Promise<void>((r) => (release = r));
+    driver.start();
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(calls.filter((c) => c === 'check').length, 1, calls.join(' '));
+    assert.ok(!calls.includes('resync'), 'no read-back inside an apply');
+    calls.length = 0;
+    driver.onMessages([profile('during')]);
+    await settle();
+    assert.equal(driver.state.profiles.has('during'), true, 'not held while the check reads back');
+    assert.deepEqual(calls.slice(0, 2), ['update:profile', 'apply']);
+    assert.ok(!calls.includes('check'), 'one check at a time');
+    rules.found = [{ family: 4, chains: ['filter-cali-INPUT'], sets: ['cali40s-x'] }];
+    const before = applied.length;
+    release();
+    await settle();
+    const next = applied[before];
+    assert.equal(next?.driftRepaired, 2, JSON.stringify(next));
+    assert.deepEqual(next?.refresh, { readBackMs: 1, driftMs: 2 });
     await driver.stop();
   });
 

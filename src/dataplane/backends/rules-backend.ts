@@ -32,6 +32,19 @@ export interface RulesDrift {
   sets: string[];
 }
 
+/** A refresh run beside applies (RulesBackend.check). */
+export interface RulesCheck {
+  /**
+   * "checked": `drift` is what the next apply repairs; "stale": an apply compared
+   * everything meanwhile, nothing to report; "lost": a table of ours is gone, read
+   * everything back.
+   */
+  outcome: 'checked' | 'stale' | 'lost';
+  drift: RulesDrift[];
+  dumpMs: number;
+  compareMs: number;
+}
+
 export interface RulesBackend {
   /** "nftables", "iptables-nft", "iptables-legacy", "noop": for logs and `palisade config`. */
   readonly name: string;
@@ -62,6 +75,13 @@ export interface RulesBackend {
    * backend without it compares everything after every read-back.
    */
   repairOnly?(drift: RulesDrift[]): void;
+  /**
+   * A refresh that does not stop applies: reads the kernel back between two commits and
+   * compares it (sliced) with what was committed, leaving out what applies write
+   * meanwhile; the next apply repairs what drifted. Optional: without it, a refresh is
+   * resync() and drift() inside an apply.
+   */
+  check?(slicer?: Slicer): Promise<RulesCheck>;
   /** Rules in our chains as desired (and, after an apply, as committed): for status and metrics. */
   ruleCount(): number;
   /** `agent --cleanup`: removes everything of ours, nothing else. */

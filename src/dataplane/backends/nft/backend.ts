@@ -7,13 +7,13 @@
 // back, so the next apply repairs whatever drifted. Nothing outside our tables is touched.
 import { spawn } from 'node:child_process';
 
-import { failuresOf, nftCommit, type NftDump, nftDump } from '../../../native/nft.js';
-import type { RawPacked } from '../../../native/raw.js';
+import { failuresOf, nftCommit, nftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
 import { TABLES } from '../../render/model.js';
-import { type DesiredChain, type DesiredFamily, type DesiredSet, elemId } from './desired.js';
-import { commentOf } from './exprs.js';
+import { adoptPatch, compareSteps, emptyPatch, type Patch, Touched } from './check.js';
+import { baseOf, type CommittedFamily, emptyCommitted, readBack, sameList } from './committed.js';
+import type { DesiredChain, DesiredFamily, DesiredSet } from './desired.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 import type { RulesApplyStats } from '../rules-backend.js';
@@ -22,17 +22,6 @@ import { drain, runSteps, type Slicer, type Steps } from '../../slicer.js';
 export const TABLE = 'calico';
 /** Set elements per planning step (a set may hold every endpoint of the cluster). */
 const ELEM_CHUNK = 1024;
-
-interface CommittedFamily {
-  exists: boolean;
-  /** Chain -> its rules' hashes ("" for a rule that is not ours). */
-  chains: Map<string, string[]>;
-  sets: Map<string, Map<string, ElemSpec>>;
-  /** Base chains as the kernel declares them ("hook/prio/type"), from the last read-back. */
-  bases: Map<string, string>;
-  /** Read back from the kernel since the last apply: compare everything next time. */
-  full: boolean;
-}
 
 /** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
 export interface ApplyStats extends RulesApplyStats {
@@ -59,77 +48,27 @@ export class NftApplyError extends Error {
   }
 }
 
-const emptyCommitted = (): CommittedFamily => ({
-  exists: false,
-  chains: new Map(),
-  sets: new Map(),
-  bases: new Map(),
-  full: true,
-});
-/** Everything we set on a base chain: hook, priority, type and policy (we always write accept, 1). */
-const baseOf = (b: {
-  hook?: number | undefined;
-  prio?: number | undefined;
-  type?: string | undefined;
-  policy?: number | undefined;
-}) => `${b.hook}/${b.prio}/${b.type}/${b.policy ?? 1}`;
-const sameList = (a: readonly string[] | undefined, b: readonly string[]) =>
-  !!a && a.length === b.length && a.every((x, i) => x === b[i]);
-
-/** The i-th byte string of a packed column, as a view. */
-function packedAt(p: RawPacked, i: number): Buffer {
-  const start = i ? (p.ends[i - 1] as number) : 0;
-  return Buffer.from(p.bytes.buffer, p.bytes.byteOffset + start, (p.ends[i] as number) - start);
-}
-
-/**
- * A dump as the committed state it is. Steps: one per 1,024 rules and per 1,024
- * elements (a node's table holds 100,000s of each, re-read at every refresh).
- */
-function* readBack(dump: NftDump, c: CommittedFamily): Steps {
-  c.exists = dump.exists;
-  const lists: string[][] = [];
-  for (const ch of dump.chains) {
-    const list: string[] = [];
-    lists.push(list);
-    c.chains.set(ch.name, list);
-    if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
-  }
-  const rules = dump.rules;
-  for (let i = 0; i < rules.count; i++) {
-    // "cali:<hash>;" and the rule's own comments (an older palisade wrote "cali:<hash>" alone).
-    const hash = /^cali:([\w-]+)(;|$)/.exec(commentOf(packedAt(rules.udata, i)) ?? '')?.[1] ?? '';
-    lists[rules.chain[i] as number]?.push(hash);
-    if ((i & 1023) === 1023) yield;
-  }
-  for (const s of dump.sets) {
-    const elems = new Map<string, ElemSpec>();
-    const e = s.elements;
-    for (let j = 0; j < e.count; j++) {
-      const key = packedAt(e.keys, j);
-      const flags = (e.flags[j] as number) & 1;
-      // nft itself opens interval sets with a zero interval-end element; it means nothing.
-      if (s.flags & SET_FLAG.interval && flags && key.every((b) => b === 0)) continue;
-      const chain = e.chain?.[j];
-      const spec: ElemSpec = {
-        key,
-        flags,
-        verdict: chain === undefined ? undefined : { code: e.verdict?.[j] as number, chain },
-      };
-      elems.set(elemId(spec), spec);
-      if ((j & 1023) === 1023) yield;
-    }
-    c.sets.set(s.name, elems);
-    yield;
-  }
-}
-
 export type Transport = 'native' | 'exec';
+
+/** A check's outcome: what drifted (repaired by the next apply), or why it found nothing. */
+export interface CheckResult {
+  /** "stale": an apply compared everything meanwhile; "lost": a table of ours is gone. */
+  outcome: 'checked' | 'stale' | 'lost';
+  drift: DriftReport[];
+  /** The kernel dump (including any wait for a commit) and the sliced comparison, ms. */
+  dumpMs: number;
+  compareMs: number;
+}
 
 export class NftBackend {
   readonly table: string;
   readonly transport: Transport;
   #committed = new Map<Family, CommittedFamily>();
+  /** While a check runs and until its drift is adopted: what applies wrote meanwhile. */
+  #touched: Map<Family, Touched> | undefined;
+  #pending: { patches: Map<Family, Patch>; touched: Map<Family, Touched> } | undefined;
+  /** Commits (with their recording) and a check's dump take turns: each sees the other whole. */
+  #kernel: Promise<unknown> = Promise.resolve();
 
   constructor(opts: { table?: string; transport?: Transport } = {}) {
     this.table = opts.table ?? TABLE;
@@ -225,16 +164,79 @@ export class NftBackend {
       elemsRemoved: 0,
       commitMs: 0,
     };
+    this.#adopt(desired);
     for (const d of desired)
       await runSteps(this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats), slicer);
-    if (sink.length > 0) {
-      const t0 = performance.now();
-      if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
-      else await this.#commitExec(sink as NftTextSink, stats);
-      stats.commitMs = performance.now() - t0;
-    }
-    for (const d of desired) await runSteps(this.#record(d), slicer);
+    await this.#exclusive(async () => {
+      if (sink.length > 0) {
+        const t0 = performance.now();
+        if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
+        else await this.#commitExec(sink as NftTextSink, stats);
+        stats.commitMs = performance.now() - t0;
+      }
+      for (const d of desired) await runSteps(this.#record(d), slicer);
+    });
     return stats;
+  }
+
+  #exclusive<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.#kernel.then(f);
+    this.#kernel = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * A refresh beside applies (check.ts): dumps our tables between two commits, then
+   * compares them, sliced, with what was committed, leaving out what applies write
+   * meanwhile. What drifted is adopted, and so repaired, by the next apply.
+   */
+  async check(desired: DesiredFamily[], slicer?: Slicer): Promise<CheckResult> {
+    const result: CheckResult = { outcome: 'stale', drift: [], dumpMs: 0, compareMs: 0 };
+    // The last check's drift is still to be adopted (no apply since): it stands.
+    if (this.#pending) return result;
+    const touched = new Map(desired.map((d) => [d.family, new Touched()]));
+    this.#touched = touched;
+    const t0 = performance.now();
+    const dumps = await this.#exclusive(() => Promise.all(desired.map((d) => nftDump(NFPROTO[d.family], this.table))));
+    const t1 = performance.now();
+    result.dumpMs = t1 - t0;
+    result.outcome = 'checked';
+    const patches = new Map<Family, Patch>();
+    for (const [i, d] of desired.entries()) {
+      const c = this.#committed.get(d.family);
+      const t = touched.get(d.family) as Touched;
+      const dump = dumps[i]!;
+      if (!c || c.full || t.whole) result.outcome = 'stale';
+      else if (c.exists && !dump.exists) result.outcome = 'lost';
+      if (!c || result.outcome !== 'checked') break;
+      const report: DriftReport = { family: d.family, chains: [], sets: [] };
+      const patch = emptyPatch();
+      await runSteps(compareSteps(dump, c, t, d, report, patch), slicer);
+      if (t.whole) result.outcome = 'stale';
+      result.drift.push(report);
+      patches.set(d.family, patch);
+    }
+    result.compareMs = performance.now() - t1;
+    const drifted = result.drift.some((r) => r.chains.length || r.sets.length);
+    // Tracking goes on until the next apply adopts the drift: it may write those names first.
+    if (result.outcome === 'checked' && drifted) this.#pending = { patches, touched };
+    else if (this.#touched === touched) this.#touched = undefined;
+    if (result.outcome !== 'checked') result.drift = [];
+    return result;
+  }
+
+  /** A check's drift becomes the committed state for its names, marked dirty (check.ts). */
+  #adopt(desired: DesiredFamily[]): void {
+    const pending = this.#pending;
+    if (!pending) return;
+    this.#pending = undefined;
+    this.#touched = undefined;
+    for (const d of desired) {
+      const c = this.#committed.get(d.family);
+      const patch = pending.patches.get(d.family);
+      const t = pending.touched.get(d.family);
+      if (c && patch && t) adoptPatch(c, t, patch, d);
+    }
   }
 
   async #commitNative(sink: NativeSink, stats: ApplyStats): Promise<void> {
@@ -276,6 +278,7 @@ export class NftBackend {
   /** After a successful commit: the committed state is the desired state for what was planned. */
   *#record(d: DesiredFamily): Steps {
     let c = this.#committed.get(d.family);
+    this.#touched?.get(d.family)?.recording(d, c, !c || c.full || !d.dirty);
     if (!c || c.full || !d.dirty) {
       c = emptyCommitted();
       for (const ch of d.chains.values()) {

@@ -3,7 +3,7 @@
 import type { Config } from '../../../config/params.js';
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import type { Family } from '../../render/model.js';
-import type { RulesApplyStats, RulesBackend, RulesDrift } from '../rules-backend.js';
+import type { RulesApplyStats, RulesBackend, RulesCheck, RulesDrift } from '../rules-backend.js';
 import { NftBackend, type Transport } from './backend.js';
 import { NftDesiredBuilder } from './desired-builder.js';
 import { runSteps, type Slicer } from '../../slicer.js';
@@ -47,6 +47,13 @@ export class NftRulesBackend implements RulesBackend {
       out.push(report);
     }
     return out;
+  }
+
+  check(slicer?: Slicer): Promise<RulesCheck> {
+    return this.#backend.check(
+      this.#builders.map((b) => b.desired),
+      slicer,
+    );
   }
 
   repairOnly(drift: RulesDrift[]): void {

@@ -1,0 +1,211 @@
+// A refresh that runs beside applies instead of stopping them. A read-back used to be
+// part of an apply: at 250,000 set elements the dump and its parse held every update
+// for seconds. Here the dump only waits for (and holds back) a commit; its comparison,
+// sliced, runs while applies go on. What it compares is the kernel against what we
+// committed, not against the desired state: everything an apply writes after the check
+// began is recorded as touched (a chain, a set whole, or a set's elements by id) and
+// left out, since the dump may predate it. What differs otherwise was changed behind
+// our back: the next apply adopts the dumped content for those names and repairs them.
+import type { NftDump } from '../../../native/nft.js';
+import type { Family } from '../../render/model.js';
+import { baseOf, chainHashes, type CommittedFamily, dumpedElem, dumpedElems, sameList } from './committed.js';
+import { type DesiredFamily, elemId } from './desired.js';
+import type { ElemSpec } from './op-writer.js';
+import type { Steps } from '../../slicer.js';
+
+/** What applies wrote to one family since a check began. */
+export class Touched {
+  readonly chains = new Set<string>();
+  /** Per set: the element ids written, or true (written whole: created, compared whole, deleted). */
+  readonly sets = new Map<string, Set<string> | true>();
+  /** An apply compared and wrote everything (after a read-back or a rebuild): the dump is stale. */
+  whole = false;
+
+  /**
+   * An apply is about to record `d`'s changes as committed (`full`: everything). Called
+   * before the committed state changes, so whatever changed is already marked. Marked is
+   * what the apply wrote: a chain it rewrote, a set's elements it added or removed (a set
+   * compared whole writes only the difference, so only that is marked), a set it created
+   * or deleted whole.
+   */
+  recording(d: DesiredFamily, c: CommittedFamily | undefined, full: boolean): void {
+    if (full || !d.dirty || !c) {
+      this.whole = true;
+      return;
+    }
+    for (const name of d.dirty.chains) {
+      const ch = d.chains.get(name);
+      const declared = ch?.base && c.bases.get(name);
+      if (!ch || !sameList(c.chains.get(name), ch.hashes) || (declared && declared !== baseOf(ch.base!)))
+        this.chains.add(name);
+    }
+    for (const name of d.dirty.sets) {
+      const s = d.sets.get(name);
+      const had = c.sets.get(name);
+      const marks = this.sets.get(name);
+      if (marks === true) continue;
+      if (!s || !had) {
+        this.sets.set(name, true);
+        continue;
+      }
+      const ids = marks ?? new Set<string>();
+      this.sets.set(name, ids);
+      if (s.delta) {
+        for (const id of s.delta.removed.keys()) ids.add(id);
+        for (const id of s.delta.added.keys()) ids.add(id);
+        continue;
+      }
+      for (const id of had.keys()) if (!s.elems.has(id)) ids.add(id);
+      for (const id of s.elems.keys()) if (!had.has(id)) ids.add(id);
+    }
+  }
+}
+
+/** The dumped content of what drifted (undefined: absent from the kernel). */
+export interface Patch {
+  chains: Map<string, string[] | undefined>;
+  bases: Map<string, string>;
+  sets: Map<string, Map<string, ElemSpec> | undefined>;
+}
+
+export const emptyPatch = (): Patch => ({ chains: new Map(), bases: new Map(), sets: new Map() });
+
+export interface CheckReport {
+  family: Family;
+  chains: string[];
+  sets: string[];
+}
+
+/**
+ * Compares a dump with the committed state, leaving out what `t` marks, into `out`
+ * (the names) and `patch` (their dumped content). Steps: per 256 chains, per 1,024
+ * rules and elements. Between steps, applies may record: each step re-reads the
+ * committed state and `t`, and stops early once `t.whole` (the caller then discards).
+ */
+export function* compareSteps(
+  dump: NftDump,
+  c: CommittedFamily,
+  t: Touched,
+  d: DesiredFamily,
+  out: CheckReport,
+  patch: Patch,
+): Steps {
+  yield* compareChains(dump, c, t, d, out, patch);
+  for (const s of dump.sets) {
+    if (t.whole) return;
+    if (yield* setDrifted(s, c, t)) {
+      out.sets.push(s.name);
+      const elems = new Map<string, ElemSpec>();
+      yield* dumpedElems(s, elems);
+      patch.sets.set(s.name, elems);
+    }
+  }
+  const dumped = new Set(dump.sets.map((s) => s.name));
+  for (const name of c.sets.keys())
+    if (!dumped.has(name) && !t.sets.has(name)) {
+      out.sets.push(name);
+      patch.sets.set(name, undefined);
+    }
+}
+
+function* compareChains(
+  dump: NftDump,
+  c: CommittedFamily,
+  t: Touched,
+  d: DesiredFamily,
+  out: CheckReport,
+  patch: Patch,
+): Steps {
+  const lists: string[][] = [];
+  yield* chainHashes(dump, lists);
+  for (let i = 0; i < dump.chains.length; i++) {
+    const ch = dump.chains[i]!;
+    if (t.whole) return;
+    if (t.chains.has(ch.name)) continue;
+    const hashes = lists[i] as string[];
+    const want = d.chains.get(ch.name)?.base;
+    const misdeclared = ch.hook !== undefined && want !== undefined && baseOf(ch) !== baseOf(want);
+    if (!sameList(c.chains.get(ch.name), hashes) || misdeclared) {
+      out.chains.push(ch.name);
+      patch.chains.set(ch.name, hashes);
+      if (ch.hook !== undefined) patch.bases.set(ch.name, baseOf(ch));
+    }
+    if ((i & 255) === 255) yield;
+  }
+  const dumped = new Set(dump.chains.map((ch) => ch.name));
+  for (const name of c.chains.keys())
+    if (!dumped.has(name) && !t.chains.has(name)) {
+      out.chains.push(name);
+      patch.chains.set(name, undefined);
+    }
+}
+
+/**
+ * Whether a dumped set differs from the committed one outside the touched elements: every
+ * untouched dumped element is committed, and every untouched committed one was dumped.
+ * Each element is judged in the step that reads it, against the committed state and
+ * the touched marks of that moment (an element changed later is marked by then).
+ */
+function* setDrifted(s: NftDump['sets'][number], c: CommittedFamily, t: Touched): Generator<void, boolean> {
+  const seen = new Set<string>();
+  for (let j = 0; j < s.elements.count; j++) {
+    if ((j & 1023) === 1023) yield;
+    const marks = t.sets.get(s.name);
+    if (marks === true || t.whole) return false;
+    const have = c.sets.get(s.name);
+    const spec = dumpedElem(s, j);
+    if (!spec) continue;
+    const id = elemId(spec);
+    seen.add(id);
+    if (!marks?.has(id) && !have?.has(id)) return true;
+  }
+  const have = c.sets.get(s.name);
+  if (!have) return !t.sets.has(s.name);
+  let n = 0;
+  // Live iteration: an element recorded between steps is marked, so skipped.
+  for (const id of have.keys()) {
+    if ((++n & 1023) === 0) yield;
+    const marks = t.sets.get(s.name);
+    if (marks === true || t.whole || c.sets.get(s.name) !== have) return false;
+    if (!marks?.has(id) && !seen.has(id)) return true;
+  }
+  return false;
+}
+
+/**
+ * At the start of the apply after a check: what drifted becomes the committed state for
+ * its names (so that apply's plan writes the difference) and is marked dirty, its sets
+ * to be compared whole. Names an apply wrote whole since are already right; a set's
+ * elements written since take the committed value.
+ */
+export function adoptPatch(c: CommittedFamily, t: Touched, patch: Patch, d: DesiredFamily): number {
+  if (c.full || !d.dirty || t.whole) return 0;
+  let n = 0;
+  for (const [name, hashes] of patch.chains) {
+    if (t.chains.has(name)) continue;
+    if (hashes) c.chains.set(name, hashes);
+    else c.chains.delete(name);
+    const base = patch.bases.get(name);
+    if (base !== undefined) c.bases.set(name, base);
+    d.dirty.chains.add(name);
+    n++;
+  }
+  for (const [name, dumped] of patch.sets) {
+    const marks = t.sets.get(name);
+    if (marks === true) continue;
+    const have = c.sets.get(name);
+    if (dumped) {
+      for (const id of marks ?? []) {
+        const e = have?.get(id);
+        if (e) dumped.set(id, e);
+        else dumped.delete(id);
+      }
+      c.sets.set(name, dumped);
+    } else c.sets.delete(name);
+    d.dirty.sets.add(name);
+    const s = d.sets.get(name);
+    if (s) s.delta = undefined;
+    n++;
+  }
+  return n;
+}

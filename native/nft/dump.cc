@@ -39,22 +39,11 @@ int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::functi
   }
 }
 
-DumpResult Dump(uint8_t family, const std::string& table) {
-  DumpResult out;
-  NlSocket sock;
-  if (int e = sock.Open(&out.sysWhat)) {
-    out.sysErrno = e;
-    return out;
-  }
-  sock.SizeFor(0, 8u << 20);
-  auto fail = [&](int e, const char* what) {
-    out.sysErrno = e;
-    out.sysWhat = what;
-    return out;
-  };
+namespace {
 
-  // Chains (the kernel filters by family; we filter by table).
-  int e = DumpRequest(
+// The table's chains, with their hook declarations (the kernel filters by family; we by table).
+int ListChains(NlSocket& sock, uint8_t family, const std::string& table, DumpResult& out) {
+  return DumpRequest(
       sock, NFT_MSG_GETCHAIN, family, [](nlmsghdr*) {},
       [&](const nlmsghdr* h) {
         nftnl_chain* c = nftnl_chain_alloc();
@@ -75,45 +64,44 @@ DumpResult Dump(uint8_t family, const std::string& table) {
         nftnl_chain_free(c);
         return MNL_CB_OK;
       });
-  if (e) return fail(e, "dump chains");
+}
 
-  // Rules, chain by chain. The kernel resumes a multi-part rule dump by counting rules
-  // from the start of the family's first chain: one dump of a whole 200,000-rule table
-  // walked O(n^2) rules (26 s on 6.18); a dump filtered to one chain walks only it.
-  for (const DumpChain& chain : out.chains) {
-    e = DumpRequest(
-        sock, NFT_MSG_GETRULE, family,
-        [&](nlmsghdr* h) {
-          nftnl_rule* r = nftnl_rule_alloc();
-          if (!r) return;
-          nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
-          nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.name.c_str());
-          nftnl_rule_nlmsg_build_payload(h, r);
-          nftnl_rule_free(r);
-        },
-        [&](const nlmsghdr* h) {
-          nftnl_rule* r = nftnl_rule_alloc();
-          if (!r) return MNL_CB_ERROR;
-          if (nftnl_rule_nlmsg_parse(h, r) == 0) {
-            DumpRule d;
-            d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
-            d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
-            uint32_t len = 0;
-            if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
-              const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
-              d.udata.assign(static_cast<const char*>(ud), len);
-            }
-            out.rules.push_back(std::move(d));
+// One chain's rules. The kernel resumes a multi-part rule dump by counting rules from
+// the start of the family's first chain: one dump of a whole 200,000-rule table walked
+// O(n^2) rules (26 s on 6.18); a dump filtered to one chain walks only it.
+int ListRules(NlSocket& sock, uint8_t family, const std::string& table, const std::string& chain, DumpResult& out) {
+  return DumpRequest(
+      sock, NFT_MSG_GETRULE, family,
+      [&](nlmsghdr* h) {
+        nftnl_rule* r = nftnl_rule_alloc();
+        if (!r) return;
+        nftnl_rule_set_str(r, NFTNL_RULE_TABLE, table.c_str());
+        nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain.c_str());
+        nftnl_rule_nlmsg_build_payload(h, r);
+        nftnl_rule_free(r);
+      },
+      [&](const nlmsghdr* h) {
+        nftnl_rule* r = nftnl_rule_alloc();
+        if (!r) return MNL_CB_ERROR;
+        if (nftnl_rule_nlmsg_parse(h, r) == 0) {
+          DumpRule d;
+          d.chain = nftnl_rule_get_str(r, NFTNL_RULE_CHAIN);
+          d.handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
+          uint32_t len = 0;
+          if (nftnl_rule_is_set(r, NFTNL_RULE_USERDATA)) {
+            const void* ud = nftnl_rule_get_data(r, NFTNL_RULE_USERDATA, &len);
+            d.udata.assign(static_cast<const char*>(ud), len);
           }
-          nftnl_rule_free(r);
-          return MNL_CB_OK;
-        });
-    // ENOENT: the chain went away since the chain dump (someone else's doing: it is drift).
-    if (e && e != ENOENT) return fail(e, "dump rules");
-  }
+          out.rules.push_back(std::move(d));
+        }
+        nftnl_rule_free(r);
+        return MNL_CB_OK;
+      });
+}
 
-  // Sets and maps of this table.
-  e = DumpRequest(
+// The table's named sets and maps, headers only (anonymous sets belong to their rules).
+int ListSets(NlSocket& sock, uint8_t family, const std::string& table, DumpResult& out) {
+  return DumpRequest(
       sock, NFT_MSG_GETSET, family,
       [&](nlmsghdr* h) {
         nftnl_set* s = nftnl_set_alloc();
@@ -140,45 +128,103 @@ DumpResult Dump(uint8_t family, const std::string& table) {
         nftnl_set_free(s);
         return MNL_CB_OK;
       });
-  if (e && e != ENOENT) return fail(e, "dump sets");
+}
 
-  for (DumpSet& set : out.sets) {
-    e = DumpRequest(
-        sock, NFT_MSG_GETSETELEM, family,
-        [&](nlmsghdr* h) {
-          nftnl_set* s = nftnl_set_alloc();
-          if (!s) return;
-          nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
-          nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
-          nftnl_set_elems_nlmsg_build_payload(h, s);
-          nftnl_set_free(s);
-        },
-        [&](const nlmsghdr* h) {
-          nftnl_set* s = nftnl_set_alloc();
-          if (!s) return MNL_CB_ERROR;
-          if (nftnl_set_elems_nlmsg_parse(h, s) == 0) {
-            nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s);
-            for (nftnl_set_elem* el = it ? nftnl_set_elems_iter_next(it) : nullptr; el;
-                 el = nftnl_set_elems_iter_next(it)) {
-              DumpElem d;
-              uint32_t len = 0;
-              const void* k = nftnl_set_elem_get(el, NFTNL_SET_ELEM_KEY, &len);
-              if (k) d.key.assign(static_cast<const char*>(k), len);
-              if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_FLAGS))
-                d.flags = nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_FLAGS);
-              if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_VERDICT)) {
-                d.hasVerdict = true;
-                d.verdict = static_cast<int32_t>(nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_VERDICT));
-                if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_CHAIN))
-                  d.chain = nftnl_set_elem_get_str(el, NFTNL_SET_ELEM_CHAIN);
-              }
-              set.elems.push_back(std::move(d));
+int ListElems(NlSocket& sock, uint8_t family, const std::string& table, DumpSet& set) {
+  return DumpRequest(
+      sock, NFT_MSG_GETSETELEM, family,
+      [&](nlmsghdr* h) {
+        nftnl_set* s = nftnl_set_alloc();
+        if (!s) return;
+        nftnl_set_set_str(s, NFTNL_SET_TABLE, table.c_str());
+        nftnl_set_set_str(s, NFTNL_SET_NAME, set.name.c_str());
+        nftnl_set_elems_nlmsg_build_payload(h, s);
+        nftnl_set_free(s);
+      },
+      [&](const nlmsghdr* h) {
+        nftnl_set* s = nftnl_set_alloc();
+        if (!s) return MNL_CB_ERROR;
+        if (nftnl_set_elems_nlmsg_parse(h, s) == 0) {
+          nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s);
+          for (nftnl_set_elem* el = it ? nftnl_set_elems_iter_next(it) : nullptr; el;
+               el = nftnl_set_elems_iter_next(it)) {
+            DumpElem d;
+            uint32_t len = 0;
+            const void* k = nftnl_set_elem_get(el, NFTNL_SET_ELEM_KEY, &len);
+            if (k) d.key.assign(static_cast<const char*>(k), len);
+            if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_FLAGS))
+              d.flags = nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_FLAGS);
+            if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_VERDICT)) {
+              d.hasVerdict = true;
+              d.verdict = static_cast<int32_t>(nftnl_set_elem_get_u32(el, NFTNL_SET_ELEM_VERDICT));
+              if (nftnl_set_elem_is_set(el, NFTNL_SET_ELEM_CHAIN))
+                d.chain = nftnl_set_elem_get_str(el, NFTNL_SET_ELEM_CHAIN);
             }
-            if (it) nftnl_set_elems_iter_destroy(it);
+            set.elems.push_back(std::move(d));
           }
-          nftnl_set_free(s);
-          return MNL_CB_OK;
-        });
+          if (it) nftnl_set_elems_iter_destroy(it);
+        }
+        nftnl_set_free(s);
+        return MNL_CB_OK;
+      });
+}
+
+// Each named chain's rules and each named set's elements (a part of a check: no catalogue).
+// ENOENT: that set is not there (`gone`).
+int DumpParts(NlSocket& sock, uint8_t family, const std::string& table, const DumpScope& scope, DumpResult& out) {
+  for (const std::string& name : scope.rulesOf) {
+    DumpChain c;
+    c.name = name;
+    int e = ListRules(sock, family, table, name, out);
+    if (e && e != ENOENT) return e;
+    out.chains.push_back(std::move(c));
+  }
+  for (const std::string& name : scope.elementsOf) {
+    DumpSet s;
+    s.name = name;
+    int e = ListElems(sock, family, table, s);
+    if (e == ENOENT)
+      s.gone = true;
+    else if (e)
+      return e;
+    out.sets.push_back(std::move(s));
+  }
+  return 0;
+}
+
+}  // namespace
+
+DumpResult Dump(uint8_t family, const std::string& table, const DumpScope* scope) {
+  DumpResult out;
+  NlSocket sock;
+  if (int e = sock.Open(&out.sysWhat)) {
+    out.sysErrno = e;
+    return out;
+  }
+  sock.SizeFor(0, 8u << 20);
+  auto fail = [&](int e, const char* what) {
+    out.sysErrno = e;
+    out.sysWhat = what;
+    return out;
+  };
+  if (scope && !scope->catalogue) {
+    out.exists = true;
+    if (int e = DumpParts(sock, family, table, *scope, out)) return fail(e, "dump rules and set elements");
+    return out;
+  }
+  if (int e = ListChains(sock, family, table, out)) return fail(e, "dump chains");
+  if (!scope) {
+    for (const DumpChain& chain : out.chains) {
+      // ENOENT: the chain went away since the chain dump (someone else's doing: it is drift).
+      int e = ListRules(sock, family, table, chain.name, out);
+      if (e && e != ENOENT) return fail(e, "dump rules");
+    }
+  }
+  int e = ListSets(sock, family, table, out);
+  if (e && e != ENOENT) return fail(e, "dump sets");
+  if (scope) return out;
+  for (DumpSet& set : out.sets) {
+    e = ListElems(sock, family, table, set);
     if (e && e != ENOENT) return fail(e, "dump set elements");
   }
   return out;

@@ -48,6 +48,7 @@ struct DumpSet {
   std::string name;
   uint32_t flags = 0, keyType = 0, keyLen = 0, dataType = 0;
   std::vector<DumpElem> elems;
+  bool gone = false;  // a part's set the kernel does not have
 };
 
 struct DumpResult {
@@ -59,6 +60,18 @@ struct DumpResult {
   std::string sysWhat;
 };
 
-DumpResult Dump(uint8_t family, const std::string& table);
+// What a dump reads. None: everything. A catalogue: the chains (with hooks) and the set
+// headers, without rules or elements. Otherwise the named chains' rules and the named
+// sets' elements only, each listed whether or not the kernel has it, so a refresh can
+// read a node's table in parts between commits (check.ts). A set the kernel lacks is
+// `gone`; a chain it lacks lists no rules (its rule dump is empty, not ENOENT): the
+// catalogue is what tells a chain's absence.
+struct DumpScope {
+  bool catalogue = false;
+  std::vector<std::string> rulesOf;
+  std::vector<std::string> elementsOf;
+};
+
+DumpResult Dump(uint8_t family, const std::string& table, const DumpScope* scope = nullptr);
 
 }  // namespace palisade::nft

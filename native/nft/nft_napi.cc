@@ -3,6 +3,7 @@
 #include <libnftnl/expr.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -95,6 +96,7 @@ Napi::Object DumpRules(Napi::Env env, const DumpResult& r) {
 Napi::Object DumpSetObject(Napi::Env env, const DumpSet& s) {
   Napi::Object x = Napi::Object::New(env);
   x.Set("name", s.name);
+  if (s.gone) x.Set("gone", true);
   x.Set("flags", s.flags);
   x.Set("keyType", s.keyType);
   x.Set("keyLen", s.keyLen);
@@ -149,6 +151,35 @@ Napi::Value NftCommit(const Napi::CallbackInfo& info) {
   });
 }
 
+// An object name: 1 to 255 bytes without NUL (the kernel's NFT_NAME_MAXLEN is 256 with it).
+std::vector<std::string> NamesArg(Napi::Env env, Napi::Value v, const char* what) {
+  if (!v.IsArray()) throw MakeNativeError(env, "EINVAL", "nftDump", std::string(what) + " must be an array of names");
+  Napi::Array a = v.As<Napi::Array>();
+  std::vector<std::string> out;
+  out.reserve(a.Length());
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    Napi::Value x = a.Get(i);
+    std::string name = x.IsString() ? x.As<Napi::String>().Utf8Value() : std::string();
+    if (name.empty() || name.size() > 255 || name.find('\0') != std::string::npos)
+      throw MakeNativeError(env, "EINVAL", "nftDump", std::string(what) + " holds a name that is not 1 to 255 bytes");
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+
+// nftDump's scope: {catalogue: true} or {rulesOf: names, elementsOf: names} (dump.h).
+DumpScope ScopeArg(Napi::Env env, Napi::Value v) {
+  if (!v.IsObject()) throw MakeNativeError(env, "EINVAL", "nftDump", "a scope is an object");
+  Napi::Object o = v.As<Napi::Object>();
+  DumpScope scope;
+  scope.catalogue = o.Get("catalogue").ToBoolean().Value();
+  if (!scope.catalogue) {
+    scope.rulesOf = NamesArg(env, o.Get("rulesOf"), "rulesOf");
+    scope.elementsOf = NamesArg(env, o.Get("elementsOf"), "elementsOf");
+  }
+  return scope;
+}
+
 Napi::Value NftDump(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "nftDump", [&]() -> Napi::Value {
@@ -158,8 +189,14 @@ Napi::Value NftDump(const Napi::CallbackInfo& info) {
     std::string table = info[1].As<Napi::String>().Utf8Value();
     if (table.empty() || table.size() > 255 || table.find('\0') != std::string::npos)
       throw MakeNativeError(env, "EINVAL", "nftDump", "a table name is 1 to 255 bytes, without NUL");
+    std::optional<DumpScope> scope;
+    if (info.Length() > 2 && !info[2].IsUndefined()) scope = ScopeArg(env, info[2]);
     return QueuePromise<DumpResult>(
-        env, "nftDump", [family, table = std::move(table)]() { return Dump(family, table); }, SettleDump);
+        env, "nftDump",
+        [family, table = std::move(table), scope = std::move(scope)]() {
+          return Dump(family, table, scope ? &*scope : nullptr);
+        },
+        SettleDump);
   });
 }
 

@@ -4,10 +4,11 @@
 // (a malformed op stream), ESYS (the netlink socket itself).
 import { NativeError } from './errors.js';
 import { native } from './load.js';
-import type { RawNftCommitResult, RawNftDump } from './raw.js';
+import type { RawNftCommitResult, RawNftDump, RawNftDumpScope } from './raw.js';
 
 export type NftCommitResult = RawNftCommitResult;
 export type NftDump = RawNftDump;
+export type NftDumpScope = RawNftDumpScope;
 
 export interface NftFailure {
   tag: number | null;
@@ -19,8 +20,8 @@ export async function nftCommit(ops: Uint8Array): Promise<NftCommitResult> {
   return native.nftCommit(ops);
 }
 
-export async function nftDump(family: number, table: string): Promise<NftDump> {
-  return native.nftDump(family, table);
+export async function nftDump(family: number, table: string, scope?: NftDumpScope): Promise<NftDump> {
+  return native.nftDump(family, table, scope);
 }
 
 export function nftAttr(name: string): number {

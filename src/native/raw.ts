@@ -54,13 +54,22 @@ export interface RawPacked {
 }
 
 /** A table read back, rules and elements by column (a table can hold 100,000s of each). */
+/**
+ * What nftDump reads (none: everything): the catalogue (chains with hooks, set headers;
+ * no rules or elements), or the named chains' rules and named sets' elements only.
+ */
+export type RawNftDumpScope = { catalogue: true } | { rulesOf: string[]; elementsOf: string[] };
+
 export interface RawNftDump {
   exists: boolean;
+  /** In a part (a scope with names), each named chain, whether or not the kernel has it (then it lists no rules). */
   chains: Array<{ name: string; hook?: number; prio?: number; type?: string; policy?: number }>;
   /** Each rule's chain (an index into `chains`) and userdata. */
   rules: { count: number; chain: Uint32Array; udata: RawPacked };
   sets: Array<{
     name: string;
+    /** In a part: a named set the kernel does not have. */
+    gone?: true;
     flags: number;
     keyType: number;
     keyLen: number;
@@ -146,7 +155,7 @@ export interface RawModule {
   /** One nftables transaction (native/nft/ops.h); rejects with NativeError ENFT (+ failures), EINVAL or ESYS. */
   /** `ops` is borrowed, not copied: it must not be written to until the promise settles. */
   nftCommit(ops: Uint8Array): Promise<RawNftCommitResult>;
-  nftDump(family: number, table: string): Promise<RawNftDump>;
+  nftDump(family: number, table: string, scope?: RawNftDumpScope): Promise<RawNftDump>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;
   RtnlMonitor: new (

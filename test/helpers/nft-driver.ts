@@ -13,6 +13,7 @@ import {
   ipSetSpec,
 } from '../../src/dataplane/backends/nft/desired.js';
 import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
+import { nftDump, type NftDumpScope } from '../../src/native/nft.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { Slicer, type Steps } from '../../src/dataplane/slicer.js';
 import type { Rule } from '../../src/dataplane/render/model.js';
@@ -128,6 +129,22 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       const stats = await agentRules.apply(new Slicer(1));
       open();
       return { check: await check, stats };
+    }
+    case 'dump': {
+      // A dump (whole, or a scope's part) in short: each chain's rule count, each set's element count.
+      const dump = await nftDump(2, 'calico', req.scope as NftDumpScope | undefined);
+      const rules = new Map<number, number>();
+      for (let i = 0; i < dump.rules.count; i++)
+        rules.set(dump.rules.chain[i]!, (rules.get(dump.rules.chain[i]!) ?? 0) + 1);
+      return {
+        exists: dump.exists,
+        chains: dump.chains.map((c, i) => ({
+          name: c.name,
+          base: c.hook !== undefined,
+          rules: rules.get(i) ?? 0,
+        })),
+        sets: dump.sets.map((x) => ({ name: x.name, gone: !!x.gone, flags: x.flags, elements: x.elements.count })),
+      };
     }
     case 'agent-drift':
       // Sliced, as the driver's refresh reads back and compares.

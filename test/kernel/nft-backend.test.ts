@@ -203,6 +203,43 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
         `round ${round}`,
       );
     }
+    // The parts a check reads: the catalogue (no rules, no elements), then named chains'
+    // rules and named sets' elements, each listed even when the kernel lacks it (a set is
+    // then `gone`; a chain lists no rules: the catalogue tells a chain's absence).
+    type Part = {
+      chains: Array<{ name: string; base: boolean; rules: number }>;
+      sets: Array<{ name: string; gone: boolean; flags: number; elements: number }>;
+    };
+    const whole = await d.call<Part>({ cmd: 'dump' });
+    const cat = await d.call<Part>({ cmd: 'dump', scope: { catalogue: true } });
+    assert.deepEqual(
+      cat.chains.map((c) => [c.name, c.base]),
+      whole.chains.map((c) => [c.name, c.base]),
+    );
+    assert.ok(cat.chains.every((c) => c.rules === 0) && cat.sets.every((x) => x.elements === 0));
+    assert.deepEqual(
+      cat.sets.map((x) => [x.name, x.flags]),
+      whole.sets.map((x) => [x.name, x.flags]),
+    );
+    const part = await d.call<Part>({
+      cmd: 'dump',
+      scope: { rulesOf: ['filter-cali-FORWARD', 'filter-no-such'], elementsOf: ['cali40s-hosts', 'cali40no-such'] },
+    });
+    assert.deepEqual(part.chains, [
+      {
+        name: 'filter-cali-FORWARD',
+        base: false,
+        rules: whole.chains.find((c) => c.name === 'filter-cali-FORWARD')?.rules,
+      },
+      { name: 'filter-no-such', base: false, rules: 0 },
+    ]);
+    assert.deepEqual(
+      part.sets.map((x) => [x.name, x.gone, x.elements]),
+      [
+        ['cali40s-hosts', false, whole.sets.find((x) => x.name === 'cali40s-hosts')?.elements],
+        ['cali40no-such', true, 0],
+      ],
+    );
     // Tampering: a set emptied, an element slipped into another, a rule added to our
     // chain. A batch changing both tampered sets commits while the check runs.
     ns.run('nft', ['flush', 'set', 'ip', 'calico', 'cali40s-mixed']);

@@ -147,6 +147,20 @@ describe('nft backend: native op stream validation', () => {
       nftDump(2, 'x'.repeat(1_000_000)),
       (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',
     );
+    // A scope (a refresh's part) names chains and sets; anything else is EINVAL, not a crash.
+    const einval = (e: unknown) => e instanceof NativeError && e.code === 'EINVAL';
+    const badScopes: unknown[] = [
+      7,
+      'all',
+      {},
+      { rulesOf: 'filter-cali-INPUT', elementsOf: [] },
+      { rulesOf: [], elementsOf: [3] },
+      { rulesOf: [''], elementsOf: [] },
+      { rulesOf: ['x'.repeat(256)], elementsOf: [] },
+      { rulesOf: ['a\0b'], elementsOf: [] },
+    ];
+    for (const scope of badScopes)
+      await assert.rejects(nftDump(2, 'calico', scope as never), einval, JSON.stringify(scope));
   });
 
   it('sends nothing for an empty stream', async () => {

@@ -7,11 +7,11 @@
 // back, so the next apply repairs whatever drifted. Nothing outside our tables is touched.
 import { spawn } from 'node:child_process';
 
-import { failuresOf, nftCommit, nftDump } from '../../../native/nft.js';
+import { failuresOf, nftCommit, type NftDump, nftDump, type NftDumpScope } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
 import { TABLES } from '../../render/model.js';
-import { adoptPatch, compareSteps, emptyPatch, type Patch, Touched } from './check.js';
+import { adoptPatch, compareCatalogue, compareRules, compareSet, emptyPatch, type Patch, Touched } from './check.js';
 import { baseOf, type CommittedFamily, emptyCommitted, readBack, sameList } from './committed.js';
 import type { DesiredChain, DesiredFamily, DesiredSet } from './desired.js';
 import type { ElemSpec } from './op-writer.js';
@@ -22,6 +22,8 @@ import { drain, runSteps, type Slicer, type Steps } from '../../slicer.js';
 export const TABLE = 'calico';
 /** Set elements per planning step (a set may hold every endpoint of the cluster). */
 const ELEM_CHUNK = 1024;
+/** Chains whose rules a check reads in one part (one part holds back a commit at most). */
+const CHECK_CHAINS = 256;
 
 /** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
 export interface ApplyStats extends RulesApplyStats {
@@ -186,9 +188,11 @@ export class NftBackend {
   }
 
   /**
-   * A refresh beside applies (check.ts): dumps our tables between two commits, then
-   * compares them, sliced, with what was committed, leaving out what applies write
-   * meanwhile. What drifted is adopted, and so repaired, by the next apply.
+   * A refresh beside applies (check.ts): reads our tables in parts, each between two
+   * commits (the catalogue, then chains' rules 256 chains at a time, then each set's
+   * elements), and compares each part, sliced, with what was committed, leaving out what
+   * applies write meanwhile. A commit waits for one part at most, not for the table.
+   * What drifted is adopted, and so repaired, by the next apply.
    */
   async check(desired: DesiredFamily[], slicer?: Slicer): Promise<CheckResult> {
     const result: CheckResult = { outcome: 'stale', drift: [], dumpMs: 0, compareMs: 0 };
@@ -196,33 +200,63 @@ export class NftBackend {
     if (this.#pending) return result;
     const touched = new Map(desired.map((d) => [d.family, new Touched()]));
     this.#touched = touched;
-    const t0 = performance.now();
-    const dumps = await this.#exclusive(() => Promise.all(desired.map((d) => nftDump(NFPROTO[d.family], this.table))));
-    const t1 = performance.now();
-    result.dumpMs = t1 - t0;
     result.outcome = 'checked';
     const patches = new Map<Family, Patch>();
-    for (const [i, d] of desired.entries()) {
-      const c = this.#committed.get(d.family);
-      const t = touched.get(d.family) as Touched;
-      const dump = dumps[i]!;
-      if (!c || c.full || t.whole) result.outcome = 'stale';
-      else if (c.exists && !dump.exists) result.outcome = 'lost';
-      if (!c || result.outcome !== 'checked') break;
+    for (const d of desired) {
       const report: DriftReport = { family: d.family, chains: [], sets: [] };
       const patch = emptyPatch();
-      await runSteps(compareSteps(dump, c, t, d, report, patch), slicer);
-      if (t.whole) result.outcome = 'stale';
+      const outcome = await this.#checkFamily(d, touched.get(d.family) as Touched, report, patch, result, slicer);
+      if (outcome !== 'checked') {
+        result.outcome = outcome;
+        break;
+      }
       result.drift.push(report);
       patches.set(d.family, patch);
     }
-    result.compareMs = performance.now() - t1;
     const drifted = result.drift.some((r) => r.chains.length || r.sets.length);
     // Tracking goes on until the next apply adopts the drift: it may write those names first.
     if (result.outcome === 'checked' && drifted) this.#pending = { patches, touched };
     else if (this.#touched === touched) this.#touched = undefined;
     if (result.outcome !== 'checked') result.drift = [];
     return result;
+  }
+
+  async #checkFamily(
+    d: DesiredFamily,
+    t: Touched,
+    report: DriftReport,
+    patch: Patch,
+    times: CheckResult,
+    slicer: Slicer | undefined,
+  ): Promise<CheckResult['outcome']> {
+    const family = NFPROTO[d.family];
+    const read = async (scope: NftDumpScope) => {
+      const t0 = performance.now();
+      const part = await this.#exclusive(() => nftDump(family, this.table, scope));
+      times.dumpMs += performance.now() - t0;
+      return part;
+    };
+    const compare = async (steps: Steps) => {
+      const t0 = performance.now();
+      await runSteps(steps, slicer);
+      times.compareMs += performance.now() - t0;
+    };
+    const cat = await read({ catalogue: true });
+    const c = this.#committed.get(d.family);
+    if (!c || c.full || t.whole) return 'stale';
+    if (c.exists && !cat.exists) return 'lost';
+    compareCatalogue(cat, c, t, d, report, patch);
+    for (let i = 0; i < cat.chains.length; i += CHECK_CHAINS) {
+      const part = await read({ rulesOf: cat.chains.slice(i, i + CHECK_CHAINS).map((ch) => ch.name), elementsOf: [] });
+      await compare(compareRules(part, c, t, report, patch));
+      if (t.whole) return 'stale';
+    }
+    for (const s of cat.sets) {
+      const part = await read({ rulesOf: [], elementsOf: [s.name] });
+      await compare(compareSet({ ...(part.sets[0] as NftDump['sets'][number]), flags: s.flags }, c, t, report, patch));
+      if (t.whole) return 'stale';
+    }
+    return 'checked';
   }
 
   /** A check's drift becomes the committed state for its names, marked dirty (check.ts). */

@@ -77,67 +77,83 @@ export interface CheckReport {
 }
 
 /**
- * Compares a dump with the committed state, leaving out what `t` marks, into `out`
- * (the names) and `patch` (their dumped content). Steps: per 256 chains, per 1,024
- * rules and elements. Between steps, applies may record: each step re-reads the
- * committed state and `t`, and stops early once `t.whole` (the caller then discards).
+ * The catalogue (chains with their hooks, set headers) against the committed state:
+ * chains and sets we committed that the kernel no longer has, and base chains declared
+ * otherwise than desired. Chains and sets only the kernel has are found by their parts.
  */
-export function* compareSteps(
-  dump: NftDump,
+export function compareCatalogue(
+  cat: NftDump,
   c: CommittedFamily,
   t: Touched,
   d: DesiredFamily,
   out: CheckReport,
   patch: Patch,
-): Steps {
-  yield* compareChains(dump, c, t, d, out, patch);
-  for (const s of dump.sets) {
-    if (t.whole) return;
-    if (yield* setDrifted(s, c, t)) {
-      out.sets.push(s.name);
-      const elems = new Map<string, ElemSpec>();
-      yield* dumpedElems(s, elems);
-      patch.sets.set(s.name, elems);
-    }
+): void {
+  const chains = new Set<string>();
+  for (const ch of cat.chains) {
+    chains.add(ch.name);
+    const want = d.chains.get(ch.name)?.base;
+    if (ch.hook === undefined || !want || baseOf(ch) === baseOf(want) || t.chains.has(ch.name)) continue;
+    out.chains.push(ch.name);
+    patch.chains.set(ch.name, c.chains.get(ch.name));
+    patch.bases.set(ch.name, baseOf(ch));
   }
-  const dumped = new Set(dump.sets.map((s) => s.name));
+  for (const name of c.chains.keys())
+    if (!chains.has(name) && !t.chains.has(name)) {
+      out.chains.push(name);
+      patch.chains.set(name, undefined);
+    }
+  const sets = new Set(cat.sets.map((s) => s.name));
   for (const name of c.sets.keys())
-    if (!dumped.has(name) && !t.sets.has(name)) {
+    if (!sets.has(name) && !t.sets.has(name)) {
       out.sets.push(name);
       patch.sets.set(name, undefined);
     }
 }
 
-function* compareChains(
-  dump: NftDump,
+/**
+ * A part's chains (their rules) against the committed state. Steps: per 1,024 rules.
+ * Between steps applies may record; a chain is judged against the committed state and
+ * the touched marks of the step that judges it.
+ */
+export function* compareRules(part: NftDump, c: CommittedFamily, t: Touched, out: CheckReport, patch: Patch): Steps {
+  const lists: string[][] = [];
+  yield* chainHashes(part, lists);
+  for (let i = 0; i < part.chains.length; i++) {
+    const ch = part.chains[i]!;
+    if (t.whole) return;
+    if (t.chains.has(ch.name)) continue;
+    // (A chain gone since the catalogue lists no rules: it differs, and the repair's
+    // commit fails, so the retry reads everything back.)
+    const had = c.chains.get(ch.name);
+    const hashes = lists[i] as string[];
+    if (sameList(had, hashes)) continue;
+    // (A base chain the catalogue found misdeclared is reported once, with its rules as dumped.)
+    if (!patch.chains.has(ch.name)) out.chains.push(ch.name);
+    patch.chains.set(ch.name, hashes);
+  }
+}
+
+/** A part's set (its elements; `flags` from the catalogue) against the committed state. */
+export function* compareSet(
+  s: NftDump['sets'][number],
   c: CommittedFamily,
   t: Touched,
-  d: DesiredFamily,
   out: CheckReport,
   patch: Patch,
 ): Steps {
-  const lists: string[][] = [];
-  yield* chainHashes(dump, lists);
-  for (let i = 0; i < dump.chains.length; i++) {
-    const ch = dump.chains[i]!;
-    if (t.whole) return;
-    if (t.chains.has(ch.name)) continue;
-    const hashes = lists[i] as string[];
-    const want = d.chains.get(ch.name)?.base;
-    const misdeclared = ch.hook !== undefined && want !== undefined && baseOf(ch) !== baseOf(want);
-    if (!sameList(c.chains.get(ch.name), hashes) || misdeclared) {
-      out.chains.push(ch.name);
-      patch.chains.set(ch.name, hashes);
-      if (ch.hook !== undefined) patch.bases.set(ch.name, baseOf(ch));
+  if (s.gone) {
+    if (c.sets.has(s.name) && !t.sets.has(s.name)) {
+      out.sets.push(s.name);
+      patch.sets.set(s.name, undefined);
     }
-    if ((i & 255) === 255) yield;
+    return;
   }
-  const dumped = new Set(dump.chains.map((ch) => ch.name));
-  for (const name of c.chains.keys())
-    if (!dumped.has(name) && !t.chains.has(name)) {
-      out.chains.push(name);
-      patch.chains.set(name, undefined);
-    }
+  if (!(yield* setDrifted(s, c, t))) return;
+  out.sets.push(s.name);
+  const elems = new Map<string, ElemSpec>();
+  yield* dumpedElems(s, elems);
+  patch.sets.set(s.name, elems);
 }
 
 /**

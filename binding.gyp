@@ -12,6 +12,7 @@
         'native/selector/canonical.cc',
         'native/selector/selector_napi.cc',
         'native/labelindex/program.cc',
+        'native/labelindex/filing.cc',
         'native/labelindex/label_index.cc',
         'native/labelindex/label_index_napi.cc',
         'native/nft/netlink.cc',

@@ -4,6 +4,7 @@
 // pays a modulo by a prime and a pointer chase to a separately allocated node.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -5,18 +5,6 @@
 
 namespace palisade::labelindex {
 
-namespace {
-
-template <typename T>
-void SwapRemoveValue(std::vector<T>& v, T value) {
-  auto it = std::find(v.begin(), v.end(), value);
-  if (it == v.end()) return;
-  *it = v.back();
-  v.pop_back();
-}
-
-}  // namespace
-
 // ---- parents ---------------------------------------------------------------------------
 
 void LabelIndex::UpsertParent(uint32_t id, std::vector<Label> labels) {
@@ -266,8 +254,6 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
     }
   }
   Item& it = items_[item];
-  const EffLabel* labels = it.eff.data();
-  const size_t n = it.eff.size();
   scratch_.clear();
   // Matches of selectors that mention no changed key carry over; only the others are
   // evaluated (they are found among the candidates if they can match at all).
@@ -278,18 +264,9 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
       if (!(hot_[s].keyMask & changed)) scratch_.push_back(s);
     }
   }
-  auto consider = [&](const std::vector<uint32_t>& sels) {
-    for (uint32_t s : sels) {
-      if ((everything || (hot_[s].keyMask & changed)) && Matches(s, it.eff)) scratch_.push_back(s);
-    }
-  };
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t key = labels[k].key;
-    if (key >= keyHasSels_.size() || !keyHasSels_[key]) continue;
-    if (const std::vector<uint32_t>* f = selsByKV_.Find(KV(key, labels[k].value))) consider(*f);
-    if (key < selsByKey_.size()) consider(selsByKey_[key]);
-  }
-  consider(unindexedSels_);
+  filed_.ForEachFiled(it.eff, [&](uint32_t s) {
+    if ((everything || (hot_[s].keyMask & changed)) && Matches(s, it.eff)) scratch_.push_back(s);
+  });
   std::sort(scratch_.begin(), scratch_.end());
 
   const MatchList& old = it.matches;
@@ -312,7 +289,7 @@ void LabelIndex::Rematch(uint32_t item, bool force) {
 // Chooses where to file a selector: the option with the fewest candidate items right
 // now; on a tie (e.g. an empty index) a key=value option beats a bare key, and fewer
 // values beat more. Matches do not depend on the choice, only the work to find them.
-LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
+Placement LabelIndex::Plan(const Sel& s) const {
   Placement p;
   if (s.never) {
     p.mode = Mode::Never;
@@ -341,59 +318,14 @@ LabelIndex::Placement LabelIndex::Plan(const Sel& s) const {
   return p;
 }
 
-void LabelIndex::Place(uint32_t sel, const Placement& p) {
-  if (p.mode == Mode::ByValues || p.mode == Mode::ByKey) {
-    if (p.key >= keySels_.size()) {
-      keySels_.resize(p.key + 1);
-      keyHasSels_.resize(p.key + 1);
-    }
-    if (keySels_[p.key]++ == 0) keyHasSels_[p.key] = true;
-  }
-  switch (p.mode) {
-    case Mode::ByValues:
-      for (uint32_t v : p.values) selsByKV_[KV(p.key, v)].push_back(sel);
-      break;
-    case Mode::ByKey:
-      if (p.key >= selsByKey_.size()) selsByKey_.resize(p.key + 1);
-      selsByKey_[p.key].push_back(sel);
-      break;
-    case Mode::Unindexed:
-      unindexedSels_.push_back(sel);
-      break;
-    case Mode::Never:
-      break;
-  }
-}
-
-void LabelIndex::Unplace(uint32_t sel, const Placement& p) {
-  if ((p.mode == Mode::ByValues || p.mode == Mode::ByKey) && --keySels_[p.key] == 0) keyHasSels_[p.key] = false;
-  switch (p.mode) {
-    case Mode::ByValues:
-      for (uint32_t v : p.values) {
-        std::vector<uint32_t>& bucket = *selsByKV_.Find(KV(p.key, v));
-        SwapRemoveValue(bucket, sel);
-        if (bucket.empty()) selsByKV_.Erase(KV(p.key, v));
-      }
-      break;
-    case Mode::ByKey:
-      SwapRemoveValue(selsByKey_[p.key], sel);
-      break;
-    case Mode::Unindexed:
-      SwapRemoveValue(unindexedSels_, sel);
-      break;
-    case Mode::Never:
-      break;
-  }
-}
-
 void LabelIndex::Replan() {
   for (uint32_t id = 0; id < sels_.size(); ++id) {
     Sel& s = sels_[id];
     if (!s.live || s.options.empty()) continue;
     Placement next = Plan(s);
     if (next == s.placed) continue;  // `exact` follows from the rest
-    Unplace(id, s.placed);
-    Place(id, next);
+    filed_.Remove(id, s.placed);
+    filed_.Add(id, next);
     s.placed = std::move(next);
     SetHot(id);
   }
@@ -464,7 +396,7 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
   if (!fresh) {
     Settle();
     old = CurrentMatches(id);
-    Unplace(id, sels_[id].placed);
+    filed_.Remove(id, sels_[id].placed);
   } else {
     sels_[id].live = true;
     ++liveSels_;
@@ -489,7 +421,7 @@ void LabelIndex::UpsertSelector(uint32_t id, const selector::Node& root, const s
       s.options.push_back({key, false, {}});
   }
   s.placed = Plan(s);
-  Place(id, s.placed);
+  filed_.Add(id, s.placed);
   SetHot(id);
   if (fresh) {
     pending_.push_back(id);
@@ -539,49 +471,16 @@ void LabelIndex::Settle() {
 }
 
 void LabelIndex::MatchPendingInBulk() {
-  // The pending selectors filed as Place() files them, in side tables of their own.
-  FlatMap<std::vector<uint32_t>> byKV;
-  std::vector<std::vector<uint32_t>> byKey;
-  std::vector<uint32_t> unindexed;
-  std::vector<bool> keyHas;
-  auto fileKey = [&](uint32_t key) {
-    if (key >= keyHas.size()) keyHas.resize(key + 1);
-    keyHas[key] = true;
-  };
-  for (uint32_t s : pending_) {
-    const Placement& p = sels_[s].placed;
-    switch (p.mode) {
-      case Mode::ByValues:
-        fileKey(p.key);
-        for (uint32_t v : p.values) byKV[KV(p.key, v)].push_back(s);
-        break;
-      case Mode::ByKey:
-        fileKey(p.key);
-        if (p.key >= byKey.size()) byKey.resize(p.key + 1);
-        byKey[p.key].push_back(s);
-        break;
-      case Mode::Unindexed:
-        unindexed.push_back(s);
-        break;
-      case Mode::Never:
-        break;
-    }
-  }
+  // The pending selectors, filed as the index files them, in a filing of their own.
+  Filing pending;
+  for (uint32_t s : pending_) pending.Add(s, sels_[s].placed);
   for (uint32_t item = 0; item < items_.size(); ++item) {
     Item& it = items_[item];
     if (!it.live) continue;
     scratch_.clear();
-    auto consider = [&](const std::vector<uint32_t>& sels) {
-      for (uint32_t s : sels) {
-        if (Matches(s, it.eff)) scratch_.push_back(s);
-      }
-    };
-    for (const EffLabel& l : it.eff) {
-      if (l.key >= keyHas.size() || !keyHas[l.key]) continue;
-      if (const std::vector<uint32_t>* f = byKV.Find(KV(l.key, l.value))) consider(*f);
-      if (l.key < byKey.size()) consider(byKey[l.key]);
-    }
-    consider(unindexed);
+    pending.ForEachFiled(it.eff, [&](uint32_t s) {
+      if (Matches(s, it.eff)) scratch_.push_back(s);
+    });
     if (scratch_.empty()) continue;
     std::sort(scratch_.begin(), scratch_.end());
     for (uint32_t s : scratch_) Emit(s, item, true);
@@ -600,7 +499,7 @@ void LabelIndex::DeleteSelector(uint32_t id) {
     m.erase(std::lower_bound(m.begin(), m.end(), id));
     Emit(id, item, false);
   }
-  Unplace(id, sels_[id].placed);
+  filed_.Remove(id, sels_[id].placed);
   sels_[id].program.ForEachString([&](uint32_t str) { strings_.Unref(str); });
   CountKeyRefs(sels_[id].program, -1);
   sels_[id] = Sel{};

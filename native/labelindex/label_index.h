@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "labelindex/filing.h"
 #include "labelindex/flat_map.h"
 #include "labelindex/interner.h"
 #include "labelindex/program.h"
@@ -105,22 +106,12 @@ class LabelIndex {
     std::vector<Label> labels;
     std::vector<uint32_t> items;  // items that list this parent
   };
-  enum class Mode : uint8_t { Unindexed, ByKey, ByValues, Never };
   // One way a selector could be filed: under a key that must be present, or under the
   // key=value pairs one of which it requires.
   struct Option {
     uint32_t key;
     bool byValues;
     std::vector<uint32_t> values;
-  };
-  struct Placement {
-    Mode mode = Mode::Unindexed;
-    uint32_t key = 0;
-    std::vector<uint32_t> values;  // ByValues only
-    // The selector is nothing but the restriction it is filed under (k == v, k in {..},
-    // has(k)): every candidate matches and evaluation is skipped.
-    bool exact = false;
-    bool operator==(const Placement& o) const { return mode == o.mode && key == o.key && values == o.values; }
   };
   struct Sel {
     bool live = false;
@@ -131,7 +122,6 @@ class LabelIndex {
     Placement placed;             // where it is filed now
   };
 
-  static uint64_t KV(uint32_t k, uint32_t v) { return (uint64_t(k) << 32) | v; }
   template <typename Labels>
   void RefLabels(const Labels& l) {
     for (const Label& x : l) {
@@ -192,8 +182,6 @@ class LabelIndex {
   void RemoveFromLabelIndex(uint32_t item, const EffLabel& l);
   void Rematch(uint32_t item, bool force);
   Placement Plan(const Sel& s) const;
-  void Place(uint32_t sel, const Placement& p);
-  void Unplace(uint32_t sel, const Placement& p);
   void Replan();
   template <typename F>
   void ForEachCandidate(const Placement& p, F&& f) const;
@@ -220,13 +208,8 @@ class LabelIndex {
   // reached through the values it currently has, and counted for filing decisions.
   std::vector<std::vector<uint32_t>> valuesByKey_;  // indexed by key string ID
   std::vector<uint32_t> keyItems_;                  // items holding each key
-  FlatMap<std::vector<uint32_t>> selsByKV_;
-  std::vector<std::vector<uint32_t>> selsByKey_;  // indexed by key string ID
-  std::vector<uint32_t> unindexedSels_;
-  // Selectors filed under each key (by value or by key), and a bitset of keys with any:
-  // the update path probes the buckets only for the few keys that have selectors.
-  std::vector<uint32_t> keySels_;
-  std::vector<bool> keyHasSels_;
+  // Every live selector, where items find it.
+  Filing filed_;
   // How many selectors mention each key anywhere; a label change on a key no selector
   // mentions cannot change any match.
   std::vector<uint32_t> keyRefs_;

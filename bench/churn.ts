@@ -41,6 +41,8 @@ const AHEAD = RATE;
 /** RSS is sampled this often, for the soak's shape. */
 const SAMPLE_S = 30;
 const TICK_MS = 10;
+/** Stream changes built ahead and not yet delivered, at most (26 s at RATE). */
+const RING = 1 << 17;
 const PER_TICK = (RATE * TICK_MS) / 1000;
 /** RSS is compared from this far into the stream: the first seconds grow the heap to its working size. */
 const WARMUP_S = 5;
@@ -193,13 +195,16 @@ async function inside(mode: string): Promise<Inside> {
   const syncer = new StreamSyncer();
   let driver: DataplaneDriver | undefined;
   // Delivery batches: when each was handed over, and its first update's sequence number.
-  const deliveredAt: number[] = [];
+  // The bench's own records of the stream are allocated whole before RSS is first read
+  // (arrays grown by pushing, three million entries each, were a growth of the bench's).
+  let deliveredAt = new Float64Array(0);
   let delivered = 0;
   // Flushes of the graph not yet known to be programmed: updates [from, to), handed to the driver when.
   let flushed = 0;
   const waiting: Array<{ from: number; to: number; at: number }> = [];
   let noEffect = 0;
-  const latency: number[] = [];
+  let latency = new Float64Array(0);
+  let measured = 0;
   let measuring = false;
   let firstApply: () => void = () => {};
   const firstApplied = new Promise<void>((r) => (firstApply = r));
@@ -235,7 +240,7 @@ async function inside(mode: string): Promise<Inside> {
           while (waiting.length && (waiting[0] as { at: number }).at <= started) {
             const f = waiting.shift()!;
             if (!measuring) continue;
-            for (let b = f.from; b < f.to; b++) latency.push(now - (deliveredAt[b] as number));
+            for (let b = f.from; b < f.to; b++) latency[measured++] = now - (deliveredAt[b] as number);
           }
         },
       });
@@ -267,10 +272,20 @@ async function inside(mode: string): Promise<Inside> {
   log(`first apply after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const snapshotToFirstApplyS = (performance.now() - t0) / 1000;
   const total = RATE * SECONDS;
-  const stream: Array<Stored | undefined> = [];
+  // The next change to deliver.
+  let k = 0;
+  // Written through now, so their pages are resident before the first RSS reading.
+  deliveredAt = new Float64Array(total).fill(-1);
+  latency = new Float64Array(total).fill(-1);
+  // The stream's changes not yet delivered, in a ring (a stall longer than RING / RATE
+  // seconds would overrun it: the bench then fails rather than measure a wrapped stream).
+  const stream: Array<Stored | undefined> = new Array(RING);
   let built = 0;
   const buildTo = (end: number) => {
-    for (end = Math.min(total, end); built < end; built++) stream[built] = change(built);
+    for (end = Math.min(total, end); built < end; built++) {
+      if (built - k >= RING) throw new Error('churn: the stream ring overran (a stall of more than 26 s)');
+      stream[built % RING] = change(built);
+    }
   };
   buildTo(AHEAD);
   // Let the first apply's follow-ups (and its garbage) settle before the stream starts.
@@ -288,7 +303,6 @@ async function inside(mode: string): Promise<Inside> {
   const cpu0 = process.cpuUsage();
   const s0 = performance.now();
   measuring = true;
-  let k = 0;
   await new Promise<void>((done) => {
     let lastTick = performance.now();
     const tick = () => {
@@ -303,14 +317,14 @@ async function inside(mode: string): Promise<Inside> {
       const batch: Update[] = [];
       const now = performance.now();
       while (k < due) {
-        const c = stream[k] as Stored;
+        const c = stream[k % RING] as Stored;
         // The syncer's share of the path: decoding the stored value.
         batch.push({
           key: c.key,
           value: c.json === null ? null : (JSON.parse(c.json) as unknown),
           revision: String(k),
         });
-        stream[k++] = undefined;
+        stream[k++ % RING] = undefined;
         deliveredAt[delivered++] = now;
       }
       if (!rssWarm && elapsed >= WARMUP_S * 1000) {
@@ -347,9 +361,9 @@ async function inside(mode: string): Promise<Inside> {
     mode,
     snapshotToFirstApplyS,
     updates: k,
-    measured: latency.length,
+    measured,
     noDataplaneEffect: noEffect,
-    latencyMs: pcts(latency),
+    latencyMs: pcts(latency.subarray(0, measured)),
     applyMs: pcts(applyMs),
     commitMs: pcts(commitMs),
     flushMs: pcts(flushMs),
@@ -374,8 +388,8 @@ async function inside(mode: string): Promise<Inside> {
   };
 }
 
-function pcts(xs: number[]): number[] {
-  const sorted = xs.sort((a, b) => a - b);
+function pcts(xs: ArrayLike<number>): number[] {
+  const sorted = Float64Array.from(xs).sort();
   return [50, 90, 99, 100].map((p) => percentile(sorted, p));
 }
 

@@ -202,16 +202,22 @@ export class NftBackend {
     this.#touched = touched;
     result.outcome = 'checked';
     const patches = new Map<Family, Patch>();
-    for (const d of desired) {
-      const report: DriftReport = { family: d.family, chains: [], sets: [] };
-      const patch = emptyPatch();
-      const outcome = await this.#checkFamily(d, touched.get(d.family) as Touched, report, patch, result, slicer);
-      if (outcome !== 'checked') {
-        result.outcome = outcome;
-        break;
+    try {
+      for (const d of desired) {
+        const report: DriftReport = { family: d.family, chains: [], sets: [] };
+        const patch = emptyPatch();
+        const outcome = await this.#checkFamily(d, touched.get(d.family) as Touched, report, patch, result, slicer);
+        if (outcome !== 'checked') {
+          result.outcome = outcome;
+          break;
+        }
+        result.drift.push(report);
+        patches.set(d.family, patch);
       }
-      result.drift.push(report);
-      patches.set(d.family, patch);
+    } catch (e) {
+      // A dump that failed: applies stop marking what they write.
+      if (this.#touched === touched) this.#touched = undefined;
+      throw e;
     }
     const drifted = result.drift.some((r) => r.chains.length || r.sets.length);
     // Tracking goes on until the next apply adopts the drift: it may write those names first.

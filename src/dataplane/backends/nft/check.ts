@@ -1,11 +1,12 @@
 // A refresh that runs beside applies instead of stopping them. A read-back used to be
 // part of an apply: at 250,000 set elements the dump and its parse held every update
-// for seconds. Here the dump only waits for (and holds back) a commit; its comparison,
-// sliced, runs while applies go on. What it compares is the kernel against what we
-// committed, not against the desired state: everything an apply writes after the check
-// began is recorded as touched (a chain, a set whole, or a set's elements by id) and
-// left out, since the dump may predate it. What differs otherwise was changed behind
-// our back: the next apply adopts the dumped content for those names and repairs them.
+// for seconds. Here the table is read in parts, each between two commits (a commit
+// waits for one part at most), and each part is compared, sliced, while applies go on.
+// What it compares is the kernel against what we committed, not against the desired
+// state: everything an apply writes after the check began is marked as touched (a
+// chain, a set created or deleted, a set's elements by id) and left out, since the
+// dump may predate it. What differs otherwise was changed behind our back: the next
+// apply adopts the dumped content for those names and repairs them.
 import type { NftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { baseOf, chainHashes, type CommittedFamily, dumpedElem, dumpedElems, sameList } from './committed.js';
@@ -16,7 +17,7 @@ import type { Steps } from '../../slicer.js';
 /** What applies wrote to one family since a check began. */
 export class Touched {
   readonly chains = new Set<string>();
-  /** Per set: the element ids written, or true (written whole: created, compared whole, deleted). */
+  /** Per set: the element ids written, or true (the set was created or deleted). */
   readonly sets = new Map<string, Set<string> | true>();
   /** An apply compared and wrote everything (after a read-back or a rebuild): the dump is stale. */
   whole = false;

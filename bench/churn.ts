@@ -14,7 +14,9 @@
 // iptables mode (iptables-nft).
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeHeapSnapshot } from 'node:v8';
 
 import { ControlPlane } from '../src/agent/control-plane.js';
 import { ConfigResolver } from '../src/config/config.js';
@@ -36,6 +38,11 @@ const RATE = 5_000;
 const secondsArg = process.argv.indexOf('--seconds');
 const SECONDS = secondsArg >= 0 ? Number(process.argv[secondsArg + 1]) : 30;
 if (!(SECONDS >= 10)) throw new Error('churn: --seconds wants a number of seconds >= 10');
+// `--heap-snapshots DIR`: V8 heap snapshots of the agent after a full GC at the stream's
+// start and end (DIR/churn-start.heapsnapshot, churn-end), for `scripts/heap-diff.mjs`:
+// what the live heap gained over the run, by constructor.
+const snapArg = process.argv.indexOf('--heap-snapshots');
+const SNAPSHOT_DIR = snapArg >= 0 ? resolve(process.argv[snapArg + 1] ?? '') : undefined;
 /** The stream is built this far ahead of the ticks (one second's worth). */
 const AHEAD = RATE;
 /** RSS is sampled this often, for the soak's shape. */
@@ -291,6 +298,7 @@ async function inside(mode: string): Promise<Inside> {
   // Let the first apply's follow-ups (and its garbage) settle before the stream starts.
   await new Promise((r) => setTimeout(r, 2000));
   global.gc?.();
+  if (SNAPSHOT_DIR) writeHeapSnapshot(join(SNAPSHOT_DIR, 'churn-start.heapsnapshot'));
   const rssStart = process.memoryUsage().rss;
   let rssWarm = 0;
   let mallocWarm = 0;
@@ -352,6 +360,7 @@ async function inside(mode: string): Promise<Inside> {
   const mallocEnd = native.mallocInUse();
   global.gc?.();
   const heapEnd = process.memoryUsage().heapUsed;
+  if (SNAPSHOT_DIR) writeHeapSnapshot(join(SNAPSHOT_DIR, 'churn-end.heapsnapshot'));
   await plane.stop();
   await driver?.stop();
   // The kernel's share, by set layout: this workload's 29 selector sets hold the cluster's
@@ -413,6 +422,7 @@ function runInside(mode: string): Inside {
         mode,
         '--seconds',
         String(SECONDS),
+        ...(SNAPSHOT_DIR ? ['--heap-snapshots', SNAPSHOT_DIR] : []),
       ],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 << 20 },
     );

@@ -21,7 +21,7 @@ function elems(interval: boolean, addrs: string[]): ElemSpec[] {
         addrs.map((a) => `${a}/32`),
       ).values(),
     ];
-  return addrs.map((a) => ({ key: Buffer.from(a.split('.').map(Number)), flags: 0 }));
+  return addrs.map((a) => ({ key: Buffer.from(a.split('.').map(Number)).toString('hex'), flags: 0 }));
 }
 
 /** Median commit ms of adding `delta` members to each of `sets` sets of `per` members. */

@@ -50,7 +50,7 @@ describe('nft backend: incremental desired state', () => {
 
 describe('nft backend: encodings', () => {
   it('encodes interval elements one past the end, none at the top of the range', () => {
-    const hex = (e: { key: Uint8Array; flags: number }) => `${Buffer.from(e.key).toString('hex')}/${e.flags}`;
+    const hex = (e: { key: string; flags: number }) => `${e.key}/${e.flags}`;
     assert.deepEqual(cidrElems('10.1.2.0/24', 4).map(hex), ['0a010200/0', '0a010300/1']);
     assert.deepEqual(cidrElems('255.255.255.0/24', 4).map(hex), ['ffffff00/0']);
     assert.deepEqual(cidrElems('fd00::/8', 6).map(hex), [
@@ -141,8 +141,11 @@ describe('nft backend: native op stream validation', () => {
     longName.tableAdd(4, 'x'.repeat(1000));
     await rejects(longName.bytes(), /longer than 255 bytes/);
     const elems = new OpWriter();
-    elems.elems(true, 4, 'calico', 's', 0, [{ key: new Uint8Array(100), flags: 0 }]);
+    elems.elems(true, 4, 'calico', 's', 0, [{ key: '00'.repeat(100), flags: 0 }]);
     await rejects(elems.bytes(), /element key must be 1 to 64 bytes/);
+    // Keys travel as hex: anything else is refused before it reaches the kernel.
+    for (const key of ['0g', '0a0', 'zz'])
+      assert.throws(() => new OpWriter().elems(true, 4, 'calico', 's', 0, [{ key, flags: 0 }]), /not hex bytes/);
     await assert.rejects(
       nftDump(2, 'x'.repeat(1_000_000)),
       (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',

@@ -448,7 +448,8 @@ export class NftBackend {
  * removals computed against one (after every refresh) failed, and so did every retry.
  */
 function deletionOrder(list: ElemSpec[]): void {
-  list.sort((a, b) => Buffer.compare(a.key, b.key) || b.flags - a.flags);
+  // Keys of one set are hex of one length: as strings they sort as their bytes do.
+  list.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : b.flags - a.flags));
 }
 
 function sameElems(have: Map<string, ElemSpec> | undefined, d: DesiredSet): boolean {

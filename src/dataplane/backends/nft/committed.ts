@@ -67,11 +67,15 @@ export function* chainHashes(dump: NftDump, lists: string[][]): Steps {
 /** The j-th element of a dumped set, or undefined for nft's own zero interval end (it means nothing). */
 export function dumpedElem(s: DumpSet, j: number): ElemSpec | undefined {
   const e = s.elements;
-  const key = packedAt(e.keys, j);
+  const bytes = packedAt(e.keys, j);
   const flags = (e.flags[j] as number) & 1;
-  if (s.flags & SET_FLAG.interval && flags && key.every((b) => b === 0)) return undefined;
+  if (s.flags & SET_FLAG.interval && flags && bytes.every((b) => b === 0)) return undefined;
   const chain = e.chain?.[j];
-  return { key, flags, verdict: chain === undefined ? undefined : { code: e.verdict?.[j] as number, chain } };
+  return {
+    key: bytes.toString('hex'),
+    flags,
+    verdict: chain === undefined ? undefined : { code: e.verdict?.[j] as number, chain },
+  };
 }
 
 /** A dumped set's elements by id. Steps: one per 1,024 elements. */

@@ -43,8 +43,7 @@ export interface DesiredFamily {
   dirty?: { chains: Set<string>; sets: Set<string> } | undefined;
 }
 
-export const elemId = (e: ElemSpec) =>
-  `${Buffer.from(e.key).toString('hex')}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
+export const elemId = (e: ElemSpec) => `${e.key}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
 
 /**
  * `hashSeed`: the chain's iptables-style name, as the text rendering hashes it, so `nft list` shows what `palisade
@@ -101,7 +100,7 @@ export function* ipSetElemSteps(
 
 /** One member's elements: an address-and-port key, or an interval's start (and end). */
 export function memberElems(family: Family, kind: 'net' | 'ipPort', m: string): ElemSpec[] {
-  if (kind === 'ipPort') return [{ key: ipPortKey(m, family), flags: 0, text: nftElement(m) }];
+  if (kind === 'ipPort') return [{ key: ipPortKey(m, family).toString('hex'), flags: 0, text: nftElement(m) }];
   const [start, end] = cidrElems(m, family) as [ElemSpec, ElemSpec?];
   start.text = m;
   return end ? [start, end] : [start];
@@ -134,7 +133,7 @@ export const MAP_SPEC: SetSpec = {
 
 export function mapElem(iface: string, kind: 'goto' | 'jump', chain: string): ElemSpec {
   return {
-    key: ifnameKey(iface),
+    key: ifnameKey(iface).toString('hex'),
     flags: 0,
     verdict: { code: VERDICT[kind], chain },
     text: `${JSON.stringify(iface)} : ${kind} ${chain}`,

@@ -45,8 +45,8 @@ function increment(b: Buffer): boolean {
 /** Interval elements for [first, last]. */
 export function intervalElems(first: Buffer, last: Buffer): ElemSpec[] {
   const end = Buffer.from(last);
-  const out: ElemSpec[] = [{ key: first, flags: 0 }];
-  if (increment(end)) out.push({ key: end, flags: ELEM_INTERVAL_END });
+  const out: ElemSpec[] = [{ key: first.toString('hex'), flags: 0 }];
+  if (increment(end)) out.push({ key: end.toString('hex'), flags: ELEM_INTERVAL_END });
   return out;
 }
 

@@ -24,7 +24,14 @@ export interface Expr {
 }
 
 export interface ElemSpec {
-  key: Uint8Array;
+  /**
+   * The key's bytes in lowercase hex. A string, not a Buffer: a node holds a cluster's
+   * worth of elements for hours, and a small Buffer copied with Buffer.from keeps an 8 KB
+   * slab of Node's pool alive (under churn: thousands of slabs for a few MB of keys),
+   * while one of its own is a typed array of ~100 bytes. The hex is also the start of the
+   * element's id, and sorts as the bytes do.
+   */
+  key: string;
   flags: number;
   verdict?: { code: number; chain: string } | undefined;
   /** nft syntax of the element (interval ends have none: their start says it all). */
@@ -93,6 +100,14 @@ export class OpWriter {
     this.#need(b.length);
     this.#buf.set(b, this.#len);
     this.#len += b.length;
+  }
+  #hex(hex: string) {
+    const n = hex.length >> 1;
+    this.#u32(n);
+    this.#need(n);
+    if (this.#buf.write(hex, this.#len, n, 'hex') !== n || hex.length !== n * 2)
+      throw new Error(`OpWriter: element key "${hex.slice(0, 40)}" is not hex bytes`);
+    this.#len += n;
   }
   #head(op: number, family: Family, what: string) {
     this.#u8(op);
@@ -164,7 +179,7 @@ export class OpWriter {
     this.#u32(setId);
     this.#u32(elems.length);
     for (const e of elems) {
-      this.#bytes(e.key);
+      this.#hex(e.key);
       this.#u32(e.flags);
       this.#u8(e.verdict ? 1 : 0);
       if (e.verdict) {

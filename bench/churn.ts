@@ -166,8 +166,12 @@ function change(k: number): Stored {
     }));
     return stored(p!);
   }
-  const n = Math.floor(k / 3);
-  switch (k % 3) {
+  // The endpoint changes count apart from the policy edits: an edit standing in for a
+  // create, a relabel or a delete would unbalance them (a skipped delete left an endpoint
+  // for good, and the cluster grew by 1 in 300 updates once the stream deleted its own).
+  const j = k - Math.floor((k + 1) / 100);
+  const n = Math.floor(j / 3);
+  switch (j % 3) {
     case 0:
       lastCreated = endpoint(REMOTE + LOCAL + n, 'remotehost');
       return stored(lastCreated);

@@ -2,7 +2,8 @@
 // `node scripts/heap-diff.mjs BEFORE.heapsnapshot AFTER.heapsnapshot [TOP]`: what a V8 heap
 // gained between two snapshots, grouped as DevTools' summary groups them (objects by
 // constructor, strings together, arrays and hidden objects by their name), with the
-// retainers that hold most of each group's growth (two up: group and edge name each).
+// retainers that hold most of each group's growth (HEAP_DIFF_DEPTH up, 2 by default:
+// group and edge name each).
 // A snapshot of a large heap is a file of a gigabyte or more, past V8's longest string,
 // so it is read as bytes and its number arrays are scanned, not JSON.parse'd.
 import { readFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ const DEPTH = Number(process.env.HEAP_DIFF_DEPTH ?? 2);
 const HOLDERS = Number(process.env.HEAP_DIFF_HOLDERS ?? 4);
 const MIN_SHARE = Number(process.env.HEAP_DIFF_MIN_SHARE ?? 0.02);
 
-/** The JSON value of `"key":` that opens at or after `from`, for the small meta object. */
+/** Where the value of the section `"key":` opens (V8 writes no space after the colon). */
 function sectionStart(buf, key, from = 0) {
   const at = buf.indexOf(`"${key}":`, from, 'latin1');
   if (at < 0) throw new Error(`heap-diff: no "${key}" section`);
@@ -31,6 +32,7 @@ function numbers(buf, start) {
   let cur = -1;
   let i = start + 1;
   for (; ; i++) {
+    if (i >= buf.length) throw new Error('heap-diff: the snapshot ends inside a number array (truncated?)');
     const c = buf[i];
     if (c >= 48 && c <= 57) {
       cur = cur < 0 ? c - 48 : cur * 10 + (c - 48);
@@ -55,10 +57,11 @@ function strings(buf, start) {
   const out = [];
   let i = start + 1;
   for (;;) {
-    while (buf[i] !== 34 && buf[i] !== 93) i++;
+    while (i < buf.length && buf[i] !== 34 && buf[i] !== 93) i++;
     if (buf[i] === 93) return out;
     let j = i + 1;
-    while (buf[j] !== 34) j += buf[j] === 92 ? 2 : 1;
+    while (j < buf.length && buf[j] !== 34) j += buf[j] === 92 ? 2 : 1;
+    if (j >= buf.length) throw new Error('heap-diff: the snapshot ends inside its strings (truncated?)');
     out.push(JSON.parse(buf.toString('utf8', i, j + 1)));
     i = j + 1;
   }
@@ -147,8 +150,17 @@ function summarize(snap) {
 
 const MB = 1024 * 1024;
 const fmt = (b) => `${b >= 0 ? '+' : ''}${(b / MB).toFixed(1)} MB`;
-const before = summarize(load(beforePath));
-const after = summarize(load(afterPath));
+/** A snapshot's summary; a file that is not one (or is cut short) ends the run with why. */
+function summaryOf(path) {
+  try {
+    return summarize(load(path));
+  } catch (e) {
+    console.error(`heap-diff: ${path}: ${e.message.replace(/^heap-diff: /, '')}`);
+    process.exit(1);
+  }
+}
+const before = summaryOf(beforePath);
+const after = summaryOf(afterPath);
 console.log(
   `heap: ${(before.total / MB).toFixed(1)} MB in ${before.count} objects -> ${(after.total / MB).toFixed(1)} MB in ${after.count} (${fmt(after.total - before.total)})`,
 );

@@ -6,8 +6,11 @@
 // The second run leaves out the three files that test no JavaScript runtime: the
 // sanitizer and valgrind builds of the C++ core, the libFuzzer targets and the Dockerfile
 // check (PALISADE_ONE_NODE=1 skips the second run altogether).
+// Each run also writes its spec report to build/test-reports/; when a run fails, its list
+// of failing tests (with their errors) is printed again at the very end, so the tail of a
+// CI log says what failed in either run.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -26,8 +29,58 @@ if (files.length === 0) {
 if (process.getuid?.() !== 0) {
   console.error('run-tests: WARNING: not root: kernel and network-namespace tests will be SKIPPED');
 }
-const first = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], { stdio: 'inherit' });
-let status = first.status ?? 1;
+const reports = join(root, 'build', 'test-reports');
+mkdirSync(reports, { recursive: true });
+const failed = [];
+
+/** Node's test runner on `testFiles`, its spec report both on stdout and in `reports/<name>.txt`. */
+function runSuite(node, name, testFiles, env = process.env) {
+  const report = join(reports, `${name}.txt`);
+  const r = spawnSync(
+    node,
+    [
+      '--test',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=spec',
+      `--test-reporter-destination=${report}`,
+      ...testFiles,
+    ],
+    { stdio: 'inherit', env },
+  );
+  if (r.status !== 0) failed.push({ name, report, status: r.status, signal: r.signal });
+  return r.status ?? 1;
+}
+
+/** The report's closing list of failing tests (the spec reporter's own), or its last lines. */
+function failingSection(report) {
+  let text = '';
+  try {
+    text = readFileSync(report, 'utf8');
+  } catch {
+    return `(no report at ${report})`;
+  }
+  const at = text.lastIndexOf('failing tests:');
+  if (at < 0) return text.split('\n').slice(-40).join('\n').trimEnd();
+  return [text.slice(text.lastIndexOf('\n', at) + 1).trimEnd(), ...fileDiagnostics(text.slice(0, at))].join('\n');
+}
+
+// A test file that fails outside its tests (an uncaught error after they ended, a bad exit)
+// is listed by its path with only 'test failed'; the why is in the runner's diagnostics
+// (the "ℹ" lines) printed just before that line.
+function fileDiagnostics(text) {
+  const lines = text.split('\n');
+  const out = [];
+  lines.forEach((line, i) => {
+    if (!/^✖ \/.*\.test\.js \(/.test(line)) return;
+    let from = i;
+    while (from > 0 && from > i - 50 && lines[from - 1].startsWith('ℹ ')) from--;
+    out.push('', `why ${line.slice(2)} failed, as the runner said:`, ...lines.slice(from, i));
+  });
+  return out;
+}
+
+let status = runSuite(process.execPath, `node-${process.version}`, files);
 
 const lts = join(root, 'build', 'node-lts');
 const ltsNode = join(lts, 'bin', 'node');
@@ -47,9 +100,13 @@ if (process.env.PALISADE_ONE_NODE === '1') {
     console.error(`\nrun-tests: second run, on Node ${version} (${again.length} of ${files.length} files)\n`);
     // Subprocesses the tests start (agents, the CLI) find this node first on PATH.
     const env = { ...process.env, PATH: `${join(lts, 'bin')}:${process.env.PATH ?? ''}`, PALISADE_NATIVE_PATH: addon };
-    const second = spawnSync(ltsNode, ['--test', '--test-reporter=spec', ...again], { stdio: 'inherit', env });
-    if (second.status !== 0) console.error(`run-tests: the run on Node ${version} FAILED`);
-    status = status || (second.status ?? 1);
+    const second = runSuite(ltsNode, `node-${version}`, again, env);
+    if (second !== 0) console.error(`run-tests: the run on Node ${version} FAILED`);
+    status = status || second;
   }
+}
+for (const f of failed) {
+  const how = f.signal ? `killed by ${f.signal}` : `exit ${f.status}`;
+  console.error(`\nrun-tests: the run ${f.name} FAILED (${how}); report ${f.report}\n${failingSection(f.report)}`);
 }
 process.exit(status);

@@ -298,9 +298,9 @@ describe('etcd v3 datastore', { skip: !available }, () => {
 
   it('waits for an unreachable etcd within its timeout and connects when it appears', async () => {
     const late = new TestEtcd();
-    const { freePort } = await import('../helpers/etcd.js');
-    late.clientPort = await freePort();
-    late.peerPort = await freePort();
+    const { freePorts } = await import('../helpers/etcd.js');
+    // Picked together, so they differ (two separate picks can return one port twice).
+    [late.clientPort, late.peerPort] = (await freePorts(2)) as [number, number];
     const { syncer, rec } = syncerFor(late.endpoint);
     try {
       await new Promise((r) => setTimeout(r, 3000));

@@ -18,6 +18,7 @@ import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
+import { type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -39,6 +40,8 @@ interface InsideResult {
   coldRules: number;
   coldLoopMaxMs: number;
   coldLoopP99Ms: number;
+  /** The cold apply's longest blocks of the loop, with the collector pauses inside them. */
+  coldLoopBlocks: LoopBlock[];
   coldRenderMs: number;
   coldOps: number;
   coldBytes: number;
@@ -77,6 +80,8 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
   // The monitor's timer must be running first: a block in the very tick it is enabled in
   // is not seen.
   await new Promise((r) => setTimeout(r, 20));
+  const blocks = new LoopBlockTracer();
+  blocks.start();
   const t0 = performance.now();
   const slicer = new Slicer(3);
   await slicer.run(builder.rebuildSteps(state));
@@ -85,6 +90,7 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
   const t2 = performance.now();
   await new Promise((r) => setTimeout(r, 5));
   loop.disable();
+  const coldLoopBlocks = blocks.stop(3);
   let coldRules = 0;
   for (const c of builder.desired.chains.values()) coldRules += c.rules.length;
   const coldResult = {
@@ -93,6 +99,7 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
     coldRules,
     coldLoopMaxMs: loop.max / 1e6,
     coldLoopP99Ms: loop.percentile(99) / 1e6,
+    coldLoopBlocks,
     coldRenderMs: t1 - t0,
     coldOps: cold.ops,
     coldBytes: cold.bytes,
@@ -180,6 +187,10 @@ function runInside(transport: Transport, big = false): InsideResult {
         'exec',
         ns,
         process.execPath,
+        // PALISADE_BENCH_CPU_PROF=DIR: a CPU profile of each run, for scripts/cpuprofile-blocks.mjs.
+        ...(process.env.PALISADE_BENCH_CPU_PROF
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PALISADE_BENCH_CPU_PROF}`, '--cpu-prof-interval=200']
+          : []),
         fileURLToPath(import.meta.url),
         '--inside',
         transport,
@@ -204,6 +215,12 @@ const p90 = (xs: number[]) =>
     [...xs].sort((a, b) => a - b),
     90,
   );
+
+/** "21.3 ms at 812 ms (gc 15.0: major); ..." for the report. */
+const describeBlocks = (bs: LoopBlock[]) =>
+  bs
+    .map((b) => `${b.ms} ms at ${b.atMs} ms (gc ${b.gcMs}${b.gcKinds.length ? `: ${b.gcKinds.join('+')}` : ''})`)
+    .join('; ');
 
 async function main(): Promise<void> {
   const i = process.argv.indexOf('--inside');
@@ -247,6 +264,9 @@ async function main(): Promise<void> {
       cold_100k_ratio_vs_nft_exec: r3(bigExec.coldMs / big.coldMs),
       cold_100k_event_loop_max_ms: r3(big.coldLoopMaxMs),
       cold_100k_event_loop_p99_ms: r3(big.coldLoopP99Ms),
+      cold_100k_longest_blocks: describeBlocks(big.coldLoopBlocks),
+      // For a profile of the same run (--cpu-prof): scripts/cpuprofile-blocks.mjs --at <this>.
+      cold_100k_longest_blocks_at: big.coldLoopBlocks.map((b) => `${b.hrUs}:${b.ms}`).join(','),
       read_back_100k_ms: r3(big.readBackMs ?? 0),
       incremental_ms_median: r3(median(native.incrementalMs)),
       incremental_ms_p90: r3(p90(native.incrementalMs)),

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/byte_span.h"
 #include "common/errors.h"
 
 namespace palisade {
@@ -91,21 +92,43 @@ inline std::vector<uint8_t> OpsArg(const Napi::CallbackInfo& info, const char* o
 }
 
 // Argument 0 as an op stream borrowed without a copy (a cold nftables transaction is tens
-// of MB, and copying it blocks the JS thread for ~20 ms): the reference keeps the buffer
-// alive until the work is done and is dropped on the JS thread with the worker. The
-// caller must not write to the array until the promise settles.
+// of MB, and copying it blocks the JS thread for ~20 ms): one Uint8Array, or an array of
+// them, the stream's parts in order (a writer that never grows one buffer never copies
+// it either). The references keep the parts alive until the work is done and are
+// dropped on the JS thread with the worker. The caller must not write to them until the
+// promise settles.
 struct BorrowedOps {
-  Napi::Reference<Napi::Uint8Array> ref;
-  const uint8_t* data;
-  size_t size;
+  std::vector<Napi::Reference<Napi::Uint8Array>> refs;
+  std::vector<ByteSpan> parts;
 };
 
+inline bool IsUint8Array(const Napi::Value& v) {
+  return v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_uint8_array;
+}
+
 inline BorrowedOps BorrowOpsArg(const Napi::CallbackInfo& info, const char* op) {
-  if (info.Length() < 1 || !info[0].IsTypedArray() ||
-      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-    throw MakeNativeError(info.Env(), "EINVAL", op, "expected a Uint8Array of ops");
-  Napi::Uint8Array a = info[0].As<Napi::Uint8Array>();
-  return BorrowedOps{Napi::Persistent(a), a.Data(), a.ByteLength()};
+  BorrowedOps out;
+  auto borrow = [&out](const Napi::Value& v) {
+    Napi::Uint8Array a = v.As<Napi::Uint8Array>();
+    out.parts.push_back(ByteSpan{a.Data(), a.ByteLength()});
+    out.refs.push_back(Napi::Persistent(a));
+  };
+  if (info.Length() >= 1 && IsUint8Array(info[0])) {
+    borrow(info[0]);
+    return out;
+  }
+  if (info.Length() < 1 || !info[0].IsArray())
+    throw MakeNativeError(info.Env(), "EINVAL", op, "expected a Uint8Array of ops, or an array of them");
+  Napi::Array list = info[0].As<Napi::Array>();
+  out.parts.reserve(list.Length());
+  out.refs.reserve(list.Length());
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    Napi::Value v = list.Get(i);
+    if (!IsUint8Array(v))
+      throw MakeNativeError(info.Env(), "EINVAL", op, "part " + std::to_string(i) + " of the ops is not a Uint8Array");
+    borrow(v);
+  }
+  return out;
 }
 
 // The rejection for a failed system call: ESYS, "<what>: <strerror>", and the errno.

@@ -245,42 +245,48 @@ void Collect(NlSocket& sock, const BatchBuilder& b, CommitResult* out) {
 
 namespace {
 
-// The op stream into `b`; false (with out->badInput) when it is malformed.
-bool Build(const uint8_t* ops, size_t len, BatchBuilder& b, CommitResult* out) {
-  try {
-    Reader r(ops, len);
-    while (!r.done()) {
-      uint8_t op = r.u8();
-      uint8_t family = r.u8();
-      uint32_t tag = r.u32();
-      out->ops++;
-      switch (op) {
-        case kTableAdd:
-        case kTableDel:
-          TableOp(b, r, family, tag, op == kTableAdd);
-          break;
-        case kChainAdd:
-        case kChainFlush:
-        case kChainDel:
-          ChainOp(b, r, op, family, tag);
-          break;
-        case kSetAdd:
-        case kSetDel:
-        case kSetFlush:
-          SetOp(b, r, op, family, tag);
-          break;
-        case kElemAdd:
-        case kElemDel:
-          ElemOp(b, r, op, family, tag);
-          break;
-        case kRuleAdd:
-        case kRuleDel:
-          RuleOp(b, r, op, family, tag);
-          break;
-        default:
-          throw BadInput("unknown nft op " + std::to_string(op));
-      }
+// One part's ops into `b`; throws BadInput when they are malformed.
+void BuildPart(const ByteSpan& part, BatchBuilder& b, CommitResult* out) {
+  Reader r(part.data, part.size);
+  while (!r.done()) {
+    uint8_t op = r.u8();
+    uint8_t family = r.u8();
+    uint32_t tag = r.u32();
+    out->ops++;
+    switch (op) {
+      case kTableAdd:
+      case kTableDel:
+        TableOp(b, r, family, tag, op == kTableAdd);
+        break;
+      case kChainAdd:
+      case kChainFlush:
+      case kChainDel:
+        ChainOp(b, r, op, family, tag);
+        break;
+      case kSetAdd:
+      case kSetDel:
+      case kSetFlush:
+        SetOp(b, r, op, family, tag);
+        break;
+      case kElemAdd:
+      case kElemDel:
+        ElemOp(b, r, op, family, tag);
+        break;
+      case kRuleAdd:
+      case kRuleDel:
+        RuleOp(b, r, op, family, tag);
+        break;
+      default:
+        throw BadInput("unknown nft op " + std::to_string(op));
     }
+  }
+}
+
+// The op stream into `b`; false (with out->badInput) when it is malformed.
+// Each part holds whole ops: an op cut at a part's end is a truncated stream.
+bool Build(const std::vector<ByteSpan>& parts, BatchBuilder& b, CommitResult* out) {
+  try {
+    for (const ByteSpan& part : parts) BuildPart(part, b, out);
   } catch (const BadInput& e) {
     out->badInput = e.what();
     return false;
@@ -296,14 +302,14 @@ bool Build(const uint8_t* ops, size_t len, BatchBuilder& b, CommitResult* out) {
 CommitResult BuildOnly(const uint8_t* ops, size_t len) {
   CommitResult out;
   BatchBuilder b(1);
-  Build(ops, len, b, &out);
+  Build({ByteSpan{ops, len}}, b, &out);
   return out;
 }
 
-CommitResult Commit(const uint8_t* ops, size_t len) {
+CommitResult Commit(const std::vector<ByteSpan>& parts) {
   CommitResult out;
   BatchBuilder b(static_cast<uint32_t>(time(nullptr)));
-  if (!Build(ops, len, b, &out) || !out.messages) return out;
+  if (!Build(parts, b, &out) || !out.messages) return out;
   SendAndCollect(b, &out);
   return out;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_span.h"
+
 namespace palisade::nft {
 
 struct Failure {
@@ -28,7 +30,8 @@ struct CommitResult {
   std::string badInput;
 };
 
-CommitResult Commit(const uint8_t* ops, size_t len);
+// The op stream in parts, each holding whole ops, committed as one transaction.
+CommitResult Commit(const std::vector<ByteSpan>& parts);
 
 // The same op stream built into a batch in memory and not sent (the fuzz target's entry:
 // everything Commit does before the socket).

@@ -147,7 +147,7 @@ Napi::Value NftCommit(const Napi::CallbackInfo& info) {
   return Guard(env, "nftCommit", [&]() -> Napi::Value {
     BorrowedOps ops = BorrowOpsArg(info, "nftCommit");
     return QueuePromise<CommitResult>(
-        env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.data, ops.size); }, SettleCommit);
+        env, "nftCommit", [ops = std::move(ops)]() { return Commit(ops.parts); }, SettleCommit);
   });
 }
 

@@ -16,7 +16,7 @@ export interface NftFailure {
 }
 
 // async: a bad argument rejects like every other failure instead of throwing.
-export async function nftCommit(ops: Uint8Array): Promise<NftCommitResult> {
+export async function nftCommit(ops: Uint8Array | readonly Uint8Array[]): Promise<NftCommitResult> {
   return native.nftCommit(ops);
 }
 

@@ -153,8 +153,11 @@ export interface RawModule {
   /** Bytes the C allocator has handed out (glibc mallinfo2: arenas plus mmapped blocks). */
   mallocInUse(): number;
   /** One nftables transaction (native/nft/ops.h); rejects with NativeError ENFT (+ failures), EINVAL or ESYS. */
-  /** `ops` is borrowed, not copied: it must not be written to until the promise settles. */
-  nftCommit(ops: Uint8Array): Promise<RawNftCommitResult>;
+  /**
+   * `ops`: the stream, or its parts in order, each holding whole ops. Borrowed, not
+   * copied: it must not be written to until the promise settles.
+   */
+  nftCommit(ops: Uint8Array | readonly Uint8Array[]): Promise<RawNftCommitResult>;
   nftDump(family: number, table: string, scope?: RawNftDumpScope): Promise<RawNftDump>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;

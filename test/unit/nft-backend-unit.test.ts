@@ -8,7 +8,7 @@ import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-buil
 import { type DesiredFamily, desiredOf } from '../../src/dataplane/backends/nft/desired.js';
 import { commentOf, commentUdata } from '../../src/dataplane/backends/nft/exprs.js';
 import { cidrElems, ipPortKey, portRangeElems } from '../../src/dataplane/backends/nft/keys.js';
-import { OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
+import { OP, OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
@@ -68,7 +68,7 @@ describe('nft backend: encodings', () => {
 });
 
 describe('nft backend: native op stream validation', () => {
-  const rejects = async (bytes: Uint8Array, re: RegExp) => {
+  const rejects = async (bytes: Uint8Array | readonly Uint8Array[], re: RegExp) => {
     await assert.rejects(
       nftCommit(bytes),
       (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message),
@@ -88,6 +88,35 @@ describe('nft backend: native op stream validation', () => {
       (e: unknown) => e instanceof NativeError && e.code === 'EINVAL',
     );
   });
+  it('writes a long stream in parts of whole ops (nothing written is copied again); the native side reads the parts in order', async () => {
+    const w = new OpWriter();
+    const udata = new Uint8Array(64);
+    const exprs = [{ name: 'counter', attrs: [] }];
+    for (let i = 0; i < 20_000; i++) w.ruleAdd(4, 'calico', `chain-${i % 100}`, udata, exprs, `rule ${i}`);
+    // One op larger than a part goes whole into a part of its own.
+    const keys = Array.from({ length: 150_000 }, (_, i) => ({
+      key: (i >>> 0).toString(16).padStart(8, '0'),
+      flags: 0,
+    }));
+    w.elems(true, 4, 'calico', 's', 0, keys);
+    w.ruleAdd(4, 'calico', 'last', udata, exprs, 'the last rule');
+    const parts = w.parts();
+    assert.ok(parts.length >= 3, `${parts.length} parts`);
+    for (const p of parts) {
+      assert.ok([OP.ruleAdd, OP.elemAdd].includes(p[0] as 11 | 9), 'each part starts with an op');
+      assert.equal(p[1], 2, 'of family ip');
+    }
+    assert.ok(parts.some((p) => p.length > 1_000_000 && p[0] === OP.elemAdd));
+    assert.deepEqual(Buffer.from(w.bytes()), Buffer.concat(parts));
+    assert.equal(w.length, 20_002);
+    // An op cut at a part's end is a truncated stream; a part that is not bytes is EINVAL.
+    const [first, ...rest] = parts as [Uint8Array, ...Uint8Array[]];
+    await rejects([first.subarray(0, first.length - 3), ...rest], /truncated/);
+    await rejects([first, 'x'] as unknown as Uint8Array[], /part 1 of the ops is not a Uint8Array/);
+    // The parts are read in order: a bad op in the last part is found after the others parsed.
+    await rejects([...parts, Uint8Array.of(99, 2, 0, 0, 0, 0)], /unknown nft op 99/);
+  });
+
   it('bounds every attribute, key and name before libnftnl copies it (a 4 KB cmp once aborted the process)', async () => {
     const attr = nftAttr;
     const rule = (exprs: Array<{ name: string; attrs: Array<[number, Uint8Array]> }>, udata = new Uint8Array(0)) => {

@@ -96,7 +96,7 @@ export class NftBackend {
       const w = new NativeSink();
       w.tableDel(f, this.table);
       try {
-        await nftCommit(w.bytes());
+        await nftCommit(w.parts());
       } catch (e) {
         const failures = failuresOf(e);
         if (!failures.length || !failures.every((x) => x.errno === 2)) throw e; // ENOENT: no table, nothing to remove
@@ -281,7 +281,7 @@ export class NftBackend {
 
   async #commitNative(sink: NativeSink, stats: ApplyStats): Promise<void> {
     try {
-      const r = await nftCommit(sink.bytes());
+      const r = await nftCommit(sink.parts());
       stats.ops = r.ops;
       stats.messages = r.messages;
       stats.bytes = r.bytes;
@@ -405,7 +405,11 @@ export class NftBackend {
     yield;
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
     for (const s of sets) if (!isMap(s)) yield* syncSet(s);
-    for (const ch of chains) if (!ch.base && !c.chains.has(ch.name)) w.chainAdd(f, t, ch.name);
+    let n = 0;
+    for (const ch of chains) {
+      if (!ch.base && !c.chains.has(ch.name)) w.chainAdd(f, t, ch.name);
+      if ((++n & 255) === 0) yield;
+    }
     // 3. Maps (dispatch), whose verdicts name chains. 4. Changed chains' rules, base chains last.
     for (const s of sets) if (isMap(s)) yield* syncSet(s);
     const ordered = [...chains.filter((ch) => !ch.base), ...chains.filter((ch) => ch.base)];
@@ -433,10 +437,20 @@ export class NftBackend {
     // 5. What is no longer wanted: empty the chains first (dropping their jumps), then
     // delete them, then the sets nothing uses any more.
     const gone = [...chainNames].filter((name) => !d.chains.has(name) && c.chains.has(name));
-    for (const name of gone) if (c.chains.get(name)?.length) w.chainFlush(f, t, name);
-    for (const name of gone) w.chainDel(f, t, name);
+    yield;
+    for (const name of gone) {
+      if (c.chains.get(name)?.length) w.chainFlush(f, t, name);
+      if ((++n & 255) === 0) yield;
+    }
+    for (const name of gone) {
+      w.chainDel(f, t, name);
+      if ((++n & 255) === 0) yield;
+    }
     stats.chainsDeleted += gone.length;
-    for (const name of setNames) if (!d.sets.has(name) && c.sets.has(name)) w.setDel(f, t, name);
+    for (const name of setNames) {
+      if (!d.sets.has(name) && c.sets.has(name)) w.setDel(f, t, name);
+      if ((++n & 255) === 0) yield;
+    }
   }
 }
 

@@ -26,6 +26,7 @@ import {
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { RenderContext } from '../../render/policy.js';
 import {
+  addElem,
   chainOf,
   type DesiredFamily,
   desiredOf,
@@ -35,6 +36,7 @@ import {
   ipSetSpec,
   mapElem,
   memberElems,
+  removeElem,
 } from './desired.js';
 import type { ElemSpec } from './op-writer.js';
 import { drain, type Steps } from '../../slicer.js';
@@ -140,19 +142,8 @@ export class NftDesiredBuilder {
     const added = familyMembers(delta.added, this.family);
     const removed = familyMembers(delta.removed, this.family);
     if (kind === 'net' && (!set.hostOnly || !added.every(isHostCidr))) return false;
-    const d = (set.delta ??= { added: new Map(), removed: new Map() });
-    for (const m of removed)
-      for (const e of memberElems(this.family, kind, m)) {
-        const key = elemId(e);
-        set.elems.delete(key);
-        if (!d.added.delete(key)) d.removed.set(key, e);
-      }
-    for (const m of added)
-      for (const e of memberElems(this.family, kind, m)) {
-        const key = elemId(e);
-        set.elems.set(key, e);
-        if (!d.removed.delete(key)) d.added.set(key, e);
-      }
+    for (const m of removed) for (const e of memberElems(this.family, kind, m)) removeElem(set, elemId(e));
+    for (const m of added) for (const e of memberElems(this.family, kind, m)) addElem(set, elemId(e), e);
     this.#markSet(name);
     return true;
   }
@@ -215,8 +206,11 @@ export class NftDesiredBuilder {
         this.desired.chains.delete(c);
         this.#markChain(c);
       }
+      // Dispatch entries change one by one (the maps' deltas), not by a whole compare of
+      // every endpoint's entry.
       for (const [map, id] of old.entries) {
-        this.desired.sets.get(map)?.elems.delete(id);
+        const set = this.desired.sets.get(map);
+        if (set) removeElem(set, id);
         this.#markSet(map);
       }
       this.#owned.delete(owner);
@@ -234,7 +228,8 @@ export class NftDesiredBuilder {
       const map = nftChainName(e.table, e.map);
       const elem = mapElem(e.iface, e.verdict.k, nftChainName(e.table, e.verdict.chain));
       const id = elemId(elem);
-      this.desired.sets.get(map)?.elems.set(id, elem);
+      const set = this.desired.sets.get(map);
+      if (set) addElem(set, id, elem);
       owned.entries.push([map, id]);
       this.#markSet(map);
     }

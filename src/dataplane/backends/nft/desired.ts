@@ -43,6 +43,25 @@ export interface DesiredFamily {
   dirty?: { chains: Set<string>; sets: Set<string> } | undefined;
 }
 
+/**
+ * Adds an element to a set that persists between applies, recording it in the set's
+ * delta (an element removed since the last apply and now back cancels out).
+ */
+export function addElem(set: DesiredSet, id: string, e: ElemSpec): void {
+  set.elems.set(id, e);
+  const d = (set.delta ??= { added: new Map(), removed: new Map() });
+  if (!d.removed.delete(id)) d.added.set(id, e);
+}
+
+/** Removes an element, recording it in the set's delta (one added since the last apply just goes). */
+export function removeElem(set: DesiredSet, id: string): void {
+  const e = set.elems.get(id);
+  if (!e) return;
+  set.elems.delete(id);
+  const d = (set.delta ??= { added: new Map(), removed: new Map() });
+  if (!d.added.delete(id)) d.removed.set(id, e);
+}
+
 export const elemId = (e: ElemSpec) => `${e.key}/${e.flags}${e.verdict ? `/${e.verdict.code}/${e.verdict.chain}` : ''}`;
 
 /**

@@ -1,5 +1,6 @@
 // Rendering of the calc graph's output into Felix's rule model and its two syntaxes.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 
 import { coveringMembers } from '../../src/dataplane/render/cover.js';
@@ -121,6 +122,17 @@ describe('dataplane render: names and marks', () => {
     assert.notEqual(ruleHashes('c2', ['-j ACCEPT'])[0], a);
     assert.equal(ruleHashes('c1', ['-j ACCEPT'])[0], a);
     assert.match(a as string, /^[A-Za-z0-9_-]{16}$/);
+    // Felix's definition, sha224 over the previous digest and the rule, for any text: long
+    // ones (past the reused buffer) and multi-byte ones included.
+    const felix = (chain: string, texts: string[]) => {
+      let prev = createHash('sha224').update(chain).digest();
+      return texts.map((t) => {
+        prev = createHash('sha224').update(prev).update(t).digest();
+        return prev.toString('base64url').slice(0, 16);
+      });
+    };
+    const texts = ['-j ACCEPT', 'é'.repeat(40_000), 'x'.repeat(65_500), 'x'.repeat(70_000), '', 'ü-j DROP'];
+    assert.deepEqual(ruleHashes('cali-tw-eth0', texts), felix('cali-tw-eth0', texts));
   });
 });
 

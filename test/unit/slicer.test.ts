@@ -7,7 +7,15 @@ import { describe, it } from 'node:test';
 import { defaultConfig } from '../../src/config/params.js';
 import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
 import { DesiredState, DirtyKeys } from '../../src/dataplane/desired-state.js';
+import { ipSetElemSteps } from '../../src/dataplane/backends/nft/desired.js';
 import { drain, Slicer, type Steps } from '../../src/dataplane/slicer.js';
+
+function drainValue<T>(g: Generator<void, T, undefined>): T {
+  for (;;) {
+    const r = g.next();
+    if (r.done) return r.value;
+  }
+}
 
 function* counting(out: number[], n: number, spinMs = 0): Steps {
   for (let i = 0; i < n; i++) {
@@ -66,6 +74,31 @@ describe('IP-set member deltas', () => {
     assert.deepEqual([...(a?.removed ?? [])], []);
     assert.equal(d.memberDeltas.has('b'), false, 'b was replaced whole in this batch');
     assert.deepEqual([...(s.ipsets.get('b')?.members ?? [])], [ip(6), ip(7)]);
+  });
+
+  it('a big set of host addresses is converted 512 members a step, with no pass over all of them first', () => {
+    const members = Array.from({ length: 5000 }, (_, i) => ip(i));
+    let read = 0;
+    const watched = new Proxy(members, {
+      get(target, prop, receiver) {
+        if (typeof prop === 'string' && /^\d+$/.test(prop)) read++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const out = new Map();
+    const steps = ipSetElemSteps(4, 'net', watched, out);
+    steps.next();
+    assert.ok(read <= 1024, `the first step read ${read} members`);
+    let n = 1;
+    let r = steps.next();
+    for (; !r.done; r = steps.next()) n++;
+    assert.equal(r.value, true, 'host addresses only');
+    assert.ok(n >= 9, `${n} steps`);
+    assert.equal(out.size, 10_000, 'an interval start and end per address');
+    // A set holding a network is covered first (a network holds addresses), in one pass.
+    const mixed = new Map();
+    assert.equal(drainValue(ipSetElemSteps(4, 'net', ['10.0.0.0/8', '10.1.2.3/32', '192.0.2.1/32'], mixed)), false);
+    assert.equal([...mixed.values()].filter((e) => e.text).length, 2, 'the /32 inside 10.0.0.0/8 is implied');
   });
 
   it('the nftables builder applied by deltas holds what a full render holds', async () => {

@@ -12,7 +12,15 @@ import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
 import { TABLES } from '../../render/model.js';
 import { adoptPatch, compareCatalogue, compareRules, compareSet, emptyPatch, type Patch, Touched } from './check.js';
-import { baseOf, type CommittedFamily, emptyCommitted, readBack, sameList } from './committed.js';
+import {
+  baseOf,
+  type CommittedFamily,
+  emptyCommitted,
+  readBack,
+  readBackRules,
+  readBackSet,
+  sameList,
+} from './committed.js';
 import type { DesiredChain, DesiredFamily, DesiredSet } from './desired.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
@@ -22,6 +30,20 @@ import { drain, runSteps, type Slicer, type Steps } from '../../slicer.js';
 export const TABLE = 'calico';
 /** Set elements per planning step (a set may hold every endpoint of the cluster). */
 const ELEM_CHUNK = 1024;
+/** Elements compared or copied between two turns of the event loop. */
+const COMPARE_CHUNK = 8192;
+
+// A set's elements copied as committed, with a turn for the loop every COMPARE_CHUNK
+// (one Map copy of a 500,000-element set held the loop for tens of ms).
+function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, ElemSpec>, undefined> {
+  const copy = new Map<string, ElemSpec>();
+  let i = 0;
+  for (const [id, e] of elems) {
+    copy.set(id, e);
+    if (++i % COMPARE_CHUNK === 0) yield;
+  }
+  return copy;
+}
 /** Chains whose rules a check reads in one part (one part holds back a commit at most). */
 const CHECK_CHAINS = 256;
 
@@ -83,10 +105,31 @@ export class NftBackend {
    */
   async resync(families: Family[], slicer?: Slicer): Promise<void> {
     for (const f of families) {
-      const dump = await nftDump(NFPROTO[f], this.table);
       const c = emptyCommitted();
-      await runSteps(readBack(dump, c), slicer);
+      if (slicer) await this.#readBackInParts(f, c, slicer);
+      else drain(readBack(await nftDump(NFPROTO[f], this.table), c));
       this.#committed.set(f, c);
+    }
+  }
+
+  // The read-back as a refresh reads: the catalogue, then the rules of CHECK_CHAINS chains
+  // at a time, then each set's elements. One dump of a 100,000-rule table became JS
+  // objects in one 50 ms call on the event loop (an agent restarting over a programmed
+  // node); a part is a few ms. Each part waits for a commit in flight, as a check's does.
+  async #readBackInParts(f: Family, c: CommittedFamily, slicer: Slicer): Promise<void> {
+    const family = NFPROTO[f];
+    const read = (scope: NftDumpScope) => this.#exclusive(() => nftDump(family, this.table, scope));
+    const cat = await read({ catalogue: true });
+    c.exists = cat.exists;
+    if (!cat.exists) return;
+    for (const ch of cat.chains) if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
+    for (let i = 0; i < cat.chains.length; i += CHECK_CHAINS) {
+      const names = cat.chains.slice(i, i + CHECK_CHAINS).map((ch) => ch.name);
+      await runSteps(readBackRules(await read({ rulesOf: names, elementsOf: [] }), c), slicer);
+    }
+    for (const s of cat.sets) {
+      const part = await read({ rulesOf: [], elementsOf: [s.name] });
+      await runSteps(readBackSet({ ...(part.sets[0] as NftDump['sets'][number]), flags: s.flags }, c), slicer);
     }
   }
 
@@ -326,7 +369,7 @@ export class NftBackend {
         if ((c.chains.size & 1023) === 0) yield;
       }
       for (const s of d.sets.values()) {
-        c.sets.set(s.name, new Map(s.elems));
+        c.sets.set(s.name, yield* copyElems(s.elems));
         s.delta = undefined;
         yield;
       }
@@ -342,7 +385,7 @@ export class NftBackend {
         if (s?.delta && had) {
           for (const id of s.delta.removed.keys()) had.delete(id);
           for (const [id, e] of s.delta.added) had.set(id, e);
-        } else if (s) c.sets.set(name, new Map(s.elems));
+        } else if (s) c.sets.set(name, yield* copyElems(s.elems));
         else c.sets.delete(name);
         if (s) s.delta = undefined;
       }
@@ -369,6 +412,7 @@ export class NftBackend {
         yield;
       }
     };
+    let compared = 0;
     const syncSet = function* (s: DesiredSet): Steps {
       const have = c.sets.get(s.name);
       if (!have) {
@@ -385,8 +429,17 @@ export class NftBackend {
         for (const [id, e] of s.delta.removed) if (have.has(id)) removed.push(e);
         for (const [id, e] of s.delta.added) if (!have.has(id)) added.push(e);
       } else {
-        for (const [id, e] of have) if (!s.elems.has(id)) removed.push(e);
-        for (const [id, e] of s.elems) if (!have.has(id)) added.push(e);
+        // Compared whole (after a read-back: an agent's restart over a programmed node),
+        // with a turn for the loop every COMPARE_CHUNK elements, of one big set or of
+        // many small ones.
+        for (const [id, e] of have) {
+          if (!s.elems.has(id)) removed.push(e);
+          if (++compared % COMPARE_CHUNK === 0) yield;
+        }
+        for (const [id, e] of s.elems) {
+          if (!have.has(id)) added.push(e);
+          if (++compared % COMPARE_CHUNK === 0) yield;
+        }
       }
       if (s.spec.flags & SET_FLAG.interval) deletionOrder(removed);
       // Deletes first: an interval set refuses a new element overlapping an old one.
@@ -423,6 +476,7 @@ export class NftBackend {
         w.chainDel(f, t, ch.name);
         had = undefined;
       }
+      if ((++n & 255) === 0) yield;
       if (sameList(had, ch.hashes)) continue;
       if (ch.base && !had) w.chainAdd(f, t, ch.name, ch.base);
       if (had?.length) w.chainFlush(f, t, ch.name);

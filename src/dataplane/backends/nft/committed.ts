@@ -93,16 +93,25 @@ export function* dumpedElems(s: DumpSet, out: Map<string, ElemSpec>): Steps {
  */
 export function* readBack(dump: NftDump, c: CommittedFamily): Steps {
   c.exists = dump.exists;
+  yield* readBackRules(dump, c);
+  for (const s of dump.sets) yield* readBackSet(s, c);
+}
+
+/** A dump's (or a part's) chains with their rule hashes, and the base chains' declarations. */
+export function* readBackRules(part: NftDump, c: CommittedFamily): Steps {
   const lists: string[][] = [];
-  yield* chainHashes(dump, lists);
-  dump.chains.forEach((ch, i) => {
+  yield* chainHashes(part, lists);
+  part.chains.forEach((ch, i) => {
     c.chains.set(ch.name, lists[i] as string[]);
     if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
   });
-  for (const s of dump.sets) {
-    const elems = new Map<string, ElemSpec>();
-    yield* dumpedElems(s, elems);
-    c.sets.set(s.name, elems);
-    yield;
-  }
+}
+
+/** A dumped set's elements (none for a set gone since the catalogue listed it). */
+export function* readBackSet(s: DumpSet, c: CommittedFamily): Steps {
+  if (s.gone) return;
+  const elems = new Map<string, ElemSpec>();
+  yield* dumpedElems(s, elems);
+  c.sets.set(s.name, elems);
+  yield;
 }

@@ -60,10 +60,31 @@ export interface RawPacked {
  */
 export type RawNftDumpScope = { catalogue: true } | { rulesOf: string[]; elementsOf: string[] };
 
+/** A dumped chain (hook, prio, type and policy for a base chain only). */
+export interface RawNftChain {
+  name: string;
+  hook?: number;
+  prio?: number;
+  type?: string;
+  policy?: number;
+}
+
+/** nftDump's chains by column: the names (NUL between them), and each base chain's declaration with its index. */
+export interface RawNftChains {
+  count: number;
+  names: string;
+  bases: Array<Required<Omit<RawNftChain, 'name'>> & { index: number }>;
+}
+
+/** nftDump as the addon resolves it; src/native/nft.ts makes the chain objects (NftDump). */
+export interface RawNftDumpColumns extends Omit<RawNftDump, 'chains'> {
+  chains: RawNftChains;
+}
+
 export interface RawNftDump {
   exists: boolean;
   /** In a part (a scope with names), each named chain, whether or not the kernel has it (then it lists no rules). */
-  chains: Array<{ name: string; hook?: number; prio?: number; type?: string; policy?: number }>;
+  chains: RawNftChain[];
   /** Each rule's chain (an index into `chains`) and userdata. */
   rules: { count: number; chain: Uint32Array; udata: RawPacked };
   sets: Array<{
@@ -158,7 +179,7 @@ export interface RawModule {
    * copied: it must not be written to until the promise settles.
    */
   nftCommit(ops: Uint8Array | readonly Uint8Array[]): Promise<RawNftCommitResult>;
-  nftDump(family: number, table: string, scope?: RawNftDumpScope): Promise<RawNftDump>;
+  nftDump(family: number, table: string, scope?: RawNftDumpScope): Promise<RawNftDumpColumns>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;
   RtnlMonitor: new (

@@ -26,6 +26,7 @@ import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js'
 import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
+import { describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
 import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
@@ -77,6 +78,8 @@ interface Inside {
   mallocEndMb: number;
   rssEndMb: number;
   maxTickGapMs: number;
+  /** The stream's longest blocks of the event loop, with the collector's share of each. */
+  loopBlocks: LoopBlock[];
   /** RSS (MB) every SAMPLE_S seconds of the stream. */
   rssSamplesMb: number[];
   heapStartMb: number;
@@ -313,6 +316,8 @@ async function inside(mode: string): Promise<Inside> {
   let maxTickGap = 0;
   const heapStart = process.memoryUsage().heapUsed;
   const cpu0 = process.cpuUsage();
+  const blocks = new LoopBlockTracer(10);
+  blocks.start();
   const s0 = performance.now();
   measuring = true;
   await new Promise<void>((done) => {
@@ -353,6 +358,7 @@ async function inside(mode: string): Promise<Inside> {
     tick();
   });
   const wall = (performance.now() - s0) / 1000;
+  const loopBlocks = blocks.stop(3);
   // The last updates' applies.
   const deadline = performance.now() + 5000;
   while ((waiting.length || pendingFlush) && performance.now() < deadline) {
@@ -393,6 +399,7 @@ async function inside(mode: string): Promise<Inside> {
     rssEndMb: rssEnd / MB,
     rssSamplesMb: rssSamples,
     maxTickGapMs: maxTickGap,
+    loopBlocks,
     heapStartMb: heapStart / MB,
     heapEndMb: heapEnd / MB,
     achievedRate: k / wall,
@@ -421,6 +428,10 @@ function runInside(mode: string): Inside {
         ns,
         process.execPath,
         '--expose-gc',
+        // PALISADE_BENCH_CPU_PROF=DIR: a CPU profile of the run, for scripts/cpuprofile-blocks.mjs.
+        ...(process.env.PALISADE_BENCH_CPU_PROF
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PALISADE_BENCH_CPU_PROF}`, '--cpu-prof-interval=200']
+          : []),
         fileURLToPath(import.meta.url),
         '--inside',
         mode,
@@ -490,6 +501,8 @@ async function main(): Promise<void> {
       graph_flush_p50_ms: r3(r.flushMs[0]!),
       graph_flush_p99_ms: r3(r.flushMs[2]!),
       event_loop_max_tick_gap_ms: r3(r.maxTickGapMs),
+      longest_blocks: describeBlocks(r.loopBlocks),
+      longest_blocks_at: r.loopBlocks.map((b) => `${b.hrUs}:${b.ms}`).join(','),
       cpu_cores: r3(r.cpuCores),
       cpu_user_s: r3(r.cpuUserS),
       cpu_system_s: r3(r.cpuSystemS),

@@ -18,7 +18,7 @@ import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -244,12 +244,6 @@ const p90 = (xs: number[]) =>
     [...xs].sort((a, b) => a - b),
     90,
   );
-
-/** "21.3 ms at 812 ms (gc 15.0: major); ..." for the report. */
-const describeBlocks = (bs: LoopBlock[]) =>
-  bs
-    .map((b) => `${b.ms} ms at ${b.atMs} ms (gc ${b.gcMs}${b.gcKinds.length ? `: ${b.gcKinds.join('+')}` : ''})`)
-    .join('; ');
 
 async function main(): Promise<void> {
   const i = process.argv.indexOf('--inside');

@@ -79,4 +79,10 @@ export class LoopBlockTracer {
   }
 }
 
+/** "21.3 ms at 812 ms (gc 15.0: minor); ..." for a report. */
+export const describeBlocks = (bs: LoopBlock[]) =>
+  bs
+    .map((b) => `${b.ms} ms at ${b.atMs} ms (gc ${b.gcMs}${b.gcKinds.length ? `: ${b.gcKinds.join('+')}` : ''})`)
+    .join('; ');
+
 const round = (x: number) => Math.round(x * 10) / 10;

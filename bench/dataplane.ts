@@ -3,7 +3,9 @@
 // changes (one endpoint added with its own policy; 1,000 IP-set members changed), by our
 // native netlink backend and by `nft -f` of the same transaction (the way Calico's
 // nftables mode programs: exec nft). Each side runs in its own throwaway network
-// namespace, one after the other, so neither sees the other's tables. Needs root.
+// namespace, one after the other, so neither sees the other's tables. Also issue 21's node
+// of 100,000 rules: its cold apply and an agent restarting over it (each with the event
+// loop's longest blocks), and its read-back. Needs root.
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';

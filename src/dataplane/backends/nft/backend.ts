@@ -33,6 +33,9 @@ const ELEM_CHUNK = 1024;
 /** Elements compared or copied between two turns of the event loop. */
 const COMPARE_CHUNK = 8192;
 
+/** Chains whose rules a check (or a sliced read-back) reads in one part (one part holds back a commit at most). */
+const CHECK_CHAINS = 256;
+
 // A set's elements copied as committed, with a turn for the loop every COMPARE_CHUNK
 // (one Map copy of a 500,000-element set held the loop for tens of ms).
 function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, ElemSpec>, undefined> {
@@ -44,8 +47,6 @@ function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, E
   }
   return copy;
 }
-/** Chains whose rules a check reads in one part (one part holds back a commit at most). */
-const CHECK_CHAINS = 256;
 
 /** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
 export interface ApplyStats extends RulesApplyStats {

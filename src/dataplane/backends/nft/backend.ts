@@ -36,6 +36,25 @@ const COMPARE_CHUNK = 8192;
 /** Chains whose rules a check (or a sliced read-back) reads in one part (one part holds back a commit at most). */
 const CHECK_CHAINS = 256;
 
+/**
+ * A table read in parts after its catalogue, each part read only when the one before has
+ * been used: the rules of CHECK_CHAINS chains at a time, then each set's elements (with its
+ * flags from the catalogue). A refresh's check and a sliced read-back both read this way.
+ */
+async function* partsAfter(
+  cat: NftDump,
+  read: (scope: NftDumpScope) => Promise<NftDump>,
+): AsyncGenerator<{ rules: NftDump } | { set: NftDump['sets'][number] }> {
+  for (let i = 0; i < cat.chains.length; i += CHECK_CHAINS)
+    yield {
+      rules: await read({ rulesOf: cat.chains.slice(i, i + CHECK_CHAINS).map((ch) => ch.name), elementsOf: [] }),
+    };
+  for (const s of cat.sets) {
+    const part = await read({ rulesOf: [], elementsOf: [s.name] });
+    yield { set: { ...(part.sets[0] as NftDump['sets'][number]), flags: s.flags } };
+  }
+}
+
 // A set's elements copied as committed, with a turn for the loop every COMPARE_CHUNK
 // (one Map copy of a 500,000-element set held the loop for tens of ms).
 function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, ElemSpec>, undefined> {
@@ -113,8 +132,8 @@ export class NftBackend {
     }
   }
 
-  // The read-back as a refresh reads: the catalogue, then the rules of CHECK_CHAINS chains
-  // at a time, then each set's elements. One dump of a 100,000-rule table became JS
+  // The read-back as a refresh reads: the catalogue, then the parts after it (partsAfter).
+  // One dump of a 100,000-rule table became JS
   // objects in one 50 ms call on the event loop (an agent restarting over a programmed
   // node); a part is a few ms. Each part waits for a commit in flight, as a check's does.
   async #readBackInParts(f: Family, c: CommittedFamily, slicer: Slicer): Promise<void> {
@@ -124,14 +143,8 @@ export class NftBackend {
     c.exists = cat.exists;
     if (!cat.exists) return;
     for (const ch of cat.chains) if (ch.hook !== undefined) c.bases.set(ch.name, baseOf(ch));
-    for (let i = 0; i < cat.chains.length; i += CHECK_CHAINS) {
-      const names = cat.chains.slice(i, i + CHECK_CHAINS).map((ch) => ch.name);
-      await runSteps(readBackRules(await read({ rulesOf: names, elementsOf: [] }), c), slicer);
-    }
-    for (const s of cat.sets) {
-      const part = await read({ rulesOf: [], elementsOf: [s.name] });
-      await runSteps(readBackSet({ ...(part.sets[0] as NftDump['sets'][number]), flags: s.flags }, c), slicer);
-    }
+    for await (const part of partsAfter(cat, read))
+      await runSteps('rules' in part ? readBackRules(part.rules, c) : readBackSet(part.set, c), slicer);
   }
 
   /** Deletes our tables (agent --cleanup); a table that is not there is fine. */
@@ -296,14 +309,10 @@ export class NftBackend {
     if (!c || c.full || t.whole) return 'stale';
     if (c.exists && !cat.exists) return 'lost';
     compareCatalogue(cat, c, t, d, report, patch);
-    for (let i = 0; i < cat.chains.length; i += CHECK_CHAINS) {
-      const part = await read({ rulesOf: cat.chains.slice(i, i + CHECK_CHAINS).map((ch) => ch.name), elementsOf: [] });
-      await compare(compareRules(part, c, t, report, patch));
-      if (t.whole) return 'stale';
-    }
-    for (const s of cat.sets) {
-      const part = await read({ rulesOf: [], elementsOf: [s.name] });
-      await compare(compareSet({ ...(part.sets[0] as NftDump['sets'][number]), flags: s.flags }, c, t, report, patch));
+    for await (const part of partsAfter(cat, read)) {
+      await compare(
+        'rules' in part ? compareRules(part.rules, c, t, report, patch) : compareSet(part.set, c, t, report, patch),
+      );
       if (t.whole) return 'stale';
     }
     return 'checked';

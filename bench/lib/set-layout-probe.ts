@@ -1,9 +1,8 @@
 // What the kernel charges to change a few members of big IP sets, by set layout: an
-// interval set (Felix's layout for hash:net sets, and ours) against a plain hash set of
-// addresses (what a set of host addresses only could be). Run inside a throwaway netns:
+// interval set (Felix's layout for hash:net sets, and ours for sets holding a network)
+// against a plain set of addresses (ours for sets of host addresses only). Run inside a throwaway netns:
 // it creates and deletes its own table there.
-import { ipSetElems, ipSetSpec } from '../../src/dataplane/backends/nft/desired.js';
-import { TYPE } from '../../src/dataplane/backends/nft/consts.js';
+import { ipSetSpec, memberElems } from '../../src/dataplane/backends/nft/desired.js';
 import type { ElemSpec } from '../../src/dataplane/backends/nft/op-writer.js';
 import { NativeSink } from '../../src/dataplane/backends/nft/sinks.js';
 import { nftCommit } from '../../src/native/nft.js';
@@ -13,22 +12,12 @@ const TABLE = 'palisade-probe';
 const ip = (n: number) => `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
 
 function elems(interval: boolean, addrs: string[]): ElemSpec[] {
-  if (interval)
-    return [
-      ...ipSetElems(
-        4,
-        'net',
-        addrs.map((a) => `${a}/32`),
-      ).values(),
-    ];
-  return addrs.map((a) => ({ key: Buffer.from(a.split('.').map(Number)).toString('hex'), flags: 0 }));
+  return addrs.flatMap((a) => memberElems(4, interval ? 'net' : 'hosts', `${a}/32`));
 }
 
 /** Median commit ms of adding `delta` members to each of `sets` sets of `per` members. */
 async function probe(interval: boolean, sets: number, per: number, delta: number): Promise<number> {
-  const spec = interval
-    ? ipSetSpec(4, 'net')
-    : { flags: 0, keyType: TYPE.ipv4_addr, keyLen: 4, text: 'type ipv4_addr;' };
+  const spec = ipSetSpec(4, interval ? 'net' : 'hosts');
   const add = (w: NativeSink, set: number, addrs: string[]) =>
     w.elems(true, 4, TABLE, `s${set}`, 0, elems(interval, addrs));
   let w = new NativeSink();

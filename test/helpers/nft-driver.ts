@@ -48,7 +48,8 @@ function synthetic(chains: number, rules: number, elements: number, brokenJump: 
   const d: DesiredFamily = { family: 4, chains: new Map(), sets: new Map() };
   const members: string[] = [];
   for (let i = 0; i < elements; i++) members.push(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`);
-  d.sets.set('cali40big', { name: 'cali40big', spec: ipSetSpec(4, 'net'), elems: ipSetElems(4, 'net', members) });
+  const { elems, elemKind } = ipSetElems(4, 'net', members);
+  d.sets.set('cali40big', { name: 'cali40big', spec: ipSetSpec(4, elemKind), elems, elemKind });
   for (let c = 0; c < chains; c++) {
     const rs: Rule[] = [];
     for (let r = 0; r < rules; r++) {

@@ -21,7 +21,8 @@ import {
   readBackSet,
   sameList,
 } from './committed.js';
-import type { DesiredChain, DesiredFamily, DesiredSet } from './desired.js';
+import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from './desired.js';
+import { emptyUsers, relaidSets } from './relayout.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 import type { RulesApplyStats } from '../rules-backend.js';
@@ -379,6 +380,7 @@ export class NftBackend {
         if ((c.chains.size & 1023) === 0) yield;
       }
       for (const s of d.sets.values()) {
+        c.layouts.set(s.name, layoutOf(s.spec));
         c.sets.set(s.name, yield* copyElems(s.elems));
         s.delta = undefined;
         yield;
@@ -392,11 +394,13 @@ export class NftBackend {
       for (const name of d.dirty.sets) {
         const s = d.sets.get(name);
         const had = c.sets.get(name);
-        if (s?.delta && had) {
+        if (s?.delta && had && c.layouts.get(name) === layoutOf(s.spec)) {
           for (const id of s.delta.removed.keys()) had.delete(id);
           for (const [id, e] of s.delta.added) had.set(id, e);
         } else if (s) c.sets.set(name, yield* copyElems(s.elems));
         else c.sets.delete(name);
+        if (s) c.layouts.set(name, layoutOf(s.spec));
+        else c.layouts.delete(name);
         if (s) s.delta = undefined;
       }
     }
@@ -425,7 +429,11 @@ export class NftBackend {
     let compared = 0;
     const syncSet = function* (s: DesiredSet): Steps {
       const have = c.sets.get(s.name);
-      if (!have) {
+      if (!have || relaid.has(s.name)) {
+        if (have) {
+          w.setDel(f, t, s.name);
+          stats.elemsRemoved += have.size;
+        }
         // The kernel wants a transaction-unique id on every new set, named or not.
         w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
         yield* elems(true, s.name, [...s.elems.values()]);
@@ -462,9 +470,15 @@ export class NftBackend {
       [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
     const sets = wanted(setNames, d.sets);
     yield;
+    // 0. Sets the kernel holds in another layout: the chains that may use them are
+    // emptied first, and written again below (relayout.ts).
+    const relaid = relaidSets(sets, c);
+    const emptied = new Set<string>();
+    if (relaid.size) yield* emptyUsers(w, d, c, t, relaid, emptied);
+    const toWrite = emptied.size ? new Set([...chainNames, ...emptied]) : chainNames;
     // Created table by table, as `palisade plan` declares them, so `nft list` (creation
     // order) reads the same either way.
-    const chains = wanted(chainNames, d.chains).sort((a, b) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table));
+    const chains = wanted(toWrite, d.chains).sort((a, b) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table));
     yield;
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
     for (const s of sets) if (!isMap(s)) yield* syncSet(s);
@@ -477,7 +491,7 @@ export class NftBackend {
     for (const s of sets) if (isMap(s)) yield* syncSet(s);
     const ordered = [...chains.filter((ch) => !ch.base), ...chains.filter((ch) => ch.base)];
     for (const ch of ordered) {
-      let had = c.chains.get(ch.name);
+      let had = emptied.has(ch.name) ? [] : c.chains.get(ch.name);
       // A base chain declared otherwise (another hook type or priority, e.g. by an older
       // version) is replaced: its one rule is a jump, so nothing is lost in between.
       const base = ch.base && c.bases.get(ch.name);
@@ -503,7 +517,7 @@ export class NftBackend {
     const gone = [...chainNames].filter((name) => !d.chains.has(name) && c.chains.has(name));
     yield;
     for (const name of gone) {
-      if (c.chains.get(name)?.length) w.chainFlush(f, t, name);
+      if (!emptied.has(name) && c.chains.get(name)?.length) w.chainFlush(f, t, name);
       if ((++n & 255) === 0) yield;
     }
     for (const name of gone) {

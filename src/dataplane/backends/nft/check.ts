@@ -10,7 +10,8 @@
 import type { NftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { baseOf, chainHashes, type CommittedFamily, dumpedElem, dumpedElems, sameList } from './committed.js';
-import { type DesiredFamily, elemId } from './desired.js';
+import { SET_FLAG } from './consts.js';
+import { type DesiredFamily, elemId, layoutOf } from './desired.js';
 import type { ElemSpec } from './op-writer.js';
 import type { Steps } from '../../slicer.js';
 
@@ -45,7 +46,8 @@ export class Touched {
       const had = c.sets.get(name);
       const marks = this.sets.get(name);
       if (marks === true) continue;
-      if (!s || !had) {
+      // Created, deleted, or deleted and created anew in another layout.
+      if (!s || !had || c.layouts.get(name) !== layoutOf(s.spec)) {
         this.sets.set(name, true);
         continue;
       }
@@ -67,9 +69,11 @@ export interface Patch {
   chains: Map<string, string[] | undefined>;
   bases: Map<string, string>;
   sets: Map<string, Map<string, ElemSpec> | undefined>;
+  /** The layouts of the dumped sets in `sets`. */
+  layouts: Map<string, number>;
 }
 
-export const emptyPatch = (): Patch => ({ chains: new Map(), bases: new Map(), sets: new Map() });
+export const emptyPatch = (): Patch => ({ chains: new Map(), bases: new Map(), sets: new Map(), layouts: new Map() });
 
 export interface CheckReport {
   family: Family;
@@ -150,11 +154,15 @@ export function* compareSet(
     }
     return;
   }
-  if (!(yield* setDrifted(s, c, t))) return;
+  // A set re-created behind our back in another layout has drifted whatever it holds.
+  const layout = s.flags & SET_FLAG.interval;
+  const relaid = c.sets.has(s.name) && !t.sets.has(s.name) && c.layouts.get(s.name) !== layout;
+  if (!relaid && !(yield* setDrifted(s, c, t))) return;
   out.sets.push(s.name);
   const elems = new Map<string, ElemSpec>();
   yield* dumpedElems(s, elems);
   patch.sets.set(s.name, elems);
+  patch.layouts.set(s.name, layout);
 }
 
 /**
@@ -218,7 +226,11 @@ export function adoptPatch(c: CommittedFamily, t: Touched, patch: Patch, d: Desi
         else dumped.delete(id);
       }
       c.sets.set(name, dumped);
-    } else c.sets.delete(name);
+      c.layouts.set(name, patch.layouts.get(name) ?? 0);
+    } else {
+      c.sets.delete(name);
+      c.layouts.delete(name);
+    }
     d.dirty.sets.add(name);
     const s = d.sets.get(name);
     if (s) s.delta = undefined;

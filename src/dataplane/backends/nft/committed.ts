@@ -16,6 +16,8 @@ export interface CommittedFamily {
   /** Chain -> its rules' hashes ("" for a rule that is not ours). */
   chains: Map<string, string[]>;
   sets: Map<string, Map<string, ElemSpec>>;
+  /** Set -> its layout (its interval flag: desired.ts layoutOf), as created or read back. */
+  layouts: Map<string, number>;
   /** Base chains as the kernel declares them ("hook/prio/type"), from the last read-back. */
   bases: Map<string, string>;
   /** Read back from the kernel since the last apply: compare everything next time. */
@@ -26,6 +28,7 @@ export const emptyCommitted = (): CommittedFamily => ({
   exists: false,
   chains: new Map(),
   sets: new Map(),
+  layouts: new Map(),
   bases: new Map(),
   full: true,
 });
@@ -113,5 +116,6 @@ export function* readBackSet(s: DumpSet, c: CommittedFamily): Steps {
   const elems = new Map<string, ElemSpec>();
   yield* dumpedElems(s, elems);
   c.sets.set(s.name, elems);
+  c.layouts.set(s.name, s.flags & SET_FLAG.interval);
   yield;
 }

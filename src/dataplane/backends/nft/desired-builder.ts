@@ -148,24 +148,28 @@ export class NftDesiredBuilder {
     if (s) {
       const set = ipSetOf(id, s, this.family);
       const elems = new Map<string, ElemSpec>();
-      const hostOnly = yield* ipSetElemSteps(this.family, set.kind, set.members, elems);
-      this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, set.kind), elems, hostOnly });
+      const elemKind = yield* ipSetElemSteps(this.family, set.kind, set.members, elems);
+      // A new object without a delta: the apply compares it whole (and re-creates the
+      // set when its layout changed, see backend.ts).
+      this.desired.sets.set(name, { name, spec: ipSetSpec(this.family, elemKind), elems, elemKind });
     } else this.desired.sets.delete(name);
     this.#markSet(name);
     yield;
   }
 
   // A set that only gained and lost members changes by those members' elements, when
-  // they map one to one (no member covers another); false: render it whole instead.
+  // they map one to one (no member covers another) and its layout stays; false: render
+  // it whole instead (a first network member turns a set of hosts into an interval set).
   #memberDelta(state: DesiredState, id: string, delta: MemberDelta): boolean {
     const name = nftSetName(ipSetName(this.family, id));
     const set = this.desired.sets.get(name);
     const s = state.ipsets.get(id);
     if (!set || !s) return false;
-    const kind = s.type === 'IP_AND_PORT' ? 'ipPort' : 'net';
+    const kind = set.elemKind;
     const added = familyMembers(delta.added, this.family);
     const removed = familyMembers(delta.removed, this.family);
-    if (kind === 'net' && (!set.hostOnly || !added.every(isHostCidr))) return false;
+    if (kind === undefined || kind === 'net' || (kind === 'ipPort') !== (s.type === 'IP_AND_PORT')) return false;
+    if (kind === 'hosts' && !added.every(isHostCidr)) return false;
     for (const m of removed) for (const e of memberElems(this.family, kind, m)) removeElem(set, elemId(e));
     for (const m of added) for (const e of memberElems(this.family, kind, m)) addElem(set, elemId(e), e);
     this.#markSet(name);

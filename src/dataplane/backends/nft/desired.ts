@@ -2,7 +2,7 @@
 // `cali:` comments, computed from the nft text so `nft list` and `palisade plan` agree),
 // every set and map with its elements keyed by their kernel bytes.
 import { cover, isHostCidr } from '../../render/cover.js';
-import type { Family, IPSet, Rule, Ruleset, TableName } from '../../render/model.js';
+import type { Family, IPSet, Rule, Ruleset, SetKind, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
 import { hookRule, TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
@@ -10,9 +10,8 @@ import { nftChainName, nftElement, nftHashText } from './text.js';
 import { ruleHashes } from '../../render/names.js';
 import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
 import { u32 } from './exprs.js';
-import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
+import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey, parseAddr } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
-import { drain } from '../../slicer.js';
 
 export interface DesiredChain {
   name: string;
@@ -31,8 +30,11 @@ export interface DesiredSet {
    * by member deltas; the apply then writes these instead of comparing every element.
    */
   delta?: { added: Map<string, ElemSpec>; removed: Map<string, ElemSpec> } | undefined;
-  /** An IP set of host addresses only: its members map to elements one by one (no covering). */
-  hostOnly?: boolean;
+  /**
+   * An IP set's element kind: for `hosts` and `ipPort` its members map to elements one by
+   * one (no covering), and a member delta changes those elements alone.
+   */
+  elemKind?: ElemKind;
 }
 
 export interface DesiredFamily {
@@ -83,64 +85,83 @@ export function chainOf(
   return base ? { name, table, rules, hashes, base } : { name, table, rules, hashes };
 }
 
-export function ipSetSpec(family: Family, kind: 'net' | 'ipPort'): SetSpec {
+/**
+ * How a set's members become kernel elements: `net`, an interval set (a start and an
+ * end element per covering member); `hosts`, a net set of host addresses only, a plain
+ * set of addresses (one element each); `ipPort`, address . protocol . port keys.
+ */
+export type ElemKind = 'net' | 'hosts' | 'ipPort';
+
+export function ipSetSpec(family: Family, kind: ElemKind): SetSpec {
   const addr = family === 4 ? TYPE.ipv4_addr : TYPE.ipv6_addr;
   const len = family === 4 ? 4 : 16;
   const name = family === 4 ? 'ipv4_addr' : 'ipv6_addr';
-  return kind === 'net'
-    ? { flags: SET_FLAG.interval, keyType: addr, keyLen: len, text: `type ${name}; flags interval;` }
-    : {
-        flags: 0,
-        keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service),
-        keyLen: len + 8,
-        text: `type ${name} . inet_proto . inet_service;`,
-      };
+  if (kind === 'net')
+    return { flags: SET_FLAG.interval, keyType: addr, keyLen: len, text: `type ${name}; flags interval;` };
+  if (kind === 'hosts') return { flags: 0, keyType: addr, keyLen: len, text: `type ${name};` };
+  return {
+    flags: 0,
+    keyType: concatType(addr, TYPE.inet_proto, TYPE.inet_service),
+    keyLen: len + 8,
+    text: `type ${name} . inet_proto . inet_service;`,
+  };
 }
+
+/** Whether a set's layout (its flags) differs from another's: the kernel cannot change it in place. */
+export const layoutOf = (spec: SetSpec) => spec.flags & SET_FLAG.interval;
 
 /**
  * Fills `out` with a set's kernel elements, yielding every 512 members: a set can hold
  * every endpoint of the cluster, too many to convert in one turn of the event loop.
- * Returns whether it is a net set of host addresses only (see cover()).
+ * Returns the elements' kind: a net set of host addresses only is `hosts` (see
+ * docs/dataplane.md, "Sets of host addresses").
  */
 export function* ipSetElemSteps(
   family: Family,
-  kind: 'net' | 'ipPort',
+  kind: SetKind,
   members: readonly string[],
   out: Map<string, ElemSpec>,
-): Generator<void, boolean, undefined> {
+): Generator<void, ElemKind, undefined> {
   if (kind === 'net') {
     // Host addresses (workloads': the common case, and the big sets) need no cover(), whose
     // pass over a 100,000-member set held the loop for ~20 ms: none can hold another, and a
     // repeated one lands on the same element.
     let i = 0;
     for (; i < members.length && isHostCidr(members[i] as string); i++) {
-      for (const e of memberElems(family, kind, members[i] as string)) out.set(elemId(e), e);
+      for (const e of memberElems(family, 'hosts', members[i] as string)) out.set(elemId(e), e);
       if ((i & 511) === 511) yield;
     }
-    if (i === members.length) return true;
+    if (i === members.length) return 'hosts';
     out.clear();
   }
-  const covered = kind === 'net' ? cover(members) : undefined;
-  const list = covered ? covered.covering : members;
+  const list = kind === 'net' ? cover(members).covering : members;
   for (let i = 0; i < list.length; i++) {
     for (const e of memberElems(family, kind, list[i] as string)) out.set(elemId(e), e);
     if ((i & 511) === 511) yield;
   }
-  return covered?.hostOnly ?? false;
+  return kind;
 }
 
-/** One member's elements: an address-and-port key, or an interval's start (and end). */
-export function memberElems(family: Family, kind: 'net' | 'ipPort', m: string): ElemSpec[] {
+/** One member's elements: an address-and-port key, an address, or an interval's start (and end). */
+export function memberElems(family: Family, kind: ElemKind, m: string): ElemSpec[] {
   if (kind === 'ipPort') return [{ key: ipPortKey(m, family).toString('hex'), flags: 0, text: nftElement(m) }];
+  if (kind === 'hosts') {
+    const slash = m.indexOf('/');
+    const addr = slash < 0 ? m : m.slice(0, slash);
+    return [{ key: parseAddr(addr, family).toString('hex'), flags: 0, text: addr }];
+  }
   const [start, end] = cidrElems(m, family) as [ElemSpec, ElemSpec?];
   start.text = m;
   return end ? [start, end] : [start];
 }
 
-export function ipSetElems(family: Family, kind: 'net' | 'ipPort', members: readonly string[]): Map<string, ElemSpec> {
-  const out = new Map<string, ElemSpec>();
-  drain(ipSetElemSteps(family, kind, members, out));
-  return out;
+/** A set's elements and their kind (ipSetElemSteps at once). */
+export function ipSetElems(family: Family, kind: SetKind, members: readonly string[]) {
+  const elems = new Map<string, ElemSpec>();
+  const steps = ipSetElemSteps(family, kind, members, elems);
+  let r = steps.next();
+  while (!r.done) r = steps.next();
+  return { elems, elemKind: r.value };
 }
 
 /** nft's set userdata: key byte order 1 (host) is how nft marks string keys such as ifname. */
@@ -148,8 +169,8 @@ const STRING_KEY_UDATA = Uint8Array.of(UDATA_SET_KEYBYTEORDER, 4, ...u32(1));
 
 /** A rendered IP set as the kernel will hold it. */
 export function desiredSetOf(family: Family, s: IPSet): DesiredSet {
-  const name = nftSetName(s.name);
-  return { name, spec: ipSetSpec(family, s.kind), elems: ipSetElems(family, s.kind, s.members) };
+  const { elems, elemKind } = ipSetElems(family, s.kind, s.members);
+  return { name: nftSetName(s.name), spec: ipSetSpec(family, elemKind), elems, elemKind };
 }
 
 export const MAP_SPEC: SetSpec = {

@@ -2,7 +2,7 @@
 // names prefixed by their iptables table ("filter-cali-INPUT"), base chains hooking the
 // kernel at the iptables priorities, named sets for IP sets and verdict maps for dispatch.
 // The text loads with `nft -f` and replaces any previous calico table atomically.
-import { coveringMembers } from '../../render/cover.js';
+import { coveringMembers, isHostCidr } from '../../render/cover.js';
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
 import { commentHashText, nftComment } from '../../render/comments.js';
@@ -108,7 +108,11 @@ export function nftElement(member: string): string {
   return `${member.slice(0, comma)} . ${proto} . ${port}`;
 }
 
+/** A net set of host addresses only is a plain set of addresses (desired.ts, ipSetElemSteps). */
+export const isHostSet = (set: IPSet) => set.kind === 'net' && set.members.every(isHostCidr);
+
 export function nftSetElements(set: IPSet): string[] {
+  if (isHostSet(set)) return [...new Set(set.members.map((m) => m.slice(0, m.indexOf('/'))))];
   return (set.kind === 'net' ? coveringMembers(set.members) : set.members).map(nftElement);
 }
 
@@ -119,7 +123,7 @@ export function renderNft(rs: Ruleset): string {
   for (const table of TABLES)
     for (const name of rs.tables[table].keys()) out.push(`\tchain ${nftChainName(table, name)} {}`);
   for (const set of rs.sets.values()) {
-    const flags = set.kind === 'net' ? '; flags interval' : '';
+    const flags = set.kind === 'net' && !isHostSet(set) ? '; flags interval' : '';
     const elems = nftSetElements(set);
     out.push(
       `\tset ${nftSetName(set.name)} { type ${nftSetType(rs.family, set)}${flags};${elems.length ? ` elements = { ${elems.join(', ')} };` : ''} }`,

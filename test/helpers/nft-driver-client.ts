@@ -1,0 +1,48 @@
+// The test side of nft-driver.ts: starts the driver inside a test namespace and talks
+// to it one JSON line at a time. Drivers are killed when the test file ends.
+import assert from 'node:assert/strict';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { after } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import type { Netns } from './netns.js';
+
+const DRIVER = fileURLToPath(new URL('./nft-driver.js', import.meta.url));
+export interface Driver {
+  call<T = unknown>(cmd: Record<string, unknown>): Promise<T>;
+  fail(
+    cmd: Record<string, unknown>,
+  ): Promise<{ message: string; code: string; failures: Array<{ object: string; errno: number }> }>;
+}
+
+const children: ChildProcessWithoutNullStreams[] = [];
+after(() => {
+  for (const c of children) c.kill();
+});
+
+export function driver(ns: Netns, transport: 'native' | 'exec' = 'native'): Driver {
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, transport]);
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const waiting: Array<(v: { ok: boolean; result?: unknown; error?: unknown }) => void> = [];
+  createInterface({ input: child.stdout }).on('line', (l) => waiting.shift()?.(JSON.parse(l)));
+  const send = (cmd: Record<string, unknown>) =>
+    new Promise<{ ok: boolean; result?: unknown; error?: unknown }>((resolve) => {
+      waiting.push(resolve);
+      child.stdin.write(`${JSON.stringify(cmd)}\n`);
+    });
+  return {
+    async call(cmd) {
+      const r = await send(cmd);
+      if (!r.ok) throw new Error(`driver ${String(cmd.cmd)}: ${JSON.stringify(r.error)}; stderr: ${stderr}`);
+      return r.result as never;
+    },
+    async fail(cmd) {
+      const r = await send(cmd);
+      assert.equal(r.ok, false, `expected ${String(cmd.cmd)} to fail`);
+      return r.error as never;
+    },
+  };
+}

@@ -20,7 +20,8 @@ import { Rng } from '../helpers/rng.js';
 function comparable(d: DesiredFamily) {
   return {
     chains: [...d.chains.values()].map((c) => [c.name, c.hashes.join(',')]).sort(),
-    sets: [...d.sets.values()].map((s) => [s.name, [...s.elems.keys()].sort().join(' ')]).sort(),
+    // With each set's layout: a set of hosts is a plain set, one holding a network an interval set.
+    sets: [...d.sets.values()].map((s) => [s.name, s.spec.flags, [...s.elems.keys()].sort().join(' ')]).sort(),
   };
 }
 

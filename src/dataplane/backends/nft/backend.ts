@@ -201,7 +201,8 @@ export class NftBackend {
     for (const name of c.chains.keys()) if (!desired.chains.has(name)) out.chains.push(name);
     yield;
     for (const d of desired.sets.values()) {
-      if (!sameElems(c.sets.get(d.name), d)) out.sets.push(d.name);
+      // (An empty set in another layout holds the same elements: none.)
+      if (!sameElems(c.sets.get(d.name), d) || c.layouts.get(d.name) !== layoutOf(d.spec)) out.sets.push(d.name);
       yield;
     }
     for (const name of c.sets.keys()) if (!desired.sets.has(name)) out.sets.push(name);

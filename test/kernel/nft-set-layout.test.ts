@@ -1,7 +1,8 @@
 // IP sets of host addresses only are plain sets of addresses; a set holding a network is
 // an interval set (Felix's layout). Against a real kernel, in a throwaway namespace: a
-// set in use by a policy's rule changes layout both ways in one transaction each, and
-// an agent starting over a node programmed in Felix's layout re-creates its sets.
+// set in use by a policy's rule changes layout both ways in one transaction each; a
+// refresh finds a set re-created in the other layout behind our back; and an agent
+// starting over a node programmed in Felix's layout re-creates its sets.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
@@ -78,6 +79,38 @@ describe('kernel: nftables IP-set layouts', { skip: ROOT_SKIP }, () => {
     const delta = await d.call<Stats>({ cmd: 'agent-apply', msgs: h.flush() });
     assert.equal(delta.stats.elemsAdded, 1, JSON.stringify(delta.stats));
     assert.match(apiSet(ns).text, /10\.65\.1\.11/);
+  });
+
+  it('a refresh finds a set re-created behind our back in the other layout, and the next apply puts it back', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call<Stats>({ cmd: 'agent-apply', msgs: new Harness().put(...app()).flush() });
+    const { name } = apiSet(ns);
+    // The chains whose rules use the set, emptied so the set can be deleted and made again.
+    const table = ns.run('nft', ['list', 'table', 'ip', 'calico']);
+    const users = [...table.matchAll(/chain (\S+) \{[^}]*?@(\S+)/g)].filter((m) => m[2] === name).map((m) => m[1]);
+    assert.ok(users.length >= 1);
+    ns.run(
+      'nft',
+      ['-f', '-'],
+      [
+        ...users.map((c) => `flush chain ip calico ${c}`),
+        `delete set ip calico ${name}`,
+        `add set ip calico ${name} { type ipv4_addr; flags interval; }`,
+        `add element ip calico ${name} { 10.65.1.10 }`,
+      ].join('\n'),
+    );
+    const r = await d.call<{ check: { outcome: string; drift: Array<{ chains: string[]; sets: string[] }> } }>({
+      cmd: 'agent-check',
+      msgs: [],
+    });
+    assert.equal(r.check.outcome, 'checked');
+    assert.deepEqual(r.check.drift[0]?.sets, [name]);
+    assert.deepEqual([...(r.check.drift[0]?.chains ?? [])].sort(), [...users].sort());
+    await d.call<Stats>({ cmd: 'agent-apply', msgs: [] });
+    assert.doesNotMatch(apiSet(ns).text, /flags interval/);
+    assert.match(ns.run('nft', ['list', 'table', 'ip', 'calico']), new RegExp(`ip saddr @${name}`));
+    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), noDrift);
   });
 
   it('an agent starting over sets in the interval layout (as Felix programs them) re-creates them, in one transaction', async () => {

@@ -22,20 +22,10 @@ export function isHostCidr(m: string): boolean {
 
 /** The members not inside another member, in input order. */
 export function coveringMembers(members: readonly string[]): string[] {
-  return cover(members).covering;
-}
-
-/**
- * The covering members, and whether every member is a host address (then none covers
- * another, and each member is its own element: the nftables builder changes such a set
- * member by member).
- */
-export function cover(members: readonly string[]): { covering: string[]; hostOnly: boolean } {
   // Workload addresses (the common case, and the big sets) are host routes: none can
   // hold another, only repeat it.
-  const hostOnly = members.every(isHostCidr);
-  if (members.length < 2) return { covering: [...members], hostOnly };
-  if (hostOnly) return { covering: [...new Set(members)], hostOnly };
+  if (members.length < 2) return [...members];
+  if (members.every(isHostCidr)) return [...new Set(members)];
   const ranges = members.map((m, i) => {
     const r = range(m);
     return { i, start: r ? r[0] : 0n, end: r ? r[1] : -1n, ok: !!r };
@@ -53,5 +43,5 @@ export function cover(members: readonly string[]): { covering: string[]; hostOnl
       first = false;
     }
   }
-  return { covering: members.filter((_, i) => keep.has(i)), hostOnly };
+  return members.filter((_, i) => keep.has(i));
 }

@@ -1,7 +1,7 @@
 // The target of an apply, per family: every chain with its rules and their hashes (the
 // `cali:` comments, computed from the nft text so `nft list` and `palisade plan` agree),
 // every set and map with its elements keyed by their kernel bytes.
-import { cover, isHostCidr } from '../../render/cover.js';
+import { coveringMembers, isHostCidr } from '../../render/cover.js';
 import type { Family, IPSet, Rule, Ruleset, SetKind, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
 import { hookRule, TABLES } from '../../render/model.js';
@@ -107,7 +107,7 @@ export function ipSetSpec(family: Family, kind: ElemKind): SetSpec {
   };
 }
 
-/** Whether a set's layout (its flags) differs from another's: the kernel cannot change it in place. */
+/** A set's layout: its interval flag, which the kernel cannot change in place (relayout.ts). */
 export const layoutOf = (spec: SetSpec) => spec.flags & SET_FLAG.interval;
 
 /**
@@ -123,7 +123,7 @@ export function* ipSetElemSteps(
   out: Map<string, ElemSpec>,
 ): Generator<void, ElemKind, undefined> {
   if (kind === 'net') {
-    // Host addresses (workloads': the common case, and the big sets) need no cover(), whose
+    // Host addresses (workloads': the common case, and the big sets) need no covering, whose
     // pass over a 100,000-member set held the loop for ~20 ms: none can hold another, and a
     // repeated one lands on the same element.
     let i = 0;
@@ -134,7 +134,7 @@ export function* ipSetElemSteps(
     if (i === members.length) return 'hosts';
     out.clear();
   }
-  const list = kind === 'net' ? cover(members).covering : members;
+  const list = kind === 'net' ? coveringMembers(members) : members;
   for (let i = 0; i < list.length; i++) {
     for (const e of memberElems(family, kind, list[i] as string)) out.set(elemId(e), e);
     if ((i & 511) === 511) yield;

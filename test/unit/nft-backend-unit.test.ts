@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import { partsAfter } from '../../src/dataplane/backends/nft/backend.js';
 import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
 import { type DesiredFamily, desiredOf } from '../../src/dataplane/backends/nft/desired.js';
 import { commentOf, commentUdata } from '../../src/dataplane/backends/nft/exprs.js';
@@ -12,7 +13,7 @@ import { OP, OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
-import { nftAttr, nftCommit, nftDump } from '../../src/native/nft.js';
+import { type NftDump, type NftDumpScope, nftAttr, nftCommit, nftDump } from '../../src/native/nft.js';
 import { Harness, profile, randomChange, tier, wep } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
 import { Rng } from '../helpers/rng.js';
@@ -105,6 +106,54 @@ describe('nft backend: chains all workloads share', () => {
     const rules = (name: string) => b.desired.chains.get(name)?.rules.length;
     assert.equal(rules('raw-cali-rpf-skip'), 0);
     assert.equal(rules('nat-cali-fip-dnat'), 0);
+  });
+});
+
+describe('nft backend: a table read in parts', () => {
+  it('reads at most 256 chains and about 2,048 expected rules a part (a long chain alone), then each set', async () => {
+    // Endpoint chains of 400 rules (a jump per policy) and small policy chains.
+    const rules = new Map<string, number>();
+    for (let i = 0; i < 20; i++) rules.set(`filter-cali-tw-${i}`, 400);
+    for (let i = 0; i < 600; i++) rules.set(`filter-cali-pi-${i}`, 3);
+    rules.set('filter-cali-huge', 5000);
+    const names = [...rules.keys()];
+    const cat = {
+      exists: true,
+      chains: names.map((name) => ({ name })),
+      sets: [{ name: 's1', flags: 4 }],
+    } as unknown as NftDump;
+    // The parts' chain lists (catalogue scopes aside).
+    const chainsOf = (x: NftDumpScope) => ('rulesOf' in x ? x.rulesOf : []);
+    const scopes: NftDumpScope[] = [];
+    const read = async (scope: NftDumpScope) => {
+      scopes.push(scope);
+      const elements = { count: 0 };
+      return { exists: true, chains: [], sets: [{ name: 's1', flags: 0, elements }] } as unknown as NftDump;
+    };
+    const parts = [];
+    for await (const p of partsAfter(cat, read, (n) => rules.get(n) ?? 1)) parts.push(p);
+    const chainParts = scopes.map(chainsOf).filter((x) => x.length);
+    assert.deepEqual(chainParts.flat(), names, 'every chain once, in order');
+    for (const part of chainParts) {
+      assert.ok(part.length <= 256);
+      const sum = part.reduce((a, n) => a + (rules.get(n) ?? 0), 0);
+      assert.ok(sum <= 2048 || part.length === 1, `${part.length} chains, ${sum} rules`);
+    }
+    assert.deepEqual(chainParts.at(-1), ['filter-cali-huge']);
+    assert.equal(chainParts[0]?.length, 5, 'five endpoint chains of 400 rules');
+    // Then the set, with the catalogue's flags.
+    assert.deepEqual(scopes.at(-1), { rulesOf: [], elementsOf: ['s1'] });
+    assert.deepEqual(parts.at(-1), { set: { name: 's1', flags: 4, elements: { count: 0 } } });
+    // Without expected counts (a read-back at start): 256 chains a part.
+    scopes.length = 0;
+    for await (const _ of partsAfter(cat, read));
+    assert.deepEqual(
+      scopes
+        .map(chainsOf)
+        .filter((x) => x.length)
+        .map((x) => x.length),
+      [256, 256, 109],
+    );
   });
 });
 

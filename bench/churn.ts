@@ -26,7 +26,7 @@ import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js'
 import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
-import { describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
 import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
@@ -438,10 +438,7 @@ function runInside(mode: string): Inside {
         ns,
         process.execPath,
         '--expose-gc',
-        // PALISADE_BENCH_CPU_PROF=DIR: a CPU profile of the run, for scripts/cpuprofile-blocks.mjs.
-        ...(process.env.PALISADE_BENCH_CPU_PROF
-          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PALISADE_BENCH_CPU_PROF}`, '--cpu-prof-interval=200']
-          : []),
+        ...cpuProfFlags(),
         fileURLToPath(import.meta.url),
         '--inside',
         mode,
@@ -516,7 +513,7 @@ async function main(): Promise<void> {
       graph_flush_p99_ms: r3(r.flushMs[2]!),
       event_loop_max_tick_gap_ms: r3(r.maxTickGapMs),
       longest_blocks: describeBlocks(r.loopBlocks),
-      longest_blocks_at: r.loopBlocks.map((b) => `${b.hrUs}:${b.ms}`).join(','),
+      longest_blocks_at: blocksAt(r.loopBlocks),
       cpu_cores: r3(r.cpuCores),
       cpu_user_s: r3(r.cpuUserS),
       cpu_system_s: r3(r.cpuSystemS),

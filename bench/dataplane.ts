@@ -20,7 +20,7 @@ import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -222,10 +222,7 @@ function runInside(transport: Transport, big = false): InsideResult {
         'exec',
         ns,
         process.execPath,
-        // PALISADE_BENCH_CPU_PROF=DIR: a CPU profile of each run, for scripts/cpuprofile-blocks.mjs.
-        ...(process.env.PALISADE_BENCH_CPU_PROF
-          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PALISADE_BENCH_CPU_PROF}`, '--cpu-prof-interval=200']
-          : []),
+        ...cpuProfFlags(),
         fileURLToPath(import.meta.url),
         '--inside',
         transport,
@@ -295,7 +292,7 @@ async function main(): Promise<void> {
       cold_100k_event_loop_p99_ms: r3(big.coldLoopP99Ms),
       cold_100k_longest_blocks: describeBlocks(big.coldLoopBlocks),
       // For a profile of the same run (--cpu-prof): scripts/cpuprofile-blocks.mjs --at <this>.
-      cold_100k_longest_blocks_at: big.coldLoopBlocks.map((b) => `${b.hrUs}:${b.ms}`).join(','),
+      cold_100k_longest_blocks_at: blocksAt(big.coldLoopBlocks),
       read_back_100k_ms: r3(big.readBackMs ?? 0),
       restart_100k_ms: r3(big.restart?.ms ?? 0),
       restart_100k_ops_written: big.restart?.writtenOps ?? -1,

@@ -85,4 +85,16 @@ export const describeBlocks = (bs: LoopBlock[]) =>
     .map((b) => `${b.ms} ms at ${b.atMs} ms (gc ${b.gcMs}${b.gcKinds.length ? `: ${b.gcKinds.join('+')}` : ''})`)
     .join('; ');
 
+/** "hrUs:ms,..." of the blocks: what `scripts/cpuprofile-blocks.mjs --at` takes. */
+export const blocksAt = (bs: LoopBlock[]) => bs.map((b) => `${b.hrUs}:${b.ms}`).join(',');
+
+/**
+ * Node's flags for a bench's inner process: with PALISADE_BENCH_CPU_PROF=DIR, a CPU
+ * profile of the run in DIR, for `scripts/cpuprofile-blocks.mjs`.
+ */
+export const cpuProfFlags = (): string[] =>
+  process.env.PALISADE_BENCH_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PALISADE_BENCH_CPU_PROF}`, '--cpu-prof-interval=200']
+    : [];
+
 const round = (x: number) => Math.round(x * 10) / 10;

@@ -22,7 +22,7 @@ import {
   sameList,
 } from './committed.js';
 import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from './desired.js';
-import { emptyUsers, relaidSets } from './relayout.js';
+import { emptyUsers, otherLayout, relaidSets } from './relayout.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
 import type { RulesApplyStats } from '../rules-backend.js';
@@ -217,7 +217,7 @@ export class NftBackend {
     yield;
     for (const d of desired.sets.values()) {
       // (An empty set in another layout holds the same elements: none.)
-      if (!sameElems(c.sets.get(d.name), d) || c.layouts.get(d.name) !== layoutOf(d.spec)) out.sets.push(d.name);
+      if (!sameElems(c.sets.get(d.name), d) || otherLayout(c, d)) out.sets.push(d.name);
       yield;
     }
     for (const name of c.sets.keys()) if (!desired.sets.has(name)) out.sets.push(name);
@@ -410,7 +410,7 @@ export class NftBackend {
       for (const name of d.dirty.sets) {
         const s = d.sets.get(name);
         const had = c.sets.get(name);
-        if (s?.delta && had && c.layouts.get(name) === layoutOf(s.spec)) {
+        if (s?.delta && had && !otherLayout(c, s)) {
           for (const id of s.delta.removed.keys()) had.delete(id);
           for (const [id, e] of s.delta.added) had.set(id, e);
         } else if (s) c.sets.set(name, yield* copyElems(s.elems));

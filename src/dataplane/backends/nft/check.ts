@@ -11,7 +11,8 @@ import type { NftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { baseOf, chainHashes, type CommittedFamily, dumpedElem, dumpedElems, sameList } from './committed.js';
 import { SET_FLAG } from './consts.js';
-import { type DesiredFamily, elemId, layoutOf } from './desired.js';
+import { type DesiredFamily, elemId } from './desired.js';
+import { otherLayout } from './relayout.js';
 import type { ElemSpec } from './op-writer.js';
 import type { Steps } from '../../slicer.js';
 
@@ -47,7 +48,7 @@ export class Touched {
       const marks = this.sets.get(name);
       if (marks === true) continue;
       // Created, deleted, or deleted and created anew in another layout.
-      if (!s || !had || c.layouts.get(name) !== layoutOf(s.spec)) {
+      if (!s || !had || otherLayout(c, s)) {
         this.sets.set(name, true);
         continue;
       }

@@ -11,15 +11,18 @@ import { type CommittedFamily, sameList } from './committed.js';
 import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from './desired.js';
 import type { PlanSink } from './sinks.js';
 
+/** Whether the committed state holds `s` (if at all) in another layout than desired. */
+export const otherLayout = (c: CommittedFamily, s: DesiredSet) => c.layouts.get(s.name) !== layoutOf(s.spec);
+
 /** The sets of `sets` the kernel holds in another layout. */
 export function relaidSets(sets: readonly DesiredSet[], c: CommittedFamily): Set<string> {
   const out = new Set<string>();
-  for (const s of sets) if (c.sets.has(s.name) && c.layouts.get(s.name) !== layoutOf(s.spec)) out.add(s.name);
+  for (const s of sets) if (c.sets.has(s.name) && otherLayout(c, s)) out.add(s.name);
   return out;
 }
 
 /** Whether a chain's rules name one of `sets`. */
-export function usesAny(ch: DesiredChain, sets: ReadonlySet<string>): boolean {
+function usesAny(ch: DesiredChain, sets: ReadonlySet<string>): boolean {
   for (const r of ch.rules)
     for (const m of r.match) if ((m.k === 'set' || m.k === 'ipPortSet') && sets.has(nftSetName(m.set))) return true;
   return false;
@@ -28,8 +31,8 @@ export function usesAny(ch: DesiredChain, sets: ReadonlySet<string>): boolean {
 /**
  * Empties every chain in the kernel that may use one of `relaid`: one whose rules use it,
  * and every chain whose committed rules are not the desired ones (what they use is not
- * known; they are rewritten or deleted in this transaction anyway). Returns the chains
- * emptied; the plan writes the desired ones again. Steps: one per 256 chains.
+ * known; they are rewritten or deleted in this transaction anyway). Adds the chains it
+ * empties to `emptied`; the plan writes the desired ones again. Steps: one per 256 chains.
  */
 export function* emptyUsers(
   w: PlanSink,

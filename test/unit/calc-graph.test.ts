@@ -160,6 +160,33 @@ describe('calc graph: scenarios', () => {
     assert.deepEqual([...(h.dp.ipsets.get(dbSet)?.members ?? [])], ['10.65.2.2/32']);
   });
 
+  it('policies sharing a selector text: deleting or changing one leaves the other matching', () => {
+    const h = new Harness();
+    const allow = { ingress: [{ action: 'Allow' as const }] };
+    h.put(
+      profile('kns.prod', {}),
+      wep('web-0', 'node1', '10.65.0.2', { app: 'web' }),
+      wep('db-0', 'node1', '10.65.0.3', { app: 'db' }),
+      gnp('a', { selector: "app == 'web'", ...allow }),
+      gnp('b', { selector: "app == 'web'", ...allow }),
+    );
+    h.flush();
+    const ingress = (ep: string) => h.dp.weps.get(`k8s/prod/${ep}/eth0`)?.tiers[0]?.ingressPolicies ?? [];
+    assert.deepEqual(ingress('web-0'), ['gnp/a', 'gnp/b']);
+    h.del(gnp('a', { selector: "app == 'web'", ...allow }));
+    h.flush();
+    assert.deepEqual(ingress('web-0'), ['gnp/b']);
+    h.put(gnp('b', { selector: "app == 'db'", ...allow }), gnp('c', { selector: "app == 'web'", ...allow }));
+    h.flush();
+    assert.deepEqual(ingress('web-0'), ['gnp/c']);
+    assert.deepEqual(ingress('db-0'), ['gnp/b']);
+    // The text "app == 'web'" went unused in between (a's deletion, then b's change).
+    h.put(gnp('b', { selector: "app == 'web'", ...allow }));
+    h.flush();
+    assert.deepEqual(ingress('web-0'), ['gnp/b', 'gnp/c']);
+    assert.deepEqual(ingress('db-0'), []);
+  });
+
   it('named ports become IP-and-port members', () => {
     const h = new Harness();
     h.put(

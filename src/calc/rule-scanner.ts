@@ -53,12 +53,17 @@ function serviceSet(service: string, includePorts: boolean): IPSetData {
   return { uid, type: includePorts ? 'IP_AND_PORT' : 'NET', service, serviceIncludePorts: includePorts };
 }
 
-const NO_PORTS: Readonly<{ numeric: PortRange[]; named: string[] }> = Object.freeze({
+interface SplitPorts {
+  numeric: PortRange[];
+  named: string[];
+}
+
+const NO_PORTS: Readonly<SplitPorts> = Object.freeze({
   numeric: none<PortRange>(),
   named: none<string>(),
 });
 
-function split(ports: PortSpec[]): { numeric: PortRange[]; named: string[] } {
+function split(ports: PortSpec[]): SplitPorts {
   if (!ports.length) return NO_PORTS; // most rules (10,000 policies' worth in a snapshot)
   const numeric: PortRange[] = [];
   const named: string[] = [];
@@ -89,11 +94,15 @@ function namedPortProtocol(p: string | number | undefined): NamedPortProtocol {
 /**
  * With a positive selector the rule only matches known endpoints, so the negated
  * selector can narrow it instead of needing an IP set of its own (Felix's
- * combineMatchesIfPossible).
+ * combineMatchesIfPossible). The positive side's text, combined when both are set.
  */
-function combine(positive: string, negated: string): [string, string] {
-  if (!positive || !negated) return [positive, negated];
-  return [`(${positive}) && (!(${negated}))`, ''];
+function combined(positive: string, negated: string): string {
+  return positive && negated ? `(${positive}) && (!(${negated}))` : positive;
+}
+
+/** The negated side's text left once combined() has taken it into the positive one. */
+function negatedLeft(positive: string, negated: string): string {
+  return positive ? '' : negated;
 }
 
 export class RuleScanner {
@@ -162,9 +171,14 @@ export class RuleScanner {
     meta: Omit<ParsedRules, 'inboundRules' | 'outboundRules'>,
   ): ParsedRules {
     const current = new Map<string, IPSetData>();
-    const parse = (r: InternalRule) => this.#parseRule(r, current);
-    const parsed: ParsedRules = { ...meta, inboundRules: inbound.map(parse), outboundRules: outbound.map(parse) };
-
+    const parsed: ParsedRules = {
+      namespace: meta.namespace,
+      inboundRules: this.#parseRules(inbound, current),
+      outboundRules: this.#parseRules(outbound, current),
+      untracked: meta.untracked,
+      preDnat: meta.preDnat,
+      originalSelector: meta.originalSelector,
+    };
     const old = this.#uidsByRules.get(key);
     for (const [uid, set] of current) {
       if (old?.has(uid)) continue;
@@ -197,58 +211,52 @@ export class RuleScanner {
     this.onIPSetInactive(set);
   }
 
+  #parseRules(rules: InternalRule[], sets: Map<string, IPSetData>): Rule[] {
+    const out: Rule[] = new Array(rules.length);
+    for (let i = 0; i < rules.length; i++) out[i] = this.#parseRule(rules[i] as InternalRule, sets);
+    return out;
+  }
+
+  // Without closures or tuples: a snapshot parses 50,000 rules, each once.
   #parseRule(r: InternalRule, sets: Map<string, IPSetData>): Rule {
-    const [srcRaw, notSrcRaw] = combine(r.srcSelector, r.notSrcSelector);
-    const [dstRaw, notDstRaw] = combine(r.dstSelector, r.notDstSelector);
-    const sel = (t: string) => (t ? this.#selector(t) : undefined);
-    const src = sel(srcRaw);
-    const dst = sel(dstRaw);
-    const notSrc = sel(notSrcRaw);
-    const notDst = sel(notDstRaw);
+    const src = this.#optional(combined(r.srcSelector, r.notSrcSelector));
+    const dst = this.#optional(combined(r.dstSelector, r.notDstSelector));
+    const notSrc = this.#optional(negatedLeft(r.srcSelector, r.notSrcSelector));
+    const notDst = this.#optional(negatedLeft(r.dstSelector, r.notDstSelector));
     const proto = namedPortProtocol(r.protocol);
     const srcPorts = split(r.srcPorts);
     const dstPorts = split(r.dstPorts);
     const notSrcPorts = split(r.notSrcPorts);
     const notDstPorts = split(r.notDstPorts);
-
-    const use = (list: IPSetData[]): string[] => {
-      if (!list.length) return none();
-      for (const s of list) sets.set(s.uid, s);
-      return list.map((s) => s.uid);
-    };
-    // Named ports are filtered by the positive selector of their direction (also for
-    // the negated ports: the rule as a whole only matches inside that selector).
-    const all = () => this.#selector(ALL);
-    const named = (ports: string[], positive: Selector | undefined) =>
-      ports.map((p) => namedPortSet(positive ?? all(), p, proto));
-    // A selector already covered by named-port sets needs no set of its own, unless
-    // numeric ports must also match it.
-    const selSets = (s: Selector | undefined, ports: { numeric: PortRange[]; named: string[] }) =>
-      s && (ports.numeric.length > 0 || ports.named.length === 0) ? [selectorSet(s)] : [];
-
-    const srcSelSets = selSets(src, srcPorts);
-    if (r.srcService) srcSelSets.push(serviceSet(`${r.srcService.namespace}/${r.srcService.name}`, false));
-    const dstIpPortSets = r.dstService ? [serviceSet(`${r.dstService.namespace}/${r.dstService.name}`, true)] : [];
-
+    // Sets are recorded in the order of the rule's fields, which is the order they are
+    // reported active in.
+    const srcNamedPortIpSetIds = this.#namedPortSets(srcPorts.named, src, proto, sets);
+    let srcIpSetIds = this.#selectorSets(src, srcPorts, sets);
+    if (r.srcService) {
+      const uid = use(serviceSet(`${r.srcService.namespace}/${r.srcService.name}`, false), sets);
+      srcIpSetIds = srcIpSetIds.length ? [...srcIpSetIds, uid] : [uid];
+    }
     const out: Rule = {
       action: r.action,
       srcNet: nets(r.srcNets),
       srcPorts: srcPorts.numeric,
-      srcNamedPortIpSetIds: use(named(srcPorts.named, src)),
-      srcIpSetIds: use(srcSelSets),
+      srcNamedPortIpSetIds,
+      srcIpSetIds,
       dstNet: nets(r.dstNets),
       dstPorts: dstPorts.numeric,
-      dstNamedPortIpSetIds: use(named(dstPorts.named, dst)),
-      dstIpSetIds: use(selSets(dst, dstPorts)),
-      dstIpPortSetIds: use(dstIpPortSets),
+      dstNamedPortIpSetIds: this.#namedPortSets(dstPorts.named, dst, proto, sets),
+      dstIpSetIds: this.#selectorSets(dst, dstPorts, sets),
+      dstIpPortSetIds: r.dstService
+        ? [use(serviceSet(`${r.dstService.namespace}/${r.dstService.name}`, true), sets)]
+        : none(),
       notSrcNet: nets(r.notSrcNets),
       notSrcPorts: notSrcPorts.numeric,
-      notSrcNamedPortIpSetIds: use(named(notSrcPorts.named, src)),
-      notSrcIpSetIds: use(notSrc ? [selectorSet(notSrc)] : []),
+      notSrcNamedPortIpSetIds: this.#namedPortSets(notSrcPorts.named, src, proto, sets),
+      notSrcIpSetIds: notSrc ? [use(selectorSet(notSrc), sets)] : none(),
       notDstNet: nets(r.notDstNets),
       notDstPorts: notDstPorts.numeric,
-      notDstNamedPortIpSetIds: use(named(notDstPorts.named, dst)),
-      notDstIpSetIds: use(notDst ? [selectorSet(notDst)] : []),
+      notDstNamedPortIpSetIds: this.#namedPortSets(notDstPorts.named, dst, proto, sets),
+      notDstIpSetIds: notDst ? [use(selectorSet(notDst), sets)] : none(),
     };
     if (r.ipVersion !== undefined) out.ipVersion = r.ipVersion;
     const protocol = protocolOf(r.protocol);
@@ -262,4 +270,33 @@ export class RuleScanner {
     if (r.annotations) out.annotations = { ...r.annotations };
     return out;
   }
+
+  #optional(text: string): Selector | undefined {
+    return text ? this.#selector(text) : undefined;
+  }
+
+  // A selector already covered by named-port sets needs no set of its own, unless numeric
+  // ports must also match it.
+  #selectorSets(s: Selector | undefined, ports: SplitPorts, sets: Map<string, IPSetData>): string[] {
+    return s && (ports.numeric.length > 0 || ports.named.length === 0) ? [use(selectorSet(s), sets)] : none();
+  }
+
+  // Named ports are filtered by the positive selector of their direction (also for the
+  // negated ports: the rule as a whole only matches inside that selector).
+  #namedPortSets(
+    names: string[],
+    positive: Selector | undefined,
+    proto: NamedPortProtocol,
+    sets: Map<string, IPSetData>,
+  ): string[] {
+    if (!names.length) return none();
+    const within = positive ?? this.#selector(ALL);
+    return names.map((p) => use(namedPortSet(within, p, proto), sets));
+  }
+}
+
+/** Records the set as one the rules use; its UID. */
+function use(set: IPSetData, sets: Map<string, IPSetData>): string {
+  sets.set(set.uid, set);
+  return set.uid;
 }

@@ -72,9 +72,9 @@ export function endpoint(n: number, host: string): ResourceOf<'WorkloadEndpoint'
       workload: `wep-${n}`,
       endpoint: 'eth0',
       // Felix drops an endpoint without one (its validation filter); as the CNI plugin names them.
-      interfaceName: `cali${n.toString(16).padStart(11, '0')}`,
+      interfaceName: ['cali', n.toString(16).padStart(11, '0')].join(''),
       ipNetworks: [ip()],
-      profiles: [`kns.${ns}`],
+      profiles: [['kns.', ns].join('')],
     },
   };
 }
@@ -98,13 +98,14 @@ export function tagPolicies(count: number): Array<ResourceOf<'GlobalNetworkPolic
   for (let i = 0; i < count; i++) {
     const ingress = Array.from({ length: 5 }, (_, j) => ({
       action: 'Allow' as const,
-      source: { selector: `has(${MARKERS[(nextPolicy + j) % MARKERS.length]})` },
+      source: { selector: ['has(', MARKERS[(nextPolicy + j) % MARKERS.length], ')'].join('') },
     }));
     out.push({
       apiVersion: V3,
       kind: 'GlobalNetworkPolicy',
-      metadata: { name: `tag-pol-${nextPolicy}` },
-      spec: { selector: `has(${MARKERS[i % MARKERS.length]})`, ingress },
+      // Flat strings, as decoded ones are (a template literal of 13 characters or more is a rope).
+      metadata: { name: ['tag-pol-', nextPolicy].join('') },
+      spec: { selector: ['has(', MARKERS[i % MARKERS.length], ')'].join(''), ingress },
     });
     nextPolicy++;
   }

@@ -174,8 +174,8 @@ export class CalcGraph {
         this.#scanner.onProfileInactive(`profile:${name}`);
         this.#sequencer.onProfileInactive(name);
       },
-      onPolicyMatch: (p, e) => this.#resolver.onPolicyMatch(p, e),
-      onPolicyMatchStopped: (p, e) => this.#resolver.onPolicyMatchStopped(p, e),
+      onPolicyMatch: (p, e, num) => this.#resolver.onPolicyMatch(p, e, num),
+      onPolicyMatchStopped: (e, num) => this.#resolver.onPolicyMatchStopped(e, num),
     });
   }
 

@@ -7,7 +7,8 @@ import type { PolicyMeta, PolicySorter, SortedTier } from './policy-sorter.js';
 
 interface Ranks {
   sorted: readonly SortedTier[];
-  rank: Map<string, number>;
+  /** By policy number: its place in the order, -1 for none. */
+  rank: Float64Array;
   meta: PolicyMeta[];
   tier: number[];
 }
@@ -35,7 +36,10 @@ function tierInfo(name: string, defaultAction: string, policies: PolicyMeta[]): 
 
 export class PolicyResolver {
   readonly #sorter: PolicySorter;
-  readonly #matches = new Map<string, Set<string>>(); // endpoint -> policy IDs
+  /** Endpoint -> the numbers of the policies matching it. */
+  readonly #matches = new Map<string, Set<number>>();
+  /** By policy number: its name (a number is reused only for a new policy, after its old matches stopped). */
+  readonly #names: string[] = [];
   readonly #endpoints = new Set<string>();
   readonly #dirty = new Set<string>();
   #allDirty = false;
@@ -51,17 +55,26 @@ export class PolicyResolver {
     this.#dirty.add(endpointId);
   }
 
-  onPolicyMatch(policyId: string, endpointId: string): void {
+  /**
+   * `policyNum` is the policy's number (the ActiveRulesCalculator's), unique among live
+   * policies: an endpoint's matches are kept and ranked by number, not by name (a
+   * 40,000-policy snapshot has a million matches).
+   */
+  onPolicyMatch(policyName: string, endpointId: string, policyNum: number): void {
+    if (this.#names[policyNum] !== policyName) {
+      this.#names[policyNum] = policyName;
+      this.#rankCache = undefined;
+    }
     let m = this.#matches.get(endpointId);
     if (!m) this.#matches.set(endpointId, (m = new Set()));
-    m.add(policyId);
+    m.add(policyNum);
     this.#dirty.add(endpointId);
   }
 
-  onPolicyMatchStopped(policyId: string, endpointId: string): void {
+  onPolicyMatchStopped(endpointId: string, policyNum: number): void {
     const m = this.#matches.get(endpointId);
     if (!m) return;
-    m.delete(policyId);
+    m.delete(policyNum);
     if (m.size === 0) this.#matches.delete(endpointId);
     this.#dirty.add(endpointId);
   }
@@ -80,20 +93,27 @@ export class PolicyResolver {
     this.#allDirty = false;
   }
 
-  // Every policy's place in the total order (tier, then policy), rebuilt when the order
-  // changes: an endpoint then sorts its own few hundred matches instead of scanning all.
+  // Every matched policy's place in the total order (tier, then policy), rebuilt when the
+  // order or a number's policy changes: an endpoint then sorts its own few hundred matches
+  // instead of scanning all.
   #ranks(sorted: readonly SortedTier[]): Ranks {
     if (this.#rankCache?.sorted !== sorted) {
-      const rank = new Map<string, number>();
+      const byName = new Map<string, number>();
       const meta: PolicyMeta[] = [];
       const tier: number[] = [];
       sorted.forEach((t, ti) => {
         for (const p of t.policies) {
-          rank.set(p.name, meta.length);
+          byName.set(p.name, meta.length);
           meta.push(p);
           tier.push(ti);
         }
       });
+      const names = this.#names;
+      const rank = new Float64Array(names.length).fill(-1);
+      for (let num = 0; num < names.length; num++) {
+        const name = names[num];
+        if (name !== undefined) rank[num] = byName.get(name) ?? -1;
+      }
       this.#rankCache = { sorted, rank, meta, tier };
     }
     return this.#rankCache;
@@ -104,12 +124,15 @@ export class PolicyResolver {
     const mine = this.#matches.get(endpointId);
     if (!mine) return out;
     const { rank, meta, tier } = this.#ranks(sorted);
-    const order: number[] = [];
-    for (const name of mine) {
-      const r = rank.get(name);
-      if (r !== undefined) order.push(r);
+    // A typed array sorts numerically without calling back into JS (an endpoint of a
+    // 40,000-policy cluster may match a thousand of them).
+    const ranks = new Float64Array(mine.size);
+    let n = 0;
+    for (const num of mine) {
+      const r = rank[num] ?? -1;
+      if (r >= 0) ranks[n++] = r;
     }
-    order.sort((a, b) => a - b);
+    const order = ranks.subarray(0, n).sort();
     for (let i = 0; i < order.length; ) {
       const ti = tier[order[i] as number] as number;
       const matched: PolicyMeta[] = [];

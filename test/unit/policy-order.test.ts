@@ -104,9 +104,9 @@ describe('PolicyResolver', () => {
     sorter.onPolicyUpdate('c', 'default', meta('c', 1, { ingress: false }));
     sorter.onPolicyUpdate('unmatched', 'other', meta('unmatched'));
     r.onEndpointUpdate('ep1', true);
-    r.onPolicyMatch('sec.a', 'ep1');
-    r.onPolicyMatch('b', 'ep1');
-    r.onPolicyMatch('c', 'ep1');
+    r.onPolicyMatch('sec.a', 'ep1', 0);
+    r.onPolicyMatch('b', 'ep1', 1);
+    r.onPolicyMatch('c', 'ep1', 2);
     const t = flush().get('ep1');
     assert.deepEqual(t?.tiers, [
       { name: 'sec', ingressPolicies: ['sec.a'], egressPolicies: [], defaultAction: 'Pass' },
@@ -119,15 +119,30 @@ describe('PolicyResolver', () => {
     sorter.onPolicyUpdate('p', 'default', meta('p'));
     r.onEndpointUpdate('ep1', true);
     r.onEndpointUpdate('ep2', true);
-    r.onPolicyMatch('p', 'ep1');
+    r.onPolicyMatch('p', 'ep1', 0);
     assert.deepEqual([...flush().keys()].sort(), ['ep1', 'ep2']);
     assert.equal(flush().size, 0);
-    r.onPolicyMatchStopped('p', 'ep1');
+    r.onPolicyMatchStopped('ep1', 0);
     assert.deepEqual([...flush().keys()], ['ep1']);
     r.onSortChanged();
     assert.deepEqual([...flush().keys()].sort(), ['ep1', 'ep2']);
     r.onEndpointUpdate('ep2', false);
     assert.deepEqual([...flush()], [['ep2', undefined]]);
+  });
+
+  it("a policy number reused for another policy ranks as that policy, with the order's cache kept", () => {
+    const { sorter, r, flush } = setup();
+    sorter.onPolicyUpdate('a', 'default', meta('a', 1));
+    sorter.onPolicyUpdate('m', 'default', meta('m', 2));
+    sorter.onPolicyUpdate('z', 'default', meta('z', 3));
+    r.onEndpointUpdate('ep1', true);
+    r.onPolicyMatch('a', 'ep1', 0);
+    r.onPolicyMatch('m', 'ep1', 1);
+    assert.deepEqual(flush().get('ep1')?.tiers[0]?.ingressPolicies, ['a', 'm']);
+    // 'a' stops matching and its number goes to 'z'; the sorted order itself is unchanged.
+    r.onPolicyMatchStopped('ep1', 0);
+    r.onPolicyMatch('z', 'ep1', 0);
+    assert.deepEqual(flush().get('ep1')?.tiers[0]?.ingressPolicies, ['m', 'z']);
   });
 
   it('host endpoint tiers split untracked, pre-DNAT and forward policies', () => {
@@ -137,7 +152,7 @@ describe('PolicyResolver', () => {
     sorter.onPolicyUpdate('f', 'default', meta('f', 3, { applyOnForward: true }));
     sorter.onPolicyUpdate('n', 'default', meta('n', 4));
     r.onEndpointUpdate('hep', true);
-    for (const p of ['u', 'p', 'f', 'n']) r.onPolicyMatch(p, 'hep');
+    ['u', 'p', 'f', 'n'].forEach((p, num) => r.onPolicyMatch(p, 'hep', num));
     const t = flush().get('hep');
     assert.deepEqual(
       t?.untrackedTiers.map((x) => x.ingressPolicies),

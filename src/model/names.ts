@@ -42,20 +42,27 @@ export function dashSeparatedParts(name: string, count: number): string[] | unde
     const parts = name.split('-');
     return parts.length === count && parts.every((p) => p !== '') ? parts : undefined;
   }
+  // Pod names are full of dashes, so this is the common case too: the text between dashes
+  // is sliced, not copied a character at a time. The first character is never a
+  // separator (as upstream).
   const parts: string[] = [];
-  // The first character is never a separator (as upstream).
-  let cur = name[0] as string;
-  for (let i = 1; i < name.length; i++) {
-    const c = name[i] as string;
-    if (c !== '-') cur += c;
-    else if (name[i + 1] === '-') {
-      cur += '-';
-      i++;
-    } else {
-      parts.push(cur);
-      cur = '';
+  let escaped = ''; // the current part up to `from`, when it has an escaped dash
+  let from = 0;
+  for (let i = name.indexOf('-', 1); i !== -1; i = name.indexOf('-', from)) {
+    if (name.charCodeAt(i + 1) === 45 /* - */) {
+      escaped += name.slice(from, i + 1);
+      from = i + 2;
+      continue;
     }
+    parts.push(partOf(escaped, name.slice(from, i)));
+    escaped = '';
+    from = i + 1;
   }
-  parts.push(cur);
+  parts.push(partOf(escaped, name.slice(from)));
   return parts.length === count && parts.every((p) => p !== '') ? parts : undefined;
+}
+
+// A flat string (a part joined with `+` would stay a rope, and be flattened by every lookup).
+function partOf(escaped: string, rest: string): string {
+  return escaped ? [escaped, rest].join('') : rest;
 }

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { UpdateProcessors } from '../../src/datastore/processors/index.js';
 import { createLogger } from '../../src/log.js';
 import type { Resource } from '../../src/model/schemas.js';
+import { dashSeparatedParts } from '../../src/model/names.js';
 import { keyToPath, pathToKey, type V1Key } from '../../src/model/v1/keys.js';
 import { parseUpdate, parseValue, serializeValue, type V1Update } from '../../src/model/v1/values.js';
 import { validateResource } from '../../src/model/validate.js';
@@ -493,6 +494,25 @@ describe('v1 model: update processors', () => {
     assert.equal(warnings.length, 2);
     assert.match(warnings[0] ?? '', /is not "<node>-<orchestrator>-<workload>-<endpoint>"/);
     assert.match(warnings[1] ?? '', /does not match spec\.node \("node2" in the spec, "node1" in the name\)/);
+  });
+
+  it('WorkloadEndpoint names: "--" is a dash inside a part, as names.ExtractDashSeparatedParms', () => {
+    const split = (name: string) => dashSeparatedParts(name, 4);
+    assert.deepEqual(split('node--1-k8s-nginx--deployment--5c689d88bb--8xnpl-eth0'), [
+      'node-1',
+      'k8s',
+      'nginx-deployment-5c689d88bb-8xnpl',
+      'eth0',
+    ]);
+    assert.deepEqual(split('a-b-c-d'), ['a', 'b', 'c', 'd']);
+    // "---": an escaped dash, then a separator; a leading dash belongs to the first part.
+    assert.deepEqual(split('n---x-y-z'), ['n-', 'x', 'y', 'z']);
+    assert.deepEqual(split('-n--x-y-z-w'), ['-n-x', 'y', 'z', 'w']);
+    assert.equal(split('n--x-y-z--'), undefined, 'three parts, the last ending in a dash');
+    assert.equal(split('n-x-y'), undefined, 'three parts');
+    assert.equal(split('n-x--y-z'), undefined, 'three parts, one with a dash');
+    assert.equal(split('n-x-y-z-'), undefined, 'an empty fifth part');
+    assert.equal(split('n--x-y-z-w-v'), undefined, 'five parts');
   });
 
   it('IPPool: two pools with one CIDR - the lowest name wins, and the other takes over when it goes', () => {

@@ -3,6 +3,9 @@
 // they arrive: {"events": [...]}; command answers as {"ok": ..., "result": ...}.
 import { createInterface } from 'node:readline';
 
+import { InterfaceTable } from '../../src/dataplane/managers/interfaces.js';
+import { RouteManager } from '../../src/dataplane/managers/route-manager.js';
+import { silentLogger } from '../../src/log.js';
 import {
   addrChange,
   addrDump,
@@ -17,12 +20,19 @@ import {
   type RouteOp,
   type VxlanLinkSpec,
 } from '../../src/native/rtnl.js';
+import type { ToDataplane } from '../../src/proto/messages.js';
 
 const exclude = JSON.parse(process.argv[2] ?? '[]') as string[];
 const rcvbuf = process.argv[3] ? Number(process.argv[3]) : undefined;
+// The interfaces as the agent tracks them, for a RouteManager driven by 'routeManager'.
+const ifaces = new InterfaceTable();
+let routes: RouteManager | undefined;
 const monitor = new InterfaceMonitor(
   exclude,
-  (events) => process.stdout.write(`${JSON.stringify({ events })}\n`),
+  (events) => {
+    ifaces.apply(events);
+    process.stdout.write(`${JSON.stringify({ events })}\n`);
+  },
   rcvbuf === undefined ? {} : { rcvbuf },
 );
 
@@ -43,6 +53,14 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       return routeDump();
     case 'neighDump':
       return neighDump(req.ifindex as number);
+    case 'routeManager': {
+      // Messages for a RouteManager over "cali*" interfaces, then one apply (after a
+      // read-back when `resync`); the answer is what the apply reports.
+      routes ??= new RouteManager(['cali'], ifaces, silentLogger);
+      for (const m of req.msgs as ToDataplane[]) routes.onUpdate(m);
+      if (req.resync) routes.markResync();
+      return routes.apply();
+    }
     case 'linkGet':
       return (await linkGet(req.name as string)) ?? null;
     case 'linkAddVxlan':

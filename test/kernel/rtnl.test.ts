@@ -190,6 +190,57 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
   });
 });
 
+describe('kernel: the route manager', { skip: ROOT_SKIP }, () => {
+  it("a read-back finds each route's permanent neighbour entry: a refresh replaces only what is wrong", async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'caliM0', 'type', 'veth', 'peer', 'name', 'caliM1']);
+    ns.run('ip', ['link', 'set', 'caliM0', 'up']);
+    ns.run('ip', ['link', 'set', 'caliM1', 'up']);
+    const d = driver(ns);
+    await d.call({ cmd: 'start' });
+    await d.waitFor((e) => has(e, { type: 'ifaceUpdate', name: 'caliM0', state: 'up' }), 'caliM0 up');
+    const endpoint = {
+      state: 'active',
+      name: 'caliM0',
+      mac: 'EE:EE:00:00:00:05',
+      profileIds: [],
+      ipv4Nets: ['10.65.0.5/32'],
+      ipv6Nets: ['fd65::5/128'],
+      tiers: [],
+      ipv4Nat: [],
+      ipv6Nat: [],
+      allowSpoofedSourcePrefixes: [],
+    };
+    const id = { orchestratorId: 'k8s', workloadId: 'prod/web-0', endpointId: 'eth0' };
+    const apply = (resync: boolean, msgs: unknown[] = []) =>
+      d.call<{ added: number; removed: number }>({ cmd: 'routeManager', msgs, resync });
+    // The first apply replaces every route (one from before may lack today's source address).
+    assert.deepEqual(await apply(false, [{ type: 'WorkloadEndpointUpdate', id, endpoint }]), { added: 2, removed: 0 });
+    const neigh = () => ns.run('ip', ['-4', 'neigh', 'show', 'dev', 'caliM0']);
+    assert.match(neigh(), /10\.65\.0\.5 lladdr ee:ee:00:00:00:05 PERMANENT/);
+    // A refresh with nothing changed replaces nothing (the MAC was compared in its kernel spelling).
+    assert.deepEqual(await apply(true), { added: 0, removed: 0 });
+    // Its neighbour entry deleted behind our back: that route is put back, with the entry.
+    ns.run('ip', ['neigh', 'del', '10.65.0.5', 'dev', 'caliM0']);
+    assert.deepEqual(await apply(true), { added: 1, removed: 0 });
+    assert.match(neigh(), /10\.65\.0\.5 lladdr ee:ee:00:00:00:05 PERMANENT/);
+    // An entry that is not permanent is not ours, even with the right MAC.
+    ns.run('ip', ['neigh', 'replace', '10.65.0.5', 'lladdr', 'ee:ee:00:00:00:05', 'dev', 'caliM0', 'nud', 'stale']);
+    assert.deepEqual(await apply(true), { added: 1, removed: 0 });
+    assert.match(neigh(), /10\.65\.0\.5 lladdr ee:ee:00:00:00:05 PERMANENT/);
+    assert.deepEqual(await apply(true), { added: 0, removed: 0 });
+    // IPv6 routes are read back too (the kernel lists them with scope universe): after a
+    // read-back, one no longer wanted is still found and removed.
+    await apply(true);
+    const v4only = { ...endpoint, ipv6Nets: [] };
+    assert.deepEqual(await apply(false, [{ type: 'WorkloadEndpointUpdate', id, endpoint: v4only }]), {
+      added: 0,
+      removed: 1,
+    });
+    assert.doesNotMatch(ns.run('ip', ['-6', 'route', 'show', 'dev', 'caliM0']), /fd65::5/);
+  });
+});
+
 describe('kernel: large route batches', { skip: ROOT_SKIP }, () => {
   it('5,000 routes in one call go in chunks (no EMSGSIZE, no ENOBUFS); 300 failing deletes are each reported with their index', async () => {
     const ns = netns();

@@ -6,7 +6,7 @@
 // default, as Felix: a workload interface routes only what Calico says); routes on any
 // other interface are never touched.
 import type { Logger } from '../../log.js';
-import { routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
+import { neighDump, routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
 import type { ToDataplane } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import { LocalEndpoints, type Manager } from './manager.js';
@@ -18,6 +18,8 @@ interface RouteSpec {
 }
 
 const key = (r: { dst: string; ifindex: number }) => `${r.dst}@${r.ifindex}`;
+/** NUD_PERMANENT: the state of the neighbour entries we program. */
+const NUD_PERMANENT = 0x80;
 
 export interface WorkloadRouteOptions {
   /** DeviceRouteProtocol. */
@@ -74,7 +76,9 @@ export class RouteManager implements Manager {
       const iface = this.ifaces.byName.get(ep.name);
       if (!iface?.up) continue;
       for (const net of [...ep.ipv4Nets, ...ep.ipv6Nets]) {
-        const r: RouteSpec = { dst: net, ifindex: iface.index, mac: !net.includes(':') && ep.mac ? ep.mac : undefined };
+        // Lower case, as the kernel's MACs are read back.
+        const mac = !net.includes(':') && ep.mac ? ep.mac.toLowerCase() : undefined;
+        const r: RouteSpec = { dst: net, ifindex: iface.index, mac };
         out.set(key(r), r);
       }
     }
@@ -127,20 +131,40 @@ export class RouteManager implements Manager {
     return { added, removed: removed.length };
   }
 
-  /** Our routes (protocol, scope link, our interfaces) and, with RemoveExternalRoutes, others' on our interfaces. */
+  /**
+   * Our routes (protocol, scope link, our interfaces), each with the MAC of its permanent
+   * neighbour entry, and, with RemoveExternalRoutes, others' routes on our interfaces.
+   * Without the MACs every IPv4 route would look changed, and be replaced with its
+   * neighbour entry, after every refresh.
+   */
   async #readBack(): Promise<void> {
     const names = new Map([...this.ifaces.byName.values()].map((i) => [i.index, i.name]));
     this.#programmed.clear();
     this.#external = [];
+    const withV4 = new Set<number>();
     for (const r of await routeDump(this.#o.removeExternal ? -1 : this.#o.protocol)) {
       const name = names.get(r.ifindex);
       if (!name || !this.ours(name)) continue;
       if (r.protocol === this.#o.protocol) {
-        if (r.scope === 253) this.#programmed.set(key(r), { dst: r.dst, ifindex: r.ifindex });
+        const v6 = r.dst.includes(':');
+        // The kernel reports every IPv6 route with scope universe, whatever it was given.
+        if (!v6 && r.scope !== 253) continue;
+        this.#programmed.set(key(r), { dst: r.dst, ifindex: r.ifindex });
+        if (!v6) withV4.add(r.ifindex);
         // The kernel's own routes (protocol kernel: the interface's addresses) are not routes to remove.
       } else if (r.protocol !== 2) this.#external.push({ dst: r.dst, ifindex: r.ifindex, protocol: r.protocol });
     }
+    await Promise.all([...withV4].map((ifindex) => this.#readNeighbours(ifindex)));
     this.#resync = false;
+  }
+
+  // Only a permanent entry is ours: one the kernel learned is replaced by ours.
+  async #readNeighbours(ifindex: number): Promise<void> {
+    for (const n of await neighDump(ifindex)) {
+      if (n.family !== 4 || !(n.state & NUD_PERMANENT) || !n.mac) continue;
+      const r = this.#programmed.get(key({ dst: `${n.dst}/32`, ifindex }));
+      if (r) r.mac = n.mac;
+    }
   }
 
   /** --cleanup: every route of ours, on interfaces of ours. */

@@ -5,20 +5,25 @@
 // IP-set bulk add rate. Each backend runs twice: its native transport (libiptc for
 // iptables-legacy, netlink for iptables-nft) and Felix's (iptables-restore), compared; and
 // the kernel's floor (a one-rule transaction on the loaded tables), which bounds what any
-// transport can gain over exec (`*_speedup_bound`). Needs root.
+// transport can gain over exec (`*_speedup_bound`). The event loop's longest block during
+// the cold apply and during a refresh (read back, compare, apply), both sliced as the
+// agent runs them. Needs root.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 import { defaultConfig } from '../src/config/params.js';
 import { IptablesRulesBackend } from '../src/dataplane/backends/iptables/rules-backend.js';
 import type { IptablesFlavour } from '../src/dataplane/backends/iptables/transport.js';
 import { DesiredState } from '../src/dataplane/desired-state.js';
+import { Slicer } from '../src/dataplane/slicer.js';
 import { createLogger } from '../src/log.js';
 import { restoreOps } from '../src/dataplane/backends/iptables/restore-ops.js';
 import { iptcApply, iptNftApply } from '../src/native/iptc.js';
 import { ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
+import { describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -38,9 +43,33 @@ interface InsideResult {
   floorMs: number[];
   coldMs: number;
   coldRules: number;
+  /** The event loop's longest block during the cold apply, and its longest blocks. */
+  coldLoopMaxMs: number;
+  coldBlocks: string;
+  /** A refresh (read back, compare, apply: nothing to write), and the loop's longest block. */
+  refreshMs: number;
+  refreshLoopMaxMs: number;
   incrementalMs: number[];
   membersMs: number[];
   ipsetMembersPerS: number;
+}
+
+/** Runs `work` with a slicer, timing it and measuring how long the event loop was blocked. */
+async function loopDuring<T>(
+  work: (slicer: Slicer) => Promise<T>,
+): Promise<{ result: T; ms: number; loopMaxMs: number; blocks: LoopBlock[] }> {
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  // The monitor's timer must be running first (a block in the tick it is enabled in is not seen).
+  await new Promise((r) => setTimeout(r, 20));
+  const blocks = new LoopBlockTracer();
+  blocks.start();
+  const t0 = performance.now();
+  const result = await work(new Slicer(3));
+  const ms = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 5));
+  loop.disable();
+  return { result, ms, loopMaxMs: loop.max / 1e6, blocks: blocks.stop(3) };
 }
 
 async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Promise<InsideResult> {
@@ -57,10 +86,19 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
   state.apply(snapshot());
   state.takeDirty();
   await backend.resync();
-  const t0 = performance.now();
-  await backend.rebuild(state);
-  const cold = await backend.apply();
-  const coldMs = performance.now() - t0;
+  // The loop during the cold apply and a refresh, sliced as the agent runs them (the
+  // restore itself runs on a native thread, or in the tool).
+  const cold = await loopDuring(async (slicer) => {
+    await backend.rebuild(state, slicer);
+    return backend.apply(slicer);
+  });
+  const coldMs = cold.ms;
+  const refresh = await loopDuring(async (slicer) => {
+    await backend.resync(slicer);
+    backend.update(state, state.takeDirty());
+    await backend.drift(slicer);
+    return backend.apply(slicer);
+  });
   const step = async (msgs: ToDataplane[]) => {
     const s = performance.now();
     state.apply(msgs);
@@ -109,7 +147,11 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
   return {
     floorMs,
     coldMs,
-    coldRules: cold.rulesWritten,
+    coldRules: cold.result.rulesWritten,
+    coldLoopMaxMs: cold.loopMaxMs,
+    coldBlocks: describeBlocks(cold.blocks),
+    refreshMs: refresh.ms,
+    refreshLoopMaxMs: refresh.loopMaxMs,
     incrementalMs,
     membersMs,
     ipsetMembersPerS: members.length / (bulkMs / 1000),
@@ -171,6 +213,10 @@ async function main(): Promise<void> {
     const x = transport === 'exec' ? '_exec' : '_native';
     out[`${flavour}_cold${x}_ms`] = r3(r.coldMs);
     out[`${flavour}_cold_rules`] = r.coldRules;
+    out[`${flavour}_cold${x}_event_loop_max_ms`] = r3(r.coldLoopMaxMs);
+    out[`${flavour}_cold${x}_longest_blocks`] = r.coldBlocks;
+    out[`${flavour}_refresh${x}_ms`] = r3(r.refreshMs);
+    out[`${flavour}_refresh${x}_event_loop_max_ms`] = r3(r.refreshLoopMaxMs);
     out[`${flavour}_incremental${transport === 'exec' ? '_exec' : ''}_ms_median`] = r3(median(r.incrementalMs));
     out[`${flavour}_members_1000${transport === 'exec' ? '_exec' : ''}_ms_median`] = r3(median(r.membersMs));
     if (transport !== 'exec') {

@@ -7,15 +7,17 @@
 /** The steps of a long render: each `yield` is a point where the loop may run. */
 export type Steps = Generator<void, void, undefined>;
 
-/** Runs the steps with no pause. */
-export function drain(steps: Generator<void, unknown, undefined>): void {
-  for (let r = steps.next(); !r.done; r = steps.next());
+/** Runs the steps with no pause; what they return. */
+export function drain<T>(steps: Generator<void, T, undefined>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
 }
 
-/** Runs the steps in the slicer's slices when there is one, else at once. */
-export async function runSteps(steps: Steps, slicer: Slicer | undefined): Promise<void> {
-  if (slicer) await slicer.run(steps);
-  else drain(steps);
+/** Runs the steps in the slicer's slices when there is one, else at once; what they return. */
+export async function runSteps<T>(steps: Generator<void, T, undefined>, slicer: Slicer | undefined): Promise<T> {
+  return slicer ? slicer.run(steps) : drain(steps);
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -30,9 +32,11 @@ export class Slicer {
     this.#budgetMs = budgetMs;
   }
 
-  async run(steps: Steps): Promise<void> {
+  async run<T>(steps: Generator<void, T, undefined>): Promise<T> {
     let until = performance.now() + this.#budgetMs;
-    for (let r = steps.next(); !r.done; r = steps.next()) {
+    for (;;) {
+      const r = steps.next();
+      if (r.done) return r.value;
       if (performance.now() < until) continue;
       this.pauses++;
       await nextTurn();

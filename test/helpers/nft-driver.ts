@@ -15,7 +15,7 @@ import {
 import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
 import { nftDump, type NftDumpScope } from '../../src/native/nft.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
-import { Slicer, type Steps } from '../../src/dataplane/slicer.js';
+import { Slicer } from '../../src/dataplane/slicer.js';
 import type { Rule } from '../../src/dataplane/render/model.js';
 import { families, renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
@@ -33,7 +33,7 @@ class GatedSlicer extends Slicer {
   constructor(readonly gate: Promise<void>) {
     super(1);
   }
-  override async run(steps: Steps): Promise<void> {
+  override async run<T>(steps: Generator<void, T, undefined>): Promise<T> {
     await this.gate;
     return super.run(steps);
   }

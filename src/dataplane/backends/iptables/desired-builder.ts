@@ -143,6 +143,11 @@ export class IptablesDesiredBuilder {
   }
 
   render(): ChainScope {
+    return drain(this.renderSteps());
+  }
+
+  /** render() in steps, a chain each: a cold node renders 100,000 rules. */
+  *renderSteps(): Generator<void, ChainScope, undefined> {
     const scope = this.#dirty;
     const compared = scope && new Map<TableName, Set<string>>();
     for (const table of TABLES) {
@@ -152,6 +157,7 @@ export class IptablesDesiredBuilder {
       const names = scope ? [...(scope.get(table) ?? [])] : [...rules.keys()];
       const out = new Set<string>(names);
       for (const name of names) {
+        yield;
         const r = rules.get(name);
         const produced = r ? iptablesChainLines(name, r, this.family, maps) : new Map<string, string[]>();
         if (!r) lines.delete(name);

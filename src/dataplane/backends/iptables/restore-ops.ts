@@ -3,6 +3,7 @@
 // op, so the exec and native transports can be compared on identical input. Every op
 // keeps its script line, so a refusal names the table, chain and rule.
 import type { Family } from '../../render/model.js';
+import { drain } from '../../slicer.js';
 import { type AddrArg, parseRuleArgs, type RuleArgs, splitWords, UnsupportedRule } from './rule-args.js';
 
 const OP = { table: 1, declare: 2, append: 3, insert: 4, delete: 5, flush: 6, destroy: 7 } as const;
@@ -168,6 +169,14 @@ const chainOf = (name: string | undefined): string => {
  * does not build.
  */
 export function restoreOps(script: string, family: Family): NativeTx {
+  return drain(restoreOpsSteps(script, family));
+}
+
+/** Script lines parsed between two turns of the event loop. */
+const PARSE_CHUNK = 512;
+
+/** restoreOps() in steps: a cold node's script is 100,000 rules, each parsed into ops. */
+export function* restoreOpsSteps(script: string, family: Family): Generator<void, NativeTx, undefined> {
   const w = new Writer();
   const lines: string[] = [];
   w.u8(family);
@@ -177,7 +186,9 @@ export function restoreOps(script: string, family: Family): NativeTx {
     w.u32(lines.length);
     lines.push(`${table}: ${line}`);
   };
+  let n = 0;
   for (const line of script.split('\n')) {
+    if ((++n & (PARSE_CHUNK - 1)) === 0) yield;
     if (!line || line.startsWith('#') || line === 'COMMIT') continue;
     if (line.startsWith('*')) {
       table = line.slice(1);

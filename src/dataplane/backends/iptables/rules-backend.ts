@@ -23,7 +23,14 @@ import {
   NetlinkRestore,
   type RestoreTransport,
 } from './transport.js';
-import { commitTo, type Desired, type IptablesState, parseSave, restoreScript } from './state.js';
+import {
+  commitToSteps,
+  type Desired,
+  type IptablesState,
+  parseSaveSteps,
+  restoreScript,
+  restoreScriptSteps,
+} from './state.js';
 
 /** The configured transport: native (libiptc or netlink) unless IptablesTransport is exec. */
 export function transportFor(config: Config, flavour: IptablesFlavour, log: Logger): RestoreTransport {
@@ -78,11 +85,11 @@ export class IptablesRulesBackend implements RulesBackend {
     return `${family === 4 ? 'iptables' : 'ip6tables'}-${this.#flavour}-${what}`;
   }
 
-  async resync(): Promise<void> {
+  async resync(slicer?: Slicer): Promise<void> {
     for (const f of this.families) {
       const r = await run(this.#tool(f, 'save'), []);
       if (r.code !== 0) throw new Error(`${this.#tool(f, 'save')} failed (${r.code}): ${r.stderr.trim()}`);
-      this.#committed.set(f, parseSave(r.stdout));
+      this.#committed.set(f, await runSteps(parseSaveSteps(r.stdout), slicer));
       this.#ipsets.get(f)?.markResync();
       this.#builders.get(f)?.compareAll();
     }
@@ -99,7 +106,7 @@ export class IptablesRulesBackend implements RulesBackend {
   // IP sets first (the rules may use new ones), then one restore per family with only the
   // chains that changed, then the sets nothing uses any more. An apply where only set
   // members changed renders nothing and runs no restore.
-  async apply(): Promise<RulesApplyStats> {
+  async apply(slicer?: Slicer): Promise<RulesApplyStats> {
     const stats = noStats();
     const t0 = performance.now();
     const plans: Array<{ family: Family; builder: IptablesDesiredBuilder; scope: ChainScope; script: string }> = [];
@@ -109,12 +116,10 @@ export class IptablesRulesBackend implements RulesBackend {
       for (const name of sets.removed) this.#ipsets.get(f)?.remove(name);
       await this.#updateSets(f, sets.changed, stats);
       if (!builder.rulesDirty) continue;
-      const scope = builder.render();
-      const plan = restoreScript(
-        this.#committed.get(f) ?? new Map(),
-        builder.desired,
-        this.#config.ChainInsertMode,
-        scope,
+      const scope = await runSteps(builder.renderSteps(), slicer);
+      const plan = await runSteps(
+        restoreScriptSteps(this.#committed.get(f) ?? new Map(), builder.desired, this.#config.ChainInsertMode, scope),
+        slicer,
       );
       stats.chainsWritten += plan.chainsWritten;
       stats.rulesWritten += plan.rulesWritten;
@@ -125,9 +130,10 @@ export class IptablesRulesBackend implements RulesBackend {
       if (script) {
         stats.ops += script.split('\n').length - 1;
         stats.restores = (stats.restores ?? 0) + 1;
-        await this.#restore(family, script);
+        await this.#restore(family, script, slicer);
       }
-      this.#committed.set(family, commitTo(this.#committed.get(family) ?? new Map(), builder.desired, scope));
+      const committed = commitToSteps(this.#committed.get(family) ?? new Map(), builder.desired, scope);
+      this.#committed.set(family, await runSteps(committed, slicer));
     }
     for (const sets of this.#ipsets.values()) await sets.applyDeletions();
     stats.commitMs = performance.now() - t0;
@@ -143,9 +149,9 @@ export class IptablesRulesBackend implements RulesBackend {
     stats.elemsRemoved += r.removed;
   }
 
-  async #restore(family: Family, script: string): Promise<void> {
+  async #restore(family: Family, script: string, slicer?: Slicer): Promise<void> {
     try {
-      await this.#transport.restore(family, script);
+      await this.#transport.restore(family, script, slicer);
     } catch (e) {
       // Read back before the next try (the driver resyncs after a failed apply).
       this.#committed.delete(family);
@@ -153,15 +159,20 @@ export class IptablesRulesBackend implements RulesBackend {
     }
   }
 
-  async drift(): Promise<RulesDrift[]> {
-    return this.families.map((family) => {
+  async drift(slicer?: Slicer): Promise<RulesDrift[]> {
+    const out: RulesDrift[] = [];
+    for (const family of this.families) {
       const want = this.#builders.get(family)?.desired;
       const plan = want
-        ? restoreScript(this.#committed.get(family) ?? new Map(), want, this.#config.ChainInsertMode)
+        ? await runSteps(
+            restoreScriptSteps(this.#committed.get(family) ?? new Map(), want, this.#config.ChainInsertMode),
+            slicer,
+          )
         : undefined;
       const chains = [...(plan?.script.matchAll(/^:(\S+)/gm) ?? [])].map((m) => m[1] as string);
-      return { family, chains, sets: [] };
-    });
+      out.push({ family, chains, sets: [] });
+    }
+    return out;
   }
 
   ruleCount(): number {

@@ -4,6 +4,7 @@
 // restoreScript() turns the difference into one `iptables-restore --noflush` input.
 import type { Ruleset, TableName } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
+import { drain } from '../../slicer.js';
 import { iptablesChainLines, iptablesRuleLines } from './text.js';
 
 export interface TableState {
@@ -23,11 +24,28 @@ const OURS = /^cali-/;
 const hashOf = (rule: string) => /--comment "?cali:([\w-]+)"?/.exec(rule)?.[1] ?? '';
 const emptyTable = (): TableState => ({ chains: new Map(), hooks: new Map() });
 
+/** Lines of `iptables-save` output parsed between two turns of the event loop. */
+const PARSE_CHUNK = 2048;
+/** Chains compared (or recorded) between two turns of the event loop. */
+const COMPARE_CHUNK = 256;
+
 /** Parses `iptables-save` output: only what is ours is kept. */
 export function parseSave(save: string): IptablesState {
+  return drain(parseSaveSteps(save));
+}
+
+/**
+ * parseSave() in steps: a node's save output is 100,000 lines and more. Lines are taken
+ * one at a time, not split all at once.
+ */
+export function* parseSaveSteps(save: string): Generator<void, IptablesState, undefined> {
   const out: IptablesState = new Map();
   let table: TableState | undefined;
-  for (const line of save.split('\n')) {
+  for (let at = 0, n = 0; at < save.length; n++) {
+    if ((n & (PARSE_CHUNK - 1)) === PARSE_CHUNK - 1) yield;
+    const end = save.indexOf('\n', at);
+    const line = save.slice(at, end < 0 ? save.length : end);
+    at = end < 0 ? save.length : end + 1;
     if (line.startsWith('*')) {
       const name = line.slice(1).trim() as TableName;
       table = TABLES.includes(name) ? emptyTable() : undefined;
@@ -35,21 +53,23 @@ export function parseSave(save: string): IptablesState {
     } else if (table && line.startsWith(':')) {
       const name = line.slice(1).split(' ')[0] as string;
       if (OURS.test(name)) table.chains.set(name, []);
-    } else if (table) {
-      const m = /^-A (\S+) ?(.*)$/.exec(line);
-      if (!m) continue;
-      const chain = m[1] as string;
-      const spec = m[2] ?? '';
-      const hash = hashOf(spec);
-      if (OURS.test(chain)) table.chains.get(chain)?.push(hash);
-      else if (hash || /(^|\s)-[jg] cali-\S/.test(spec)) {
-        const list = table.hooks.get(chain) ?? [];
-        list.push({ hash, spec });
-        table.hooks.set(chain, list);
-      }
-    }
+    } else if (table) parseRuleLine(table, line);
   }
   return out;
+}
+
+function parseRuleLine(table: TableState, line: string): void {
+  const m = /^-A (\S+) ?(.*)$/.exec(line);
+  if (!m) return;
+  const chain = m[1] as string;
+  const spec = m[2] ?? '';
+  const hash = hashOf(spec);
+  if (OURS.test(chain)) table.chains.get(chain)?.push(hash);
+  else if (hash || /(^|\s)-[jg] cali-\S/.test(spec)) {
+    const list = table.hooks.get(chain) ?? [];
+    list.push({ hash, spec });
+    table.hooks.set(chain, list);
+  }
 }
 
 export interface Desired {
@@ -101,37 +121,33 @@ export function restoreScript(
   insertMode: 'Insert' | 'Append',
   scope?: Map<TableName, Set<string>>,
 ): RestorePlan {
+  return drain(restoreScriptSteps(have, want, insertMode, scope));
+}
+
+/** restoreScript() in steps: a read-back's plan compares every chain of the node. */
+export function* restoreScriptSteps(
+  have: IptablesState,
+  want: Desired,
+  insertMode: 'Insert' | 'Append',
+  scope?: Map<TableName, Set<string>>,
+): Generator<void, RestorePlan, undefined> {
   const plan: RestorePlan = { script: '', chainsWritten: 0, rulesWritten: 0, chainsDeleted: 0 };
   const out: string[] = [];
   for (const table of TABLES) {
     const h = have.get(table) ?? emptyTable();
     const chains = want.chains.get(table) ?? new Map<string, string[]>();
-    const hooks = want.hooks.get(table) ?? new Map<string, string[]>();
     const only = scope && (scope.get(table) ?? new Set<string>());
+    const changed: Array<readonly [string, string[]]> = [];
+    let n = 0;
+    for (const name of only ?? chains.keys()) {
+      if ((++n & (COMPARE_CHUNK - 1)) === 0) yield;
+      const rules = chains.get(name);
+      if (rules && !same(h.chains.get(name), rules.map(hashOf))) changed.push([name, rules]);
+    }
     const lines: string[] = [];
-    const candidates = only
-      ? [...only].flatMap((name) => {
-          const r = chains.get(name);
-          return r ? [[name, r] as const] : [];
-        })
-      : [...chains];
-    const changed = candidates.filter(([name, rules]) => !same(h.chains.get(name), rules.map(hashOf)));
     for (const [name] of changed) lines.push(`:${name} - [0:0]`);
     // Hooks only change with a rebuild (start, resync): a scoped plan leaves them alone.
-    for (const builtin of only ? [] : new Set([...h.hooks.keys(), ...hooks.keys()])) {
-      const mine = hooks.get(builtin) ?? [];
-      const there = h.hooks.get(builtin) ?? [];
-      if (
-        same(
-          there.map((r) => r.hash),
-          mine.map(hashOf),
-        )
-      )
-        continue;
-      for (const r of there) lines.push(`-D ${builtin} ${r.spec}`);
-      mine.forEach((l, i) => lines.push(insertMode === 'Insert' ? l.replace(/^-A (\S+)/, `-I $1 ${i + 1}`) : l));
-      plan.rulesWritten += mine.length;
-    }
+    if (!only) hookLines(h, want.hooks.get(table) ?? new Map(), insertMode, lines, plan);
     for (const [, rules] of changed) {
       for (const r of rules) lines.push(r);
       plan.rulesWritten += rules.length;
@@ -147,14 +163,48 @@ export function restoreScript(
       for (const l of lines) out.push(l);
       out.push('COMMIT');
     }
+    yield;
   }
   plan.script = out.length ? `${out.join('\n')}\n` : '';
   return plan;
 }
 
+// Hooks whose rules differ: deleted (by their exact spec) and inserted again.
+function hookLines(
+  h: TableState,
+  hooks: Map<string, string[]>,
+  insertMode: 'Insert' | 'Append',
+  lines: string[],
+  plan: RestorePlan,
+): void {
+  for (const builtin of new Set([...h.hooks.keys(), ...hooks.keys()])) {
+    const mine = hooks.get(builtin) ?? [];
+    const there = h.hooks.get(builtin) ?? [];
+    if (
+      same(
+        there.map((r) => r.hash),
+        mine.map(hashOf),
+      )
+    )
+      continue;
+    for (const r of there) lines.push(`-D ${builtin} ${r.spec}`);
+    mine.forEach((l, i) => lines.push(insertMode === 'Insert' ? l.replace(/^-A (\S+)/, `-I $1 ${i + 1}`) : l));
+    plan.rulesWritten += mine.length;
+  }
+}
+
 /** Records a committed plan's chains in `have` (all of them, or those of the scope). */
 export function commitTo(have: IptablesState, want: Desired, scope?: Map<TableName, Set<string>>): IptablesState {
-  if (!scope) return stateOf(want);
+  return drain(commitToSteps(have, want, scope));
+}
+
+/** commitTo() in steps (recording a whole node hashes every rule again). */
+export function* commitToSteps(
+  have: IptablesState,
+  want: Desired,
+  scope?: Map<TableName, Set<string>>,
+): Generator<void, IptablesState, undefined> {
+  if (!scope) return yield* stateOfSteps(want);
   for (const [table, names] of scope) {
     const t = have.get(table) ?? emptyTable();
     have.set(table, t);
@@ -170,10 +220,18 @@ export function commitTo(have: IptablesState, want: Desired, scope?: Map<TableNa
 
 /** What was committed, as a read-back would find it (so the next plan is a no-op). */
 export function stateOf(want: Desired): IptablesState {
+  return drain(stateOfSteps(want));
+}
+
+function* stateOfSteps(want: Desired): Generator<void, IptablesState, undefined> {
   const out: IptablesState = new Map();
   for (const table of TABLES) {
     const t = emptyTable();
-    for (const [name, rules] of want.chains.get(table) ?? []) t.chains.set(name, rules.map(hashOf));
+    let n = 0;
+    for (const [name, rules] of want.chains.get(table) ?? []) {
+      if ((++n & (COMPARE_CHUNK - 1)) === 0) yield;
+      t.chains.set(name, rules.map(hashOf));
+    }
     for (const [builtin, rules] of want.hooks.get(table) ?? [])
       t.hooks.set(
         builtin,

@@ -9,8 +9,9 @@
 import type { Logger } from '../../../log.js';
 import { iptcApply, iptNftApply, type XtablesLock } from '../../../native/iptc.js';
 import { run } from '../../exec.js';
+import { runSteps, type Slicer } from '../../slicer.js';
 import type { Family } from '../../render/model.js';
-import { restoreOps } from './restore-ops.js';
+import { type NativeTx, restoreOpsSteps } from './restore-ops.js';
 import { UnsupportedRule } from './rule-args.js';
 
 export type IptablesFlavour = 'nft' | 'legacy';
@@ -31,7 +32,8 @@ export class IptablesApplyError extends Error {
 export interface RestoreTransport {
   /** "exec" or "native": for logs and the bench. */
   readonly kind: 'exec' | 'native';
-  restore(family: Family, script: string): Promise<void>;
+  /** `slicer`: parse (natively sent scripts are parsed into ops) between turns of the loop. */
+  restore(family: Family, script: string, slicer?: Slicer): Promise<void>;
 }
 
 export class ExecRestore implements RestoreTransport {
@@ -77,10 +79,10 @@ abstract class NativeRestore implements RestoreTransport {
     this.#log = log;
   }
 
-  async restore(family: Family, script: string): Promise<void> {
-    let tx: ReturnType<typeof restoreOps>;
+  async restore(family: Family, script: string, slicer?: Slicer): Promise<void> {
+    let tx: NativeTx;
     try {
-      tx = restoreOps(script, family);
+      tx = await runSteps(restoreOpsSteps(script, family), slicer);
     } catch (e) {
       if (!(e instanceof UnsupportedRule)) throw e;
       return this.#viaTool(family, script, e.message);

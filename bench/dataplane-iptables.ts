@@ -23,7 +23,7 @@ import { restoreOps } from '../src/dataplane/backends/iptables/restore-ops.js';
 import { iptcApply, iptNftApply } from '../src/native/iptc.js';
 import { ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -46,9 +46,13 @@ interface InsideResult {
   /** The event loop's longest block during the cold apply, and its longest blocks. */
   coldLoopMaxMs: number;
   coldBlocks: string;
-  /** A refresh (read back, compare, apply: nothing to write), and the loop's longest block. */
+  /** For a profile of the same run (PALISADE_BENCH_CPU_PROF): scripts/cpuprofile-blocks.mjs --at <this>. */
+  coldBlocksAt: string;
+  /** A refresh (read back, compare, apply: nothing to write), and the loop's longest blocks. */
   refreshMs: number;
   refreshLoopMaxMs: number;
+  refreshBlocks: string;
+  refreshBlocksAt: string;
   incrementalMs: number[];
   membersMs: number[];
   ipsetMembersPerS: number;
@@ -150,8 +154,11 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
     coldRules: cold.result.rulesWritten,
     coldLoopMaxMs: cold.loopMaxMs,
     coldBlocks: describeBlocks(cold.blocks),
+    coldBlocksAt: blocksAt(cold.blocks),
     refreshMs: refresh.ms,
     refreshLoopMaxMs: refresh.loopMaxMs,
+    refreshBlocks: describeBlocks(refresh.blocks),
+    refreshBlocksAt: blocksAt(refresh.blocks),
     incrementalMs,
     membersMs,
     ipsetMembersPerS: members.length / (bulkMs / 1000),
@@ -165,7 +172,17 @@ function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Insi
     log(`iptables-${flavour} (${transport}): programming in netns ${ns}`);
     const r = spawnSync(
       'ip',
-      ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside', flavour, transport],
+      [
+        'netns',
+        'exec',
+        ns,
+        process.execPath,
+        ...cpuProfFlags(),
+        fileURLToPath(import.meta.url),
+        '--inside',
+        flavour,
+        transport,
+      ],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 },
     );
     if (r.status !== 0) throw new Error(`iptables-${flavour} run failed (${r.status ?? r.signal})`);
@@ -215,8 +232,11 @@ async function main(): Promise<void> {
     out[`${flavour}_cold_rules`] = r.coldRules;
     out[`${flavour}_cold${x}_event_loop_max_ms`] = r3(r.coldLoopMaxMs);
     out[`${flavour}_cold${x}_longest_blocks`] = r.coldBlocks;
+    out[`${flavour}_cold${x}_longest_blocks_at`] = r.coldBlocksAt;
     out[`${flavour}_refresh${x}_ms`] = r3(r.refreshMs);
     out[`${flavour}_refresh${x}_event_loop_max_ms`] = r3(r.refreshLoopMaxMs);
+    out[`${flavour}_refresh${x}_longest_blocks`] = r.refreshBlocks;
+    out[`${flavour}_refresh${x}_longest_blocks_at`] = r.refreshBlocksAt;
     out[`${flavour}_incremental${transport === 'exec' ? '_exec' : ''}_ms_median`] = r3(median(r.incrementalMs));
     out[`${flavour}_members_1000${transport === 'exec' ? '_exec' : ''}_ms_median`] = r3(median(r.membersMs));
     if (transport !== 'exec') {

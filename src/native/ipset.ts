@@ -87,8 +87,21 @@ function memberBytes(member: string, type: IpsetType, family: IpsetFamily, out: 
 }
 
 export function encodeIpsetOps(ops: readonly IpsetOp[]): Uint8Array {
+  const steps = encodeIpsetOpsSteps(ops);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Members encoded between two turns of the event loop. */
+const ENCODE_CHUNK = 8192;
+
+/** encodeIpsetOps() in steps (a yield every 8,192 members): a cold node's sets hold 100,000 members and more. */
+export function* encodeIpsetOpsSteps(ops: readonly IpsetOp[]): Generator<void, Uint8Array, undefined> {
   const parts: Buffer[] = [];
-  ops.forEach((o, tag) => {
+  for (let tag = 0; tag < ops.length; tag++) {
+    const o = ops[tag] as IpsetOp;
     const head = Buffer.alloc(5);
     head[0] = OP[o.op];
     head.writeUInt32LE(tag, 1);
@@ -106,16 +119,25 @@ export function encodeIpsetOps(ops: readonly IpsetOp[]): Uint8Array {
       b[0] = o.family;
       b[1] = TYPE[o.type];
       b.writeUInt32LE(o.members.length, 2);
-      o.members.forEach((m, i) => memberBytes(m, o.type, o.family, b, 6 + i * MEMBER_SIZE));
+      for (let i = 0; i < o.members.length; i++) {
+        if ((i & (ENCODE_CHUNK - 1)) === ENCODE_CHUNK - 1) yield;
+        memberBytes(o.members[i] as string, o.type, o.family, b, 6 + i * MEMBER_SIZE);
+      }
       parts.push(b);
     }
-  });
+    yield;
+  }
   return Buffer.concat(parts);
 }
 
 /** Runs the commands in order; failures carry the index of their op (and member). */
 export function ipsetApply(ops: readonly IpsetOp[]): Promise<IpsetResult> {
   return native.ipsetApply(encodeIpsetOps(ops));
+}
+
+/** ipsetApply() of commands already encoded (encodeIpsetOpsSteps, run in a caller's slices). */
+export function ipsetApplyEncoded(encoded: Uint8Array): Promise<IpsetResult> {
+  return native.ipsetApply(encoded);
 }
 
 /** Every set whose name starts with `prefix`, with its members. */

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { canonicalMember, type IpsetDataplane, IPSets } from '../../src/dataplane/ipsets/ipsets.js';
+import { drain, Slicer } from '../../src/dataplane/slicer.js';
 import { createLogger } from '../../src/log.js';
 import type { IpsetOp, IpsetResult, ListedIpset } from '../../src/native/ipset.js';
 
@@ -154,6 +155,32 @@ describe('IPSets (iptables mode)', () => {
     kernel.failMember = undefined;
     await sets.applyUpdates();
     assert.deepEqual(members(kernel, 'cali40s:a'), ['10.0.0.1/32', '10.0.0.2/32']);
+  });
+
+  it('sliced: a thousand sets are read back, planned and recorded between turns of the loop, to the same kernel', async () => {
+    const run = async (slicer?: Slicer) => {
+      const kernel = new FakeKernel();
+      const sets = new IPSets(4, { maxSize: 1024, log, dataplane: kernel });
+      const fill = (k: number) => {
+        for (let i = 0; i < 1000; i++) {
+          const members = Array.from({ length: 50 }, (_, j) => `10.${i >> 8}.${i & 255}.${(j + k) % 256}/32`);
+          drain(sets.addOrReplaceSteps(`cali40s:set${i}`, 'hash:net', members));
+        }
+      };
+      fill(0);
+      await sets.applyUpdates(slicer);
+      // A resync reads all of it back, and a change of every set's members follows.
+      sets.markResync();
+      fill(7);
+      const stats = await sets.applyUpdates(slicer);
+      return { log: kernel.log, stats, members: [...kernel.sets].map(([n, x]) => [n, [...x.members].sort()]) };
+    };
+    const slicer = new Slicer(0);
+    const sliced = await run(slicer);
+    assert.deepEqual(sliced, await run());
+    assert.deepEqual(sliced.stats, { created: 0, rewritten: 0, added: 7000, removed: 7000, destroyed: 0 });
+    // Between sets at least: read back, planned and recorded, twice over for the first apply.
+    assert.ok(slicer.pauses >= 4000, `the loop got ${slicer.pauses} turns`);
   });
 
   it("refuses names that are not ours, and compares members in the kernel's spelling", () => {

@@ -8,8 +8,10 @@
 // markResync() re-reads the kernel at the next apply, which repairs tampering.
 import type { Logger } from '../../log.js';
 import { parseCidr } from '../../model/net.js';
+import { drain, runSteps, type Slicer, type Steps } from '../slicer.js';
 import {
-  ipsetApply,
+  encodeIpsetOpsSteps,
+  ipsetApplyEncoded,
   ipsetList,
   type IpsetFamily,
   type IpsetOp,
@@ -20,11 +22,18 @@ import {
 
 /** The kernel side, native by default; unit tests pass an in-memory one. */
 export interface IpsetDataplane {
-  apply(ops: IpsetOp[]): Promise<IpsetResult>;
+  /** `slicer`: encode the members between turns of the event loop. */
+  apply(ops: IpsetOp[], slicer?: Slicer): Promise<IpsetResult>;
   list(prefix: string): Promise<ListedIpset[]>;
 }
 
-export const nativeIpsets: IpsetDataplane = { apply: ipsetApply, list: ipsetList };
+export const nativeIpsets: IpsetDataplane = {
+  apply: async (ops, slicer) => ipsetApplyEncoded(await runSteps(encodeIpsetOpsSteps(ops), slicer)),
+  list: ipsetList,
+};
+
+/** Members canonicalised, compared or copied between two turns of the event loop. */
+const MEMBER_CHUNK = 4096;
 
 interface SetMeta {
   type: IpsetType;
@@ -80,9 +89,18 @@ export class IPSets {
   }
 
   addOrReplace(name: string, type: IpsetType, members: Iterable<string>): void {
+    drain(this.addOrReplaceSteps(name, type, members));
+  }
+
+  /** addOrReplace() in steps: one set may hold every endpoint of the cluster. */
+  *addOrReplaceSteps(name: string, type: IpsetType, members: Iterable<string>): Steps {
     this.#own(name);
     const set: KernelSet = { type, maxelem: this.#maxSize, members: new Set() };
-    for (const m of members) set.members.add(canonicalMember(type, this.family, m));
+    let n = 0;
+    for (const m of members) {
+      if ((++n & (MEMBER_CHUNK - 1)) === 0) yield;
+      set.members.add(canonicalMember(type, this.family, m));
+    }
     this.#desired.set(name, set);
     this.#dirty.add(name);
   }
@@ -110,23 +128,45 @@ export class IPSets {
     this.#resync = true;
   }
 
-  /** Creates, rewrites and updates what changed (before the rules that use the sets). */
-  async applyUpdates(): Promise<IpsetApplyStats> {
+  /**
+   * Creates, rewrites and updates what changed (before the rules that use the sets). With
+   * a slicer, reading back, planning, encoding and recording give the event loop turns.
+   */
+  async applyUpdates(slicer?: Slicer): Promise<IpsetApplyStats> {
     const stats: IpsetApplyStats = { created: 0, rewritten: 0, added: 0, removed: 0, destroyed: 0 };
-    if (this.#resync) await this.#readBack();
+    if (this.#resync) await this.#readBack(slicer);
     const ops: IpsetOp[] = [];
-    for (const name of this.#dirty) {
-      const want = this.#desired.get(name);
-      if (want) this.#plan(name, want, ops, stats);
-    }
-    await this.#run(ops);
-    for (const name of this.#dirty) {
-      const want = this.#desired.get(name);
-      if (want) this.#kernel.set(name, { ...want, members: new Set(want.members) });
-    }
+    await runSteps(this.#planSteps(ops, stats), slicer);
+    await this.#run(ops, slicer);
+    await runSteps(this.#recordSteps(), slicer);
     // Deletions wait for applyDeletions(); everything else is done.
     for (const name of [...this.#dirty]) if (this.#desired.has(name)) this.#dirty.delete(name);
     return stats;
+  }
+
+  *#planSteps(ops: IpsetOp[], stats: IpsetApplyStats): Steps {
+    for (const name of this.#dirty) {
+      const want = this.#desired.get(name);
+      if (want) yield* this.#plan(name, want, ops, stats);
+      // And between sets: a thousand small sets are as many members as one big one.
+      yield;
+    }
+  }
+
+  // What was applied becomes the kernel's baseline (copied: the desired sets change on).
+  *#recordSteps(): Steps {
+    for (const name of this.#dirty) {
+      const want = this.#desired.get(name);
+      if (!want) continue;
+      const members = new Set<string>();
+      let n = 0;
+      for (const m of want.members) {
+        if ((++n & (MEMBER_CHUNK - 1)) === 0) yield;
+        members.add(m);
+      }
+      this.#kernel.set(name, { ...want, members });
+      yield;
+    }
   }
 
   /** Destroys our sets that are no longer wanted (after the rules stopped using them). */
@@ -153,7 +193,7 @@ export class IPSets {
    * again (which the kernel refuses while a rule still uses it: the apply then fails and
    * is retried once the rules have moved). Otherwise only the delta goes.
    */
-  #plan(name: string, want: KernelSet, ops: IpsetOp[], stats: IpsetApplyStats): void {
+  *#plan(name: string, want: KernelSet, ops: IpsetOp[], stats: IpsetApplyStats): Steps {
     const have = this.#kernel.get(name);
     const base = { type: want.type, family: this.family } as const;
     if (!have || have.type !== want.type || have.maxelem !== want.maxelem) {
@@ -178,19 +218,28 @@ export class IPSets {
       stats.added += want.members.size;
       return;
     }
-    const add = [...want.members].filter((m) => !have.members.has(m));
-    const del = [...have.members].filter((m) => !want.members.has(m));
+    const add: string[] = [];
+    const del: string[] = [];
+    let n = 0;
+    for (const m of want.members) {
+      if ((++n & (MEMBER_CHUNK - 1)) === 0) yield;
+      if (!have.members.has(m)) add.push(m);
+    }
+    for (const m of have.members) {
+      if ((++n & (MEMBER_CHUNK - 1)) === 0) yield;
+      if (!want.members.has(m)) del.push(m);
+    }
     if (del.length) ops.push({ op: 'del', name, ...base, members: del });
     if (add.length) ops.push({ op: 'add', name, ...base, members: add });
     stats.added += add.length;
     stats.removed += del.length;
   }
 
-  async #run(ops: IpsetOp[]): Promise<void> {
+  async #run(ops: IpsetOp[], slicer?: Slicer): Promise<void> {
     if (!ops.length) return;
     let r: IpsetResult;
     try {
-      r = await this.#dp.apply(ops);
+      r = await this.#dp.apply(ops, slicer);
     } catch (e) {
       this.#resync = true;
       throw e;
@@ -206,19 +255,11 @@ export class IPSets {
   }
 
   /** What the kernel holds of ours now: the baseline the next plan compares against. */
-  async #readBack(): Promise<void> {
+  async #readBack(slicer?: Slicer): Promise<void> {
     const kernel = new Map<string, KernelSet>();
     const temps: string[] = [];
-    for (const s of await this.#dp.list(`cali${this.family}`)) {
-      if (s.family !== this.family) continue;
-      if (s.name.startsWith(this.#tempPrefix)) temps.push(s.name);
-      else if (s.name.startsWith(this.prefix))
-        kernel.set(s.name, {
-          type: s.type as IpsetType,
-          maxelem: s.maxelem,
-          members: new Set(s.members.map((m) => canonicalMember(s.type as IpsetType, this.family, m))),
-        });
-    }
+    const listed = await this.#dp.list(`cali${this.family}`);
+    await runSteps(this.#readSteps(listed, kernel, temps), slicer);
     this.#kernel = kernel;
     // Compare everything wanted; leftovers of an interrupted rewrite go now.
     for (const name of this.#desired.keys()) this.#dirty.add(name);
@@ -226,5 +267,21 @@ export class IPSets {
     if (temps.length) await this.#run(temps.map((name) => ({ op: 'destroy', name })));
     this.#resync = false;
     this.#log.debug({ family: this.family, sets: kernel.size, temporaries: temps.length }, 'read back our IP sets');
+  }
+
+  *#readSteps(listed: ListedIpset[], kernel: Map<string, KernelSet>, temps: string[]): Steps {
+    for (const s of listed) {
+      if (s.family !== this.family) continue;
+      if (s.name.startsWith(this.#tempPrefix)) temps.push(s.name);
+      if (!s.name.startsWith(this.prefix)) continue;
+      const type = s.type as IpsetType;
+      const members = new Set<string>();
+      for (let i = 0; i < s.members.length; i++) {
+        if ((i & (MEMBER_CHUNK - 1)) === MEMBER_CHUNK - 1) yield;
+        members.add(canonicalMember(type, this.family, s.members[i] as string));
+      }
+      kernel.set(s.name, { type, maxelem: s.maxelem, members });
+      yield;
+    }
   }
 }

@@ -11,7 +11,7 @@ import type { Logger } from '../../../log.js';
 import type { IpsetType } from '../../../native/ipset.js';
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import { run } from '../../exec.js';
-import { runSteps, type Slicer } from '../../slicer.js';
+import { runSteps, type Slicer, type Steps } from '../../slicer.js';
 import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
 import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
@@ -44,6 +44,13 @@ export function transportFor(config: Config, flavour: IptablesFlavour, log: Logg
 }
 
 const SET_TYPE: Record<'net' | 'ipPort', IpsetType> = { net: 'hash:net', ipPort: 'hash:ip,port' };
+
+function* replaceAll(sets: IPSets, list: readonly IPSet[]): Steps {
+  for (const s of list) {
+    yield* sets.addOrReplaceSteps(s.name, SET_TYPE[s.kind], s.members);
+    yield;
+  }
+}
 
 export class IptablesRulesBackend implements RulesBackend {
   readonly name: string;
@@ -114,7 +121,7 @@ export class IptablesRulesBackend implements RulesBackend {
       const sets = builder.takeSets();
       // Marked now, destroyed only after the restore (a failed apply keeps them marked).
       for (const name of sets.removed) this.#ipsets.get(f)?.remove(name);
-      await this.#updateSets(f, sets.changed, stats);
+      await this.#updateSets(f, sets.changed, stats, slicer);
       if (!builder.rulesDirty) continue;
       const scope = await runSteps(builder.renderSteps(), slicer);
       const plan = await runSteps(
@@ -141,10 +148,11 @@ export class IptablesRulesBackend implements RulesBackend {
   }
 
   /** Creates or updates these sets (before the rules that use them). */
-  async #updateSets(f: Family, list: readonly IPSet[], stats: RulesApplyStats): Promise<void> {
+  async #updateSets(f: Family, list: readonly IPSet[], stats: RulesApplyStats, slicer?: Slicer): Promise<void> {
     const sets = this.#ipsets.get(f) as IPSets;
-    for (const s of list) sets.addOrReplace(s.name, SET_TYPE[s.kind], s.members);
-    const r = await sets.applyUpdates();
+    // One run of steps for all of them: a slice's budget is per run.
+    await runSteps(replaceAll(sets, list), slicer);
+    const r = await sets.applyUpdates(slicer);
     stats.elemsAdded += r.added;
     stats.elemsRemoved += r.removed;
   }

@@ -41,7 +41,7 @@ export class ActiveRulesCalculator {
    * By policy number: how many local endpoints it matches. Numbers, not names: a snapshot
    * of 40,000 policies over 800 endpoints reports a million matches.
    */
-  readonly #matchCounts: number[] = [];
+  #matchCounts = new Int32Array(1024);
   /** Policies whose definition changed (re-sent if active). */
   readonly #changedPolicies = new Set<string>();
   /** Policies (by number) whose match count moved: sent only if that flips them. */
@@ -110,9 +110,17 @@ export class ActiveRulesCalculator {
   /** Runs the batched matching and tells the listener what changed. */
   flush(): void {
     const changes = this.#index.flush();
+    // Sized for the highest policy number first (a typed array: numbers arrive in any order).
+    let top = this.#matchCounts.length - 1;
+    for (let i = 0; i < changes.length; i++) top = Math.max(top, changes.selectorId(i));
+    if (top >= this.#matchCounts.length) {
+      const grown = new Int32Array(Math.max(top + 1, this.#matchCounts.length * 2));
+      grown.set(this.#matchCounts);
+      this.#matchCounts = grown;
+    }
     const counts = this.#matchCounts;
     changes.forEach((sel, item, started) => {
-      counts[sel] = (counts[sel] ?? 0) + (started ? 1 : -1);
+      counts[sel] = (counts[sel] as number) + (started ? 1 : -1);
       this.#dirtyPolicies.add(sel);
       const endpoint = this.#endpointIds.key(item);
       if (started) this.#listener.onPolicyMatch(this.#policyIds.key(sel), endpoint, sel);

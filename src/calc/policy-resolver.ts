@@ -23,27 +23,62 @@ export interface EndpointTiers {
   forwardTiers: TierInfo[];
 }
 
-// A tier without a Tier resource has no default action; the dataplane denies, as Felix.
-function tierInfo(name: string, defaultAction: string, policies: PolicyMeta[]): TierInfo | undefined {
-  if (policies.length === 0) return undefined;
-  return {
-    name,
-    ingressPolicies: policies.filter((p) => p.ingress).map((p) => p.name),
-    egressPolicies: policies.filter((p) => p.egress).map((p) => p.name),
-    defaultAction: defaultAction || 'Deny',
-  };
+// One tier's policies for an endpoint, sorted into the dataplane's lists in one pass
+// (an endpoint of a 40,000-policy cluster may match a thousand of them).
+class TierLists {
+  readonly #lists: Array<{ ingress: string[]; egress: string[] }> = [];
+
+  add(p: PolicyMeta): void {
+    // Normal policies (neither untracked nor pre-DNAT), and those also forward; untracked; pre-DNAT.
+    if (p.doNotTrack) this.#put(UNTRACKED, p);
+    else if (p.preDNAT) this.#put(PRE_DNAT, p);
+    else {
+      this.#put(NORMAL, p);
+      if (p.applyOnForward) this.#put(FORWARD, p);
+    }
+  }
+
+  // A tier without a Tier resource has no default action; the dataplane denies, as Felix.
+  emit(t: SortedTier, out: EndpointTiers): void {
+    const targets = [out.tiers, out.untrackedTiers, out.preDnatTiers, out.forwardTiers];
+    for (let k = 0; k < targets.length; k++) {
+      const l = this.#lists[k];
+      if (!l) continue;
+      (targets[k] as TierInfo[]).push({
+        name: t.name,
+        ingressPolicies: l.ingress,
+        egressPolicies: l.egress,
+        defaultAction: t.defaultAction || 'Deny',
+      });
+    }
+  }
+
+  #put(k: number, p: PolicyMeta): void {
+    let l = this.#lists[k];
+    if (!l) this.#lists[k] = l = { ingress: [], egress: [] };
+    if (p.ingress) l.ingress.push(p.name);
+    if (p.egress) l.egress.push(p.name);
+  }
 }
+
+const NORMAL = 0;
+const UNTRACKED = 1;
+const PRE_DNAT = 2;
+const FORWARD = 3;
 
 export class PolicyResolver {
   readonly #sorter: PolicySorter;
   /** Endpoint -> the numbers of the policies matching it. */
   readonly #matches = new Map<string, Set<number>>();
   /** By policy number: its name (a number is reused only for a new policy, after its old matches stopped). */
-  readonly #names: string[] = [];
+  readonly #names: Array<string | undefined> = [];
   readonly #endpoints = new Set<string>();
   readonly #dirty = new Set<string>();
   #allDirty = false;
   #rankCache: Ranks | undefined;
+  /** The endpoint of the last match reported, and its matches (until a stop or a flush). */
+  #lastEndpoint: string | undefined;
+  #lastMatches: Set<number> | undefined;
 
   constructor(sorter: PolicySorter) {
     this.#sorter = sorter;
@@ -62,16 +97,25 @@ export class PolicyResolver {
    */
   onPolicyMatch(policyName: string, endpointId: string, policyNum: number): void {
     if (this.#names[policyNum] !== policyName) {
+      // Grown in order, so the array stays a dense one (numbers arrive in any order).
+      while (this.#names.length < policyNum) this.#names.push(undefined);
       this.#names[policyNum] = policyName;
       this.#rankCache = undefined;
     }
-    let m = this.#matches.get(endpointId);
-    if (!m) this.#matches.set(endpointId, (m = new Set()));
-    m.add(policyNum);
-    this.#dirty.add(endpointId);
+    // An endpoint's matches arrive together (the index matches an item against every
+    // selector at once): its set is looked up, and it is marked dirty, once for them.
+    if (endpointId !== this.#lastEndpoint) {
+      let m = this.#matches.get(endpointId);
+      if (!m) this.#matches.set(endpointId, (m = new Set()));
+      this.#dirty.add(endpointId);
+      this.#lastEndpoint = endpointId;
+      this.#lastMatches = m;
+    }
+    this.#lastMatches?.add(policyNum);
   }
 
   onPolicyMatchStopped(endpointId: string, policyNum: number): void {
+    this.#lastEndpoint = undefined;
     const m = this.#matches.get(endpointId);
     if (!m) return;
     m.delete(policyNum);
@@ -86,6 +130,7 @@ export class PolicyResolver {
 
   /** Calls emit(endpoint, tiers) for each endpoint to update; tiers undefined for one gone. */
   flush(emit: (endpointId: string, tiers: EndpointTiers | undefined) => void): void {
+    this.#lastEndpoint = undefined;
     const ids = this.#allDirty ? new Set([...this.#endpoints, ...this.#dirty]) : this.#dirty;
     const sorted = this.#sorter.sorted();
     for (const id of ids) emit(id, this.#endpoints.has(id) ? this.#resolve(id, sorted) : undefined);
@@ -135,28 +180,11 @@ export class PolicyResolver {
     const order = ranks.subarray(0, n).sort();
     for (let i = 0; i < order.length; ) {
       const ti = tier[order[i] as number] as number;
-      const matched: PolicyMeta[] = [];
-      for (; i < order.length && tier[order[i] as number] === ti; i++)
-        matched.push(meta[order[i] as number] as PolicyMeta);
       const t = sorted[ti] as SortedTier;
-      const normal = matched.filter((p) => !p.doNotTrack && !p.preDNAT);
-      const push = (list: TierInfo[], ps: PolicyMeta[]) => {
-        const info = tierInfo(t.name, t.defaultAction, ps);
-        if (info) list.push(info);
-      };
-      push(out.tiers, normal);
-      push(
-        out.untrackedTiers,
-        matched.filter((p) => p.doNotTrack),
-      );
-      push(
-        out.preDnatTiers,
-        matched.filter((p) => p.preDNAT && !p.doNotTrack),
-      );
-      push(
-        out.forwardTiers,
-        normal.filter((p) => p.applyOnForward),
-      );
+      const lists = new TierLists();
+      for (; i < order.length && tier[order[i] as number] === ti; i++)
+        lists.add(meta[order[i] as number] as PolicyMeta);
+      lists.emit(t, out);
     }
     return out;
   }

@@ -55,6 +55,8 @@ interface SetState {
    * member (one source) costs one set entry and is added with one hash lookup.
    */
   readonly extra: Map<string, number>;
+  /** Members to add at the end of the batch (a set read whole then: see #apply). */
+  pending?: string[] | undefined;
 }
 
 /**
@@ -166,6 +168,8 @@ export class IPSetMemberCalculator {
   /** The state before this batch of touched sources that existed (new ones need none). */
   readonly #before = new Map<number, Before>();
   readonly #removedSets: string[] = [];
+  /** Sets with members pending, added at the end of the flush. */
+  #pendingSets: SetState[] = [];
   /** Flushes so far: a set activated in the current batch has this as its `batch`. */
   #batch = 0;
   /** Scratch for a source's profile IDs (the index copies them). */
@@ -290,6 +294,7 @@ export class IPSetMemberCalculator {
       this.#touchedMark[src] = 0;
       this.#settle(src, this.#before.get(src) ?? null);
     }
+    this.#addPending();
     this.#before.clear();
     this.#batch++;
     for (const uid of this.#removedSets.splice(0)) {
@@ -400,6 +405,17 @@ export class IPSetMemberCalculator {
     const { members, extra } = state;
     // A set the listener reads whole at the end of its first batch needs no reports then.
     const quiet = state.batch === this.#batch && this.#listener.readsNewSetsWhole === true;
+    if (quiet && count(had) === 0) {
+      // Its members are added at the end, a set at a time: a snapshot's million members
+      // added source by source across 29 sets went from set to set (2.5 times slower).
+      let pending = state.pending;
+      if (!pending) {
+        pending = state.pending = [];
+        this.#pendingSets.push(state);
+      }
+      for (let i = 0, len = count(has); i < len; i++) pending.push(nth(has, i));
+      return;
+    }
     let added: string[] | undefined;
     let removed: string[] | undefined;
     for (let i = 0, len = count(has); i < len; i++) {
@@ -423,5 +439,19 @@ export class IPSetMemberCalculator {
     }
     if (added) this.#listener.onMembersAdded(state.data.uid, added);
     if (removed) this.#listener.onMembersRemoved(state.data.uid, removed);
+  }
+
+  // The pending members of sets read whole, counted as #apply counts them.
+  #addPending(): void {
+    for (const state of this.#pendingSets) {
+      const { members, extra } = state;
+      for (const m of state.pending ?? NO_STRINGS) {
+        const size = members.size;
+        members.add(m);
+        if (members.size === size) extra.set(m, (extra.get(m) ?? 0) + 1);
+      }
+      state.pending = undefined;
+    }
+    this.#pendingSets = [];
   }
 }

@@ -37,8 +37,8 @@ export function policySortKey(kind: PolicyKind, namespace: string, name: string)
  */
 export function dashSeparatedParts(name: string, count: number): string[] | undefined {
   if (name.length < 2 * count - 1) return undefined;
-  if (!name.includes('--')) {
-    // The common case (no escaped dash), natively.
+  // The common case (no escaped dash), natively; a leading dash is part of the first part.
+  if (!name.includes('--') && name.charCodeAt(0) !== 45 /* - */) {
     const parts = name.split('-');
     return parts.length === count && parts.every((p) => p !== '') ? parts : undefined;
   }

@@ -508,6 +508,7 @@ describe('v1 model: update processors', () => {
     // "---": an escaped dash, then a separator; a leading dash belongs to the first part.
     assert.deepEqual(split('n---x-y-z'), ['n-', 'x', 'y', 'z']);
     assert.deepEqual(split('-n--x-y-z-w'), ['-n-x', 'y', 'z', 'w']);
+    assert.deepEqual(split('-n-x-y-z'), ['-n', 'x', 'y', 'z']);
     assert.equal(split('n--x-y-z--'), undefined, 'three parts, the last ending in a dash');
     assert.equal(split('n-x-y'), undefined, 'three parts');
     assert.equal(split('n-x--y-z'), undefined, 'three parts, one with a dash');

@@ -10,7 +10,6 @@
 // agent runs them. Needs root.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 import { defaultConfig } from '../src/config/params.js';
@@ -23,7 +22,7 @@ import { restoreOps } from '../src/dataplane/backends/iptables/restore-ops.js';
 import { iptcApply, iptNftApply } from '../src/native/iptc.js';
 import { ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { blocksAt, cpuProfFlags, describeBlocks, loopDuring } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -58,24 +57,6 @@ interface InsideResult {
   ipsetMembersPerS: number;
 }
 
-/** Runs `work` with a slicer, timing it and measuring how long the event loop was blocked. */
-async function loopDuring<T>(
-  work: (slicer: Slicer) => Promise<T>,
-): Promise<{ result: T; ms: number; loopMaxMs: number; blocks: LoopBlock[] }> {
-  const loop = monitorEventLoopDelay({ resolution: 1 });
-  loop.enable();
-  // The monitor's timer must be running first (a block in the tick it is enabled in is not seen).
-  await new Promise((r) => setTimeout(r, 20));
-  const blocks = new LoopBlockTracer();
-  blocks.start();
-  const t0 = performance.now();
-  const result = await work(new Slicer(3));
-  const ms = performance.now() - t0;
-  await new Promise((r) => setTimeout(r, 5));
-  loop.disable();
-  return { result, ms, loopMaxMs: loop.max / 1e6, blocks: blocks.stop(3) };
-}
-
 async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Promise<InsideResult> {
   // No xtables lock: the namespace is ours alone (the lock file is the host's).
   const config = {
@@ -92,12 +73,14 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
   await backend.resync();
   // The loop during the cold apply and a refresh, sliced as the agent runs them (the
   // restore itself runs on a native thread, or in the tool).
-  const cold = await loopDuring(async (slicer) => {
+  const cold = await loopDuring(async () => {
+    const slicer = new Slicer(3);
     await backend.rebuild(state, slicer);
     return backend.apply(slicer);
   });
   const coldMs = cold.ms;
-  const refresh = await loopDuring(async (slicer) => {
+  const refresh = await loopDuring(async () => {
+    const slicer = new Slicer(3);
     await backend.resync(slicer);
     backend.update(state, state.takeDirty());
     await backend.drift(slicer);

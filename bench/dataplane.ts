@@ -7,7 +7,6 @@
 // of 100,000 rules: its cold apply and an agent restarting over it (each with the event
 // loop's longest blocks), and its read-back. Needs root.
 import { spawnSync } from 'node:child_process';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
@@ -20,7 +19,7 @@ import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, loopDuring } from './lib/loop-blocks.js';
 import { log, percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -79,32 +78,25 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
   await backend.resync([4]);
   // Issue 21's event-loop target: how long the loop is blocked during the cold apply
   // (rendering and encoding run on it; the kernel transaction runs on a native thread).
-  const loop = monitorEventLoopDelay({ resolution: 1 });
-  loop.enable();
-  // The monitor's timer must be running first: a block in the very tick it is enabled in
-  // is not seen.
-  await new Promise((r) => setTimeout(r, 20));
-  const blocks = new LoopBlockTracer();
-  blocks.start();
-  const t0 = performance.now();
-  const slicer = new Slicer(3);
-  await slicer.run(builder.rebuildSteps(state));
-  const t1 = performance.now();
-  const cold = await backend.apply([builder.desired], slicer);
-  const t2 = performance.now();
-  await new Promise((r) => setTimeout(r, 5));
-  loop.disable();
-  const coldLoopBlocks = blocks.stop(3);
+  let coldRenderMs = 0;
+  const measured = await loopDuring(async () => {
+    const t0 = performance.now();
+    const slicer = new Slicer(3);
+    await slicer.run(builder.rebuildSteps(state));
+    coldRenderMs = performance.now() - t0;
+    return backend.apply([builder.desired], slicer);
+  });
+  const cold = measured.result;
   let coldRules = 0;
   for (const c of builder.desired.chains.values()) coldRules += c.rules.length;
   const coldResult = {
     transport,
-    coldMs: t2 - t0,
+    coldMs: measured.ms,
     coldRules,
-    coldLoopMaxMs: loop.max / 1e6,
-    coldLoopP99Ms: loop.percentile(99) / 1e6,
-    coldLoopBlocks,
-    coldRenderMs: t1 - t0,
+    coldLoopMaxMs: measured.loopMaxMs,
+    coldLoopP99Ms: measured.loopP99Ms,
+    coldLoopBlocks: measured.blocks,
+    coldRenderMs,
     coldOps: cold.ops,
     coldBytes: cold.bytes,
     coldCommitMs: cold.commitMs,
@@ -194,20 +186,13 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
 async function restartOver(config: ReturnType<typeof defaultConfig>, state: DesiredState) {
   const builder = new NftDesiredBuilder(config, 4);
   const backend = new NftBackend({ transport: 'native' });
-  const blocks = new LoopBlockTracer();
-  const loop = monitorEventLoopDelay({ resolution: 1 });
-  loop.enable();
-  await new Promise((r) => setTimeout(r, 20));
-  blocks.start();
-  const t0 = performance.now();
-  await backend.resync([4], new Slicer(3));
-  const slicer = new Slicer(3);
-  await slicer.run(builder.rebuildSteps(state));
-  const stats = await backend.apply([builder.desired], slicer);
-  const ms = performance.now() - t0;
-  await new Promise((r) => setTimeout(r, 5));
-  loop.disable();
-  return { ms, writtenOps: stats.ops, loopMaxMs: loop.max / 1e6, blocks: blocks.stop(3) };
+  const run = await loopDuring(async () => {
+    await backend.resync([4], new Slicer(3));
+    const slicer = new Slicer(3);
+    await slicer.run(builder.rebuildSteps(state));
+    return backend.apply([builder.desired], slicer);
+  });
+  return { ms: run.ms, writtenOps: run.result.ops, loopMaxMs: run.loopMaxMs, blocks: run.blocks };
 }
 
 function runInside(transport: Transport, big = false): InsideResult {

@@ -4,7 +4,7 @@
 // is reported with the profile that explains it"). A 1 ms timer stamps each turn it gets;
 // a gap between stamps is a block. The 'gc' performance entries say how much of a block
 // was a collector pause (and which kind), the rest was our code.
-import { PerformanceObserver, constants, performance } from 'node:perf_hooks';
+import { PerformanceObserver, constants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 
 export interface LoopBlock {
   /** When the block started, ms after the tracer started. */
@@ -77,6 +77,28 @@ export class LoopBlockTracer {
         };
       });
   }
+}
+
+/**
+ * Runs `work`, timing it, with the event loop watched throughout: its worst delay and p99
+ * (monitorEventLoopDelay) and its longest blocks (LoopBlockTracer).
+ */
+export async function loopDuring<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; ms: number; loopMaxMs: number; loopP99Ms: number; blocks: LoopBlock[] }> {
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  // The monitor's timer must be running first: a block in the very tick it is enabled in
+  // is not seen.
+  await new Promise((r) => setTimeout(r, 20));
+  const blocks = new LoopBlockTracer();
+  blocks.start();
+  const t0 = performance.now();
+  const result = await work();
+  const ms = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 5));
+  loop.disable();
+  return { result, ms, loopMaxMs: loop.max / 1e6, loopP99Ms: loop.percentile(99) / 1e6, blocks: blocks.stop(3) };
 }
 
 /** "21.3 ms at 812 ms (gc 15.0: minor); ..." for a report. */

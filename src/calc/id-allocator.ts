@@ -3,6 +3,8 @@
 // Felix's benchmark): an open-addressing table of IDs in a typed array, with each ID's
 // hash kept, costs a third of a Map's inserts and no rehash of strings when it grows.
 
+import { withSlot } from './typed-arrays.js';
+
 const EMPTY = -1;
 const MIN_SLOTS = 16;
 
@@ -29,13 +31,11 @@ export class IdAllocator {
   /** The key's ID, allocating one if needed. */
   id(key: string): number {
     const h = hashOf(key);
-    let i = h & this.#mask;
-    for (let id = this.#slots[i] as number; id !== EMPTY; id = this.#slots[i] as number) {
-      if (this.#hashes[id] === h && this.#keys[id] === key) return id;
-      i = (i + 1) & this.#mask;
-    }
+    const at = this.#probe(key, h);
+    if (at >= 0) return this.#slots[at] as number;
+    const i = ~at;
     const id = this.#free.pop() ?? this.#keys.length;
-    if (id >= this.#hashes.length) this.#growHashes(id);
+    this.#hashes = withSlot(this.#hashes, id);
     this.#keys[id] = key;
     this.#hashes[id] = h;
     this.#slots[i] = id;
@@ -44,8 +44,8 @@ export class IdAllocator {
   }
 
   get(key: string): number | undefined {
-    const i = this.#find(key, hashOf(key));
-    return i === EMPTY ? undefined : (this.#slots[i] as number);
+    const at = this.#probe(key, hashOf(key));
+    return at < 0 ? undefined : (this.#slots[at] as number);
   }
 
   key(id: number): string {
@@ -55,8 +55,8 @@ export class IdAllocator {
   }
 
   release(key: string): void {
-    const at = this.#find(key, hashOf(key));
-    if (at === EMPTY) return;
+    const at = this.#probe(key, hashOf(key));
+    if (at < 0) return;
     const id = this.#slots[at] as number;
     this.#keys[id] = undefined;
     this.#free.push(id);
@@ -77,14 +77,14 @@ export class IdAllocator {
     return this.#size;
   }
 
-  // The key's slot, or EMPTY.
-  #find(key: string, h: number): number {
+  // The key's slot, or, when it is absent, ~ the free slot where it would go.
+  #probe(key: string, h: number): number {
     let i = h & this.#mask;
     for (let id = this.#slots[i] as number; id !== EMPTY; id = this.#slots[i] as number) {
       if (this.#hashes[id] === h && this.#keys[id] === key) return i;
       i = (i + 1) & this.#mask;
     }
-    return EMPTY;
+    return ~i;
   }
 
   // Empties a slot, moving back the later entries of its run that probed past it, so that
@@ -116,11 +116,5 @@ export class IdAllocator {
     }
     this.#slots = slots;
     this.#mask = mask;
-  }
-
-  #growHashes(id: number): void {
-    const grown = new Int32Array(Math.max(id + 1, this.#hashes.length * 2));
-    grown.set(this.#hashes);
-    this.#hashes = grown;
   }
 }

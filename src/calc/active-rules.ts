@@ -9,6 +9,7 @@ import type { InternalPolicy, InternalProfileRules } from '../model/internal.js'
 import { LabelIndex } from '../native/label-index.js';
 import { parseSelector, type Selector } from '../native/selector.js';
 import { IdAllocator } from './id-allocator.js';
+import { withSlot } from './typed-arrays.js';
 
 export interface ActiveRulesListener {
   onPolicyActive(name: string, policy: InternalPolicy): void;
@@ -110,16 +111,9 @@ export class ActiveRulesCalculator {
   /** Runs the batched matching and tells the listener what changed. */
   flush(): void {
     const changes = this.#index.flush();
-    // Sized for the highest policy number first (a typed array: numbers arrive in any order).
-    let top = this.#matchCounts.length - 1;
-    for (let i = 0; i < changes.length; i++) top = Math.max(top, changes.selectorId(i));
-    if (top >= this.#matchCounts.length) {
-      const grown = new Int32Array(Math.max(top + 1, this.#matchCounts.length * 2));
-      grown.set(this.#matchCounts);
-      this.#matchCounts = grown;
-    }
-    const counts = this.#matchCounts;
     changes.forEach((sel, item, started) => {
+      // A typed array, grown as numbers come (in any order: a plain array went sparse).
+      const counts = (this.#matchCounts = withSlot(this.#matchCounts, sel));
       counts[sel] = (counts[sel] as number) + (started ? 1 : -1);
       this.#dirtyPolicies.add(sel);
       const endpoint = this.#endpointIds.key(item);

@@ -19,6 +19,7 @@ import { parseCidr } from '../model/net.js';
 import { parseSelector } from '../native/selector.js';
 import type { IPSetType } from '../proto/messages.js';
 import { IdAllocator } from './id-allocator.js';
+import { withSlot } from './typed-arrays.js';
 import type { IPSetData } from './rule-scanner.js';
 
 export interface MemberSource {
@@ -351,11 +352,7 @@ export class IPSetMemberCalculator {
 
   // Records the source's state before this batch, once per batch.
   #touch(src: number): void {
-    if (src >= this.#touchedMark.length) {
-      const grown = new Uint8Array(Math.max(src + 1, this.#touchedMark.length * 2));
-      grown.set(this.#touchedMark);
-      this.#touchedMark = grown;
-    }
+    this.#touchedMark = withSlot(this.#touchedMark, src);
     if (this.#touchedMark[src]) return;
     this.#touchedMark[src] = 1;
     this.#touched.push(src);

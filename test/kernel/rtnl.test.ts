@@ -48,7 +48,9 @@ function driver(ns: Netns, exclude: string[] = [], rcvbuf?: number) {
     if (!r.ok) throw new Error(JSON.stringify(r.error));
     return r.result as T;
   };
-  const waitFor = async (pred: (e: IfaceEvent[]) => boolean, what: string, ms = 2000) => {
+  // A link's carrier change reaches us through the kernel's linkwatch work, which needs the
+  // RTNL lock; other suites deleting namespaces in parallel can hold that lock for seconds.
+  const waitFor = async (pred: (e: IfaceEvent[]) => boolean, what: string, ms = 10_000) => {
     for (let i = 0; i < ms / 10 && !pred(events); i++) await new Promise((r) => setTimeout(r, 10));
     assert.ok(pred(events), `timed out waiting for ${what}; events: ${JSON.stringify(events)}`);
   };

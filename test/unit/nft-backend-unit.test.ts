@@ -170,6 +170,21 @@ describe('nft backend: encodings', () => {
     assert.equal(ipPortKey('10.0.0.1,tcp:8080', 4).toString('hex'), '0a000001' + '06000000' + '1f900000');
   });
 
+  it('writes names as UTF-8 with their byte length, ASCII or not, however the buffer grows', () => {
+    const str = (s: string) => {
+      const b = Buffer.from(s, 'utf8');
+      const n = Buffer.alloc(2);
+      n.writeUInt16LE(b.length);
+      return Buffer.concat([n, b]);
+    };
+    const w = new OpWriter();
+    const names = ['cali-fw-eth0', 'cali-é€x', 'x'.repeat(5000), `${'y'.repeat(3000)}ü`];
+    for (const name of names) w.chainFlush(4, 'calico', name);
+    const tag = (i: number) => Buffer.from([OP.chainFlush, 2, i, 0, 0, 0]);
+    const want = Buffer.concat(names.flatMap((name, i) => [tag(i), str('calico'), str(name)]));
+    assert.deepEqual(Buffer.from(w.bytes()), want);
+  });
+
   it('round-trips the rule comment through nft userdata', () => {
     assert.equal(commentOf(commentUdata('cali:abc')), 'cali:abc');
     assert.equal(commentOf(Buffer.alloc(0)), undefined);

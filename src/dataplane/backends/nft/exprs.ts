@@ -40,10 +40,20 @@ import { cidrElems, cidrRange, ifnameKey, portKey, portRangeElems } from './keys
 import type { ElemSpec, Expr, SetSpec } from './op-writer.js';
 
 const LE = endianness() === 'LE';
+/**
+ * A rule's values are a few registers, codes, marks and masks, over and over: each was a
+ * 4-byte Buffer of its own (an ArrayBuffer each, a fifth of a rule's lowering). They are
+ * shared, so an expression's values are read-only: the writer copies them.
+ */
+const u32s = new Map<number, Buffer>();
 export function u32(v: number): Buffer {
+  const key = v >>> 0;
+  const had = u32s.get(key);
+  if (had) return had;
   const b = Buffer.alloc(4);
-  if (LE) b.writeUInt32LE(v >>> 0);
-  else b.writeUInt32BE(v >>> 0);
+  if (LE) b.writeUInt32LE(key);
+  else b.writeUInt32BE(key);
+  if (u32s.size < 4096) u32s.set(key, b);
   return b;
 }
 const i32 = (v: number) => u32(v >>> 0);
@@ -56,21 +66,39 @@ function u64(v: number): Buffer {
 const LIMIT_UNIT_SECONDS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86400 };
 const cstr = (s: string) => Buffer.from(`${s}\0`, 'latin1');
 
-let ids: Record<string, number> | undefined;
-function a(name: string): number {
-  ids ??= {};
-  return (ids[name] ??= nftAttr(name));
-}
+/** Attribute ids by expression, then attribute name (the native side's table, asked once each). */
+const attrIds = new Map<string, Record<string, number>>();
 
 function expr(name: string, attrs: Record<string, Uint8Array>): Expr {
-  return { name, attrs: Object.entries(attrs).map(([k, v]) => [a(`${name}.${k}`), v]) };
+  let ids = attrIds.get(name);
+  if (!ids) {
+    ids = Object.create(null) as Record<string, number>;
+    attrIds.set(name, ids);
+  }
+  const out: Array<[number, Uint8Array]> = [];
+  for (const k in attrs) out.push([(ids[k] ??= nftAttr(`${name}.${k}`)), attrs[k] as Uint8Array]);
+  return { name, attrs: out };
 }
 
+/**
+ * Loads and verdicts without data of their own recur in every rule: each is made once
+ * (expressions are read-only, as their values are).
+ */
+const constExprs = new Map<number, Expr>();
+function constExpr(key: number, make: () => Expr): Expr {
+  let e = constExprs.get(key);
+  if (!e) constExprs.set(key, (e = make()));
+  return e;
+}
+// Keys of constExprs: the kind in the low 2 bits.
 const payload = (base: number, offset: number, len: number, dreg: number = REG.r1) =>
-  expr('payload', { dreg: u32(dreg), base: u32(base), offset: u32(offset), len: u32(len) });
+  constExpr((((base * 65536 + offset) * 256 + len) * 32 + dreg) * 4, () =>
+    expr('payload', { dreg: u32(dreg), base: u32(base), offset: u32(offset), len: u32(len) }),
+  );
 const cmp = (data: Uint8Array, neg = false, sreg: number = REG.r1) =>
   expr('cmp', { sreg: u32(sreg), op: u32(neg ? CMP.neq : CMP.eq), data });
-const meta = (key: number, dreg: number = REG.r1) => expr('meta', { key: u32(key), dreg: u32(dreg) });
+const meta = (key: number, dreg: number = REG.r1) =>
+  constExpr((key * 32 + dreg) * 4 + 1, () => expr('meta', { key: u32(key), dreg: u32(dreg) }));
 const bitwise = (len: number, mask: Uint8Array, xor: Uint8Array) =>
   expr('bitwise', { sreg: u32(REG.r1), dreg: u32(REG.r1), len: u32(len), mask, xor });
 const lookup = (set: string, id: number, neg = false, sreg: number = REG.r1) => {
@@ -80,12 +108,10 @@ const lookup = (set: string, id: number, neg = false, sreg: number = REG.r1) => 
   return expr('lookup', attrs);
 };
 const verdict = (code: number, chain?: string) =>
-  expr(
-    'immediate',
-    chain
-      ? { dreg: u32(REG.verdict), verdict: i32(code), chain: cstr(chain) }
-      : { dreg: u32(REG.verdict), verdict: i32(code) },
-  );
+  chain
+    ? expr('immediate', { dreg: u32(REG.verdict), verdict: i32(code), chain: cstr(chain) })
+    : constExpr(code * 4 + 2, () => expr('immediate', { dreg: u32(REG.verdict), verdict: i32(code) }));
+const COUNTER: Expr = { name: 'counter', attrs: [] };
 
 export interface AnonSet {
   id: number;
@@ -308,15 +334,20 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
 export function lowerRule(r: Rule, family: Family, table: TableName, ids: SetIds): LoweredRule {
   const out: LoweredRule = { exprs: [], anonSets: [] };
   for (const m of r.match) lowerMatch(m, family, out, ids);
-  out.exprs.push({ name: 'counter', attrs: [] });
+  out.exprs.push(COUNTER);
   lowerAction(r.action, table, family, out);
   return out;
 }
 
 /** Rule userdata holding the comment TLV `nft list` shows. */
 export function commentUdata(comment: string): Buffer {
-  const text = Buffer.from(`${comment}\0`, 'utf8');
-  return Buffer.concat([Uint8Array.of(UDATA_RULE_COMMENT, text.length), text]);
+  const n = Buffer.byteLength(comment) + 1;
+  const out = Buffer.allocUnsafe(2 + n);
+  out[0] = UDATA_RULE_COMMENT;
+  out[1] = n;
+  out.write(comment, 2, 'utf8');
+  out[1 + n] = 0;
+  return out;
 }
 
 export function commentOf(udata: Buffer): string | undefined {

@@ -62,7 +62,9 @@ const PART_BYTES = 1 << 20;
 export class OpWriter {
   /** Full parts, each ending at an op's end (the native reader takes whole ops per part). */
   readonly #parts: Buffer[] = [];
-  #buf = Buffer.allocUnsafe(1 << 16);
+  // Small at first: an incremental apply is a few KB, and 64 KB up front was a fresh
+  // ArrayBuffer per apply. Parts double from here up to PART_BYTES.
+  #buf = Buffer.allocUnsafe(1 << 12);
   #len = 0;
   /** Where the op being written starts in #buf. */
   #opStart = 0;
@@ -76,7 +78,7 @@ export class OpWriter {
     if (this.#len + n <= this.#buf.length) return;
     // Only the op being written moves to the next part (all of it, so no op is split).
     const partial = this.#len - this.#opStart;
-    const next = Buffer.allocUnsafe(Math.max(PART_BYTES, 2 * (partial + n)));
+    const next = Buffer.allocUnsafe(Math.max(Math.min(PART_BYTES, 2 * this.#buf.length), 2 * (partial + n)));
     this.#buf.copy(next, 0, this.#opStart, this.#len);
     if (this.#opStart > 0) this.#parts.push(this.#buf.subarray(0, this.#opStart));
     this.#buf = next;
@@ -107,17 +109,35 @@ export class OpWriter {
     this.#buf.writeBigUInt64LE(v, this.#len);
     this.#len += 8;
   }
+  // Names (tables, chains, sets, expressions) are ASCII: copied a char at a time, without
+  // the two native calls (byteLength, write) a string cost; anything else goes as UTF-8.
   #str(s: string) {
+    const n = s.length;
+    this.#need(2 + n);
+    const buf = this.#buf;
+    const at = this.#len + 2;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0x7f) return this.#utf8(s);
+      buf[at + i] = c;
+    }
+    buf.writeUInt16LE(n, this.#len);
+    this.#len = at + n;
+  }
+  #utf8(s: string) {
     const n = Buffer.byteLength(s);
     this.#u16(n);
     this.#need(n);
     this.#len += this.#buf.write(s, this.#len);
   }
   #bytes(b: Uint8Array) {
-    this.#u32(b.length);
-    this.#need(b.length);
-    this.#buf.set(b, this.#len);
-    this.#len += b.length;
+    const n = b.length;
+    this.#u32(n);
+    this.#need(n);
+    // Most values are a register or a code: a loop beats set()'s call for those.
+    if (n <= 16) for (let i = 0; i < n; i++) this.#buf[this.#len + i] = b[i] as number;
+    else this.#buf.set(b, this.#len);
+    this.#len += n;
   }
   // Decoded here, not by Buffer#write(hex): a native call per key cost 5x as much on a
   // cold apply's hundreds of thousands of elements.

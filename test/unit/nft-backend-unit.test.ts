@@ -8,7 +8,7 @@ import { partsAfter } from '../../src/dataplane/backends/nft/backend.js';
 import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
 import { type DesiredFamily, desiredOf } from '../../src/dataplane/backends/nft/desired.js';
 import { commentOf, commentUdata } from '../../src/dataplane/backends/nft/exprs.js';
-import { cidrElems, ipPortKey, portRangeElems } from '../../src/dataplane/backends/nft/keys.js';
+import { addrKeyHex, cidrElems, ipPortKey, parseAddr, portRangeElems } from '../../src/dataplane/backends/nft/keys.js';
 import { OP, OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
@@ -183,6 +183,22 @@ describe('nft backend: encodings', () => {
     const tag = (i: number) => Buffer.from([OP.chainFlush, 2, i, 0, 0, 0]);
     const want = Buffer.concat(names.flatMap((name, i) => [tag(i), str('calico'), str(name)]));
     assert.deepEqual(Buffer.from(w.bytes()), want);
+  });
+
+  it('reads an address key a char at a time as parseAddr reads it, and leaves anything else to parseAddr', () => {
+    const rng = new Rng(11);
+    const octet = () => String(Math.floor(rng.next() * 256));
+    for (let i = 0; i < 5000; i++) {
+      const addr = [octet(), octet(), octet(), octet()].join('.');
+      assert.equal(addrKeyHex(addr, 4), parseAddr(addr, 4).toString('hex'), addr);
+    }
+    for (const addr of ['0.0.0.0', '255.255.255.255', '10.65.0.1', 'fd00::1', '::ffff:10.0.0.1'])
+      assert.equal(
+        addrKeyHex(addr, addr.includes(':') ? 6 : 4),
+        parseAddr(addr, addr.includes(':') ? 6 : 4).toString('hex'),
+      );
+    assert.throws(() => addrKeyHex('fd00::1', 4), /not an IPv4 address/);
+    assert.throws(() => addrKeyHex('10.0.0.1', 6), /not an IPv6 address/);
   });
 
   it('round-trips the rule comment through nft userdata', () => {

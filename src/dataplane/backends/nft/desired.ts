@@ -10,7 +10,7 @@ import { nftChainName, nftElement, nftHashText } from './text.js';
 import { ruleHashes } from '../../render/names.js';
 import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER, VERDICT } from './consts.js';
 import { u32 } from './exprs.js';
-import { cidrElems, IFNAMSIZ, ifnameKey, ipPortKey, parseAddr } from './keys.js';
+import { addrKeyHex, cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
 
 export interface DesiredChain {
@@ -148,7 +148,7 @@ export function memberElems(family: Family, kind: ElemKind, m: string): ElemSpec
   if (kind === 'hosts') {
     const slash = m.indexOf('/');
     const addr = slash < 0 ? m : m.slice(0, slash);
-    return [{ key: parseAddr(addr, family).toString('hex'), flags: 0, text: addr }];
+    return [{ key: addrKeyHex(addr, family), flags: 0, text: addr }];
   }
   const [start, end] = cidrElems(m, family) as [ElemSpec, ElemSpec?];
   start.text = m;

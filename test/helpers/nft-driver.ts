@@ -13,6 +13,7 @@ import {
   ipSetSpec,
 } from '../../src/dataplane/backends/nft/desired.js';
 import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
+import { HOOK } from '../../src/dataplane/backends/nft/consts.js';
 import { nftDump, type NftDumpScope } from '../../src/native/nft.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { Slicer } from '../../src/dataplane/slicer.js';
@@ -22,7 +23,8 @@ import type { ToDataplane } from '../../src/proto/messages.js';
 
 const state = new DesiredState();
 const config = defaultConfig();
-const backend = new NftBackend({ transport: process.argv[2] === 'exec' ? 'exec' : 'native' });
+const transport = process.argv[2] === 'exec' ? 'exec' : 'native';
+let backend = new NftBackend({ transport });
 // The agent's path: the rules backend the driver uses, rendering only what changed.
 const agentState = new DesiredState();
 const agentRules = new NftRulesBackend(config, families(config));
@@ -43,8 +45,17 @@ function desired(): DesiredFamily[] {
   return families(config).map((f) => desiredOf(renderRuleset(state, config, f, 'nftables')));
 }
 
-/** N chains of R rules each and one set of E /32 members: the large-transaction tests. */
-function synthetic(chains: number, rules: number, elements: number, brokenJump: boolean): DesiredFamily {
+/**
+ * N chains of R rules each and one set of E /32 members: the large-transaction tests.
+ * `hooked`: a base chain (forward) jumps to each.
+ */
+function synthetic(
+  chains: number,
+  rules: number,
+  elements: number,
+  brokenJump: boolean,
+  hooked = false,
+): DesiredFamily {
   const d: DesiredFamily = { family: 4, chains: new Map(), sets: new Map() };
   const members: string[] = [];
   for (let i = 0; i < elements; i++) members.push(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`);
@@ -66,6 +77,14 @@ function synthetic(chains: number, rules: number, elements: number, brokenJump: 
     if (brokenJump && c === chains - 1) rs.push({ match: [], action: { k: 'jump', chain: 'no-such-chain' } });
     const name = `filter-cali-syn-${c}`;
     d.chains.set(name, chainOf(name, name, 'filter', rs, 4));
+  }
+  if (hooked) {
+    const jumps: Rule[] = [...d.chains.keys()].map((name) => ({
+      match: [],
+      action: { k: 'jump', chain: name.replace(/^filter-/, '') },
+    }));
+    const base = { hook: HOOK.FORWARD, prio: 0, type: 'filter' };
+    d.chains.set('filter-syn-FORWARD', chainOf('filter-syn-FORWARD', 'syn-FORWARD', 'filter', jumps, 4, base));
   }
   return d;
 }
@@ -90,8 +109,18 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
         family: d.family,
         chains: Object.fromEntries([...d.chains.values()].map((c) => [c.name, c.hashes])),
       }));
+    case 'backend':
+      // A fresh backend (nothing committed), staging cold applies in parts of this many rules (0: never).
+      backend = new NftBackend({ transport, stageRules: req.stageRules as number });
+      return {};
     case 'synthetic': {
-      const d = synthetic(req.chains as number, req.rules as number, req.elements as number, !!req.broken);
+      const d = synthetic(
+        req.chains as number,
+        req.rules as number,
+        req.elements as number,
+        !!req.broken,
+        !!req.hooked,
+      );
       const t0 = process.hrtime.bigint();
       const stats = await backend.apply([d]);
       return { stats, ms: Number(process.hrtime.bigint() - t0) / 1e6 };

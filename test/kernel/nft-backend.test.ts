@@ -518,13 +518,18 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
   it('commits 10,000 rules in one transaction, and 100,000 set elements in another', async () => {
     const ns = netns();
     const d = driver(ns);
-    const rules = await d.call<{ stats: { rulesWritten: number; messages: number; bytes: number }; ms: number }>({
+    await d.call({ cmd: 'backend', stageRules: 0 });
+    const rules = await d.call<{
+      stats: { rulesWritten: number; messages: number; bytes: number; transactions: number };
+      ms: number;
+    }>({
       cmd: 'synthetic',
       chains: 1000,
       rules: 10,
       elements: 10,
     });
     assert.equal(rules.stats.rulesWritten, 10000);
+    assert.equal(rules.stats.transactions, 1);
     const listed = listing(ns);
     assert.equal(
       [...listed.chains.values()].reduce((n, r) => n + r.length, 0),
@@ -542,6 +547,85 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.equal(elems.stats.elemsAdded, 100000 - 10); // one element per /32 (a plain set), minus the 10 already there
     assert.equal(listing(ns).sets.get('ip cali40big'), 100000);
     console.log(`# 100,000 elements: ${elems.ms.toFixed(1)} ms, ${elems.stats.messages} messages`);
+  });
+
+  it('a cold apply commits its sets and chains ahead, in parts, and the base chains last: the kernel ends as after one transaction', async () => {
+    const nsOne = netns();
+    const nsStaged = netns();
+    const one = driver(nsOne);
+    const staged = driver(nsStaged);
+    await one.call({ cmd: 'backend', stageRules: 0 });
+    await staged.call({ cmd: 'backend', stageRules: 20 });
+    const h = new Harness().put(...app());
+    const msgs = h.flush();
+    type Applied = { stats: { transactions: number; rulesWritten: number; ops: number } };
+    const results: Applied[] = [];
+    for (const d of [one, staged]) {
+      await d.call({ cmd: 'messages', msgs });
+      await d.call({ cmd: 'resync' });
+      results.push(await d.call<Applied>({ cmd: 'apply' }));
+    }
+    const [a, b] = results as [Applied, Applied];
+    // Both families are cold: each stages its head and its rules in parts, then one last transaction.
+    assert.equal(a.stats.transactions, 1);
+    assert.ok(b.stats.transactions > 6, `${b.stats.transactions} transactions`);
+    assert.equal(b.stats.rulesWritten, a.stats.rulesWritten);
+    for (const family of ['ip', 'ip6'])
+      assert.equal(
+        nsStaged.run('nft', ['list', 'table', family, 'calico']),
+        nsOne.run('nft', ['list', 'table', family, 'calico']),
+      );
+    // The record matches the kernel: nothing to write again, nothing drifted on read-back.
+    assert.equal((await staged.call<Applied>({ cmd: 'apply' })).stats.ops, 0);
+    await staged.call({ cmd: 'resync' });
+    assert.deepEqual(await staged.call({ cmd: 'drift' }), [
+      { family: 4, chains: [], sets: [] },
+      { family: 6, chains: [], sets: [] },
+    ]);
+  });
+
+  it('a staged transaction that fails leaves what was staged unreachable, and the next apply finishes it without writing it twice', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call({ cmd: 'backend', stageRules: 6 });
+    // 10 chains of 3 rules, two chains a part: the head, five parts, then the base chain.
+    const err = await d.fail({ cmd: 'synthetic', chains: 10, rules: 3, elements: 20, broken: true, hooked: true });
+    assert.equal(err.code, 'ENFT');
+    assert.match(
+      err.message,
+      /nothing changed by it \(a cold apply's staged transaction 6; those before it stay, unreachable from any hook\): rule in filter-cali-syn-9: #4 \(errno 2\)/,
+    );
+    const hooked = () =>
+      (
+        JSON.parse(ns.run('nft', ['-j', 'list', 'chains', 'ip'])) as {
+          nftables: Array<Record<string, NftObj[string] & { hook?: string }>>;
+        }
+      ).nftables
+        .map((o) => o.chain)
+        .filter((c) => c?.table === 'calico' && c.hook !== undefined);
+    assert.deepEqual(hooked(), []);
+    const rules = () => [...listing(ns).chains].map(([name, r]) => [name, r.length] as [string, number]).sort();
+    const staged = rules();
+    assert.equal(staged.length, 10);
+    for (const [name, n] of staged) assert.equal(n, /syn-[89]$/.test(name) ? 0 : 3, name);
+    // Without the fault: one transaction writes the two chains left and the hook; none is written twice.
+    const done = await d.call<{ stats: { transactions: number; chainsWritten: number } }>({
+      cmd: 'synthetic',
+      chains: 10,
+      rules: 3,
+      elements: 20,
+      hooked: true,
+    });
+    assert.equal(done.stats.transactions, 1);
+    assert.equal(done.stats.chainsWritten, 3);
+    assert.deepEqual(
+      rules(),
+      [
+        ...staged.map(([name]) => [name, 3] as [string, number]),
+        ['ip filter-syn-FORWARD', 10] as [string, number],
+      ].sort(),
+    );
+    assert.equal(hooked().length, 1);
   });
 
   it('a refused object fails the whole transaction with a clean error naming it, leaving the previous ruleset in place', async () => {

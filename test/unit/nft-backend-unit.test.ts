@@ -201,6 +201,42 @@ describe('nft backend: encodings', () => {
     assert.throws(() => addrKeyHex('10.0.0.1', 6), /not an IPv6 address/);
   });
 
+  it("describes each op in words only when asked (a refused op's error names it)", () => {
+    const w = new OpWriter();
+    w.tableAdd(4, 'calico');
+    w.chainAdd(4, 'calico', 'filter-cali-fw-eth0');
+    w.chainFlush(4, 'calico', 'filter-cali-fw-eth0');
+    w.setAdd(4, 'calico', 'cali40s-a', 1, { flags: 0, keyType: 7, keyLen: 4 });
+    w.elems(true, 4, 'calico', 'cali40s-a', 0, [{ key: '0a000001', flags: 0 }]);
+    w.elems(false, 4, 'calico', 'cali40s-a', 0, []);
+    w.ruleAdd(4, 'calico', 'filter-cali-fw-eth0', new Uint8Array(0), [], 3);
+    w.ruleAdd(4, 'calico', 'filter-cali-fw-eth0', new Uint8Array(0), [], 'Drop if no policies passed packet');
+    w.ruleDel(4, 'calico', 'filter-cali-fw-eth0', 42n);
+    w.setFlush(4, 'calico', 'cali40s-a');
+    w.setDel(4, 'calico', 'cali40s-a');
+    w.chainDel(4, 'calico', 'filter-cali-fw-eth0');
+    w.tableDel(4, 'calico');
+    assert.deepEqual(
+      Array.from({ length: w.length + 1 }, (_, i) => w.describe(i)),
+      [
+        'table calico',
+        'chain filter-cali-fw-eth0',
+        'flush chain filter-cali-fw-eth0',
+        'set cali40s-a',
+        'add 1 elements to cali40s-a',
+        'delete 0 elements from cali40s-a',
+        'rule in filter-cali-fw-eth0: #3',
+        'rule in filter-cali-fw-eth0: Drop if no policies passed packet',
+        'delete rule 42 in filter-cali-fw-eth0',
+        'flush set cali40s-a',
+        'delete set cali40s-a',
+        'delete chain filter-cali-fw-eth0',
+        'delete table calico',
+        undefined,
+      ],
+    );
+  });
+
   it('round-trips the rule comment through nft userdata', () => {
     assert.equal(commentOf(commentUdata('cali:abc')), 'cali:abc');
     assert.equal(commentOf(Buffer.alloc(0)), undefined);

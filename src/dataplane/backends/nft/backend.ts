@@ -34,6 +34,18 @@ const ELEM_CHUNK = 1024;
 /** Elements compared or copied between two turns of the event loop. */
 const COMPARE_CHUNK = 8192;
 
+/**
+ * A cold apply (our table absent or empty: a node's boot, a first start) with more new
+ * rules than this commits its sets and chains ahead, in transactions of about this many
+ * rules, each planned while the one before commits; the base chains, which make it all
+ * reachable, go last, with anything else, in one transaction. Until then no hook reaches
+ * a staged chain, so no packet sees part of a ruleset, and the kernel's validation of
+ * each staged commit walks nothing (it walks what the hooks reach). A programmed node's
+ * applies are one transaction each: every staged commit would pay that walk over the
+ * whole table (docs/dataplane.md, "What the kernel costs").
+ */
+export const STAGE_RULES = 4096;
+
 /** Chains whose rules a check (or a sliced read-back) reads in one part (one part holds back a commit at most). */
 const CHECK_CHAINS = 256;
 /**
@@ -87,6 +99,26 @@ function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, E
 export interface ApplyStats extends RulesApplyStats {
   messages: number;
   bytes: number;
+  /** Transactions committed: one, or a cold apply's staged ones and the last (STAGE_RULES). */
+  transactions: number;
+}
+
+const byTable = (a: DesiredChain, b: DesiredChain) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table);
+const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
+
+/** Writes elements ELEM_CHUNK to an op, a step each. */
+function* writeElems(w: PlanSink, add: boolean, f: Family, t: string, name: string, list: ElemSpec[]): Steps {
+  for (let i = 0; i < list.length; i += ELEM_CHUNK) {
+    w.elems(add, f, t, name, 0, list.length <= ELEM_CHUNK ? list : list.slice(i, i + ELEM_CHUNK));
+    yield;
+  }
+}
+
+/** Creates a set with its elements (the kernel wants a transaction-unique id on every new set, named or not). */
+function* writeNewSet(w: PlanSink, f: Family, t: string, s: DesiredSet, stats: ApplyStats): Steps {
+  w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
+  yield* writeElems(w, true, f, t, s.name, [...s.elems.values()]);
+  stats.elemsAdded += s.elems.size;
 }
 
 export interface DriftReport {
@@ -130,9 +162,13 @@ export class NftBackend {
   /** Commits (with their recording) and a check's dump take turns: each sees the other whole. */
   #kernel: Promise<unknown> = Promise.resolve();
 
-  constructor(opts: { table?: string; transport?: Transport } = {}) {
+  /** STAGE_RULES, or another size (0: never stage). */
+  readonly #stageRules: number;
+
+  constructor(opts: { table?: string; transport?: Transport; stageRules?: number } = {}) {
     this.table = opts.table ?? TABLE;
     this.transport = opts.transport ?? 'native';
+    this.#stageRules = opts.stageRules ?? STAGE_RULES;
   }
 
   /**
@@ -224,8 +260,9 @@ export class NftBackend {
   }
 
   /**
-   * Makes the kernel equal `desired` (each family given) in one transaction. With a
-   * slicer, planning and recording give the event loop a turn between slices.
+   * Makes the kernel equal `desired` (each family given) in one transaction, or a cold
+   * apply in staged ones and a last (STAGE_RULES). With a slicer, planning and recording
+   * give the event loop a turn between slices.
    */
   async apply(desired: DesiredFamily[], slicer?: Slicer): Promise<ApplyStats> {
     const sink = this.transport === 'native' ? new NativeSink() : new NftTextSink();
@@ -233,6 +270,7 @@ export class NftBackend {
       ops: 0,
       messages: 0,
       bytes: 0,
+      transactions: 0,
       chainsWritten: 0,
       rulesWritten: 0,
       chainsDeleted: 0,
@@ -241,18 +279,110 @@ export class NftBackend {
       commitMs: 0,
     };
     this.#adopt(desired);
+    const staged = new Map<Family, Set<string>>();
+    if (this.transport === 'native' && this.#stageRules > 0)
+      for (const d of desired) {
+        const sets = await this.#stage(d, stats, slicer);
+        if (sets) staged.set(d.family, sets);
+      }
     for (const d of desired)
-      await runSteps(this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats), slicer);
+      await runSteps(
+        this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats, staged.get(d.family)),
+        slicer,
+      );
     await this.#exclusive(async () => {
       if (sink.length > 0) {
-        const t0 = performance.now();
         if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
         else await this.#commitExec(sink as NftTextSink, stats);
-        stats.commitMs = performance.now() - t0;
       }
       for (const d of desired) await runSteps(this.#record(d), slicer);
     });
     return stats;
+  }
+
+  /**
+   * A cold apply's staged transactions (STAGE_RULES): first every set with its elements and
+   * every chain but the base chains, empty; then those chains' rules, a part at a time,
+   * the next part planned while one commits. Each commit is recorded as it lands, so an
+   * apply that fails part way leaves a record the next apply builds on. Returns the sets
+   * staged (undefined: not a cold apply, or too small to stage).
+   */
+  async #stage(d: DesiredFamily, stats: ApplyStats, slicer?: Slicer): Promise<Set<string> | undefined> {
+    const had = this.#committed.get(d.family);
+    if (had?.exists && (had.chains.size || had.sets.size)) return undefined;
+    const chains = [...d.chains.values()].filter((ch) => !ch.base).sort(byTable);
+    let rules = 0;
+    for (const ch of chains) rules += ch.rules.length;
+    if (rules <= this.#stageRules) return undefined;
+    const c = had ?? emptyCommitted();
+    this.#committed.set(d.family, c);
+    let inflight: Promise<void> | undefined;
+    let n = 0;
+    const submit = async (w: NativeSink, record: () => Steps | undefined) => {
+      // One commit in flight: a failure stops the staging at the next part.
+      if (inflight) await inflight;
+      const k = ++n;
+      const run = this.#exclusive(async () => {
+        await this.#commitNative(w, stats, k);
+        const t = this.#touched?.get(d.family);
+        if (t) t.whole = true;
+        const steps = record();
+        if (steps) await runSteps(steps, slicer);
+      });
+      run.catch(() => undefined); // awaited by the next part, or below
+      inflight = run;
+    };
+    const head = new NativeSink();
+    await runSteps(this.#stageHead(head, d, c, chains, stats), slicer);
+    await submit(head, () => recordStagedHead(c, d, chains));
+    for (let i = 0; i < chains.length; ) {
+      const w = new NativeSink();
+      const from = i;
+      i = await runSteps(this.#stageRulesFrom(w, d.family, chains, i, stats), slicer);
+      const part = chains.slice(from, i);
+      await submit(w, () => {
+        for (const ch of part) c.chains.set(ch.name, ch.hashes);
+        return undefined;
+      });
+    }
+    await inflight;
+    return new Set(d.sets.keys());
+  }
+
+  // The first staged transaction: the table, sets (maps after the chains their verdicts name), empty chains.
+  *#stageHead(w: PlanSink, d: DesiredFamily, c: CommittedFamily, chains: DesiredChain[], stats: ApplyStats): Steps {
+    const f = d.family;
+    if (!c.exists) w.tableAdd(f, this.table);
+    for (const s of d.sets.values()) if (!isMap(s)) yield* writeNewSet(w, f, this.table, s, stats);
+    let n = 0;
+    for (const ch of chains) {
+      w.chainAdd(f, this.table, ch.name);
+      if ((++n & 255) === 0) yield;
+    }
+    for (const s of d.sets.values()) if (isMap(s)) yield* writeNewSet(w, f, this.table, s, stats);
+  }
+
+  // Whole chains' rules from chains[i], about #stageRules of them (one chain at least); returns where it stopped.
+  *#stageRulesFrom(
+    w: PlanSink,
+    f: Family,
+    chains: DesiredChain[],
+    i: number,
+    stats: ApplyStats,
+  ): Generator<void, number, undefined> {
+    let rules = 0;
+    for (; i < chains.length && (rules === 0 || rules < this.#stageRules); i++) {
+      const ch = chains[i] as DesiredChain;
+      for (let r = 0; r < ch.rules.length; r++) {
+        w.rule(f, this.table, ch, r);
+        if ((r & 63) === 63) yield;
+      }
+      rules += ch.rules.length;
+      stats.chainsWritten++;
+      stats.rulesWritten += ch.rules.length;
+      yield;
+    }
+    return i;
   }
 
   #exclusive<T>(f: () => Promise<T>): Promise<T> {
@@ -349,28 +479,36 @@ export class NftBackend {
     }
   }
 
-  async #commitNative(sink: NativeSink, stats: ApplyStats): Promise<void> {
+  /** `staged`: which of a cold apply's staged transactions this is (the ones before it stay). */
+  async #commitNative(sink: NativeSink, stats: ApplyStats, staged?: number): Promise<void> {
+    const t0 = performance.now();
     try {
       const r = await nftCommit(sink.parts());
-      stats.ops = r.ops;
-      stats.messages = r.messages;
-      stats.bytes = r.bytes;
+      stats.ops += r.ops;
+      stats.messages += r.messages;
+      stats.bytes += r.bytes;
+      stats.transactions++;
+      stats.commitMs += performance.now() - t0;
     } catch (e) {
       const failures = failuresOf(e).map((f) => ({
-        object: f.tag === null ? 'the batch' : (sink.descriptions[f.tag] ?? `op ${f.tag}`),
+        object: f.tag === null ? 'the batch' : (sink.describe(f.tag) ?? `op ${f.tag}`),
         errno: f.errno,
       }));
       const what = failures.length
         ? failures.map((f) => `${f.object} (errno ${f.errno})`).join('; ')
         : (e as Error).message;
-      throw new NftApplyError(`nftables transaction failed, nothing changed: ${what}`, failures, e);
+      const scope = staged
+        ? ` by it (a cold apply's staged transaction ${staged}; those before it stay, unreachable from any hook)`
+        : '';
+      throw new NftApplyError(`nftables transaction failed, nothing changed${scope}: ${what}`, failures, e);
     }
   }
 
   async #commitExec(sink: NftTextSink, stats: ApplyStats): Promise<void> {
+    const t0 = performance.now();
     const text = sink.text();
-    stats.ops = sink.length;
-    stats.bytes = Buffer.byteLength(text);
+    stats.ops += sink.length;
+    stats.bytes += Buffer.byteLength(text);
     await new Promise<void>((resolve, reject) => {
       const child = spawn('nft', ['-f', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
       let err = '';
@@ -383,6 +521,8 @@ export class NftBackend {
       );
       child.stdin.end(text);
     });
+    stats.transactions++;
+    stats.commitMs += performance.now() - t0;
   }
 
   /** After a successful commit: the committed state is the desired state for what was planned. */
@@ -426,8 +566,9 @@ export class NftBackend {
     d.dirty = { chains: new Set(), sets: new Set() };
   }
 
-  // Steps: one per set and per chain written, and one per ELEM_CHUNK elements.
-  *#plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats): Steps {
+  // Steps: one per set and per chain written, and one per ELEM_CHUNK elements. `staged`:
+  // sets a cold apply's staged transactions wrote, as desired (not compared again).
+  *#plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats, staged?: Set<string>): Steps {
     const f = d.family;
     const t = this.table;
     // Which names to look at: what changed, or (after a read-back, or at first) everything.
@@ -435,13 +576,6 @@ export class NftBackend {
     const chainNames = whole ? new Set([...d.chains.keys(), ...c.chains.keys()]) : d.dirty!.chains;
     const setNames = whole ? new Set([...d.sets.keys(), ...c.sets.keys()]) : d.dirty!.sets;
     if (!c.exists) w.tableAdd(f, t);
-    const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
-    const elems = function* (add: boolean, name: string, list: ElemSpec[]): Steps {
-      for (let i = 0; i < list.length; i += ELEM_CHUNK) {
-        w.elems(add, f, t, name, 0, list.length <= ELEM_CHUNK ? list : list.slice(i, i + ELEM_CHUNK));
-        yield;
-      }
-    };
     let compared = 0;
     const syncSet = function* (s: DesiredSet): Steps {
       const have = c.sets.get(s.name);
@@ -450,10 +584,7 @@ export class NftBackend {
           w.setDel(f, t, s.name);
           stats.elemsRemoved += have.size;
         }
-        // The kernel wants a transaction-unique id on every new set, named or not.
-        w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
-        yield* elems(true, s.name, [...s.elems.values()]);
-        stats.elemsAdded += s.elems.size;
+        yield* writeNewSet(w, f, t, s, stats);
         return;
       }
       const removed: ElemSpec[] = [];
@@ -477,14 +608,14 @@ export class NftBackend {
       }
       if (s.spec.flags & SET_FLAG.interval) deletionOrder(removed);
       // Deletes first: an interval set refuses a new element overlapping an old one.
-      yield* elems(false, s.name, removed);
-      yield* elems(true, s.name, added);
+      yield* writeElems(w, false, f, t, s.name, removed);
+      yield* writeElems(w, true, f, t, s.name, added);
       stats.elemsAdded += added.length;
       stats.elemsRemoved += removed.length;
     };
     const wanted = <T>(names: Set<string>, m: Map<string, T>) =>
       [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
-    const sets = wanted(setNames, d.sets);
+    const sets = wanted(setNames, d.sets).filter((s) => !staged?.has(s.name));
     yield;
     // 0. Sets the kernel holds in another layout: the chains that may use them are
     // emptied first, and written again below (relayout.ts).
@@ -494,7 +625,7 @@ export class NftBackend {
     const toWrite = emptied.size ? new Set([...chainNames, ...emptied]) : chainNames;
     // Created table by table, as `palisade plan` declares them, so `nft list` (creation
     // order) reads the same either way.
-    const chains = wanted(toWrite, d.chains).sort((a, b) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table));
+    const chains = wanted(toWrite, d.chains).sort(byTable);
     yield;
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
     for (const s of sets) if (!isMap(s)) yield* syncSet(s);
@@ -546,6 +677,17 @@ export class NftBackend {
       if ((++n & 255) === 0) yield;
     }
   }
+}
+
+/** The first staged transaction, committed: the table, its sets as written, its chains empty. */
+function* recordStagedHead(c: CommittedFamily, d: DesiredFamily, chains: DesiredChain[]): Steps {
+  c.exists = true;
+  for (const s of d.sets.values()) {
+    c.layouts.set(s.name, layoutOf(s.spec));
+    c.sets.set(s.name, yield* copyElems(s.elems));
+    yield;
+  }
+  for (const ch of chains) c.chains.set(ch.name, []);
 }
 
 /**

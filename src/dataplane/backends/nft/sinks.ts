@@ -42,7 +42,7 @@ export class NativeSink extends OpWriter implements PlanSink {
       chain.name,
       commentUdata(nftComment(chain.hashes[index] as string, r)),
       lowered.exprs,
-      r.comment ?? `#${index + 1}`,
+      r.comment ?? index + 1,
     );
   }
 }

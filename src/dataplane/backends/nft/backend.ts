@@ -295,7 +295,7 @@ export class NftBackend {
         if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
         else await this.#commitExec(sink as NftTextSink, stats);
       }
-      for (const d of desired) await runSteps(this.#record(d), slicer);
+      for (const d of desired) await runSteps(this.#record(d, staged.get(d.family)), slicer);
     });
     return stats;
   }
@@ -525,11 +525,15 @@ export class NftBackend {
     stats.commitMs += performance.now() - t0;
   }
 
-  /** After a successful commit: the committed state is the desired state for what was planned. */
-  *#record(d: DesiredFamily): Steps {
+  /**
+   * After a successful commit: the committed state is the desired state for what was
+   * planned. `staged`: sets a cold apply's staging recorded already (not copied again).
+   */
+  *#record(d: DesiredFamily, staged?: Set<string>): Steps {
     let c = this.#committed.get(d.family);
     this.#touched?.get(d.family)?.recording(d, c, !c || c.full || !d.dirty);
     if (!c || c.full || !d.dirty) {
+      const before = c;
       c = emptyCommitted();
       for (const ch of d.chains.values()) {
         c.chains.set(ch.name, ch.hashes);
@@ -537,7 +541,8 @@ export class NftBackend {
       }
       for (const s of d.sets.values()) {
         c.layouts.set(s.name, layoutOf(s.spec));
-        c.sets.set(s.name, yield* copyElems(s.elems));
+        const copy = staged?.has(s.name) ? before?.sets.get(s.name) : undefined;
+        c.sets.set(s.name, copy ?? (yield* copyElems(s.elems)));
         s.delta = undefined;
         yield;
       }

@@ -47,8 +47,6 @@ interface InsideResult {
   coldOps: number;
   coldBytes: number;
   coldCommitMs: number;
-  /** Transactions of the cold apply: its staged parts and the last. */
-  coldTransactions: number;
   /** The 100,000-rule node's read-back (a refresh: the kernel dump and its parse), ms. */
   readBackMs?: number;
   /** An agent restarting over the programmed node: render, read-back, an apply with nothing to write. */
@@ -79,14 +77,12 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
   state.takeDirty();
   await backend.resync([4]);
   // Issue 21's event-loop target: how long the loop is blocked during the cold apply
-  // (rendering and encoding run on it; the kernel transactions run on a native thread).
-  // As the agent renders: on this cold node the native backend commits the render's
-  // output in parts as it goes (NftBackend.renderStaged), and the apply writes the rest.
+  // (rendering and encoding run on it; the kernel transaction runs on a native thread).
   let coldRenderMs = 0;
   const measured = await loopDuring(async () => {
     const t0 = performance.now();
     const slicer = new Slicer(3);
-    await backend.renderStaged(builder.desired, builder.rebuildSteps(state), slicer);
+    await slicer.run(builder.rebuildSteps(state));
     coldRenderMs = performance.now() - t0;
     return backend.apply([builder.desired], slicer);
   });
@@ -104,7 +100,6 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
     coldOps: cold.ops,
     coldBytes: cold.bytes,
     coldCommitMs: cold.commitMs,
-    coldTransactions: cold.transactions,
   };
   if (big) {
     // A refresh's read-back of the node (every IpsetsRefreshInterval): once the kernel
@@ -194,7 +189,7 @@ async function restartOver(config: ReturnType<typeof defaultConfig>, state: Desi
   const run = await loopDuring(async () => {
     await backend.resync([4], new Slicer(3));
     const slicer = new Slicer(3);
-    await backend.renderStaged(builder.desired, builder.rebuildSteps(state), slicer);
+    await slicer.run(builder.rebuildSteps(state));
     return backend.apply([builder.desired], slicer);
   });
   return { ms: run.ms, writtenOps: run.result.ops, loopMaxMs: run.loopMaxMs, blocks: run.blocks };
@@ -265,7 +260,6 @@ async function main(): Promise<void> {
       cold_native_ms: r3(native.coldMs),
       cold_native_render_ms: r3(native.coldRenderMs),
       cold_native_commit_ms: r3(native.coldCommitMs),
-      cold_native_transactions: native.coldTransactions,
       cold_nft_exec_ms: r3(exec.coldMs),
       cold_ratio_vs_nft_exec: r3(exec.coldMs / native.coldMs),
       cold_netlink_messages: native.coldOps,
@@ -277,7 +271,6 @@ async function main(): Promise<void> {
       cold_100k_native_ms: r3(big.coldMs),
       cold_100k_native_render_ms: r3(big.coldRenderMs),
       cold_100k_native_commit_ms: r3(big.coldCommitMs),
-      cold_100k_native_transactions: big.coldTransactions,
       cold_100k_nft_exec_ms: r3(bigExec.coldMs),
       cold_100k_ratio_vs_nft_exec: r3(bigExec.coldMs / big.coldMs),
       cold_100k_event_loop_max_ms: r3(big.coldLoopMaxMs),

@@ -27,7 +27,7 @@ const transport = process.argv[2] === 'exec' ? 'exec' : 'native';
 let backend = new NftBackend({ transport });
 // The agent's path: the rules backend the driver uses, rendering only what changed.
 const agentState = new DesiredState();
-let agentRules = new NftRulesBackend(config, families(config));
+const agentRules = new NftRulesBackend(config, families(config));
 let agentBuilt = false;
 
 /** A slicer whose runs wait for a gate first. */
@@ -53,7 +53,7 @@ function synthetic(
   chains: number,
   rules: number,
   elements: number,
-  broken: 'jump' | 'log' | undefined,
+  brokenJump: boolean,
   hooked = false,
 ): DesiredFamily {
   const d: DesiredFamily = { family: 4, chains: new Map(), sets: new Map() };
@@ -74,9 +74,7 @@ function synthetic(
         action: { k: 'accept' },
       });
     }
-    // A jump to a chain that is not there; or a log prefix longer than the kernel takes.
-    if (broken === 'jump' && c === chains - 1) rs.push({ match: [], action: { k: 'jump', chain: 'no-such-chain' } });
-    if (broken === 'log' && c === chains - 1) rs.push({ match: [], action: { k: 'log', prefix: 'x'.repeat(200) } });
+    if (brokenJump && c === chains - 1) rs.push({ match: [], action: { k: 'jump', chain: 'no-such-chain' } });
     const name = `filter-cali-syn-${c}`;
     d.chains.set(name, chainOf(name, name, 'filter', rs, 4));
   }
@@ -115,18 +113,12 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       // A fresh backend (nothing committed), staging cold applies in parts of this many rules (0: never).
       backend = new NftBackend({ transport, stageRules: req.stageRules as number });
       return {};
-    case 'agent-backend':
-      // The agent's path afresh (nothing committed, nothing rendered), staging cold applies in parts of
-      // this many rules.
-      agentRules = new NftRulesBackend(config, families(config), { stageRules: req.stageRules as number });
-      agentBuilt = false;
-      return {};
     case 'synthetic': {
       const d = synthetic(
         req.chains as number,
         req.rules as number,
         req.elements as number,
-        req.broken === true ? 'jump' : (req.broken as 'log' | undefined),
+        !!req.broken,
         !!req.hooked,
       );
       const t0 = process.hrtime.bigint();

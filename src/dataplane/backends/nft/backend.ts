@@ -22,7 +22,6 @@ import {
   sameList,
 } from './committed.js';
 import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from './desired.js';
-import { COMPARE_CHUNK, ColdStager, copyElems, isMap, recordPart, writeElems, writeNewSet } from './stager.js';
 import { emptyUsers, otherLayout, relaidSets } from './relayout.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
@@ -30,16 +29,20 @@ import type { RulesApplyStats } from '../rules-backend.js';
 import { drain, runSteps, type Slicer, type Steps } from '../../slicer.js';
 
 export const TABLE = 'calico';
+/** Set elements per planning step (a set may hold every endpoint of the cluster). */
+const ELEM_CHUNK = 1024;
+/** Elements compared or copied between two turns of the event loop. */
+const COMPARE_CHUNK = 8192;
 
 /**
- * A cold apply (our table absent or empty: a node's boot, a first start) commits what
- * it renders in parts of about this many rules while the render and the planning go on
- * (stager.ts); the base chains, which make it all reachable, go last, with anything
- * else, in one transaction. Until then no hook reaches a staged chain, so no packet sees
- * part of a ruleset, and the kernel's validation of each staged commit walks nothing (it
- * walks what the hooks reach). A programmed node's applies are one transaction each:
- * every staged commit would pay that walk over the whole table (docs/dataplane.md,
- * "What the kernel costs").
+ * A cold apply (our table absent or empty: a node's boot, a first start) with more new
+ * rules than this commits its sets and chains ahead, in transactions of about this many
+ * rules, each planned while the one before commits; the base chains, which make it all
+ * reachable, go last, with anything else, in one transaction. Until then no hook reaches
+ * a staged chain, so no packet sees part of a ruleset, and the kernel's validation of
+ * each staged commit walks nothing (it walks what the hooks reach). A programmed node's
+ * applies are one transaction each: every staged commit would pay that walk over the
+ * whole table (docs/dataplane.md, "What the kernel costs").
  */
 export const STAGE_RULES = 4096;
 
@@ -80,6 +83,18 @@ export async function* partsAfter(
   }
 }
 
+// A set's elements copied as committed, with a turn for the loop every COMPARE_CHUNK
+// (one Map copy of a 500,000-element set held the loop for tens of ms).
+function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, ElemSpec>, undefined> {
+  const copy = new Map<string, ElemSpec>();
+  let i = 0;
+  for (const [id, e] of elems) {
+    copy.set(id, e);
+    if (++i % COMPARE_CHUNK === 0) yield;
+  }
+  return copy;
+}
+
 /** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
 export interface ApplyStats extends RulesApplyStats {
   messages: number;
@@ -89,20 +104,22 @@ export interface ApplyStats extends RulesApplyStats {
 }
 
 const byTable = (a: DesiredChain, b: DesiredChain) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table);
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
 
-const emptyStats = (): ApplyStats => ({
-  ops: 0,
-  messages: 0,
-  bytes: 0,
-  transactions: 0,
-  chainsWritten: 0,
-  rulesWritten: 0,
-  chainsDeleted: 0,
-  elemsAdded: 0,
-  elemsRemoved: 0,
-  commitMs: 0,
-});
+/** Writes elements ELEM_CHUNK to an op, a step each. */
+function* writeElems(w: PlanSink, add: boolean, f: Family, t: string, name: string, list: ElemSpec[]): Steps {
+  for (let i = 0; i < list.length; i += ELEM_CHUNK) {
+    w.elems(add, f, t, name, 0, list.length <= ELEM_CHUNK ? list : list.slice(i, i + ELEM_CHUNK));
+    yield;
+  }
+}
+
+/** Creates a set with its elements (the kernel wants a transaction-unique id on every new set, named or not). */
+function* writeNewSet(w: PlanSink, f: Family, t: string, s: DesiredSet, stats: ApplyStats): Steps {
+  w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
+  yield* writeElems(w, true, f, t, s.name, [...s.elems.values()]);
+  stats.elemsAdded += s.elems.size;
+}
 
 export interface DriftReport {
   family: Family;
@@ -147,8 +164,6 @@ export class NftBackend {
 
   /** STAGE_RULES, or another size (0: never stage). */
   readonly #stageRules: number;
-  /** What staged parts committed since the last apply (a render's staging counts as the apply's). */
-  #staged = emptyStats();
 
   constructor(opts: { table?: string; transport?: Transport; stageRules?: number } = {}) {
     this.table = opts.table ?? TABLE;
@@ -245,107 +260,129 @@ export class NftBackend {
   }
 
   /**
-   * Makes the kernel equal `desired` (each family given) in one transaction; a cold
-   * apply's staged parts (STAGE_RULES) go first, unless its render staged them already
-   * (renderStaged). With a slicer, planning and recording give the event loop a turn
-   * between slices.
+   * Makes the kernel equal `desired` (each family given) in one transaction, or a cold
+   * apply in staged ones and a last (STAGE_RULES). With a slicer, planning and recording
+   * give the event loop a turn between slices.
    */
   async apply(desired: DesiredFamily[], slicer?: Slicer): Promise<ApplyStats> {
     const sink = this.transport === 'native' ? new NativeSink() : new NftTextSink();
+    const stats: ApplyStats = {
+      ops: 0,
+      messages: 0,
+      bytes: 0,
+      transactions: 0,
+      chainsWritten: 0,
+      rulesWritten: 0,
+      chainsDeleted: 0,
+      elemsAdded: 0,
+      elemsRemoved: 0,
+      commitMs: 0,
+    };
     this.#adopt(desired);
-    for (const d of desired) {
-      const stager = this.#coldStager(d);
-      if (stager) await this.#followOrReset(stager, d, () => true, slicer);
-    }
-    // What a render's staging committed counts as this apply's.
-    const stats = this.#staged;
-    this.#staged = emptyStats();
+    const staged = new Map<Family, Set<string>>();
+    if (this.transport === 'native' && this.#stageRules > 0)
+      for (const d of desired) {
+        const sets = await this.#stage(d, stats, slicer);
+        if (sets) staged.set(d.family, sets);
+      }
     for (const d of desired)
-      await runSteps(this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats), slicer);
+      await runSteps(
+        this.#plan(sink, d, this.#committed.get(d.family) ?? emptyCommitted(), stats, staged.get(d.family)),
+        slicer,
+      );
     await this.#exclusive(async () => {
       if (sink.length > 0) {
         if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
         else await this.#commitExec(sink as NftTextSink, stats);
       }
-      for (const d of desired) await runSteps(this.#record(d), slicer);
+      for (const d of desired) await runSteps(this.#record(d, staged.get(d.family)), slicer);
     });
     return stats;
   }
 
   /**
-   * A render (of everything: `d` is what it fills) with, on a cold node, the staging of
-   * what it renders beside it (stager.ts): the kernel commits the parts while the render
-   * goes on, and the next apply writes what is left. Otherwise the render alone.
+   * A cold apply's staged transactions (STAGE_RULES): first every set with its elements and
+   * every chain but the base chains, empty; then those chains' rules, a part at a time,
+   * the next part planned while one commits. Each commit is recorded as it lands, so an
+   * apply that fails part way leaves a record the next apply builds on. Returns the sets
+   * staged (undefined: not a cold apply, or too small to stage).
    */
-  async renderStaged(d: DesiredFamily, render: Steps, slicer?: Slicer): Promise<void> {
-    let done = false;
-    const rendering = runSteps(render, slicer).finally(() => {
-      done = true;
-    });
-    rendering.catch(() => undefined); // awaited below, after the staging
-    const stager = this.#coldStager(d);
-    let failed: unknown;
-    if (stager)
-      try {
-        await this.#followOrReset(stager, d, () => done, slicer);
-      } catch (e) {
-        failed = e;
-      }
-    await rendering;
-    if (failed) throw failed;
-  }
-
-  /** A stager when `d`'s table is cold (absent or empty) and staging is on; else undefined. */
-  #coldStager(d: DesiredFamily): ColdStager | undefined {
-    if (this.transport !== 'native' || this.#stageRules <= 0) return undefined;
+  async #stage(d: DesiredFamily, stats: ApplyStats, slicer?: Slicer): Promise<Set<string> | undefined> {
     const had = this.#committed.get(d.family);
     if (had?.exists && (had.chains.size || had.sets.size)) return undefined;
+    const chains = [...d.chains.values()].filter((ch) => !ch.base).sort(byTable);
+    let rules = 0;
+    for (const ch of chains) rules += ch.rules.length;
+    if (rules <= this.#stageRules) return undefined;
     const c = had ?? emptyCommitted();
     this.#committed.set(d.family, c);
-    return new ColdStager(d, c, this.table, this.#stageRules);
-  }
-
-  /**
-   * Commits the stager's parts as they fall due, each planned while the one before
-   * commits, until `finished()` and nothing more is due; each commit is recorded as it
-   * lands, so an apply that fails part way leaves a record the next apply builds on.
-   */
-  async #follow(stager: ColdStager, d: DesiredFamily, finished: () => boolean, slicer?: Slicer): Promise<void> {
-    const c = this.#committed.get(d.family) as CommittedFamily;
-    const stats = this.#staged;
     let inflight: Promise<void> | undefined;
-    for (;;) {
-      const last = finished();
-      if (!stager.due()) {
-        if (last) break;
-        await nextTurn();
-        continue;
-      }
-      const w = new NativeSink();
-      const part = await runSteps(stager.plan(w, stats), slicer);
-      if (!part) continue;
+    let n = 0;
+    const submit = async (w: NativeSink, record: () => Steps | undefined) => {
       // One commit in flight: a failure stops the staging at the next part.
       if (inflight) await inflight;
-      const k = stats.transactions + 1;
-      inflight = this.#exclusive(async () => {
+      const k = ++n;
+      const run = this.#exclusive(async () => {
         await this.#commitNative(w, stats, k);
         const t = this.#touched?.get(d.family);
         if (t) t.whole = true;
-        recordPart(c, part);
+        const steps = record();
+        if (steps) await runSteps(steps, slicer);
       });
-      inflight.catch(() => undefined); // awaited by the next part, or below
+      run.catch(() => undefined); // awaited by the next part, or below
+      inflight = run;
+    };
+    const head = new NativeSink();
+    await runSteps(this.#stageHead(head, d, c, chains, stats), slicer);
+    await submit(head, () => recordStagedHead(c, d, chains));
+    for (let i = 0; i < chains.length; ) {
+      const w = new NativeSink();
+      const from = i;
+      i = await runSteps(this.#stageRulesFrom(w, d.family, chains, i, stats), slicer);
+      const part = chains.slice(from, i);
+      await submit(w, () => {
+        for (const ch of part) c.chains.set(ch.name, ch.hashes);
+        return undefined;
+      });
     }
     await inflight;
+    return new Set(d.sets.keys());
   }
 
-  /** #follow, whose counts a failure drops (the error says what failed; the next apply counts its own). */
-  async #followOrReset(stager: ColdStager, d: DesiredFamily, finished: () => boolean, slicer?: Slicer): Promise<void> {
-    try {
-      await this.#follow(stager, d, finished, slicer);
-    } catch (e) {
-      this.#staged = emptyStats();
-      throw e;
+  // The first staged transaction: the table, sets (maps after the chains their verdicts name), empty chains.
+  *#stageHead(w: PlanSink, d: DesiredFamily, c: CommittedFamily, chains: DesiredChain[], stats: ApplyStats): Steps {
+    const f = d.family;
+    if (!c.exists) w.tableAdd(f, this.table);
+    for (const s of d.sets.values()) if (!isMap(s)) yield* writeNewSet(w, f, this.table, s, stats);
+    let n = 0;
+    for (const ch of chains) {
+      w.chainAdd(f, this.table, ch.name);
+      if ((++n & 255) === 0) yield;
     }
+    for (const s of d.sets.values()) if (isMap(s)) yield* writeNewSet(w, f, this.table, s, stats);
+  }
+
+  // Whole chains' rules from chains[i], about #stageRules of them (one chain at least); returns where it stopped.
+  *#stageRulesFrom(
+    w: PlanSink,
+    f: Family,
+    chains: DesiredChain[],
+    i: number,
+    stats: ApplyStats,
+  ): Generator<void, number, undefined> {
+    let rules = 0;
+    for (; i < chains.length && (rules === 0 || rules < this.#stageRules); i++) {
+      const ch = chains[i] as DesiredChain;
+      for (let r = 0; r < ch.rules.length; r++) {
+        w.rule(f, this.table, ch, r);
+        if ((r & 63) === 63) yield;
+      }
+      rules += ch.rules.length;
+      stats.chainsWritten++;
+      stats.rulesWritten += ch.rules.length;
+      yield;
+    }
+    return i;
   }
 
   #exclusive<T>(f: () => Promise<T>): Promise<T> {
@@ -488,11 +525,15 @@ export class NftBackend {
     stats.commitMs += performance.now() - t0;
   }
 
-  /** After a successful commit: the committed state is the desired state for what was planned. */
-  *#record(d: DesiredFamily): Steps {
+  /**
+   * After a successful commit: the committed state is the desired state for what was
+   * planned. `staged`: sets a cold apply's staging recorded already (not copied again).
+   */
+  *#record(d: DesiredFamily, staged?: Set<string>): Steps {
     let c = this.#committed.get(d.family);
     this.#touched?.get(d.family)?.recording(d, c, !c || c.full || !d.dirty);
     if (!c || c.full || !d.dirty) {
+      const before = c;
       c = emptyCommitted();
       for (const ch of d.chains.values()) {
         c.chains.set(ch.name, ch.hashes);
@@ -500,7 +541,8 @@ export class NftBackend {
       }
       for (const s of d.sets.values()) {
         c.layouts.set(s.name, layoutOf(s.spec));
-        c.sets.set(s.name, yield* copyElems(s.elems));
+        const copy = staged?.has(s.name) ? before?.sets.get(s.name) : undefined;
+        c.sets.set(s.name, copy ?? (yield* copyElems(s.elems)));
         s.delta = undefined;
         yield;
       }
@@ -529,8 +571,9 @@ export class NftBackend {
     d.dirty = { chains: new Set(), sets: new Set() };
   }
 
-  // Steps: one per set and per chain written, and one per ELEM_CHUNK elements.
-  *#plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats): Steps {
+  // Steps: one per set and per chain written, and one per ELEM_CHUNK elements. `staged`:
+  // sets a cold apply's staged transactions wrote, as desired (not compared again).
+  *#plan(w: PlanSink, d: DesiredFamily, c: CommittedFamily, stats: ApplyStats, staged?: Set<string>): Steps {
     const f = d.family;
     const t = this.table;
     // Which names to look at: what changed, or (after a read-back, or at first) everything.
@@ -577,7 +620,7 @@ export class NftBackend {
     };
     const wanted = <T>(names: Set<string>, m: Map<string, T>) =>
       [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
-    const sets = wanted(setNames, d.sets);
+    const sets = wanted(setNames, d.sets).filter((s) => !staged?.has(s.name));
     yield;
     // 0. Sets the kernel holds in another layout: the chains that may use them are
     // emptied first, and written again below (relayout.ts).
@@ -639,6 +682,17 @@ export class NftBackend {
       if ((++n & 255) === 0) yield;
     }
   }
+}
+
+/** The first staged transaction, committed: the table, its sets as written, its chains empty. */
+function* recordStagedHead(c: CommittedFamily, d: DesiredFamily, chains: DesiredChain[]): Steps {
+  c.exists = true;
+  for (const s of d.sets.values()) {
+    c.layouts.set(s.name, layoutOf(s.spec));
+    c.sets.set(s.name, yield* copyElems(s.elems));
+    yield;
+  }
+  for (const ch of chains) c.chains.set(ch.name, []);
 }
 
 /**

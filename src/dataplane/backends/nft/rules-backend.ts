@@ -14,11 +14,7 @@ export class NftRulesBackend implements RulesBackend {
   readonly #builders: NftDesiredBuilder[];
   readonly #backend: NftBackend;
 
-  constructor(
-    config: Config,
-    families: readonly Family[],
-    opts: { transport?: Transport; table?: string; stageRules?: number } = {},
-  ) {
+  constructor(config: Config, families: readonly Family[], opts: { transport?: Transport; table?: string } = {}) {
     this.families = families;
     this.#builders = families.map((f) => new NftDesiredBuilder(config, f));
     this.#backend = new NftBackend(opts);
@@ -28,9 +24,8 @@ export class NftRulesBackend implements RulesBackend {
     return this.#backend.resync([...this.families], slicer);
   }
 
-  /** On a cold node the render's output is committed in parts as it goes (NftBackend.renderStaged). */
   async rebuild(state: DesiredState, slicer?: Slicer): Promise<void> {
-    for (const b of this.#builders) await this.#backend.renderStaged(b.desired, b.rebuildSteps(state), slicer);
+    for (const b of this.#builders) await runSteps(b.rebuildSteps(state), slicer);
   }
 
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {

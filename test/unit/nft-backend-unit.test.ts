@@ -201,6 +201,16 @@ describe('nft backend: encodings', () => {
     assert.throws(() => addrKeyHex('10.0.0.1', 6), /not an IPv6 address/);
   });
 
+  it('writes a string attribute as the latin1 C string a Buffer of it was', () => {
+    const bytes = (v: Uint8Array | string) => {
+      const w = new OpWriter();
+      w.ruleAdd(4, 'calico', 'c', new Uint8Array(0), [{ name: 'lookup', attrs: [[7, v]] }], 1);
+      return Buffer.from(w.bytes());
+    };
+    for (const s of ['cali40s-a', '', 'filter-cali-fw-eth0', 'pr\u00e9fix'])
+      assert.deepEqual(bytes(s), bytes(Buffer.from(`${s}\0`, 'latin1')), s);
+  });
+
   it("describes each op in words only when asked (a refused op's error names it)", () => {
     const w = new OpWriter();
     w.tableAdd(4, 'calico');

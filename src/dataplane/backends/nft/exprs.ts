@@ -64,19 +64,20 @@ function u64(v: number): Buffer {
   return b;
 }
 const LIMIT_UNIT_SECONDS: Record<string, number> = { second: 1, minute: 60, hour: 3600, day: 86400 };
-const cstr = (s: string) => Buffer.from(`${s}\0`, 'latin1');
+/** A C string attribute: the writer puts it down as latin1 with its NUL. */
+const cstr = (s: string) => s;
 
 /** Attribute ids by expression, then attribute name (the native side's table, asked once each). */
 const attrIds = new Map<string, Record<string, number>>();
 
-function expr(name: string, attrs: Record<string, Uint8Array>): Expr {
+function expr(name: string, attrs: Record<string, Uint8Array | string>): Expr {
   let ids = attrIds.get(name);
   if (!ids) {
     ids = Object.create(null) as Record<string, number>;
     attrIds.set(name, ids);
   }
-  const out: Array<[number, Uint8Array]> = [];
-  for (const k in attrs) out.push([(ids[k] ??= nftAttr(`${name}.${k}`)), attrs[k] as Uint8Array]);
+  const out: Array<[number, Uint8Array | string]> = [];
+  for (const k in attrs) out.push([(ids[k] ??= nftAttr(`${name}.${k}`)), attrs[k] as Uint8Array | string]);
   return { name, attrs: out };
 }
 
@@ -102,7 +103,7 @@ const meta = (key: number, dreg: number = REG.r1) =>
 const bitwise = (len: number, mask: Uint8Array, xor: Uint8Array) =>
   expr('bitwise', { sreg: u32(REG.r1), dreg: u32(REG.r1), len: u32(len), mask, xor });
 const lookup = (set: string, id: number, neg = false, sreg: number = REG.r1) => {
-  const attrs: Record<string, Uint8Array> = { sreg: u32(sreg), set: cstr(set) };
+  const attrs: Record<string, Uint8Array | string> = { sreg: u32(sreg), set: cstr(set) };
   if (id) attrs.set_id = u32(id);
   if (neg) attrs.flags = u32(LOOKUP_INVERT);
   return expr('lookup', attrs);

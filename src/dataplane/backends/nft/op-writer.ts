@@ -20,7 +20,8 @@ export const OP = {
 
 export interface Expr {
   name: string;
-  attrs: Array<[number, Uint8Array]>;
+  /** A string is a C string (latin1, NUL-terminated): names, written without a Buffer of their own. */
+  attrs: Array<[number, Uint8Array | string]>;
 }
 
 export interface ElemSpec {
@@ -181,6 +182,17 @@ export class OpWriter {
     else this.#buf.set(b, this.#len);
     this.#len += n;
   }
+  // As Buffer.from(`${s}\0`, 'latin1'), with the length first.
+  #cstr(s: string) {
+    const n = s.length;
+    this.#u32(n + 1);
+    this.#need(n + 1);
+    const buf = this.#buf;
+    const at = this.#len;
+    for (let i = 0; i < n; i++) buf[at + i] = s.charCodeAt(i) & 0xff;
+    buf[at + n] = 0;
+    this.#len = at + n + 1;
+  }
   // Decoded here, not by Buffer#write(hex): a native call per key cost 5x as much on a
   // cold apply's hundreds of thousands of elements.
   #hex(hex: string) {
@@ -287,7 +299,8 @@ export class OpWriter {
       this.#u16(e.attrs.length);
       for (const [id, v] of e.attrs) {
         this.#u16(id);
-        this.#bytes(v);
+        if (typeof v === 'string') this.#cstr(v);
+        else this.#bytes(v);
       }
     }
   }

@@ -114,6 +114,17 @@ function* writeElems(w: PlanSink, add: boolean, f: Family, t: string, name: stri
   }
 }
 
+/** Writes a chain's rules into a chain that is empty (new or flushed): a step per 64 rules, and one after. */
+function* writeRules(w: PlanSink, f: Family, t: string, ch: DesiredChain, stats: ApplyStats): Steps {
+  for (let i = 0; i < ch.rules.length; i++) {
+    w.rule(f, t, ch, i);
+    if ((i & 63) === 63) yield;
+  }
+  stats.chainsWritten++;
+  stats.rulesWritten += ch.rules.length;
+  yield;
+}
+
 /** Creates a set with its elements (the kernel wants a transaction-unique id on every new set, named or not). */
 function* writeNewSet(w: PlanSink, f: Family, t: string, s: DesiredSet, stats: ApplyStats): Steps {
   w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
@@ -373,14 +384,8 @@ export class NftBackend {
     let rules = 0;
     for (; i < chains.length && (rules === 0 || rules < this.#stageRules); i++) {
       const ch = chains[i] as DesiredChain;
-      for (let r = 0; r < ch.rules.length; r++) {
-        w.rule(f, this.table, ch, r);
-        if ((r & 63) === 63) yield;
-      }
+      yield* writeRules(w, f, this.table, ch, stats);
       rules += ch.rules.length;
-      stats.chainsWritten++;
-      stats.rulesWritten += ch.rules.length;
-      yield;
     }
     return i;
   }
@@ -656,13 +661,7 @@ export class NftBackend {
       if (sameList(had, ch.hashes)) continue;
       if (ch.base && !had) w.chainAdd(f, t, ch.name, ch.base);
       if (had?.length) w.chainFlush(f, t, ch.name);
-      for (let i = 0; i < ch.rules.length; i++) {
-        w.rule(f, t, ch, i);
-        if ((i & 63) === 63) yield;
-      }
-      stats.chainsWritten++;
-      stats.rulesWritten += ch.rules.length;
-      yield;
+      yield* writeRules(w, f, t, ch, stats);
     }
     // 5. What is no longer wanted: empty the chains first (dropping their jumps), then
     // delete them, then the sets nothing uses any more.

@@ -12,6 +12,7 @@ import { concatType, DATA_VERDICT, HOOK, SET_FLAG, TYPE, UDATA_SET_KEYBYTEORDER,
 import { u32 } from './exprs.js';
 import { addrKeyHex, cidrElems, IFNAMSIZ, ifnameKey, ipPortKey } from './keys.js';
 import type { ElemSpec, SetSpec } from './op-writer.js';
+import { drain } from '../../slicer.js';
 
 export interface DesiredChain {
   name: string;
@@ -158,10 +159,7 @@ export function memberElems(family: Family, kind: ElemKind, m: string): ElemSpec
 /** A set's elements and their kind (ipSetElemSteps at once). */
 export function ipSetElems(family: Family, kind: SetKind, members: readonly string[]) {
   const elems = new Map<string, ElemSpec>();
-  const steps = ipSetElemSteps(family, kind, members, elems);
-  let r = steps.next();
-  while (!r.done) r = steps.next();
-  return { elems, elemKind: r.value };
+  return { elems, elemKind: drain(ipSetElemSteps(family, kind, members, elems)) };
 }
 
 /** nft's set userdata: key byte order 1 (host) is how nft marks string keys such as ifname. */

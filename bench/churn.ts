@@ -12,10 +12,7 @@
 // 10 ms. A real etcd on this 2-core machine would take a core of its own and measure its
 // contention with the agent, not the agent. Needs root. `churn-iptables` runs the same in
 // iptables mode (iptables-nft).
-import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 
 import { ControlPlane } from '../src/agent/control-plane.js';
@@ -27,6 +24,7 @@ import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
 import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
 import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
@@ -424,35 +422,16 @@ function pcts(xs: ArrayLike<number>): number[] {
 }
 
 function runInside(mode: string): Inside {
-  const ns = `palisade-churn-${randomBytes(3).toString('hex')}`;
-  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
-  try {
-    log(
+  return runInNetns<Inside>({
+    script: import.meta.url,
+    args: ['--inside', mode, '--seconds', String(SECONDS), ...(SNAPSHOT_DIR ? ['--heap-snapshots', SNAPSHOT_DIR] : [])],
+    nodeFlags: ['--expose-gc', ...cpuProfFlags()],
+    what: 'churn',
+    announce: (ns) =>
       `${mode}: agent in netns ${ns}, ${REMOTE + LOCAL} endpoints, ${POLICIES} policies, then ${RATE}/s for ${SECONDS} s`,
-    );
-    const r = spawnSync(
-      'ip',
-      [
-        'netns',
-        'exec',
-        ns,
-        process.execPath,
-        '--expose-gc',
-        ...cpuProfFlags(),
-        fileURLToPath(import.meta.url),
-        '--inside',
-        mode,
-        '--seconds',
-        String(SECONDS),
-        ...(SNAPSHOT_DIR ? ['--heap-snapshots', SNAPSHOT_DIR] : []),
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 << 20 },
-    );
-    if (r.status !== 0) throw new Error(`churn run failed (${r.status ?? r.signal})`);
-    return JSON.parse(r.stdout) as Inside;
-  } finally {
-    spawnSync('ip', ['netns', 'del', ns]);
-  }
+    prefix: 'palisade-churn',
+    maxBuffer: 256 << 20,
+  });
 }
 
 async function main(): Promise<void> {

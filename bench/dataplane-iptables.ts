@@ -8,9 +8,6 @@
 // transport can gain over exec (`*_speedup_bound`). The event loop's longest block during
 // the cold apply and during a refresh (read back, compare, apply), both sliced as the
 // agent runs them. Needs root.
-import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 
 import { defaultConfig } from '../src/config/params.js';
 import { IptablesRulesBackend } from '../src/dataplane/backends/iptables/rules-backend.js';
@@ -23,7 +20,8 @@ import { iptcApply, iptNftApply } from '../src/native/iptc.js';
 import { ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
 import { blocksAt, cpuProfFlags, describeBlocks, loopDuring } from './lib/loop-blocks.js';
-import { log, percentile, report } from './lib/report.js';
+import { runInNetns } from './lib/netns.js';
+import { percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
   incrementalChange,
@@ -149,30 +147,13 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
 }
 
 function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): InsideResult {
-  const ns = `palisade-bench-${randomBytes(3).toString('hex')}`;
-  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
-  try {
-    log(`iptables-${flavour} (${transport}): programming in netns ${ns}`);
-    const r = spawnSync(
-      'ip',
-      [
-        'netns',
-        'exec',
-        ns,
-        process.execPath,
-        ...cpuProfFlags(),
-        fileURLToPath(import.meta.url),
-        '--inside',
-        flavour,
-        transport,
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 },
-    );
-    if (r.status !== 0) throw new Error(`iptables-${flavour} run failed (${r.status ?? r.signal})`);
-    return JSON.parse(r.stdout) as InsideResult;
-  } finally {
-    spawnSync('ip', ['netns', 'del', ns]);
-  }
+  return runInNetns<InsideResult>({
+    script: import.meta.url,
+    args: ['--inside', flavour, transport],
+    nodeFlags: cpuProfFlags(),
+    what: `iptables-${flavour}`,
+    announce: (ns) => `iptables-${flavour} (${transport}): programming in netns ${ns}`,
+  });
 }
 
 const median = (xs: number[]) =>

@@ -6,9 +6,6 @@
 // namespace, one after the other, so neither sees the other's tables. Also issue 21's node
 // of 100,000 rules: its cold apply and an agent restarting over it (each with the event
 // loop's longest blocks), and its read-back. Needs root.
-import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 
 import { defaultConfig } from '../src/config/params.js';
 import { NftBackend, type Transport } from '../src/dataplane/backends/nft/backend.js';
@@ -20,7 +17,8 @@ import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
 import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, loopDuring } from './lib/loop-blocks.js';
-import { log, percentile, report } from './lib/report.js';
+import { runInNetns } from './lib/netns.js';
+import { percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
   incrementalChange,
@@ -196,30 +194,13 @@ async function restartOver(config: ReturnType<typeof defaultConfig>, state: Desi
 }
 
 function runInside(transport: Transport, big = false): InsideResult {
-  const ns = `palisade-bench-${randomBytes(3).toString('hex')}`;
-  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
-  try {
-    log(`${transport}${big ? ' (100,000 rules, cold)' : ''}: programming in netns ${ns}`);
-    const r = spawnSync(
-      'ip',
-      [
-        'netns',
-        'exec',
-        ns,
-        process.execPath,
-        ...cpuProfFlags(),
-        fileURLToPath(import.meta.url),
-        '--inside',
-        transport,
-        ...(big ? ['--big'] : []),
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 },
-    );
-    if (r.status !== 0) throw new Error(`${transport} run failed (${r.status ?? r.signal})`);
-    return JSON.parse(r.stdout) as InsideResult;
-  } finally {
-    spawnSync('ip', ['netns', 'del', ns]);
-  }
+  return runInNetns<InsideResult>({
+    script: import.meta.url,
+    args: ['--inside', transport, ...(big ? ['--big'] : [])],
+    nodeFlags: cpuProfFlags(),
+    what: transport,
+    announce: (ns) => `${transport}${big ? ' (100,000 rules, cold)' : ''}: programming in netns ${ns}`,
+  });
 }
 
 const median = (xs: number[]) =>

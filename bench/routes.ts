@@ -5,18 +5,17 @@
 // messages Felix's calc graph sends), and `ip -batch` with the same 10,000 routes (what a
 // script or an exec-based agent would do). Target: native >= 5x `ip -batch`. Needs root.
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { InterfaceTable } from '../src/dataplane/managers/interfaces.js';
 import { VxlanManager } from '../src/dataplane/managers/vxlan-manager.js';
 import { createLogger } from '../src/log.js';
 import { linkAddVxlan, linkGet, routeApply, type RouteOp } from '../src/native/rtnl.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { log, report } from './lib/report.js';
+import { runInNetns } from './lib/netns.js';
+import { report } from './lib/report.js';
 
 const BLOCKS = 10_000;
 const NODES = 100;
@@ -193,21 +192,15 @@ async function main(): Promise<void> {
     return;
   }
   const runs: Inside[] = [];
-  for (let k = 0; k < 3; k++) {
-    const ns = `palisade-bench-${randomBytes(3).toString('hex')}`;
-    spawnSync('ip', ['netns', 'add', ns]);
-    try {
-      log(`routes: run ${k + 1} of 3 in netns ${ns}`);
-      const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--inside'], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      if (r.status !== 0) throw new Error(`run failed (${r.status ?? r.signal})`);
-      runs.push(JSON.parse(r.stdout) as Inside);
-    } finally {
-      spawnSync('ip', ['netns', 'del', ns]);
-    }
-  }
+  for (let k = 0; k < 3; k++)
+    runs.push(
+      runInNetns<Inside>({
+        script: import.meta.url,
+        args: ['--inside'],
+        what: 'routes',
+        announce: (ns) => `routes: run ${k + 1} of 3 in netns ${ns}`,
+      }),
+    );
   const med = (f: (r: Inside) => number) => [...runs.map(f)].sort((a, b) => a - b)[1] as number;
   const nativeMs = med((r) => r.nativeMs);
   const ipBatchMs = med((r) => r.ipBatchMs);

@@ -1,0 +1,40 @@
+// The benches that program a kernel run their own script again inside a throwaway network
+// namespace (`--inside ...`) and read the JSON it prints: the host's namespace is never
+// touched, and the namespace goes away whatever happens.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+import { log } from './report.js';
+
+export interface InsideRun {
+  /** The bench's `import.meta.url`. */
+  script: string;
+  /** After the script: `--inside` and what the inside run needs. */
+  args: string[];
+  /** Node's flags before the script (cpuProfFlags(), --expose-gc...). */
+  nodeFlags?: string[];
+  /** Names the run in its error: "<what> run failed (status)". */
+  what: string;
+  /** The line logged once the namespace exists. */
+  announce: (ns: string) => string;
+  prefix?: string;
+  maxBuffer?: number;
+}
+
+export function runInNetns<T>(run: InsideRun): T {
+  const ns = `${run.prefix ?? 'palisade-bench'}-${randomBytes(3).toString('hex')}`;
+  spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
+  try {
+    log(run.announce(ns));
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, ...(run.nodeFlags ?? []), fileURLToPath(run.script), ...run.args],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: run.maxBuffer ?? 64 << 20 },
+    );
+    if (r.status !== 0) throw new Error(`${run.what} run failed (${r.status ?? r.signal})`);
+    return JSON.parse(r.stdout) as T;
+  } finally {
+    spawnSync('ip', ['netns', 'del', ns]);
+  }
+}

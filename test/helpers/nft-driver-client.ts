@@ -9,6 +9,12 @@ import { fileURLToPath } from 'node:url';
 import type { Netns } from './netns.js';
 
 const DRIVER = fileURLToPath(new URL('./nft-driver.js', import.meta.url));
+
+/** What the driver's `drift` and `agent-drift` report when the kernel is as desired (both families). */
+export const NO_DRIFT = [
+  { family: 4, chains: [], sets: [] },
+  { family: 6, chains: [], sets: [] },
+];
 export interface Driver {
   call<T = unknown>(cmd: Record<string, unknown>): Promise<T>;
   fail(

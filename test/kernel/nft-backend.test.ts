@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
 import { Harness } from '../helpers/calc-fixtures.js';
 import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
-import { driver } from '../helpers/nft-driver-client.js';
+import { driver, NO_DRIFT } from '../helpers/nft-driver-client.js';
 
 const netns = netnsFactory('nft');
 
@@ -84,10 +84,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const d2 = driver(ns);
     await d2.call({ cmd: 'messages', msgs: new Harness().put(...app()).flush() });
     await d2.call({ cmd: 'resync' });
-    assert.deepEqual(await d2.call({ cmd: 'drift' }), [
-      { family: 4, chains: [], sets: [] },
-      { family: 6, chains: [], sets: [] },
-    ]);
+    assert.deepEqual(await d2.call({ cmd: 'drift' }), NO_DRIFT);
   });
 
   it('applies changes incrementally: a new endpoint writes its own chains and dispatch entries only', async () => {
@@ -367,10 +364,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.deepEqual(drift[0]?.sets, ['cali40all-ipam-pools']);
     await d.call({ cmd: 'apply' });
     await d.call({ cmd: 'resync' });
-    assert.deepEqual(await d.call({ cmd: 'drift' }), [
-      { family: 4, chains: [], sets: [] },
-      { family: 6, chains: [], sets: [] },
-    ]);
+    assert.deepEqual(await d.call({ cmd: 'drift' }), NO_DRIFT);
     assert.match(ns.run('nft', ['list', 'table', 'ip', 'foreign']), /tcp dport 22 accept/);
   });
 
@@ -399,10 +393,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
       /priority srcnat \+ 10;[\s\S]*jump nat-cali-POSTROUTING/,
     );
     await d.call({ cmd: 'resync' });
-    assert.deepEqual(await d.call({ cmd: 'drift' }), [
-      { family: 4, chains: [], sets: [] },
-      { family: 6, chains: [], sets: [] },
-    ]);
+    assert.deepEqual(await d.call({ cmd: 'drift' }), NO_DRIFT);
   });
 
   it('repairs a base chain whose policy was changed (policy drop would black-hole the node)', async () => {
@@ -509,10 +500,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     await reader.call({ cmd: 'messages', msgs });
     await reader.call({ cmd: 'messages', msgs: change });
     await reader.call({ cmd: 'resync' });
-    assert.deepEqual(await reader.call({ cmd: 'drift' }), [
-      { family: 4, chains: [], sets: [] },
-      { family: 6, chains: [], sets: [] },
-    ]);
+    assert.deepEqual(await reader.call({ cmd: 'drift' }), NO_DRIFT);
   });
 
   it('commits 10,000 rules in one transaction, and 100,000 set elements in another', async () => {
@@ -578,10 +566,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     // The record matches the kernel: nothing to write again, nothing drifted on read-back.
     assert.equal((await staged.call<Applied>({ cmd: 'apply' })).stats.ops, 0);
     await staged.call({ cmd: 'resync' });
-    assert.deepEqual(await staged.call({ cmd: 'drift' }), [
-      { family: 4, chains: [], sets: [] },
-      { family: 6, chains: [], sets: [] },
-    ]);
+    assert.deepEqual(await staged.call({ cmd: 'drift' }), NO_DRIFT);
   });
 
   it('a staged transaction that fails leaves what was staged unreachable, and the next apply finishes it without writing it twice', async () => {

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { gnp, gns, profile, wep } from '../helpers/calc-fixtures.js';
 import { Harness } from '../helpers/calc-fixtures.js';
 import { netnsFactory, ROOT_SKIP, type Netns } from '../helpers/netns.js';
-import { driver } from '../helpers/nft-driver-client.js';
+import { driver, NO_DRIFT } from '../helpers/nft-driver-client.js';
 
 const netns = netnsFactory('nftlay');
 
@@ -39,10 +39,6 @@ function apiSet(ns: Netns): { name: string; text: string } {
 }
 
 type Stats = { stats: { chainsWritten: number; elemsAdded: number; elemsRemoved: number } };
-const noDrift = [
-  { family: 4, chains: [], sets: [] },
-  { family: 6, chains: [], sets: [] },
-];
 
 describe('kernel: nftables IP-set layouts', { skip: ROOT_SKIP }, () => {
   it('a set in use changes layout with its first network and back with its last, the rules using it kept', async () => {
@@ -66,14 +62,14 @@ describe('kernel: nftables IP-set layouts', { skip: ROOT_SKIP }, () => {
       `the policy chain using it is written again: ${JSON.stringify(toIntervals.stats)}`,
     );
     assert.match(ns.run('nft', ['list', 'table', 'ip', 'calico']), rule);
-    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), noDrift);
+    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), NO_DRIFT);
 
     h.del(apiNet);
     await d.call<Stats>({ cmd: 'agent-apply', msgs: h.flush() });
     const back = apiSet(ns);
     assert.doesNotMatch(back.text, /flags interval|10\.80\./);
     assert.match(ns.run('nft', ['list', 'table', 'ip', 'calico']), rule);
-    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), noDrift);
+    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), NO_DRIFT);
     // Member changes go on by delta in the plain set.
     h.put(wep('api2', 'node2', '10.65.1.11', { app: 'api' }));
     const delta = await d.call<Stats>({ cmd: 'agent-apply', msgs: h.flush() });
@@ -110,7 +106,7 @@ describe('kernel: nftables IP-set layouts', { skip: ROOT_SKIP }, () => {
     await d.call<Stats>({ cmd: 'agent-apply', msgs: [] });
     assert.doesNotMatch(apiSet(ns).text, /flags interval/);
     assert.match(ns.run('nft', ['list', 'table', 'ip', 'calico']), new RegExp(`ip saddr @${name}`));
-    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), noDrift);
+    assert.deepEqual(await d.call({ cmd: 'agent-drift' }), NO_DRIFT);
   });
 
   it('an agent starting over sets in the interval layout (as Felix programs them) re-creates them, in one transaction', async () => {
@@ -135,6 +131,6 @@ describe('kernel: nftables IP-set layouts', { skip: ROOT_SKIP }, () => {
     const set = apiSet(ns);
     assert.doesNotMatch(set.text, /flags interval/);
     assert.doesNotMatch(ns.run('nft', ['list', 'table', 'ip', 'calico']), /filter-cali-felix/);
-    assert.deepEqual(await fresh.call({ cmd: 'agent-drift' }), noDrift);
+    assert.deepEqual(await fresh.call({ cmd: 'agent-drift' }), NO_DRIFT);
   });
 });

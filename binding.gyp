@@ -18,6 +18,7 @@
         'native/nft/netlink.cc',
         'native/nft/batch.cc',
         'native/nft/dump.cc',
+        'native/nft/elem_get.cc',
         'native/nft/nft_napi.cc',
         'native/rtnl/monitor.cc',
         'native/rtnl/rtnl_napi.cc',

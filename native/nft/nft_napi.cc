@@ -13,6 +13,7 @@
 #include "nft/attrs.h"
 #include "nft/batch.h"
 #include "nft/dump.h"
+#include "nft/elem_get.h"
 
 namespace palisade::nft {
 namespace {
@@ -231,6 +232,45 @@ Napi::Value NftDump(const Napi::CallbackInfo& info) {
   });
 }
 
+bool NameOk(const std::string& name) {
+  return !name.empty() && name.size() <= 255 && name.find('\0') == std::string::npos;
+}
+
+// nftGetElems's result: a byte per key, 1 if the set has the element.
+void SettleGetElems(Napi::Env env, const ElemGetResult& r, Napi::Promise::Deferred& d) {
+  if (r.sysErrno) return d.Reject(SysError(env, "nftGetElems", r.sysWhat, r.sysErrno));
+  Napi::Uint8Array present = Napi::Uint8Array::New(env, r.present.size());
+  if (!r.present.empty()) std::memcpy(present.Data(), r.present.data(), r.present.size());
+  d.Resolve(present);
+}
+
+// (family, table, set, keys: Uint8Array of keys end to end, keyLen) -> Uint8Array (elem_get.h).
+Napi::Value NftGetElems(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "nftGetElems", [&]() -> Napi::Value {
+    if (info.Length() < 5 || !info[0].IsNumber() || !info[1].IsString() || !info[2].IsString() ||
+        !info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array ||
+        !info[4].IsNumber())
+      throw MakeNativeError(env, "EINVAL", "nftGetElems", "expected (family, table, set, keys, keyLen)");
+    const uint8_t family = static_cast<uint8_t>(info[0].As<Napi::Number>().Uint32Value());
+    std::string table = info[1].As<Napi::String>().Utf8Value();
+    std::string set = info[2].As<Napi::String>().Utf8Value();
+    if (!NameOk(table) || !NameOk(set))
+      throw MakeNativeError(env, "EINVAL", "nftGetElems", "a table or set name is 1 to 255 bytes, without NUL");
+    Napi::Uint8Array k = info[3].As<Napi::Uint8Array>();
+    const uint32_t keyLen = info[4].As<Napi::Number>().Uint32Value();
+    if (keyLen == 0 || keyLen > 64 || k.ByteLength() % keyLen != 0)
+      throw MakeNativeError(env, "EINVAL", "nftGetElems", "keys must be whole keys of 1 to 64 bytes");
+    std::string keys(reinterpret_cast<const char*>(k.Data()), k.ByteLength());
+    return QueuePromise<ElemGetResult>(
+        env, "nftGetElems",
+        [family, table = std::move(table), set = std::move(set), keys = std::move(keys), keyLen]() {
+          return GetElems(family, table, set, keys, keyLen);
+        },
+        SettleGetElems);
+  });
+}
+
 Napi::Object Attrs(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
   for (const AttrInfo& a : kAttrs) o.Set(a.name, a.id);
@@ -242,6 +282,7 @@ Napi::Object Attrs(Napi::Env env) {
 void Register(Napi::Env env, Napi::Object exports) {
   exports.Set("nftCommit", Napi::Function::New(env, NftCommit, "nftCommit"));
   exports.Set("nftDump", Napi::Function::New(env, NftDump, "nftDump"));
+  exports.Set("nftGetElems", Napi::Function::New(env, NftGetElems, "nftGetElems"));
   exports.Set("nftAttrs", Attrs(env));
 }
 

@@ -180,6 +180,8 @@ export interface RawModule {
    */
   nftCommit(ops: Uint8Array | readonly Uint8Array[]): Promise<RawNftCommitResult>;
   nftDump(family: number, table: string, scope?: RawNftDumpScope): Promise<RawNftDumpColumns>;
+  /** Per key (keys end to end, keyLen bytes each): 1 if the set has that element (native/nft/elem_get.h). */
+  nftGetElems(family: number, table: string, set: string, keys: Uint8Array, keyLen: number): Promise<Uint8Array>;
   /** libnftnl expression attribute ids by "expr.attr" name. */
   nftAttrs: Readonly<Record<string, number>>;
   RtnlMonitor: new (

@@ -30,6 +30,10 @@ const agentState = new DesiredState();
 const agentRules = new NftRulesBackend(config, families(config));
 let agentBuilt = false;
 
+let churned = 0;
+// Fresh members for agent-check-churn: 10.128.0.0 onwards.
+const churnAddr = () => `10.${128 + ((churned >> 16) & 127)}.${(churned >> 8) & 255}.${churned++ & 255}/32`;
+
 /** A slicer whose runs wait for a gate first. */
 class GatedSlicer extends Slicer {
   constructor(readonly gate: Promise<void>) {
@@ -159,6 +163,29 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       const stats = await agentRules.apply(new Slicer(1));
       open();
       return { check: await check, stats };
+    }
+    case 'agent-check-churn': {
+      // A refresh while applies go on, each replacing `per` members of one set (the oldest
+      // by the set's order), until the check has ended: its dump of that set runs beside them.
+      const id = req.set as string;
+      const per = req.per as number;
+      let done = false;
+      const check = agentRules.check(new Slicer(1)).finally(() => {
+        done = true;
+      });
+      let commits = 0;
+      while (!done) {
+        const removed: string[] = [];
+        for (const m of agentState.ipsets.get(id)?.members ?? []) if (removed.push(m) >= per) break;
+        const added = Array.from({ length: per }, () => churnAddr());
+        agentState.apply([
+          { type: 'IPSetDeltaUpdate', id, addedMembers: added, removedMembers: removed } as ToDataplane,
+        ]);
+        agentRules.update(agentState, agentState.takeDirty());
+        await agentRules.apply(new Slicer(1));
+        commits++;
+      }
+      return { check: await check, commits };
     }
     case 'dump': {
       // A dump (whole, or a scope's part) in short: each chain's rule count, each set's element count.

@@ -5,15 +5,18 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { partsAfter } from '../../src/dataplane/backends/nft/backend.js';
+import { ASK_MAX, confirmedMissing, missingKeys, screenSet, Touched } from '../../src/dataplane/backends/nft/check.js';
+import { emptyCommitted } from '../../src/dataplane/backends/nft/committed.js';
+import { drain } from '../../src/dataplane/slicer.js';
 import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
-import { type DesiredFamily, desiredOf } from '../../src/dataplane/backends/nft/desired.js';
+import { type DesiredFamily, desiredOf, elemId } from '../../src/dataplane/backends/nft/desired.js';
 import { commentOf, commentUdata } from '../../src/dataplane/backends/nft/exprs.js';
 import { addrKeyHex, cidrElems, ipPortKey, parseAddr, portRangeElems } from '../../src/dataplane/backends/nft/keys.js';
 import { OP, OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
-import { type NftDump, type NftDumpScope, nftAttr, nftCommit, nftDump } from '../../src/native/nft.js';
+import { type NftDump, type NftDumpScope, nftAttr, nftCommit, nftDump, nftGetElems } from '../../src/native/nft.js';
 import { Harness, profile, randomChange, tier, wep } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
 import { Rng } from '../helpers/rng.js';
@@ -154,6 +157,66 @@ describe('nft backend: a table read in parts', () => {
         .map((x) => x.length),
       [256, 256, 109],
     );
+  });
+});
+
+describe('nft backend: a plain set dumped beside commits (screenSet)', () => {
+  const key = (n: number) => Buffer.from([10, 1, n >> 8, n & 255]).toString('hex');
+  const spec = (n: number) => ({ key: key(n), flags: 0 });
+  // A dump of set "s" listing `listed` (plain: no flags).
+  const dump = (listed: number[]): NftDump['sets'][number] => {
+    const bytes = Buffer.from(listed.map(key).join(''), 'hex');
+    return {
+      name: 's',
+      flags: 0,
+      keyType: 7,
+      keyLen: 4,
+      dataType: 0,
+      elements: {
+        count: listed.length,
+        keys: { bytes: new Uint8Array(bytes), ends: Uint32Array.from(listed, (_, i) => 4 * (i + 1)) },
+        flags: new Uint32Array(listed.length),
+      },
+    };
+  };
+  const committed = (ns: number[]) => {
+    const c = emptyCommitted();
+    c.sets.set('s', new Map(ns.map((n) => [elemId(spec(n)), spec(n)])));
+    c.layouts.set('s', 0);
+    return c;
+  };
+
+  it('reports an element we did not commit at once, and only collects the committed ones it did not list', () => {
+    const c = committed([1, 2, 3, 4]);
+    const t = new Touched();
+    const missing: string[] = [];
+    assert.equal(drain(screenSet(dump([1, 3]), c, t, missing)), false);
+    assert.deepEqual(missing, [elemId(spec(2)), elemId(spec(4))]);
+    assert.deepEqual(missingKeys('s', missing, c).keys, [key(2), key(4)]);
+    assert.equal(drain(screenSet(dump([1, 2, 3, 4, 9]), c, t, [])), true, 'an element nobody committed');
+    t.sets.set('s', new Set([elemId(spec(9))]));
+    assert.equal(drain(screenSet(dump([1, 2, 3, 4, 9]), c, t, [])), false, 'unless an apply wrote it meanwhile');
+  });
+
+  it('counts as drift a missing element the kernel does not have, unless an apply wrote or removed it since', () => {
+    const c = committed([1, 2, 3]);
+    const t = new Touched();
+    const ids = [elemId(spec(2)), elemId(spec(3))];
+    assert.equal(confirmedMissing('s', ids, [true, true], c, t), false);
+    assert.equal(confirmedMissing('s', ids, [true, false], c, t), true);
+    t.sets.set('s', new Set([elemId(spec(3))]));
+    assert.equal(confirmedMissing('s', ids, [true, false], c, t), false);
+    c.sets.get('s')?.delete(elemId(spec(2)));
+    assert.equal(confirmedMissing('s', ids, [false, true], c, t), false, 'recorded as removed since');
+    assert.deepEqual(missingKeys('s', ids, c).ids, [elemId(spec(3))], 'nothing to ask for a removed one');
+  });
+
+  it('gives up asking past ASK_MAX missing elements: the set is read again holding commits back', () => {
+    const all = Array.from({ length: ASK_MAX + 2 }, (_, i) => i);
+    const missing: string[] = [];
+    assert.equal(drain(screenSet(dump([0]), committed(all), new Touched(), missing)), true);
+    assert.equal(missing.length, ASK_MAX);
+    assert.equal(drain(screenSet({ ...dump([]), gone: true }, committed([1]), new Touched(), [])), true, 'a set gone');
   });
 });
 
@@ -379,6 +442,16 @@ describe('nft backend: native op stream validation', () => {
     ];
     for (const scope of badScopes)
       await assert.rejects(nftDump(2, 'calico', scope as never), einval, JSON.stringify(scope));
+  });
+
+  it('asks for set elements only with whole keys of one length, and names of 1 to 255 bytes (EINVAL before any socket)', async () => {
+    await assert.rejects(nftGetElems(2, 'calico', 's', ['0a000001', '0a00']), /key 1 \(0a00\) is not 4 bytes of hex/);
+    await assert.rejects(nftGetElems(2, 'calico', 's', ['0a00000z']), /not 4 bytes of hex/);
+    const einval = (e: unknown) => e instanceof NativeError && e.code === 'EINVAL';
+    await assert.rejects(nftGetElems(2, '', 's', ['0a000001']), einval);
+    await assert.rejects(nftGetElems(2, 'calico', 'x'.repeat(256), ['0a000001']), einval);
+    await assert.rejects(nftGetElems(2, 'calico', 's', ['00'.repeat(65)]), einval, 'a key over 64 bytes');
+    assert.deepEqual(await nftGetElems(2, 'calico', 's', []), []);
   });
 
   it('sends nothing for an empty stream', async () => {

@@ -7,11 +7,22 @@
 // back, so the next apply repairs whatever drifted. Nothing outside our tables is touched.
 import { spawn } from 'node:child_process';
 
-import { failuresOf, nftCommit, type NftDump, nftDump, type NftDumpScope } from '../../../native/nft.js';
+import { failuresOf, nftCommit, type NftDump, nftDump, type NftDumpScope, nftGetElems } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
 import { TABLES } from '../../render/model.js';
-import { adoptPatch, compareCatalogue, compareRules, compareSet, emptyPatch, type Patch, Touched } from './check.js';
+import {
+  adoptPatch,
+  compareCatalogue,
+  compareRules,
+  compareSet,
+  confirmedMissing,
+  emptyPatch,
+  missingKeys,
+  type Patch,
+  screenSet,
+  Touched,
+} from './check.js';
 import {
   baseOf,
   type CommittedFamily,
@@ -161,6 +172,8 @@ export interface CheckResult {
   /** The kernel dump (including any wait for a commit) and the sliced comparison, ms. */
   dumpMs: number;
   compareMs: number;
+  /** Elements asked for one by one: committed ones a plain set's dump beside commits did not list (screenSet). */
+  asked: number;
 }
 
 export class NftBackend {
@@ -176,10 +189,14 @@ export class NftBackend {
   /** STAGE_RULES, or another size (0: never stage). */
   readonly #stageRules: number;
 
-  constructor(opts: { table?: string; transport?: Transport; stageRules?: number } = {}) {
+  /** A check dumps plain sets beside commits (screenSet); false: holding them back, as every other part. */
+  readonly #setsBeside: boolean;
+
+  constructor(opts: { table?: string; transport?: Transport; stageRules?: number; setsBeside?: boolean } = {}) {
     this.table = opts.table ?? TABLE;
     this.transport = opts.transport ?? 'native';
     this.#stageRules = opts.stageRules ?? STAGE_RULES;
+    this.#setsBeside = opts.setsBeside ?? true;
   }
 
   /**
@@ -302,6 +319,7 @@ export class NftBackend {
         slicer,
       );
     await this.#exclusive(async () => {
+      for (const d of desired) this.#marking(d);
       if (sink.length > 0) {
         if (sink instanceof NativeSink) await this.#commitNative(sink, stats);
         else await this.#commitExec(sink as NftTextSink, stats);
@@ -334,9 +352,10 @@ export class NftBackend {
       if (inflight) await inflight;
       const k = ++n;
       const run = this.#exclusive(async () => {
-        await this.#commitNative(w, stats, k);
+        // Marked before the commit, as every apply's writes are (#marking).
         const t = this.#touched?.get(d.family);
         if (t) t.whole = true;
+        await this.#commitNative(w, stats, k);
         const steps = record();
         if (steps) await runSteps(steps, slicer);
       });
@@ -404,7 +423,7 @@ export class NftBackend {
    * What drifted is adopted, and so repaired, by the next apply.
    */
   async check(desired: DesiredFamily[], slicer?: Slicer): Promise<CheckResult> {
-    const result: CheckResult = { outcome: 'stale', drift: [], dumpMs: 0, compareMs: 0 };
+    const result: CheckResult = { outcome: 'stale', drift: [], dumpMs: 0, compareMs: 0, asked: 0 };
     // The last check's drift is still to be adopted (no apply since): it stands.
     if (this.#pending) return result;
     const touched = new Map(desired.map((d) => [d.family, new Touched()]));
@@ -445,9 +464,10 @@ export class NftBackend {
     slicer: Slicer | undefined,
   ): Promise<CheckResult['outcome']> {
     const family = NFPROTO[d.family];
-    const read = async (scope: NftDumpScope) => {
+    const read = async (scope: NftDumpScope, beside = false) => {
       const t0 = performance.now();
-      const part = await this.#exclusive(() => nftDump(family, this.table, scope));
+      const dump = () => nftDump(family, this.table, scope);
+      const part = await (beside ? dump() : this.#exclusive(dump));
       times.dumpMs += performance.now() - t0;
       return part;
     };
@@ -461,13 +481,48 @@ export class NftBackend {
     if (!c || c.full || t.whole) return 'stale';
     if (c.exists && !cat.exists) return 'lost';
     compareCatalogue(cat, c, t, d, report, patch);
-    for await (const part of partsAfter(cat, read, (name) => c.chains.get(name)?.length ?? 1)) {
-      await compare(
-        'rules' in part ? compareRules(part.rules, c, t, report, patch) : compareSet(part.set, c, t, report, patch),
-      );
+    // Plain sets are dumped beside commits and screened (screenSet): one of 250,000
+    // elements is a 0.9 s dump (the kernel's set dumps are O(n^2)), which held every
+    // commit back while it ran. The rest are small, read holding commits back.
+    const plainSets = this.#setsBeside ? cat.sets.filter((s) => !(s.flags & (SET_FLAG.map | SET_FLAG.interval))) : [];
+    const plain = new Set(plainSets.map((s) => s.name));
+    const readPart = (scope: NftDumpScope) =>
+      read(scope, 'elementsOf' in scope && scope.elementsOf.length === 1 && plain.has(scope.elementsOf[0] as string));
+    for await (const part of partsAfter(cat, readPart, (name) => c.chains.get(name)?.length ?? 1)) {
+      if ('rules' in part) await compare(compareRules(part.rules, c, t, report, patch));
+      else if (!plain.has(part.set.name) || (await this.#screen(d.family, part.set, c, t, times, slicer))) {
+        const again = plain.has(part.set.name) ? await read({ rulesOf: [], elementsOf: [part.set.name] }) : undefined;
+        const set = again ? { ...(again.sets[0] as NftDump['sets'][number]), flags: part.set.flags } : part.set;
+        await compare(compareSet(set, c, t, report, patch));
+      }
       if (t.whole) return 'stale';
     }
     return 'checked';
+  }
+
+  /**
+   * A plain set dumped beside commits: whether it may have drifted (then it is read again
+   * holding commits back). The committed elements its dump did not list are asked for.
+   */
+  async #screen(
+    f: Family,
+    s: NftDump['sets'][number],
+    c: CommittedFamily,
+    t: Touched,
+    times: CheckResult,
+    slicer: Slicer | undefined,
+  ): Promise<boolean> {
+    const missing: string[] = [];
+    const t0 = performance.now();
+    const drifted = await runSteps(screenSet(s, c, t, missing), slicer);
+    times.compareMs += performance.now() - t0;
+    if (drifted || !missing.length) return drifted;
+    const ask = missingKeys(s.name, missing, c);
+    const t1 = performance.now();
+    const present = await nftGetElems(NFPROTO[f], this.table, s.name, ask.keys);
+    times.dumpMs += performance.now() - t1;
+    times.asked += ask.keys.length;
+    return confirmedMissing(s.name, ask.ids, present, c, t);
   }
 
   /** A check's drift becomes the committed state for its names, marked dirty (check.ts). */
@@ -534,9 +589,18 @@ export class NftBackend {
    * After a successful commit: the committed state is the desired state for what was
    * planned. `staged`: sets a cold apply's staging recorded already (not copied again).
    */
+  /**
+   * A running check's marks for what this apply writes, made before its commit: a set a
+   * check dumps beside commits (screenSet) may list the commit's elements before the
+   * apply has recorded them.
+   */
+  #marking(d: DesiredFamily): void {
+    const c = this.#committed.get(d.family);
+    this.#touched?.get(d.family)?.recording(d, c, !c || c.full || !d.dirty);
+  }
+
   *#record(d: DesiredFamily, staged?: Set<string>): Steps {
     let c = this.#committed.get(d.family);
-    this.#touched?.get(d.family)?.recording(d, c, !c || c.full || !d.dirty);
     if (!c || c.full || !d.dirty) {
       const before = c;
       c = emptyCommitted();

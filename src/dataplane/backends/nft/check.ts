@@ -155,10 +155,8 @@ export function* compareSet(
     }
     return;
   }
-  // A set re-created behind our back in another layout has drifted whatever it holds.
   const layout = s.flags & SET_FLAG.interval;
-  const relaid = c.sets.has(s.name) && !t.sets.has(s.name) && c.layouts.get(s.name) !== layout;
-  if (!relaid && !(yield* setDrifted(s, c, t))) return;
+  if (!relaid(s, c, t) && !(yield* setDrifted(s, c, t))) return;
   out.sets.push(s.name);
   const elems = new Map<string, ElemSpec>();
   yield* dumpedElems(s, elems);
@@ -166,13 +164,80 @@ export function* compareSet(
   patch.layouts.set(s.name, layout);
 }
 
+// A set re-created behind our back in another layout has drifted whatever it holds.
+function relaid(s: NftDump['sets'][number], c: CommittedFamily, t: Touched): boolean {
+  return c.sets.has(s.name) && !t.sets.has(s.name) && c.layouts.get(s.name) !== (s.flags & SET_FLAG.interval);
+}
+
+/**
+ * Committed elements a screened set may leave unlisted, to be asked for one by one
+ * (about 2 µs each); a set missing more is read again whole, holding commits back.
+ */
+export const ASK_MAX = 4096;
+
+/**
+ * A plain set (no map, no intervals; `flags` from the catalogue) dumped beside commits,
+ * which the kernel lets skip elements: it resumes a dump by counting elements from the
+ * set's start, and a commit between two parts of it moves what the count lands on.
+ * What it lists is true (each element was there at some moment), so an untouched element
+ * we did not commit is drift. A committed element it does not list is only pushed to
+ * `missing`, to be asked for (confirmedMissing). True: drifted, or more than ASK_MAX
+ * missing; the set is then read again holding commits back, and compared as compareSet does.
+ */
+export function* screenSet(
+  s: NftDump['sets'][number],
+  c: CommittedFamily,
+  t: Touched,
+  missing: string[],
+): Generator<void, boolean> {
+  if (s.gone) return c.sets.has(s.name) && !t.sets.has(s.name);
+  return relaid(s, c, t) || (yield* setDrifted(s, c, t, missing));
+}
+
+/** The committed keys (hex) of screenSet's missing ids; ids recorded as removed since are left out. */
+export function missingKeys(
+  name: string,
+  ids: readonly string[],
+  c: CommittedFamily,
+): { ids: string[]; keys: string[] } {
+  const have = c.sets.get(name);
+  const out = { ids: [] as string[], keys: [] as string[] };
+  for (const id of ids) {
+    const e = have?.get(id);
+    if (!e) continue;
+    out.ids.push(id);
+    out.keys.push(e.key);
+  }
+  return out;
+}
+
+/** After asking: whether an element the kernel lacks is still committed and untouched (then the set drifted). */
+export function confirmedMissing(
+  name: string,
+  ids: readonly string[],
+  present: readonly boolean[],
+  c: CommittedFamily,
+  t: Touched,
+): boolean {
+  const marks = t.sets.get(name);
+  if (marks === true || t.whole) return false;
+  const have = c.sets.get(name);
+  return ids.some((id, i) => !present[i] && !marks?.has(id) && have?.has(id) === true);
+}
+
 /**
  * Whether a dumped set differs from the committed one outside the touched elements: every
  * untouched dumped element is committed, and every untouched committed one was dumped.
  * Each element is judged in the step that reads it, against the committed state and
- * the touched marks of that moment (an element changed later is marked by then).
+ * the touched marks of that moment (an element changed later is marked by then). With
+ * `missing` (screenSet), committed elements not dumped are pushed there, up to ASK_MAX.
  */
-function* setDrifted(s: NftDump['sets'][number], c: CommittedFamily, t: Touched): Generator<void, boolean> {
+function* setDrifted(
+  s: NftDump['sets'][number],
+  c: CommittedFamily,
+  t: Touched,
+  missing?: string[],
+): Generator<void, boolean> {
   const seen = new Set<string>();
   for (let j = 0; j < s.elements.count; j++) {
     if ((j & 1023) === 1023) yield;
@@ -193,7 +258,9 @@ function* setDrifted(s: NftDump['sets'][number], c: CommittedFamily, t: Touched)
     if ((++n & 1023) === 0) yield;
     const marks = t.sets.get(s.name);
     if (marks === true || t.whole || c.sets.get(s.name) !== have) return false;
-    if (!marks?.has(id) && !seen.has(id)) return true;
+    if (marks?.has(id) || seen.has(id)) continue;
+    if (!missing || missing.length >= ASK_MAX) return true;
+    missing.push(id);
   }
   return false;
 }

@@ -4,7 +4,7 @@ import type { Config } from '../../../config/params.js';
 import type { Dirty, DesiredState } from '../../desired-state.js';
 import type { Family } from '../../render/model.js';
 import type { RulesApplyStats, RulesBackend, RulesCheck, RulesDrift } from '../rules-backend.js';
-import { NftBackend, type Transport } from './backend.js';
+import { NftBackend } from './backend.js';
 import { NftDesiredBuilder } from './desired-builder.js';
 import { runSteps, type Slicer } from '../../slicer.js';
 
@@ -14,7 +14,7 @@ export class NftRulesBackend implements RulesBackend {
   readonly #builders: NftDesiredBuilder[];
   readonly #backend: NftBackend;
 
-  constructor(config: Config, families: readonly Family[], opts: { transport?: Transport; table?: string } = {}) {
+  constructor(config: Config, families: readonly Family[], opts: ConstructorParameters<typeof NftBackend>[0] = {}) {
     this.families = families;
     this.#builders = families.map((f) => new NftDesiredBuilder(config, f));
     this.#backend = new NftBackend(opts);

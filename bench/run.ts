@@ -18,6 +18,8 @@ const BENCHES: Record<string, [string, string[]]> = {
   typha: ['typha.js', []],
   kdd: ['kdd.js', []],
   routes: ['routes.js', []],
+  // A refresh beside applies on a node with a set of 250,000 hosts.
+  refresh: ['refresh.js', []],
   churn: ['churn.js', ['nftables']],
   'churn-iptables': ['churn.js', ['iptables']],
   // Ten minutes of the same stream: does RSS level off once V8 has sized its heap?

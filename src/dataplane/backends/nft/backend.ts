@@ -484,8 +484,9 @@ export class NftBackend {
     // Plain sets are dumped beside commits and screened (screenSet): one of 250,000
     // elements is a 0.9 s dump (the kernel's set dumps are O(n^2)), which held every
     // commit back while it ran. The rest are small, read holding commits back.
-    const plainSets = this.#setsBeside ? cat.sets.filter((s) => !(s.flags & (SET_FLAG.map | SET_FLAG.interval))) : [];
-    const plain = new Set(plainSets.map((s) => s.name));
+    const plain = new Set<string>();
+    for (const s of cat.sets)
+      if (this.#setsBeside && !(s.flags & (SET_FLAG.map | SET_FLAG.interval))) plain.add(s.name);
     const readPart = (scope: NftDumpScope) =>
       read(scope, 'elementsOf' in scope && scope.elementsOf.length === 1 && plain.has(scope.elementsOf[0] as string));
     for await (const part of partsAfter(cat, readPart, (name) => c.chains.get(name)?.length ?? 1)) {

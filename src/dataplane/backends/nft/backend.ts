@@ -756,7 +756,13 @@ function* recordStagedHead(c: CommittedFamily, d: DesiredFamily, chains: Desired
     c.sets.set(s.name, yield* copyElems(s.elems));
     yield;
   }
-  for (const ch of chains) c.chains.set(ch.name, []);
+  // A turn of the loop every 1,024 chains: a 100,000-rule node has ~17,000 (a step of
+  // 6 ms or more, the most of a 25.7 ms block of the loop in a profiled cold apply).
+  let n = 0;
+  for (const ch of chains) {
+    c.chains.set(ch.name, []);
+    if ((++n & 1023) === 0) yield;
+  }
 }
 
 /**

@@ -36,5 +36,5 @@ COPY --from=build /src/examples examples
 # per-interface settings under /proc/sys/net, which only root may write: it runs as root,
 # with only those capabilities (see deploy/daemonset.yaml).
 ENV NODE_ENV=production
-ENTRYPOINT ["node", "/app/bin/palisade.js"]
+ENTRYPOINT ["/app/bin/palisade-entrypoint.sh"]
 CMD ["agent"]

@@ -6,6 +6,8 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { agentNodeFlags } from './lib/netns.js';
+
 // name -> [compiled file, arguments]
 const BENCHES: Record<string, [string, string[]]> = {
   labelindex: ['labelindex.js', ['realistic']],
@@ -42,7 +44,8 @@ for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
     console.error(`bench: ${file} missing (not built?)`);
     process.exit(2);
   }
-  const r = spawnSync(process.execPath, ['--expose-gc', file, ...args], { stdio: 'inherit' });
+  // With the image's Node flags (bin/palisade-entrypoint.sh): a bench runs as the agent would.
+  const r = spawnSync(process.execPath, [...agentNodeFlags(), '--expose-gc', file, ...args], { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error(`bench: ${name} failed (exit ${r.status ?? r.signal})`);
     failed++;

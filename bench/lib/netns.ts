@@ -3,6 +3,7 @@
 // touched, and the namespace goes away whatever happens.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { log } from './report.js';
@@ -22,6 +23,14 @@ export interface InsideRun {
   maxBuffer?: number;
 }
 
+/**
+ * Node's flags of the agent's image (bin/palisade-entrypoint.sh): V8's platform pool
+ * sized to the cores less one, 1 to 4. A bench inside a namespace runs as the agent would.
+ */
+export function agentNodeFlags(cores = availableParallelism()): string[] {
+  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`];
+}
+
 export function runInNetns<T>(run: InsideRun): T {
   const ns = `${run.prefix ?? 'palisade-bench'}-${randomBytes(3).toString('hex')}`;
   spawnSync('ip', ['netns', 'add', ns], { stdio: 'inherit' });
@@ -29,7 +38,16 @@ export function runInNetns<T>(run: InsideRun): T {
     log(run.announce(ns));
     const r = spawnSync(
       'ip',
-      ['netns', 'exec', ns, process.execPath, ...(run.nodeFlags ?? []), fileURLToPath(run.script), ...run.args],
+      [
+        'netns',
+        'exec',
+        ns,
+        process.execPath,
+        ...agentNodeFlags(),
+        ...(run.nodeFlags ?? []),
+        fileURLToPath(run.script),
+        ...run.args,
+      ],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: run.maxBuffer ?? 64 << 20 },
     );
     if (r.status !== 0) throw new Error(`${run.what} run failed (${r.status ?? r.signal})`);

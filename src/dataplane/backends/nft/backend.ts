@@ -183,7 +183,10 @@ export class NftBackend {
   /** While a check runs and until its drift is adopted: what applies wrote meanwhile. */
   #touched: Map<Family, Touched> | undefined;
   #pending: { patches: Map<Family, Patch>; touched: Map<Family, Touched> } | undefined;
-  /** Commits (with their recording) and a check's dump take turns: each sees the other whole. */
+  /**
+   * Commits (with their recording) and a check's dumps take turns, each seeing the other
+   * whole; a plain set's elements are dumped beside commits (screenSet).
+   */
   #kernel: Promise<unknown> = Promise.resolve();
 
   /** STAGE_RULES, or another size (0: never stage). */
@@ -418,8 +421,9 @@ export class NftBackend {
   /**
    * A refresh beside applies (check.ts): reads our tables in parts, each between two
    * commits (the catalogue, then chains' rules 256 chains at a time, then each set's
-   * elements), and compares each part, sliced, with what was committed, leaving out what
-   * applies write meanwhile. A commit waits for one part at most, not for the table.
+   * elements; a plain set's beside commits, screened), and compares each part, sliced,
+   * with what was committed, leaving out what applies write meanwhile. A commit waits for
+   * one part at most, not for the table.
    * What drifted is adopted, and so repaired, by the next apply.
    */
   async check(desired: DesiredFamily[], slicer?: Slicer): Promise<CheckResult> {

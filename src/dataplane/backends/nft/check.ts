@@ -1,7 +1,8 @@
 // A refresh that runs beside applies instead of stopping them. A read-back used to be
 // part of an apply: at 250,000 set elements the dump and its parse held every update
 // for seconds. Here the table is read in parts, each between two commits (a commit
-// waits for one part at most), and each part is compared, sliced, while applies go on.
+// waits for one part at most; a plain set's elements are read beside commits and
+// screened, screenSet), and each part is compared, sliced, while applies go on.
 // What it compares is the kernel against what we committed, not against the desired
 // state: everything an apply writes after the check began is marked as touched (a
 // chain, a set created or deleted, a set's elements by id) and left out, since the

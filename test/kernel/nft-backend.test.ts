@@ -253,11 +253,11 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
       check: { outcome: string; asked: number; drift: Array<{ chains: string[]; sets: string[] }> };
       commits: number;
     };
-    // Each commit replaces 20 members while the check dumps the set without holding
+    // Each commit replaces 50 members while the check dumps the set without holding
     // commits back: the kernel resumes the dump by counting, so it skips elements.
     let asked = 0;
     for (let round = 0; round < 10 && asked === 0; round++) {
-      const r = await d.call<Churn>({ cmd: 'agent-check-churn', set: 's:big', per: 20 });
+      const r = await d.call<Churn>({ cmd: 'agent-check-churn', set: 's:big', per: 50 });
       assert.equal(r.check.outcome, 'checked');
       assert.deepEqual(
         r.check.drift.map((x) => [...x.chains, ...x.sets]),
@@ -270,7 +270,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     // One element deleted behind our back: asked for, missing, so drift.
     const gone = ip(59_999).replace('/32', '');
     ns.run('nft', ['delete', 'element', 'ip', 'calico', 'cali40s-big', `{ ${gone} }`]);
-    const r = await d.call<Churn>({ cmd: 'agent-check-churn', set: 's:big', per: 20 });
+    const r = await d.call<Churn>({ cmd: 'agent-check-churn', set: 's:big', per: 50 });
     assert.equal(r.check.outcome, 'checked');
     assert.deepEqual(
       r.check.drift.map((x) => [...x.chains, ...x.sets]),

@@ -41,8 +41,8 @@ int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::functi
     // A reschedule between two parts: each part is read under rcu_read_lock, and this
     // thread, always back in the kernel for the next, gave RCU no quiescent state for
     // tens of ms. A commit beside the dump waits for a grace period: 20 members of a
-    // 250,000-element set took 55 ms at the median, 220 ms at worst; with this, 15 and
-    // 31-40 (bench refresh).
+    // 250,000-element set took 55 ms at the median, 215-223 ms at worst; with this, 15
+    // and 31-40 (docs/dataplane.md, "Refresh timers").
     sched_yield();
   }
 }

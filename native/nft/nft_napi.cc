@@ -184,6 +184,10 @@ Napi::Value NftCommit(const Napi::CallbackInfo& info) {
 }
 
 // An object name: 1 to 255 bytes without NUL (the kernel's NFT_NAME_MAXLEN is 256 with it).
+bool NameOk(const std::string& name) {
+  return !name.empty() && name.size() <= 255 && name.find('\0') == std::string::npos;
+}
+
 std::vector<std::string> NamesArg(Napi::Env env, Napi::Value v, const char* what) {
   if (!v.IsArray()) throw MakeNativeError(env, "EINVAL", "nftDump", std::string(what) + " must be an array of names");
   Napi::Array a = v.As<Napi::Array>();
@@ -192,7 +196,7 @@ std::vector<std::string> NamesArg(Napi::Env env, Napi::Value v, const char* what
   for (uint32_t i = 0; i < a.Length(); i++) {
     Napi::Value x = a.Get(i);
     std::string name = x.IsString() ? x.As<Napi::String>().Utf8Value() : std::string();
-    if (name.empty() || name.size() > 255 || name.find('\0') != std::string::npos)
+    if (!NameOk(name))
       throw MakeNativeError(env, "EINVAL", "nftDump", std::string(what) + " holds a name that is not 1 to 255 bytes");
     out.push_back(std::move(name));
   }
@@ -219,8 +223,7 @@ Napi::Value NftDump(const Napi::CallbackInfo& info) {
       throw MakeNativeError(env, "EINVAL", "nftDump", "expected (family, table)");
     const uint8_t family = static_cast<uint8_t>(info[0].As<Napi::Number>().Uint32Value());
     std::string table = info[1].As<Napi::String>().Utf8Value();
-    if (table.empty() || table.size() > 255 || table.find('\0') != std::string::npos)
-      throw MakeNativeError(env, "EINVAL", "nftDump", "a table name is 1 to 255 bytes, without NUL");
+    if (!NameOk(table)) throw MakeNativeError(env, "EINVAL", "nftDump", "a table name is 1 to 255 bytes, without NUL");
     std::optional<DumpScope> scope;
     if (info.Length() > 2 && !info[2].IsUndefined()) scope = ScopeArg(env, info[2]);
     return QueuePromise<DumpResult>(
@@ -230,10 +233,6 @@ Napi::Value NftDump(const Napi::CallbackInfo& info) {
         },
         SettleDump);
   });
-}
-
-bool NameOk(const std::string& name) {
-  return !name.empty() && name.size() <= 255 && name.find('\0') == std::string::npos;
 }
 
 // nftGetElems's result: a byte per key, 1 if the set has the element.

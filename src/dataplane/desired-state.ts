@@ -8,6 +8,7 @@ import type {
   Policy,
   PolicyID,
   Profile,
+  TierInfo,
   ToDataplane,
   WorkloadEndpoint,
   WorkloadEndpointID,
@@ -64,8 +65,19 @@ export class DesiredState {
   readonly hostAddrs = new Map<string, string>();
   config: Record<string, string> = {};
   inSync = false;
+  /**
+   * Each active policy's selector and tier, by policy ID: endpoint chains group their
+   * policies by selector (render/policy-groups.ts). By ID, as the tiers list them; the tier
+   * tells a move's late remove of the old tier from the new tier's entry.
+   */
+  readonly #selectors = new Map<string, { tier: string; selector: string }>();
+  /** Policies whose selector changed since the last takeDirty(): their endpoints regroup. */
+  readonly #regrouped = new Set<string>();
   /** Keys changed since the last takeDirty(), by kind. */
   #dirty = new DirtyKeys();
+
+  /** An active policy's selector by its ID ('' when not known, as Felix). */
+  readonly policySelector = (id: string): string => this.#selectors.get(id)?.selector ?? '';
   /** IP sets replaced or removed whole since the last takeDirty(): no delta for them. */
   #wholeSets = new Set<string>();
 
@@ -83,11 +95,25 @@ export class DesiredState {
   }
 
   takeDirty(): DirtyKeys {
+    if (this.#regrouped.size) this.#markRegrouped();
     const d = this.#dirty;
     this.#dirty = new DirtyKeys();
     this.#wholeSets.clear();
     return d;
   }
+
+  // A policy whose selector changed may join or leave a group: the endpoints that use it
+  // render again (Felix's dirtyPolicyIDs). A new policy needs none: the calc graph
+  // updates each endpoint it becomes active for.
+  #markRegrouped(): void {
+    const uses = (tiers: readonly TierInfo[]) =>
+      tiers.some((t) => t.ingressPolicies.some(this.#isRegrouped) || t.egressPolicies.some(this.#isRegrouped));
+    for (const [key, ep] of this.weps) if (uses(ep.tiers)) this.#mark('wep', key);
+    for (const [key, ep] of this.heps)
+      if ([ep.tiers, ep.forwardTiers, ep.untrackedTiers, ep.preDnatTiers].some(uses)) this.#mark('hep', key);
+    this.#regrouped.clear();
+  }
+  readonly #isRegrouped = (id: string) => this.#regrouped.has(id);
 
   #markWholeSet(id: string): void {
     this.#wholeSets.add(id);
@@ -145,12 +171,16 @@ export class DesiredState {
       case 'ActivePolicyUpdate': {
         const key = policyKey(m.id);
         this.policies.set(key, { tier: m.id.tier, name: m.id.name, policy: m.policy });
+        const old = this.#selectors.get(m.id.name);
+        if (old && old.selector !== m.policy.originalSelector) this.#regrouped.add(m.id.name);
+        this.#selectors.set(m.id.name, { tier: m.id.tier, selector: m.policy.originalSelector });
         this.#mark('policy', key);
         return;
       }
       case 'ActivePolicyRemove': {
         const key = policyKey(m.id);
         this.policies.delete(key);
+        if (this.#selectors.get(m.id.name)?.tier === m.id.tier) this.#selectors.delete(m.id.name);
         this.#mark('policy', key);
         return;
       }

@@ -15,6 +15,7 @@ import { nftChainName } from '../dataplane/backends/nft/text.js';
 import { DesiredState } from '../dataplane/desired-state.js';
 import type { Rule, Ruleset } from '../dataplane/render/model.js';
 import { EP, endpointChain, ipSetName, nftSetName, policyChain, profileChain } from '../dataplane/render/names.js';
+import { isGroupChain } from '../dataplane/render/policy-groups.js';
 import { renderProtoRule } from '../dataplane/render/policy.js';
 import { contextOf, renderRuleset } from '../dataplane/render/ruleset.js';
 import { parseIp } from '../model/net.js';
@@ -295,7 +296,8 @@ export class Explainer {
     for (const hit of walk.hits) {
       const owner = view.owners.get(hit.chain);
       const a = hit.rule.action;
-      if (hit.chain === start) {
+      // A policy group's chain jumps to its policies as the endpoint chain would.
+      if (hit.chain === start || isGroupChain(hit.chain)) {
         if (a.k === 'jump') {
           const target = view.owners.get(a.chain);
           if (target) {
@@ -309,6 +311,7 @@ export class Explainer {
           }
           continue;
         }
+        if (hit.chain !== start) continue;
         const comment = hit.rule.comment ?? '';
         if (a.k === 'drop' || a.k === 'reject') {
           if (/if no policies passed packet/.test(comment)) {

@@ -38,6 +38,12 @@ function model(): V1Update[] {
         { action: 'Allow', protocol: 'TCP', source: { selector: "app == 'api'" }, destination: { ports: [5432] } },
       ],
     }),
+    // The db policies share a selector: Felix's policy group, a chain of its own (cali-gi-).
+    np('db2-metrics', {
+      selector: "app == 'db'",
+      types: ['Ingress'],
+      ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [9090] } }],
+    }),
     wep('api-0', 'node1', '10.65.0.2', { app: 'api' }),
     wep('bad-0', 'node1', '10.65.0.3', { app: 'api', quarantine: 'yes' }),
     wep('db-0', 'node2', '10.65.1.2', { app: 'db' }),
@@ -75,8 +81,8 @@ describe('palisade explain', () => {
     const port = explainer.explain('prod/api-0', '10.65.1.2', 'tcp', 80);
     assert.equal(port.verdict, 'deny');
     assert.deepEqual(
-      port.ingress.steps.map((s) => s.outcome),
-      ['pass', 'no-match', 'end-of-tier'],
+      port.ingress.steps.map((s) => `${s.policy ?? ''}:${s.outcome}`),
+      ['gnp/security.quarantine:pass', 'np/prod/db:no-match', 'np/prod/db2-metrics:no-match', ':end-of-tier'],
     );
     const bad = explainer.explain('10.65.0.3', 'prod/db-0', 'tcp', 5432);
     assert.equal(bad.verdict, 'deny');
@@ -84,6 +90,16 @@ describe('palisade explain', () => {
     assert.equal(deny?.outcome, 'deny');
     assert.equal(deny?.rule?.index, 0);
     assert.equal(deny?.rule?.ipSets[0]?.labels?.quarantine, 'yes');
+  });
+
+  it("tells the policies of a policy group's chain one by one, as the endpoint chain's own", () => {
+    const e = explainer.explain('prod/api-0', 'prod/db-0', 'tcp', 9090);
+    assert.equal(e.verdict, 'allow');
+    assert.deepEqual(
+      e.ingress.steps.map((s) => `${s.policy}:${s.outcome}`),
+      ['gnp/security.quarantine:pass', 'np/prod/db:no-match', 'np/prod/db2-metrics:allow'],
+    );
+    assert.equal(e.ingress.steps[2]?.rule?.index, 0);
   });
 
   it('an address that is not a workload has no policy on its side; an unknown pod is an error', () => {

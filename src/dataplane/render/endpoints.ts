@@ -2,13 +2,21 @@
 // the pass mark, jump to each policy while nothing passed, return once one accepted, drop
 // at the end of the tier unless its default action is Pass), then the profiles, then drop.
 // Untracked and pre-DNAT host-endpoint chains only mark: the filter table decides later.
+// A tier's policies are jumped to through their policy groups (policy-groups.ts).
 import type { HostEndpoint, TierInfo, WorkloadEndpoint } from '../../proto/messages.js';
 import { clearMark, markClear, markSet } from './blocks.js';
 import type { Rule, Verdict } from './model.js';
 import { endpointChain, EP, policyChain, profileChain } from './names.js';
 import type { FilterActions, NamedChain, RenderContext } from './policy.js';
+import { groupChainName, groupChainRules, groupPolicies, inlined, type SelectorOf } from './policy-groups.js';
 
-type EndpointContext = Pick<RenderContext, 'marks' | 'iptables' | 'actions' | 'encapFromWorkloads'>;
+export type EndpointContext = Pick<RenderContext, 'marks' | 'iptables' | 'actions' | 'encapFromWorkloads'> & {
+  /** The active policies' selectors, which group them; without it every policy is jumped to directly. */
+  selectorOf?: SelectorOf | undefined;
+};
+
+/** Group chains an endpoint's chains jump to, by name (one table's). */
+type GroupChains = Map<string, Rule[]>;
 
 type ChainKind = 'normal' | 'untracked' | 'preDnat' | 'forward';
 
@@ -31,7 +39,32 @@ export const conntrackRules = (actions: FilterActions): Rule[] => [
 /** Felix's comments name the deny action: "Drop ..." or "Reject ...". */
 const denyWord = (v: Verdict) => (v.k === 'reject' ? 'Reject' : 'Drop');
 
-function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
+// The chains a tier's rules jump to for its policies: each policy, or its group's chain.
+function policyTargets(
+  policies: readonly string[],
+  dir: 'in' | 'out',
+  ctx: EndpointContext,
+  groups: GroupChains,
+): string[] {
+  if (!ctx.selectorOf) return policies.map((p) => policyChain(dir, p, ctx.iptables));
+  const targets: string[] = [];
+  for (const g of groupPolicies(policies, dir, ctx.selectorOf)) {
+    if (inlined(g)) {
+      targets.push(policyChain(dir, g.policies[0] as string, ctx.iptables));
+      continue;
+    }
+    const name = groupChainName(g);
+    if (!groups.has(name)) groups.set(name, groupChainRules(g, ctx.marks, ctx.iptables));
+    targets.push(name);
+  }
+  return targets;
+}
+
+/** The group chains, shared by every endpoint that uses them. */
+const groupChains = (groups: GroupChains): NamedChain[] =>
+  [...groups].map(([name, rules]) => ({ name, rules, shared: true }));
+
+function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext, groups: GroupChains): Rule[] {
   const { marks } = ctx;
   const deny = ctx.actions.filterDeny;
   const rules: Rule[] = [];
@@ -61,11 +94,8 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext): Rule[] {
     const policies = spec.dir === 'in' ? tier.ingressPolicies : tier.egressPolicies;
     if (!policies.length) continue;
     rules.push({ match: [], action: clearMark(marks.pass), comment: `Start of tier ${tier.name}` });
-    for (const p of policies) {
-      rules.push({
-        match: [markClear(marks.pass)],
-        action: { k: 'jump', chain: policyChain(spec.dir, p, ctx.iptables) },
-      });
+    for (const chain of policyTargets(policies, spec.dir, ctx, groups)) {
+      rules.push({ match: [markClear(marks.pass)], action: { k: 'jump', chain } });
       if (spec.kind === 'untracked') rules.push({ match: [markSet(marks.accept)], action: { k: 'notrack' } });
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' });
     }
@@ -109,18 +139,25 @@ export function workloadChains(ep: WorkloadEndpoint, ctx: EndpointContext): Name
       { name: fw, rules: drop },
     ];
   }
+  const groups: GroupChains = new Map();
   return [
     {
       name: tw,
-      rules: endpointRules({ name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds }, ctx),
+      rules: endpointRules(
+        { name: tw, dir: 'in', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds },
+        ctx,
+        groups,
+      ),
     },
     {
       name: fw,
       rules: endpointRules(
         { name: fw, dir: 'out', kind: 'normal', tiers: ep.tiers, profiles: ep.profileIds, dropEncap: true },
         ctx,
+        groups,
       ),
     },
+    ...groupChains(groups),
   ];
 }
 
@@ -136,29 +173,39 @@ export interface HostEndpointChains {
  */
 export function hostEndpointChains(ep: HostEndpoint, ctx: EndpointContext): HostEndpointChains {
   const n = ep.name;
+  // A table's group chains: the endpoint's chains in filter, raw and mangle each jump to their own.
+  const filterGroups: GroupChains = new Map();
+  const rawGroups: GroupChains = new Map();
+  const mangleGroups: GroupChains = new Map();
   const spec = (
     prefix: string,
     dir: 'in' | 'out',
     kind: ChainKind,
     tiers: TierInfo[],
+    groups: GroupChains,
     failsafe?: EndpointChainSpec['failsafe'],
   ): NamedChain => {
     const name = endpointChain(prefix, n, ctx.iptables);
-    return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, ctx) };
+    return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, ctx, groups) };
   };
+  const filter = [
+    spec(EP.fromHost, 'in', 'normal', ep.tiers, filterGroups, 'cali-failsafe-in'),
+    spec(EP.toHost, 'out', 'normal', ep.tiers, filterGroups, 'cali-failsafe-out'),
+    spec(EP.fromHostFwd, 'in', 'forward', ep.forwardTiers, filterGroups),
+    spec(EP.toHostFwd, 'out', 'forward', ep.forwardTiers, filterGroups),
+  ];
+  const raw = ep.untrackedTiers.length
+    ? [
+        spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, rawGroups, 'cali-failsafe-in'),
+        spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, rawGroups, 'cali-failsafe-out'),
+      ]
+    : [];
+  const mangle = ep.preDnatTiers.length
+    ? [spec(EP.fromHost, 'in', 'preDnat', ep.preDnatTiers, mangleGroups, 'cali-failsafe-in')]
+    : [];
   return {
-    filter: [
-      spec(EP.fromHost, 'in', 'normal', ep.tiers, 'cali-failsafe-in'),
-      spec(EP.toHost, 'out', 'normal', ep.tiers, 'cali-failsafe-out'),
-      spec(EP.fromHostFwd, 'in', 'forward', ep.forwardTiers),
-      spec(EP.toHostFwd, 'out', 'forward', ep.forwardTiers),
-    ],
-    raw: ep.untrackedTiers.length
-      ? [
-          spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, 'cali-failsafe-in'),
-          spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, 'cali-failsafe-out'),
-        ]
-      : [],
-    mangle: ep.preDnatTiers.length ? [spec(EP.fromHost, 'in', 'preDnat', ep.preDnatTiers, 'cali-failsafe-in')] : [],
+    filter: [...filter, ...groupChains(filterGroups)],
+    raw: [...raw, ...groupChains(rawGroups)],
+    mangle: [...mangle, ...groupChains(mangleGroups)],
   };
 }

@@ -11,7 +11,8 @@ import type { HostEndpoint } from '../../proto/messages.js';
 import { hostEndpointChains } from './endpoints.js';
 import type { Rule, TableName, Verdict } from './model.js';
 import { endpointChain, EP } from './names.js';
-import type { NamedChain, RenderContext } from './policy.js';
+import { chainsIn, type RenderContext } from './policy.js';
+import type { SelectorOf } from './policy-groups.js';
 import type { Fragment } from './ruleset.js';
 import { DISPATCH } from './static.js';
 
@@ -108,20 +109,23 @@ function dispatchChains(
   return chains;
 }
 
-const inTable = (table: TableName, chains: NamedChain[]) =>
-  chains.map((c) => ({ table, name: c.name, rules: c.rules }));
-
 /**
  * One endpoint's chains under `iface`, and its dispatch entries (none for the all-interfaces name, which is the default
  * instead).
  */
-function endpointFragment(ep: HostEndpoint, iface: string, ctx: RenderContext, wildcard: boolean): Fragment {
+function endpointFragment(
+  ep: HostEndpoint,
+  iface: string,
+  ctx: RenderContext,
+  wildcard: boolean,
+  selectorOf: SelectorOf | undefined,
+): Fragment {
   const goto = gotoIn(ctx);
-  const c = hostEndpointChains({ ...ep, name: iface }, ctx);
+  const c = hostEndpointChains({ ...ep, name: iface }, { ...ctx, selectorOf });
   // Felix: no untracked policy for an all-interfaces endpoint.
   const raw = wildcard ? [] : c.raw;
   const f: Fragment = {
-    chains: [...inTable('filter', c.filter), ...inTable('raw', raw), ...inTable('mangle', c.mangle)],
+    chains: [...chainsIn('filter', c.filter), ...chainsIn('raw', raw), ...chainsIn('mangle', c.mangle)],
     entries: [],
   };
   if (wildcard) return f;
@@ -148,6 +152,7 @@ export function hostEndpointsFragment(
   resolution: HostEndpointResolution,
   ctx: RenderContext,
   workloadPrefixes: readonly string[],
+  selectorOf?: SelectorOf,
 ): Fragment {
   const f: Fragment = { chains: [], entries: [] };
   const add = (g: Fragment) => {
@@ -155,9 +160,9 @@ export function hostEndpointsFragment(
     f.entries.push(...g.entries);
   };
   for (const [iface, id] of [...resolution.byIface].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-    add(endpointFragment(heps.get(id) as HostEndpoint, iface, ctx, false));
+    add(endpointFragment(heps.get(id) as HostEndpoint, iface, ctx, false, selectorOf));
   const wild = resolution.wildcard !== undefined ? heps.get(resolution.wildcard) : undefined;
-  if (wild) add(endpointFragment(wild, ALL_INTERFACES, ctx, true));
+  if (wild) add(endpointFragment(wild, ALL_INTERFACES, ctx, true, selectorOf));
   const preDnat = !!wild && wild.preDnatTiers.length > 0;
   f.chains.push(...dispatchChains(wild, workloadPrefixes, preDnat, ctx));
   return f;

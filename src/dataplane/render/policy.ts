@@ -269,7 +269,13 @@ function rulesOf(rules: ProtoRule[], ctx: RenderContext): Rule[] {
 export interface NamedChain {
   name: string;
   rules: Rule[];
+  /** A policy group's chain: endpoints share it, and it goes with the last of them. */
+  shared?: boolean;
 }
+
+/** Named chains as a fragment's, in one table. */
+export const chainsIn = <T extends string>(table: T, chains: NamedChain[]) =>
+  chains.map((c) => ({ table, name: c.name, rules: c.rules, ...(c.shared ? { shared: true } : {}) }));
 
 /** A policy's chains, named after Felix's PolicyID.ID() (`id`); the tier is not part of the name. */
 export function policyChains(id: string, p: Policy, ctx: RenderContext, tier = ''): NamedChain[] {

@@ -8,6 +8,7 @@ import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { workloadChains } from './endpoints.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from './host-endpoints.js';
 import { allocateMarks } from './marks.js';
+import type { SelectorOf } from './policy-groups.js';
 import {
   addChain,
   emptyRuleset,
@@ -19,14 +20,7 @@ import {
   type Verdict,
 } from './model.js';
 import { endpointChain, EP, ipSetName } from './names.js';
-import {
-  actionsIn,
-  type FilterActions,
-  type NamedChain,
-  policyChains,
-  profileChains,
-  type RenderContext,
-} from './policy.js';
+import { actionsIn, chainsIn, type FilterActions, policyChains, profileChains, type RenderContext } from './policy.js';
 import {
   addStaticChains,
   ALL_HOSTS_SET,
@@ -87,7 +81,8 @@ export type Style = 'nftables' | 'iptables';
 
 /** What one source (a policy, an endpoint...) contributes: chains and dispatch entries. */
 export interface Fragment {
-  chains: Array<{ table: TableName; name: string; rules: Rule[] }>;
+  /** `shared`: a policy group's chain, which other fragments may hold too (same name, same rules). */
+  chains: Array<{ table: TableName; name: string; rules: Rule[]; shared?: boolean }>;
   entries: Array<{ table: TableName; map: string; iface: string; verdict: Verdict }>;
 }
 
@@ -200,8 +195,6 @@ export function overlaySets(
   return [set(ALL_VXLAN_SET, o.vxlanPort !== undefined, vteps), set(ALL_HOSTS_SET, !!o.ipip, hosts)];
 }
 
-const inTable = (table: TableName, chains: NamedChain[]) =>
-  chains.map((c) => ({ table, name: c.name, rules: c.rules }));
 const goto = (prefix: string, iface: string, ctx: RenderContext): Verdict => ({
   k: 'goto',
   chain: endpointChain(prefix, iface, ctx.iptables),
@@ -211,13 +204,13 @@ const goto = (prefix: string, iface: string, ctx: RenderContext): Verdict => ({
 export function policyFragment(id: string, tier: string, policy: Policy, ctx: RenderContext): Fragment {
   const table: TableName = policy.untracked ? 'raw' : policy.preDnat ? 'mangle' : 'filter';
   return {
-    chains: inTable(table, policyChains(id, policy, { ...ctx, actions: actionsIn(ctx.actions, table) }, tier)),
+    chains: chainsIn(table, policyChains(id, policy, { ...ctx, actions: actionsIn(ctx.actions, table) }, tier)),
     entries: [],
   };
 }
 
 export function profileFragment(name: string, profile: Profile, ctx: RenderContext): Fragment {
-  return { chains: inTable('filter', profileChains(name, profile, ctx)), entries: [] };
+  return { chains: chainsIn('filter', profileChains(name, profile, ctx)), entries: [] };
 }
 
 /**
@@ -276,14 +269,15 @@ export function floatingIpFragment(weps: Iterable<WorkloadEndpoint>, ctx: Render
   };
 }
 
-export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext): Fragment {
+/** `selectorOf`: the active policies' selectors, which put them in Felix's policy groups. */
+export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext, selectorOf?: SelectorOf): Fragment {
   if (ep.allowSpoofedSourcePrefixes.length && !ctx.spoofing) {
     // Felix refuses such an endpoint ("source IP spoofing requested but not enabled"): its
     // interface is not dispatched, so its traffic meets the fail-closed drop.
     return { chains: [], entries: [] };
   }
   return {
-    chains: inTable('filter', workloadChains(ep, ctx)),
+    chains: chainsIn('filter', workloadChains(ep, { ...ctx, selectorOf })),
     entries: [
       { table: 'filter', map: DISPATCH.toWl, iface: ep.name, verdict: goto(EP.toWl, ep.name, ctx) },
       { table: 'filter', map: DISPATCH.fromWl, iface: ep.name, verdict: goto(EP.fromWl, ep.name, ctx) },
@@ -331,12 +325,19 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const { name, tier, policy } of state.policies.values())
     addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));
-  for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx));
+  const selectorOf = state.policySelector;
+  for (const ep of state.weps.values()) addFragment(rs, workloadFragment(ep, ctx, selectorOf));
   addFragment(rs, rpfSkipFragment(state.weps.values(), ctx));
   addFragment(rs, floatingIpFragment(state.weps.values(), ctx));
   addFragment(
     rs,
-    hostEndpointsFragment(state.heps, resolveHostEndpoints(state.heps, state.hostIfaces), ctx, config.InterfacePrefix),
+    hostEndpointsFragment(
+      state.heps,
+      resolveHostEndpoints(state.heps, state.hostIfaces),
+      ctx,
+      config.InterfacePrefix,
+      selectorOf,
+    ),
   );
   return rs;
 }

@@ -26,6 +26,7 @@ import {
   workloadFragment,
 } from '../../render/ruleset.js';
 import type { Desired } from './state.js';
+import { ChainRefs } from '../chain-refs.js';
 import { iptablesChainLines, iptablesRuleLines } from './text.js';
 
 /** Chains to compare at the next apply, per table; undefined: every chain and hook. */
@@ -52,6 +53,7 @@ export class IptablesDesiredBuilder {
   /** Dispatch chain -> the child chains its last rendering made (Felix's dispatch tree). */
   readonly #children = new Map<string, Set<string>>();
   readonly #owned = new Map<string, Owned>();
+  readonly #chainRefs = new ChainRefs();
   /** undefined: everything changed (start, resync). */
   #dirty: Map<TableName, Set<string>> | undefined;
   #dirtySets: Set<string> | undefined;
@@ -78,6 +80,7 @@ export class IptablesDesiredBuilder {
     this.#mapUsers.clear();
     this.#children.clear();
     this.#owned.clear();
+    this.#chainRefs.clear();
     this.desired.chains.clear();
     this.desired.hooks.clear();
     this.#dirty = undefined;
@@ -237,7 +240,7 @@ export class IptablesDesiredBuilder {
   }
   #wep(state: DesiredState, k: string): void {
     const ep = state.weps.get(k);
-    this.#replace(`wep:${k}`, ep && workloadFragment(ep, this.#ctx));
+    this.#replace(`wep:${k}`, ep && workloadFragment(ep, this.#ctx, state.policySelector));
   }
   // Per-workload rules gathered in shared chains: re-rendered whole when any workload changes.
   #perWorkload(state: DesiredState): void {
@@ -252,6 +255,7 @@ export class IptablesDesiredBuilder {
         resolveHostEndpoints(state.heps, state.hostIfaces),
         this.#ctx,
         this.#config.InterfacePrefix,
+        state.policySelector,
       ),
     );
   }
@@ -282,17 +286,22 @@ export class IptablesDesiredBuilder {
 
   #replace(owner: string, f: Fragment | undefined): void {
     const old = this.#owned.get(owner);
-    if (old) {
-      for (const [table, name] of old.chains) this.#setChain(table, name, undefined);
-      for (const [table, map, iface] of old.entries) this.#setEntry(table, map, iface, undefined);
-      this.#owned.delete(owner);
-    }
-    if (!f) return;
+    this.#owned.delete(owner);
+    for (const [table, map, iface] of old?.entries ?? []) this.#setEntry(table, map, iface, undefined);
     const owned: Owned = { chains: [], entries: [] };
-    for (const c of f.chains) {
-      this.#setChain(c.table, c.name, c.rules);
+    const taken = new Set<string>();
+    for (const c of f?.chains ?? []) {
+      const k = key(c.table, c.name);
+      if (taken.has(k)) continue;
+      taken.add(k);
       owned.chains.push([c.table, c.name]);
+      // A group chain another endpoint holds is already there, with these very rules.
+      if (!this.#chainRefs.take(k) && c.shared) continue;
+      this.#setChain(c.table, c.name, c.rules);
     }
+    for (const [table, name] of old?.chains ?? [])
+      if (this.#chainRefs.release(key(table, name))) this.#setChain(table, name, undefined);
+    if (!f) return;
     for (const e of f.entries) {
       this.#setEntry(e.table, e.map, e.iface, e.verdict);
       owned.entries.push([e.table, e.map, e.iface]);

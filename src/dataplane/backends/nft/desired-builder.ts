@@ -41,6 +41,7 @@ import {
 } from './desired.js';
 import type { ElemSpec } from './op-writer.js';
 import { drain, type Steps } from '../../slicer.js';
+import { ChainRefs } from '../chain-refs.js';
 
 /** A workload with rules in the chains all workloads share (rpfSkipFragment, floatingIpFragment). */
 const sharesRules = (ep: WorkloadEndpoint) =>
@@ -57,6 +58,7 @@ export class NftDesiredBuilder {
   readonly #config: RenderConfig;
   readonly #ctx: RenderContext;
   readonly #owned = new Map<string, Owned>();
+  readonly #chainRefs = new ChainRefs();
   /** Workloads with rules in the shared rpf-skip and floating-IP chains. */
   readonly #sharingWeps = new Set<string>();
 
@@ -80,6 +82,7 @@ export class NftDesiredBuilder {
     for (const [k, v] of fresh.chains) this.desired.chains.set(k, v);
     for (const [k, v] of fresh.sets) this.desired.sets.set(k, v);
     this.#owned.clear();
+    this.#chainRefs.clear();
     this.desired.dirty = undefined;
     for (const id of state.ipsets.keys()) yield* this.#ipsetSteps(state, id);
     this.#pools(state);
@@ -205,7 +208,7 @@ export class NftDesiredBuilder {
   }
   #wep(state: DesiredState, key: string): void {
     const ep = state.weps.get(key);
-    this.#replace(`wep:${key}`, ep && workloadFragment(ep, this.#ctx));
+    this.#replace(`wep:${key}`, ep && workloadFragment(ep, this.#ctx, state.policySelector));
   }
   // Per-workload rules gathered in shared chains: re-rendered whole when any workload changes.
   #rpfSkip(state: DesiredState): void {
@@ -223,17 +226,15 @@ export class NftDesiredBuilder {
         resolveHostEndpoints(state.heps, state.hostIfaces),
         this.#ctx,
         this.#config.InterfacePrefix,
+        state.policySelector,
       ),
     );
   }
 
   #replace(owner: string, f: Fragment | undefined): void {
     const old = this.#owned.get(owner);
+    this.#owned.delete(owner);
     if (old) {
-      for (const c of old.chains) {
-        this.desired.chains.delete(c);
-        this.#markChain(c);
-      }
       // Dispatch entries change one by one (the maps' deltas), not by a whole compare of
       // every endpoint's entry.
       for (const [map, id] of old.entries) {
@@ -241,16 +242,25 @@ export class NftDesiredBuilder {
         if (set) removeElem(set, id);
         this.#markSet(map);
       }
-      this.#owned.delete(owner);
     }
-    if (!f) return;
     const owned: Owned = { chains: [], entries: [] };
-    for (const c of f.chains) {
+    const taken = new Set<string>();
+    for (const c of f?.chains ?? []) {
       const name = nftChainName(c.table, c.name);
-      this.desired.chains.set(name, chainOf(name, c.name, c.table, c.rules, this.family));
+      if (taken.has(name)) continue;
+      taken.add(name);
       owned.chains.push(name);
+      // A group chain another endpoint holds is already there, with these very rules.
+      if (!this.#chainRefs.take(name) && c.shared) continue;
+      this.desired.chains.set(name, chainOf(name, c.name, c.table, c.rules, this.family));
       this.#markChain(name);
     }
+    for (const name of old?.chains ?? []) {
+      if (!this.#chainRefs.release(name)) continue;
+      this.desired.chains.delete(name);
+      this.#markChain(name);
+    }
+    if (!f) return;
     for (const e of f.entries) {
       if (e.verdict.k !== 'goto' && e.verdict.k !== 'jump') continue;
       const map = nftChainName(e.table, e.map);

@@ -1,7 +1,8 @@
 // A desired state that exercises every rule shape the renderers produce: workloads in
 // both families with floating IPs and spoofed-source exemptions, policies with every
 // action (Log rate-limited), ICMP and negated ICMP, port ranges, named ports, nets and
-// negated nets, selectors, untracked and pre-DNAT host policy, NAT-outgoing pools.
+// negated nets, selectors, untracked and pre-DNAT host policy, NAT-outgoing pools, a
+// policy group.
 import { defaultConfig } from '../../src/config/params.js';
 import { gnp, gns, np, profile, tier, wep } from './calc-fixtures.js';
 import { stateOf } from './render-fixtures.js';
@@ -57,6 +58,11 @@ export function richResources() {
         { action: 'Allow', destination: { selector: "app == 'db'", ports: ['http'] }, protocol: 'TCP' },
         { action: 'Deny', notProtocol: 'TCP' },
       ],
+    }),
+    // Same selector as web, next in order: the two are Felix's policy group (cali-gi-).
+    np('web2', {
+      selector: "app == 'web'",
+      ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [81] } }],
     }),
     gnp('t1.g', {
       tier: 't1',

@@ -53,6 +53,13 @@ const app = () => [
       },
     ],
   }),
+  // Six policies of one selector: Felix's policy group chain, with its "Return on verdict".
+  ...Array.from({ length: 6 }, (_, i) =>
+    np(`db-${i}`, {
+      selector: "app == 'db'",
+      ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [5432 + i] } }],
+    }),
+  ),
 ];
 
 describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {

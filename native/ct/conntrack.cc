@@ -1,5 +1,6 @@
 #include "ct/conntrack.h"
 #include "common/netlink_read.h"
+#include "nft/netlink.h"
 
 #include <arpa/inet.h>
 #include <libmnl/libmnl.h>
@@ -18,13 +19,6 @@ namespace palisade::ct {
 namespace {
 
 using Addr = std::string;  // 4 or 16 raw bytes
-
-struct Sock {
-  mnl_socket* nl = nullptr;
-  ~Sock() {
-    if (nl) mnl_socket_close(nl);
-  }
-};
 
 // Calls f on each attribute in [begin, end) (libmnl's iteration macros are C, not C++).
 template <typename F>
@@ -189,18 +183,18 @@ FlushResult FlushAddresses(const uint8_t* records, size_t len) {
   }
   for (const auto& [family, addrs] : {std::make_pair(uint8_t(AF_INET), &v4), std::make_pair(uint8_t(AF_INET6), &v6)}) {
     if (addrs->empty()) continue;
-    Sock s;
-    s.nl = mnl_socket_open(NETLINK_NETFILTER);
-    if (!s.nl || mnl_socket_bind(s.nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-      out.sysWhat = "socket(NETLINK_NETFILTER)";
-      out.sysErrno = errno;
-      return out;
-    }
+    // A pooled socket: closing one makes nf_tables flush its deferred frees under its
+    // commit mutex, holding every nftables commit back (nft/netlink.h).
+    nft::PooledSocket lease;
+    if ((out.sysErrno = lease.Open(&out.sysWhat))) return out;
+    mnl_socket* nl = lease.sock().get();
     DumpState st;
     st.addrs = addrs;
-    if ((out.sysErrno = Dump(s.nl, family, &st, &out.sysWhat))) return out;
+    if ((out.sysErrno = Dump(nl, family, &st, &out.sysWhat))) return out;
     out.scanned += st.scanned;
-    if ((out.sysErrno = Delete(s.nl, family, st, &out.deleted, &out.sysWhat))) return out;
+    if ((out.sysErrno = Delete(nl, family, st, &out.deleted, &out.sysWhat))) return out;
+    // The dump was read to its end and each delete to its answer.
+    lease.Reusable();
   }
   return out;
 }

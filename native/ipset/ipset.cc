@@ -189,6 +189,7 @@ bool PutOp(Reader& r, Writer& w, Batch* b, Result* out) {
     }
     case kDestroy:
     case kFlush: {
+      if (op == kDestroy) b->destroys = true;
       nlmsghdr* h = w.Start(op == kDestroy ? IPSET_CMD_DESTROY : IPSET_CMD_FLUSH, 0, tag, -1, kMaxCmd);
       mnl_attr_put_strz(h, IPSET_ATTR_SETNAME, name.c_str());
       w.End(h);
@@ -217,9 +218,11 @@ bool PutOp(Reader& r, Writer& w, Batch* b, Result* out) {
 
 // The netfilter netlink socket of the nft code, with buffers for a send chunk and for
 // error reports, which echo the whole failing message (up to kMsgBudget each).
-int OpenSocket(nft::NlSocket& s, std::string* what) {
-  if (int e = s.Open(what)) return e;
-  s.SizeFor(kSendChunk + kMsgBudget, 8 << 20);
+// From the pool of open ones: closing one would wait for nf_tables' deferred frees
+// (nft/netlink.h).
+int OpenSocket(nft::PooledSocket& lease, std::string* what) {
+  if (int e = lease.Open(what)) return e;
+  lease.sock().SizeFor(kSendChunk + kMsgBudget, 8 << 20);
   return 0;
 }
 
@@ -437,11 +440,12 @@ void ParseListed(const nlmsghdr* h, const std::string& prefix, List* out) {
 
 List ListSets(const std::string& prefix) {
   List out;
-  nft::NlSocket s;
-  if (int e = OpenSocket(s, &out.sysWhat)) {
+  nft::PooledSocket lease;
+  if (int e = OpenSocket(lease, &out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
+  nft::NlSocket& s = lease.sock();
   std::vector<char> buf(1 << 20);
   const uint32_t seq = static_cast<uint32_t>(time(nullptr));
   nlmsghdr* h = PutHeader(buf.data(), IPSET_CMD_LIST, NLM_F_DUMP, seq, NFPROTO_UNSPEC);
@@ -461,7 +465,10 @@ List ListSets(const std::string& prefix) {
     int left = static_cast<int>(n);
     for (auto* m = reinterpret_cast<nlmsghdr*>(buf.data()); NlmsgOk(m, left); m = mnl_nlmsg_next(m, &left)) {
       if (m->nlmsg_seq != seq) continue;
-      if (m->nlmsg_type == NLMSG_DONE) return out;
+      if (m->nlmsg_type == NLMSG_DONE) {
+        lease.Reusable();
+        return out;
+      }
       if (m->nlmsg_type == NLMSG_ERROR) {
         const int e = mnl_nlmsg_get_payload_len(m) >= sizeof(nlmsgerr)
                           ? -static_cast<nlmsgerr*>(mnl_nlmsg_get_payload(m))->error
@@ -495,6 +502,7 @@ bool Build(const uint8_t* ops, size_t len, uint32_t firstSeq, Batch* b, Result* 
   b->nextSeq = firstSeq;
   b->messages = 0;
   b->revisions.clear();
+  b->destroys = false;
   Reader r(ops, len);
   Writer w(b);
   while (!r.Done()) {
@@ -519,11 +527,12 @@ Result Apply(const uint8_t* ops, size_t len) {
   Batch b;
   // Everything is read and built before any I/O: a malformed stream touches nothing.
   if (!Build(ops, len, static_cast<uint32_t>(time(nullptr)) << 8, &b, &out) || !out.ops) return out;
-  nft::NlSocket s;
-  if (int e = OpenSocket(s, &out.sysWhat)) {
+  nft::PooledSocket lease;
+  if (int e = OpenSocket(lease, &out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
+  nft::NlSocket& s = lease.sock();
   Revisions revisions;
   for (const Batch::RevisionSlot& slot : b.revisions) {
     if (revisions.count(slot.type)) continue;
@@ -535,6 +544,10 @@ Result Apply(const uint8_t* ops, size_t len) {
     revisions[slot.type] = rev;
   }
   SetRevisions(&b, revisions);
+  // iptables-nft rules (xt_set matches) let go of a set only when nf_tables frees them,
+  // after a grace period, in its work queue: a set their last commit stopped using is
+  // still busy (EBUSY) until then. (iptables-nft-restore's exit used to wait for it.)
+  if (b.destroys) nft::SettleDeferredFrees();
   out.messages = b.messages;
   // In chunks of whole messages, each chunk's answers read before the next is sent.
   size_t at = 0;
@@ -549,6 +562,8 @@ Result Apply(const uint8_t* ops, size_t len) {
     if (!SendAndCollect(s, b, b.buf.data() + at, end - at, messages, &out)) return out;
     at = end;
   }
+  // Every message of every chunk was answered.
+  lease.Reusable();
   return out;
 }
 

@@ -59,6 +59,9 @@ struct Batch {
     uint8_t type;
   };
   std::vector<RevisionSlot> revisions;
+  // Whether it destroys a set: rules that referenced one may hold it until nf_tables has
+  // run its deferred frees (Apply settles them first).
+  bool destroys = false;
 };
 
 // Everything Apply does before the socket (the fuzz target's entry): false, with

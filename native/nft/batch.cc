@@ -315,15 +315,15 @@ CommitResult Commit(const std::vector<ByteSpan>& parts) {
 }
 
 void SendAndCollect(BatchBuilder& b, CommitResult* out) {
-  NlSocket sock;
-  if (int e = sock.Open(&out->sysWhat)) {
+  PooledSocket lease;
+  if (int e = lease.Open(&out->sysWhat)) {
     out->sysErrno = e;
     return;
   }
+  NlSocket& sock = lease.sock();
   sock.SizeFor(out->bytes, 4u << 20);
   // Never wait forever for an answer the kernel will not send.
-  timeval tv{30, 0};
-  setsockopt(mnl_socket_get_fd(sock.get()), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sock.ReceiveTimeout(30);
   iovec iov{b.buffer().data(), b.buffer().size()};
   sockaddr_nl snl{};
   snl.nl_family = AF_NETLINK;
@@ -338,6 +338,8 @@ void SendAndCollect(BatchBuilder& b, CommitResult* out) {
     return;
   }
   Collect(sock, b, out);
+  // Collect reads until the last message is answered and nothing else is queued.
+  if (!out->sysErrno) lease.Reusable();
 }
 
 }  // namespace palisade::nft

@@ -202,13 +202,10 @@ int DumpParts(NlSocket& sock, uint8_t family, const std::string& table, const Du
 
 }  // namespace
 
-DumpResult Dump(uint8_t family, const std::string& table, const DumpScope* scope) {
+namespace {
+
+DumpResult DumpWith(NlSocket& sock, uint8_t family, const std::string& table, const DumpScope* scope) {
   DumpResult out;
-  NlSocket sock;
-  if (int e = sock.Open(&out.sysWhat)) {
-    out.sysErrno = e;
-    return out;
-  }
   sock.SizeFor(0, 8u << 20);
   auto fail = [&](int e, const char* what) {
     out.sysErrno = e;
@@ -235,6 +232,23 @@ DumpResult Dump(uint8_t family, const std::string& table, const DumpScope* scope
     e = ListElems(sock, family, table, set);
     if (e && e != ENOENT) return fail(e, "dump set elements");
   }
+  return out;
+}
+
+}  // namespace
+
+DumpResult Dump(uint8_t family, const std::string& table, const DumpScope* scope) {
+  PooledSocket lease;
+  std::string what;
+  if (int e = lease.Open(&what)) {
+    DumpResult out;
+    out.sysErrno = e;
+    out.sysWhat = what;
+    return out;
+  }
+  DumpResult out = DumpWith(lease.sock(), family, table, scope);
+  // Each request was read to its end (NLMSG_DONE, or the one error that answers it).
+  if (!out.sysErrno) lease.Reusable();
   return out;
 }
 

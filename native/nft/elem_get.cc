@@ -90,11 +90,12 @@ ElemGetResult GetElems(uint8_t family, const std::string& table, const std::stri
   const size_t count = keyLen ? keys.size() / keyLen : 0;
   out.present.assign(count, 0);
   if (!count) return out;
-  NlSocket sock;
-  if (int e = sock.Open(&out.sysWhat)) {
+  PooledSocket lease;
+  if (int e = lease.Open(&out.sysWhat)) {
     out.sysErrno = e;
     return out;
   }
+  NlSocket& sock = lease.sock();
   const size_t each = RequestBytes(table, set, keyLen);
   sock.SizeFor(each * kPerRound, 1u << 20);
   std::vector<char> req(each * kPerRound);
@@ -117,6 +118,7 @@ ElemGetResult GetElems(uint8_t family, const std::string& table, const std::stri
     }
     seq += static_cast<uint32_t>(n);
   }
+  lease.Reusable();
   return out;
 }
 

@@ -1,6 +1,8 @@
 // Runs inside a test network namespace (`ip netns exec NS node nft-driver.js`): a desired
 // state and the native nftables backend, driven by JSON lines on stdin, one JSON answer
 // per line on stdout. The test process itself stays in the host namespace.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 import { defaultConfig } from '../../src/config/params.js';
@@ -91,6 +93,31 @@ function synthetic(
     d.chains.set('filter-syn-FORWARD', chainOf('filter-syn-FORWARD', 'syn-FORWARD', 'filter', jumps, 4, base));
   }
   return d;
+}
+
+/**
+ * This process's open NETLINK_NETFILTER sockets (the addon's pool), and how many of them a
+ * child process it spawns holds (none: they are close-on-exec).
+ */
+function netfilterSockets(): { open: number; inherited: number } {
+  const netfilter = new Set<string>();
+  for (const line of readFileSync('/proc/self/net/netlink', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === '12' && f[9]) netfilter.add(f[9]);
+  }
+  const sockets = (fds: string[]) =>
+    fds.map((l) => /socket:\[(\d+)\]/.exec(l)?.[1]).filter((i) => i && netfilter.has(i));
+  const own = sockets(
+    readdirSync('/proc/self/fd').map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    }),
+  );
+  const child = spawnSync('sh', ['-c', 'ls -l /proc/$$/fd'], { encoding: 'utf8' }).stdout.split('\n');
+  return { open: own.length, inherited: sockets(child).length };
 }
 
 async function handle(req: Record<string, unknown>): Promise<unknown> {
@@ -203,6 +230,8 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
         sets: dump.sets.map((x) => ({ name: x.name, gone: !!x.gone, flags: x.flags, elements: x.elements.count })),
       };
     }
+    case 'netlink-sockets':
+      return netfilterSockets();
     case 'agent-drift':
       // Sliced, as the driver's refresh reads back and compares.
       await agentRules.resync(new Slicer(1));

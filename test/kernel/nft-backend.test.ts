@@ -658,6 +658,23 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.equal(hooked().length, 1);
   });
 
+  it('keeps its netfilter sockets open in a small pool, through deletes, dumps and a refused transaction; a child inherits none', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    // Closing a netfilter socket after a commit that deleted anything waits for nf_tables'
+    // deferred frees under its commit mutex: the addon does not close them (nft/netlink.h).
+    for (const elements of [50, 10, 40, 5]) {
+      await d.call({ cmd: 'synthetic', chains: 3, rules: 2, elements });
+      await d.call({ cmd: 'dump' });
+    }
+    await d.fail({ cmd: 'synthetic', chains: 4, rules: 3, elements: 50, broken: true });
+    await d.call({ cmd: 'synthetic', chains: 4, rules: 3, elements: 7 });
+    const s = await d.call<{ open: number; inherited: number }>({ cmd: 'netlink-sockets' });
+    assert.ok(s.open >= 1 && s.open <= 4, `open netfilter sockets: ${s.open}`);
+    assert.equal(s.inherited, 0, 'pooled sockets are close-on-exec');
+    assert.equal(listing(ns).sets.get('ip cali40big'), 7);
+  });
+
   it('a refused object fails the whole transaction with a clean error naming it, leaving the previous ruleset in place', async () => {
     const ns = netns();
     const d = driver(ns);

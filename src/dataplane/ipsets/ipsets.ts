@@ -76,6 +76,13 @@ export class IPSets {
   readonly #desired = new Map<string, KernelSet>();
   #kernel = new Map<string, KernelSet>();
   readonly #dirty = new Set<string>();
+  /**
+   * Members added and removed (addMembers/removeMembers) since the last apply, for sets
+   * changed only that way: the apply plans and records those members alone, not sets of a
+   * cluster's worth of members. #whole: sets replaced or removed since, compared whole.
+   */
+  readonly #deltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
+  readonly #whole = new Set<string>();
   #resync = true;
   #nextTemp = 0;
 
@@ -103,25 +110,50 @@ export class IPSets {
     }
     this.#desired.set(name, set);
     this.#dirty.add(name);
+    this.#replacedWhole(name);
   }
 
   addMembers(name: string, members: Iterable<string>): void {
     const set = this.#desired.get(name);
     if (!set) throw new Error(`IP set ${name} is not known`);
-    for (const m of members) set.members.add(canonicalMember(set.type, this.family, m));
+    const d = this.#deltaOf(name);
+    for (const member of members) {
+      const m = canonicalMember(set.type, this.family, member);
+      if (set.members.has(m)) continue;
+      set.members.add(m);
+      if (d && !d.removed.delete(m)) d.added.add(m);
+    }
     this.#dirty.add(name);
   }
 
   removeMembers(name: string, members: Iterable<string>): void {
     const set = this.#desired.get(name);
     if (!set) throw new Error(`IP set ${name} is not known`);
-    for (const m of members) set.members.delete(canonicalMember(set.type, this.family, m));
+    const d = this.#deltaOf(name);
+    for (const member of members) {
+      const m = canonicalMember(set.type, this.family, member);
+      if (set.members.delete(m) && d && !d.added.delete(m)) d.removed.add(m);
+    }
     this.#dirty.add(name);
   }
 
   remove(name: string): void {
     this.#desired.delete(name);
     this.#dirty.add(name);
+    this.#replacedWhole(name);
+  }
+
+  #replacedWhole(name: string): void {
+    this.#whole.add(name);
+    this.#deltas.delete(name);
+  }
+
+  // The set's members changed since the last apply; none once it was replaced whole.
+  #deltaOf(name: string): { added: Set<string>; removed: Set<string> } | undefined {
+    if (this.#whole.has(name)) return undefined;
+    let d = this.#deltas.get(name);
+    if (!d) this.#deltas.set(name, (d = { added: new Set(), removed: new Set() }));
+    return d;
   }
 
   markResync(): void {
@@ -134,30 +166,71 @@ export class IPSets {
    */
   async applyUpdates(slicer?: Slicer): Promise<IpsetApplyStats> {
     const stats: IpsetApplyStats = { created: 0, rewritten: 0, added: 0, removed: 0, destroyed: 0 };
+    // Deltas are against the kernel as last recorded; a read-back compares everything.
+    const deltas = this.#resync ? new Map() : new Map(this.#deltas);
+    this.#deltas.clear();
+    this.#whole.clear();
     if (this.#resync) await this.#readBack(slicer);
     const ops: IpsetOp[] = [];
-    await runSteps(this.#planSteps(ops, stats), slicer);
+    const sent = new Map<string, { add: string[]; del: string[] }>();
+    await runSteps(this.#planSteps(ops, stats, deltas, sent), slicer);
     await this.#run(ops, slicer);
-    await runSteps(this.#recordSteps(), slicer);
+    await runSteps(this.#recordSteps(sent), slicer);
     // Deletions wait for applyDeletions(); everything else is done.
     for (const name of [...this.#dirty]) if (this.#desired.has(name)) this.#dirty.delete(name);
     return stats;
   }
 
-  *#planSteps(ops: IpsetOp[], stats: IpsetApplyStats): Steps {
+  *#planSteps(
+    ops: IpsetOp[],
+    stats: IpsetApplyStats,
+    deltas: ReadonlyMap<string, { added: Set<string>; removed: Set<string> }>,
+    sent: Map<string, { add: string[]; del: string[] }>,
+  ): Steps {
     for (const name of this.#dirty) {
       const want = this.#desired.get(name);
-      if (want) yield* this.#plan(name, want, ops, stats);
+      const delta = deltas.get(name);
+      const have = this.#kernel.get(name);
+      if (want && delta && have && have.type === want.type && have.maxelem === want.maxelem) {
+        sent.set(name, this.#planDelta(name, want, have, delta, ops, stats));
+      } else if (want) yield* this.#plan(name, want, ops, stats);
       // And between sets: a thousand small sets are as many members as one big one.
       yield;
     }
   }
 
-  // What was applied becomes the kernel's baseline (copied: the desired sets change on).
-  *#recordSteps(): Steps {
+  // Only the members that changed since the last apply, checked against both sides.
+  #planDelta(
+    name: string,
+    want: KernelSet,
+    have: KernelSet,
+    delta: { added: Set<string>; removed: Set<string> },
+    ops: IpsetOp[],
+    stats: IpsetApplyStats,
+  ): { add: string[]; del: string[] } {
+    const base = { type: want.type, family: this.family } as const;
+    const del = [...delta.removed].filter((m) => have.members.has(m) && !want.members.has(m));
+    const add = [...delta.added].filter((m) => want.members.has(m) && !have.members.has(m));
+    if (del.length) ops.push({ op: 'del', name, ...base, members: del });
+    if (add.length) ops.push({ op: 'add', name, ...base, members: add });
+    stats.added += add.length;
+    stats.removed += del.length;
+    return { add, del };
+  }
+
+  // What was applied becomes the kernel's baseline: a delta's members changed in place,
+  // any other set copied whole (the desired sets change on).
+  *#recordSteps(sent: ReadonlyMap<string, { add: string[]; del: string[] }>): Steps {
     for (const name of this.#dirty) {
       const want = this.#desired.get(name);
       if (!want) continue;
+      const delta = sent.get(name);
+      const have = this.#kernel.get(name);
+      if (delta && have) {
+        for (const m of delta.del) have.members.delete(m);
+        for (const m of delta.add) have.members.add(m);
+        continue;
+      }
       const members = new Set<string>();
       let n = 0;
       for (const m of want.members) {

@@ -3,7 +3,7 @@
 // policy, an endpoint, an IP set...) are rendered and hashed again, and only the chains
 // they touched are compared with the kernel. A dispatch chain (a verdict map, rendered as
 // Felix's dispatch tree) is re-rendered with its children when one of its entries changes.
-import type { Dirty, DesiredState } from '../../desired-state.js';
+import { type Dirty, DirtyKeys, type DesiredState, type MemberDelta } from '../../desired-state.js';
 import { drain, type Steps } from '../../slicer.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { Family, IPSet, Rule, TableName, Verdict, VerdictMap } from '../../render/model.js';
@@ -12,6 +12,7 @@ import { ipSetName } from '../../render/names.js';
 import type { RenderContext } from '../../render/policy.js';
 import {
   contextOf,
+  familyMembers,
   floatingIpFragment,
   type Fragment,
   overlayFragment,
@@ -59,6 +60,12 @@ export class IptablesDesiredBuilder {
   #dirtySets: Set<string> | undefined;
   #compareAll = false;
   readonly #removedSets = new Set<string>();
+  /**
+   * Members gained and lost by sets that changed only by members since the last
+   * takeSets(), for IPSets.addMembers/removeMembers. Such a set's entry in `sets` keeps
+   * the members of its last whole rendering: only a whole change or a rebuild reads them.
+   */
+  readonly #memberDeltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
 
   constructor(config: RenderConfig, family: Family) {
     this.family = family;
@@ -75,6 +82,7 @@ export class IptablesDesiredBuilder {
   *rebuildSteps(state: DesiredState): Steps {
     for (const name of this.sets.keys()) this.#removedSets.add(name);
     this.sets.clear();
+    this.#memberDeltas.clear();
     this.#rules.clear();
     this.#maps.clear();
     this.#mapUsers.clear();
@@ -126,7 +134,11 @@ export class IptablesDesiredBuilder {
 
   /** Applies one batch of changed keys (DesiredState.takeDirty()). */
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
-    for (const id of dirty.get('ipset') ?? []) this.#ipset(state, id);
+    const deltas = dirty instanceof DirtyKeys ? dirty.memberDeltas : undefined;
+    for (const id of dirty.get('ipset') ?? []) {
+      const delta = deltas?.get(id);
+      if (!delta || !this.#memberDelta(state, id, delta)) this.#ipset(state, id);
+    }
     if (dirty.has('pool')) this.#pools(state);
     if (dirty.has('overlay')) this.#overlay(state);
     for (const k of dirty.get('policy') ?? []) this.#policy(state, k);
@@ -184,15 +196,39 @@ export class IptablesDesiredBuilder {
     return whole ? undefined : compared;
   }
 
-  /** IP sets to create or update (undefined: all) and to remove, since the last call. */
-  takeSets(): { changed: IPSet[]; removed: string[] } {
+  /**
+   * IP sets to create or replace (undefined: all), to change by members, and to remove,
+   * since the last call.
+   */
+  takeSets(): {
+    changed: IPSet[];
+    deltas: Array<{ name: string; added: string[]; removed: string[] }>;
+    removed: string[];
+  } {
     const changed = this.#dirtySets
       ? [...this.#dirtySets].flatMap((n) => this.sets.get(n) ?? [])
       : [...this.sets.values()];
+    const deltas = [...this.#memberDeltas].map(([name, d]) => ({ name, added: [...d.added], removed: [...d.removed] }));
     const removed = [...this.#removedSets];
     this.#dirtySets = new Set();
+    this.#memberDeltas.clear();
     this.#removedSets.clear();
-    return { changed, removed };
+    return { changed, deltas, removed };
+  }
+
+  // A set that only gained and lost members, already created whole and not waiting to be:
+  // its members go as a delta (false: render it whole instead).
+  #memberDelta(state: DesiredState, id: string, delta: MemberDelta): boolean {
+    const name = ipSetName(this.family, id);
+    const set = this.sets.get(name);
+    const s = state.ipsets.get(id);
+    if (!set || !s || !this.#dirtySets || this.#dirtySets.has(name)) return false;
+    if ((set.kind === 'ipPort') !== (s.type === 'IP_AND_PORT')) return false;
+    let d = this.#memberDeltas.get(name);
+    if (!d) this.#memberDeltas.set(name, (d = { added: new Set(), removed: new Set() }));
+    for (const m of familyMembers(delta.removed, this.family)) if (!d.added.delete(m)) d.removed.add(m);
+    for (const m of familyMembers(delta.added, this.family)) if (!d.removed.delete(m)) d.added.add(m);
+    return true;
   }
 
   /** Chains are waiting to be rendered, or a whole comparison. */
@@ -208,6 +244,8 @@ export class IptablesDesiredBuilder {
   }
 
   #setSet(set: IPSet | undefined, name: string): void {
+    // Rendered whole: members it changed by before are in the whole.
+    this.#memberDeltas.delete(name);
     if (set) {
       this.sets.set(name, set);
       this.#removedSets.delete(name);

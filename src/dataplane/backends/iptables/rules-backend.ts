@@ -43,7 +43,7 @@ export function transportFor(config: Config, flavour: IptablesFlavour, log: Logg
   return flavour === 'legacy' ? new LibiptcRestore(lock, log) : new NetlinkRestore(lock, log);
 }
 
-const SET_TYPE: Record<'net' | 'ipPort', IpsetType> = { net: 'hash:net', ipPort: 'hash:ip,port' };
+export const SET_TYPE: Record<'net' | 'ipPort', IpsetType> = { net: 'hash:net', ipPort: 'hash:ip,port' };
 
 function* replaceAll(sets: IPSets, list: readonly IPSet[]): Steps {
   for (const s of list) {
@@ -121,7 +121,7 @@ export class IptablesRulesBackend implements RulesBackend {
       const sets = builder.takeSets();
       // Marked now, destroyed only after the restore (a failed apply keeps them marked).
       for (const name of sets.removed) this.#ipsets.get(f)?.remove(name);
-      await this.#updateSets(f, sets.changed, stats, slicer);
+      await this.#updateSets(f, sets, stats, slicer);
       if (!builder.rulesDirty) continue;
       const scope = await runSteps(builder.renderSteps(), slicer);
       const plan = await runSteps(
@@ -148,10 +148,19 @@ export class IptablesRulesBackend implements RulesBackend {
   }
 
   /** Creates or updates these sets (before the rules that use them). */
-  async #updateSets(f: Family, list: readonly IPSet[], stats: RulesApplyStats, slicer?: Slicer): Promise<void> {
+  async #updateSets(
+    f: Family,
+    taken: ReturnType<IptablesDesiredBuilder['takeSets']>,
+    stats: RulesApplyStats,
+    slicer?: Slicer,
+  ): Promise<void> {
     const sets = this.#ipsets.get(f) as IPSets;
     // One run of steps for all of them: a slice's budget is per run.
-    await runSteps(replaceAll(sets, list), slicer);
+    await runSteps(replaceAll(sets, taken.changed), slicer);
+    for (const d of taken.deltas) {
+      sets.removeMembers(d.name, d.removed);
+      sets.addMembers(d.name, d.added);
+    }
     const r = await sets.applyUpdates(slicer);
     stats.elemsAdded += r.added;
     stats.elemsRemoved += r.removed;

@@ -13,6 +13,7 @@ import type {
   WorkloadEndpoint,
   WorkloadEndpointID,
 } from '../proto/messages.js';
+import { DeltaLog, gained, lost, type MemberDelta } from './member-delta.js';
 
 // The keys the maps below are indexed by; an update and its remove must agree on them.
 const policyKey = (id: PolicyID) => `${id.tier}/${id.name}`;
@@ -25,11 +26,8 @@ export interface DesiredIPSet {
 
 export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'overlay' | 'config';
 
-/** Members an IP set gained and lost since the last takeDirty() (net: a member back again is in neither). */
-export interface MemberDelta {
-  added: Set<string>;
-  removed: Set<string>;
-}
+/** Members an IP set gained and lost since the last takeDirty(). */
+export type { MemberDelta };
 
 /**
  * The keys changed since the last takeDirty(), by kind; and, for IP sets that only had
@@ -78,8 +76,8 @@ export class DesiredState {
 
   /** An active policy's selector by its ID ('' when not known, as Felix). */
   readonly policySelector = (id: string): string => this.#selectors.get(id)?.selector ?? '';
-  /** IP sets replaced or removed whole since the last takeDirty(): no delta for them. */
-  #wholeSets = new Set<string>();
+  /** The IP sets' deltas since the last takeDirty() (the dirty keys' memberDeltas). */
+  #deltas = new DeltaLog(this.#dirty.memberDeltas);
 
   apply(msgs: Iterable<ToDataplane>): void {
     for (const m of msgs) this.#one(m);
@@ -98,7 +96,7 @@ export class DesiredState {
     if (this.#regrouped.size) this.#markRegrouped();
     const d = this.#dirty;
     this.#dirty = new DirtyKeys();
-    this.#wholeSets.clear();
+    this.#deltas = new DeltaLog(this.#dirty.memberDeltas);
     return d;
   }
 
@@ -116,17 +114,8 @@ export class DesiredState {
   readonly #isRegrouped = (id: string) => this.#regrouped.has(id);
 
   #markWholeSet(id: string): void {
-    this.#wholeSets.add(id);
-    this.#dirty.memberDeltas.delete(id);
+    this.#deltas.replacedWhole(id);
     this.#mark('ipset', id);
-  }
-
-  // The set's delta in this batch; none once it was replaced whole in it.
-  #deltaOf(id: string): MemberDelta | undefined {
-    if (this.#wholeSets.has(id)) return undefined;
-    let d = this.#dirty.memberDeltas.get(id);
-    if (!d) this.#dirty.memberDeltas.set(id, (d = { added: new Set(), removed: new Set() }));
-    return d;
   }
 
   #mark(kind: Dirty, key: string): void {
@@ -151,15 +140,14 @@ export class DesiredState {
       case 'IPSetDeltaUpdate': {
         const s = this.ipsets.get(m.id);
         if (!s) return;
-        const delta = this.#deltaOf(m.id);
+        const delta = this.#deltas.of(m.id);
         for (const x of m.removedMembers) {
-          if (!s.members.delete(x) || !delta) continue;
-          if (!delta.added.delete(x)) delta.removed.add(x);
+          if (s.members.delete(x) && delta) lost(delta, x);
         }
         for (const x of m.addedMembers) {
           if (s.members.has(x)) continue;
           s.members.add(x);
-          if (delta && !delta.removed.delete(x)) delta.added.add(x);
+          if (delta) gained(delta, x);
         }
         this.#mark('ipset', m.id);
         return;

@@ -24,6 +24,30 @@ export class ChainRefs {
     return true;
   }
 
+  /**
+   * A fragment's chains in place of its previous ones, each key counted once: `write` for
+   * each chain whose rules must be written (not a shared one that another fragment
+   * already holds), then `drop` for each previous key that no fragment holds any more.
+   * Returns the keys the fragment now holds.
+   */
+  swap<C extends { shared?: boolean | undefined }>(
+    previous: readonly string[],
+    next: readonly C[],
+    keyOf: (c: C) => string,
+    write: (c: C, key: string) => void,
+    drop: (key: string) => void,
+  ): string[] {
+    const held = new Set<string>();
+    for (const c of next) {
+      const key = keyOf(c);
+      if (held.has(key)) continue;
+      held.add(key);
+      if (this.take(key) || !c.shared) write(c, key);
+    }
+    for (const key of previous) if (this.release(key)) drop(key);
+    return [...held];
+  }
+
   clear(): void {
     this.#refs.clear();
   }

@@ -8,6 +8,7 @@
 // markResync() re-reads the kernel at the next apply, which repairs tampering.
 import type { Logger } from '../../log.js';
 import { parseCidr } from '../../model/net.js';
+import { DeltaLog, gained, lost, type MemberDelta } from '../member-delta.js';
 import { drain, runSteps, type Slicer, type Steps } from '../slicer.js';
 import {
   encodeIpsetOpsSteps,
@@ -79,10 +80,9 @@ export class IPSets {
   /**
    * Members added and removed (addMembers/removeMembers) since the last apply, for sets
    * changed only that way: the apply plans and records those members alone, not sets of a
-   * cluster's worth of members. #whole: sets replaced or removed since, compared whole.
+   * cluster's worth of members. Sets replaced or removed since are compared whole.
    */
-  readonly #deltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
-  readonly #whole = new Set<string>();
+  #deltas = new DeltaLog();
   #resync = true;
   #nextTemp = 0;
 
@@ -110,18 +110,18 @@ export class IPSets {
     }
     this.#desired.set(name, set);
     this.#dirty.add(name);
-    this.#replacedWhole(name);
+    this.#deltas.replacedWhole(name);
   }
 
   addMembers(name: string, members: Iterable<string>): void {
     const set = this.#desired.get(name);
     if (!set) throw new Error(`IP set ${name} is not known`);
-    const d = this.#deltaOf(name);
+    const d = this.#deltas.of(name);
     for (const member of members) {
       const m = canonicalMember(set.type, this.family, member);
       if (set.members.has(m)) continue;
       set.members.add(m);
-      if (d && !d.removed.delete(m)) d.added.add(m);
+      if (d) gained(d, m);
     }
     this.#dirty.add(name);
   }
@@ -129,10 +129,10 @@ export class IPSets {
   removeMembers(name: string, members: Iterable<string>): void {
     const set = this.#desired.get(name);
     if (!set) throw new Error(`IP set ${name} is not known`);
-    const d = this.#deltaOf(name);
+    const d = this.#deltas.of(name);
     for (const member of members) {
       const m = canonicalMember(set.type, this.family, member);
-      if (set.members.delete(m) && d && !d.added.delete(m)) d.removed.add(m);
+      if (set.members.delete(m) && d) lost(d, m);
     }
     this.#dirty.add(name);
   }
@@ -140,20 +140,7 @@ export class IPSets {
   remove(name: string): void {
     this.#desired.delete(name);
     this.#dirty.add(name);
-    this.#replacedWhole(name);
-  }
-
-  #replacedWhole(name: string): void {
-    this.#whole.add(name);
-    this.#deltas.delete(name);
-  }
-
-  // The set's members changed since the last apply; none once it was replaced whole.
-  #deltaOf(name: string): { added: Set<string>; removed: Set<string> } | undefined {
-    if (this.#whole.has(name)) return undefined;
-    let d = this.#deltas.get(name);
-    if (!d) this.#deltas.set(name, (d = { added: new Set(), removed: new Set() }));
-    return d;
+    this.#deltas.replacedWhole(name);
   }
 
   markResync(): void {
@@ -167,9 +154,8 @@ export class IPSets {
   async applyUpdates(slicer?: Slicer): Promise<IpsetApplyStats> {
     const stats: IpsetApplyStats = { created: 0, rewritten: 0, added: 0, removed: 0, destroyed: 0 };
     // Deltas are against the kernel as last recorded; a read-back compares everything.
-    const deltas = this.#resync ? new Map() : new Map(this.#deltas);
-    this.#deltas.clear();
-    this.#whole.clear();
+    const deltas = this.#resync ? new Map<string, MemberDelta>() : this.#deltas.deltas;
+    this.#deltas = new DeltaLog();
     if (this.#resync) await this.#readBack(slicer);
     const ops: IpsetOp[] = [];
     const sent = new Map<string, { add: string[]; del: string[] }>();
@@ -184,7 +170,7 @@ export class IPSets {
   *#planSteps(
     ops: IpsetOp[],
     stats: IpsetApplyStats,
-    deltas: ReadonlyMap<string, { added: Set<string>; removed: Set<string> }>,
+    deltas: ReadonlyMap<string, MemberDelta>,
     sent: Map<string, { add: string[]; del: string[] }>,
   ): Steps {
     for (const name of this.#dirty) {
@@ -204,18 +190,30 @@ export class IPSets {
     name: string,
     want: KernelSet,
     have: KernelSet,
-    delta: { added: Set<string>; removed: Set<string> },
+    delta: MemberDelta,
     ops: IpsetOp[],
     stats: IpsetApplyStats,
   ): { add: string[]; del: string[] } {
     const base = { type: want.type, family: this.family } as const;
     const del = [...delta.removed].filter((m) => have.members.has(m) && !want.members.has(m));
     const add = [...delta.added].filter((m) => want.members.has(m) && !have.members.has(m));
+    this.#pushMembers(name, base, add, del, ops, stats);
+    return { add, del };
+  }
+
+  // A set's member changes as ops, removals first.
+  #pushMembers(
+    name: string,
+    base: { type: IpsetType; family: IpsetFamily },
+    add: string[],
+    del: string[],
+    ops: IpsetOp[],
+    stats: IpsetApplyStats,
+  ): void {
     if (del.length) ops.push({ op: 'del', name, ...base, members: del });
     if (add.length) ops.push({ op: 'add', name, ...base, members: add });
     stats.added += add.length;
     stats.removed += del.length;
-    return { add, del };
   }
 
   // What was applied becomes the kernel's baseline: a delta's members changed in place,
@@ -302,10 +300,7 @@ export class IPSets {
       if ((++n & (MEMBER_CHUNK - 1)) === 0) yield;
       if (!want.members.has(m)) del.push(m);
     }
-    if (del.length) ops.push({ op: 'del', name, ...base, members: del });
-    if (add.length) ops.push({ op: 'add', name, ...base, members: add });
-    stats.added += add.length;
-    stats.removed += del.length;
+    this.#pushMembers(name, base, add, del, ops, stats);
   }
 
   async #run(ops: IpsetOp[], slicer?: Slicer): Promise<void> {

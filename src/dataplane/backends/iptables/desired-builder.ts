@@ -4,6 +4,7 @@
 // they touched are compared with the kernel. A dispatch chain (a verdict map, rendered as
 // Felix's dispatch tree) is re-rendered with its children when one of its entries changes.
 import { type Dirty, DirtyKeys, type DesiredState, type MemberDelta } from '../../desired-state.js';
+import { emptyDelta, gained, lost } from '../../member-delta.js';
 import { drain, type Steps } from '../../slicer.js';
 import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { Family, IPSet, Rule, TableName, Verdict, VerdictMap } from '../../render/model.js';
@@ -34,11 +35,16 @@ import { iptablesChainLines, iptablesRuleLines } from './text.js';
 export type ChainScope = Map<TableName, Set<string>> | undefined;
 
 interface Owned {
-  chains: Array<[TableName, string]>;
+  /** key(table, name) of each chain. */
+  chains: string[];
   entries: Array<[TableName, string, string]>;
 }
 
 const key = (table: TableName, name: string) => `${table} ${name}`;
+const unkey = (k: string): [TableName, string] => {
+  const space = k.indexOf(' ');
+  return [k.slice(0, space) as TableName, k.slice(space + 1)];
+};
 
 export class IptablesDesiredBuilder {
   readonly family: Family;
@@ -65,7 +71,7 @@ export class IptablesDesiredBuilder {
    * takeSets(), for IPSets.addMembers/removeMembers. Such a set's entry in `sets` keeps
    * the members of its last whole rendering: only a whole change or a rebuild reads them.
    */
-  readonly #memberDeltas = new Map<string, { added: Set<string>; removed: Set<string> }>();
+  readonly #memberDeltas = new Map<string, MemberDelta>();
 
   constructor(config: RenderConfig, family: Family) {
     this.family = family;
@@ -225,9 +231,9 @@ export class IptablesDesiredBuilder {
     if (!set || !s || !this.#dirtySets || this.#dirtySets.has(name)) return false;
     if ((set.kind === 'ipPort') !== (s.type === 'IP_AND_PORT')) return false;
     let d = this.#memberDeltas.get(name);
-    if (!d) this.#memberDeltas.set(name, (d = { added: new Set(), removed: new Set() }));
-    for (const m of familyMembers(delta.removed, this.family)) if (!d.added.delete(m)) d.removed.add(m);
-    for (const m of familyMembers(delta.added, this.family)) if (!d.removed.delete(m)) d.added.add(m);
+    if (!d) this.#memberDeltas.set(name, (d = emptyDelta()));
+    for (const m of familyMembers(delta.removed, this.family)) lost(d, m);
+    for (const m of familyMembers(delta.added, this.family)) gained(d, m);
     return true;
   }
 
@@ -326,20 +332,15 @@ export class IptablesDesiredBuilder {
     const old = this.#owned.get(owner);
     this.#owned.delete(owner);
     for (const [table, map, iface] of old?.entries ?? []) this.#setEntry(table, map, iface, undefined);
-    const owned: Owned = { chains: [], entries: [] };
-    const taken = new Set<string>();
-    for (const c of f?.chains ?? []) {
-      const k = key(c.table, c.name);
-      if (taken.has(k)) continue;
-      taken.add(k);
-      owned.chains.push([c.table, c.name]);
-      // A group chain another endpoint holds is already there, with these very rules.
-      if (!this.#chainRefs.take(k) && c.shared) continue;
-      this.#setChain(c.table, c.name, c.rules);
-    }
-    for (const [table, name] of old?.chains ?? [])
-      if (this.#chainRefs.release(key(table, name))) this.#setChain(table, name, undefined);
+    const chains = this.#chainRefs.swap(
+      old?.chains ?? [],
+      f?.chains ?? [],
+      (c) => key(c.table, c.name),
+      (c) => this.#setChain(c.table, c.name, c.rules),
+      (k) => this.#setChain(...unkey(k), undefined),
+    );
     if (!f) return;
+    const owned: Owned = { chains, entries: [] };
     for (const e of f.entries) {
       this.#setEntry(e.table, e.map, e.iface, e.verdict);
       owned.entries.push([e.table, e.map, e.iface]);

@@ -243,24 +243,21 @@ export class NftDesiredBuilder {
         this.#markSet(map);
       }
     }
-    const owned: Owned = { chains: [], entries: [] };
-    const taken = new Set<string>();
-    for (const c of f?.chains ?? []) {
-      const name = nftChainName(c.table, c.name);
-      if (taken.has(name)) continue;
-      taken.add(name);
-      owned.chains.push(name);
-      // A group chain another endpoint holds is already there, with these very rules.
-      if (!this.#chainRefs.take(name) && c.shared) continue;
-      this.desired.chains.set(name, chainOf(name, c.name, c.table, c.rules, this.family));
-      this.#markChain(name);
-    }
-    for (const name of old?.chains ?? []) {
-      if (!this.#chainRefs.release(name)) continue;
-      this.desired.chains.delete(name);
-      this.#markChain(name);
-    }
+    const chains = this.#chainRefs.swap(
+      old?.chains ?? [],
+      f?.chains ?? [],
+      (c) => nftChainName(c.table, c.name),
+      (c, name) => {
+        this.desired.chains.set(name, chainOf(name, c.name, c.table, c.rules, this.family));
+        this.#markChain(name);
+      },
+      (name) => {
+        this.desired.chains.delete(name);
+        this.#markChain(name);
+      },
+    );
     if (!f) return;
+    const owned: Owned = { chains, entries: [] };
     for (const e of f.entries) {
       if (e.verdict.k !== 'goto' && e.verdict.k !== 'jump') continue;
       const map = nftChainName(e.table, e.map);

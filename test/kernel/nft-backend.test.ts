@@ -680,13 +680,51 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const d = driver(ns);
     await d.call({ cmd: 'synthetic', chains: 3, rules: 2, elements: 5 });
     const before = ns.run('nft', ['list', 'ruleset']);
-    const err = await d.fail({ cmd: 'synthetic', chains: 4, rules: 3, elements: 50, broken: true });
+    const err = await d.fail({ cmd: 'synthetic', chains: 4, rules: 3, elements: 5, broken: true });
     assert.equal(err.code, 'ENFT');
     assert.match(err.message, /nothing changed: rule in filter-cali-syn-3: #4 \(errno 2\)/);
     assert.deepEqual(err.failures, [{ object: 'rule in filter-cali-syn-3: #4', errno: 2 }]);
     assert.equal(ns.run('nft', ['list', 'ruleset']), before);
     // The backend's own record did not move either: the same apply without the fault works.
-    await d.call({ cmd: 'synthetic', chains: 4, rules: 3, elements: 50 });
+    await d.call({ cmd: 'synthetic', chains: 4, rules: 3, elements: 5 });
+    assert.equal(listing(ns).chains.size, 4);
+  });
+
+  it('commits IP-set members ahead of the rules, as Felix orders them: a refused rule leaves the members in, and a true record of them', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    const first = await d.call<{ stats: { transactions: number } }>({
+      cmd: 'synthetic',
+      chains: 3,
+      rules: 2,
+      elements: 5,
+    });
+    assert.equal(first.stats.transactions, 1, 'a table not there yet: one transaction');
+    type Applied = { stats: { transactions: number; membersLanded?: { at: number; commitMs: number } } };
+    // Members and rules changed: two transactions, the members first.
+    const both = await d.call<Applied>({ cmd: 'synthetic', chains: 3, rules: 3, elements: 9 });
+    assert.equal(both.stats.transactions, 2);
+    assert.ok(both.stats.membersLanded && both.stats.membersLanded.commitMs >= 0);
+    // Members alone, or rules alone: one.
+    const alone = await d.call<Applied>({ cmd: 'synthetic', chains: 3, rules: 3, elements: 12 });
+    assert.equal(alone.stats.transactions, 1);
+    assert.equal(
+      (await d.call<Applied>({ cmd: 'synthetic', chains: 3, rules: 2, elements: 12 })).stats.transactions,
+      1,
+    );
+    const rules = () => [...listing(ns).chains].map(([name, r]) => [name, r.length]);
+    const before = rules();
+    const err = await d.fail({ cmd: 'synthetic', chains: 4, rules: 3, elements: 50, broken: true });
+    assert.equal(err.code, 'ENFT');
+    assert.match(
+      err.message,
+      /nothing changed by it \(the IP-set members committed ahead of it stay; the next apply reads the kernel back\): rule in filter-cali-syn-3: #4 \(errno 2\)/,
+    );
+    assert.deepEqual(rules(), before);
+    assert.equal(listing(ns).sets.get('ip cali40big'), 50);
+    // Recorded as committed: the next apply takes the set from 50 to 7, not from 12.
+    await d.call({ cmd: 'synthetic', chains: 4, rules: 3, elements: 7 });
+    assert.equal(listing(ns).sets.get('ip cali40big'), 7);
     assert.equal(listing(ns).chains.size, 4);
   });
 });

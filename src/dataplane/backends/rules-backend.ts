@@ -19,6 +19,14 @@ export interface RulesApplyStats {
   elemsRemoved: number;
   /** Time spent committing (the kernel transaction, or the exec'd tool), ms. */
   commitMs: number;
+  /**
+   * IP-set members committed ahead of the rules, in Felix's order (ipsets before
+   * iptables), so a membership change does not wait for the kernel's validation of a rule
+   * change: when they were in the kernel (performance.now()) and that commit's ms (part of
+   * commitMs). Unset: nothing of the kind (no member changed, or a cold apply's one
+   * transaction).
+   */
+  membersLanded?: { at: number; commitMs: number };
   /** iptables mode: restore transactions run (one per family that changed). */
   restores?: number;
   /** nftables: netlink messages and bytes sent. */

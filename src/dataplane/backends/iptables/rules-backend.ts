@@ -116,12 +116,16 @@ export class IptablesRulesBackend implements RulesBackend {
   async apply(slicer?: Slicer): Promise<RulesApplyStats> {
     const stats = noStats();
     const t0 = performance.now();
+    let setsMs = 0;
     const plans: Array<{ family: Family; builder: IptablesDesiredBuilder; scope: ChainScope; script: string }> = [];
     for (const [f, builder] of this.#builders) {
       const sets = builder.takeSets();
       // Marked now, destroyed only after the restore (a failed apply keeps them marked).
       for (const name of sets.removed) this.#ipsets.get(f)?.remove(name);
+      const s0 = performance.now();
       await this.#updateSets(f, sets, stats, slicer);
+      setsMs += performance.now() - s0;
+      if (stats.elemsAdded || stats.elemsRemoved) stats.membersLanded = { at: performance.now(), commitMs: setsMs };
       if (!builder.rulesDirty) continue;
       const scope = await runSteps(builder.renderSteps(), slicer);
       const plan = await runSteps(

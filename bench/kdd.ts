@@ -91,7 +91,6 @@ async function main(): Promise<void> {
     syncer: new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log: silentLogger, pageSize: 500 }),
     config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
     log: silentLogger,
-    flushDelayMs: 0,
     onMessages: (m: ToDataplane[]) => {
       messages += m.length;
       if (m.some((x) => x.type === 'InSync')) done();

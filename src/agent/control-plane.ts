@@ -3,8 +3,8 @@
 // ClusterInformation's, the Ready flag, this node's labels) also fed to the ConfigBatcher
 // and from it to the config resolver. A syncer that already speaks the internal model
 // (Typha) skips the first two stages. Updates are
-// batched: a flush of the graph is scheduled after each burst (never before in-sync), and
-// its dataplane messages go to `onMessages`. The first flush resolves the datastore's
+// batched: a flush of the graph follows each batch (never before in-sync), throttled as
+// Felix's (leaky-bucket.ts), and its dataplane messages go to `onMessages`. The first flush resolves the datastore's
 // configuration before anything else (`onConfigResolved`), so whatever the caller builds
 // from the configuration sees the datastore's values, as Felix loads its configuration
 // before it starts its dataplane. After that, a change to a parameter that needs a restart
@@ -15,6 +15,7 @@ import { ConfigBatcher } from '../config/config-batcher.js';
 import type { ConfigProblem, ConfigResolver } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
 import { ModelStage } from '../datastore/model-stage.js';
+import { LeakyBucket } from './leaky-bucket.js';
 import type { ModelSyncer, Syncer, SyncStatus } from '../datastore/types.js';
 import { levelFor, type Logger } from '../log.js';
 import type { V1Update } from '../model/v1/values.js';
@@ -34,8 +35,6 @@ export interface ControlPlaneOptions {
   onStatus?: (status: SyncStatus) => void;
   /** ClusterInformation's datastoreReady went false (true) and programming paused (resumed). */
   onDatastoreReady?: (ready: boolean) => void;
-  /** Coalescing delay between an update and the graph flush. */
-  flushDelayMs?: number;
   /** Every internal-model update, as the graph gets it (`palisade explain` keeps the model). */
   onModelUpdate?: (u: V1Update) => void;
   /** Seconds each graph flush took (felix_calc_graph_update_time_seconds). */
@@ -50,6 +49,7 @@ export class ControlPlane {
   #started = false;
   #paused = false;
   #timer: NodeJS.Timeout | undefined;
+  readonly #flushes = new LeakyBucket();
   #status: SyncStatus = 'wait-for-datastore';
   /** Workload endpoints dropped for want of an interface name (reported once each). */
   readonly #badEndpoints = new Set<string>();
@@ -109,6 +109,7 @@ export class ControlPlane {
     this.#applyConfig();
     if (!this.#checkReady()) return [];
     const t0 = performance.now();
+    this.#flushes.take(t0);
     const msgs = this.graph.flush();
     this.#opts.onFlushTime?.((performance.now() - t0) / 1000);
     if (msgs.length) this.#opts.onMessages(msgs);
@@ -148,15 +149,17 @@ export class ControlPlane {
     this.#status = status;
     this.graph.onStatus(status);
     this.#opts.onStatus?.(status);
-    if (status === 'in-sync') this.#schedule(0);
+    if (status === 'in-sync') this.#schedule();
   }
 
-  #schedule(delay = this.#opts.flushDelayMs ?? 10): void {
+  // A timer, not a flush in the syncer's callback: the batches a syncer hands over
+  // together (a burst of watch events) go in one flush.
+  #schedule(): void {
     if (this.#timer || this.graph.status !== 'in-sync') return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.flush();
-    }, delay);
+    }, this.#flushes.wait());
   }
 
   /** Pauses or resumes programming on ClusterInformation's datastoreReady; true when flushing may go on. */

@@ -175,7 +175,6 @@ describe('control plane: configuration before the dataplane', () => {
       syncer,
       config,
       log,
-      flushDelayMs: 0,
       onConfigResolved: () =>
         events.push(
           `resolved ${config.config.DefaultEndpointToHostAction} ${JSON.stringify(config.config.FailsafeInboundHostPorts)}`,

@@ -21,7 +21,6 @@ describe('control plane: workload endpoints without an interface name', () => {
       syncer,
       config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
       log,
-      flushDelayMs: 0,
       onMessages: (m) => messages.push(...m),
       onRestartNeeded: () => {},
     });

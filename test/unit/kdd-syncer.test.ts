@@ -110,7 +110,6 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       syncer,
       config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
       log,
-      flushDelayMs: 0,
       onMessages: (m) => messages.push(...m),
       onRestartNeeded: () => {},
     });
@@ -246,7 +245,6 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       syncer,
       config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
       log,
-      flushDelayMs: 0,
       onMessages: (m) => messages.push(...m),
       onRestartNeeded: () => {},
     });

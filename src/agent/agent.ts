@@ -20,6 +20,7 @@ import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { ControlPlane } from './control-plane.js';
+import { applyGcThreshold } from './runtime-setup.js';
 import { refusal } from '../config/refusal.js';
 
 /** Felix's metrics TLS: on when a certificate and its key are configured. */
@@ -55,6 +56,8 @@ export class NodeAgent {
   #outOfSyncSince: number | undefined = Date.now();
   #status = 'wait-for-datastore';
   #applied = false;
+  /** GoGCThreshold as applied to V8 (runtime-setup.ts). */
+  #gcPercent = 0;
   #done = false;
   #resolve: (code: number) => void = () => {};
 
@@ -76,6 +79,8 @@ export class NodeAgent {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     process.on('SIGHUP', onHangup);
+    this.#gcPercent = this.#config.config.GoGCThreshold;
+    applyGcThreshold(this.#gcPercent, this.#log);
     this.#startControlPlane();
     const code = await exit;
     process.off('SIGINT', onSignal);
@@ -160,6 +165,10 @@ export class NodeAgent {
     if (refused) {
       this.#refuse(refused);
       return;
+    }
+    if (cfg.GoGCThreshold !== this.#gcPercent) {
+      this.#gcPercent = cfg.GoGCThreshold;
+      applyGcThreshold(this.#gcPercent, this.#log);
     }
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#reporter = this.#newStatusReporter(cfg);

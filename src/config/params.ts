@@ -508,6 +508,12 @@ export const PARAMS = {
     'Prefix of the kernel log lines of Log rules; %t (tier), %k (kind), %n (name) and %p (namespace/name) are replaced, as in Felix.',
   ),
   LogActionRateLimit: felix('LogActionRateLimit', asString, 'Rate limit of Log rules, e.g. 10/second ("" for none).'),
+  GoGCThreshold: felix(
+    'GoGCThreshold',
+    asNumber,
+    "How far (%) the heap may grow beyond the live data before a full collection; the GOGC environment variable overrides it, as in Felix. -1 (collection off) has no V8 equivalent: V8's own sizing is kept, with a warning.",
+    { differs: "sets V8's heap growing factor (--heap-growing-percent), the equivalent of Go's GOGC" },
+  ),
   LogActionRateLimitBurst: felix(
     'LogActionRateLimitBurst',
     asNumber,

@@ -1,5 +1,6 @@
 // The image's entrypoint (bin/palisade-entrypoint.sh) sizes V8's platform pool to the
-// cores less one, 1 to 4, and the benches run with the same flag (bench/lib/netns.ts).
+// cores less one, 1 to 4, and the benches run with the same flag (bench/lib/netns.ts),
+// and with the heap growing factor the agent sets at its start.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -35,7 +36,12 @@ describe('the image entrypoint', () => {
         [`--v8-pool-size=${pool}`, join(ROOT, 'bin', 'palisade.js'), 'agent', '--flag with space'],
         `${cores} cores`,
       );
-      assert.deepEqual(agentNodeFlags(cores), [`--v8-pool-size=${pool}`], 'the benches run as the image does');
+      // And the heap growing factor the agent sets itself from GoGCThreshold (runtime-setup.ts).
+      assert.deepEqual(
+        agentNodeFlags(cores),
+        [`--v8-pool-size=${pool}`, '--heap-growing-percent=40'],
+        'the benches run as the agent does',
+      );
     }
   });
 

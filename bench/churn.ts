@@ -71,6 +71,8 @@ interface Inside {
   commitWithRulesMs: number[];
   commitElementsOnlyMs: number[];
   commitsWithRules: number;
+  /** iptables mode: the restores' share of the commits with rules (parse and kernel commit). */
+  restoreMs: number[];
   flushMs: number[];
   applies: number;
   cpuCores: number;
@@ -239,6 +241,7 @@ async function inside(mode: string): Promise<Inside> {
   const commitMs: number[] = [];
   const commitWithRulesMs: number[] = [];
   const commitElementsOnlyMs: number[] = [];
+  const restoreMs: number[] = [];
   let pendingFlush: { from: number; to: number } | undefined;
   const settleFlush = () => {
     if (pendingFlush && measuring) noEffect += pendingFlush.to - pendingFlush.from;
@@ -264,6 +267,7 @@ async function inside(mode: string): Promise<Inside> {
             if (ahead) commitElementsOnlyMs.push(ahead.commitMs);
             const rest = rep.rules.commitMs - (ahead?.commitMs ?? 0);
             (rep.rules.rulesWritten > 0 ? commitWithRulesMs : commitElementsOnlyMs).push(rest);
+            if (rep.rules.restoreMs !== undefined) restoreMs.push(rep.rules.restoreMs);
             if (rep.ms > 200) log(`slow apply: ${JSON.stringify(rep)}`);
           }
           const now = performance.now();
@@ -416,6 +420,7 @@ async function inside(mode: string): Promise<Inside> {
     commitWithRulesMs: pcts(commitWithRulesMs),
     commitElementsOnlyMs: pcts(commitElementsOnlyMs),
     commitsWithRules: commitWithRulesMs.length,
+    restoreMs: pcts(restoreMs),
     flushMs: pcts(flushMs),
     applies,
     cpuCores: (cpu.user + cpu.system) / 1e6 / wall,
@@ -511,6 +516,7 @@ async function main(): Promise<void> {
       commits_with_rules: r.commitsWithRules,
       kernel_commit_with_rules_p50_ms: r3(r.commitWithRulesMs[0]!),
       kernel_commit_elements_only_p50_ms: r3(r.commitElementsOnlyMs[0]!),
+      ...(r.mode === 'iptables' ? { iptables_restore_p50_ms: r3(r.restoreMs[0]!) } : {}),
       kernel_29_interval_sets_plus_6_ms: r3(r.intervalSetsCommitMs),
       kernel_29_hash_sets_plus_6_ms: r3(r.hashSetsCommitMs),
       graph_flush_p50_ms: r3(r.flushMs[0]!),

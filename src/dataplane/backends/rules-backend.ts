@@ -29,6 +29,11 @@ export interface RulesApplyStats {
   membersLanded?: { at: number; commitMs: number };
   /** iptables mode: restore transactions run (one per family that changed). */
   restores?: number;
+  /**
+   * iptables mode: ms in them (the script's parse and the commit; the rest of commitMs is
+   * ipsets, rendering and planning).
+   */
+  restoreMs?: number;
   /** nftables: netlink messages and bytes sent. */
   messages?: number;
   bytes?: number;

@@ -141,7 +141,9 @@ export class IptablesRulesBackend implements RulesBackend {
       if (script) {
         stats.ops += script.split('\n').length - 1;
         stats.restores = (stats.restores ?? 0) + 1;
+        const r0 = performance.now();
         await this.#restore(family, script, slicer);
+        stats.restoreMs = (stats.restoreMs ?? 0) + performance.now() - r0;
       }
       const committed = commitToSteps(this.#committed.get(family) ?? new Map(), builder.desired, scope);
       this.#committed.set(family, await runSteps(committed, slicer));

@@ -26,7 +26,7 @@ import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
 import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
-import { runInNetns } from './lib/netns.js';
+import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
 import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
@@ -275,6 +275,7 @@ async function inside(mode: string): Promise<Inside> {
           // An endpoint change of the stream (all remote) changes IP-set members only: it
           // is in the kernel when they are, which may be a commit ahead of the rules.
           const membersAt = rep.rules.membersLanded?.at ?? now;
+          if (applies === 1) afterFirstApply();
           firstApply();
           while (waiting.length && (waiting[0] as { at: number }).at <= started) {
             const f = waiting.shift()!;

@@ -17,7 +17,7 @@ import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
 import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, loopDuring } from './lib/loop-blocks.js';
-import { runInNetns } from './lib/netns.js';
+import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { percentile, report } from './lib/report.js';
 import {
   ENDPOINTS,
@@ -118,6 +118,9 @@ async function inside(transport: Transport, big: boolean): Promise<InsideResult>
       floorMs: [],
     };
   }
+
+  // The changes below come after the agent's first apply.
+  afterFirstApply();
 
   // The kernel's floor: a transaction adding one unreferenced chain with one accept rule.
   // Any verdict makes nf_tables re-validate the table's whole jump graph at commit, a

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { DEFAULT_GC_PERCENT, heapGrowingFlag } from '../../src/agent/runtime-setup.js';
+import { applyGcThreshold, DEFAULT_GC_PERCENT } from '../../src/agent/runtime-setup.js';
+import { silentLogger } from '../../src/log.js';
 import { log } from './report.js';
 
 export interface InsideRun {
@@ -26,12 +27,18 @@ export interface InsideRun {
 
 /**
  * Node's flags of the agent's image (bin/palisade-entrypoint.sh): V8's platform pool
- * sized to the cores less one, 1 to 4; and the heap growing factor the agent sets from
- * GoGCThreshold's default (agent/runtime-setup.ts: a bench builds the agent's parts, not
- * the agent). A bench runs as the agent would.
+ * sized to the cores less one, 1 to 4. A bench inside a namespace runs as the agent would.
  */
 export function agentNodeFlags(cores = availableParallelism()): string[] {
-  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, heapGrowingFlag(DEFAULT_GC_PERCENT) as string];
+  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`];
+}
+
+/**
+ * What the agent does after its first apply (agent/runtime-setup.ts): V8's heap growing
+ * factor from GoGCThreshold's default. A bench builds the agent's parts, not the agent.
+ */
+export function afterFirstApply(): void {
+  applyGcThreshold(DEFAULT_GC_PERCENT, silentLogger, {});
 }
 
 export function runInNetns<T>(run: InsideRun): T {

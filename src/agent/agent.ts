@@ -56,8 +56,6 @@ export class NodeAgent {
   #outOfSyncSince: number | undefined = Date.now();
   #status = 'wait-for-datastore';
   #applied = false;
-  /** GoGCThreshold as applied to V8 (runtime-setup.ts). */
-  #gcPercent = 0;
   #done = false;
   #resolve: (code: number) => void = () => {};
 
@@ -79,8 +77,6 @@ export class NodeAgent {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     process.on('SIGHUP', onHangup);
-    this.#gcPercent = this.#config.config.GoGCThreshold;
-    applyGcThreshold(this.#gcPercent, this.#log);
     this.#startControlPlane();
     const code = await exit;
     process.off('SIGINT', onSignal);
@@ -166,10 +162,6 @@ export class NodeAgent {
       this.#refuse(refused);
       return;
     }
-    if (cfg.GoGCThreshold !== this.#gcPercent) {
-      this.#gcPercent = cfg.GoGCThreshold;
-      applyGcThreshold(this.#gcPercent, this.#log);
-    }
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#reporter = this.#newStatusReporter(cfg);
     this.#driver = this.#newDriver(cfg);
@@ -184,6 +176,8 @@ export class NodeAgent {
       config: cfg,
       log: this.#log,
       onApplied: (r) => {
+        // From the first apply on (runtime-setup.ts: the initial load sizes itself).
+        if (!this.#applied) applyGcThreshold(cfg.GoGCThreshold, this.#log);
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);
         m.lastApplyTime.set(Date.now() / 1000);

@@ -4,6 +4,10 @@
 // fast it collects: under steady churn the agent's RSS went from 491 to 757 MB in 30 s
 // with 220 MB live (docs/dataplane.md, "Memory under churn"). A node agent wants the
 // bound Felix has. The GOGC environment variable overrides the parameter, as in Felix.
+// The agent sets it after its first apply: while the snapshot and the cold apply grow
+// the heap by hundreds of MB, a tight factor starts a full collection at every step
+// (calcgraph-1m 4.7-4.9 -> 5.3 s; the cold apply's loop blocks 21 -> 27 ms), and V8
+// recomputes its limit at the next full collection, which steady churn soon brings.
 import { setFlagsFromString } from 'node:v8';
 
 import type { Logger } from '../log.js';

@@ -197,6 +197,8 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
         'never ready',
       );
       assert.equal(lab.http('http://127.0.0.1:9099/liveness').status, 204);
+      // Ready means applied: GoGCThreshold (Felix's default) is V8's heap growing factor from then on.
+      await agent.waitLog(/"GoGCThreshold":40[^\n]*heap may grow 40% beyond the live data/);
       const detail = JSON.parse(lab.http('http://127.0.0.1:9099/readiness?detail=true').body) as {
         ready: boolean;
         reporters: Array<{ name: string }>;

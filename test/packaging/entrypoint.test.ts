@@ -1,6 +1,5 @@
 // The image's entrypoint (bin/palisade-entrypoint.sh) sizes V8's platform pool to the
-// cores less one, 1 to 4, and the benches run with the same flag (bench/lib/netns.ts),
-// and with the heap growing factor the agent sets at its start.
+// cores less one, 1 to 4, and the benches run with the same flag (bench/lib/netns.ts).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -36,12 +35,7 @@ describe('the image entrypoint', () => {
         [`--v8-pool-size=${pool}`, join(ROOT, 'bin', 'palisade.js'), 'agent', '--flag with space'],
         `${cores} cores`,
       );
-      // And the heap growing factor the agent sets itself from GoGCThreshold (runtime-setup.ts).
-      assert.deepEqual(
-        agentNodeFlags(cores),
-        [`--v8-pool-size=${pool}`, '--heap-growing-percent=40'],
-        'the benches run as the agent does',
-      );
+      assert.deepEqual(agentNodeFlags(cores), [`--v8-pool-size=${pool}`], 'the benches run as the image does');
     }
   });
 

@@ -511,7 +511,7 @@ export const PARAMS = {
   GoGCThreshold: felix(
     'GoGCThreshold',
     asNumber,
-    "How far (%) the heap may grow beyond the live data before a full collection; the GOGC environment variable overrides it, as in Felix. -1 (collection off) has no V8 equivalent: V8's own sizing is kept, with a warning.",
+    "How far (%) the heap may grow beyond the live data before a full collection, from the first apply on (the initial load sizes itself); the GOGC environment variable overrides it, as in Felix. -1 (collection off) has no V8 equivalent: V8's own sizing is kept, with a warning.",
     { differs: "sets V8's heap growing factor (--heap-growing-percent), the equivalent of Go's GOGC" },
   ),
   LogActionRateLimitBurst: felix(

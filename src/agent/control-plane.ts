@@ -2,9 +2,9 @@
 // processors -> calc graph, with the configuration keys (FelixConfiguration's and
 // ClusterInformation's, the Ready flag, this node's labels) also fed to the ConfigBatcher
 // and from it to the config resolver. A syncer that already speaks the internal model
-// (Typha) skips the first two stages. Updates are
-// batched: a flush of the graph follows each batch (never before in-sync), throttled as
-// Felix's (leaky-bucket.ts), and its dataplane messages go to `onMessages`. The first flush resolves the datastore's
+// (Typha) skips the first two stages. Updates are batched: a flush of the graph follows
+// each batch (never before in-sync), throttled as Felix's (leaky-bucket.ts), and its
+// dataplane messages go to `onMessages`. The first flush resolves the datastore's
 // configuration before anything else (`onConfigResolved`), so whatever the caller builds
 // from the configuration sees the datastore's values, as Felix loads its configuration
 // before it starts its dataplane. After that, a change to a parameter that needs a restart

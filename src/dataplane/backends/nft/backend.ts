@@ -358,14 +358,10 @@ export class NftBackend {
   *#recordAhead(d: DesiredFamily, sets: DesiredSet[]): Steps {
     const c = this.#committed.get(d.family);
     if (!c) return;
-    const whole = c.full || !d.dirty;
+    // As planned: by delta unless the apply compared whole.
+    const byDelta = !c.full && !!d.dirty;
     for (const s of sets) {
-      const had = c.sets.get(s.name);
-      if (!whole && s.delta && had) {
-        for (const id of s.delta.removed.keys()) had.delete(id);
-        for (const [id, e] of s.delta.added) had.set(id, e);
-      } else c.sets.set(s.name, yield* copyElems(s.elems));
-      c.layouts.set(s.name, layoutOf(s.spec));
+      yield* recordSet(c, s, byDelta);
       yield;
     }
   }
@@ -668,16 +664,13 @@ export class NftBackend {
       }
       for (const name of d.dirty.sets) {
         const s = d.sets.get(name);
-        const had = c.sets.get(name);
-        if (s && recorded?.has(name)) s.delta = undefined;
-        else if (s?.delta && had && !otherLayout(c, s)) {
-          for (const id of s.delta.removed.keys()) had.delete(id);
-          for (const [id, e] of s.delta.added) had.set(id, e);
-        } else if (s) c.sets.set(name, yield* copyElems(s.elems));
-        else c.sets.delete(name);
-        if (s) c.layouts.set(name, layoutOf(s.spec));
-        else c.layouts.delete(name);
-        if (s) s.delta = undefined;
+        if (!s) {
+          c.sets.delete(name);
+          c.layouts.delete(name);
+          continue;
+        }
+        if (!recorded?.has(name)) yield* recordSet(c, s, true);
+        s.delta = undefined;
       }
     }
     c.exists = true;
@@ -807,6 +800,19 @@ export class NftBackend {
       if ((++n & 255) === 0) yield;
     }
   }
+}
+
+/**
+ * One set as committed: its delta applied to the elements recorded before (`byDelta`, in
+ * the layout recorded), else its elements copied whole.
+ */
+function* recordSet(c: CommittedFamily, s: DesiredSet, byDelta: boolean): Steps {
+  const had = c.sets.get(s.name);
+  if (byDelta && s.delta && had && !otherLayout(c, s)) {
+    for (const id of s.delta.removed.keys()) had.delete(id);
+    for (const [id, e] of s.delta.added) had.set(id, e);
+  } else c.sets.set(s.name, yield* copyElems(s.elems));
+  c.layouts.set(s.name, layoutOf(s.spec));
 }
 
 /** The first staged transaction, committed: the table, its sets as written, its chains empty. */

@@ -19,7 +19,7 @@ import { writeHeapSnapshot } from 'node:v8';
 
 import { ControlPlane } from '../src/agent/control-plane.js';
 import { ConfigResolver } from '../src/config/config.js';
-import { DataplaneDriver } from '../src/dataplane/driver.js';
+import { DataplaneDriver, type MessagesTaken } from '../src/dataplane/driver.js';
 import { keyOf } from '../src/datastore/keys.js';
 import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js';
 import { silentLogger } from '../src/log.js';
@@ -65,6 +65,8 @@ interface Inside {
   latencyMs: number[];
   /** The same, of the policy edits alone. */
   editLatencyMs: number[];
+  /** The same, of the endpoint changes alone (each changes IP-set members). */
+  endpointLatencyMs: number[];
   applyMs: number[];
   commitMs: number[];
   /** The same, of the commits that wrote rules (the kernel validates the table) and of the others. */
@@ -73,6 +75,11 @@ interface Inside {
   commitsWithRules: number;
   /** iptables mode: the restores' share of the commits with rules (parse and kernel commit). */
   restoreMs: number[];
+  /** iptables mode: batches of member changes programmed beside a restore in flight, and their commits. */
+  besideBatches: number;
+  besideCommitMs: number[];
+  /** How the driver took the graph's flushes while measuring (MessagesTaken). */
+  taken: Record<string, number>;
   flushMs: number[];
   applies: number;
   cpuCores: number;
@@ -225,12 +232,19 @@ async function inside(mode: string): Promise<Inside> {
   let delivered = 0;
   // Flushes of the graph not yet known to be programmed: updates [from, to), handed to the driver when.
   let flushed = 0;
-  const waiting: Array<{ from: number; to: number; at: number }> = [];
+  const waiting: Array<{ from: number; to: number; at: number; editsOnly?: boolean }> = [];
+  // Flushes whose members went beside an apply in flight, in the order they land.
+  const besideWaiting: Array<{ from: number; to: number; how: MessagesTaken }> = [];
+  const besideCommitMs: number[] = [];
+  let besideBatches = 0;
+  const taken: Record<string, number> = { now: 0, held: 0, beside: 0, split: 0, partly: 0 };
   let noEffect = 0;
   let latency = new Float64Array(0);
   let measured = 0;
   // The policy edits' share of it: they wait for the rules' commit.
   let editLatency = new Float64Array(0);
+  // Which of the measured latencies are policy edits'.
+  let editAt = new Uint8Array(0);
   let edits = 0;
   let measuring = false;
   let firstApply: () => void = () => {};
@@ -257,6 +271,16 @@ async function inside(mode: string): Promise<Inside> {
         log: silentLogger,
         takeOverFromFelix: false,
         onApplyError: (e) => log(`apply failed: ${(e.stack ?? e.message).slice(0, 900)}`),
+        // Only endpoint changes go beside (a policy edit's flush is held): in the kernel when they land.
+        onMembersBeside: (r) => {
+          const f = besideWaiting.shift();
+          if (!f || !measuring) return;
+          besideBatches++;
+          besideCommitMs.push(r.commitMs);
+          if (f.how === 'partly') return;
+          for (let b = f.from; b < f.to; b++)
+            if (!isPolicyEdit(b)) latency[measured++] = r.at - (deliveredAt[b] as number);
+        },
         onApplied: (rep) => {
           applies++;
           if (measuring) {
@@ -282,8 +306,10 @@ async function inside(mode: string): Promise<Inside> {
             if (!measuring) continue;
             for (let b = f.from; b < f.to; b++) {
               const edit = isPolicyEdit(b);
+              if (f.editsOnly && !edit) continue;
               const ms = (edit ? now : membersAt) - (deliveredAt[b] as number);
               if (edit) editLatency[edits++] = ms;
+              if (edit) editAt[measured] = 1;
               latency[measured++] = ms;
             }
           }
@@ -298,9 +324,17 @@ async function inside(mode: string): Promise<Inside> {
       flushed = delivered;
     },
     onMessages: (msgs) => {
-      if (pendingFlush) waiting.push({ ...pendingFlush, at: performance.now() });
+      const flush = pendingFlush;
       pendingFlush = undefined;
-      driver?.onMessages(msgs);
+      const at = performance.now();
+      const how = driver?.onMessages(msgs) ?? 'now';
+      if (measuring) taken[how] = (taken[how] ?? 0) + 1;
+      if (!flush) return;
+      // An endpoint change lands with its members (beside the apply in flight, or split
+      // from a policy edit held for the next apply); measured at the apply when any member
+      // change of its flush was held ("partly").
+      if (how === 'beside' || how === 'split' || how === 'partly') besideWaiting.push({ ...flush, how });
+      if (how !== 'beside') waiting.push({ ...flush, at, ...(how === 'split' ? { editsOnly: true } : {}) });
     },
     onRestartNeeded: () => {
       throw new Error('restart needed');
@@ -323,6 +357,7 @@ async function inside(mode: string): Promise<Inside> {
   deliveredAt = new Float64Array(total).fill(-1);
   latency = new Float64Array(total).fill(-1);
   editLatency = new Float64Array(Math.ceil(total / 100)).fill(-1);
+  editAt = new Uint8Array(total).fill(0);
   // The stream's changes not yet delivered, in a ring (a stall longer than RING / RATE
   // seconds would overrun it: the bench then fails rather than measure a wrapped stream).
   const stream: Array<Stored | undefined> = new Array(RING);
@@ -393,7 +428,7 @@ async function inside(mode: string): Promise<Inside> {
   const loopBlocks = blocks.stop(3);
   // The last updates' applies.
   const deadline = performance.now() + 5000;
-  while ((waiting.length || pendingFlush) && performance.now() < deadline) {
+  while ((waiting.length || besideWaiting.length || pendingFlush) && performance.now() < deadline) {
     await new Promise((r) => setTimeout(r, 20));
     if (pendingFlush && !waiting.length) settleFlush();
   }
@@ -416,12 +451,16 @@ async function inside(mode: string): Promise<Inside> {
     noDataplaneEffect: noEffect,
     latencyMs: pcts(latency.subarray(0, measured)),
     editLatencyMs: pcts(editLatency.subarray(0, edits)),
+    endpointLatencyMs: pcts(latency.subarray(0, measured).filter((_, i) => !editAt[i])),
     applyMs: pcts(applyMs),
     commitMs: pcts(commitMs),
     commitWithRulesMs: pcts(commitWithRulesMs),
     commitElementsOnlyMs: pcts(commitElementsOnlyMs),
     commitsWithRules: commitWithRulesMs.length,
     restoreMs: pcts(restoreMs),
+    besideBatches,
+    besideCommitMs: pcts(besideCommitMs),
+    taken,
     flushMs: pcts(flushMs),
     applies,
     cpuCores: (cpu.user + cpu.system) / 1e6 / wall,
@@ -506,6 +545,9 @@ async function main(): Promise<void> {
       update_to_kernel_p90_ms: r3(r.latencyMs[1]!),
       update_to_kernel_p99_ms: r3(r.latencyMs[2]!),
       update_to_kernel_max_ms: r3(r.latencyMs[3]!),
+      endpoint_change_to_kernel_p50_ms: r3(r.endpointLatencyMs[0]!),
+      endpoint_change_to_kernel_p99_ms: r3(r.endpointLatencyMs[2]!),
+      endpoint_change_to_kernel_max_ms: r3(r.endpointLatencyMs[3]!),
       policy_edit_to_kernel_p50_ms: r3(r.editLatencyMs[0]!),
       policy_edit_to_kernel_p99_ms: r3(r.editLatencyMs[2]!),
       apply_p50_ms: r3(r.applyMs[0]!),
@@ -517,7 +559,16 @@ async function main(): Promise<void> {
       commits_with_rules: r.commitsWithRules,
       kernel_commit_with_rules_p50_ms: r3(r.commitWithRulesMs[0]!),
       kernel_commit_elements_only_p50_ms: r3(r.commitElementsOnlyMs[0]!),
-      ...(r.mode === 'iptables' ? { iptables_restore_p50_ms: r3(r.restoreMs[0]!) } : {}),
+      ...(r.mode === 'iptables'
+        ? {
+            iptables_restore_p50_ms: r3(r.restoreMs[0]!),
+            members_beside_batches: r.besideBatches,
+            members_beside_commit_p50_ms: r.besideBatches ? r3(r.besideCommitMs[0]!) : 0,
+            flushes_taken: Object.entries(r.taken)
+              .map(([how, n]) => `${how} ${n}`)
+              .join(', '),
+          }
+        : {}),
       kernel_29_interval_sets_plus_6_ms: r3(r.intervalSetsCommitMs),
       kernel_29_hash_sets_plus_6_ms: r3(r.hashSetsCommitMs),
       graph_flush_p50_ms: r3(r.flushMs[0]!),

@@ -100,6 +100,34 @@ export class DesiredState {
     return d;
   }
 
+  /**
+   * Whether a set's member changes can be taken apart from the rest of the dirty keys
+   * (takeMemberDeltas): the set is known and was not replaced or removed whole since the
+   * last takeDirty().
+   */
+  membersOnly(id: string): boolean {
+    return this.ipsets.has(id) && !this.#deltas.isWhole(id);
+  }
+
+  /**
+   * Takes these sets' member deltas out of the dirty keys, for a backend to program them
+   * now (RulesBackend.membersBeside); the next takeDirty() no longer has them. Only for
+   * sets membersOnly() allowed before the changes were applied.
+   */
+  takeMemberDeltas(ids: Iterable<string>): Map<string, MemberDelta> {
+    const out = new Map<string, MemberDelta>();
+    const marked = this.#dirty.get('ipset');
+    for (const id of ids) {
+      const d = this.#dirty.memberDeltas.get(id);
+      if (!d) continue;
+      out.set(id, d);
+      this.#dirty.memberDeltas.delete(id);
+      marked?.delete(id);
+    }
+    if (marked?.size === 0) this.#dirty.delete('ipset');
+    return out;
+  }
+
   // A policy whose selector changed may join or leave a group: the endpoints that use it
   // render again (Felix's dirtyPolicyIDs). A new policy needs none: the calc graph
   // updates each endpoint it becomes active for.

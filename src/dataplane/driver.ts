@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
 import type { ToDataplane } from '../proto/messages.js';
 import { createRulesBackend } from './backends/factory.js';
-import type { RulesApplyStats, RulesBackend, RulesDrift } from './backends/rules-backend.js';
+import type { MembersBesideStats, RulesApplyStats, RulesBackend, RulesDrift } from './backends/rules-backend.js';
 import { DesiredState } from './desired-state.js';
 import { ConntrackManager } from './managers/conntrack-manager.js';
 import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
@@ -44,6 +44,19 @@ export interface ApplyReport {
   managers: Record<string, Record<string, number>>;
 }
 
+/**
+ * How onMessages() took a batch: "now" (no apply in flight), "held" for the next apply,
+ * "beside" the apply in flight (IP-set members alone; one onMembersBeside call follows),
+ * "split" (its members beside, the rest held) or "partly" (some members beside, the rest
+ * held with other members).
+ */
+export type MessagesTaken = 'now' | 'held' | 'beside' | 'split' | 'partly';
+
+const isIpSetMessage = (
+  m: ToDataplane,
+): m is Extract<ToDataplane, { type: 'IPSetUpdate' | 'IPSetDeltaUpdate' | 'IPSetRemove' }> =>
+  m.type === 'IPSetUpdate' || m.type === 'IPSetDeltaUpdate' || m.type === 'IPSetRemove';
+
 export interface DriverOptions {
   config: Config;
   log: Logger;
@@ -51,6 +64,8 @@ export interface DriverOptions {
   coalesceMs?: number;
   onApplied?: (r: ApplyReport) => void;
   onApplyError?: (e: Error) => void;
+  /** IP-set members programmed beside an apply in flight, one call per batch of messages taken so. */
+  onMembersBeside?: (r: MembersBesideStats) => void;
   onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
   /** Endpoint status changes after each apply (the datastore's status reporter). */
   onEndpointStatuses?: (changes: EndpointStatusChange[]) => void;
@@ -99,6 +114,8 @@ export class DataplaneDriver {
   #applyStarted: number | undefined;
   /** Messages that arrived during an apply, taken when it ends. */
   readonly #held: ToDataplane[][] = [];
+  /** IP sets with a message among them: their member changes are held too, in order. */
+  readonly #heldSets = new Set<string>();
   #takeover: Promise<unknown> | undefined;
 
   constructor(opts: DriverOptions) {
@@ -203,15 +220,63 @@ export class DataplaneDriver {
     await this.#checking;
   }
 
-  onMessages(msgs: ToDataplane[]): void {
+  /** Takes a batch of the calc graph's messages (how: MessagesTaken). */
+  onMessages(msgs: ToDataplane[]): MessagesTaken {
     // As Felix's dataplane reads its channel only between applies: a sliced render must
-    // not see the state move under it.
-    if (this.#inFlight) {
-      this.#held.push(msgs);
-      this.#dirty = true;
-      return;
+    // not see the state move under it. Only IP-set members may go beside an apply.
+    if (!this.#inFlight) {
+      this.#take(msgs);
+      return 'now';
     }
-    this.#take(msgs);
+    const { beside, held } = this.#splitBeside(msgs);
+    if (held.length) {
+      this.#held.push(held);
+      this.#dirty = true;
+    }
+    if (!beside.length) return 'held';
+    this.#takeBeside(beside);
+    if (!held.length) return 'beside';
+    return held.some(isIpSetMessage) ? 'partly' : 'split';
+  }
+
+  /**
+   * While the apply in flight waits for the kernel to take its rules
+   * (RulesBackend.canTakeMembersBeside), member changes of sets already programmed are
+   * programmed now rather than after that commit and the next apply's. Felix's order
+   * holds: members ahead of the rules that came with them (the calc graph's flush sends
+   * them first too). A set with a change held is held from then on, so no change of a set
+   * overtakes another of the same set.
+   */
+  #splitBeside(msgs: ToDataplane[]): { beside: ToDataplane[]; held: ToDataplane[] } {
+    const rules = this.#rules;
+    if (!rules.canTakeMembersBeside || !rules.applyMembersBeside) return { beside: [], held: msgs };
+    const beside: ToDataplane[] = [];
+    const held: ToDataplane[] = [];
+    for (const m of msgs) {
+      const now =
+        m.type === 'IPSetDeltaUpdate' &&
+        !this.#heldSets.has(m.id) &&
+        this.state.membersOnly(m.id) &&
+        rules.canTakeMembersBeside([m.id]);
+      if (now) beside.push(m);
+      else {
+        held.push(m);
+        if (isIpSetMessage(m)) this.#heldSets.add(m.id);
+      }
+    }
+    return { beside, held };
+  }
+
+  #takeBeside(msgs: ToDataplane[]): void {
+    this.state.apply(msgs);
+    for (const m of this.#managers) for (const msg of msgs) m.onUpdate(msg);
+    const ids = new Set<string>();
+    for (const m of msgs) if (m.type === 'IPSetDeltaUpdate') ids.add(m.id);
+    // The apply in flight fails with a failure of these (and everything is read back).
+    this.#rules.applyMembersBeside?.(this.state.takeMemberDeltas(ids)).then(
+      (r) => this.#opts.onMembersBeside?.(r),
+      () => {},
+    );
   }
 
   #take(msgs: ToDataplane[]): void {
@@ -293,6 +358,7 @@ export class DataplaneDriver {
       this.#timer = undefined;
       this.#inFlight = this.#apply().finally(() => {
         this.#inFlight = undefined;
+        this.#heldSets.clear();
         for (const msgs of this.#held.splice(0)) this.#take(msgs);
         if (this.#dirty) this.#schedule(this.#backoffMs || undefined);
       });

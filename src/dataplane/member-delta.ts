@@ -35,6 +35,11 @@ export class DeltaLog {
     return d;
   }
 
+  /** Replaced or removed whole since this log began: it has no delta. */
+  isWhole(name: string): boolean {
+    return this.#whole.has(name);
+  }
+
   replacedWhole(name: string): void {
     this.#whole.add(name);
     this.deltas.delete(name);

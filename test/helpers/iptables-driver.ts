@@ -7,6 +7,11 @@
 //      flavour "nftables") programming a random
 //      sequence of desired-state changes, each applied; returns the apply count and what a
 //      full apply after a fresh read-back still had to write (nothing, when converged)
+//   {"driverChurn": {flavour, seed, steps}}: the same changes through the dataplane driver,
+//      handed over every 0.2-2 ms without waiting for applies (member changes may go beside
+//      a restore in flight); returns the applies, the batches taken beside, whether each
+//      set in the kernel holds what the desired state says, and what a fresh full apply
+//      still had to write
 import { readFileSync } from 'node:fs';
 
 import { defaultConfig } from '../../src/config/params.js';
@@ -20,6 +25,11 @@ import {
 import { NftRulesBackend } from '../../src/dataplane/backends/nft/rules-backend.js';
 import type { RulesBackend } from '../../src/dataplane/backends/rules-backend.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
+import { DataplaneDriver, type MessagesTaken } from '../../src/dataplane/driver.js';
+import { canonicalMember } from '../../src/dataplane/ipsets/ipsets.js';
+import { ipSetName } from '../../src/dataplane/render/names.js';
+import { familyMembers } from '../../src/dataplane/render/ruleset.js';
+import { ipsetList } from '../../src/native/ipset.js';
 import type { Family } from '../../src/dataplane/render/model.js';
 import { createLogger } from '../../src/log.js';
 import { iptcDump } from '../../src/native/iptc.js';
@@ -69,31 +79,20 @@ async function dump(family: 4 | 6): Promise<unknown> {
   return out;
 }
 
-async function churn(c: Churn): Promise<unknown> {
-  const rng = new Rng(c.seed);
-  const rand = () => rng.next();
-  const pick = (n: number) => Math.floor(rand() * n);
-  const config = {
+function churnConfig(c: Pick<Churn, 'transport'>) {
+  return {
     ...defaultConfig(),
     Ipv6Support: true,
     NFTablesMode: 'Disabled' as const,
     IptablesTransport: c.transport,
     IptablesLockFilePath: '',
   };
-  const transport = c.flavour === 'nftables' ? undefined : transportFor(config, c.flavour, log);
-  const backend: RulesBackend =
-    c.flavour === 'nftables' || !transport
-      ? new NftRulesBackend(config, [4, 6])
-      : new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
-  const h = new Harness();
-  const state = new DesiredState();
-  h.put(tier('t1', 10), profile('kns.prod', {}));
-  state.apply(h.flush());
-  await backend.resync();
-  await backend.rebuild(state);
-  state.takeDirty();
-  await backend.apply();
-  const pool = [
+}
+
+/** A random change: an endpoint, a policy, a tiered policy or a network set. */
+function changes(rand: () => number) {
+  const pick = (n: number) => Math.floor(rand() * n);
+  return [
     () =>
       wep(
         `w${pick(8)}`,
@@ -123,6 +122,27 @@ async function churn(c: Churn): Promise<unknown> {
       }),
     () => gns(`n${pick(3)}`, [`192.0.${pick(4)}.0/24`, `2001:db8::${pick(9)}/128`], { feed: 'x' }),
   ];
+}
+
+async function churn(c: Churn): Promise<unknown> {
+  const rng = new Rng(c.seed);
+  const rand = () => rng.next();
+  const pick = (n: number) => Math.floor(rand() * n);
+  const config = churnConfig(c);
+  const transport = c.flavour === 'nftables' ? undefined : transportFor(config, c.flavour, log);
+  const backend: RulesBackend =
+    c.flavour === 'nftables' || !transport
+      ? new NftRulesBackend(config, [4, 6])
+      : new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log, transport });
+  const h = new Harness();
+  const state = new DesiredState();
+  h.put(tier('t1', 10), profile('kns.prod', {}));
+  state.apply(h.flush());
+  await backend.resync();
+  await backend.rebuild(state);
+  state.takeDirty();
+  await backend.apply();
+  const pool = changes(rand);
   let applies = 0;
   for (let step = 0; step < c.steps; step++) {
     const r = (pool[pick(pool.length)] as () => ReturnType<typeof wep>)();
@@ -149,13 +169,97 @@ async function churn(c: Churn): Promise<unknown> {
   };
 }
 
-const steps = JSON.parse(readFileSync(0, 'utf8')) as Array<{ restore?: Restore; dump?: 4 | 6; churn?: Churn }>;
+// Through the driver, as the agent runs: batches come while applies are in flight.
+async function driverChurn(c: Omit<Churn, 'transport'> & { flavour: IptablesFlavour }): Promise<unknown> {
+  const rng = new Rng(c.seed);
+  const rand = () => rng.next();
+  const config = churnConfig({ transport: 'native' });
+  const backend = new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log });
+  let applies = 0;
+  let beside = 0;
+  let lastApply = performance.now();
+  const errors: string[] = [];
+  const taken: Record<MessagesTaken, number> = { now: 0, held: 0, beside: 0, split: 0, partly: 0 };
+  const driver = new DataplaneDriver({
+    config,
+    log,
+    rules: backend,
+    managers: () => [],
+    monitor: () => ({ start: () => {}, stop: () => {}, resync: () => {} }),
+    takeOverFromFelix: false,
+    onApplied: () => {
+      applies++;
+      lastApply = performance.now();
+    },
+    onApplyError: (e) => errors.push(e.message),
+    onMembersBeside: () => beside++,
+  });
+  driver.start();
+  const h = new Harness();
+  h.put(tier('t1', 10), profile('kns.prod', {}));
+  // Enough rules that a restore takes a while: 300 policies over the same sets.
+  for (let i = 0; i < 300; i++)
+    h.put(
+      np(`bulk${i}`, {
+        selector: `app == 'a${i % 3}'`,
+        ingress: [{ action: 'Allow', protocol: 'TCP', source: { selector: `app == 'a${(i + 1) % 3}'` } }],
+      }),
+    );
+  driver.onMessages([...h.flush(), { type: 'InSync' }]);
+  const pool = changes(rand);
+  for (let step = 0; step < c.steps; step++) {
+    const r = (pool[Math.floor(rand() * pool.length)] as () => ReturnType<typeof wep>)();
+    if (rand() < 0.25) h.del(r);
+    else h.put(r);
+    const msgs = h.flush();
+    if (msgs.length) taken[driver.onMessages(msgs)]++;
+    await new Promise((r) => setTimeout(r, rand() < 0.5 ? 0 : 2));
+  }
+  while (performance.now() - lastApply < 300 || applies === 0) await new Promise((r) => setTimeout(r, 50));
+  await driver.stop();
+  // Each of our sets in the kernel holds what the desired state says.
+  const listed = new Map((await ipsetList('cali')).map((s) => [s.name, s]));
+  const wrongSets: string[] = [];
+  for (const [id, want] of driver.state.ipsets)
+    for (const f of [4, 6] as const) {
+      const type = want.type === 'IP_AND_PORT' ? 'hash:ip,port' : 'hash:net';
+      const canon = (ms: Iterable<string>) => [...ms].map((m) => canonicalMember(type, f, m)).sort();
+      const have = listed.get(ipSetName(f, id));
+      if (JSON.stringify(canon(have?.members ?? [])) !== JSON.stringify(canon(familyMembers(want.members, f))))
+        wrongSets.push(ipSetName(f, id));
+    }
+  const fresh = new IptablesRulesBackend(config, [4, 6], { flavour: c.flavour, log });
+  await fresh.resync();
+  await fresh.rebuild(driver.state);
+  const again = await fresh.apply();
+  return {
+    applies,
+    beside,
+    taken,
+    errors,
+    wrongSets,
+    again: {
+      ops: again.ops,
+      chainsWritten: again.chainsWritten,
+      elemsAdded: again.elemsAdded,
+      elemsRemoved: again.elemsRemoved,
+    },
+  };
+}
+
+const steps = JSON.parse(readFileSync(0, 'utf8')) as Array<{
+  restore?: Restore;
+  dump?: 4 | 6;
+  churn?: Churn;
+  driverChurn?: Omit<Churn, 'transport'> & { flavour: IptablesFlavour };
+}>;
 const out: unknown[] = [];
 for (const s of steps) {
   try {
     if (s.restore) out.push(await restore(s.restore));
     else if (s.dump) out.push(await dump(s.dump));
     else if (s.churn) out.push(await churn(s.churn));
+    else if (s.driverChurn) out.push(await driverChurn(s.driverChurn));
   } catch (e) {
     out.push({
       error: (e as Error).message,

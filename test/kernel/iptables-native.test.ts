@@ -11,7 +11,10 @@
 //   ETIMEDOUT;
 // - 1,000 random changes through each native iptables backend (250 through each exec
 //   one) leave kube-proxy- and docker-like foreign rules and sets byte-identical, and
-//   converge (a fresh read-back finds nothing to write).
+//   converge (a fresh read-back finds nothing to write);
+// - the same changes through the dataplane driver, handed over while applies are in
+//   flight (member changes go beside a restore in flight): every IP set ends as the
+//   desired state says, and a fresh read-back finds nothing to write.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -358,4 +361,22 @@ describe('kernel: every rules backend beside kube-proxy and docker', { skip: ROO
       assert.equal(after[2], before[2], 'the foreign IP set untouched');
     });
   }
+
+  for (const flavour of ['nft', 'legacy'] as const)
+    it(`600 random changes through the driver (iptables-${flavour}), members beside restores in flight: every set ends as desired, and it converges`, () => {
+      const ns = netns();
+      const [r] = drive(ns, [{ driverChurn: { flavour, seed: 33, steps: 600 } }]);
+      assert.equal(r?.error, undefined, r?.error);
+      assert.deepEqual(r?.errors, []);
+      assert.ok(
+        (r?.beside as number) > 0,
+        `member changes went beside restores in flight (${JSON.stringify(r?.taken)})`,
+      );
+      assert.deepEqual(r?.wrongSets, [], 'every IP set holds what the desired state says');
+      assert.deepEqual(
+        r?.again,
+        { ops: 0, chainsWritten: 0, elemsAdded: 0, elemsRemoved: 0 },
+        'a fresh read-back finds nothing to write',
+      );
+    });
 });

@@ -4,7 +4,7 @@
 // commits it; resync() re-reads the kernel so the next apply repairs any drift. Rendering
 // for the backend's syntax happens inside it. Backends: nftables (backends/nft), a no-op
 // one for driver tests (backends/noop.ts); createRulesBackend (backends/factory.ts) picks.
-import type { Dirty, DesiredState } from '../desired-state.js';
+import type { Dirty, DesiredState, MemberDelta } from '../desired-state.js';
 import type { Slicer } from '../slicer.js';
 import type { Family } from '../render/model.js';
 
@@ -37,6 +37,15 @@ export interface RulesApplyStats {
   /** nftables: netlink messages and bytes sent. */
   messages?: number;
   bytes?: number;
+}
+
+/** IP-set members programmed beside an apply in flight (RulesBackend.applyMembersBeside). */
+export interface MembersBesideStats {
+  /** When they were in the kernel (performance.now()). */
+  at: number;
+  commitMs: number;
+  elemsAdded: number;
+  elemsRemoved: number;
 }
 
 export interface RulesDrift {
@@ -95,6 +104,21 @@ export interface RulesBackend {
    * resync() and drift() inside an apply.
    */
   check?(slicer?: Slicer): Promise<RulesCheck>;
+  /**
+   * Whether member changes of these IP sets (by calc-graph ID) can be programmed now,
+   * beside the apply in flight: it is committing its rules (the kernel's validation of a
+   * large iptables table takes 100 ms), the sets are in the kernel and none waits to be
+   * written whole. Optional, with applyMembersBeside: without them, such changes wait for
+   * the next apply.
+   */
+  canTakeMembersBeside?(ids: readonly string[]): boolean;
+  /**
+   * Programs member changes (DesiredState.takeMemberDeltas) now, as the apply in flight
+   * would have ahead of its rules, had they come before it. Resolves when they are in the
+   * kernel. A failure is the apply in flight's: it rejects with it, and the driver reads
+   * everything back.
+   */
+  applyMembersBeside?(deltas: ReadonlyMap<string, MemberDelta>): Promise<MembersBesideStats>;
   /** Rules in our chains as desired (and, after an apply, as committed): for status and metrics. */
   ruleCount(): number;
   /** `agent --cleanup`: removes everything of ours, nothing else. */

@@ -137,6 +137,16 @@ export class IPSets {
     this.#dirty.add(name);
   }
 
+  /**
+   * The set is in the kernel as wanted (same type and size) and nothing waits for a read-
+   * back: a change of its members is planned as a delta, by applyUpdates() alone.
+   */
+  deltaReady(name: string): boolean {
+    const want = this.#desired.get(name);
+    const have = this.#kernel.get(name);
+    return !this.#resync && !!want && !!have && have.type === want.type && have.maxelem === want.maxelem;
+  }
+
   remove(name: string): void {
     this.#desired.delete(name);
     this.#dirty.add(name);

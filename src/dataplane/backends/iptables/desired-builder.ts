@@ -237,6 +237,17 @@ export class IptablesDesiredBuilder {
     return true;
   }
 
+  /**
+   * The kernel name of set `id` when its member changes can be programmed without this
+   * builder (RulesBackend.applyMembersBeside): rendered, and nothing of it waiting for the
+   * next takeSets() (a whole rendering, a removal, members). Otherwise undefined.
+   */
+  membersOnlySet(id: string): string | undefined {
+    const name = ipSetName(this.family, id);
+    if (!this.sets.has(name) || !this.#dirtySets || this.#dirtySets.has(name)) return undefined;
+    return this.#memberDeltas.has(name) || this.#removedSets.has(name) ? undefined : name;
+  }
+
   /** Chains are waiting to be rendered, or a whole comparison. */
   get rulesDirty(): boolean {
     return !this.#dirty || this.#compareAll || [...this.#dirty.values()].some((s) => s.size > 0);

@@ -9,12 +9,19 @@
 import type { Config } from '../../../config/params.js';
 import type { Logger } from '../../../log.js';
 import type { IpsetType } from '../../../native/ipset.js';
-import type { Dirty, DesiredState } from '../../desired-state.js';
+import type { Dirty, DesiredState, MemberDelta } from '../../desired-state.js';
 import { run } from '../../exec.js';
 import { runSteps, type Slicer, type Steps } from '../../slicer.js';
 import { type IpsetDataplane, IPSets } from '../../ipsets/ipsets.js';
 import type { Family, IPSet } from '../../render/model.js';
-import { noStats, type RulesApplyStats, type RulesBackend, type RulesDrift } from '../rules-backend.js';
+import { familyMembers } from '../../render/ruleset.js';
+import {
+  type MembersBesideStats,
+  noStats,
+  type RulesApplyStats,
+  type RulesBackend,
+  type RulesDrift,
+} from '../rules-backend.js';
 import { type ChainScope, IptablesDesiredBuilder } from './desired-builder.js';
 import {
   ExecRestore,
@@ -63,6 +70,12 @@ export class IptablesRulesBackend implements RulesBackend {
   #committed = new Map<Family, IptablesState>();
 
   readonly #transport: RestoreTransport;
+  /**
+   * Member changes programmed while a restore is in flight (applyMembersBeside): open
+   * only then, run one after another, and waited for before the apply goes on to remove
+   * sets. The first failure is the apply's.
+   */
+  #beside: { open: boolean; work: Promise<void>; error?: Error } = { open: false, work: Promise.resolve() };
 
   constructor(
     config: Config,
@@ -137,6 +150,26 @@ export class IptablesRulesBackend implements RulesBackend {
       stats.chainsDeleted += plan.chainsDeleted;
       plans.push({ family: f, builder, scope, script: plan.script });
     }
+    // ipsets do not take nf_tables' commit lock: members may change while the kernel
+    // validates the restored table.
+    this.#beside = { open: plans.length > 0, work: Promise.resolve() };
+    try {
+      await this.#restorePlans(plans, stats, slicer);
+    } finally {
+      this.#beside.open = false;
+      await this.#beside.work;
+    }
+    if (this.#beside.error) throw this.#beside.error;
+    for (const sets of this.#ipsets.values()) await sets.applyDeletions();
+    stats.commitMs = performance.now() - t0;
+    return stats;
+  }
+
+  async #restorePlans(
+    plans: Array<{ family: Family; builder: IptablesDesiredBuilder; scope: ChainScope; script: string }>,
+    stats: RulesApplyStats,
+    slicer?: Slicer,
+  ): Promise<void> {
     for (const { family, builder, scope, script } of plans) {
       if (script) {
         stats.ops += script.split('\n').length - 1;
@@ -148,9 +181,50 @@ export class IptablesRulesBackend implements RulesBackend {
       const committed = commitToSteps(this.#committed.get(family) ?? new Map(), builder.desired, scope);
       this.#committed.set(family, await runSteps(committed, slicer));
     }
-    for (const sets of this.#ipsets.values()) await sets.applyDeletions();
-    stats.commitMs = performance.now() - t0;
-    return stats;
+  }
+
+  canTakeMembersBeside(ids: readonly string[]): boolean {
+    if (!this.#beside.open || this.#beside.error) return false;
+    for (const [f, builder] of this.#builders) {
+      const sets = this.#ipsets.get(f) as IPSets;
+      for (const id of ids) {
+        const name = builder.membersOnlySet(id);
+        if (name === undefined || !sets.deltaReady(name)) return false;
+      }
+    }
+    return true;
+  }
+
+  applyMembersBeside(deltas: ReadonlyMap<string, MemberDelta>): Promise<MembersBesideStats> {
+    const run = this.#beside.work.then(() => this.#membersBeside(deltas));
+    const beside = this.#beside;
+    beside.work = run.then(
+      () => undefined,
+      (e: Error) => {
+        beside.error ??= e;
+      },
+    );
+    return run;
+  }
+
+  async #membersBeside(deltas: ReadonlyMap<string, MemberDelta>): Promise<MembersBesideStats> {
+    const t0 = performance.now();
+    const out: MembersBesideStats = { at: 0, commitMs: 0, elemsAdded: 0, elemsRemoved: 0 };
+    for (const [f, builder] of this.#builders) {
+      const sets = this.#ipsets.get(f) as IPSets;
+      for (const [id, d] of deltas) {
+        const name = builder.membersOnlySet(id);
+        if (name === undefined) throw new Error(`IP set ${id} changed under its members' update`);
+        sets.removeMembers(name, familyMembers(d.removed, f));
+        sets.addMembers(name, familyMembers(d.added, f));
+      }
+      const r = await sets.applyUpdates();
+      out.elemsAdded += r.added;
+      out.elemsRemoved += r.removed;
+    }
+    out.at = performance.now();
+    out.commitMs = out.at - t0;
+    return out;
   }
 
   /** Creates or updates these sets (before the rules that use them). */

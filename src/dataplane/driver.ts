@@ -351,16 +351,18 @@ export class DataplaneDriver {
     );
   }
 
-  #schedule(delay = this.#opts.coalesceMs ?? 1): void {
+  // After a failure nothing runs before its backoff: not the held messages' apply, not a refresh.
+  #schedule(): void {
     this.#dirty = true;
     if (this.#stopped || this.#timer || this.#inFlight || !this.state.inSync) return;
+    const delay = Math.max(this.#opts.coalesceMs ?? 1, this.#backoffMs);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#inFlight = this.#apply().finally(() => {
         this.#inFlight = undefined;
         this.#heldSets.clear();
         for (const msgs of this.#held.splice(0)) this.#take(msgs);
-        if (this.#dirty) this.#schedule(this.#backoffMs || undefined);
+        if (this.#dirty) this.#schedule();
       });
     }, delay);
   }

@@ -2,7 +2,7 @@
 // behind its two seams. Nothing is applied before InSync; the first apply reads back,
 // renders everything and commits, then runs the managers in order; a burst coalesces into
 // one incremental apply; every message reaches every manager; a failed apply is retried
-// after a fresh read-back, with the managers told to resync.
+// after a fresh read-back, with the managers told to resync, and not before its backoff.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
@@ -70,6 +70,8 @@ function setup(
   return { rules, calls, managers, reports, applied, errors, driver };
 }
 
+/** A retry after a failed apply: the managers told to resync, a read-back, everything rendered and applied. */
+const RETRY = ['first:resync', 'second:resync', 'resync', 'rebuild', 'apply', 'first:apply', 'second:apply'];
 const settle = () => new Promise((r) => setTimeout(r, 30));
 const profile = (name: string): ToDataplane => ({
   type: 'ActiveProfileUpdate',
@@ -150,17 +152,28 @@ describe('dataplane driver', () => {
     driver.onMessages([profile('x')]);
     await new Promise((r) => setTimeout(r, 250));
     assert.deepEqual(errors, ['the kernel said no']);
-    assert.deepEqual(calls, [
-      'update:profile',
-      'apply',
-      'first:resync',
-      'second:resync',
-      'resync',
-      'rebuild',
-      'apply',
-      'first:apply',
-      'second:apply',
-    ]);
+    assert.deepEqual(calls, ['update:profile', 'apply', ...RETRY]);
+    await driver.stop();
+  });
+
+  it('waits for the backoff before the retry even when messages arrived during the failed apply', async () => {
+    const { rules, calls, errors, driver } = setup();
+    driver.onMessages([{ type: 'InSync' }]);
+    await settle();
+    calls.length = 0;
+    let release = () => {};
+    rules.applyGate = new Promise<void>((r) => (release = r));
+    rules.failNext = new Error('the kernel said no');
+    driver.onMessages([profile('x')]);
+    await settle();
+    driver.onMessages([profile('y')]);
+    rules.applyGate = undefined;
+    release();
+    await settle();
+    assert.deepEqual(errors, ['the kernel said no']);
+    assert.deepEqual(calls, ['update:profile', 'apply'], 'no retry before the backoff (100 ms)');
+    await new Promise((r) => setTimeout(r, 150));
+    assert.deepEqual(calls.slice(2), RETRY);
     await driver.stop();
   });
 

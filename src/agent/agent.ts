@@ -196,6 +196,11 @@ export class NodeAgent {
         m.activeLocalSelectors.set(driver.state.ipsets.size);
         this.health.report('int_dataplane', { live: true, ready: true });
       },
+      // iptables mode: IP-set members programmed beside a restore in flight (driver.ts).
+      onMembersBeside: (r) => {
+        m.nftElements.inc(r.elemsAdded + r.elemsRemoved);
+        if (r.elemsAdded + r.elemsRemoved) m.ipsetCalls.inc();
+      },
       onApplyError: (e) => {
         m.applyFailures.inc();
         m.lastApplyFailureTime.set(Date.now() / 1000);

@@ -103,10 +103,10 @@ export class AgentMetrics {
     help: 'iptables-mode applies that failed (and were retried after a read-back).',
     registers: [this.registry],
   });
-  /** Felix counts `ipset restore` calls; here: transactions that changed IP-set members. */
+  /** Felix counts `ipset restore` calls; here: transactions or ipset batches that changed IP-set members. */
   readonly ipsetCalls = new Counter({
     name: 'felix_ipset_calls',
-    help: 'Dataplane updates that changed IP-set members (one nftables transaction each).',
+    help: 'Dataplane updates that changed IP-set members (one nftables transaction or ipset netlink batch each).',
     registers: [this.registry],
   });
   readonly nftRulesWritten = new Counter({
@@ -116,7 +116,7 @@ export class AgentMetrics {
   });
   readonly nftElements = new Counter({
     name: 'palisade_nft_set_elements_changed_total',
-    help: 'Set and map elements added or removed by the nftables backend.',
+    help: 'Set and map elements (in iptables mode, ipset members) added or removed.',
     registers: [this.registry],
   });
   readonly routeChanges = new Counter({

@@ -75,6 +75,9 @@ interface Inside {
   commitsWithRules: number;
   /** iptables mode: the restores' share of the commits with rules (parse and kernel commit). */
   restoreMs: number[];
+  /** Of which the transport's reading of the kernel and the kernel's commit. */
+  restoreReadMs: number[];
+  restoreCommitMs: number[];
   /** iptables mode: batches of member changes programmed beside a restore in flight, and their commits. */
   besideBatches: number;
   besideCommitMs: number[];
@@ -256,6 +259,8 @@ async function inside(mode: string): Promise<Inside> {
   const commitWithRulesMs: number[] = [];
   const commitElementsOnlyMs: number[] = [];
   const restoreMs: number[] = [];
+  const restoreReadMs: number[] = [];
+  const restoreCommitMs: number[] = [];
   let pendingFlush: { from: number; to: number } | undefined;
   const settleFlush = () => {
     if (pendingFlush && measuring) noEffect += pendingFlush.to - pendingFlush.from;
@@ -292,6 +297,8 @@ async function inside(mode: string): Promise<Inside> {
             const rest = rep.rules.commitMs - (ahead?.commitMs ?? 0);
             (rep.rules.rulesWritten > 0 ? commitWithRulesMs : commitElementsOnlyMs).push(rest);
             if (rep.rules.restoreMs !== undefined) restoreMs.push(rep.rules.restoreMs);
+            if (rep.rules.restoreReadMs !== undefined) restoreReadMs.push(rep.rules.restoreReadMs);
+            if (rep.rules.restoreCommitMs !== undefined) restoreCommitMs.push(rep.rules.restoreCommitMs);
             if (rep.ms > 200) log(`slow apply: ${JSON.stringify(rep)}`);
           }
           const now = performance.now();
@@ -458,6 +465,8 @@ async function inside(mode: string): Promise<Inside> {
     commitElementsOnlyMs: pcts(commitElementsOnlyMs),
     commitsWithRules: commitWithRulesMs.length,
     restoreMs: pcts(restoreMs),
+    restoreReadMs: pcts(restoreReadMs),
+    restoreCommitMs: pcts(restoreCommitMs),
     besideBatches,
     besideCommitMs: pcts(besideCommitMs),
     taken,
@@ -562,6 +571,8 @@ async function main(): Promise<void> {
       ...(r.mode === 'iptables'
         ? {
             iptables_restore_p50_ms: r3(r.restoreMs[0]!),
+            iptables_restore_read_p50_ms: r3(r.restoreReadMs[0] ?? 0),
+            iptables_restore_kernel_commit_p50_ms: r3(r.restoreCommitMs[0] ?? 0),
             members_beside_batches: r.besideBatches,
             members_beside_commit_p50_ms: r.besideBatches ? r3(r.besideCommitMs[0]!) : 0,
             flushes_taken: Object.entries(r.taken)

@@ -34,6 +34,9 @@ export interface RulesApplyStats {
    * ipsets, rendering and planning).
    */
   restoreMs?: number;
+  /** iptables mode, native transports: the restores' reading of the kernel and their commits, ms. */
+  restoreReadMs?: number;
+  restoreCommitMs?: number;
   /** nftables: netlink messages and bytes sent. */
   messages?: number;
   bytes?: number;

@@ -177,6 +177,11 @@ export class IptablesRulesBackend implements RulesBackend {
         const r0 = performance.now();
         await this.#restore(family, script, slicer);
         stats.restoreMs = (stats.restoreMs ?? 0) + performance.now() - r0;
+        const last = this.#transport.last;
+        if (last) {
+          stats.restoreReadMs = (stats.restoreReadMs ?? 0) + last.readMs;
+          stats.restoreCommitMs = (stats.restoreCommitMs ?? 0) + last.commitMs;
+        }
       }
       const committed = commitToSteps(this.#committed.get(family) ?? new Map(), builder.desired, scope);
       this.#committed.set(family, await runSteps(committed, slicer));

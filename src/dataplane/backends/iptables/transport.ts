@@ -34,6 +34,11 @@ export interface RestoreTransport {
   readonly kind: 'exec' | 'native';
   /** `slicer`: parse (natively sent scripts are parsed into ops) between turns of the loop. */
   restore(family: Family, script: string, slicer?: Slicer): Promise<void>;
+  /**
+   * Native transports: the last restore's reading of the kernel (the tables' chains, and
+   * rules a delete needs) and its commit, ms.
+   */
+  readonly last?: { readMs: number; commitMs: number } | undefined;
 }
 
 export class ExecRestore implements RestoreTransport {
@@ -69,6 +74,7 @@ abstract class NativeRestore implements RestoreTransport {
   readonly #reported = new Set<string>();
   /** Applies handed to the tool because something in them is not built natively. */
   fallbacks = 0;
+  last: { readMs: number; commitMs: number } | undefined;
 
   constructor(
     readonly flavour: IptablesFlavour,
@@ -80,6 +86,7 @@ abstract class NativeRestore implements RestoreTransport {
   }
 
   async restore(family: Family, script: string, slicer?: Slicer): Promise<void> {
+    this.last = undefined;
     let tx: NativeTx;
     try {
       tx = await runSteps(restoreOpsSteps(script, family), slicer);
@@ -88,6 +95,7 @@ abstract class NativeRestore implements RestoreTransport {
       return this.#viaTool(family, script, e.message);
     }
     const r = await this.commit(tx.ops);
+    this.last = { readMs: r.readMs, commitMs: r.commitMs };
     if (r.unsupported) return this.#viaTool(family, script, r.unsupported);
     if (!r.failure) return;
     const { tag, errno, message } = r.failure;
@@ -103,6 +111,8 @@ abstract class NativeRestore implements RestoreTransport {
 
   protected abstract readonly via: string;
   protected abstract commit(ops: Uint8Array): Promise<{
+    readMs: number;
+    commitMs: number;
     unsupported?: string;
     committedTables?: number;
     failure?: { tag: number; errno: number; message: string };

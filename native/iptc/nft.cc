@@ -14,8 +14,10 @@
 #include "iptc/nft.h"
 
 #include <libmnl/libmnl.h>
+#include <libnftnl/chain.h>
 #include <libnftnl/expr.h>
 #include <libnftnl/rule.h>
+#include <libnftnl/table.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/x_tables.h>
@@ -506,13 +508,52 @@ double Since(std::chrono::steady_clock::time_point t) {
 }
 
 // The chains of every table, and the rules of chains a delete or a positioned insert needs.
+// Whether the table exists, and which of `names` it has: one request each.
+int AskChains(nft::NlSocket& sock, uint8_t family, const std::string& table, const std::set<std::string>& names,
+              KernelTable* out) {
+  int e = nft::GetRequest(sock, NFT_MSG_GETTABLE, family, [&](nlmsghdr* h) {
+    TablePtr t(nftnl_table_alloc());
+    if (!t) return;
+    nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, table.c_str());
+    nftnl_table_nlmsg_build_payload(h, t.get());
+  });
+  if (e) return e;
+  out->exists = true;
+  for (const auto& name : names) {
+    e = nft::GetRequest(sock, NFT_MSG_GETCHAIN, family, [&](nlmsghdr* h) {
+      ChainPtr c(nftnl_chain_alloc());
+      if (!c) return;
+      nftnl_chain_set_str(c.get(), NFTNL_CHAIN_TABLE, table.c_str());
+      nftnl_chain_set_str(c.get(), NFTNL_CHAIN_NAME, name.c_str());
+      nftnl_chain_nlmsg_build_payload(h, c.get());
+    });
+    if (e == 0)
+      out->chains.insert(name);
+    else if (e != ENOENT)
+      return e;
+  }
+  return 0;
+}
+
+// Up to this many chains named in a table's ops are asked for by name; more (a cold
+// restore declares thousands) are read in one dump of the family's chains. Under churn a
+// restore names a few dozen in a table of 20,000 or more, whose dump took 19 ms.
+constexpr size_t kAskChainsMax = 256;
+
+// A pooled socket: closing one makes nf_tables flush the frees of past commits under the
+// commit mutex (nft/netlink.h).
 int ReadKernel(const xt::RestoreTx& tx, uint8_t family, std::map<std::string, KernelTable>* out, std::string* what) {
-  nft::NlSocket sock;
-  if (int e = sock.Open(what)) return e;
+  nft::PooledSocket lease;
+  if (int e = lease.Open(what)) return e;
+  nft::NlSocket& sock = lease.sock();
   sock.SizeFor(0, 4u << 20);
   for (const auto& t : tx.tables) {
     KernelTable& k = (*out)[t.name];
-    if (int e = ListChains(sock, family, t.name, &k); e && e != ENOENT) {
+    std::set<std::string> named;
+    for (const auto& o : t.ops) named.insert(o.chain);
+    int e = named.size() <= kAskChainsMax ? AskChains(sock, family, t.name, named, &k)
+                                          : ListChains(sock, family, t.name, &k);
+    if (e && e != ENOENT) {
       *what = "listing the chains of " + t.name;
       return e;
     }
@@ -525,6 +566,7 @@ int ReadKernel(const xt::RestoreTx& tx, uint8_t family, std::map<std::string, Ke
       }
     }
   }
+  lease.Reusable();
   return 0;
 }
 

@@ -47,6 +47,22 @@ int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::functi
   }
 }
 
+int GetRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build) {
+  static thread_local std::vector<char> buf(64 * 1024);
+  uint32_t seq = static_cast<uint32_t>(time(nullptr));
+  nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_ACK, seq);
+  build(h);
+  if (mnl_socket_sendto(sock.get(), h, h->nlmsg_len) < 0) return errno;
+  // The object, then the acknowledgement; or only an error.
+  for (;;) {
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), 0);
+    if (n < 0) return errno == EINTR ? EINTR : errno;
+    int r = mnl_cb_run(buf.data(), n, seq, sock.portid(), nullptr, nullptr);
+    if (r < 0) return errno;
+    if (r == MNL_CB_STOP) return 0;
+  }
+}
+
 namespace {
 
 // The table's chains, with their hook declarations (the kernel filters by family; we by table).

@@ -21,6 +21,10 @@ using DumpParse = std::function<int(const nlmsghdr*)>;
 int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build,
                 DumpParse parse);
 
+// Asks for one object by name (a GET without NLM_F_DUMP, acknowledged): 0 when the kernel
+// has it, ENOENT when not (nor its table), or another positive errno.
+int GetRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build);
+
 struct DumpChain {
   std::string name;
   bool base = false;

@@ -4,7 +4,8 @@
 //   families, cold and then incremental (the differential test of issue 15 step 4);
 // - the native iptables-nft transport (netlink) and iptables-nft-restore leave the same
 //   nftables tables, expression for expression, and kube-proxy's own restores into the
-//   same tables still succeed afterwards (step 5);
+//   same tables still succeed afterwards (step 5); re-declared chains are flushed alike,
+//   whether the native transport asked for them by name or read them in a dump;
 // - a rule the kernel refuses, or one naming a missing IP set, fails cleanly, naming the
 //   table (and the rule where the kernel says which), the previous rules staying in place;
 // - the native transport waits for the xtables lock as iptables does, and gives up with
@@ -121,6 +122,35 @@ describe('kernel: native iptables-nft (netlink) against iptables-nft-restore', {
       b.run(tool(family, 'nft', 'restore'), ['--noflush'], FOREIGN);
       assert.match(save(b, family, 'nft'), /-A KUBE-POSTROUTING -j MASQUERADE --random-fully/);
       assert.doesNotMatch(save(b, family, 'nft'), /incompatible/);
+    });
+  }
+});
+
+describe('kernel: native iptables-nft reads which chains exist, by name or in one dump', { skip: ROOT_SKIP }, () => {
+  // A restore naming up to 256 chains asks for each; more are read in one dump of the family.
+  for (const chains of [5, 300]) {
+    it(`re-declaring ${chains} chains flushes them, and finds the builtin chain made before, as iptables-nft-restore does`, () => {
+      const script = (rule: string) =>
+        [
+          '*filter',
+          ...Array.from({ length: chains }, (_, i) => `:cali-t${i} - [0:0]`),
+          ...Array.from({ length: chains }, (_, i) => `-A cali-t${i} ${rule}`),
+          `-A FORWARD -m comment --comment "cali:t${chains}" -j cali-t0`,
+          'COMMIT',
+          '',
+        ].join('\n');
+      const [a, b] = [netns(), netns()] as [Netns, Netns];
+      for (const rule of ['-j ACCEPT', '-p tcp -j DROP']) {
+        (['exec', 'native'] as const).forEach((transport, i) => {
+          const [r] = drive(i === 0 ? a : b, [
+            { restore: { family: 4, script: script(rule), transport, flavour: 'nft' } },
+          ]);
+          assert.equal(r?.ok, true, `${transport}: ${JSON.stringify(r)}`);
+        });
+        assert.equal(save(b, 4, 'nft'), save(a, 4, 'nft'), `after "${rule}": iptables-nft-save prints the same`);
+      }
+      assert.equal((save(b, 4, 'nft').match(/-p tcp -j DROP/g) ?? []).length, chains, 'one rule per chain');
+      assert.doesNotMatch(save(b, 4, 'nft'), /-j ACCEPT/);
     });
   }
 });

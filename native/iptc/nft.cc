@@ -507,7 +507,6 @@ double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The chains of every table, and the rules of chains a delete or a positioned insert needs.
 // Whether the table exists, and which of `names` it has: one request each.
 int AskChains(nft::NlSocket& sock, uint8_t family, const std::string& table, const std::set<std::string>& names,
               KernelTable* out) {
@@ -540,8 +539,9 @@ int AskChains(nft::NlSocket& sock, uint8_t family, const std::string& table, con
 // restore names a few dozen in a table of 20,000 or more, whose dump took 19 ms.
 constexpr size_t kAskChainsMax = 256;
 
-// A pooled socket: closing one makes nf_tables flush the frees of past commits under the
-// commit mutex (nft/netlink.h).
+// Which chains of each table the ops name exist, and the rules of chains a delete or a
+// positioned insert needs. On a pooled socket: closing one makes nf_tables flush the frees
+// of past commits under the commit mutex (nft/netlink.h).
 int ReadKernel(const xt::RestoreTx& tx, uint8_t family, std::map<std::string, KernelTable>* out, std::string* what) {
   nft::PooledSocket lease;
   if (int e = lease.Open(what)) return e;

@@ -111,7 +111,7 @@ export class DesiredState {
 
   /**
    * Takes these sets' member deltas out of the dirty keys, for a backend to program them
-   * now (RulesBackend.membersBeside); the next takeDirty() no longer has them. Only for
+   * now (RulesBackend.applyMembersBeside); the next takeDirty() no longer has them. Only for
    * sets membersOnly() allowed before the changes were applied.
    */
   takeMemberDeltas(ids: Iterable<string>): Map<string, MemberDelta> {

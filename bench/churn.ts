@@ -239,8 +239,7 @@ async function inside(mode: string): Promise<Inside> {
   // Flushes whose members went beside an apply in flight, in the order they land.
   const besideWaiting: Array<{ from: number; to: number; how: MessagesTaken }> = [];
   const besideCommitMs: number[] = [];
-  let besideBatches = 0;
-  const taken: Record<string, number> = { now: 0, held: 0, beside: 0, split: 0, partly: 0 };
+  const taken: Record<MessagesTaken, number> = { now: 0, held: 0, beside: 0, split: 0, partly: 0 };
   let noEffect = 0;
   let latency = new Float64Array(0);
   let measured = 0;
@@ -280,7 +279,6 @@ async function inside(mode: string): Promise<Inside> {
         onMembersBeside: (r) => {
           const f = besideWaiting.shift();
           if (!f || !measuring) return;
-          besideBatches++;
           besideCommitMs.push(r.commitMs);
           if (f.how === 'partly') return;
           for (let b = f.from; b < f.to; b++)
@@ -335,7 +333,7 @@ async function inside(mode: string): Promise<Inside> {
       pendingFlush = undefined;
       const at = performance.now();
       const how = driver?.onMessages(msgs) ?? 'now';
-      if (measuring) taken[how] = (taken[how] ?? 0) + 1;
+      if (measuring) taken[how]++;
       if (!flush) return;
       // An endpoint change lands with its members (beside the apply in flight, or split
       // from a policy edit held for the next apply); measured at the apply when any member
@@ -467,7 +465,7 @@ async function inside(mode: string): Promise<Inside> {
     restoreMs: pcts(restoreMs),
     restoreReadMs: pcts(restoreReadMs),
     restoreCommitMs: pcts(restoreCommitMs),
-    besideBatches,
+    besideBatches: besideCommitMs.length,
     besideCommitMs: pcts(besideCommitMs),
     taken,
     flushMs: pcts(flushMs),

@@ -23,44 +23,40 @@ namespace {
 
 int Trampoline(const nlmsghdr* h, void* data) { return (*static_cast<DumpParse*>(data))(h); }
 
+// One request and every answer to it, up to the kernel's end of it (a dump's DONE, an
+// acknowledgement) or an error; each answer to `parse` when given.
+int Exchange(NlSocket& sock, uint16_t type, uint8_t family, uint16_t flags, const std::function<void(nlmsghdr*)>& build,
+             DumpParse* parse) {
+  static thread_local std::vector<char> buf(256 * 1024);
+  uint32_t seq = static_cast<uint32_t>(time(nullptr));
+  nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, flags, seq);
+  build(h);
+  if (mnl_socket_sendto(sock.get(), h, h->nlmsg_len) < 0) return errno;
+  for (;;) {
+    ssize_t n = RecvFromKernel(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), 0);
+    if (n < 0) return errno == EINTR ? EINTR : errno;
+    int r = mnl_cb_run(buf.data(), n, seq, sock.portid(), parse ? Trampoline : nullptr, parse);
+    if (r < 0) return errno;
+    if (r == MNL_CB_STOP) return 0;
+    // A reschedule between two parts of a dump: each part is read under rcu_read_lock,
+    // and this thread, always back in the kernel for the next, gave RCU no quiescent
+    // state for tens of ms. A commit beside the dump waits for a grace period: 20 members
+    // of a 250,000-element set took 55 ms at the median, 215-223 ms at worst; with this,
+    // 15 and 31-40 (docs/dataplane.md, "Refresh timers").
+    if (flags & NLM_F_DUMP) sched_yield();
+  }
+}
+
 }  // namespace
 
 int DumpRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build,
                 DumpParse parse) {
-  static thread_local std::vector<char> buf(256 * 1024);
-  uint32_t seq = static_cast<uint32_t>(time(nullptr));
-  nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_DUMP, seq);
-  build(h);
-  if (mnl_socket_sendto(sock.get(), h, h->nlmsg_len) < 0) return errno;
-  for (;;) {
-    ssize_t n = RecvFromKernel(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), 0);
-    if (n < 0) return errno == EINTR ? EINTR : errno;
-    int r = mnl_cb_run(buf.data(), n, seq, sock.portid(), Trampoline, &parse);
-    if (r < 0) return errno;
-    if (r == MNL_CB_STOP) return 0;
-    // A reschedule between two parts: each part is read under rcu_read_lock, and this
-    // thread, always back in the kernel for the next, gave RCU no quiescent state for
-    // tens of ms. A commit beside the dump waits for a grace period: 20 members of a
-    // 250,000-element set took 55 ms at the median, 215-223 ms at worst; with this, 15
-    // and 31-40 (docs/dataplane.md, "Refresh timers").
-    sched_yield();
-  }
+  return Exchange(sock, type, family, NLM_F_DUMP, build, &parse);
 }
 
+// The object, then the acknowledgement; or only an error.
 int GetRequest(NlSocket& sock, uint16_t type, uint8_t family, const std::function<void(nlmsghdr*)>& build) {
-  static thread_local std::vector<char> buf(64 * 1024);
-  uint32_t seq = static_cast<uint32_t>(time(nullptr));
-  nlmsghdr* h = nftnl_nlmsg_build_hdr(buf.data(), type, family, NLM_F_ACK, seq);
-  build(h);
-  if (mnl_socket_sendto(sock.get(), h, h->nlmsg_len) < 0) return errno;
-  // The object, then the acknowledgement; or only an error.
-  for (;;) {
-    ssize_t n = RecvFromKernel(mnl_socket_get_fd(sock.get()), buf.data(), buf.size(), 0);
-    if (n < 0) return errno == EINTR ? EINTR : errno;
-    int r = mnl_cb_run(buf.data(), n, seq, sock.portid(), nullptr, nullptr);
-    if (r < 0) return errno;
-    if (r == MNL_CB_STOP) return 0;
-  }
+  return Exchange(sock, type, family, NLM_F_ACK, build, nullptr);
 }
 
 namespace {

@@ -45,6 +45,10 @@ interface KernelSet extends SetMeta {
   members: Set<string>;
 }
 
+/** The kernel's set can become the wanted one in place, by members (same type and size). */
+const inPlace = (want: SetMeta, have: SetMeta | undefined): boolean =>
+  !!have && have.type === want.type && have.maxelem === want.maxelem;
+
 export interface IpsetApplyStats {
   created: number;
   rewritten: number;
@@ -143,8 +147,7 @@ export class IPSets {
    */
   deltaReady(name: string): boolean {
     const want = this.#desired.get(name);
-    const have = this.#kernel.get(name);
-    return !this.#resync && !!want && !!have && have.type === want.type && have.maxelem === want.maxelem;
+    return !this.#resync && !!want && inPlace(want, this.#kernel.get(name));
   }
 
   remove(name: string): void {
@@ -187,7 +190,7 @@ export class IPSets {
       const want = this.#desired.get(name);
       const delta = deltas.get(name);
       const have = this.#kernel.get(name);
-      if (want && delta && have && have.type === want.type && have.maxelem === want.maxelem) {
+      if (want && delta && have && inPlace(want, have)) {
         sent.set(name, this.#planDelta(name, want, have, delta, ops, stats));
       } else if (want) yield* this.#plan(name, want, ops, stats);
       // And between sets: a thousand small sets are as many members as one big one.
@@ -277,7 +280,7 @@ export class IPSets {
   *#plan(name: string, want: KernelSet, ops: IpsetOp[], stats: IpsetApplyStats): Steps {
     const have = this.#kernel.get(name);
     const base = { type: want.type, family: this.family } as const;
-    if (!have || have.type !== want.type || have.maxelem !== want.maxelem) {
+    if (!have || !inPlace(want, have)) {
       if (!have || have.type !== want.type) {
         if (have) ops.push({ op: 'destroy', name });
         ops.push(

@@ -17,9 +17,10 @@ import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
 import { type NftDump, type NftDumpScope, nftAttr, nftCommit, nftDump, nftGetElems } from '../../src/native/nft.js';
-import { Harness, profile, randomChange, tier, wep } from '../helpers/calc-fixtures.js';
+import { Harness, profile, randomChange, tier } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
 import { Rng } from '../helpers/rng.js';
+import { sharedChainsConfig, sharedChainSteps } from '../helpers/shared-chains.js';
 
 function comparable(d: DesiredFamily) {
   return {
@@ -76,27 +77,14 @@ describe('nft backend: incremental desired state', () => {
 
 describe('nft backend: chains all workloads share', () => {
   it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then', () => {
-    const cfg = { ...config(), WorkloadSourceSpoofing: 'Any', FloatingIPs: 'Enabled' } as ReturnType<typeof config>;
+    const cfg = sharedChainsConfig();
     const h = new Harness().put(profile('kns.prod', {}));
     const state = new DesiredState();
     state.apply(h.flush());
     state.takeDirty();
     const b = new NftDesiredBuilder(cfg, 4);
     b.rebuild(state);
-    const spoofer = (prefixes: string[]) =>
-      wep('spoof', 'node1', '10.65.0.2', {}, { allowSpoofedSourcePrefixes: prefixes });
-    const natted = (ext: string) =>
-      wep('nat', 'node1', '10.65.0.3', {}, { ipNATs: [{ internalIP: '10.65.0.3', externalIP: ext }] });
-    const steps: Array<[string, () => void, boolean]> = [
-      ['a workload with spoofed prefixes', () => h.put(spoofer(['192.0.2.0/24'])), true],
-      ['a plain workload', () => h.put(wep('plain', 'node1', '10.65.0.4', {})), false],
-      ['a floating IP', () => h.put(natted('198.51.100.7')), true],
-      ['the plain workload relabelled', () => h.put(wep('plain', 'node1', '10.65.0.4', { x: 'y' })), false],
-      ['the prefixes dropped', () => h.put(spoofer([])), true],
-      ['that workload, now plain, relabelled', () => h.put(wep('spoof', 'node1', '10.65.0.2', { x: 'z' })), false],
-      ['the floating IP moved', () => h.put(natted('198.51.100.8')), true],
-      ['the workload with it deleted', () => h.del(natted('198.51.100.8')), true],
-    ];
+    const steps = sharedChainSteps(h);
     for (const [what, change, rendered] of steps) {
       change();
       state.apply(h.flush());

@@ -3,32 +3,16 @@
 // policy, an endpoint, an IP set...) are rendered and hashed again, and only the chains
 // they touched are compared with the kernel. A dispatch chain (a verdict map, rendered as
 // Felix's dispatch tree) is re-rendered with its children when one of its entries changes.
-import { type Dirty, DirtyKeys, type DesiredState, type MemberDelta } from '../../desired-state.js';
+import type { DesiredState, MemberDelta } from '../../desired-state.js';
 import { emptyDelta, gained, lost } from '../../member-delta.js';
 import { drain, type Steps } from '../../slicer.js';
-import { hostEndpointsFragment, resolveHostEndpoints } from '../../render/host-endpoints.js';
 import type { Family, IPSet, Rule, TableName, Verdict, VerdictMap } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
 import { ipSetName } from '../../render/names.js';
-import type { RenderContext } from '../../render/policy.js';
-import {
-  contextOf,
-  familyMembers,
-  floatingIpFragment,
-  type Fragment,
-  overlayFragment,
-  overlaySets,
-  ipSetOf,
-  policyFragment,
-  poolSets,
-  profileFragment,
-  type RenderConfig,
-  rpfSkipFragment,
-  staticRuleset,
-  workloadFragment,
-} from '../../render/ruleset.js';
+import { familyMembers, type Fragment, ipSetOf, type RenderConfig, staticRuleset } from '../../render/ruleset.js';
 import type { Desired } from './state.js';
 import { ChainRefs } from '../chain-refs.js';
+import { DesiredBuilder } from '../desired-builder.js';
 import { iptablesChainLines, iptablesRuleLines } from './text.js';
 
 /** Chains to compare at the next apply, per table; undefined: every chain and hook. */
@@ -46,13 +30,10 @@ const unkey = (k: string): [TableName, string] => {
   return [k.slice(0, space) as TableName, k.slice(space + 1)];
 };
 
-export class IptablesDesiredBuilder {
-  readonly family: Family;
+export class IptablesDesiredBuilder extends DesiredBuilder {
   readonly desired: Desired = { chains: new Map(), hooks: new Map() };
   /** IP sets the rules use, by kernel name. */
   readonly sets = new Map<string, IPSet>();
-  readonly #config: RenderConfig;
-  readonly #ctx: RenderContext;
   readonly #rules = new Map<TableName, Map<string, Rule[]>>();
   readonly #maps = new Map<TableName, Map<string, VerdictMap>>();
   /** Verdict map -> the chains that expand it. */
@@ -74,18 +55,10 @@ export class IptablesDesiredBuilder {
   readonly #memberDeltas = new Map<string, MemberDelta>();
 
   constructor(config: RenderConfig, family: Family) {
-    this.family = family;
-    this.#config = config;
-    this.#ctx = contextOf(config, family, 'iptables');
+    super(config, family, 'iptables');
   }
 
-  /** Everything from scratch (start, resync): the next apply compares all of it. */
-  rebuild(state: DesiredState): void {
-    drain(this.rebuildSteps(state));
-  }
-
-  /** rebuild() in steps, one per source, for a Slicer. */
-  *rebuildSteps(state: DesiredState): Steps {
+  protected reset(): void {
     for (const name of this.sets.keys()) this.#removedSets.add(name);
     this.sets.clear();
     this.#memberDeltas.clear();
@@ -99,7 +72,7 @@ export class IptablesDesiredBuilder {
     this.desired.hooks.clear();
     this.#dirty = undefined;
     this.#dirtySets = undefined;
-    const rs = staticRuleset(this.#config, this.#ctx);
+    const rs = staticRuleset(this.config, this.ctx);
     for (const table of TABLES) {
       this.#rules.set(table, new Map());
       this.#maps.set(table, new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m])));
@@ -115,54 +88,21 @@ export class IptablesDesiredBuilder {
       this.desired.hooks.set(table, hooks);
       for (const c of rs.tables[table].values()) this.#setChain(table, c.name, c.rules);
     }
-    for (const id of state.ipsets.keys()) {
-      this.#ipset(state, id);
-      yield;
-    }
-    this.#pools(state);
-    this.#overlay(state);
-    for (const k of state.policies.keys()) {
-      this.#policy(state, k);
-      yield;
-    }
-    for (const k of state.profiles.keys()) {
-      this.#profile(state, k);
-      yield;
-    }
-    for (const k of state.weps.keys()) {
-      this.#wep(state, k);
-      yield;
-    }
-    this.#perWorkload(state);
-    this.#heps(state);
+  }
+
+  protected override rebuilt(): void {
     for (const name of this.sets.keys()) this.#removedSets.delete(name);
   }
 
-  /** Applies one batch of changed keys (DesiredState.takeDirty()). */
-  update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {
-    const deltas = dirty instanceof DirtyKeys ? dirty.memberDeltas : undefined;
-    for (const id of dirty.get('ipset') ?? []) {
-      const delta = deltas?.get(id);
-      if (!delta || !this.#memberDelta(state, id, delta)) this.#ipset(state, id);
-    }
-    if (dirty.has('pool')) this.#pools(state);
-    if (dirty.has('overlay')) this.#overlay(state);
-    for (const k of dirty.get('policy') ?? []) this.#policy(state, k);
-    for (const k of dirty.get('profile') ?? []) this.#profile(state, k);
-    for (const k of dirty.get('wep') ?? []) this.#wep(state, k);
-    if (dirty.has('hep')) this.#heps(state);
-    if (dirty.has('wep')) this.#perWorkload(state);
+  /** The next render() asks for a whole comparison (after a read-back), rendering only what changed. */
+  compareAll(): void {
+    this.#compareAll = true;
   }
 
   /**
    * Renders the chains changed since the last call into `desired` and says which chains
    * (undefined: all) the next plan must compare.
    */
-  /** The next render() asks for a whole comparison (after a read-back), rendering only what changed. */
-  compareAll(): void {
-    this.#compareAll = true;
-  }
-
   render(): ChainScope {
     return drain(this.renderSteps());
   }
@@ -224,7 +164,7 @@ export class IptablesDesiredBuilder {
 
   // A set that only gained and lost members, already created whole and not waiting to be:
   // its members go as a delta (false: render it whole instead).
-  #memberDelta(state: DesiredState, id: string, delta: MemberDelta): boolean {
+  protected memberDelta(state: DesiredState, id: string, delta: MemberDelta): boolean {
     const name = ipSetName(this.family, id);
     const set = this.sets.get(name);
     const s = state.ipsets.get(id);
@@ -260,7 +200,7 @@ export class IptablesDesiredBuilder {
     this.#dirty.set(table, s);
   }
 
-  #setSet(set: IPSet | undefined, name: string): void {
+  protected putSet(name: string, set: IPSet | undefined): void {
     // Rendered whole: members it changed by before are in the whole.
     this.#memberDeltas.delete(name);
     if (set) {
@@ -270,49 +210,10 @@ export class IptablesDesiredBuilder {
     this.#dirtySets?.add(name);
   }
 
-  #ipset(state: DesiredState, id: string): void {
+  protected *ipsetSteps(state: DesiredState, id: string): Steps {
     const s = state.ipsets.get(id);
-    this.#setSet(s && ipSetOf(id, s, this.family), ipSetName(this.family, id));
-  }
-
-  #pools(state: DesiredState): void {
-    for (const set of poolSets(state.pools.values(), this.family)) this.#setSet(set, set.name);
-  }
-
-  // cali-INPUT/cali-OUTPUT, all-vxlan-net and all-hosts-net follow which overlays are on, the VTEPs and the nodes.
-  #overlay(state: DesiredState): void {
-    for (const { name, set } of overlaySets(state, this.#config, this.family)) this.#setSet(set, name);
-    this.#replace('overlay', overlayFragment(state, this.#config, this.#ctx));
-  }
-
-  #policy(state: DesiredState, k: string): void {
-    const p = state.policies.get(k);
-    this.#replace(`policy:${k}`, p && policyFragment(p.name, p.tier, p.policy, this.#ctx));
-  }
-  #profile(state: DesiredState, k: string): void {
-    const p = state.profiles.get(k);
-    this.#replace(`profile:${k}`, p && profileFragment(k, p, this.#ctx));
-  }
-  #wep(state: DesiredState, k: string): void {
-    const ep = state.weps.get(k);
-    this.#replace(`wep:${k}`, ep && workloadFragment(ep, this.#ctx, state.policySelector));
-  }
-  // Per-workload rules gathered in shared chains: re-rendered whole when any workload changes.
-  #perWorkload(state: DesiredState): void {
-    this.#replace('rpf-skip', rpfSkipFragment(state.weps.values(), this.#ctx));
-    this.#replace('fip', floatingIpFragment(state.weps.values(), this.#ctx));
-  }
-  #heps(state: DesiredState): void {
-    this.#replace(
-      'heps',
-      hostEndpointsFragment(
-        state.heps,
-        resolveHostEndpoints(state.heps, state.hostIfaces),
-        this.#ctx,
-        this.#config.InterfacePrefix,
-        state.policySelector,
-      ),
-    );
+    this.putSet(ipSetName(this.family, id), s && ipSetOf(id, s, this.family));
+    yield;
   }
 
   #setChain(table: TableName, name: string, rules: Rule[] | undefined): void {
@@ -339,7 +240,7 @@ export class IptablesDesiredBuilder {
     for (const chain of this.#mapUsers.get(key(table, map)) ?? []) this.#markChain(table, chain);
   }
 
-  #replace(owner: string, f: Fragment | undefined): void {
+  protected replace(owner: string, f: Fragment | undefined): void {
     const old = this.#owned.get(owner);
     this.#owned.delete(owner);
     for (const [table, map, iface] of old?.entries ?? []) this.#setEntry(table, map, iface, undefined);

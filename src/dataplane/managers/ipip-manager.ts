@@ -12,9 +12,9 @@ import type { Logger } from '../../log.js';
 import { addrChange, addrDump, type Link, linkAddIpip, linkGet } from '../../native/rtnl.js';
 import type { RouteUpdate, ToDataplane } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
-import type { Manager } from './manager.js';
 import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
-import { OverlayRoutes, type RouteSpec } from './overlay-routes.js';
+import { OverlayManager } from './overlay-manager.js';
+import type { RouteSpec } from './overlay-routes.js';
 
 export const IPIP_DEVICE = 'tunl0';
 /** The IPv4 header IPIP adds. */
@@ -35,102 +35,72 @@ export interface IpipConfig {
   routeProtocol?: number | undefined;
 }
 
-export class IpipManager implements Manager {
+export class IpipManager extends OverlayManager {
   readonly name = 'ipip';
   readonly #cfg: IpipConfig;
-  readonly #ifaces: InterfaceTable;
-  readonly #log: Logger;
-  readonly #routes: OverlayRoutes;
   /** Node name -> its IPv4 address (HostMetadataUpdate). */
   readonly #hosts = new Map<string, string>();
-  #reported = '';
-  #dirty = true;
-  #parentName: string | undefined;
 
   constructor(cfg: IpipConfig, ifaces: InterfaceTable, log: Logger) {
+    const idle = { devices: 0, routes: 0 };
+    super(
+      { device: IPIP_DEVICE, type: 'IPIP', enabled: cfg.enabled, routeProtocol: cfg.routeProtocol, idle },
+      ifaces,
+      log,
+    );
     this.#cfg = cfg;
-    this.#ifaces = ifaces;
-    this.#log = log;
-    this.#routes = new OverlayRoutes('IPIP', 'IPIP', cfg.routeProtocol);
   }
 
-  markResync(): void {
-    this.#dirty = true;
-  }
-
-  onInterfaces(changed: ReadonlySet<string>): void {
-    if (changed.has(IPIP_DEVICE) || this.#parentName === undefined || changed.has(this.#parentName)) this.#dirty = true;
-  }
-
-  onUpdate(msg: ToDataplane): void {
-    if (this.#routes.onUpdate(msg)) this.#dirty = true;
+  protected onOverlayUpdate(msg: ToDataplane): boolean {
     if (msg.type === 'HostMetadataUpdate') {
       if (msg.ipv4Addr) this.#hosts.set(msg.hostname, msg.ipv4Addr);
       else this.#hosts.delete(msg.hostname);
-      this.#dirty = true;
-    } else if (msg.type === 'HostMetadataRemove') {
+      return true;
+    }
+    if (msg.type === 'HostMetadataRemove') {
       this.#hosts.delete(msg.hostname);
-      this.#dirty = true;
+      return true;
     }
+    return false;
   }
 
-  get enabled(): boolean {
-    return this.#cfg.enabled ?? this.#routes.anyPool;
-  }
-
-  async apply(): Promise<Record<string, number>> {
-    if (!this.#dirty) return { devices: 0, routes: 0 };
-    this.#dirty = false;
-    try {
-      return await this.#apply();
-    } catch (e) {
-      this.#dirty = true;
-      throw e;
-    }
-  }
-
-  async #apply(): Promise<Record<string, number>> {
+  protected async applyOverlay(): Promise<Record<string, number>> {
     const existing = await linkGet(IPIP_DEVICE);
     if (existing && existing.kind !== '' && existing.kind !== 'ipip') {
-      this.#say(`IPIP: ${IPIP_DEVICE} exists but is a ${existing.kind} device, not IPIP; leaving it alone`);
-      return { devices: 0, routes: 0 };
+      this.say(`IPIP: ${IPIP_DEVICE} exists but is a ${existing.kind} device, not IPIP; leaving it alone`);
+      return this.idle();
     }
     if (!this.enabled) {
       // As Felix's cleanUpIPIPAddrs: tunl0 is the module's own device and stays, bare.
-      const routes = await this.#routes.sync(existing?.index, undefined, []);
+      const routes = await this.routes.sync(existing?.index, undefined, []);
       if (existing)
         for (const a of (await addrDump(existing.index)).filter((x) => !x.includes(':')))
           await addrChange(false, existing.index, a);
       return { devices: 0, routes };
     }
     const ownAddr = this.#hosts.get(this.#cfg.hostname);
-    const parent = ownAddr ? interfaceHolding(this.#ifaces, ownAddr) : undefined;
+    const parent = ownAddr ? interfaceHolding(this.ifaces, ownAddr) : undefined;
     if (!parent) {
-      this.#say(
+      this.say(
         ownAddr
           ? `IPIP: no interface holds this node's address ${ownAddr}`
           : "IPIP: waiting for this node's address (its Node needs bgp.ipv4Address)",
       );
-      return { devices: 0, routes: 0 };
+      return this.idle();
     }
-    this.#parentName = parent.name;
+    this.parentName = parent.name;
     const device = await this.#ensureDevice(existing, parent.name);
-    if (!device) return { devices: 0, routes: 0 };
-    this.#reported = '';
+    if (!device) return this.idle();
+    // Without a tunnel address (said above) the device works for nothing: not cleared.
+    if (this.#cfg.tunnelAddr) this.clearSaid();
     const routes = this.#cfg.programRoutes
-      ? await this.#routes.sync(
+      ? await this.routes.sync(
           device.index,
           parent.index,
-          this.#routes.desired(parent.index, (r) => this.#tunnelRoute(device.index, r)),
+          this.routes.desired(parent.index, (r) => this.#tunnelRoute(device.index, r)),
         )
       : 0;
     return { devices: device === existing ? 0 : 1, routes };
-  }
-
-  #say(message: string): void {
-    if (this.#reported === message) return;
-    this.#reported = message;
-    this.#log.warn(message);
   }
 
   async #ensureDevice(existing: Link | undefined, parentName: string): Promise<Link | undefined> {
@@ -141,16 +111,16 @@ export class IpipManager implements Manager {
         link = await linkAddIpip(IPIP_DEVICE, mtu);
       } catch (e) {
         if ((e as { errno?: number }).errno !== EOPNOTSUPP) throw e;
-        this.#say(
+        this.say(
           `IPIP: this kernel has no ipip module (CONFIG_NET_IPIP), so ${IPIP_DEVICE} cannot be made: traffic to IPIP pools' remote blocks is not routed`,
         );
         return undefined;
       }
-      this.#log.info({ device: IPIP_DEVICE, mtu }, 'created the IPIP device');
+      this.log.info({ device: IPIP_DEVICE, mtu }, 'created the IPIP device');
     }
     const addr = this.#cfg.tunnelAddr ? `${this.#cfg.tunnelAddr}/32` : '';
     if (!addr)
-      this.#say("IPIP: no IpInIpTunnelAddr for this node yet (calico-node sets the Node's bgp.ipv4IPIPTunnelAddr)");
+      this.say("IPIP: no IpInIpTunnelAddr for this node yet (calico-node sets the Node's bgp.ipv4IPIPTunnelAddr)");
     await settleDevice(link, mtu, addr);
     return link;
   }

@@ -21,9 +21,9 @@ import {
 } from '../../native/rtnl.js';
 import { RouteType, type RouteUpdate, type ToDataplane, type VXLANTunnelEndpoint } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
-import type { Manager } from './manager.js';
 import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
-import { isType, OverlayRoutes, type RouteSpec } from './overlay-routes.js';
+import { OverlayManager } from './overlay-manager.js';
+import { isType, type RouteSpec } from './overlay-routes.js';
 
 export const VXLAN_DEVICE = 'vxlan.calico';
 /** Felix's allowance for the VXLAN header when the MTU is derived from the underlay's. */
@@ -41,91 +41,57 @@ export interface VxlanConfig {
   routeProtocol?: number | undefined;
 }
 
-export class VxlanManager implements Manager {
+export class VxlanManager extends OverlayManager {
   readonly name = 'vxlan';
   readonly #cfg: VxlanConfig;
-  readonly #ifaces: InterfaceTable;
-  readonly #log: Logger;
   readonly #vteps = new Map<string, VXLANTunnelEndpoint>();
-  readonly #routes: OverlayRoutes;
-  #reported = '';
-  /** Something changed (or a resync is due): the next apply reads the kernel back. */
-  #dirty = true;
-  #parentName: string | undefined;
 
   constructor(cfg: VxlanConfig, ifaces: InterfaceTable, log: Logger) {
+    const idle = { devices: 0, routes: 0, neighbours: 0 };
+    super(
+      { device: VXLAN_DEVICE, type: 'VXLAN', enabled: cfg.enabled, routeProtocol: cfg.routeProtocol, idle },
+      ifaces,
+      log,
+    );
     this.#cfg = cfg;
-    this.#ifaces = ifaces;
-    this.#log = log;
-    this.#routes = new OverlayRoutes('VXLAN', 'VXLAN', cfg.routeProtocol);
   }
 
-  markResync(): void {
-    this.#dirty = true;
-  }
-
-  onInterfaces(changed: ReadonlySet<string>): void {
-    // The device or the underlay came, went or changed address (workload interfaces do not matter here).
-    if (changed.has(VXLAN_DEVICE) || this.#parentName === undefined || changed.has(this.#parentName))
-      this.#dirty = true;
-  }
-
-  onUpdate(msg: ToDataplane): void {
-    if (this.#routes.onUpdate(msg)) this.#dirty = true;
+  protected onOverlayUpdate(msg: ToDataplane): boolean {
     if (msg.type === 'VXLANTunnelEndpointUpdate') {
       this.#vteps.set(msg.vtep.node, msg.vtep);
-      this.#dirty = true;
-    } else if (msg.type === 'VXLANTunnelEndpointRemove') {
+      return true;
+    }
+    if (msg.type === 'VXLANTunnelEndpointRemove') {
       this.#vteps.delete(msg.node);
-      this.#dirty = true;
+      return true;
     }
+    return false;
   }
 
-  get enabled(): boolean {
-    return this.#cfg.enabled ?? this.#routes.anyPool;
-  }
-
-  async apply(): Promise<Record<string, number>> {
-    if (!this.#dirty) return { devices: 0, routes: 0, neighbours: 0 };
-    this.#dirty = false;
-    try {
-      return await this.#apply();
-    } catch (e) {
-      this.#dirty = true;
-      throw e;
-    }
-  }
-
-  async #apply(): Promise<Record<string, number>> {
+  protected async applyOverlay(): Promise<Record<string, number>> {
     const existing = await linkGet(VXLAN_DEVICE);
     if (!this.enabled) {
       // As Felix: no VXLAN pool, no device (and its routes go with it).
-      const removed = await this.#routes.sync(undefined, undefined, []);
+      const removed = await this.routes.sync(undefined, undefined, []);
       if (existing) await linkDelete(existing.index);
       return { devices: existing ? -1 : 0, routes: removed, neighbours: 0 };
     }
     const local = this.#vteps.get(this.#cfg.hostname);
-    const parent = local && interfaceHolding(this.#ifaces, local.parentDeviceIp);
+    const parent = local && interfaceHolding(this.ifaces, local.parentDeviceIp);
     if (!local || !parent) {
-      this.#say(
+      this.say(
         !local
           ? "VXLAN: waiting for this node's VTEP (its Node needs bgp.ipv4Address and ipv4VXLANTunnelAddr)"
           : `VXLAN: no interface holds this node's address ${local.parentDeviceIp}`,
       );
-      return { devices: 0, routes: 0, neighbours: 0 };
+      return this.idle();
     }
-    this.#reported = '';
-    this.#parentName = parent.name;
+    this.clearSaid();
+    this.parentName = parent.name;
     const device = await this.#ensureDevice(existing, local, parent.index, parent.name);
     const neighbours = await this.#syncNeighbours(device.index);
     const routes = await this.#syncRoutes(device.index, parent.index);
     return { devices: device === existing ? 0 : 1, routes, neighbours };
-  }
-
-  #say(message: string): void {
-    if (this.#reported === message) return;
-    this.#reported = message;
-    this.#log.warn(message);
   }
 
   // ---- the device ----
@@ -151,13 +117,13 @@ export class VxlanManager implements Manager {
         ? `kind ${link.kind}`
         : Object.entries(want).find(([k, v]) => (link as unknown as Record<string, unknown>)[k] !== v)?.[0]);
     if (link && mismatch) {
-      this.#log.info({ device: VXLAN_DEVICE, differs: mismatch }, 'VXLAN device is not as configured; recreating it');
+      this.log.info({ device: VXLAN_DEVICE, differs: mismatch }, 'VXLAN device is not as configured; recreating it');
       await linkDelete(link.index);
       link = undefined;
     }
     if (!link) {
       link = await linkAddVxlan({ name: VXLAN_DEVICE, ...want, mtu });
-      this.#log.info(
+      this.log.info(
         {
           device: VXLAN_DEVICE,
           vni: want.vni,
@@ -222,10 +188,10 @@ export class VxlanManager implements Manager {
   }
 
   async #syncRoutes(vxlanIndex: number, parentIndex: number): Promise<number> {
-    return this.#routes.sync(
+    return this.routes.sync(
       vxlanIndex,
       parentIndex,
-      this.#routes.desired(parentIndex, (r) => this.#tunnelRoute(vxlanIndex, r)),
+      this.routes.desired(parentIndex, (r) => this.#tunnelRoute(vxlanIndex, r)),
     );
   }
 }

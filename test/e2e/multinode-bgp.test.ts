@@ -11,33 +11,32 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
-import type { Workload } from '../helpers/lab.js';
-import { cleanEnv } from '../helpers/lab-agent.js';
+import { BIN, cleanEnv } from '../helpers/lab-agent.js';
 import { type LabNode, MultiNodeLab } from '../helpers/multinode.js';
+import {
+  type Member as ClusterMember,
+  newPodReachableMs,
+  putAllowProfile,
+  putWorkload,
+  routeTo,
+  tcp,
+  V3_PREFIX,
+  v3,
+} from '../helpers/multinode-cluster.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
-const PREFIX = '/calico/resources/v3/projectcalico.org';
 const birdMissing = spawnSync('bird', ['--version']).error
   ? 'bird (Debian package bird, BIRD 1.6) not installed (npm test installs it)'
   : false;
 const skip =
   ROOT_SKIP || (etcdAvailable() ? birdMissing : 'etcd-server/etcd-client not installed (npm test installs them)');
 
-const res = (kind: string, name: string, spec: unknown, meta: Record<string, unknown> = {}) =>
-  JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind, metadata: { name, ...meta }, spec });
-
-interface Member {
-  node: LabNode;
-  index: number;
-  pod: Workload;
-  agent: ChildProcess;
+interface Member extends ClusterMember {
+  /** palisade bgp, and its BIRD's configuration directory and control socket. */
   bgp: ChildProcess;
   dir: string;
-  log: string;
   bgpLog: string;
 }
 
@@ -50,7 +49,7 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
   const members: Member[] = [];
   const block = (i: number) => `10.67.${i}.0/26`;
   const putNode = (m: { node: LabNode }) =>
-    etcd.put(`${PREFIX}/nodes/${m.node.name}`, res('Node', m.node.name, { bgp: { ipv4Address: `${m.node.ip}/24` } }));
+    etcd.put(`${V3_PREFIX}/nodes/${m.node.name}`, v3('Node', m.node.name, { bgp: { ipv4Address: `${m.node.ip}/24` } }));
   const putBlock = (i: number, node: string) => {
     etcd.put(
       `/calico/ipam/v2/assignment/ipv4/block/10.67.${i}.0-26`,
@@ -72,28 +71,7 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
     etcd.del(`/calico/ipam/v2/assignment/ipv4/block/10.67.${i}.0-26`);
     etcd.del(`/calico/ipam/v2/host/${node}/ipv4/block/10.67.${i}.0-26`);
   };
-  const putWep = (m: Member, pod: Workload, app: string) =>
-    etcd.put(
-      `${PREFIX}/workloadendpoints/e2e/${m.node.name}-k8s-${pod.name}-eth0`,
-      res(
-        'WorkloadEndpoint',
-        `${m.node.name}-k8s-${pod.name}-eth0`,
-        {
-          node: m.node.name,
-          orchestrator: 'k8s',
-          pod: pod.name,
-          endpoint: 'eth0',
-          interfaceName: pod.iface,
-          mac: pod.mac,
-          ipNetworks: [`${pod.ip}/32`],
-          profiles: ['kns.e2e'],
-        },
-        { namespace: 'e2e', labels: { app } },
-      ),
-    );
-  const tcp = (from: Member, to: Member, port = 8080, ms = 700) => from.node.lab.tcp(from.pod, to.pod.ip, port, ms);
   const until = (f: () => boolean, ms = 20_000) => (members[0] as Member).node.lab.until(f, ms, 100);
-  const routeTo = (m: Member, dst: string) => m.node.lab.sh(m.node.lab.host, 'ip', ['route', 'show', dst]).trim();
   const birdc = (m: Member, ...args: string[]) =>
     spawnSync('ip', ['netns', 'exec', m.node.lab.host, 'birdc', '-s', join(m.dir, 'bird.ctl'), ...args], {
       encoding: 'utf8',
@@ -110,7 +88,7 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
     const m = { node, index, pod, dir, log: '', bgpLog: '' } as Member;
     putNode(m);
     putBlock(index, name);
-    putWep(m, pod, app);
+    putWorkload(etcd, m, pod, app);
     const env = {
       ...cleanEnv,
       FELIX_DATASTORETYPE: 'etcdv3',
@@ -136,17 +114,14 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
     mn = new MultiNodeLab();
     etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
     await etcd.start();
+    putAllowProfile(etcd);
     etcd.put(
-      `${PREFIX}/profiles/kns.e2e`,
-      res('Profile', 'kns.e2e', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
+      `${V3_PREFIX}/ippools/pool1`,
+      v3('IPPool', 'pool1', { cidr: '10.67.0.0/16', vxlanMode: 'Never', ipipMode: 'Never', natOutgoing: false }),
     );
     etcd.put(
-      `${PREFIX}/ippools/pool1`,
-      res('IPPool', 'pool1', { cidr: '10.67.0.0/16', vxlanMode: 'Never', ipipMode: 'Never', natOutgoing: false }),
-    );
-    etcd.put(
-      `${PREFIX}/bgpconfigurations/default`,
-      res('BGPConfiguration', 'default', { asNumber: 64512, nodeToNodeMeshEnabled: true, logSeverityScreen: 'Info' }),
+      `${V3_PREFIX}/bgpconfigurations/default`,
+      v3('BGPConfiguration', 'default', { asNumber: 64512, nodeToNodeMeshEnabled: true, logSeverityScreen: 'Info' }),
     );
     await join_('node1', '10.99.0.11', 'api');
     await join_('node2', '10.99.0.12', 'db');
@@ -194,8 +169,8 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
 
   it("a policy on node2 admits node1's pod only on 5432 (remote pod in the rule's IP set)", async () => {
     etcd.put(
-      `${PREFIX}/networkpolicies/e2e/db`,
-      res(
+      `${V3_PREFIX}/networkpolicies/e2e/db`,
+      v3(
         'NetworkPolicy',
         'db',
         {
@@ -209,19 +184,13 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
     );
     assert.ok((await until(() => !tcp(n1(), n2(), 8080, 300))) >= 0, 'the policy never reached node2');
     assert.equal(tcp(n1(), n2(), 5432), true);
-    etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
+    etcd.del(`${V3_PREFIX}/networkpolicies/e2e/db`);
     assert.ok((await until(() => tcp(n1(), n2(), 8080))) >= 0, 'the deletion never reached node2');
   });
 
   it('a new pod on node2 is reachable from node1 soon after its endpoint is written (measured)', async () => {
-    const m2 = n2();
-    const late = m2.node.lab.addWorkload('late', '10.67.2.11', 2);
-    await m2.node.lab.listen(late, [8080]);
-    const t0 = Date.now();
-    putWep(m2, late, 'late');
-    const ms = await n1().node.lab.until(() => n1().node.lab.tcp(n1().pod, late.ip, 8080, 300), 15_000, 5);
-    assert.ok(ms >= 0, 'never reachable');
-    console.error(`# BGP: endpoint written on node2 -> first packet from node1's pod: ${Date.now() - t0} ms`);
+    const ms = await newPodReachableMs(etcd, n1(), n2(), '10.67.2.11');
+    console.error(`# BGP: endpoint written on node2 -> first packet from node1's pod: ${ms} ms`);
   });
 
   it('a new node joins: the mesh grows to it and its pods are reachable', async () => {
@@ -263,7 +232,7 @@ describe('e2e: pods across nodes over BGP (palisade bgp + BIRD 1.6, no encapsula
 
   it('a node removed (Node and block deleted) leaves the mesh and its routes go', async () => {
     const m3 = n3();
-    etcd.del(`${PREFIX}/nodes/node3`);
+    etcd.del(`${V3_PREFIX}/nodes/node3`);
     delBlock(3, 'node3');
     assert.ok(
       (await until(

@@ -6,30 +6,25 @@
 // cut and restored. Also measured: a new pod's endpoint written on one node to the first
 // packet reaching it from another.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
-import type { Workload } from '../helpers/lab.js';
-import { cleanEnv } from '../helpers/lab-agent.js';
+import { BIN, cleanEnv } from '../helpers/lab-agent.js';
 import { type LabNode, MultiNodeLab } from '../helpers/multinode.js';
+import {
+  type Member,
+  newPodReachableMs,
+  putAllowProfile,
+  putWorkload,
+  routeTo,
+  tcp,
+  V3_PREFIX,
+  v3,
+} from '../helpers/multinode-cluster.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
-const PREFIX = '/calico/resources/v3/projectcalico.org';
 const skip = ROOT_SKIP || (etcdAvailable() ? false : 'etcd-server/etcd-client not installed (npm test installs them)');
-
-const res = (kind: string, name: string, spec: unknown, meta: Record<string, unknown> = {}) =>
-  JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind, metadata: { name, ...meta }, spec });
-
-interface Member {
-  node: LabNode;
-  index: number;
-  pod: Workload;
-  agent: ChildProcess;
-  log: string;
-}
 
 // The overlay does not depend on the rules backend, but the policy test does: both modes.
 const MODES: Array<[string, NodeJS.ProcessEnv]> = [
@@ -44,13 +39,13 @@ for (const [mode, modeEnv] of MODES)
     const members: Member[] = [];
     const pool = (vxlanMode: string) =>
       etcd.put(
-        `${PREFIX}/ippools/pool1`,
-        res('IPPool', 'pool1', { cidr: '10.66.0.0/16', vxlanMode, ipipMode: 'Never', natOutgoing: false }),
+        `${V3_PREFIX}/ippools/pool1`,
+        v3('IPPool', 'pool1', { cidr: '10.66.0.0/16', vxlanMode, ipipMode: 'Never', natOutgoing: false }),
       );
     const putNode = (m: { node: LabNode; index: number }) =>
       etcd.put(
-        `${PREFIX}/nodes/${m.node.name}`,
-        res('Node', m.node.name, {
+        `${V3_PREFIX}/nodes/${m.node.name}`,
+        v3('Node', m.node.name, {
           bgp: { ipv4Address: `${m.node.ip}/24` },
           ipv4VXLANTunnelAddr: `10.66.${m.index}.1`,
         }),
@@ -70,37 +65,13 @@ for (const [mode, modeEnv] of MODES)
           deleted: false,
         }),
       );
-    const putWep = (m: Member, pod: Workload, app: string) =>
-      etcd.put(
-        `${PREFIX}/workloadendpoints/e2e/${m.node.name}-k8s-${pod.name}-eth0`,
-        res(
-          'WorkloadEndpoint',
-          `${m.node.name}-k8s-${pod.name}-eth0`,
-          {
-            node: m.node.name,
-            orchestrator: 'k8s',
-            pod: pod.name,
-            endpoint: 'eth0',
-            interfaceName: pod.iface,
-            mac: pod.mac,
-            ipNetworks: [`${pod.ip}/32`],
-            profiles: ['kns.e2e'],
-          },
-          { namespace: 'e2e', labels: { app } },
-        ),
-      );
-    const tcp = (from: Member, to: Member, port = 8080, ms = 700) => from.node.lab.tcp(from.pod, to.pod.ip, port, ms);
     const until = (f: () => boolean, ms = 15_000) => (members[0] as Member).node.lab.until(f, ms, 100);
-    const routeTo = (m: Member, dst: string) => m.node.lab.sh(m.node.lab.host, 'ip', ['route', 'show', dst]).trim();
 
     before(async () => {
       mn = new MultiNodeLab();
       etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
       await etcd.start();
-      etcd.put(
-        `${PREFIX}/profiles/kns.e2e`,
-        res('Profile', 'kns.e2e', { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] }),
-      );
+      putAllowProfile(etcd);
       pool('Always');
       const specs = [
         ['node1', '10.99.0.11', 'api'],
@@ -115,7 +86,7 @@ for (const [mode, modeEnv] of MODES)
         const m = { node, index, pod } as Member;
         putNode(m);
         putBlock(index, name);
-        putWep(m, pod, app);
+        putWorkload(etcd, m, pod, app);
         members.push(m);
       }
       for (const m of members) {
@@ -203,8 +174,8 @@ for (const [mode, modeEnv] of MODES)
 
     it("a policy on node2 admits node1's pod and refuses node3's (remote pods in the rule's IP set)", async () => {
       etcd.put(
-        `${PREFIX}/networkpolicies/e2e/db`,
-        res(
+        `${V3_PREFIX}/networkpolicies/e2e/db`,
+        v3(
           'NetworkPolicy',
           'db',
           {
@@ -224,19 +195,13 @@ for (const [mode, modeEnv] of MODES)
       assert.ok((await until(() => !tcp(n3(), n2(), 5432, 300))) >= 0, 'the policy never reached node2');
       assert.equal(tcp(n1(), n2(), 5432), true, "node1's api pod is in the rule's set");
       assert.equal(tcp(n1(), n2(), 8080, 300), false, 'only 5432');
-      etcd.del(`${PREFIX}/networkpolicies/e2e/db`);
+      etcd.del(`${V3_PREFIX}/networkpolicies/e2e/db`);
       assert.ok((await until(() => tcp(n3(), n2(), 5432))) >= 0, 'the deletion never reached node2');
     });
 
     it('a new pod on node2 is reachable from node1 soon after its endpoint is written (measured)', async () => {
-      const m2 = n2();
-      const late = m2.node.lab.addWorkload('late', '10.66.2.11', 2);
-      await m2.node.lab.listen(late, [8080]);
-      const t0 = Date.now();
-      putWep(m2, late, 'late');
-      const ms = await n1().node.lab.until(() => n1().node.lab.tcp(n1().pod, late.ip, 8080, 300), 15_000, 5);
-      assert.ok(ms >= 0, 'never reachable');
-      console.error(`# VXLAN: endpoint written on node2 -> first packet from node1's pod: ${Date.now() - t0} ms`);
+      const ms = await newPodReachableMs(etcd, n1(), n2(), '10.66.2.11');
+      console.error(`# VXLAN: endpoint written on node2 -> first packet from node1's pod: ${ms} ms`);
     });
 
     it('CrossSubnet: direct routes within the subnet, the tunnel across it; traffic flows both ways', async () => {
@@ -259,7 +224,7 @@ for (const [mode, modeEnv] of MODES)
 
     it('a node removed takes its routes with it; back, they return', async () => {
       const m3 = n3();
-      etcd.del(`${PREFIX}/nodes/node3`);
+      etcd.del(`${V3_PREFIX}/nodes/node3`);
       etcd.del('/calico/ipam/v2/assignment/ipv4/block/10.66.3.0-26');
       assert.ok((await until(() => routeTo(n1(), '10.66.3.0/26') === '')) >= 0, routeTo(n1(), '10.66.3.0/26'));
       assert.equal(tcp(n1(), m3, 8080, 300), false);

@@ -12,7 +12,6 @@ import { stringify } from 'yaml';
 import type { Lab } from './lab.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
-/** The test runner's environment without FELIX_* variables, which would override the datastore. */
 /**
  * The environment for a palisade started by a test: no FELIX_* variables of the caller,
  * and nftables mode unless the test says otherwise (a lab has no kube-proxy, so Felix's

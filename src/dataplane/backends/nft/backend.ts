@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { failuresOf, nftCommit, type NftDump, nftDump, type NftDumpScope, nftGetElems } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { NFPROTO, SET_FLAG } from './consts.js';
-import { TABLES } from '../../render/model.js';
+import { baseLastSteps, byTableSteps, pickSteps, unionSteps } from './plan-lists.js';
 import {
   adoptPatch,
   compareCatalogue,
@@ -114,7 +114,6 @@ export interface ApplyStats extends RulesApplyStats {
   transactions: number;
 }
 
-const byTable = (a: DesiredChain, b: DesiredChain) => TABLES.indexOf(a.table) - TABLES.indexOf(b.table);
 const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
 
 /** Writes elements ELEM_CHUNK to an op, a step each. */
@@ -376,7 +375,10 @@ export class NftBackend {
   async #stage(d: DesiredFamily, stats: ApplyStats, slicer?: Slicer): Promise<Set<string> | undefined> {
     const had = this.#committed.get(d.family);
     if (had?.exists && (had.chains.size || had.sets.size)) return undefined;
-    const chains = [...d.chains.values()].filter((ch) => !ch.base).sort(byTable);
+    const chains = await runSteps(
+      byTableSteps(d.chains.values(), (ch) => !ch.base),
+      slicer,
+    );
     let rules = 0;
     for (const ch of chains) rules += ch.rules.length;
     if (rules <= this.#stageRules) return undefined;
@@ -695,8 +697,8 @@ export class NftBackend {
     const t = this.table;
     // Which names to look at: what changed, or (after a read-back, or at first) everything.
     const whole = c.full || !d.dirty;
-    const chainNames = whole ? new Set([...d.chains.keys(), ...c.chains.keys()]) : d.dirty!.chains;
-    const setNames = whole ? new Set([...d.sets.keys(), ...c.sets.keys()]) : d.dirty!.sets;
+    const chainNames = whole ? yield* unionSteps(d.chains.keys(), c.chains.keys()) : d.dirty!.chains;
+    const setNames = whole ? yield* unionSteps(d.sets.keys(), c.sets.keys()) : d.dirty!.sets;
     if (!c.exists) w.tableAdd(f, t);
     let compared = 0;
     const syncSet = function* (s: DesiredSet): Steps {
@@ -742,9 +744,7 @@ export class NftBackend {
       stats.elemsAdded += added.length;
       stats.elemsRemoved += removed.length;
     };
-    const wanted = <T>(names: Set<string>, m: Map<string, T>) =>
-      [...names].map((n) => m.get(n)).filter((x): x is T => x !== undefined);
-    const sets = wanted(setNames, d.sets).filter((s) => !staged?.has(s.name));
+    const sets = (yield* pickSteps(setNames, d.sets)).filter((s) => !staged?.has(s.name));
     yield;
     // 0. Sets the kernel holds in another layout: the chains that may use them are
     // emptied first, and written again below (relayout.ts).
@@ -754,7 +754,7 @@ export class NftBackend {
     const toWrite = emptied.size ? new Set([...chainNames, ...emptied]) : chainNames;
     // Created table by table, as `palisade plan` declares them, so `nft list` (creation
     // order) reads the same either way.
-    const chains = wanted(toWrite, d.chains).sort(byTable);
+    const chains = yield* byTableSteps(yield* pickSteps(toWrite, d.chains));
     yield;
     // 1. IP sets, so rules may use them. 2. Chains, so maps and jumps may name them.
     for (const s of sets) if (!isMap(s)) yield* syncSet(s);
@@ -765,8 +765,7 @@ export class NftBackend {
     }
     // 3. Maps (dispatch), whose verdicts name chains. 4. Changed chains' rules, base chains last.
     for (const s of sets) if (isMap(s)) yield* syncSet(s);
-    const ordered = [...chains.filter((ch) => !ch.base), ...chains.filter((ch) => ch.base)];
-    for (const ch of ordered) {
+    for (const ch of yield* baseLastSteps(chains)) {
       let had = emptied.has(ch.name) ? [] : c.chains.get(ch.name);
       // A base chain declared otherwise (another hook type or priority, e.g. by an older
       // version) is replaced: its one rule is a jump, so nothing is lost in between.
@@ -784,8 +783,11 @@ export class NftBackend {
     }
     // 5. What is no longer wanted: empty the chains first (dropping their jumps), then
     // delete them, then the sets nothing uses any more.
-    const gone = [...chainNames].filter((name) => !d.chains.has(name) && c.chains.has(name));
-    yield;
+    const gone: string[] = [];
+    for (const name of chainNames) {
+      if (!d.chains.has(name) && c.chains.has(name)) gone.push(name);
+      if ((++n & 1023) === 0) yield;
+    }
     for (const name of gone) {
       if (!emptied.has(name) && c.chains.get(name)?.length) w.chainFlush(f, t, name);
       if ((++n & 255) === 0) yield;

@@ -1,14 +1,24 @@
 // Changes of local workloads, each saying whether it must re-render the chains all
 // workloads share (rpf-skip, the floating-IP chains): only a workload that has, or had,
 // spoofed-source prefixes or floating IPs does. For both rules backends' builders.
-import { type Harness, wep } from './calc-fixtures.js';
+import { DesiredState } from '../../src/dataplane/desired-state.js';
+import { Harness, profile, wep } from './calc-fixtures.js';
 import { config } from './render-fixtures.js';
 
-/** A config with both shared chains in use. */
-export const sharedChainsConfig = () =>
-  ({ ...config(), WorkloadSourceSpoofing: 'Any', FloatingIPs: 'Enabled' }) as ReturnType<typeof config>;
+/**
+ * The case: a config with both shared chains in use, a desired state with the namespace's
+ * profile (its changes taken), the graph that feeds it, and the steps.
+ */
+export function sharedChainsCase() {
+  const cfg = { ...config(), WorkloadSourceSpoofing: 'Any', FloatingIPs: 'Enabled' } as ReturnType<typeof config>;
+  const h = new Harness().put(profile('kns.prod', {}));
+  const state = new DesiredState();
+  state.apply(h.flush());
+  state.takeDirty();
+  return { cfg, h, state, steps: sharedChainSteps(h) };
+}
 
-export function sharedChainSteps(h: Harness): Array<[string, () => void, boolean]> {
+function sharedChainSteps(h: Harness): Array<[string, () => void, boolean]> {
   const spoofer = (prefixes: string[]) =>
     wep('spoof', 'node1', '10.65.0.2', {}, { allowSpoofedSourcePrefixes: prefixes });
   const natted = (ext: string) =>

@@ -20,7 +20,7 @@ import { type NftDump, type NftDumpScope, nftAttr, nftCommit, nftDump, nftGetEle
 import { Harness, profile, randomChange, tier } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
 import { Rng } from '../helpers/rng.js';
-import { sharedChainsConfig, sharedChainSteps } from '../helpers/shared-chains.js';
+import { sharedChainsCase } from '../helpers/shared-chains.js';
 
 function comparable(d: DesiredFamily) {
   return {
@@ -77,14 +77,9 @@ describe('nft backend: incremental desired state', () => {
 
 describe('nft backend: chains all workloads share', () => {
   it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then', () => {
-    const cfg = sharedChainsConfig();
-    const h = new Harness().put(profile('kns.prod', {}));
-    const state = new DesiredState();
-    state.apply(h.flush());
-    state.takeDirty();
+    const { cfg, h, state, steps } = sharedChainsCase();
     const b = new NftDesiredBuilder(cfg, 4);
     b.rebuild(state);
-    const steps = sharedChainSteps(h);
     for (const [what, change, rendered] of steps) {
       change();
       state.apply(h.flush());

@@ -11,7 +11,7 @@
 # heap's limit, up to semi-spaces of 64 MB: on Node 24 the initial sync of 250,000
 # endpoints then peaked at 390 MB RSS instead of 283, and under churn a scavenge held the
 # loop for up to 117 ms. Semi-spaces of at most 8 MB, as SEMI_SPACE_MB in
-# bench/lib/netns.ts (docs/dataplane.md, "The young generation on Node 24").
+# src/agent/runtime-setup.ts (docs/dataplane.md, "The young generation on Node 24").
 n=$(nproc 2>/dev/null || echo 5)
 p=$((n - 1))
 [ "$p" -gt 4 ] && p=4

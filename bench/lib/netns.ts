@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { applyGcThreshold, DEFAULT_GC_PERCENT } from '../../src/agent/runtime-setup.js';
+import { applyGcThreshold, DEFAULT_GC_PERCENT, SEMI_SPACE_MB, v8Major } from '../../src/agent/runtime-setup.js';
 import { silentLogger } from '../../src/log.js';
 import { log } from './report.js';
 
@@ -28,21 +28,12 @@ export interface InsideRun {
 /**
  * Node's flags of the agent's image (bin/palisade-entrypoint.sh): V8's platform pool
  * sized to the cores less one, 1 to 4; with V8 12 or later (Node 22 on), semi-spaces of
- * at most SEMI_SPACE_MB. A bench inside a namespace runs as the agent would.
+ * at most SEMI_SPACE_MB (agent/runtime-setup.ts). A bench inside a namespace runs as the agent would.
  */
-export function agentNodeFlags(cores = availableParallelism(), v8Major = V8_MAJOR): string[] {
+export function agentNodeFlags(cores = availableParallelism(), v8 = v8Major()): string[] {
   const pool = `--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`;
-  return v8Major >= 12 ? [pool, `--max-semi-space-size=${SEMI_SPACE_MB}`] : [pool];
+  return v8 >= 12 ? [pool, `--max-semi-space-size=${SEMI_SPACE_MB}`] : [pool];
 }
-
-/**
- * V8 12 and later size the young generation by the heap's limit: semi-spaces of 64 MB on
- * a machine of 24 GB, against 16 MB in V8 11 (Node 20). On Node 24, `bench calcgraph`
- * peaked at 390 MB RSS instead of 283 and `bench churn`'s scavenges held the loop for up
- * to 117 ms (docs/dataplane.md, "The young generation on Node 24").
- */
-export const SEMI_SPACE_MB = 8;
-const V8_MAJOR = Number(process.versions.v8.split('.')[0]);
 
 /**
  * What the agent does after its first apply (agent/runtime-setup.ts): V8's heap growing

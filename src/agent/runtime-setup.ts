@@ -49,3 +49,38 @@ export function applyGcThreshold(param: number, log: Logger, env: NodeJS.Process
   setFlagsFromString(flag);
   log.info({ [from]: percent }, `heap may grow ${percent}% beyond the live data before a full collection`);
 }
+
+/**
+ * The image's cap on V8's semi-spaces, MB (bin/palisade-entrypoint.sh): V8 12 and later
+ * (Node 22 on) size the young generation by the heap's limit, up to semi-spaces of 64 MB.
+ * On Node 24 the initial sync of 250,000 endpoints then peaked at 390 MB RSS instead of
+ * 290, and under churn a scavenge held the event loop for up to 117 ms
+ * (docs/dataplane.md, "The young generation on Node 24").
+ */
+export const SEMI_SPACE_MB = 8;
+
+/** The first number of a V8 version ("13.6.233.10-node.27" -> 13). */
+export const v8Major = (version = process.versions.v8) => Number.parseInt(version, 10) || 0;
+
+/**
+ * Says once, at start, when the agent runs on V8 12 or later without a cap on the young
+ * generation (started as `node bin/palisade.js`, not by the image's entrypoint): V8 reads
+ * the flag only when it makes the heap, so the agent cannot set it itself.
+ */
+export function warnUncappedYoungGeneration(
+  log: Logger,
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions = process.env.NODE_OPTIONS ?? '',
+  version = process.versions.v8,
+): boolean {
+  if (v8Major(version) < 12) return false;
+  const capped = (s: string) => /--max[-_]semi[-_]space[-_]size\b/.test(s);
+  if (execArgv.some(capped) || capped(nodeOptions)) return false;
+  log.warn(
+    { v8: version, suggested: `--max-semi-space-size=${SEMI_SPACE_MB}` },
+    `V8 ${v8Major(version)} sizes the young generation by the heap's limit (up to 64 MB semi-spaces): ` +
+      `more memory at start and collector pauses of tens of ms under churn; ` +
+      `bin/palisade-entrypoint.sh starts node with --max-semi-space-size=${SEMI_SPACE_MB}`,
+  );
+  return true;
+}

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { agentNodeFlags, SEMI_SPACE_MB } from '../../bench/lib/netns.js';
+import { agentNodeFlags } from '../../bench/lib/netns.js';
+import { SEMI_SPACE_MB } from '../../src/agent/runtime-setup.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = join(ROOT, 'bin', 'palisade-entrypoint.sh');

@@ -4,7 +4,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 
-import { applyGcThreshold, gcPercent, heapGrowingFlag } from '../../src/agent/runtime-setup.js';
+import {
+  applyGcThreshold,
+  gcPercent,
+  heapGrowingFlag,
+  SEMI_SPACE_MB,
+  v8Major,
+  warnUncappedYoungGeneration,
+} from '../../src/agent/runtime-setup.js';
 import { createLogger } from '../../src/log.js';
 
 const setup = new URL('../../src/agent/runtime-setup.js', import.meta.url).href;
@@ -63,5 +70,33 @@ describe("GoGCThreshold (V8's heap growing factor)", () => {
     const tight = peakHeapMb({ GOGC: '10' });
     const loose = peakHeapMb({ GOGC: '400' });
     assert.ok(tight * 1.5 < loose, `GOGC=10: ${tight.toFixed(0)} MB, GOGC=400: ${loose.toFixed(0)} MB`);
+  });
+});
+
+describe("V8's young generation (the image's cap)", () => {
+  const warnings = () => {
+    const lines: string[] = [];
+    const log = createLogger({
+      severity: 'Info',
+      destination: { write: (l: string) => void lines.push(JSON.parse(l).msg) },
+    });
+    return { log, lines };
+  };
+
+  it('reads the major version', () => {
+    assert.equal(v8Major('13.6.233.10-node.27'), 13);
+    assert.equal(v8Major('11.3.244.8-node.38'), 11);
+    assert.equal(v8Major('garbage'), 0);
+  });
+
+  it('says once at start that V8 12 or later runs uncapped, and nothing when capped or older', () => {
+    const { log, lines } = warnings();
+    assert.equal(warnUncappedYoungGeneration(log, [], '', '13.6.233.10-node.27'), true);
+    assert.match(lines[0] ?? '', /V8 13 sizes the young generation.*--max-semi-space-size=8/);
+    assert.equal(warnUncappedYoungGeneration(log, ['--max-semi-space-size=8'], '', '13.6.233.10'), false);
+    assert.equal(warnUncappedYoungGeneration(log, [], '--max_semi_space_size=16', '13.6.233.10'), false);
+    assert.equal(warnUncappedYoungGeneration(log, [], '', '11.3.244.8-node.38'), false);
+    assert.equal(lines.length, 1);
+    assert.equal(SEMI_SPACE_MB, 8);
   });
 });

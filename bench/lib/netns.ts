@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { applyGcThreshold, DEFAULT_GC_PERCENT, SEMI_SPACE_MB, v8Major } from '../../src/agent/runtime-setup.js';
+import { applyGcThreshold, DEFAULT_GC_PERCENT, semiSpaceFlag, v8Major } from '../../src/agent/runtime-setup.js';
 import { silentLogger } from '../../src/log.js';
 import { log } from './report.js';
 
@@ -28,11 +28,11 @@ export interface InsideRun {
 /**
  * Node's flags of the agent's image (bin/palisade-entrypoint.sh): V8's platform pool
  * sized to the cores less one, 1 to 4; with V8 12 or later (Node 22 on), semi-spaces of
- * at most SEMI_SPACE_MB (agent/runtime-setup.ts). A bench inside a namespace runs as the agent would.
+ * at most SEMI_SPACE_MB (semiSpaceFlag, agent/runtime-setup.ts). A bench inside a namespace runs as the agent would.
  */
 export function agentNodeFlags(cores = availableParallelism(), v8 = v8Major()): string[] {
-  const pool = `--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`;
-  return v8 >= 12 ? [pool, `--max-semi-space-size=${SEMI_SPACE_MB}`] : [pool];
+  const semi = semiSpaceFlag(v8);
+  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, ...(semi ? [semi] : [])];
 }
 
 /**

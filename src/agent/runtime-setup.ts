@@ -62,6 +62,10 @@ export const SEMI_SPACE_MB = 8;
 /** The first number of a V8 version ("13.6.233.10-node.27" -> 13). */
 export const v8Major = (version = process.versions.v8) => Number.parseInt(version, 10) || 0;
 
+/** The image's young-generation flag for V8 `major` (12 and later); undefined: none needed. */
+export const semiSpaceFlag = (major = v8Major()): string | undefined =>
+  major >= 12 ? `--max-semi-space-size=${SEMI_SPACE_MB}` : undefined;
+
 /**
  * Says once, at start, when the agent runs on V8 12 or later without a cap on the young
  * generation (started as `node bin/palisade.js`, not by the image's entrypoint): V8 reads
@@ -73,14 +77,16 @@ export function warnUncappedYoungGeneration(
   nodeOptions = process.env.NODE_OPTIONS ?? '',
   version = process.versions.v8,
 ): boolean {
-  if (v8Major(version) < 12) return false;
+  const major = v8Major(version);
+  const flag = semiSpaceFlag(major);
+  if (!flag) return false;
   const capped = (s: string) => /--max[-_]semi[-_]space[-_]size\b/.test(s);
   if (execArgv.some(capped) || capped(nodeOptions)) return false;
   log.warn(
-    { v8: version, suggested: `--max-semi-space-size=${SEMI_SPACE_MB}` },
-    `V8 ${v8Major(version)} sizes the young generation by the heap's limit (up to 64 MB semi-spaces): ` +
+    { v8: version, suggested: flag },
+    `V8 ${major} sizes the young generation by the heap's limit (up to 64 MB semi-spaces): ` +
       `more memory at start and collector pauses of tens of ms under churn; ` +
-      `bin/palisade-entrypoint.sh starts node with --max-semi-space-size=${SEMI_SPACE_MB}`,
+      `bin/palisade-entrypoint.sh starts node with ${flag}`,
   );
   return true;
 }

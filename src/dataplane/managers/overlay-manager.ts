@@ -66,7 +66,7 @@ export abstract class OverlayManager implements Manager {
   }
 
   async apply(): Promise<Record<string, number>> {
-    if (!this.#dirty) return { ...this.#opts.idle };
+    if (!this.#dirty) return this.idle();
     this.#dirty = false;
     try {
       return await this.applyOverlay();
@@ -88,6 +88,7 @@ export abstract class OverlayManager implements Manager {
     this.#reported = '';
   }
 
+  /** The apply's counters, all zero (a fresh object: callers may add to it). */
   protected idle(): Record<string, number> {
     return { ...this.#opts.idle };
   }

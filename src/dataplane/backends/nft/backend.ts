@@ -751,7 +751,7 @@ export class NftBackend {
     const relaid = relaidSets(sets, c);
     const emptied = new Set<string>();
     if (relaid.size) yield* emptyUsers(w, d, c, t, relaid, emptied);
-    const toWrite = emptied.size ? new Set([...chainNames, ...emptied]) : chainNames;
+    const toWrite = emptied.size ? yield* unionSteps(chainNames, emptied) : chainNames;
     // Created table by table, as `palisade plan` declares them, so `nft list` (creation
     // order) reads the same either way.
     const chains = yield* byTableSteps(yield* pickSteps(toWrite, d.chains));

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { agentNodeFlags } from './lib/netns.js';
+import { imageNodeFlags } from '../src/agent/runtime-setup.js';
 
 // name -> [compiled file, arguments]
 const BENCHES: Record<string, [string, string[]]> = {
@@ -45,7 +45,7 @@ for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
     process.exit(2);
   }
   // With the image's Node flags (bin/palisade-entrypoint.sh): a bench runs as the agent would.
-  const r = spawnSync(process.execPath, [...agentNodeFlags(), '--expose-gc', file, ...args], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [...imageNodeFlags(), '--expose-gc', file, ...args], { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error(`bench: ${name} failed (exit ${r.status ?? r.signal})`);
     failed++;

@@ -3,10 +3,9 @@
 // touched, and the namespace goes away whatever happens.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { applyGcThreshold, DEFAULT_GC_PERCENT, semiSpaceFlag, v8Major } from '../../src/agent/runtime-setup.js';
+import { applyGcThreshold, DEFAULT_GC_PERCENT, imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import { silentLogger } from '../../src/log.js';
 import { log } from './report.js';
 
@@ -23,16 +22,6 @@ export interface InsideRun {
   announce: (ns: string) => string;
   prefix?: string;
   maxBuffer?: number;
-}
-
-/**
- * Node's flags of the agent's image (bin/palisade-entrypoint.sh): V8's platform pool
- * sized to the cores less one, 1 to 4; with V8 12 or later (Node 22 on), semi-spaces of
- * at most SEMI_SPACE_MB (semiSpaceFlag, agent/runtime-setup.ts). A bench inside a namespace runs as the agent would.
- */
-export function agentNodeFlags(cores = availableParallelism(), v8 = v8Major()): string[] {
-  const semi = semiSpaceFlag(v8);
-  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, ...(semi ? [semi] : [])];
 }
 
 /**
@@ -55,7 +44,7 @@ export function runInNetns<T>(run: InsideRun): T {
         'exec',
         ns,
         process.execPath,
-        ...agentNodeFlags(),
+        ...imageNodeFlags(),
         ...(run.nodeFlags ?? []),
         fileURLToPath(run.script),
         ...run.args,

@@ -8,6 +8,7 @@
 // the heap by hundreds of MB, a tight factor starts a full collection at every step
 // (calcgraph-1m 4.7-4.9 -> 5.3 s; the cold apply's loop blocks 21 -> 27 ms), and V8
 // recomputes its limit at the next full collection, which steady churn soon brings.
+import { availableParallelism } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 
 import type { Logger } from '../log.js';
@@ -51,25 +52,33 @@ export function applyGcThreshold(param: number, log: Logger, env: NodeJS.Process
 }
 
 /**
- * The image's cap on V8's semi-spaces, MB (bin/palisade-entrypoint.sh): V8 12 and later
- * (Node 22 on) size the young generation by the heap's limit, up to semi-spaces of 64 MB.
- * On Node 24 the initial sync of 250,000 endpoints then peaked at 390 MB RSS instead of
- * 290, and under churn a scavenge held the event loop for up to 117 ms
- * (docs/dataplane.md, "The young generation on Node 24").
+ * The image's cap on V8's semi-spaces, MB (bin/palisade-entrypoint.sh), on every V8. V8
+ * 12 and later (Node 22 on) size the young generation by the heap's limit, up to
+ * semi-spaces of 64 MB: on Node 24 the initial sync of 250,000 endpoints then peaked at
+ * 390 MB RSS instead of 290, and under churn a scavenge held the event loop for up to
+ * 117 ms. Node 20's 16 MB gave scavenges of 17-21 ms in a 100,000-rule cold apply, 7-12
+ * with the cap (docs/dataplane.md, "The young generation").
  */
 export const SEMI_SPACE_MB = 8;
+export const SEMI_SPACE_FLAG = `--max-semi-space-size=${SEMI_SPACE_MB}`;
+
+/**
+ * Node's flags in the image (bin/palisade-entrypoint.sh, which the entrypoint test holds
+ * to this): V8's platform pool sized to the cores less one, 1 to 4 (docs/dataplane.md,
+ * "V8's platform pool"), and the semi-spaces capped. The demo, the e2e tests' agents and
+ * the benches start node with them, so they run as the image does.
+ */
+export function imageNodeFlags(cores = availableParallelism()): string[] {
+  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, SEMI_SPACE_FLAG];
+}
 
 /** The first number of a V8 version ("13.6.233.10-node.27" -> 13). */
 export const v8Major = (version = process.versions.v8) => Number.parseInt(version, 10) || 0;
 
-/** The image's young-generation flag for V8 `major` (12 and later); undefined: none needed. */
-export const semiSpaceFlag = (major = v8Major()): string | undefined =>
-  major >= 12 ? `--max-semi-space-size=${SEMI_SPACE_MB}` : undefined;
-
 /**
- * Says once, at start, when the agent runs on V8 12 or later without a cap on the young
- * generation (started as `node bin/palisade.js`, not by the image's entrypoint): V8 reads
- * the flag only when it makes the heap, so the agent cannot set it itself.
+ * Says once, at start, when the agent runs without a cap on the young generation
+ * (started as `node bin/palisade.js`, not by the image's entrypoint): V8 reads the flag
+ * only when it makes the heap, so the agent cannot set it itself.
  */
 export function warnUncappedYoungGeneration(
   log: Logger,
@@ -77,16 +86,14 @@ export function warnUncappedYoungGeneration(
   nodeOptions = process.env.NODE_OPTIONS ?? '',
   version = process.versions.v8,
 ): boolean {
-  const major = v8Major(version);
-  const flag = semiSpaceFlag(major);
-  if (!flag) return false;
   const capped = (s: string) => /--max[-_]semi[-_]space[-_]size\b/.test(s);
   if (execArgv.some(capped) || capped(nodeOptions)) return false;
+  const major = v8Major(version);
   log.warn(
-    { v8: version, suggested: flag },
-    `V8 ${major} sizes the young generation by the heap's limit (up to 64 MB semi-spaces): ` +
-      `more memory at start and collector pauses of tens of ms under churn; ` +
-      `bin/palisade-entrypoint.sh starts node with ${flag}`,
+    { v8: version, suggested: SEMI_SPACE_FLAG },
+    `V8 ${major} sizes the young generation itself (${major >= 12 ? 'up to 64 MB' : '16 MB'} semi-spaces): ` +
+      `more memory at start and collector pauses of 20 ms or more under churn and in a large apply; ` +
+      `bin/palisade-entrypoint.sh starts node with ${SEMI_SPACE_FLAG}`,
   );
   return true;
 }

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import { parseAllDocuments, stringify } from 'yaml';
 
+import { imageNodeFlags } from '../agent/runtime-setup.js';
 import { loadLocalConfig } from '../config/config.js';
 import { Lab, type Workload } from '../demo/lab.js';
 import { collectModel } from '../explain/collect.js';
@@ -203,15 +204,18 @@ export async function runDemo(argv: string[]): Promise<number> {
     step(2, TOTAL, `starting palisade agent in the host namespace, datastore: a copy of ${examples}`);
     cpSync(examples, dir, { recursive: true });
     let log = '';
-    agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], {
-      ...process.env,
-      PALISADE_LOG_FORMAT: 'json',
-      FELIX_LOGSEVERITYSCREEN: 'Debug',
-      // The demo shows nftables mode (a lab has no kube-proxy for Auto to follow).
-      FELIX_NFTABLESMODE: 'Enabled',
-      FELIX_HEALTHENABLED: 'true',
-      FELIX_HEALTHHOST: '127.0.0.1',
-    });
+    agent = lab.spawnInHost(
+      [process.execPath, ...imageNodeFlags(), BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'],
+      {
+        ...process.env,
+        PALISADE_LOG_FORMAT: 'json',
+        FELIX_LOGSEVERITYSCREEN: 'Debug',
+        // The demo shows nftables mode (a lab has no kube-proxy for Auto to follow).
+        FELIX_NFTABLESMODE: 'Enabled',
+        FELIX_HEALTHENABLED: 'true',
+        FELIX_HEALTHHOST: '127.0.0.1',
+      },
+    );
     agent.stderr?.on('data', (d: Buffer) => (log += d.toString()));
     const t0 = Date.now();
     const ready = await lab.until(() => lab!.http('http://127.0.0.1:9099/readiness').status === 204, 20000, 100);

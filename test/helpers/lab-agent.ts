@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 import { stringify } from 'yaml';
 
+import { imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import type { Lab } from './lab.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
@@ -43,12 +44,15 @@ export class LabAgent {
     dir: string,
     env: NodeJS.ProcessEnv = {},
   ) {
-    this.proc = lab.spawnInHost([process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'], {
-      ...cleanEnv,
-      FELIX_LOGSEVERITYSCREEN: 'Debug',
-      PALISADE_LOG_FORMAT: 'json',
-      ...env,
-    });
+    this.proc = lab.spawnInHost(
+      [process.execPath, ...imageNodeFlags(), BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'],
+      {
+        ...cleanEnv,
+        FELIX_LOGSEVERITYSCREEN: 'Debug',
+        PALISADE_LOG_FORMAT: 'json',
+        ...env,
+      },
+    );
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }
 

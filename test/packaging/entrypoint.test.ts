@@ -1,6 +1,6 @@
 // The image's entrypoint (bin/palisade-entrypoint.sh) sizes V8's platform pool to the
-// cores less one, 1 to 4, and caps the semi-spaces on V8 12 and later; the benches run
-// with the same flags (bench/lib/netns.ts).
+// cores less one, 1 to 4, and caps the semi-spaces; the demo, the e2e tests' agents and
+// the benches run with the same flags (imageNodeFlags).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { agentNodeFlags } from '../../bench/lib/netns.js';
-import { SEMI_SPACE_MB } from '../../src/agent/runtime-setup.js';
+import { imageNodeFlags, SEMI_SPACE_MB } from '../../src/agent/runtime-setup.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = join(ROOT, 'bin', 'palisade-entrypoint.sh');
@@ -18,38 +17,28 @@ const SCRIPT = join(ROOT, 'bin', 'palisade-entrypoint.sh');
 describe('the image entrypoint', () => {
   const fake = mkdtempSync(join(tmpdir(), 'palisade-entry-'));
   after(() => rmSync(fake, { recursive: true, force: true }));
-  // `nproc` says what NPROC says; `node -p` says V8's major version is V8; otherwise
-  // `node` prints its arguments, a line each.
+  // `nproc` says what NPROC says; `node` prints its arguments, a line each.
   writeFileSync(join(fake, 'nproc'), '#!/bin/sh\necho "$NPROC"\n');
-  writeFileSync(
-    join(fake, 'node'),
-    '#!/bin/sh\n[ "$1" = -p ] && { echo "$V8"; exit 0; }\nfor a in "$@"; do echo "$a"; done\n',
-  );
+  writeFileSync(join(fake, 'node'), '#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n');
   chmodSync(join(fake, 'nproc'), 0o755);
   chmodSync(join(fake, 'node'), 0o755);
 
   it('runs the launcher with --v8-pool-size of the cores less one (1 to 4) and passes the arguments on', () => {
-    for (const v8 of ['11', '13', '', 'garbage'])
-      for (let cores = 1; cores <= 8; cores++) {
-        const r = spawnSync('sh', [SCRIPT, 'agent', '--flag with space'], {
-          env: { PATH: `${fake}:/usr/bin:/bin`, NPROC: String(cores), V8: v8 },
-          encoding: 'utf8',
-        });
-        assert.equal(r.status, 0, r.stderr);
-        const flags = agentNodeFlags(cores, Number(v8) || 0);
-        const pool = Math.min(4, Math.max(1, cores - 1));
-        assert.deepEqual(
-          flags,
-          v8 === '13'
-            ? [`--v8-pool-size=${pool}`, `--max-semi-space-size=${SEMI_SPACE_MB}`]
-            : [`--v8-pool-size=${pool}`],
-        );
-        assert.deepEqual(
-          r.stdout.trim().split('\n'),
-          [...flags, join(ROOT, 'bin', 'palisade.js'), 'agent', '--flag with space'],
-          `${cores} cores, V8 ${v8 || 'unknown'}: the benches run as the image does`,
-        );
-      }
+    for (let cores = 1; cores <= 8; cores++) {
+      const r = spawnSync('sh', [SCRIPT, 'agent', '--flag with space'], {
+        env: { PATH: `${fake}:/usr/bin:/bin`, NPROC: String(cores) },
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 0, r.stderr);
+      const flags = imageNodeFlags(cores);
+      const pool = Math.min(4, Math.max(1, cores - 1));
+      assert.deepEqual(flags, [`--v8-pool-size=${pool}`, `--max-semi-space-size=${SEMI_SPACE_MB}`]);
+      assert.deepEqual(
+        r.stdout.trim().split('\n'),
+        [...flags, join(ROOT, 'bin', 'palisade.js'), 'agent', '--flag with space'],
+        `${cores} cores: the benches run as the image does`,
+      );
+    }
   });
 
   it('is the image entrypoint, executable, and the real node accepts the flag', () => {
@@ -61,8 +50,8 @@ describe('the image entrypoint', () => {
     const r = spawnSync('sh', [SCRIPT, 'version'], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^\d+\.\d+\.\d+/);
-    // This node with the image's flags for it (with the cap on V8 12 and later).
-    const self = spawnSync(process.execPath, [...agentNodeFlags(2), '-e', 'process.exit(0)'], { encoding: 'utf8' });
+    // This node accepts the image's flags.
+    const self = spawnSync(process.execPath, [...imageNodeFlags(2), '-e', 'process.exit(0)'], { encoding: 'utf8' });
     assert.equal(self.status, 0, self.stderr);
   });
 });

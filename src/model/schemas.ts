@@ -7,7 +7,9 @@ import { z } from 'zod';
 
 import { SelectorError } from '../native/errors.js';
 import { parseSelector } from '../native/selector.js';
+import { labels } from './labels.js';
 import { parseCidr, parseIp } from './net.js';
+import { Verdicts } from './verdicts.js';
 
 export const NAME = /^[a-z0-9]([-a-z0-9._]*[a-z0-9])?$/;
 const PORT_NAME = /^[a-zA-Z0-9]([-a-zA-Z0-9._]*[a-zA-Z0-9])?$/;
@@ -28,8 +30,10 @@ function selectorIssue(s: string): string | undefined {
   }
 }
 
+// Policies repeat their selectors (a rule's `has(app)`, a tier's `all()`).
+const selectorIssues = new Verdicts(selectorIssue);
 const selector = z.string().superRefine((s, ctx) => {
-  const issue = selectorIssue(s);
+  const issue = selectorIssues.of(s);
   if (issue) ctx.addIssue({ code: 'custom', message: issue });
 });
 
@@ -150,36 +154,6 @@ export const rule = z
       }
     }
   });
-
-// Labels as Calico validates them (Kubernetes' rules): a key is a qualified name, an
-// optional DNS-subdomain prefix and "/" then a name of at most 63 characters; a value is
-// empty or at most 63 such characters.
-const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-function labelKeyProblem(key: string): string | undefined {
-  const slash = key.lastIndexOf('/');
-  const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
-    return `label key "${key.slice(0, 80)}": the prefix must be a DNS subdomain of at most 253 characters`;
-  if (name.length > 63 || !QUALIFIED_NAME.test(name))
-    return `label key "${key.slice(0, 80)}": expected at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`;
-  return undefined;
-}
-
-export const labels = z.record(z.string(), z.string()).superRefine((o, ctx) => {
-  for (const [k, v] of Object.entries(o)) {
-    const kp = labelKeyProblem(k);
-    if (kp) ctx.addIssue({ code: 'custom', message: kp, path: [k] });
-    if (v !== '' && (v.length > 63 || !QUALIFIED_NAME.test(v))) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `label value of "${k.slice(0, 80)}": expected "" or at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit`,
-        path: [k],
-      });
-    }
-  }
-});
 
 const metadataFields = {
   name: z.string().min(1).max(253).regex(NAME, { error: 'expected lower-case letters, digits, "-", "." or "_"' }),

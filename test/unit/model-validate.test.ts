@@ -162,6 +162,16 @@ describe('model: bad resources name the resource, the field and what was expecte
       /prefix must be a DNS subdomain/,
     );
     fails(np({}, { labels: { app: 'ends-with-dash-' } }), 'metadata.labels.app', /label value/);
+    // Verdicts are remembered: the same bad key and value are refused again.
+    fails(np({}, { labels: { 'bad key!!': 'x' } }), 'metadata.labels.bad key!!', /label key "bad key!!"/);
+    fails(np({}, { labels: { app: 'ends-with-dash-' } }), 'metadata.labels.app', /label value/);
+    fails(np({}, { labels: { app: 7 } }), 'metadata.labels.app', /label value of "app": expected a string/);
+    fails(np({}, { labels: ['app'] }), 'metadata.labels', /expected a map of label keys to string values/);
+    fails(np({}, { labels: 'app=web' }), 'metadata.labels', /expected a map of label keys/);
+    fails(np({}, { labels: JSON.parse('{"__proto__": "x"}') }), 'metadata.labels.__proto__', /label key "__proto__"/);
+    // More distinct values than are remembered: each still judged.
+    for (let n = 0; n < 9000; n++) assert.ok(validateResource(np({}, { labels: { app: `v${n}` } })).ok);
+    fails(np({}, { labels: { app: '-v1' } }), 'metadata.labels.app', /label value/);
     assert.ok(
       validateResource(
         np({}, { labels: { 'projectcalico.org/namespace': 'prod', 'k8s-app': '', 'a.b_c-d': 'X.y_z-9' } }),

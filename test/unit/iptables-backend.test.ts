@@ -153,7 +153,7 @@ describe('iptables mode: incremental desired state', () => {
 });
 
 describe('iptables mode: chains all workloads share', () => {
-  it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then', () => {
+  it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then (rules counted as they change)', () => {
     const { cfg, h, state, steps } = sharedChainsCase();
     const b = new IptablesDesiredBuilder(cfg, 4);
     b.rebuild(state);
@@ -166,6 +166,10 @@ describe('iptables mode: chains all workloads share', () => {
       assert.equal(scope?.get('raw')?.has('cali-rpf-skip') ?? false, rendered, what);
       assert.equal(scope?.get('nat')?.has('cali-fip-dnat') ?? false, rendered, what);
       assert.deepEqual(b.desired, desiredOf(renderRuleset(state, cfg, 4, 'iptables')), what);
+      let walked = 0;
+      for (const tables of [b.desired.chains, b.desired.hooks])
+        for (const chains of tables.values()) for (const lines of chains.values()) walked += lines.length;
+      assert.equal(b.ruleCount, walked, `${what}: the running count of rule lines`);
     }
     assert.deepEqual(b.desired.chains.get('raw')?.get('cali-rpf-skip'), [], 'no rules left');
     assert.deepEqual(b.desired.chains.get('nat')?.get('cali-fip-dnat'), [], 'no rules left');

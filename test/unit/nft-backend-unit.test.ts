@@ -76,7 +76,7 @@ describe('nft backend: incremental desired state', () => {
 });
 
 describe('nft backend: chains all workloads share', () => {
-  it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then', () => {
+  it('re-renders rpf-skip and the floating-IP chains when a workload with rules there changes, and only then (rules counted as they change)', () => {
     const { cfg, h, state, steps } = sharedChainsCase();
     const b = new NftDesiredBuilder(cfg, 4);
     b.rebuild(state);
@@ -88,6 +88,9 @@ describe('nft backend: chains all workloads share', () => {
       assert.equal(b.desired.dirty.chains.has('raw-cali-rpf-skip'), rendered, what);
       const full = desiredOf(renderRuleset(state, cfg, 4, 'nftables'));
       assert.deepEqual(comparable(b.desired), comparable(full), what);
+      let walked = 0;
+      for (const c of b.desired.chains.values()) walked += c.rules.length;
+      assert.equal(b.ruleCount, walked, `${what}: the running count of rules`);
     }
     const rules = (name: string) => b.desired.chains.get(name)?.rules.length;
     assert.equal(rules('raw-cali-rpf-skip'), 0);

@@ -54,8 +54,26 @@ export class IptablesDesiredBuilder extends DesiredBuilder {
    */
   readonly #memberDeltas = new Map<string, MemberDelta>();
 
+  // The rule lines in `desired`, kept as chains come and go: every apply reports it (the
+  // palisade_rules_programmed gauge), and a walk of every chain took 0.5-1 ms each time.
+  #ruleCount = 0;
+
   constructor(config: RenderConfig, family: Family) {
     super(config, family, 'iptables');
+  }
+
+  get ruleCount(): number {
+    return this.#ruleCount;
+  }
+
+  #putLines(chains: Map<string, string[]>, name: string, lines: string[]): void {
+    this.#ruleCount += lines.length - (chains.get(name)?.length ?? 0);
+    chains.set(name, lines);
+  }
+
+  #dropLines(chains: Map<string, string[]>, name: string): void {
+    this.#ruleCount -= chains.get(name)?.length ?? 0;
+    chains.delete(name);
   }
 
   protected reset(): void {
@@ -70,6 +88,7 @@ export class IptablesDesiredBuilder extends DesiredBuilder {
     this.#chainRefs.clear();
     this.desired.chains.clear();
     this.desired.hooks.clear();
+    this.#ruleCount = 0;
     this.#dirty = undefined;
     this.#dirtySets = undefined;
     const rs = staticRuleset(this.config, this.ctx);
@@ -86,6 +105,7 @@ export class IptablesDesiredBuilder extends DesiredBuilder {
         hooks.set(h.builtin, lines);
       }
       this.desired.hooks.set(table, hooks);
+      for (const l of hooks.values()) this.#ruleCount += l.length;
       for (const c of rs.tables[table].values()) this.#setChain(table, c.name, c.rules);
     }
   }
@@ -121,13 +141,13 @@ export class IptablesDesiredBuilder extends DesiredBuilder {
         yield;
         const r = rules.get(name);
         const produced = r ? iptablesChainLines(name, r, this.family, maps) : new Map<string, string[]>();
-        if (!r) lines.delete(name);
-        for (const [n, l] of produced) lines.set(n, l);
+        if (!r) this.#dropLines(lines, name);
+        for (const [n, l] of produced) this.#putLines(lines, n, l);
         // A dispatch chain's children (dispatch.ts): those it no longer has go with it.
         const k = key(table, name);
         const children = new Set([...produced.keys()].filter((n) => n !== name));
         for (const n of this.#children.get(k) ?? []) {
-          if (!children.has(n)) lines.delete(n);
+          if (!children.has(n)) this.#dropLines(lines, n);
           out.add(n);
         }
         for (const n of children) out.add(n);

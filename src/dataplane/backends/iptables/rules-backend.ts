@@ -279,9 +279,7 @@ export class IptablesRulesBackend implements RulesBackend {
 
   ruleCount(): number {
     let n = 0;
-    for (const b of this.#builders.values())
-      for (const tables of [b.desired.chains, b.desired.hooks])
-        for (const chains of tables.values()) for (const lines of chains.values()) n += lines.length;
+    for (const b of this.#builders.values()) n += b.ruleCount;
     return n;
   }
 

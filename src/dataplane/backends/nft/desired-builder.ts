@@ -11,6 +11,7 @@ import { familyMembers, type Fragment, ipSetOf, type RenderConfig, staticRuleset
 import {
   addElem,
   chainOf,
+  type DesiredChain,
   type DesiredFamily,
   desiredOf,
   desiredSetOf,
@@ -36,16 +37,36 @@ export class NftDesiredBuilder extends DesiredBuilder {
   readonly #owned = new Map<string, Owned>();
   readonly #chainRefs = new ChainRefs();
 
+  // The rules in `desired`, kept as chains come and go: every apply reports it (the
+  // palisade_rules_programmed gauge), and a walk of 20,000 chains took 0.5-1 ms each time.
+  #ruleCount = 0;
+
   constructor(config: RenderConfig, family: Family) {
     super(config, family, 'nftables');
     this.desired = desiredOf(staticRuleset(this.config, this.ctx));
+    for (const c of this.desired.chains.values()) this.#ruleCount += c.rules.length;
+  }
+
+  get ruleCount(): number {
+    return this.#ruleCount;
+  }
+
+  #putChain(name: string, chain: DesiredChain): void {
+    this.#ruleCount += chain.rules.length - (this.desired.chains.get(name)?.rules.length ?? 0);
+    this.desired.chains.set(name, chain);
+  }
+
+  #dropChain(name: string): void {
+    this.#ruleCount -= this.desired.chains.get(name)?.rules.length ?? 0;
+    this.desired.chains.delete(name);
   }
 
   protected reset(): void {
     const fresh = desiredOf(staticRuleset(this.config, this.ctx));
     this.desired.chains.clear();
     this.desired.sets.clear();
-    for (const [k, v] of fresh.chains) this.desired.chains.set(k, v);
+    this.#ruleCount = 0;
+    for (const [k, v] of fresh.chains) this.#putChain(k, v);
     for (const [k, v] of fresh.sets) this.desired.sets.set(k, v);
     this.#owned.clear();
     this.#chainRefs.clear();
@@ -121,11 +142,11 @@ export class NftDesiredBuilder extends DesiredBuilder {
       f?.chains ?? [],
       (c) => nftChainName(c.table, c.name),
       (c, name) => {
-        this.desired.chains.set(name, chainOf(name, c.name, c.table, c.rules, this.family));
+        this.#putChain(name, chainOf(name, c.name, c.table, c.rules, this.family));
         this.#markChain(name);
       },
       (name) => {
-        this.desired.chains.delete(name);
+        this.#dropChain(name);
         this.#markChain(name);
       },
     );

@@ -65,7 +65,7 @@ export class NftRulesBackend implements RulesBackend {
 
   ruleCount(): number {
     let n = 0;
-    for (const b of this.#builders) for (const c of b.desired.chains.values()) n += c.rules.length;
+    for (const b of this.#builders) n += b.ruleCount;
     return n;
   }
 

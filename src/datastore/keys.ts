@@ -45,14 +45,19 @@ export function keyOf(ref: ResourceRef): string | undefined {
   return `${KEY_PREFIX}${PLURALS[kind]}/${ref.name}`;
 }
 
-/** The resource a key names, or undefined for a key outside the layout. */
+/**
+ * The resource a key names, or undefined for a key outside the layout. Every update of
+ * every datastore passes here: the key is cut at its slashes, not split into an array.
+ */
 export function refOfKey(key: string): ResourceRef | undefined {
   if (!key.startsWith(KEY_PREFIX)) return undefined;
-  const parts = key.slice(KEY_PREFIX.length).split('/');
-  const kind = KIND_OF_PLURAL.get(parts[0] ?? '');
+  const from = KEY_PREFIX.length;
+  const a = key.indexOf('/', from);
+  if (a < 0) return undefined;
+  const kind = KIND_OF_PLURAL.get(key.slice(from, a));
   if (!kind) return undefined;
-  if (NAMESPACED_KINDS.has(kind)) {
-    return parts.length === 3 && parts[1] && parts[2] ? { kind, namespace: parts[1], name: parts[2] } : undefined;
-  }
-  return parts.length === 2 && parts[1] ? { kind, name: parts[1] } : undefined;
+  const b = key.indexOf('/', a + 1);
+  if (!NAMESPACED_KINDS.has(kind)) return b < 0 && a + 1 < key.length ? { kind, name: key.slice(a + 1) } : undefined;
+  if (b < 0 || b === a + 1 || b + 1 === key.length || key.indexOf('/', b + 1) >= 0) return undefined;
+  return { kind, namespace: key.slice(a + 1, b), name: key.slice(b + 1) };
 }

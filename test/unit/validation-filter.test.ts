@@ -44,6 +44,13 @@ describe('datastore: keys', () => {
       '/calico/resources/v3/projectcalico.org/networkpolicies/x',
       '/other/x',
       '/calico/resources/v3/projectcalico.org/tiers/a/b',
+      '/calico/resources/v3/projectcalico.org/tiers/',
+      '/calico/resources/v3/projectcalico.org/tiers',
+      '/calico/resources/v3/projectcalico.org/',
+      '/calico/resources/v3/projectcalico.org/networkpolicies/ns/',
+      '/calico/resources/v3/projectcalico.org/networkpolicies//x',
+      '/calico/resources/v3/projectcalico.org/networkpolicies/ns/x/',
+      '/calico/resources/v3/projectcalico.org/networkpolicies/ns/x/y',
     ]) {
       assert.equal(refOfKey(bad), undefined, bad);
     }
@@ -125,5 +132,24 @@ describe('datastore: ValidationFilter', () => {
     assert.ok(warnings.some((w) => w.includes('names a different resource')));
     assert.ok(warnings.some((w) => w.includes('not JSON')));
     assert.ok(warnings.some((w) => w.includes('outside')));
+
+    // Another namespace, another kind, then the right one.
+    const web = np('web', {});
+    const prefix = '/calico/resources/v3/projectcalico.org/';
+    got.length = 0;
+    filter.onUpdates([
+      { key: `${prefix}networkpolicies/staging/web`, value: web, revision: '5' },
+      { key: `${prefix}globalnetworkpolicies/web`, value: web, revision: '6' },
+      { key: `${prefix}networkpolicies/prod/web`, value: web, revision: '7' },
+    ]);
+    assert.deepEqual(
+      got.map(([r, v]) => [r, v === undefined]),
+      [
+        ['NetworkPolicy/staging/web', true],
+        ['GlobalNetworkPolicy//web', true],
+        ['NetworkPolicy/prod/web', false],
+      ],
+    );
+    assert.ok(warnings.some((w) => w.includes(`different resource (${prefix}networkpolicies/prod/web)`)));
   });
 });

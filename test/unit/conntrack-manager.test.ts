@@ -44,6 +44,28 @@ describe('ConntrackManager', () => {
     assert.equal(calls.length, 1);
   });
 
+  it('reads the endpoints again only after one of them changed', async () => {
+    const m = new ConntrackManager(log, async (a) => ({ scanned: 1, deleted: a.length }));
+    let reads = 0;
+    const counted = ep('cali1', ['10.0.0.1/32']);
+    Object.defineProperty(counted, 'ipv4Nets', {
+      get: () => {
+        reads++;
+        return ['10.0.0.1/32'];
+      },
+    });
+    m.onUpdate({ type: 'WorkloadEndpointUpdate', id: id('a'), endpoint: counted });
+    await m.apply();
+    assert.equal(reads, 1);
+    m.onUpdate({ type: 'InSync' });
+    await m.apply();
+    await m.apply();
+    assert.equal(reads, 1, 'no endpoint changed: not read');
+    m.onUpdate({ type: 'WorkloadEndpointRemove', id: id('b') });
+    assert.deepEqual(await m.apply(), { deleted: 0 });
+    assert.equal(reads, 2);
+  });
+
   it('logs a failure and carries on', async () => {
     const m = new ConntrackManager(log, async () => {
       throw new Error('boom');

@@ -16,6 +16,8 @@ export class ConntrackManager implements Manager {
   readonly #log: Logger;
   readonly #flush: typeof conntrackFlush;
   #applied = new Set<string>();
+  /** A local workload came, went or changed since the last apply (else nothing can be gone). */
+  #changed = false;
 
   constructor(log: Logger, flush: typeof conntrackFlush = conntrackFlush) {
     this.#log = log;
@@ -23,7 +25,7 @@ export class ConntrackManager implements Manager {
   }
 
   onUpdate(msg: ToDataplane): void {
-    this.#endpoints.onUpdate(msg);
+    if (this.#endpoints.onUpdate(msg)) this.#changed = true;
   }
 
   /** After the rules are in: deletes the entries of addresses no local workload has any more. */
@@ -32,6 +34,8 @@ export class ConntrackManager implements Manager {
   }
 
   async #flushGone(): Promise<number> {
+    if (!this.#changed) return 0;
+    this.#changed = false;
     const now = new Set<string>();
     for (const ep of this.#endpoints.values()) for (const n of [...ep.ipv4Nets, ...ep.ipv6Nets]) now.add(bare(n));
     const gone = [...this.#applied].filter((a) => !now.has(a));

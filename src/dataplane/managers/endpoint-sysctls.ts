@@ -16,19 +16,23 @@ export class EndpointSysctlManager implements Manager {
   /** "<iface>/<spoofing>" already written. */
   readonly #configured = new Set<string>();
   #forwarding = false;
+  /** An endpoint or interface changed, or a resync: the endpoints are walked again. */
+  #pending = true;
 
   constructor(
     readonly config: Pick<Config, 'IPForwarding' | 'Ipv6Support' | 'WorkloadSourceSpoofing'>,
     readonly ifaces: InterfaceTable,
     readonly log: Logger,
+    private readonly configure: typeof configureWorkloadInterface = configureWorkloadInterface,
   ) {}
 
   onUpdate(msg: ToDataplane): void {
-    this.#endpoints.onUpdate(msg);
+    if (this.#endpoints.onUpdate(msg)) this.#pending = true;
   }
 
   /** An interface that went away is configured afresh if it comes back. */
   onInterfaces(changed: ReadonlySet<string>): void {
+    if (changed.size) this.#pending = true;
     for (const name of changed)
       if (!this.ifaces.byName.has(name)) for (const s of [true, false]) this.#configured.delete(`${name}/${s}`);
   }
@@ -36,6 +40,7 @@ export class EndpointSysctlManager implements Manager {
   markResync(): void {
     this.#configured.clear();
     this.#forwarding = false;
+    this.#pending = true;
   }
 
   async apply(): Promise<{ interfaces: number }> {
@@ -45,16 +50,28 @@ export class EndpointSysctlManager implements Manager {
       const v6 = !this.config.Ipv6Support || (await writeSysctl('net/ipv6/conf/all/forwarding', '1', this.log));
       this.#forwarding = v4 && v6;
     }
+    // Under churn of remote endpoints nothing here changes between most applies.
+    if (!this.#pending) return { interfaces: 0 };
+    this.#pending = false;
+    try {
+      return { interfaces: await this.#configureAll() };
+    } catch (e) {
+      this.#pending = true;
+      throw e;
+    }
+  }
+
+  async #configureAll(): Promise<number> {
     let configured = 0;
     for (const ep of this.#endpoints.values()) {
       const spoofing = this.config.WorkloadSourceSpoofing === 'Any' && ep.allowSpoofedSourcePrefixes.length > 0;
       const want = `${ep.name}/${spoofing}`;
       if (!this.ifaces.byName.has(ep.name) || this.#configured.has(want)) continue;
-      await configureWorkloadInterface(ep.name, this.config.Ipv6Support, this.log, spoofing);
+      await this.configure(ep.name, this.config.Ipv6Support, this.log, spoofing);
       this.#configured.delete(`${ep.name}/${!spoofing}`);
       this.#configured.add(want);
       configured++;
     }
-    return { interfaces: configured };
+    return configured;
   }
 }

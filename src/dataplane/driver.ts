@@ -111,6 +111,8 @@ export class DataplaneDriver {
   #backoffMs = 0;
   #stopped = false;
   #loggedUp = new Map<string, boolean>();
+  /** A workload endpoint or an interface changed since the endpoints' statuses were last said. */
+  #statusStale = true;
   #applyStarted: number | undefined;
   /** Messages that arrived during an apply, taken when it ends. */
   readonly #held: ToDataplane[][] = [];
@@ -281,6 +283,8 @@ export class DataplaneDriver {
 
   #take(msgs: ToDataplane[]): void {
     this.state.apply(msgs);
+    if (!this.#statusStale)
+      this.#statusStale = msgs.some((m) => m.type === 'WorkloadEndpointUpdate' || m.type === 'WorkloadEndpointRemove');
     for (const m of this.#managers) for (const msg of msgs) m.onUpdate(msg);
     this.#schedule();
   }
@@ -292,6 +296,7 @@ export class DataplaneDriver {
     const routes = this.#routes;
     if (routes && events.some((e) => e.type === 'routeDeleted' && routes.wanted(e.dst, e.index))) routes.markResync();
     const changed = this.ifaces.apply(events);
+    if (changed.size) this.#statusStale = true;
     for (const m of this.#managers) m.onInterfaces?.(changed);
     // Host endpoints resolve against the host's own interfaces and their addresses.
     const prefixes = this.#opts.config.InterfacePrefix;
@@ -479,7 +484,11 @@ export class DataplaneDriver {
     );
   }
 
+  // Walks the local endpoints only when one of them or an interface changed: an apply
+  // under churn of remote endpoints runs some 40 times a second.
   #logEndpointStatus(): void {
+    if (!this.#statusStale) return;
+    this.#statusStale = false;
     for (const ep of this.state.weps.values()) {
       const up = !!this.ifaces.byName.get(ep.name)?.up && ep.state === 'active';
       if (this.#loggedUp.get(ep.name) === up) continue;

@@ -252,3 +252,49 @@ describe('dataplane driver', () => {
     await driver.stop();
   });
 });
+
+describe('dataplane driver: workload endpoint status', () => {
+  it('says an endpoint up or down when it or its interface changes, and gone when it goes', async () => {
+    const said: Array<[string, boolean | undefined]> = [];
+    const driver = new DataplaneDriver({
+      config: defaultConfig(),
+      log,
+      rules: new NoopRulesBackend([4]),
+      managers: () => [],
+      monitor: () => ({ start: () => {}, stop: () => {}, resync: () => {} }),
+      takeOverFromFelix: false,
+      onEndpointStatus: (iface, up) => said.push([iface, up]),
+    });
+    const id = { orchestratorId: 'k8s', workloadId: 'prod/web', endpointId: 'eth0' };
+    const endpoint = (state: string) =>
+      ({
+        state,
+        name: 'cali1',
+        mac: '',
+        profileIds: [],
+        ipv4Nets: ['10.0.0.1/32'],
+        ipv6Nets: [],
+        tiers: [],
+        ipv4Nat: [],
+        ipv6Nat: [],
+        allowSpoofedSourcePrefixes: [],
+      }) as unknown as Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>['endpoint'];
+    driver.onMessages([{ type: 'WorkloadEndpointUpdate', id, endpoint: endpoint('active') }, { type: 'InSync' }]);
+    await settle();
+    assert.deepEqual(said, [['cali1', false]], 'no interface yet');
+    driver.onIfaceEvents([{ type: 'ifaceUpdate', name: 'cali1', index: 9, state: 'up' }]);
+    driver.onMessages([profile('other')]);
+    await settle();
+    assert.deepEqual(said.at(-1), ['cali1', true], 'its interface came up');
+    driver.onMessages([profile('another')]);
+    await settle();
+    assert.equal(said.length, 2, 'nothing of it changed: nothing said');
+    driver.onMessages([{ type: 'WorkloadEndpointUpdate', id, endpoint: endpoint('inactive') }]);
+    await settle();
+    assert.deepEqual(said.at(-1), ['cali1', false]);
+    driver.onMessages([{ type: 'WorkloadEndpointRemove', id }]);
+    await settle();
+    assert.deepEqual(said.at(-1), ['cali1', undefined]);
+    await driver.stop();
+  });
+});

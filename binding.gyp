@@ -36,6 +36,8 @@
         'native/iptc/legacy.cc',
         'native/iptc/nft.cc',
         'native/iptc/iptc_napi.cc',
+        'native/render/rule_hashes.cc',
+        'native/render/rule_hashes_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],

@@ -9,6 +9,7 @@
 #include "iptc/iptc_napi.h"
 #include "labelindex/label_index_napi.h"
 #include "nft/nft_napi.h"
+#include "render/rule_hashes_napi.h"
 #include "rtnl/rtnl_napi.h"
 #include "selector/selector_napi.h"
 
@@ -48,6 +49,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::ct::Register(env, exports);
   palisade::ipset::Register(env, exports);
   palisade::iptc::Register(env, exports);
+  palisade::render::Register(env, exports);
   exports.Set("mallocInUse", Napi::Function::New(env, MallocInUse, "mallocInUse"));
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;

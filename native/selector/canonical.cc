@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include "common/base64.h"
+
 namespace palisade::selector {
 namespace {
 
@@ -81,28 +83,6 @@ void Append(std::string& out, const Node& n) {
   }
 }
 
-void Base64UrlNoPad(const unsigned char* data, size_t len, std::string& out) {
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  size_t i = 0;
-  for (; i + 3 <= len; i += 3) {
-    const uint32_t v = (uint32_t(data[i]) << 16) | (uint32_t(data[i + 1]) << 8) | data[i + 2];
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (len - i == 1) {
-    const uint32_t v = uint32_t(data[i]) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-  } else if (len - i == 2) {
-    const uint32_t v = (uint32_t(data[i]) << 16) | (uint32_t(data[i + 1]) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-  }
-}
-
 }  // namespace
 
 void PrefixLabels(Node& n, const std::string& prefix) {
@@ -123,7 +103,7 @@ std::string UniqueId(const std::string& canonical) {
   unsigned int len = 0;
   if (EVP_Digest(input.data(), input.size(), digest, &len, EVP_sha224(), nullptr) != 1) return {};
   std::string out = "s:";
-  Base64UrlNoPad(digest, len, out);
+  palisade::Base64UrlNoPad(digest, len, out);
   return out;
 }
 

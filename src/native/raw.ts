@@ -173,6 +173,11 @@ export interface RawModule {
   opensslVersion: string;
   /** Bytes the C allocator has handed out (glibc mallinfo2: arenas plus mmapped blocks). */
   mallocInUse(): number;
+  /**
+   * Felix's chained `cali:` rule hashes of one chain (native/render/rule_hashes.h), 16
+   * characters a rule in one string; throws NativeError EINVAL, ECRYPTO.
+   */
+  ruleHashes(seed: string, texts: readonly string[]): string;
   /** One nftables transaction (native/nft/ops.h); rejects with NativeError ENFT (+ failures), EINVAL or ESYS. */
   /**
    * `ops`: the stream, or its parts in order, each holding whole ops. Borrowed, not

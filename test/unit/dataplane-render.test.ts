@@ -15,6 +15,8 @@ import { DEFAULT_ACTIONS, logPrefix, portChunks, renderProtoRule } from '../../s
 import { nftComment } from '../../src/dataplane/render/comments.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
+import { NativeError } from '../../src/native/errors.js';
+import { native } from '../../src/native/load.js';
 import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
 import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
@@ -133,6 +135,40 @@ describe('dataplane render: names and marks', () => {
     };
     const texts = ['-j ACCEPT', 'é'.repeat(40_000), 'x'.repeat(65_500), 'x'.repeat(70_000), '', 'ü-j DROP'];
     assert.deepEqual(ruleHashes('cali-tw-eth0', texts), felix('cali-tw-eth0', texts));
+    // The native digest reads each text into a reused buffer of 256 bytes at first: texts
+    // ending on and around that edge in one- to four-byte characters, an emoji's
+    // surrogate pair, a lone surrogate (written as U+FFFD, as Node's crypto does).
+    const edges: string[] = [];
+    for (const ch of ['x', 'é', '€', '😀'])
+      for (let n = 240; n < 270; n++) edges.push('a'.repeat(n - Buffer.byteLength(ch)) + ch);
+    edges.push('\ud800 lone', '');
+    assert.deepEqual(ruleHashes('', edges), felix('', edges));
+    assert.deepEqual(ruleHashes('é'.repeat(300), edges), felix('é'.repeat(300), edges));
+    assert.deepEqual(ruleHashes('c', []), []);
+    // Random texts over all of ASCII and some beyond, in chains of 0-12 rules.
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const alphabet = [...' !"#$%&()*+,-./09:;<=>?@AZ[\\]^_`az{|}~', 'ü', '☃', '😀'];
+    for (let t = 0; t < 300; t++) {
+      const chain = Array.from({ length: rand(30) }, () => alphabet[rand(alphabet.length)]).join('');
+      const rules = Array.from({ length: rand(13) }, () =>
+        Array.from({ length: rand(400) }, () => alphabet[rand(alphabet.length)]).join(''),
+      );
+      assert.deepEqual(ruleHashes(chain, rules), felix(chain, rules), `chain ${JSON.stringify(chain)}`);
+    }
+  });
+
+  it('the native rule hashes refuse what is not a seed and a list of strings, with EINVAL', () => {
+    const refused = (f: () => unknown) =>
+      assert.throws(f, (e: unknown) => e instanceof NativeError && e.code === 'EINVAL' && e.op === 'ruleHashes');
+    const raw = native as unknown as { ruleHashes: (...args: unknown[]) => string };
+    refused(() => raw.ruleHashes());
+    refused(() => raw.ruleHashes(1, []));
+    refused(() => raw.ruleHashes('c', 'not a list'));
+    refused(() => raw.ruleHashes('c', ['ok', 2]));
   });
 });
 

@@ -25,7 +25,7 @@ import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js'
 import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
-import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import { blocksAt, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
@@ -57,6 +57,8 @@ const PER_TICK = (RATE * TICK_MS) / 1000;
  * generation, which a real datastore does not put there (twice the major collections).
  */
 const AHEAD = 2 * PER_TICK;
+const RSS_EXPLAINED =
+  'docs/dataplane.md, "Memory under churn" (heap snapshots: the big hash tables double once as the stream starts)';
 /** RSS is compared from this far into the stream: the first seconds grow the heap to its working size. */
 const WARMUP_S = 5;
 
@@ -505,7 +507,7 @@ function runInside(mode: string): Inside {
   return runInNetns<Inside>({
     script: import.meta.url,
     args: ['--inside', mode, '--seconds', String(SECONDS), ...(SNAPSHOT_DIR ? ['--heap-snapshots', SNAPSHOT_DIR] : [])],
-    nodeFlags: ['--expose-gc', ...cpuProfFlags()],
+    nodeFlags: ['--expose-gc'],
     what: 'churn',
     announce: (ns) =>
       `${mode}: agent in netns ${ns}, ${REMOTE + LOCAL} endpoints, ${POLICIES} policies, then ${RATE}/s for ${SECONDS} s`,
@@ -607,9 +609,16 @@ async function main(): Promise<void> {
       machine_calibration_ms: calibration,
     },
     [
-      ['update_to_kernel_p99_ms', '<=', 50],
-      ['rss_growth_after_warmup_mb', '<=', 0],
-      ...(soak ? [['rss_growth_second_half_mb', '<=', 0] as Target] : []),
+      [
+        'update_to_kernel_p99_ms',
+        '<=',
+        50,
+        r.mode === 'iptables'
+          ? 'docs/dataplane.md, "Members beside a restore" (policy edits wait for restores of ~100 ms)'
+          : 'docs/dataplane.md, "What the kernel costs" (each commit with rules validates the table) and "Memory under churn" (the loop\'s longest blocks)',
+      ],
+      ['rss_growth_after_warmup_mb', '<=', 0, RSS_EXPLAINED],
+      ...(soak ? [['rss_growth_second_half_mb', '<=', 0, RSS_EXPLAINED] as Target] : []),
     ],
   );
 }

@@ -19,7 +19,7 @@ import { restoreOps } from '../src/dataplane/backends/iptables/restore-ops.js';
 import { iptcApply, iptNftApply } from '../src/native/iptc.js';
 import { ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { blocksAt, cpuProfFlags, describeBlocks, loopDuring } from './lib/loop-blocks.js';
+import { blocksAt, describeBlocks, loopDuring } from './lib/loop-blocks.js';
 import { runInNetns } from './lib/netns.js';
 import { percentile, report } from './lib/report.js';
 import {
@@ -150,7 +150,6 @@ function runInside(flavour: IptablesFlavour, transport: 'native' | 'exec'): Insi
   return runInNetns<InsideResult>({
     script: import.meta.url,
     args: ['--inside', flavour, transport],
-    nodeFlags: cpuProfFlags(),
     what: `iptables-${flavour}`,
     announce: (ns) => `iptables-${flavour} (${transport}): programming in netns ${ns}`,
   });
@@ -223,13 +222,15 @@ async function main(): Promise<void> {
     (out.legacy_incremental_exec_ms_median as number) / (out.legacy_incremental_ms_median as number),
   );
   out.legacy_cold_speedup = r3((out.legacy_cold_exec_ms as number) / (out.legacy_cold_native_ms as number));
+  const BOUND_BY_KERNEL =
+    'docs/dataplane.md, iptables mode, "What it costs" (the kernel\'s validation, x_tables\' whole-table replace)';
   report('dataplane-iptables', out, [
     ['nft_ipset_members_per_s', '>=', 1_000_000],
     ['legacy_ipset_members_per_s', '>=', 1_000_000],
-    ['nft_incremental_speedup', '>=', 20],
-    ['nft_cold_speedup', '>=', 2],
-    ['legacy_incremental_speedup', '>=', 20],
-    ['legacy_cold_speedup', '>=', 2],
+    ['nft_incremental_speedup', '>=', 20, BOUND_BY_KERNEL],
+    ['nft_cold_speedup', '>=', 2, BOUND_BY_KERNEL],
+    ['legacy_incremental_speedup', '>=', 20, BOUND_BY_KERNEL],
+    ['legacy_cold_speedup', '>=', 2, BOUND_BY_KERNEL],
   ]);
 }
 

@@ -16,7 +16,7 @@ import { DesiredState } from '../src/dataplane/desired-state.js';
 import { nftCommit } from '../src/native/nft.js';
 import { Slicer } from '../src/dataplane/slicer.js';
 import type { ToDataplane } from '../src/proto/messages.js';
-import { blocksAt, cpuProfFlags, describeBlocks, type LoopBlock, loopDuring } from './lib/loop-blocks.js';
+import { blocksAt, describeBlocks, type LoopBlock, loopDuring } from './lib/loop-blocks.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { percentile, report } from './lib/report.js';
 import {
@@ -56,6 +56,12 @@ interface InsideResult {
   membersCommitMs: number[];
   floorMs: number[];
 }
+
+// Where a missed target is explained, with its profile.
+const KERNEL_COSTS = 'docs/dataplane.md, "What the kernel costs" (the validation floor, perf record)';
+const COLD_PROFILE = 'docs/dataplane.md, "A profile of the cold apply" (perf record: the kernel\'s share)';
+const LOOP_BLOCKS =
+  'docs/dataplane.md, "The blocks with no collection in them" (sched_switch traces, cpuprofile-blocks.mjs)';
 
 // Issue 21's node: the same shapes scaled to 100,000 rules (99,949 at 1,700 endpoints).
 const BIG_ENDPOINTS = 1720;
@@ -200,7 +206,6 @@ function runInside(transport: Transport, big = false): InsideResult {
   return runInNetns<InsideResult>({
     script: import.meta.url,
     args: ['--inside', transport, ...(big ? ['--big'] : [])],
-    nodeFlags: cpuProfFlags(),
     what: transport,
     announce: (ns) => `${transport}${big ? ' (100,000 rules, cold)' : ''}: programming in netns ${ns}`,
   });
@@ -289,16 +294,16 @@ async function main(): Promise<void> {
       members_ratio_vs_nft_exec: r3(median(exec.membersMs) / median(native.membersMs)),
     },
     [
-      ['incremental_ms_median', '<=', 2],
-      ['incremental_ratio_vs_nft_exec', '>=', 10],
+      ['incremental_ms_median', '<=', 2, KERNEL_COSTS],
+      ['incremental_ratio_vs_nft_exec', '>=', 10, KERNEL_COSTS],
       // Issue 21, target 5: our overhead above the kernel's floor, and cold >= 2x nft -f.
-      ['incremental_overhead_above_floor_ms', '<=', 0.5],
-      ['cold_ratio_vs_nft_exec', '>=', 2],
-      ['cold_100k_ratio_vs_nft_exec', '>=', 2],
+      ['incremental_overhead_above_floor_ms', '<=', 0.5, KERNEL_COSTS],
+      ['cold_ratio_vs_nft_exec', '>=', 2, COLD_PROFILE],
+      ['cold_100k_ratio_vs_nft_exec', '>=', 2, COLD_PROFILE],
       // Issue 21, target 6.
-      ['cold_100k_event_loop_max_ms', '<=', 20],
+      ['cold_100k_event_loop_max_ms', '<=', 20, LOOP_BLOCKS],
       // The same bound for the most common cold start in production: a restart.
-      ['restart_100k_event_loop_max_ms', '<=', 20],
+      ['restart_100k_event_loop_max_ms', '<=', 20, LOOP_BLOCKS],
     ],
   );
 }

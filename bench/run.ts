@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { imageNodeFlags } from '../src/agent/runtime-setup.js';
+import { cpuProfFlags } from './lib/loop-blocks.js';
 
 // name -> [compiled file, arguments]
 const BENCHES: Record<string, [string, string[]]> = {
@@ -28,6 +29,18 @@ const BENCHES: Record<string, [string, string[]]> = {
   'churn-soak': ['churn.js', ['nftables', '--seconds', '600']],
 };
 
+// Benches whose measured process is a child of theirs in a network namespace
+// (lib/netns.ts): that child is the one PALISADE_BENCH_CPU_PROF profiles, not the driver.
+const IN_NETNS = new Set([
+  'dataplane',
+  'dataplane-iptables',
+  'refresh',
+  'routes',
+  'churn',
+  'churn-iptables',
+  'churn-soak',
+]);
+
 const here = dirname(fileURLToPath(import.meta.url));
 const wanted = process.argv.slice(2);
 for (const w of wanted) {
@@ -45,7 +58,10 @@ for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
     process.exit(2);
   }
   // With the image's Node flags (bin/palisade-entrypoint.sh): a bench runs as the agent would.
-  const r = spawnSync(process.execPath, [...imageNodeFlags(), '--expose-gc', file, ...args], { stdio: 'inherit' });
+  const prof = IN_NETNS.has(name) ? [] : cpuProfFlags();
+  const r = spawnSync(process.execPath, [...imageNodeFlags(), ...prof, '--expose-gc', file, ...args], {
+    stdio: 'inherit',
+  });
   if (r.status !== 0) {
     console.error(`bench: ${name} failed (exit ${r.status ?? r.signal})`);
     failed++;

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 import { applyGcThreshold, DEFAULT_GC_PERCENT, imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import { silentLogger } from '../../src/log.js';
+import { cpuProfFlags } from './loop-blocks.js';
 import { log } from './report.js';
 
 export interface InsideRun {
@@ -14,7 +15,7 @@ export interface InsideRun {
   script: string;
   /** After the script: `--inside` and what the inside run needs. */
   args: string[];
-  /** Node's flags before the script (cpuProfFlags(), --expose-gc...). */
+  /** Node's flags before the script (--expose-gc...); the image's and cpuProfFlags() are added. */
   nodeFlags?: string[];
   /** Names the run in its error: "<what> run failed (status)". */
   what: string;
@@ -46,6 +47,7 @@ export function runInNetns<T>(run: InsideRun): T {
         process.execPath,
         ...imageNodeFlags(),
         ...(run.nodeFlags ?? []),
+        ...cpuProfFlags(),
         fileURLToPath(run.script),
         ...run.args,
       ],

@@ -6,8 +6,11 @@ import { fileURLToPath } from 'node:url';
 
 export type Figures = Record<string, number | string>;
 
-/** A target: figure name, comparison and bound, e.g. ['build_s', '<=', 1.5]. */
-export type Target = [name: string, op: '<=' | '>=', bound: number];
+/**
+ * A target: figure name, comparison and bound, e.g. ['build_s', '<=', 1.5], and where a
+ * miss of it is explained with its profile (a doc and the words its passage starts with).
+ */
+export type Target = [name: string, op: '<=' | '>=', bound: number, explained?: string];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
@@ -31,12 +34,28 @@ export function report(name: string, figures: Figures, targets: Target[] = []): 
   console.log(`| ${'figure'.padEnd(w0)} | ${'value'.padStart(w1)} | target |`);
   console.log(`|${'-'.repeat(w0 + 2)}|${'-'.repeat(w1 + 2)}|--------|`);
   for (const [k, v, t] of rows) console.log(`| ${k!.padEnd(w0)} | ${v!.padStart(w1)} | ${t} |`);
+  reportMissed(name, targets, verdicts);
   const file = join(root, 'bench', 'results', `${name}.json`);
   mkdirSync(dirname(file), { recursive: true });
-  const targetsJson = Object.fromEntries(targets.map(([f, op, b]) => [f, { op, bound: b, verdict: verdicts[f] }]));
+  const targetsJson = Object.fromEntries(
+    targets.map(([f, op, b, explained]) => [
+      f,
+      { op, bound: b, verdict: verdicts[f], ...(explained ? { explained } : {}) },
+    ]),
+  );
   const result = { ...figures, targets: targetsJson, node: process.version, date: new Date().toISOString() };
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\nwrote ${file}`);
+}
+
+// A missed target is not rounded into a pass, nor left bare: the table is followed by
+// where each miss is explained, and how to profile this run.
+function reportMissed(name: string, targets: Target[], verdicts: Record<string, string>): void {
+  const missed = targets.filter(([f]) => verdicts[f]?.startsWith('MISSED'));
+  if (!missed.length) return;
+  console.log('\nMissed, and where the profile that explains it is:');
+  for (const [f, , , explained] of missed) console.log(`- ${f}: ${explained ?? 'not explained yet'}`);
+  console.log(`A CPU profile of this run: PALISADE_BENCH_CPU_PROF=DIR npm run bench -- ${name}`);
 }
 
 /** Percentile of an ascending-sorted array (nearest rank). */

@@ -17,7 +17,7 @@ import { Slicer } from '../src/dataplane/slicer.js';
 import { createLogger } from '../src/log.js';
 import { restoreOps } from '../src/dataplane/backends/iptables/restore-ops.js';
 import { iptcApply, iptNftApply } from '../src/native/iptc.js';
-import { ipsetApply } from '../src/native/ipset.js';
+import { initialHashsize, ipsetApply } from '../src/native/ipset.js';
 import type { ToDataplane } from '../src/proto/messages.js';
 import { blocksAt, describeBlocks, loopDuring } from './lib/loop-blocks.js';
 import { runInNetns } from './lib/netns.js';
@@ -119,12 +119,15 @@ async function inside(flavour: IptablesFlavour, transport: 'native' | 'exec'): P
       floorMs.push(r.commitMs + ('readMs' in r && flavour === 'legacy' ? r.readMs : 0));
     }
   }
-  // Native bulk add: 1,000,000 members into one set (created first, outside the timing).
+  // Native bulk add: 1,000,000 members into one set (created first, outside the timing,
+  // sized for them as the agent's IPSets creates a set).
   const members = Array.from(
     { length: 1_000_000 },
     (_, i) => `172.${16 + ((i >> 16) & 15)}.${(i >> 8) & 255}.${i & 255}`,
   );
-  await ipsetApply([{ op: 'create', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, maxelem: 2_000_000 }]);
+  const maxelem = 2_000_000;
+  const hashsize = initialHashsize(members.length, maxelem);
+  await ipsetApply([{ op: 'create', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, maxelem, hashsize }]);
   const b0 = performance.now();
   const bulk = await ipsetApply([{ op: 'add', name: 'cali40s:bench-bulk', type: 'hash:ip', family: 4, members }]);
   const bulkMs = performance.now() - b0;
@@ -222,11 +225,14 @@ async function main(): Promise<void> {
     (out.legacy_incremental_exec_ms_median as number) / (out.legacy_incremental_ms_median as number),
   );
   out.legacy_cold_speedup = r3((out.legacy_cold_exec_ms as number) / (out.legacy_cold_native_ms as number));
+  // Both flavours measure the same netlink path (ipsets are not iptables'): the kernel's inserts.
+  const IPSET_INSERT =
+    'docs/dataplane.md, iptables mode, "A set created with its members" (the kernel\'s hash inserts)';
   const BOUND_BY_KERNEL =
     'docs/dataplane.md, iptables mode, "What it costs" (the kernel\'s validation, x_tables\' whole-table replace)';
   report('dataplane-iptables', out, [
-    ['nft_ipset_members_per_s', '>=', 1_000_000],
-    ['legacy_ipset_members_per_s', '>=', 1_000_000],
+    ['nft_ipset_members_per_s', '>=', 1_000_000, IPSET_INSERT],
+    ['legacy_ipset_members_per_s', '>=', 1_000_000, IPSET_INSERT],
     ['nft_incremental_speedup', '>=', 20, BOUND_BY_KERNEL],
     ['nft_cold_speedup', '>=', 2, BOUND_BY_KERNEL],
     ['legacy_incremental_speedup', '>=', 20, BOUND_BY_KERNEL],

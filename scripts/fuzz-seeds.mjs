@@ -211,7 +211,7 @@ rtnlSeeds.forEach((msgs, i) => out('rtnl_msgs', `msgs-${i}`, Buffer.concat(msgs)
 const { encodeIpsetOps } = await import(new URL('dist/src/native/ipset.js', root));
 const ipsetSeeds = [
   [
-    { op: 'create', name: 'cali40s:a', type: 'hash:ip', family: 4, maxelem: 1048576 },
+    { op: 'create', name: 'cali40s:a', type: 'hash:ip', family: 4, maxelem: 1048576, hashsize: 4096 },
     { op: 'add', name: 'cali40s:a', type: 'hash:ip', family: 4, members: ['10.0.0.1', '10.0.0.2'] },
   ],
   [

@@ -169,9 +169,9 @@ bool PutOp(Reader& r, Writer& w, Batch* b, Result* out) {
   if (!r.Name(&name)) return false;
   switch (op) {
     case kCreate: {
-      if (!r.Has(6)) return false;
+      if (!r.Has(10)) return false;
       const uint8_t type = r.U8(), family = r.U8();
-      const uint32_t maxelem = r.U32();
+      const uint32_t maxelem = r.U32(), hashsize = r.U32();
       if (!TypeName(type) || (family != 4 && family != 6) || maxelem == 0) return false;
       nlmsghdr* h = w.Start(IPSET_CMD_CREATE, family, tag, -1, kMaxCmd);
       mnl_attr_put_strz(h, IPSET_ATTR_SETNAME, name.c_str());
@@ -183,6 +183,7 @@ bool PutOp(Reader& r, Writer& w, Batch* b, Result* out) {
       mnl_attr_put_u8(h, IPSET_ATTR_FAMILY, Nfproto(family));
       nlattr* data = mnl_attr_nest_start(h, IPSET_ATTR_DATA);
       mnl_attr_put_u32(h, IPSET_ATTR_MAXELEM | NLA_F_NET_BYTEORDER, htonl(maxelem));
+      if (hashsize) mnl_attr_put_u32(h, IPSET_ATTR_HASHSIZE | NLA_F_NET_BYTEORDER, htonl(hashsize));
       mnl_attr_nest_end(h, data);
       w.End(h);
       break;

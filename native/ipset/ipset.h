@@ -14,7 +14,7 @@
 namespace palisade::ipset {
 
 // Op stream (little-endian). Every op: u8 op, u32 tag, u8 name length, the name (1..31).
-//   kCreate:  u8 type (SetType), u8 family (4|6), u32 maxelem
+//   kCreate:  u8 type (SetType), u8 family (4|6), u32 maxelem, u32 hashsize (0: the kernel's default)
 //   kSwap:    u8 length, the second name
 //   kAdd/kDel: u8 family (4|6), u8 type, u32 count, then count members of kMemberSize:
 //              16 bytes address (IPv4 in the first 4), u8 prefix, u8 protocol, u16 port

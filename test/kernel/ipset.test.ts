@@ -34,6 +34,24 @@ function run(ns: Netns, steps: Step[]): unknown[] {
   return JSON.parse(r.stdout) as unknown[];
 }
 
+/** An IPSets (iptables mode's manager) in the namespace, driven a command at a time. */
+function setsDriver(ns: Netns) {
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, SETS_DRIVER]);
+  const answers = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const call = async (req: Record<string, unknown>) => {
+    child.stdin.write(`${JSON.stringify(req)}\n`);
+    const line = (await answers.next()).value as string;
+    const r = JSON.parse(line) as { ok: boolean; result?: Record<string, number>; error?: string };
+    assert.ok(r.ok, r.error);
+    return r.result ?? {};
+  };
+  const close = () => {
+    child.stdin.end();
+    child.kill();
+  };
+  return { call, close };
+}
+
 const v4s = (n: number, base = 10) =>
   Array.from({ length: n }, (_, i) => `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`);
 
@@ -175,15 +193,7 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
 
   it('IPSets keeps the kernel equal to what is wanted: deltas, a type change, deletions, tampering repaired', async () => {
     const ns = netns();
-    const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, SETS_DRIVER]);
-    const answers = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-    const call = async (req: Record<string, unknown>) => {
-      child.stdin.write(`${JSON.stringify(req)}\n`);
-      const line = (await answers.next()).value as string;
-      const r = JSON.parse(line) as { ok: boolean; result?: Record<string, number>; error?: string };
-      assert.ok(r.ok, r.error);
-      return r.result ?? {};
-    };
+    const { call, close } = setsDriver(ns);
     const save = () =>
       ns
         .run('ipset', ['save'])
@@ -219,8 +229,31 @@ describe('kernel: native IP sets over netlink', { skip: ROOT_SKIP }, () => {
       assert.doesNotMatch(ns.run('ipset', ['list', '-n']), /cali4t/, 'no temporary set is left');
       assert.equal(ns.run('ipset', ['save', 'KUBE-foreign']), foreign);
     } finally {
-      child.stdin.end();
-      child.kill();
+      close();
+    }
+  });
+
+  it('IPSets creates a set with as many buckets as members, whole rewrites too; a small set keeps the default', async () => {
+    const ns = netns();
+    const { call, close } = setsDriver(ns);
+    const header = (name: string) => {
+      const h = /Header: family inet hashsize (\d+) maxelem (\d+)/.exec(ns.run('ipset', ['list', '-t', name]));
+      return { hashsize: Number(h?.[1]), maxelem: Number(h?.[2]) };
+    };
+    try {
+      await call({ set: ['cali40s:big', 'hash:net', v4s(5_000)] });
+      await call({ set: ['cali40s:small', 'hash:net', v4s(10)] });
+      // Created by someone else with another maxelem: rewritten under a temporary name, swapped in.
+      ns.run('ipset', ['create', 'cali40s:other', 'hash:net', 'maxelem', '70000']);
+      await call({ set: ['cali40s:other', 'hash:net', v4s(3_000, 11)] });
+      const r = await call({ apply: true });
+      assert.deepEqual({ created: r.created, rewritten: r.rewritten }, { created: 2, rewritten: 1 });
+      assert.deepEqual(header('cali40s:big'), { hashsize: 8192, maxelem: 1048576 });
+      assert.deepEqual(header('cali40s:small'), { hashsize: 1024, maxelem: 1048576 });
+      assert.deepEqual(header('cali40s:other'), { hashsize: 4096, maxelem: 1048576 });
+      assert.match(ns.run('ipset', ['list', '-t', 'cali40s:big']), /Number of entries: 5000\n/);
+    } finally {
+      close();
     }
   });
 });

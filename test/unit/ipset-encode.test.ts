@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { encodeIpsetOps, type IpsetFamily, type IpsetType } from '../../src/native/ipset.js';
+import { encodeIpsetOps, initialHashsize, type IpsetFamily, type IpsetType } from '../../src/native/ipset.js';
 
 const add = (type: IpsetType, family: IpsetFamily, members: string[]) =>
   Buffer.from(encodeIpsetOps([{ op: 'add', name: 'cali40s:x', type, family, members }]));
@@ -29,6 +29,37 @@ describe('IP-set op encoding', () => {
       add('hash:ip', 4, ['192.168.0.255']).subarray(header),
       add('hash:net', 4, ['192.168.0.255/32']).subarray(header),
     );
+  });
+
+  it('writes a create as type, family, maxelem and the initial hashsize (0: the kernel default)', () => {
+    const create = (hashsize?: number) =>
+      Buffer.from(
+        encodeIpsetOps([
+          {
+            op: 'create',
+            name: 'cali40s:x',
+            type: 'hash:net',
+            family: 6,
+            maxelem: 65536,
+            ...(hashsize ? { hashsize } : {}),
+          },
+        ]),
+      )
+        .subarray(1 + 4 + 1 + 'cali40s:x'.length)
+        .toString('hex');
+    assert.equal(create(8192), '02060000010000200000');
+    assert.equal(create(), '02060000010000000000');
+  });
+
+  it('sizes a new set by its members: a power of two, at most its maxelem, the default up to 1,024', () => {
+    assert.equal(initialHashsize(0, 1048576), 0);
+    assert.equal(initialHashsize(1024, 1048576), 0);
+    assert.equal(initialHashsize(1025, 1048576), 2048);
+    assert.equal(initialHashsize(250_000, 1048576), 262144);
+    assert.equal(initialHashsize(1_000_000, 1048576), 1048576);
+    // More members than it may hold (the kernel refuses the rest): sized for what it holds.
+    assert.equal(initialHashsize(5_000_000, 1048576), 1048576);
+    assert.equal(initialHashsize(5_000, 3_000), 4096);
   });
 
   it('refuses members the kernel would misread, naming them', () => {

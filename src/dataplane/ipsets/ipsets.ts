@@ -12,6 +12,7 @@ import { DeltaLog, gained, lost, type MemberDelta } from '../member-delta.js';
 import { drain, runSteps, type Slicer, type Steps } from '../slicer.js';
 import {
   encodeIpsetOpsSteps,
+  initialHashsize,
   ipsetApplyEncoded,
   ipsetList,
   type IpsetFamily,
@@ -284,7 +285,13 @@ export class IPSets {
       if (!have || have.type !== want.type) {
         if (have) ops.push({ op: 'destroy', name });
         ops.push(
-          { op: 'create', name, ...base, maxelem: want.maxelem },
+          {
+            op: 'create',
+            name,
+            ...base,
+            maxelem: want.maxelem,
+            hashsize: initialHashsize(want.members.size, want.maxelem),
+          },
           { op: 'add', name, ...base, members: [...want.members] },
         );
         if (have) stats.rewritten++;
@@ -292,7 +299,13 @@ export class IPSets {
       } else {
         const temp = `${this.#tempPrefix}${this.#nextTemp++}`;
         ops.push(
-          { op: 'create', name: temp, ...base, maxelem: want.maxelem },
+          {
+            op: 'create',
+            name: temp,
+            ...base,
+            maxelem: want.maxelem,
+            hashsize: initialHashsize(want.members.size, want.maxelem),
+          },
           { op: 'add', name: temp, ...base, members: [...want.members] },
           { op: 'swap', name: temp, other: name },
           { op: 'destroy', name: temp },

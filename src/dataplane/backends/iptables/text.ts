@@ -7,6 +7,7 @@ import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from '..
 import { TABLES } from '../../render/model.js';
 import { MAX_IPTABLES_COMMENT, ruleComments } from '../../render/comments.js';
 import { ruleHashes } from '../../render/names.js';
+import { initialHashsize } from '../../../native/ipset.js';
 import { dispatchChains } from './dispatch.js';
 
 const PROTO_NAMES: Record<number, string> = {
@@ -140,13 +141,14 @@ export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'I
 
 const IPSET_TYPE: Record<IPSet['kind'], string> = { net: 'hash:net', ipPort: 'hash:ip,port' };
 
-/** `ipset restore` input: create (or keep), flush and fill every set. */
+/** `ipset restore` input: create (or keep), flush and fill every set, each sized as the agent creates it. */
 export function renderIpsets(rs: Ruleset, maxSize = 1048576): string {
   const out: string[] = [];
   const family = rs.family === 4 ? 'inet' : 'inet6';
   for (const set of rs.sets.values()) {
+    const hashsize = initialHashsize(set.members.length, maxSize);
     out.push(
-      `create ${set.name} ${IPSET_TYPE[set.kind]} family ${family} maxelem ${maxSize} -exist`,
+      `create ${set.name} ${IPSET_TYPE[set.kind]} family ${family}${hashsize ? ` hashsize ${hashsize}` : ''} maxelem ${maxSize} -exist`,
       `flush ${set.name}`,
     );
     for (const m of set.members) out.push(`add ${set.name} ${m}`);

@@ -15,10 +15,13 @@ constexpr size_t kSpelledBytes = kRuleHashChars / 4 * 3;
 EVP_MD_CTX* Ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 
 // Fetched once: OpenSSL 3 looks a digest up in its providers at every init given the
-// legacy EVP_sha224() handle.
+// legacy EVP_sha224() handle (which still works, more slowly, if the fetch does not).
 const EVP_MD* Sha224() {
 #if OPENSSL_VERSION_MAJOR >= 3
-  static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA2-224", nullptr);
+  static const EVP_MD* md = [] {
+    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA2-224", nullptr);
+    return fetched ? fetched : EVP_sha224();
+  }();
   return md;
 #else
   return EVP_sha224();

@@ -282,34 +282,25 @@ export class IPSets {
     const have = this.#kernel.get(name);
     const base = { type: want.type, family: this.family } as const;
     if (!have || !inPlace(want, have)) {
+      // Created with its members, so sized for them.
+      const fill = (set: string): IpsetOp[] => [
+        {
+          op: 'create',
+          name: set,
+          ...base,
+          maxelem: want.maxelem,
+          hashsize: initialHashsize(want.members.size, want.maxelem),
+        },
+        { op: 'add', name: set, ...base, members: [...want.members] },
+      ];
       if (!have || have.type !== want.type) {
         if (have) ops.push({ op: 'destroy', name });
-        ops.push(
-          {
-            op: 'create',
-            name,
-            ...base,
-            maxelem: want.maxelem,
-            hashsize: initialHashsize(want.members.size, want.maxelem),
-          },
-          { op: 'add', name, ...base, members: [...want.members] },
-        );
+        ops.push(...fill(name));
         if (have) stats.rewritten++;
         else stats.created++;
       } else {
         const temp = `${this.#tempPrefix}${this.#nextTemp++}`;
-        ops.push(
-          {
-            op: 'create',
-            name: temp,
-            ...base,
-            maxelem: want.maxelem,
-            hashsize: initialHashsize(want.members.size, want.maxelem),
-          },
-          { op: 'add', name: temp, ...base, members: [...want.members] },
-          { op: 'swap', name: temp, other: name },
-          { op: 'destroy', name: temp },
-        );
+        ops.push(...fill(temp), { op: 'swap', name: temp, other: name }, { op: 'destroy', name: temp });
         stats.rewritten++;
       }
       stats.added += want.members.size;

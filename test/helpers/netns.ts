@@ -38,3 +38,20 @@ export function netnsFactory(tag: string): () => Netns {
     };
   };
 }
+
+/**
+ * Waits (up to 5 s) until `dev` has its carrier and the kernel's linkwatch has said so
+ * (operstate UP). Linkwatch is what activates a device's queue, and it defers an event by
+ * up to a second after another (any namespace's: a parallel run makes many); until it has
+ * run, a veth that just came up drops what it is given. Tests that ping over a veth
+ * underlay wait for it first.
+ */
+export function waitForCarrier(ns: Netns, dev: string): void {
+  let link = '';
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (const end = Date.now() + 5000; Date.now() < end; Atomics.wait(pause, 0, 0, 50)) {
+    link = ns.run('ip', ['-o', 'link', 'show', dev]);
+    if (/LOWER_UP/.test(link) && / state UP /.test(link)) return;
+  }
+  throw new Error(`${dev} in ${ns.name} never carried packets: ${link}`);
+}

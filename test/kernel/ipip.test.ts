@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import type { ToDataplane } from '../../src/proto/messages.js';
-import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
+import { type Netns, netnsFactory, ROOT_SKIP, waitForCarrier } from '../helpers/netns.js';
 
 const DRIVER = fileURLToPath(new URL('../helpers/ipip-driver.js', import.meta.url));
 const netns = netnsFactory('ipip');
@@ -90,6 +90,7 @@ function pair(): [Netns, Netns] {
     ns.run('ip', ['link', 'set', 'eth1', 'up']);
     ns.run('ip', ['link', 'set', 'lo', 'up']);
   }
+  for (const ns of [a, b]) waitForCarrier(ns, 'eth1');
   return [a, b];
 }
 

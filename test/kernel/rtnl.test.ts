@@ -10,7 +10,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import type { IfaceEvent } from '../../src/native/rtnl.js';
-import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
+import { type Netns, netnsFactory, ROOT_SKIP, waitForCarrier } from '../helpers/netns.js';
 
 const DRIVER = fileURLToPath(new URL('../helpers/rtnl-driver.js', import.meta.url));
 const netns = netnsFactory('rtnl');
@@ -274,16 +274,6 @@ describe('kernel: large route batches', { skip: ROOT_SKIP }, () => {
   });
 });
 
-/** Waits (up to 5 s) until `eth0` has its carrier and the kernel's linkwatch has said so (operstate UP). */
-async function underlayReady(ns: Netns): Promise<void> {
-  let link = '';
-  for (const end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
-    link = ns.run('ip', ['-o', 'link', 'show', 'eth0']);
-    if (/LOWER_UP/.test(link) && / state UP /.test(link)) return;
-  }
-  assert.fail(`eth0 never carried packets: ${link}`);
-}
-
 describe('kernel: VXLAN between two namespaces, programmed natively', { skip: ROOT_SKIP }, () => {
   it('device, tunnel address, permanent ARP and FDB entries, onlink routes and a blackhole: pods on two nodes ping each other', async () => {
     const a = netns();
@@ -405,11 +395,8 @@ describe('kernel: VXLAN between two namespaces, programmed natively', { skip: RO
       a.run('ip', ['route', 'show', '10.65.1.0/26']),
       /10\.65\.1\.0\/26 via 10\.65\.1\.1 dev vxlan\.calico onlink/,
     );
-    // The underlay's carrier reaches its queue through the kernel's linkwatch, which defers
-    // an event by up to a second after another (any namespace's: a parallel run makes
-    // many); until it has run, the veth drops what it is given. Linkwatch is also what
-    // sets the operational state, so the tunnel is tested once that says UP.
-    for (const n of nodes) await underlayReady(n.ns);
+    // The tunnel is tested once its underlay carries packets.
+    for (const n of nodes) waitForCarrier(n.ns, 'eth0');
     // Pod to pod across the tunnel, both ways (the source is the pod's address).
     assert.equal(
       a.try('ping', ['-c', '1', '-W', '2', '-I', nodes[0]?.pod as string, nodes[1]?.pod as string]).status,

@@ -8,7 +8,6 @@
 namespace palisade::render {
 namespace {
 
-constexpr size_t kDigestLen = 28;
 // 12 bytes are exactly 16 base64 characters.
 constexpr size_t kSpelledBytes = kRuleHashChars / 4 * 3;
 
@@ -44,10 +43,9 @@ bool RuleHasher::Digest(const unsigned char* prefix, size_t prefixLen, const cha
 
 bool RuleHasher::Seed(const char* seed, size_t len) { return Digest(nullptr, 0, seed, len); }
 
+// The previous digest is read by the update before the final writes the new one over it.
 bool RuleHasher::Next(const char* text, size_t len, char* out) {
-  unsigned char before[kDigestLen];
-  for (size_t i = 0; i < kDigestLen; ++i) before[i] = prev_[i];
-  if (!Digest(before, kDigestLen, text, len)) return false;
+  if (!Digest(prev_, kDigestLen, text, len)) return false;
   Base64UrlGroups(prev_, kSpelledBytes / 3, out);
   return true;
 }

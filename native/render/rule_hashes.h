@@ -10,6 +10,8 @@
 namespace palisade::render {
 
 constexpr size_t kRuleHashChars = 16;
+// SHA-224's digest.
+constexpr size_t kDigestLen = 28;
 
 class RuleHasher {
  public:
@@ -27,7 +29,7 @@ class RuleHasher {
   bool Digest(const unsigned char* prefix, size_t prefixLen, const char* text, size_t len);
 
   void* ctx_;  // EVP_MD_CTX, kept out of the header
-  unsigned char prev_[28];
+  unsigned char prev_[kDigestLen];
 };
 
 }  // namespace palisade::render

@@ -23,8 +23,8 @@ type EndpointMsg =
 
 const policyKey = (id: PolicyID) => `${id.tier}\u0000${id.name}`;
 
-/** The current members of an active IP set (the member calculator's own record). */
-export type IPSetMembership = (id: string) => Iterable<string>;
+/** The current members of an active IP set (the member calculator's own record), in a new array. */
+export type IPSetMembership = (id: string) => string[];
 
 export class EventSequencer {
   // IP sets: the type of every active set; a set (re)created in this batch is sent whole,
@@ -200,8 +200,8 @@ export class EventSequencer {
     for (const [id, pool] of this.#pools) if (pool) out.push({ type: 'IPAMPoolUpdate', id, pool });
 
     for (const [id, members] of this.#setsToSend) {
-      const all = members ?? (this.#membership as IPSetMembership)(id);
-      out.push({ type: 'IPSetUpdate', id, members: [...all], ipsetType: this.#setTypes.get(id) as IPSetType });
+      const all = members ? [...members] : (this.#membership as IPSetMembership)(id);
+      out.push({ type: 'IPSetUpdate', id, members: all, ipsetType: this.#setTypes.get(id) as IPSetType });
       this.#sentSets.add(id);
     }
     for (const [id, d] of this.#deltas) {

@@ -3,20 +3,11 @@
 // Felix's benchmark): an open-addressing table of IDs in a typed array, with each ID's
 // hash kept, costs a third of a Map's inserts and no rehash of strings when it grows.
 
+import { hashOf } from '../collections/string-hash.js';
 import { withSlot } from './typed-arrays.js';
 
 const EMPTY = -1;
 const MIN_SLOTS = 16;
-
-// FNV-1a over UTF-16 code units, with a final mix so the low bits (the slot) use all of
-// them: keys differ mostly in their last characters.
-function hashOf(key: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x45d9f3b);
-  return h ^ (h >>> 16);
-}
 
 export class IdAllocator {
   /** Slot -> ID, EMPTY when free; linear probing, at most half full. */

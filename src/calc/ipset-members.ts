@@ -19,6 +19,7 @@ import { parseCidr } from '../model/net.js';
 import { parseSelector } from '../native/selector.js';
 import type { IPSetType } from '../proto/messages.js';
 import { IdAllocator } from './id-allocator.js';
+import { StringSet } from '../collections/string-set.js';
 import { withSlot } from './typed-arrays.js';
 import type { IPSetData } from './rule-scanner.js';
 
@@ -47,8 +48,8 @@ export interface IPSetMemberListener {
 interface SetState {
   readonly num: number;
   readonly data: IPSetData;
-  /** The members: what at least one source contributes. */
-  readonly members: Set<string>;
+  /** The members: what at least one source contributes (a table that holds its size under churn). */
+  readonly members: StringSet;
   /** The batch (flush count) it was activated in. */
   readonly batch: number;
   /**
@@ -189,7 +190,7 @@ export class IPSetMemberCalculator {
 
   onIPSetActive(set: IPSetData): void {
     const num = this.#setIds.id(set.uid);
-    const state: SetState = { num, data: set, members: new Set(), extra: new Map(), batch: this.#batch };
+    const state: SetState = { num, data: set, members: new StringSet(), extra: new Map(), batch: this.#batch };
     this.#sets[num] = state;
     this.#listener.onIPSetAdded(set.uid, set.type);
     if (!set.service) {
@@ -245,11 +246,11 @@ export class IPSetMemberCalculator {
     };
   }
 
-  /** The members of an active set now (as of the last flush). */
-  members(uid: string): Iterable<string> {
+  /** The members of an active set now (as of the last flush), in a new array. */
+  members(uid: string): string[] {
     const num = this.#setIds.get(uid);
     const state = num === undefined ? undefined : this.#sets[num];
-    return state ? state.members : [];
+    return state ? state.members.toArray() : [];
   }
 
   onSourceUpdate(key: string, src: MemberSource): void {
@@ -418,10 +419,8 @@ export class IPSetMemberCalculator {
     for (let i = 0, len = count(has); i < len; i++) {
       const m = nth(has, i);
       if (includes(had, m)) continue;
-      const size = members.size;
-      members.add(m);
+      if (!members.add(m)) extra.set(m, (extra.get(m) ?? 0) + 1);
       // A literal, not [] then push: V8 gives an empty array room for 17 on its first push.
-      if (members.size === size) extra.set(m, (extra.get(m) ?? 0) + 1);
       else if (!quiet) added ? added.push(m) : (added = [m]);
     }
     for (let i = 0, len = count(had); i < len; i++) {
@@ -443,9 +442,7 @@ export class IPSetMemberCalculator {
     for (const state of this.#pendingSets) {
       const { members, extra } = state;
       for (const m of state.pending ?? NO_STRINGS) {
-        const size = members.size;
-        members.add(m);
-        if (members.size === size) extra.set(m, (extra.get(m) ?? 0) + 1);
+        if (!members.add(m)) extra.set(m, (extra.get(m) ?? 0) + 1);
       }
       state.pending = undefined;
     }

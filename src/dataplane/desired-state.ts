@@ -13,6 +13,7 @@ import type {
   WorkloadEndpoint,
   WorkloadEndpointID,
 } from '../proto/messages.js';
+import { StringSet } from '../collections/string-set.js';
 import { DeltaLog, gained, lost, type MemberDelta } from './member-delta.js';
 
 // The keys the maps below are indexed by; an update and its remove must agree on them.
@@ -21,7 +22,7 @@ const wepKey = (id: WorkloadEndpointID) => `${id.orchestratorId}/${id.workloadId
 
 export interface DesiredIPSet {
   type: IPSetType;
-  members: Set<string>;
+  members: StringSet;
 }
 
 export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'overlay' | 'config';
@@ -162,7 +163,7 @@ export class DesiredState {
         this.#mark('config', '');
         return;
       case 'IPSetUpdate':
-        this.ipsets.set(m.id, { type: m.ipsetType, members: new Set(m.members) });
+        this.ipsets.set(m.id, { type: m.ipsetType, members: new StringSet(m.members) });
         this.#markWholeSet(m.id);
         return;
       case 'IPSetDeltaUpdate': {
@@ -172,11 +173,7 @@ export class DesiredState {
         for (const x of m.removedMembers) {
           if (s.members.delete(x) && delta) lost(delta, x);
         }
-        for (const x of m.addedMembers) {
-          if (s.members.has(x)) continue;
-          s.members.add(x);
-          if (delta) gained(delta, x);
-        }
+        for (const x of m.addedMembers) if (s.members.add(x) && delta) gained(delta, x);
         this.#mark('ipset', m.id);
         return;
       }

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import { StringMap } from '../../src/collections/string-map.js';
 import { partsAfter } from '../../src/dataplane/backends/nft/backend.js';
 import { ASK_MAX, confirmedMissing, missingKeys, screenSet, Touched } from '../../src/dataplane/backends/nft/check.js';
 import { emptyCommitted } from '../../src/dataplane/backends/nft/committed.js';
@@ -167,7 +168,7 @@ describe('nft backend: a plain set dumped beside commits (screenSet)', () => {
   };
   const committed = (ns: number[]) => {
     const c = emptyCommitted();
-    c.sets.set('s', new Map(ns.map((n) => [elemId(spec(n)), spec(n)])));
+    c.sets.set('s', new StringMap(ns.map((n) => [elemId(spec(n)), spec(n)])));
     c.layouts.set('s', 0);
     return c;
   };

@@ -4,11 +4,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import { StringMap } from '../../src/collections/string-map.js';
 import { defaultConfig } from '../../src/config/params.js';
 import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
 import { DesiredState, DirtyKeys } from '../../src/dataplane/desired-state.js';
 import { ipSetElemSteps } from '../../src/dataplane/backends/nft/desired.js';
 import { drain, Slicer, type Steps } from '../../src/dataplane/slicer.js';
+import type { ElemSpec } from '../../src/dataplane/backends/nft/op-writer.js';
 
 function drainValue<T>(g: Generator<void, T, undefined>): T {
   for (;;) {
@@ -85,7 +87,7 @@ describe('IP-set member deltas', () => {
         return Reflect.get(target, prop, receiver);
       },
     });
-    const out = new Map();
+    const out = new StringMap<ElemSpec>();
     const steps = ipSetElemSteps(4, 'net', watched, out);
     steps.next();
     assert.ok(read <= 1024, `the first step read ${read} members`);
@@ -96,7 +98,7 @@ describe('IP-set member deltas', () => {
     assert.ok(n >= 9, `${n} steps`);
     assert.equal(out.size, 5_000, 'one element per address');
     // A set holding a network is covered first (a network holds addresses), in one pass.
-    const mixed = new Map();
+    const mixed = new StringMap<ElemSpec>();
     assert.equal(drainValue(ipSetElemSteps(4, 'net', ['10.0.0.0/8', '10.1.2.3/32', '192.0.2.1/32'], mixed)), 'net');
     assert.equal([...mixed.values()].filter((e) => e.text).length, 2, 'the /32 inside 10.0.0.0/8 is implied');
   });

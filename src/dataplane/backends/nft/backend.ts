@@ -5,6 +5,7 @@
 // "exec" writes the same transaction as nft input and runs `nft -f -` (the reference the
 // bench compares against, as Calico's nftables mode programs). resync() reads the tables
 // back, so the next apply repairs whatever drifted. Nothing outside our tables is touched.
+import type { StringMap } from '../../../collections/string-map.js';
 import { spawn } from 'node:child_process';
 
 import { failuresOf, nftCommit, type NftDump, nftDump, type NftDumpScope, nftGetElems } from '../../../native/nft.js';
@@ -92,18 +93,6 @@ export async function* partsAfter(
     const part = await read({ rulesOf: [], elementsOf: [s.name] });
     yield { set: { ...(part.sets[0] as NftDump['sets'][number]), flags: s.flags } };
   }
-}
-
-// A set's elements copied as committed, with a turn for the loop every COMPARE_CHUNK
-// (one Map copy of a 500,000-element set held the loop for tens of ms).
-function* copyElems(elems: Map<string, ElemSpec>): Generator<void, Map<string, ElemSpec>, undefined> {
-  const copy = new Map<string, ElemSpec>();
-  let i = 0;
-  for (const [id, e] of elems) {
-    copy.set(id, e);
-    if (++i % COMPARE_CHUNK === 0) yield;
-  }
-  return copy;
 }
 
 /** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
@@ -360,7 +349,7 @@ export class NftBackend {
     // As planned: by delta unless the apply compared whole.
     const byDelta = !c.full && !!d.dirty;
     for (const s of sets) {
-      yield* recordSet(c, s, byDelta);
+      recordSet(c, s, byDelta);
       yield;
     }
   }
@@ -654,7 +643,7 @@ export class NftBackend {
       for (const s of d.sets.values()) {
         c.layouts.set(s.name, layoutOf(s.spec));
         const copy = recorded?.has(s.name) ? before?.sets.get(s.name) : undefined;
-        c.sets.set(s.name, copy ?? (yield* copyElems(s.elems)));
+        c.sets.set(s.name, copy ?? s.elems.clone());
         s.delta = undefined;
         yield;
       }
@@ -671,7 +660,7 @@ export class NftBackend {
           c.layouts.delete(name);
           continue;
         }
-        if (!recorded?.has(name)) yield* recordSet(c, s, true);
+        if (!recorded?.has(name)) recordSet(c, s, true);
         s.delta = undefined;
       }
     }
@@ -808,12 +797,12 @@ export class NftBackend {
  * One set as committed: its delta applied to the elements recorded before (`byDelta`, in
  * the layout recorded), else its elements copied whole.
  */
-function* recordSet(c: CommittedFamily, s: DesiredSet, byDelta: boolean): Steps {
+function recordSet(c: CommittedFamily, s: DesiredSet, byDelta: boolean): void {
   const had = c.sets.get(s.name);
   if (byDelta && s.delta && had && !otherLayout(c, s)) {
     for (const id of s.delta.removed.keys()) had.delete(id);
     for (const [id, e] of s.delta.added) had.set(id, e);
-  } else c.sets.set(s.name, yield* copyElems(s.elems));
+  } else c.sets.set(s.name, s.elems.clone());
   c.layouts.set(s.name, layoutOf(s.spec));
 }
 
@@ -822,7 +811,7 @@ function* recordStagedHead(c: CommittedFamily, d: DesiredFamily, chains: Desired
   c.exists = true;
   for (const s of d.sets.values()) {
     c.layouts.set(s.name, layoutOf(s.spec));
-    c.sets.set(s.name, yield* copyElems(s.elems));
+    c.sets.set(s.name, s.elems.clone());
     yield;
   }
   // A turn of the loop every 1,024 chains: a 100,000-rule node has ~17,000 (a step of
@@ -846,7 +835,7 @@ function deletionOrder(list: ElemSpec[]): void {
   list.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : b.flags - a.flags));
 }
 
-function sameElems(have: Map<string, ElemSpec> | undefined, d: DesiredSet): boolean {
+function sameElems(have: StringMap<ElemSpec> | undefined, d: DesiredSet): boolean {
   if (!have || have.size !== d.elems.size) return false;
   for (const k of d.elems.keys()) if (!have.has(k)) return false;
   return true;

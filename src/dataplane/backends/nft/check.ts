@@ -8,6 +8,7 @@
 // chain, a set created or deleted, a set's elements by id) and left out, since the
 // dump may predate it. What differs otherwise was changed behind our back: the next
 // apply adopts the dumped content for those names and repairs them.
+import { StringMap } from '../../../collections/string-map.js';
 import type { NftDump } from '../../../native/nft.js';
 import type { Family } from '../../render/model.js';
 import { baseOf, chainHashes, type CommittedFamily, dumpedElem, dumpedElems, sameList } from './committed.js';
@@ -70,7 +71,7 @@ export class Touched {
 export interface Patch {
   chains: Map<string, string[] | undefined>;
   bases: Map<string, string>;
-  sets: Map<string, Map<string, ElemSpec> | undefined>;
+  sets: Map<string, StringMap<ElemSpec> | undefined>;
   /** The layouts of the dumped sets in `sets`. */
   layouts: Map<string, number>;
 }
@@ -159,7 +160,7 @@ export function* compareSet(
   const layout = s.flags & SET_FLAG.interval;
   if (!relaid(s, c, t) && !(yield* setDrifted(s, c, t))) return;
   out.sets.push(s.name);
-  const elems = new Map<string, ElemSpec>();
+  const elems = new StringMap<ElemSpec>();
   yield* dumpedElems(s, elems);
   patch.sets.set(s.name, elems);
   patch.layouts.set(s.name, layout);

@@ -3,6 +3,7 @@
 // plans against it and records into it; a read-back replaces it (readBack) or, in a
 // refresh that runs beside applies, is compared with it (check.ts). Also the readers a
 // dump's columns need, shared by both.
+import { StringMap } from '../../../collections/string-map.js';
 import type { NftDump } from '../../../native/nft.js';
 import type { RawPacked } from '../../../native/raw.js';
 import { SET_FLAG } from './consts.js';
@@ -15,7 +16,7 @@ export interface CommittedFamily {
   exists: boolean;
   /** Chain -> its rules' hashes ("" for a rule that is not ours). */
   chains: Map<string, string[]>;
-  sets: Map<string, Map<string, ElemSpec>>;
+  sets: Map<string, StringMap<ElemSpec>>;
   /** Set -> its layout (its interval flag: desired.ts layoutOf), as created or read back. */
   layouts: Map<string, number>;
   /** Base chains as the kernel declares them ("hook/prio/type"), from the last read-back. */
@@ -82,7 +83,7 @@ export function dumpedElem(s: DumpSet, j: number): ElemSpec | undefined {
 }
 
 /** A dumped set's elements by id. Steps: one per 1,024 elements. */
-export function* dumpedElems(s: DumpSet, out: Map<string, ElemSpec>): Steps {
+export function* dumpedElems(s: DumpSet, out: StringMap<ElemSpec>): Steps {
   for (let j = 0; j < s.elements.count; j++) {
     const spec = dumpedElem(s, j);
     if (spec) out.set(elemId(spec), spec);
@@ -113,7 +114,7 @@ export function* readBackRules(part: NftDump, c: CommittedFamily): Steps {
 /** A dumped set's elements (none for a set gone since the catalogue listed it). */
 export function* readBackSet(s: DumpSet, c: CommittedFamily): Steps {
   if (s.gone) return;
-  const elems = new Map<string, ElemSpec>();
+  const elems = new StringMap<ElemSpec>();
   yield* dumpedElems(s, elems);
   c.sets.set(s.name, elems);
   c.layouts.set(s.name, s.flags & SET_FLAG.interval);

@@ -2,6 +2,7 @@
 // each apply: only the sources that changed (a policy, an endpoint, an IP set...) are
 // rendered and hashed again, and the chains and sets they touched are marked dirty, so an
 // incremental apply costs what changed, not what exists.
+import { StringMap } from '../../../collections/string-map.js';
 import type { DesiredState, MemberDelta } from '../../desired-state.js';
 import { isHostCidr } from '../../render/cover.js';
 import type { Family, IPSet } from '../../render/model.js';
@@ -89,7 +90,7 @@ export class NftDesiredBuilder extends DesiredBuilder {
     const name = nftSetName(ipSetName(this.family, id));
     if (s) {
       const set = ipSetOf(id, s, this.family);
-      const elems = new Map<string, ElemSpec>();
+      const elems = new StringMap<ElemSpec>();
       const elemKind = yield* ipSetElemSteps(this.family, set.kind, set.members, elems);
       // A new object without a delta: the apply compares it whole (and re-creates the
       // set when its layout changed, see backend.ts).

@@ -1,6 +1,7 @@
 // The target of an apply, per family: every chain with its rules and their hashes (the
 // `cali:` comments, computed from the nft text so `nft list` and `palisade plan` agree),
 // every set and map with its elements keyed by their kernel bytes.
+import { StringMap } from '../../../collections/string-map.js';
 import { coveringMembers, isHostCidr } from '../../render/cover.js';
 import type { Family, IPSet, Rule, Ruleset, SetKind, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
@@ -25,7 +26,8 @@ export interface DesiredChain {
 export interface DesiredSet {
   name: string;
   spec: SetSpec;
-  elems: Map<string, ElemSpec>;
+  /** Dense, in insertion order while never deleted from: an interval set's elements are written in it (string-map.ts). */
+  elems: StringMap<ElemSpec>;
   /**
    * Elements gained and lost since the last successful apply, when the set changed only
    * by member deltas; the apply then writes these instead of comparing every element.
@@ -121,7 +123,7 @@ export function* ipSetElemSteps(
   family: Family,
   kind: SetKind,
   members: readonly string[],
-  out: Map<string, ElemSpec>,
+  out: StringMap<ElemSpec>,
 ): Generator<void, ElemKind, undefined> {
   if (kind === 'net') {
     // Host addresses (workloads': the common case, and the big sets) need no covering, whose
@@ -158,7 +160,7 @@ export function memberElems(family: Family, kind: ElemKind, m: string): ElemSpec
 
 /** A set's elements and their kind (ipSetElemSteps at once). */
 export function ipSetElems(family: Family, kind: SetKind, members: readonly string[]) {
-  const elems = new Map<string, ElemSpec>();
+  const elems = new StringMap<ElemSpec>();
   return { elems, elemKind: drain(ipSetElemSteps(family, kind, members, elems)) };
 }
 
@@ -218,7 +220,7 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
   }
   for (const m of rs.maps) {
     const name = nftChainName(m.table, m.name);
-    const elems = new Map<string, ElemSpec>();
+    const elems = new StringMap<ElemSpec>();
     for (const [iface, v] of m.entries) {
       if (v.k !== 'goto' && v.k !== 'jump') continue;
       const e = mapElem(iface, v.k, nftChainName(m.table, v.chain));

@@ -69,6 +69,16 @@ export class StringSet implements Iterable<string> {
     return true;
   }
 
+  /** A copy: the table copied whole, nothing hashed again. */
+  clone(): StringSet {
+    const c = new StringSet();
+    c.#keys = this.#keys.slice();
+    c.#hashes = this.#hashes.slice();
+    c.#mask = this.#mask;
+    c.#size = this.#size;
+    return c;
+  }
+
   /** The members, in no particular order. */
   toArray(): string[] {
     const out = new Array<string>(this.#size);

@@ -89,4 +89,17 @@ describe('StringSet', () => {
     assert.deepEqual([...it], ['a']);
     assert.deepEqual(it.next(), { value: undefined, done: true });
   });
+
+  it('clones share nothing', () => {
+    const a = new StringSet(Array.from({ length: 5000 }, (_, i) => addr(i)));
+    const b = a.clone();
+    for (let i = 0; i < 2500; i++) b.delete(addr(i));
+    for (let i = 5000; i < 9000; i++) b.add(addr(i));
+    a.add('other');
+    assert.equal(a.size, 5001);
+    assert.equal(b.size, 6500);
+    assert.ok(a.has(addr(0)) && !b.has(addr(0)));
+    assert.ok(!a.has(addr(8999)) && b.has(addr(8999)));
+    assert.ok(!b.has('other'));
+  });
 });

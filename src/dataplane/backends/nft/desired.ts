@@ -26,7 +26,7 @@ export interface DesiredChain {
 export interface DesiredSet {
   name: string;
   spec: SetSpec;
-  /** Dense, in insertion order while never deleted from: an interval set's elements are written in it (string-map.ts). */
+  /** Dense, in insertion order while never deleted from: an interval set's are written in it (string-map.ts). */
   elems: StringMap<ElemSpec>;
   /**
    * Elements gained and lost since the last successful apply, when the set changed only

@@ -3,15 +3,15 @@
 // Felix's benchmark): an open-addressing table of IDs in a typed array, with each ID's
 // hash kept, costs a third of a Map's inserts and no rehash of strings when it grows.
 
+import { EMPTY, emptySlots, place, unslot } from '../collections/index-slots.js';
 import { hashOf } from '../collections/string-hash.js';
 import { withSlot } from './typed-arrays.js';
 
-const EMPTY = -1;
 const MIN_SLOTS = 16;
 
 export class IdAllocator {
   /** Slot -> ID, EMPTY when free; linear probing, at most half full. */
-  #slots = new Int32Array(MIN_SLOTS).fill(EMPTY);
+  #slots = emptySlots(MIN_SLOTS);
   #mask = MIN_SLOTS - 1;
   /** By ID: the key's hash (valid while the ID is live). */
   #hashes = new Int32Array(MIN_SLOTS);
@@ -52,7 +52,7 @@ export class IdAllocator {
     this.#keys[id] = undefined;
     this.#free.push(id);
     this.#size--;
-    this.#unslot(at);
+    unslot(this.#slots, this.#mask, this.#hashes, at);
   }
 
   /** Every live key with its ID. */
@@ -78,32 +78,12 @@ export class IdAllocator {
     return ~i;
   }
 
-  // Empties a slot, moving back the later entries of its run that probed past it, so that
-  // lookups never need tombstones.
-  #unslot(at: number): void {
-    const slots = this.#slots;
-    const mask = this.#mask;
-    let hole = at;
-    for (let j = (at + 1) & mask; slots[j] !== EMPTY; j = (j + 1) & mask) {
-      const home = (this.#hashes[slots[j] as number] as number) & mask;
-      // Movable when its home is not in (hole, j], cyclically.
-      const between = hole <= j ? home > hole && home <= j : home > hole || home <= j;
-      if (between) continue;
-      slots[hole] = slots[j] as number;
-      hole = j;
-    }
-    slots[hole] = EMPTY;
-  }
-
   #rehash(size: number): void {
-    const slots = new Int32Array(size).fill(EMPTY);
+    const slots = emptySlots(size);
     const mask = size - 1;
     const keys = this.#keys;
     for (let id = 0; id < keys.length; id++) {
-      if (keys[id] === undefined) continue;
-      let i = (this.#hashes[id] as number) & mask;
-      while (slots[i] !== EMPTY) i = (i + 1) & mask;
-      slots[i] = id;
+      if (keys[id] !== undefined) place(slots, mask, this.#hashes[id] as number, id);
     }
     this.#slots = slots;
     this.#mask = mask;

@@ -12,14 +12,14 @@
 //
 // Not to be changed while it is iterated (a deletion moves an entry).
 
+import { EMPTY, emptySlots, place, unslot } from './index-slots.js';
 import { hashOf } from './string-hash.js';
 
-const EMPTY = -1;
 const MIN_SLOTS = 8;
 
 export class StringMap<V> implements Iterable<[string, V]> {
   /** Slot -> entry position, EMPTY when free; linear probing, at most three quarters full. */
-  #slots = new Int32Array(MIN_SLOTS).fill(EMPTY);
+  #slots = emptySlots(MIN_SLOTS);
   #mask = MIN_SLOTS - 1;
   /** By position: the entries, and each key's hash (its home slot is the hash's low bits). */
   #keys: string[] = [];
@@ -73,7 +73,7 @@ export class StringMap<V> implements Iterable<[string, V]> {
     const at = this.#find(key, hashOf(key));
     if (at < 0) return false;
     const pos = this.#slots[at] as number;
-    this.#unslot(at);
+    unslot(this.#slots, this.#mask, this.#hashes, at);
     const last = this.#keys.length - 1;
     if (pos !== last) this.#move(last, pos);
     this.#keys.pop();
@@ -84,7 +84,7 @@ export class StringMap<V> implements Iterable<[string, V]> {
   }
 
   clear(): void {
-    this.#slots = new Int32Array(MIN_SLOTS).fill(EMPTY);
+    this.#slots = emptySlots(MIN_SLOTS);
     this.#mask = MIN_SLOTS - 1;
     this.#keys = [];
     this.#values = [];
@@ -130,22 +130,6 @@ export class StringMap<V> implements Iterable<[string, V]> {
     return ~i;
   }
 
-  // Empties a slot, moving back the later entries of its run that probed past it, so that
-  // lookups never need deleted markers.
-  #unslot(at: number): void {
-    const slots = this.#slots;
-    const mask = this.#mask;
-    let hole = at;
-    for (let j = (at + 1) & mask; slots[j] !== EMPTY; j = (j + 1) & mask) {
-      const home = (this.#hashes[slots[j] as number] as number) & mask;
-      // Stays when its home is in (hole, j], cyclically: moving it would put it before home.
-      if (hole <= j ? home > hole && home <= j : home > hole || home <= j) continue;
-      slots[hole] = slots[j] as number;
-      hole = j;
-    }
-    slots[hole] = EMPTY;
-  }
-
   // Moves the entry at `from` to position `to` (a deleted entry's), and its slot with it.
   #move(from: number, to: number): void {
     const h = this.#hashes[from] as number;
@@ -158,14 +142,9 @@ export class StringMap<V> implements Iterable<[string, V]> {
   }
 
   #reindex(size: number): void {
-    const slots = new Int32Array(size).fill(EMPTY);
+    const slots = emptySlots(size);
     const mask = size - 1;
-    const hashes = this.#hashes;
-    for (let pos = 0; pos < this.#keys.length; pos++) {
-      let i = (hashes[pos] as number) & mask;
-      while (slots[i] !== EMPTY) i = (i + 1) & mask;
-      slots[i] = pos;
-    }
+    for (let pos = 0; pos < this.#keys.length; pos++) place(slots, mask, this.#hashes[pos] as number, pos);
     this.#slots = slots;
     this.#mask = mask;
   }

@@ -12,6 +12,7 @@
 //
 // Not to be changed while it is iterated (a deletion moves members back).
 
+import { stays } from './index-slots.js';
 import { hashOf } from './string-hash.js';
 
 const MIN_SLOTS = 8;
@@ -118,9 +119,7 @@ export class StringSet implements Iterable<string> {
     const mask = this.#mask;
     let hole = at;
     for (let j = (at + 1) & mask; keys[j] !== undefined; j = (j + 1) & mask) {
-      const home = (hashes[j] as number) & mask;
-      // Stays when its home is in (hole, j], cyclically: moving it would put it before home.
-      if (hole <= j ? home > hole && home <= j : home > hole || home <= j) continue;
+      if (stays((hashes[j] as number) & mask, hole, j)) continue;
       keys[hole] = keys[j];
       hashes[hole] = hashes[j] as number;
       hole = j;

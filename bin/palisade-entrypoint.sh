@@ -14,8 +14,14 @@
 # 100,000-rule cold apply's loop for 17-21 ms. Semi-spaces of at most 8 MB on every
 # version, as SEMI_SPACE_MB in src/agent/runtime-setup.ts (docs/dataplane.md, "The young
 # generation").
+#
+# No allocation-site pretenuring: the initial sync's objects all survive, so V8 learns to
+# allocate an endpoint's model, a datastore key or a member delta straight into the old
+# space, and under churn those objects, dead within a tick, are left for full collections
+# to find, scattered over pages they rarely compact (docs/dataplane.md, "Memory under
+# churn"; NO_PRETENURING_FLAG in src/agent/runtime-setup.ts).
 n=$(nproc 2>/dev/null || echo 5)
 p=$((n - 1))
 [ "$p" -gt 4 ] && p=4
 [ "$p" -lt 1 ] && p=1
-exec node --v8-pool-size="$p" --max-semi-space-size=8 "$(dirname "$0")/palisade.js" "$@"
+exec node --v8-pool-size="$p" --max-semi-space-size=8 --no-allocation-site-pretenuring "$(dirname "$0")/palisade.js" "$@"

@@ -63,13 +63,22 @@ export const SEMI_SPACE_MB = 8;
 export const SEMI_SPACE_FLAG = `--max-semi-space-size=${SEMI_SPACE_MB}`;
 
 /**
+ * V8 allocates straight into the old space at an allocation site whose objects survived
+ * scavenges. The initial sync's objects all survive, so the sites that make an endpoint's
+ * model, a datastore key or a member delta are pretenured for good, and under churn their
+ * objects, dead within a tick, are only found by a full collection, scattered over
+ * old-space pages it rarely compacts (docs/dataplane.md, "Memory under churn").
+ */
+export const NO_PRETENURING_FLAG = '--no-allocation-site-pretenuring';
+
+/**
  * Node's flags in the image (bin/palisade-entrypoint.sh, which the entrypoint test holds
  * to this): V8's platform pool sized to the cores less one, 1 to 4 (docs/dataplane.md,
  * "V8's platform pool"), and the semi-spaces capped. The demo, the e2e tests' agents and
  * the benches start node with them, so they run as the image does.
  */
 export function imageNodeFlags(cores = availableParallelism()): string[] {
-  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, SEMI_SPACE_FLAG];
+  return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, SEMI_SPACE_FLAG, NO_PRETENURING_FLAG];
 }
 
 /** The first number of a V8 version ("13.6.233.10-node.27" -> 13). */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { imageNodeFlags, SEMI_SPACE_MB } from '../../src/agent/runtime-setup.js';
+import { imageNodeFlags, NO_PRETENURING_FLAG, SEMI_SPACE_MB } from '../../src/agent/runtime-setup.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SCRIPT = join(ROOT, 'bin', 'palisade-entrypoint.sh');
@@ -32,7 +32,7 @@ describe('the image entrypoint', () => {
       assert.equal(r.status, 0, r.stderr);
       const flags = imageNodeFlags(cores);
       const pool = Math.min(4, Math.max(1, cores - 1));
-      assert.deepEqual(flags, [`--v8-pool-size=${pool}`, `--max-semi-space-size=${SEMI_SPACE_MB}`]);
+      assert.deepEqual(flags, [`--v8-pool-size=${pool}`, `--max-semi-space-size=${SEMI_SPACE_MB}`, NO_PRETENURING_FLAG]);
       assert.deepEqual(
         r.stdout.trim().split('\n'),
         [...flags, join(ROOT, 'bin', 'palisade.js'), 'agent', '--flag with space'],

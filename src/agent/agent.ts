@@ -20,7 +20,7 @@ import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { ControlPlane } from './control-plane.js';
-import { applyGcThreshold, warnUncappedYoungGeneration } from './runtime-setup.js';
+import { applyGcThreshold, turnOffPretenuring, warnUncappedYoungGeneration } from './runtime-setup.js';
 import { refusal } from '../config/refusal.js';
 
 /** Felix's metrics TLS: on when a certificate and its key are configured. */
@@ -125,6 +125,7 @@ export class NodeAgent {
       'palisade agent starting',
     );
     warnUncappedYoungGeneration(this.#log);
+    turnOffPretenuring(this.#log);
     this.#plane.start();
   }
 

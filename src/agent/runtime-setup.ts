@@ -106,3 +106,26 @@ export function warnUncappedYoungGeneration(
   );
   return true;
 }
+
+/**
+ * Turns allocation-site pretenuring off at start when node was started without the
+ * image's flag (`node bin/palisade.js agent`): V8 reads the flag at each collection's
+ * pretenuring pass, so set before the initial sync it has taught V8 nothing yet
+ * (`--trace-pretenuring-statistics` prints no decisions after it, on Node 20 and 24).
+ * Returns whether it had to.
+ */
+export function turnOffPretenuring(
+  log: Logger,
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions = process.env.NODE_OPTIONS ?? '',
+  set: (flag: string) => void = setFlagsFromString,
+): boolean {
+  const given = (s: string) => /--(no[-_]?)?allocation[-_]site[-_]pretenuring\b/.test(s);
+  if (execArgv.some(given) || given(nodeOptions)) return false;
+  set(NO_PRETENURING_FLAG);
+  log.info(
+    { flag: NO_PRETENURING_FLAG },
+    "allocation-site pretenuring turned off at start, as the image's entrypoint does: churn's short-lived objects stay in the young generation",
+  );
+  return true;
+}

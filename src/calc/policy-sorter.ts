@@ -104,7 +104,13 @@ export class PolicySorter {
   onPolicyUpdate(id: string, tier: string, meta: PolicyMeta | undefined): boolean {
     const oldTier = this.#tierOf.get(id);
     const old = oldTier === undefined ? undefined : this.#tiers.get(oldTier)?.policies.get(id);
-    if (meta && old && oldTier === tier && sameMeta(old, meta)) return false;
+    if (meta && old && oldTier === tier) {
+      if (sameMeta(old, meta)) return false;
+      // In place: a delete and a set would leave V8's Map a deleted entry per policy edit.
+      (this.#tiers.get(tier) as TierState).policies.set(id, meta);
+      this.#sorted = undefined;
+      return true;
+    }
     if (oldTier !== undefined && old) {
       const t = this.#tiers.get(oldTier) as TierState;
       t.policies.delete(id);

@@ -32,7 +32,11 @@ describe('the image entrypoint', () => {
       assert.equal(r.status, 0, r.stderr);
       const flags = imageNodeFlags(cores);
       const pool = Math.min(4, Math.max(1, cores - 1));
-      assert.deepEqual(flags, [`--v8-pool-size=${pool}`, `--max-semi-space-size=${SEMI_SPACE_MB}`, NO_PRETENURING_FLAG]);
+      assert.deepEqual(flags, [
+        `--v8-pool-size=${pool}`,
+        `--max-semi-space-size=${SEMI_SPACE_MB}`,
+        NO_PRETENURING_FLAG,
+      ]);
       assert.deepEqual(
         r.stdout.trim().split('\n'),
         [...flags, join(ROOT, 'bin', 'palisade.js'), 'agent', '--flag with space'],

@@ -46,6 +46,12 @@ describe('PolicySorter', () => {
       ['d', 'a', 'c', 'b'],
     );
     assert.equal(s.onPolicyUpdate('a', 'default', meta('a', 5)), false, 'no change, not dirty');
+    assert.equal(s.onPolicyUpdate('b', 'default', meta('b', 1)), true, 'a new order in the same tier');
+    assert.deepEqual(
+      s.sorted()[0]?.policies.map((p) => p.name),
+      ['b', 'd', 'a', 'c'],
+    );
+    s.onPolicyUpdate('b', 'default', meta('b'));
     assert.equal(s.onPolicyUpdate('a', 'other', meta('a', 5)), true);
     assert.deepEqual(
       s.sorted().map((t) => [t.name, t.policies.map((p) => p.name)]),

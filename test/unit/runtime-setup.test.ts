@@ -10,6 +10,7 @@ import {
   heapGrowingFlag,
   SEMI_SPACE_MB,
   v8Major,
+  turnOffPretenuring,
   warnUncappedYoungGeneration,
 } from '../../src/agent/runtime-setup.js';
 import { createLogger } from '../../src/log.js';
@@ -102,5 +103,35 @@ describe("V8's young generation (the image's cap)", () => {
     assert.equal(warnUncappedYoungGeneration(log, [], '--max_semi_space_size=16', '11.3.244.8'), false);
     assert.equal(lines.length, 2);
     assert.equal(SEMI_SPACE_MB, 8);
+  });
+
+  it('turns pretenuring off at start unless node was given the flag either way', () => {
+    const lines: string[] = [];
+    const log = createLogger({
+      severity: 'Info',
+      destination: { write: (l: string) => void lines.push(JSON.parse(l).msg) },
+    });
+    const set: string[] = [];
+    assert.equal(
+      turnOffPretenuring(log, [], '', (f) => set.push(f)),
+      true,
+    );
+    assert.deepEqual(set, ['--no-allocation-site-pretenuring']);
+    assert.match(lines[0] ?? '', /allocation-site pretenuring turned off at start/);
+    assert.equal(
+      turnOffPretenuring(log, ['--no-allocation-site-pretenuring'], '', (f) => set.push(f)),
+      false,
+    );
+    assert.equal(
+      turnOffPretenuring(log, [], '--max-semi-space-size=8 --no_allocation_site_pretenuring', (f) => set.push(f)),
+      false,
+    );
+    // Someone who asks for it gets it.
+    assert.equal(
+      turnOffPretenuring(log, ['--allocation-site-pretenuring'], '', (f) => set.push(f)),
+      false,
+    );
+    assert.equal(set.length, 1);
+    assert.equal(lines.length, 1);
   });
 });

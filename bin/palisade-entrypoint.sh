@@ -18,8 +18,8 @@
 # No allocation-site pretenuring: the initial sync's objects all survive, so V8 learns to
 # allocate an endpoint's model, a datastore key or a member delta straight into the old
 # space, and under churn those objects, dead within a tick, are left for full collections
-# to find, scattered over pages they rarely compact (docs/dataplane.md, "Memory under
-# churn"; NO_PRETENURING_FLAG in src/agent/runtime-setup.ts).
+# to find, scattered over pages they rarely compact (docs/dataplane.md, "No allocation-site
+# pretenuring"; NO_PRETENURING_FLAG in src/agent/runtime-setup.ts).
 n=$(nproc 2>/dev/null || echo 5)
 p=$((n - 1))
 [ "$p" -gt 4 ] && p=4

@@ -67,7 +67,7 @@ export const SEMI_SPACE_FLAG = `--max-semi-space-size=${SEMI_SPACE_MB}`;
  * scavenges. The initial sync's objects all survive, so the sites that make an endpoint's
  * model, a datastore key or a member delta are pretenured for good, and under churn their
  * objects, dead within a tick, are only found by a full collection, scattered over
- * old-space pages it rarely compacts (docs/dataplane.md, "Memory under churn").
+ * old-space pages it rarely compacts (docs/dataplane.md, "No allocation-site pretenuring").
  */
 export const NO_PRETENURING_FLAG = '--no-allocation-site-pretenuring';
 

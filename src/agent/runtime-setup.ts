@@ -81,6 +81,10 @@ export function imageNodeFlags(cores = availableParallelism()): string[] {
   return [`--v8-pool-size=${Math.min(4, Math.max(1, cores - 1))}`, SEMI_SPACE_FLAG, NO_PRETENURING_FLAG];
 }
 
+/** Whether node was started with a flag (V8 spells its flags with - or _), on its command line or in NODE_OPTIONS. */
+const givenToNode = (flag: RegExp, execArgv: readonly string[], nodeOptions: string): boolean =>
+  execArgv.some((a) => flag.test(a)) || flag.test(nodeOptions);
+
 /** The first number of a V8 version ("13.6.233.10-node.27" -> 13). */
 export const v8Major = (version = process.versions.v8) => Number.parseInt(version, 10) || 0;
 
@@ -95,8 +99,7 @@ export function warnUncappedYoungGeneration(
   nodeOptions = process.env.NODE_OPTIONS ?? '',
   version = process.versions.v8,
 ): boolean {
-  const capped = (s: string) => /--max[-_]semi[-_]space[-_]size\b/.test(s);
-  if (execArgv.some(capped) || capped(nodeOptions)) return false;
+  if (givenToNode(/--max[-_]semi[-_]space[-_]size\b/, execArgv, nodeOptions)) return false;
   const major = v8Major(version);
   log.warn(
     { v8: version, suggested: SEMI_SPACE_FLAG },
@@ -120,8 +123,7 @@ export function turnOffPretenuring(
   nodeOptions = process.env.NODE_OPTIONS ?? '',
   set: (flag: string) => void = setFlagsFromString,
 ): boolean {
-  const given = (s: string) => /--(no[-_]?)?allocation[-_]site[-_]pretenuring\b/.test(s);
-  if (execArgv.some(given) || given(nodeOptions)) return false;
+  if (givenToNode(/--(no[-_]?)?allocation[-_]site[-_]pretenuring\b/, execArgv, nodeOptions)) return false;
   set(NO_PRETENURING_FLAG);
   log.info(
     { flag: NO_PRETENURING_FLAG },

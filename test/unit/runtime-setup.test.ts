@@ -106,11 +106,7 @@ describe("V8's young generation (the image's cap)", () => {
   });
 
   it('turns pretenuring off at start unless node was given the flag either way', () => {
-    const lines: string[] = [];
-    const log = createLogger({
-      severity: 'Info',
-      destination: { write: (l: string) => void lines.push(JSON.parse(l).msg) },
-    });
+    const { log, lines } = warnings();
     const set: string[] = [];
     assert.equal(
       turnOffPretenuring(log, [], '', (f) => set.push(f)),

@@ -64,7 +64,7 @@ void LabelIndex::UnlinkParents(uint32_t item) {
 
 // ---- items -----------------------------------------------------------------------------
 
-void LabelIndex::UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents) {
+void LabelIndex::UpsertItem(uint32_t id, const std::vector<Label>& labels, const std::vector<uint32_t>& parents) {
   Settle();
   if (id >= items_.size()) items_.resize(id + 1);
   std::vector<uint32_t>& unique = parentsTmp_;

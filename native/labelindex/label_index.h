@@ -43,7 +43,7 @@ class LabelIndex {
   // `labels` must be sorted by key with unique keys.
   void UpsertParent(uint32_t id, std::vector<Label> labels);
   void DeleteParent(uint32_t id);
-  void UpsertItem(uint32_t id, std::vector<Label> labels, const std::vector<uint32_t>& parents);
+  void UpsertItem(uint32_t id, const std::vector<Label>& labels, const std::vector<uint32_t>& parents);
   void DeleteItem(uint32_t id);
   // `canonical` identifies the expression; re-upserting the same one is a no-op. A new
   // selector's matches are found by the next Settle() (every other call settles first),

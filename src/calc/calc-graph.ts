@@ -44,9 +44,18 @@ export function workloadEndpointKey(k: {
   endpointId: string;
 }): string {
   // join() builds a flat string; a template literal would keep a tree of parts alive
-  // (250,000 of these in a snapshot).
-  return ['wep:', k.hostname, '/', k.orchestratorId, '/', k.workloadId, '/', k.endpointId].join('');
+  // (250,000 of these in a snapshot). The parts' array is reused: one per key was a
+  // tenth of the snapshot's garbage.
+  const parts = KEY_PARTS;
+  parts[1] = k.hostname;
+  parts[3] = k.orchestratorId;
+  parts[5] = k.workloadId;
+  parts[7] = k.endpointId;
+  const key = parts.join('');
+  parts[1] = parts[3] = parts[5] = parts[7] = '';
+  return key;
 }
+const KEY_PARTS = ['wep:', '', '/', '', '/', '', '/', ''];
 
 export function hostEndpointKey(k: { hostname: string; endpointId: string }): string {
   return `hep:${k.hostname}/${k.endpointId}`;

@@ -152,6 +152,17 @@ function nth(list: Strings, i: number): string {
   return typeof list === 'string' ? list : (list[i] as string);
 }
 
+function inSetList(list: SetList | undefined, state: SetState): boolean {
+  return list === state || (Array.isArray(list) && list.includes(state));
+}
+
+/** The live activations of a list, as a SetList (undefined for none). */
+function liveSets(list: SetList, sets: ReadonlyArray<SetState | undefined>): SetList | undefined {
+  if (!Array.isArray(list)) return sets[list.num] === list ? list : undefined;
+  const live = list.filter((s) => sets[s.num] === s);
+  return live.length === 0 ? undefined : live.length === 1 ? live[0] : live;
+}
+
 export class IPSetMemberCalculator {
   readonly #listener: IPSetMemberListener;
   readonly #index = new LabelIndex();
@@ -369,33 +380,46 @@ export class IPSetMemberCalculator {
   }
 
   // Diffs what the source gave each live set before the batch against what it gives now.
+  // Every source of a snapshot passes here: a source in one set (the common case) is
+  // settled without an array around that set, nor a closure.
   #settle(src: number, before: Before | null): void {
     const nets = this.#nets[src];
-    const ports = this.#ports[src] ?? NO_PORTS;
     const list = this.#setsOf[src];
-    const now = list === undefined ? NO_SETS : Array.isArray(list) ? list : [list];
-    const sets = this.#sets;
-    for (const state of now) {
-      if (sets[state.num] !== state) continue;
-      const had =
-        before && before.nets !== undefined && before.sets.includes(state)
-          ? membersOf(state.data, before.nets, before.ports)
-          : NO_STRINGS;
-      this.#apply(state, had, nets !== undefined ? membersOf(state.data, nets, ports) : NO_STRINGS);
+    let dead = false;
+    if (list !== undefined) {
+      if (Array.isArray(list)) for (const state of list) dead = this.#settleIn(state, src, before) || dead;
+      else dead = this.#settleIn(list, src, before);
     }
     if (before && before.nets !== undefined) {
+      const sets = this.#sets;
       for (const state of before.sets) {
-        if (sets[state.num] !== state || now.includes(state)) continue;
+        if (sets[state.num] !== state || inSetList(list, state)) continue;
         this.#apply(state, membersOf(state.data, before.nets, before.ports), NO_STRINGS);
       }
     }
     if (nets === undefined) {
       this.#setsOf[src] = undefined;
       this.#sourceIds.release(this.#sourceIds.key(src));
-    } else if (now.length && now.some((s) => sets[s.num] !== s)) {
-      const live = now.filter((s) => sets[s.num] === s);
-      this.#setsOf[src] = live.length === 0 ? undefined : live.length === 1 ? live[0] : live;
+    } else if (dead) {
+      // Activations that ended are dropped from the source's list.
+      this.#setsOf[src] = liveSets(list as SetList, this.#sets);
     }
+  }
+
+  // Settles the source in one set it is in now; true when that activation is dead.
+  #settleIn(state: SetState, src: number, before: Before | null): boolean {
+    if (this.#sets[state.num] !== state) return true;
+    const nets = this.#nets[src];
+    const had =
+      before && before.nets !== undefined && before.sets.includes(state)
+        ? membersOf(state.data, before.nets, before.ports)
+        : NO_STRINGS;
+    this.#apply(
+      state,
+      had,
+      nets !== undefined ? membersOf(state.data, nets, this.#ports[src] ?? NO_PORTS) : NO_STRINGS,
+    );
+    return false;
   }
 
   #apply(state: SetState, had: Strings, has: Strings): void {
@@ -441,7 +465,9 @@ export class IPSetMemberCalculator {
   #addPending(): void {
     for (const state of this.#pendingSets) {
       const { members, extra } = state;
-      for (const m of state.pending ?? NO_STRINGS) {
+      const pending = state.pending ?? NO_STRINGS;
+      members.reserve(pending.length);
+      for (const m of pending) {
         if (!members.add(m)) extra.set(m, (extra.get(m) ?? 0) + 1);
       }
       state.pending = undefined;

@@ -28,10 +28,15 @@ export class StringSet implements Iterable<string> {
   /** A set of these members, its table sized for them at once. */
   constructor(members?: readonly string[]) {
     if (!members?.length) return;
-    let slots = MIN_SLOTS;
-    while (members.length * 4 > slots * 3) slots *= 2;
-    if (slots > MIN_SLOTS) this.#resize(slots);
+    this.reserve(members.length);
     for (const m of members) this.add(m);
+  }
+
+  /** Grows the table at once to take `more` members, instead of doubling on the way. */
+  reserve(more: number): void {
+    let slots = this.#mask + 1;
+    while ((this.#size + more) * 4 > slots * 3) slots *= 2;
+    if (slots > this.#mask + 1) this.#resize(slots);
   }
 
   get size(): number {

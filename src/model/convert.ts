@@ -28,7 +28,7 @@ import {
   policySortKey,
   SERVICE_ACCOUNT_LABEL_PREFIX,
 } from './names.js';
-import { parseCidr, parseIp } from './net.js';
+import { isCanonicalV4Host, parseCidr, parseIp } from './net.js';
 import type { EntityRule, ResourceOf, Rule } from './schemas.js';
 
 /** A rule that matches everything, with `action`; fields set later narrow it. */
@@ -261,92 +261,85 @@ function endpointPorts(
     .map((p) => ({ name: p.name as string, protocol: protocolV1(p.protocol) as string | number, port: p.port }));
 }
 
-/** Parses CIDRs into normalised IPv4 and IPv6 lists, each exactly sized (or shared empty). */
-function cidrsByFamily(list: readonly string[]): [string[], string[]] {
+/** Parses CIDRs into normalised IPv4 and IPv6 lists, each exactly sized (or shared empty), into `out`. */
+function cidrsByFamily(list: readonly string[], out: { ipv4Nets: string[]; ipv6Nets: string[] }): void {
   if (list.length === 1) {
     // The common case, without the intermediate arrays (250,000 endpoints in a snapshot).
-    const c = parseCidr(list[0] as string) as NonNullable<ReturnType<typeof parseCidr>>;
-    return c.version === 4 ? [[c.text], none()] : [none(), [c.text]];
+    const text = list[0] as string;
+    if (isCanonicalV4Host(text)) {
+      out.ipv4Nets = [text];
+      return;
+    }
+    const c = parseCidr(text) as NonNullable<ReturnType<typeof parseCidr>>;
+    if (c.version === 4) out.ipv4Nets = [c.text];
+    else out.ipv6Nets = [c.text];
+    return;
   }
   const parsed = list.map((n) => parseCidr(n) as NonNullable<ReturnType<typeof parseCidr>>);
-  let v4 = 0;
-  for (const c of parsed) if (c.version === 4) v4++;
-  if (v4 === parsed.length) return [orNone(parsed.map((c) => c.text)), none()];
-  if (v4 === 0) return [none(), parsed.map((c) => c.text)];
-  return [
-    parsed.filter((c) => c.version === 4).map((c) => c.text),
-    parsed.filter((c) => c.version === 6).map((c) => c.text),
-  ];
+  out.ipv4Nets = orNone(parsed.filter((c) => c.version === 4).map((c) => c.text));
+  out.ipv6Nets = orNone(parsed.filter((c) => c.version === 6).map((c) => c.text));
+}
+
+// Both reserved prefixes start "pcns."/"pcsa.": one character is tested before the strings.
+function reservedLabel(k: string): boolean {
+  return (
+    k.charCodeAt(0) === 112 /* p */ &&
+    (k.startsWith(NAMESPACE_LABEL_PREFIX) || k.startsWith(SERVICE_ACCOUNT_LABEL_PREFIX))
+  );
+}
+
+function workloadNats(list: ResourceOf<'WorkloadEndpoint'>['spec']['ipNATs'], out: InternalWorkloadEndpoint): void {
+  if (!list?.length) return;
+  const nat4: Array<{ intIp: string; extIp: string }> = [];
+  const nat6: Array<{ intIp: string; extIp: string }> = [];
+  for (const n of list) {
+    const i = parseIp(n.internalIP);
+    const e = parseIp(n.externalIP);
+    if (i && e) (i.version === 4 ? nat4 : nat6).push({ intIp: i.address, extIp: e.address });
+  }
+  out.ipv4Nat = orNone(nat4);
+  out.ipv6Nat = orNone(nat6);
 }
 
 /**
- * The part of a WorkloadEndpoint that every node needs, local or not: what it gives IP
- * sets (labels as Calico scopes them, profiles, addresses, named ports). Undefined when
- * it has no IP networks yet (Calico filters those out).
+ * A WorkloadEndpoint for Felix, or undefined when it has no IP networks yet (Calico
+ * filters those out). `key` is the v1 key when the caller has made it already (the
+ * update processor, from the name). Every endpoint in the cluster passes here (250,000 in
+ * a snapshot): what most of them lack (NATs, a second address) costs no allocation.
  */
-export function workloadEndpointMembership(
+export function convertWorkloadEndpoint(
   w: ResourceOf<'WorkloadEndpoint'>,
-): Pick<InternalWorkloadEndpoint, 'labels' | 'profileIds' | 'ipv4Nets' | 'ipv6Nets' | 'ports'> | undefined {
+  key?: InternalWorkloadEndpoint['key'],
+): InternalWorkloadEndpoint | undefined {
   const s = w.spec;
   if (!s.ipNetworks?.length) return undefined;
   // No endpoint may claim another namespace's or service account's labels.
   const labels: Record<string, string> = {};
   const own = w.metadata.labels;
-  if (own) {
-    for (const k in own) {
-      // Both reserved prefixes start "pcns."/"pcsa.": test one character before the strings.
-      if (
-        k.charCodeAt(0) !== 112 /* p */ ||
-        (!k.startsWith(NAMESPACE_LABEL_PREFIX) && !k.startsWith(SERVICE_ACCOUNT_LABEL_PREFIX))
-      ) {
-        labels[k] = own[k] as string;
-      }
-    }
-  }
+  if (own) for (const k in own) if (!reservedLabel(k)) labels[k] = own[k] as string;
   labels[LABEL_NAMESPACE] = w.metadata.namespace;
   if (s.orchestrator) labels[LABEL_ORCHESTRATOR] = s.orchestrator;
   if (s.serviceAccountName) labels[LABEL_SERVICE_ACCOUNT] = s.serviceAccountName;
-  const [ipv4Nets, ipv6Nets] = cidrsByFamily(s.ipNetworks);
-  return {
-    labels,
-    profileIds: s.profiles?.length ? [...s.profiles] : none(),
-    ipv4Nets,
-    ipv6Nets,
-    ports: endpointPorts(s.ports),
-  };
-}
-
-/** A WorkloadEndpoint for Felix, or undefined when it has no IP networks yet. */
-export function convertWorkloadEndpoint(w: ResourceOf<'WorkloadEndpoint'>): InternalWorkloadEndpoint | undefined {
-  const m = workloadEndpointMembership(w);
-  if (!m) return undefined;
-  const s = w.spec;
-  const ns = w.metadata.namespace;
-  const nat4: Array<{ intIp: string; extIp: string }> = [];
-  const nat6: Array<{ intIp: string; extIp: string }> = [];
-  for (const n of s.ipNATs ?? []) {
-    const i = parseIp(n.internalIP);
-    const e = parseIp(n.externalIP);
-    if (i && e) (i.version === 4 ? nat4 : nat6).push({ intIp: i.address, extIp: e.address });
-  }
   const out: InternalWorkloadEndpoint = {
-    key: {
+    key: key ?? {
       hostname: s.node ?? '',
       orchestratorId: s.orchestrator ?? 'k8s',
-      workloadId: `${ns}/${s.workload || s.pod || w.metadata.name}`,
+      workloadId: `${w.metadata.namespace}/${s.workload || s.pod || w.metadata.name}`,
       endpointId: s.endpoint || 'eth0',
     },
     state: 'active',
     name: s.interfaceName ?? '',
-    profileIds: m.profileIds,
-    ipv4Nets: m.ipv4Nets,
-    ipv6Nets: m.ipv6Nets,
-    ipv4Nat: nat4,
-    ipv6Nat: nat6,
-    labels: m.labels,
-    ports: m.ports,
+    profileIds: s.profiles?.length ? [...s.profiles] : none(),
+    ipv4Nets: none(),
+    ipv6Nets: none(),
+    ipv4Nat: none(),
+    ipv6Nat: none(),
+    labels,
+    ports: endpointPorts(s.ports),
     allowSpoofedSourcePrefixes: nets(s.allowSpoofedSourcePrefixes),
   };
+  cidrsByFamily(s.ipNetworks, out);
+  workloadNats(s.ipNATs, out);
   if (s.mac) out.mac = s.mac.toLowerCase().replaceAll('-', ':');
   if (s.ipv4Gateway) out.ipv4Gateway = s.ipv4Gateway;
   if (s.ipv6Gateway) out.ipv6Gateway = s.ipv6Gateway;

@@ -92,6 +92,16 @@ function dottedQuadEnd(text: string): number {
   return i;
 }
 
+/**
+ * True when `text` is an IPv4 host CIDR already in canonical form ("10.0.0.1/32"), what
+ * the CNI plugin writes for every pod: it is then its own normal form, and parsing it
+ * into a Cidr would only make garbage.
+ */
+export function isCanonicalV4Host(text: string): boolean {
+  const end = dottedQuadEnd(text);
+  return end > 0 && end === text.length - 3 && text.endsWith('/32');
+}
+
 /** Parses "a.b.c.d[/n]" or an IPv6 address with optional prefix; undefined if invalid. */
 export function parseCidr(text: string): Cidr | undefined {
   // A host address, bare or /32, in canonical form: nothing to mask or rewrite.

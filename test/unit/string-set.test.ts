@@ -76,6 +76,19 @@ describe('StringSet', () => {
     assert.equal(set.delete('m1'), false);
   });
 
+  it('reserves room for members to come in one resize, keeping those it has', () => {
+    const set = new StringSet(['a', 'b']);
+    set.reserve(1000);
+    // (2 + 1,000) at most three quarters full.
+    assert.equal(set.slotCount, 2048);
+    for (let i = 0; i < 1000; i++) set.add(addr(i));
+    assert.equal(set.slotCount, 2048);
+    assert.equal(set.size, 1002);
+    assert.ok(set.has('a') && set.has('b'));
+    set.reserve(0);
+    assert.equal(set.slotCount, 2048, 'reserving never shrinks');
+  });
+
   it('is built from a list with its table sized once, duplicates counted once', () => {
     const list = Array.from({ length: 1000 }, (_, i) => addr(i % 700));
     const set = new StringSet(list);

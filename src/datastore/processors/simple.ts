@@ -135,8 +135,7 @@ export const workloadEndpointProcessor: UpdateProcessor<'WorkloadEndpoint'> = {
         [{ key, value: undefined }],
       );
     }
-    const ep = convertWorkloadEndpoint(r);
-    if (ep) ep.key = { hostname, orchestratorId, workloadId: key.workloadId, endpointId };
+    const ep = convertWorkloadEndpoint(r, { hostname, orchestratorId, workloadId: key.workloadId, endpointId });
     return [{ key, value: ep } as V1Update];
   },
 };

@@ -66,7 +66,7 @@ void LabelIndex::UnlinkParents(uint32_t item) {
 
 void LabelIndex::UpsertItem(uint32_t id, const std::vector<Label>& labels, const std::vector<uint32_t>& parents) {
   Settle();
-  if (id >= items_.size()) items_.resize(id + 1);
+  if (id >= items_.size()) items_.grow(id + 1);
   std::vector<uint32_t>& unique = parentsTmp_;
   unique.clear();
   for (uint32_t p : parents) {

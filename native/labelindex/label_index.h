@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "labelindex/chunked_vec.h"
 #include "labelindex/filing.h"
 #include "labelindex/flat_map.h"
 #include "labelindex/interner.h"
@@ -197,7 +198,7 @@ class LabelIndex {
   void MatchPendingInBulk();
 
   Interner strings_;
-  std::vector<Item> items_;
+  ChunkedVec<Item> items_;
   std::vector<Parent> parents_;
   std::vector<Sel> sels_;
   std::vector<SelHot> hot_;

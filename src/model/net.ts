@@ -98,7 +98,11 @@ function dottedQuadEnd(text: string): number {
  * into a Cidr would only make garbage.
  */
 export function isCanonicalV4Host(text: string): boolean {
-  const end = dottedQuadEnd(text);
+  return slash32After(text, dottedQuadEnd(text));
+}
+
+// The text is a dotted quad ending at `end` (dottedQuadEnd's answer), then "/32".
+function slash32After(text: string, end: number): boolean {
   return end > 0 && end === text.length - 3 && text.endsWith('/32');
 }
 
@@ -107,8 +111,7 @@ export function parseCidr(text: string): Cidr | undefined {
   // A host address, bare or /32, in canonical form: nothing to mask or rewrite.
   const end = dottedQuadEnd(text);
   if (end === text.length) return { version: 4, address: text, prefix: 32, text: `${text}/32` };
-  if (end > 0 && end === text.length - 3 && text.endsWith('/32'))
-    return { version: 4, address: text.slice(0, end), prefix: 32, text };
+  if (slash32After(text, end)) return { version: 4, address: text.slice(0, end), prefix: 32, text };
   const slash = text.indexOf('/');
   const addr = slash < 0 ? text : text.slice(0, slash);
   const prefixText = slash < 0 ? undefined : text.slice(slash + 1);

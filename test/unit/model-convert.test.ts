@@ -4,6 +4,7 @@ import { isIPv4 } from 'node:net';
 import { describe, it } from 'node:test';
 
 import { model } from 'palisade';
+import { isCanonicalV4Host } from '../../src/model/net.js';
 
 function valid<T>(input: unknown): T {
   const r = model.validateResource(input);
@@ -60,7 +61,11 @@ describe('model: CIDRs', () => {
       const text = Array.from({ length: count }, pick).join('.');
       assert.equal(model.parseCidr(text)?.version === 4, isIPv4(text), text);
       assert.equal(model.parseCidr(`${text}/32`)?.text, isIPv4(text) ? `${text}/32` : undefined, `${text}/32`);
+      // The conversion's shortcut says "already canonical" exactly when parsing would agree.
+      assert.equal(isCanonicalV4Host(`${text}/32`), isIPv4(text), `${text}/32`);
     }
+    for (const text of ['10.0.0.1', '10.0.0.1/032', '10.0.0.1/31', '10.0.0.1/320', 'fd00::1/128', '/32'])
+      assert.equal(isCanonicalV4Host(text), false, text);
   });
 });
 

@@ -1,7 +1,8 @@
 {
   # palisade_asan=1 (set by `node scripts/build-native.mjs --asan`) builds a Debug addon
   # with AddressSanitizer and UndefinedBehaviorSanitizer; run node with libasan preloaded.
-  'variables': { 'palisade_asan%': 0 },
+  # palisade_tsan=1 (`--tsan`) builds it with ThreadSanitizer instead; preload libtsan.
+  'variables': { 'palisade_asan%': 0, 'palisade_tsan%': 0 },
   'targets': [
     {
       'target_name': 'palisade',
@@ -48,6 +49,10 @@
         [ 'palisade_asan==1', {
           'cflags_cc': [ '-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined' ],
           'ldflags': [ '-fsanitize=address,undefined' ],
+        } ],
+        [ 'palisade_tsan==1', {
+          'cflags_cc': [ '-fsanitize=thread', '-fno-omit-frame-pointer' ],
+          'ldflags': [ '-fsanitize=thread' ],
         } ],
       ],
     },

@@ -3,6 +3,7 @@
 // (node-gyp must never download headers). Flags:
 //   --debug   build/Debug instead of build/Release
 //   --asan    build/Debug with AddressSanitizer + UBSan (see README, "Debugging the addon")
+//   --tsan    build/Debug with ThreadSanitizer (the label index's batch thread)
 //   --force   reconfigure and rebuild from scratch
 //   --out=DIR build in DIR (which gets links to binding.gyp, native/ and node_modules/)
 //             instead of the project's own build/, leaving that one untouched
@@ -16,9 +17,10 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const asan = args.has('--asan');
-const debug = asan || args.has('--debug');
+const tsan = args.has('--tsan');
+const debug = asan || tsan || args.has('--debug');
 // The node's version is part of the mode: its headers are what the build compiled against.
-const mode = `${asan ? 'asan' : debug ? 'debug' : 'release'} ${process.version}`;
+const mode = `${asan ? 'asan' : tsan ? 'tsan' : debug ? 'debug' : 'release'} ${process.version}`;
 
 const nodedir = resolve(dirname(process.execPath), '..');
 if (!existsSync(join(nodedir, 'include', 'node', 'node_api.h'))) {
@@ -59,7 +61,14 @@ const stamp = join(workdir, 'build', '.palisade-mode');
 const configured =
   existsSync(join(workdir, 'build', 'Makefile')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === mode;
 if (!configured || args.has('--force')) {
-  run(['configure', `--nodedir=${nodedir}`, ...(debug ? ['--debug'] : []), '--', `-Dpalisade_asan=${asan ? 1 : 0}`]);
+  run([
+    'configure',
+    `--nodedir=${nodedir}`,
+    ...(debug ? ['--debug'] : []),
+    '--',
+    `-Dpalisade_asan=${asan ? 1 : 0}`,
+    `-Dpalisade_tsan=${tsan ? 1 : 0}`,
+  ]);
   mkdirSync(join(workdir, 'build'), { recursive: true });
   writeFileSync(stamp, mode);
 }

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <system_error>
+#include <utility>
 
 #include "common/errors.h"
 #include "labelindex/ops.h"
@@ -82,6 +84,8 @@ Napi::Function LabelIndexWrap::Init(Napi::Env env) {
   return DefineClass(env, "LabelIndex",
                      {
                          InstanceMethod<&LabelIndexWrap::Apply>("apply"),
+                         InstanceMethod<&LabelIndexWrap::ApplyStart>("applyStart"),
+                         InstanceMethod<&LabelIndexWrap::FinishApply>("finishApply"),
                          InstanceMethod<&LabelIndexWrap::GetStats>("stats"),
                          InstanceMethod<&LabelIndexWrap::MatchesOf>("matchesOf"),
                          InstanceMethod<&LabelIndexWrap::ReleaseChanges>("releaseChanges"),
@@ -90,130 +94,30 @@ Napi::Function LabelIndexWrap::Init(Napi::Env env) {
 
 LabelIndexWrap::LabelIndexWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<LabelIndexWrap>(info) {}
 
+LabelIndexWrap::~LabelIndexWrap() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void LabelIndexWrap::Join() {
+  if (!worker_.joinable()) return;
+  worker_.join();
+  started_ = Batch{};
+  if (workerError_) std::rethrow_exception(std::exchange(workerError_, nullptr));
+}
+
 Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "labelIndex.apply", [&]() -> Napi::Value {
+    Join();
     if (info.Length() < 6 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray() ||
         !info[3].IsArray() || !info[4].IsArray() || !info[5].IsArray()) {
       throw MakeNativeError(env, "EINVAL", "labelIndex.apply",
                             "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[], number[])");
     }
-    auto u32 = [&](Napi::Value v, const char* what) {
-      Napi::TypedArray ta = v.As<Napi::TypedArray>();
-      if (ta.TypedArrayType() != napi_uint32_array) {
-        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", std::string(what) + " must be a Uint32Array");
-      }
-      return ta.As<Napi::Uint32Array>();
-    };
-    // The buffers are the caller's whole, reused arrays; only their first words count.
-    Napi::Uint32Array opsArr = u32(info[0], "ops");
-    const double opsLength = info[1].As<Napi::Number>().DoubleValue();
-    if (!(opsLength >= 0 && opsLength <= double(opsArr.ElementLength()))) {
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "ops length out of range");
-    }
-    Napi::Uint32Array newIds = u32(info[2], "newStringIds");
-    const uint32_t* w = opsArr.Data();
-    const size_t n = static_cast<size_t>(opsLength);
-    Napi::Array strings = info[3].As<Napi::Array>();
-    Napi::Array selArr = info[4].As<Napi::Array>();
+    Batch batch;
+    Stage(info, "labelIndex.apply", batch);
+    RunOps(batch);
     Napi::Array released = info[5].As<Napi::Array>();
-
-    std::vector<const selector::Parsed*> sels(selArr.Length());
-    for (uint32_t k = 0; k < sels.size(); ++k) {
-      sels[k] = selector::SelectorWrap::From(env, selArr.Get(k));
-      if (!sels[k])
-        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "not a NativeSelector at index " + std::to_string(k));
-    }
-    if (strings.Length() > newIds.ElementLength()) {
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "more newStrings than newStringIds");
-    }
-    std::vector<std::string> fresh(strings.Length());
-    for (uint32_t k = 0; k < fresh.size(); ++k) {
-      Napi::Value v = strings.Get(k);
-      if (!v.IsString()) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "label strings must be strings");
-      fresh[k] = v.As<Napi::String>().Utf8Value();
-      const uint32_t id = newIds[k];
-      if (id >= kMaxId) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string id out of range");
-      if (id < callerStrings_.size() && callerStrings_[id] != kNoString) {
-        throw MakeNativeError(env, "EINVAL", "labelIndex.apply",
-                              "string id " + std::to_string(id) + " is already defined");
-      }
-    }
-
-    // Define this batch's strings, then check the ops against them; undo the definitions
-    // if the batch is refused so that nothing changes.
-    std::vector<uint32_t> staged;
-    for (uint32_t k = 0; k < fresh.size(); ++k) {
-      const uint32_t id = newIds[k];
-      const uint32_t nid = index_.Strings().Intern(fresh[k]);
-      if (id >= callerStrings_.size()) callerStrings_.resize(id + 1, kNoString);
-      if (nid >= nativeToCaller_.size()) nativeToCaller_.resize(nid + 1, kNoString);
-      if (callerStrings_[id] != kNoString || nativeToCaller_[nid] != kNoString) {
-        for (uint32_t s : staged) {
-          nativeToCaller_[callerStrings_[s]] = kNoString;
-          callerStrings_[s] = kNoString;
-        }
-        throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "string \"" + fresh[k] + "\" is defined twice");
-      }
-      callerStrings_[id] = nid;
-      nativeToCaller_[nid] = id;
-      staged.push_back(id);
-    }
-    auto defined = [&](uint32_t ref) { return ref < callerStrings_.size() && callerStrings_[ref] != kNoString; };
-    const std::string problem = ValidateBatch(w, n, defined, sels.size());
-    if (!problem.empty()) {
-      for (uint32_t s : staged) {
-        nativeToCaller_[callerStrings_[s]] = kNoString;
-        callerStrings_[s] = kNoString;
-      }
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply", "malformed batch: " + problem);
-    }
-
-    std::vector<Label> labels;
-    std::vector<uint32_t> parents;
-    size_t i = 0;
-    while (i < n) {
-      const uint32_t op = w[i++];
-      const uint32_t id = w[i++];
-      switch (op) {
-        case ops::kDeleteParent:
-          index_.DeleteParent(id);
-          break;
-        case ops::kDeleteItem:
-          index_.DeleteItem(id);
-          break;
-        case ops::kDeleteSelector:
-          index_.DeleteSelector(id);
-          break;
-        case ops::kUpsertSelector: {
-          const selector::Parsed* p = sels[w[i++]];
-          index_.UpsertSelector(id, p->root, p->canonical);
-          break;
-        }
-        default: {  // kUpsertParent, kUpsertItem (validated above)
-          const bool item = op == ops::kUpsertItem;
-          const uint32_t nLabels = w[i++];
-          const uint32_t nParents = item ? w[i++] : 0;
-          labels.clear();
-          for (uint32_t k = 0; k < nLabels; ++k, i += 2) {
-            labels.push_back({callerStrings_[w[i]], callerStrings_[w[i + 1]]});
-          }
-          SortByKey(labels);
-          labels.erase(
-              std::unique(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key == b.key; }),
-              labels.end());
-          if (item) {
-            parents.assign(w + i, w + i + nParents);
-            i += nParents;
-            index_.UpsertItem(id, labels, parents);
-          } else {
-            index_.UpsertParent(id, labels);
-          }
-          break;
-        }
-      }
-    }
-
     uint32_t nReleased = 0;
     index_.CollectStrings([&](uint32_t nid) {
       const uint32_t c = nid < nativeToCaller_.size() ? nativeToCaller_[nid] : kNoString;
@@ -222,34 +126,205 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
       callerStrings_[c] = kNoString;
       nativeToCaller_[nid] = kNoString;
     });
-
-    // Hand the transition buffer to JS without copying: the ArrayBuffer owns it and frees
-    // it when collected. V8 is told about the memory so a big batch drives GC.
-    WordBuffer& changes = index_.Changes();
-    const size_t size = changes.size() * sizeof(uint32_t);
-    if (size == 0) return env.Undefined();  // the common steady-state answer, allocation-free
-    if (size <= kCopyBelowBytes) {
-      // Small results (every steady-state update) are cheaper copied than finalized.
-      Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, size);
-      if (size) std::memcpy(out.Data(), changes.data(), size);
-      changes.clear();
-      return out;
-    }
-    size_t capacity = 0;
-    uint32_t* owned = changes.Release(&capacity);
-    const int64_t bytes = static_cast<int64_t>(capacity * sizeof(uint32_t));
-    Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
-    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, owned, size, [bytes](Napi::Env e, void* data) {
-      Napi::MemoryManagement::AdjustExternalMemory(e, -bytes);
-      std::free(data);
-    });
-    return out;
+    return TakeChanges(env);
   });
+}
+
+Napi::Value LabelIndexWrap::ApplyStart(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "labelIndex.applyStart", [&]() -> Napi::Value {
+    Join();
+    Batch batch;
+    Stage(info, "labelIndex.applyStart", batch);
+    // The caller reuses its buffer: the thread works on a copy.
+    batch.owned.assign(batch.words, batch.words + batch.length);
+    batch.words = batch.owned.data();
+    started_ = std::move(batch);
+    auto run = [this] {
+      RunOps(started_);
+      index_.Settle();  // a new selector's matches, found here rather than on the loop
+    };
+    try {
+      worker_ = std::thread([this, run] {
+        try {
+          run();
+        } catch (...) {
+          workerError_ = std::current_exception();
+        }
+      });
+    } catch (const std::system_error&) {
+      run();  // no thread to be had: the batch is applied here, never lost
+      started_ = Batch{};
+    }
+    return env.Undefined();
+  });
+}
+
+Napi::Value LabelIndexWrap::FinishApply(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Guard(env, "labelIndex.finishApply", [&]() -> Napi::Value {
+    Join();
+    return TakeChanges(env);
+  });
+}
+
+void LabelIndexWrap::Stage(const Napi::CallbackInfo& info, const char* op, Batch& batch) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 5 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray() ||
+      !info[3].IsArray() || !info[4].IsArray()) {
+    throw MakeNativeError(env, "EINVAL", op, "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[])");
+  }
+  auto u32 = [&](Napi::Value v, const char* what) {
+    Napi::TypedArray ta = v.As<Napi::TypedArray>();
+    if (ta.TypedArrayType() != napi_uint32_array) {
+      throw MakeNativeError(env, "EINVAL", op, std::string(what) + " must be a Uint32Array");
+    }
+    return ta.As<Napi::Uint32Array>();
+  };
+  // The buffers are the caller's whole, reused arrays; only their first words count.
+  Napi::Uint32Array opsArr = u32(info[0], "ops");
+  const double opsLength = info[1].As<Napi::Number>().DoubleValue();
+  if (!(opsLength >= 0 && opsLength <= double(opsArr.ElementLength()))) {
+    throw MakeNativeError(env, "EINVAL", op, "ops length out of range");
+  }
+  Napi::Uint32Array newIds = u32(info[2], "newStringIds");
+  const uint32_t* w = opsArr.Data();
+  const size_t n = static_cast<size_t>(opsLength);
+  Napi::Array strings = info[3].As<Napi::Array>();
+  Napi::Array selArr = info[4].As<Napi::Array>();
+
+  std::vector<std::shared_ptr<const selector::Parsed>> sels(selArr.Length());
+  for (uint32_t k = 0; k < sels.size(); ++k) {
+    sels[k] = selector::SelectorWrap::From(env, selArr.Get(k));
+    if (!sels[k]) throw MakeNativeError(env, "EINVAL", op, "not a NativeSelector at index " + std::to_string(k));
+  }
+  if (strings.Length() > newIds.ElementLength()) {
+    throw MakeNativeError(env, "EINVAL", op, "more newStrings than newStringIds");
+  }
+  std::vector<std::string> fresh(strings.Length());
+  for (uint32_t k = 0; k < fresh.size(); ++k) {
+    Napi::Value v = strings.Get(k);
+    if (!v.IsString()) throw MakeNativeError(env, "EINVAL", op, "label strings must be strings");
+    fresh[k] = v.As<Napi::String>().Utf8Value();
+    const uint32_t id = newIds[k];
+    if (id >= kMaxId) throw MakeNativeError(env, "EINVAL", op, "string id out of range");
+    if (id < callerStrings_.size() && callerStrings_[id] != kNoString) {
+      throw MakeNativeError(env, "EINVAL", op, "string id " + std::to_string(id) + " is already defined");
+    }
+  }
+
+  // Define this batch's strings, then check the ops against them; undo the definitions
+  // if the batch is refused so that nothing changes.
+  std::vector<uint32_t> staged;
+  auto undo = [&] {
+    for (uint32_t s : staged) {
+      nativeToCaller_[callerStrings_[s]] = kNoString;
+      callerStrings_[s] = kNoString;
+    }
+  };
+  for (uint32_t k = 0; k < fresh.size(); ++k) {
+    const uint32_t id = newIds[k];
+    const uint32_t nid = index_.Strings().Intern(fresh[k]);
+    if (id >= callerStrings_.size()) callerStrings_.resize(id + 1, kNoString);
+    if (nid >= nativeToCaller_.size()) nativeToCaller_.resize(nid + 1, kNoString);
+    if (callerStrings_[id] != kNoString || nativeToCaller_[nid] != kNoString) {
+      undo();
+      throw MakeNativeError(env, "EINVAL", op, "string \"" + fresh[k] + "\" is defined twice");
+    }
+    callerStrings_[id] = nid;
+    nativeToCaller_[nid] = id;
+    staged.push_back(id);
+  }
+  auto defined = [&](uint32_t ref) { return ref < callerStrings_.size() && callerStrings_[ref] != kNoString; };
+  const std::string problem = ValidateBatch(w, n, defined, sels.size());
+  if (!problem.empty()) {
+    undo();
+    throw MakeNativeError(env, "EINVAL", op, "malformed batch: " + problem);
+  }
+  batch.words = w;
+  batch.length = n;
+  batch.selectors = std::move(sels);
+}
+
+// Touches the index and the string maps only: safe on the batch's own thread.
+void LabelIndexWrap::RunOps(const Batch& batch) {
+  const uint32_t* w = batch.words;
+  const size_t n = batch.length;
+  std::vector<Label> labels;
+  std::vector<uint32_t> parents;
+  size_t i = 0;
+  while (i < n) {
+    const uint32_t op = w[i++];
+    const uint32_t id = w[i++];
+    switch (op) {
+      case ops::kDeleteParent:
+        index_.DeleteParent(id);
+        break;
+      case ops::kDeleteItem:
+        index_.DeleteItem(id);
+        break;
+      case ops::kDeleteSelector:
+        index_.DeleteSelector(id);
+        break;
+      case ops::kUpsertSelector: {
+        const selector::Parsed& p = *batch.selectors[w[i++]];
+        index_.UpsertSelector(id, p.root, p.canonical);
+        break;
+      }
+      default: {  // kUpsertParent, kUpsertItem (validated by Stage)
+        const bool item = op == ops::kUpsertItem;
+        const uint32_t nLabels = w[i++];
+        const uint32_t nParents = item ? w[i++] : 0;
+        labels.clear();
+        for (uint32_t k = 0; k < nLabels; ++k, i += 2) {
+          labels.push_back({callerStrings_[w[i]], callerStrings_[w[i + 1]]});
+        }
+        SortByKey(labels);
+        labels.erase(
+            std::unique(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.key == b.key; }),
+            labels.end());
+        if (item) {
+          parents.assign(w + i, w + i + nParents);
+          i += nParents;
+          index_.UpsertItem(id, labels, parents);
+        } else {
+          index_.UpsertParent(id, labels);
+        }
+        break;
+      }
+    }
+  }
+}
+
+// Hands the transitions so far to JS (see kStartedBit), or undefined when there are none.
+Napi::Value LabelIndexWrap::TakeChanges(Napi::Env env) {
+  // Hand the transition buffer to JS without copying: the ArrayBuffer owns it and frees
+  // it when collected. V8 is told about the memory so a big batch drives GC.
+  WordBuffer& changes = index_.Changes();
+  const size_t size = changes.size() * sizeof(uint32_t);
+  if (size == 0) return env.Undefined();  // the common steady-state answer, allocation-free
+  if (size <= kCopyBelowBytes) {
+    // Small results (every steady-state update) are cheaper copied than finalized.
+    Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, size);
+    std::memcpy(out.Data(), changes.data(), size);
+    changes.clear();
+    return out;
+  }
+  size_t capacity = 0;
+  uint32_t* owned = changes.Release(&capacity);
+  const int64_t bytes = static_cast<int64_t>(capacity * sizeof(uint32_t));
+  Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
+  Napi::ArrayBuffer out = Napi::ArrayBuffer::New(env, owned, size, [bytes](Napi::Env e, void* data) {
+    Napi::MemoryManagement::AdjustExternalMemory(e, -bytes);
+    std::free(data);
+  });
+  return out;
 }
 
 Napi::Value LabelIndexWrap::GetStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "labelIndex.stats", [&]() -> Napi::Value {
+    Join();
     const Stats st = index_.GetStats();
     Napi::Object o = Napi::Object::New(env);
     o.Set("items", double(st.items));
@@ -268,6 +343,7 @@ Napi::Value LabelIndexWrap::GetStats(const Napi::CallbackInfo& info) {
 Napi::Value LabelIndexWrap::MatchesOf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "labelIndex.matchesOf", [&]() -> Napi::Value {
+    Join();
     if (info.Length() < 1 || !info[0].IsNumber()) {
       throw MakeNativeError(env, "EINVAL", "labelIndex.matchesOf", "item id must be a number");
     }

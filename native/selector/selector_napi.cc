@@ -51,12 +51,12 @@ Napi::Function SelectorWrap::Init(Napi::Env env) {
                      });
 }
 
-const Parsed* SelectorWrap::From(Napi::Env env, Napi::Value value) {
+std::shared_ptr<const Parsed> SelectorWrap::From(Napi::Env env, Napi::Value value) {
   if (!value.IsObject()) return nullptr;
   Napi::Object obj = value.As<Napi::Object>();
   if (!obj.CheckTypeTag(&kSelectorTag)) return nullptr;
   (void)env;
-  return Unwrap(obj)->parsed_.get();
+  return Unwrap(obj)->parsed_;
 }
 
 SelectorWrap::SelectorWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SelectorWrap>(info) {

@@ -19,8 +19,9 @@ struct Parsed {
 class SelectorWrap : public Napi::ObjectWrap<SelectorWrap> {
  public:
   static Napi::Function Init(Napi::Env env);
-  // Returns nullptr when `value` is not a NativeSelector.
-  static const Parsed* From(Napi::Env env, Napi::Value value);
+  // Returns null when `value` is not a NativeSelector. Shared: a label index batch
+  // applied on its own thread keeps what it uses alive.
+  static std::shared_ptr<const Parsed> From(Napi::Env env, Napi::Value value);
 
   explicit SelectorWrap(const Napi::CallbackInfo& info);
 

@@ -14,7 +14,7 @@
 // EndpointSlices, as Felix's ServiceIndex: every endpoint address, or with ports every
 // "address,proto:port" (TCP unless said). Only the Kubernetes datastore has them.
 import type { EndpointPort } from '../model/internal.js';
-import { LabelIndex } from '../native/label-index.js';
+import { LabelIndex, type MatchChanges } from '../native/label-index.js';
 import { parseCidr } from '../model/net.js';
 import { parseSelector } from '../native/selector.js';
 import type { IPSetType } from '../proto/messages.js';
@@ -200,6 +200,7 @@ export class IPSetMemberCalculator {
   }
 
   onIPSetActive(set: IPSetData): void {
+    this.#finishStarted();
     const num = this.#setIds.id(set.uid);
     const state: SetState = { num, data: set, members: new StringSet(), extra: new Map(), batch: this.#batch };
     this.#sets[num] = state;
@@ -233,6 +234,7 @@ export class IPSetMemberCalculator {
   }
 
   onIPSetInactive(set: IPSetData): void {
+    this.#finishStarted();
     const num = this.#setIds.get(set.uid);
     if (num === undefined || !this.#sets[num]) return;
     // Its sources still list this activation until the index reports the matches ended;
@@ -317,14 +319,31 @@ export class IPSetMemberCalculator {
   }
 
   // A snapshot queues a quarter of a million items; sending them to the index in slices
-  // keeps the op buffer small. Matches may be taken early: the batch is settled, against
-  // each source's state before it, only in flush().
+  // keeps the op buffer small, and each slice is applied on a native thread while the
+  // next is queued. Matches may be taken late: the batch is settled, against each
+  // source's state before it, only in flush(), and what an update of a source does and
+  // what a transition does to it commute (#touch keeps the first state either way). A
+  // set's activation or deactivation takes them first: the transitions read the sets.
   #maybeDrain(): void {
-    if (this.#index.pendingWords >= this.#drainWords) this.#drainIndex();
+    if (this.#index.pendingWords < this.#drainWords) return;
+    const earlier = this.#index.started ? this.#index.finishFlush() : undefined;
+    try {
+      this.#index.startFlush();
+    } finally {
+      if (earlier) this.#takeChanges(earlier);
+    }
   }
 
+  #finishStarted(): void {
+    if (this.#index.started) this.#takeChanges(this.#index.finishFlush());
+  }
+
+  /** Everything queued, applied now (a started batch's transitions first). */
   #drainIndex(): void {
-    const changes = this.#index.flush();
+    this.#takeChanges(this.#index.flush());
+  }
+
+  #takeChanges(changes: MatchChanges): void {
     const sets = this.#sets;
     const setsOf = this.#setsOf;
     const n = changes.length;

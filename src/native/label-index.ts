@@ -102,6 +102,7 @@ export class LabelIndex {
   #ops = new Uint32Array(4096);
   #len = 0;
   #selectors: RawSelector[] = [];
+  #started = false;
 
   upsertParent(id: number, labels: Labels): void {
     checkId('parent', id);
@@ -160,16 +161,11 @@ export class LabelIndex {
 
   /** Sends every queued mutation to the native index in one call. */
   flush(): MatchChanges {
-    const ops = this.#ops;
-    const opsLength = this.#len;
-    const selectors = this.#selectors;
-    const strings = this.#newStrings;
-    // A batch that native code refuses changes nothing there, so it is dropped here too;
-    // new strings stay queued because their IDs are already handed out.
-    this.#len = 0;
-    if (selectors.length) this.#selectors = [];
+    const { ops, opsLength, selectors, strings } = this.#take();
     const released = this.#released;
     released.length = 0;
+    // A started batch's transitions come first in what this returns.
+    this.#started = false;
     const buf = this.#raw.apply(ops, opsLength, this.#newStringIds, strings, selectors, released);
     if (strings.length) this.#newStrings = [];
     // A snapshot's batch grows the buffer to tens of MB; don't keep that for small batches.
@@ -179,6 +175,42 @@ export class LabelIndex {
       this.#strings[id] = undefined;
       this.#freeStringIds.push(id);
     }
+    return this.#changes(buf);
+  }
+
+  /**
+   * Sends the queued mutations to be applied on a native thread while the caller goes on
+   * queuing; finishFlush() (or flush(), or any read) waits for them. A bad batch throws
+   * here, with nothing changed. No string is freed until the next flush().
+   */
+  startFlush(): void {
+    const { ops, opsLength, selectors, strings } = this.#take();
+    this.#raw.applyStart(ops, opsLength, this.#newStringIds, strings, selectors);
+    this.#started = true;
+    if (strings.length) this.#newStrings = [];
+  }
+
+  /** Whether a started batch's transitions are still to be taken. */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Waits for the started batch and returns its transitions. */
+  finishFlush(): MatchChanges {
+    this.#started = false;
+    return this.#changes(this.#raw.finishApply());
+  }
+
+  // The queued batch, handed over: a batch native code refuses changes nothing there, so
+  // it is dropped here too; new strings stay queued because their IDs are handed out.
+  #take(): { ops: Uint32Array; opsLength: number; selectors: RawSelector[]; strings: string[] } {
+    const taken = { ops: this.#ops, opsLength: this.#len, selectors: this.#selectors, strings: this.#newStrings };
+    this.#len = 0;
+    if (taken.selectors.length) this.#selectors = [];
+    return taken;
+  }
+
+  #changes(buf: ArrayBuffer | undefined): MatchChanges {
     return buf === undefined ? NO_CHANGES : new MatchChanges(new Uint32Array(buf), this.#raw);
   }
 

@@ -35,6 +35,19 @@ export interface RawLabelIndex {
     selectors: RawSelector[],
     released: number[],
   ): ArrayBuffer | undefined;
+  /**
+   * Checks a batch and defines its strings now (throwing, with nothing changed, on a bad
+   * one), then applies it on a thread of its own; every other call waits for it first.
+   */
+  applyStart(
+    ops: Uint32Array,
+    opsLength: number,
+    newStringIds: Uint32Array,
+    newStrings: string[],
+    selectors: RawSelector[],
+  ): void;
+  /** Waits for a started batch; its transitions (apply() would return them too). */
+  finishApply(): ArrayBuffer | undefined;
   stats(): RawLabelIndexStats;
   matchesOf(item: number): Uint32Array | null;
   /** Detaches a buffer apply() returned (a big one is freed at once). */

@@ -58,7 +58,9 @@ function expected(m: Model): string[] {
   return out.sort();
 }
 
-function run(seed: number, steps: number, batch: number, padKeys = 0): void {
+// `started`: part of a step's batch is applied on the index's own thread (startFlush)
+// while the rest is queued, as the member calculator does with a snapshot.
+function run(seed: number, steps: number, batch: number, padKeys = 0, started = false): void {
   const rng = new Rng(seed);
   const idx = new LabelIndex();
   const set = new MatchSet();
@@ -107,6 +109,11 @@ function run(seed: number, steps: number, batch: number, padKeys = 0): void {
         m.sels.delete(id);
         idx.deleteSelector(id);
       }
+      if (started && rng.int(8) === 0) {
+        const earlier = idx.started ? idx.finishFlush() : undefined;
+        idx.startFlush();
+        if (earlier) set.apply(earlier);
+      }
     }
     set.apply(idx.flush());
     const want = expected(m);
@@ -120,6 +127,8 @@ describe('differential: label index', () => {
   it('batches of 25 ops per flush: 400 steps', () => run(2, 400, 25));
   it('batches of 200 ops per flush: 60 steps', () => run(3, 60, 200));
   it('key IDs past 64 (colliding key masks): 2,000 steps', () => run(4, 2000, 1, 200));
+  it('batches of 25 ops, parts applied on the native thread: 400 steps', () => run(5, 400, 25, 0, true));
+  it('batches of 200 ops, parts applied on the native thread: 60 steps', () => run(6, 60, 200, 0, true));
 });
 
 describe('differential: selectors added together to a full index', () => {

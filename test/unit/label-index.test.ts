@@ -219,6 +219,81 @@ describe('LabelIndex: string lifetime', () => {
   });
 });
 
+describe('LabelIndex: a batch applied on its own thread (startFlush)', () => {
+  it("finishFlush() returns its transitions; flush() returns a started batch's and its own, in order", () => {
+    const idx = new LabelIndex();
+    for (let i = 0; i < 50_000; i++) idx.upsertItem(i, { mod: String(i % 10) });
+    idx.upsertSelector(0, sel('mod == "3"'));
+    idx.startFlush();
+    assert.ok(idx.started);
+    assert.equal(idx.pendingWords, 0, 'the queue was handed over');
+    idx.upsertItem(3, { mod: 'x' }); // queued while the batch runs
+    const first = idx.finishFlush();
+    assert.ok(!idx.started);
+    assert.equal(first.length, 5_000);
+    assert.deepEqual(describeChanges(idx.flush()), ['-0/3']);
+    idx.upsertSelector(1, sel('mod == "4"'));
+    idx.startFlush();
+    idx.deleteItem(4);
+    const both = describeChanges(idx.flush());
+    assert.equal(both.length, 5_001);
+    assert.equal(both.filter((c) => c.startsWith('+1/')).length, 5_000, "the started batch's first");
+    assert.equal(both.at(-1), '-1/4', 'then the later one');
+    assert.equal(idx.stats().matches, 4_999 + 4_999);
+  });
+
+  it('reads wait for a started batch', () => {
+    const idx = new LabelIndex();
+    for (let i = 0; i < 20_000; i++) idx.upsertItem(i, { a: 'x' });
+    idx.upsertSelector(7, sel('a == "x"'));
+    idx.startFlush();
+    assert.equal(idx.stats().items, 20_000);
+    assert.deepEqual([...(idx.matchesOf(19_999) ?? [])], [7]);
+    assert.equal(idx.finishFlush().length, 20_000, 'the transitions wait for whoever takes them');
+  });
+
+  it('frees no string the caller may still be queuing: the next flush() does', () => {
+    const idx = new LabelIndex();
+    idx.upsertItem(1, { a: 'x' });
+    idx.flush();
+    idx.deleteItem(1); // "a" and "x" lose their last user...
+    idx.startFlush();
+    idx.upsertItem(2, { a: 'x' }); // ...and are queued again under the same IDs
+    idx.upsertSelector(3, sel('a == "x"'));
+    assert.deepEqual(describeChanges(idx.flush()), ['+3/2']);
+    assert.equal(idx.internedStrings, 2);
+    idx.deleteItem(2);
+    idx.deleteSelector(3);
+    idx.startFlush();
+    assert.equal(idx.finishFlush().length, 1);
+    assert.equal(idx.internedStrings, 2, 'not freed by a started batch');
+    idx.flush();
+    assert.equal(idx.internedStrings, 0);
+    assert.equal(idx.stats().strings, 0);
+  });
+
+  it('a malformed batch is refused at start, with nothing changed and nothing started', async () => {
+    const { native } = await import('../../src/native/load.js');
+    const raw = new native.LabelIndex();
+    const ids = (...v: number[]) => new Uint32Array(v);
+    const einval = (re: RegExp) => (e: unknown) =>
+      e instanceof NativeError && e.code === 'EINVAL' && re.test(e.message);
+    assert.throws(
+      () => raw.applyStart(ids(3, 1, 1, 0, 0, 7), 6, ids(0, 1), ['a', 'x'], []),
+      einval(/undefined string/),
+    );
+    assert.throws(() => raw.applyStart(ids(4, 1), 3, ids(), [], []), einval(/ops length/));
+    assert.throws(() => (raw.applyStart as (...a: unknown[]) => void)(), einval(/expected/));
+    assert.equal(raw.finishApply(), undefined);
+    // The strings of the refused batch were not taken: the same definitions work.
+    const ops = ids(3, 1, 1, 0, 0, 1);
+    raw.applyStart(ops, ops.length, ids(0, 1), ['a', 'x'], []);
+    ops.fill(0); // the caller's buffer is its own again at once
+    assert.equal(raw.finishApply(), undefined);
+    assert.equal(raw.stats().items, 1);
+  });
+});
+
 describe('LabelIndex: batches and validation', () => {
   it('one flush returns the transitions of every queued call', () => {
     const idx = new LabelIndex();

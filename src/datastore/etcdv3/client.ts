@@ -6,6 +6,10 @@ import { readFileSync } from 'node:fs';
 
 import { Etcd3, type IOptions, Range, type Watcher } from 'etcd3';
 
+import { dropStrayWatchResponses } from './stray-watch-responses.js';
+
+dropStrayWatchResponses();
+
 export interface EtcdTlsFiles {
   caFile?: string;
   certFile?: string;

@@ -271,9 +271,12 @@ export class IPSetMemberCalculator {
     this.#touch(num);
     this.#nets[num] = src.nets.length === 1 ? (src.nets[0] as string) : src.nets;
     this.#ports[num] = src.ports.length ? src.ports : NO_PORTS;
+    // Written in place: setting an array's length is a call into the runtime, and every
+    // endpoint of a snapshot passes here with the same number of profiles.
     const parents = this.#parentIds;
-    parents.length = 0;
-    for (const p of src.parents) parents.push(this.#profileIds.id(p));
+    const n = src.parents.length;
+    for (let i = 0; i < n; i++) parents[i] = this.#profileIds.id(src.parents[i] as string);
+    if (parents.length !== n) parents.length = n;
     this.#index.upsertItem(num, src.labels, parents);
     this.#maybeDrain();
   }

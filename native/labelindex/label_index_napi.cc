@@ -109,13 +109,11 @@ Napi::Value LabelIndexWrap::Apply(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "labelIndex.apply", [&]() -> Napi::Value {
     Join();
-    if (info.Length() < 6 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray() ||
-        !info[3].IsArray() || !info[4].IsArray() || !info[5].IsArray()) {
-      throw MakeNativeError(env, "EINVAL", "labelIndex.apply",
-                            "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[], number[])");
-    }
+    constexpr const char* kExpected =
+        "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[], number[])";
+    if (info.Length() < 6 || !info[5].IsArray()) throw MakeNativeError(env, "EINVAL", "labelIndex.apply", kExpected);
     Batch batch;
-    Stage(info, "labelIndex.apply", batch);
+    Stage(info, "labelIndex.apply", kExpected, batch);
     RunOps(batch);
     Napi::Array released = info[5].As<Napi::Array>();
     uint32_t nReleased = 0;
@@ -135,7 +133,8 @@ Napi::Value LabelIndexWrap::ApplyStart(const Napi::CallbackInfo& info) {
   return Guard(env, "labelIndex.applyStart", [&]() -> Napi::Value {
     Join();
     Batch batch;
-    Stage(info, "labelIndex.applyStart", batch);
+    Stage(info, "labelIndex.applyStart", "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[])",
+          batch);
     // The caller reuses its buffer: the thread works on a copy.
     batch.owned.assign(batch.words, batch.words + batch.length);
     batch.words = batch.owned.data();
@@ -168,11 +167,11 @@ Napi::Value LabelIndexWrap::FinishApply(const Napi::CallbackInfo& info) {
   });
 }
 
-void LabelIndexWrap::Stage(const Napi::CallbackInfo& info, const char* op, Batch& batch) {
+void LabelIndexWrap::Stage(const Napi::CallbackInfo& info, const char* op, const char* expected, Batch& batch) {
   Napi::Env env = info.Env();
   if (info.Length() < 5 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray() ||
       !info[3].IsArray() || !info[4].IsArray()) {
-    throw MakeNativeError(env, "EINVAL", op, "expected (Uint32Array, number, Uint32Array, string[], NativeSelector[])");
+    throw MakeNativeError(env, "EINVAL", op, expected);
   }
   auto u32 = [&](Napi::Value v, const char* what) {
     Napi::TypedArray ta = v.As<Napi::TypedArray>();

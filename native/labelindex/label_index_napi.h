@@ -49,8 +49,9 @@ class LabelIndexWrap : public Napi::ObjectWrap<LabelIndexWrap> {
   Napi::Value Apply(const Napi::CallbackInfo& info);
   Napi::Value ApplyStart(const Napi::CallbackInfo& info);
   Napi::Value FinishApply(const Napi::CallbackInfo& info);
-  // Checks the arguments and the batch, defines its strings; throws, changing nothing.
-  void Stage(const Napi::CallbackInfo& info, const char* op, Batch& batch);
+  // Checks the first five arguments (`expected` says what the call takes) and the batch,
+  // defines its strings; throws, changing nothing.
+  void Stage(const Napi::CallbackInfo& info, const char* op, const char* expected, Batch& batch);
   void RunOps(const Batch& batch);
   Napi::Value TakeChanges(Napi::Env env);
   // Waits for a started batch; rethrows what it failed with.

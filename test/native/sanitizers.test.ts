@@ -47,6 +47,47 @@ function buildHarness(): void {
   assert.equal(r.status, 0, `building the harness failed:\n${r.stdout}\n${r.stderr}`);
 }
 
+const unit = join(root, 'dist', 'test', 'unit');
+
+/**
+ * Builds the addon with a sanitizer (`--asan`, `--tsan`) into build/<dir>, and returns the
+ * environment that runs node with it and its runtime (`lib`) preloaded, after proving the
+ * runtime really is in the process, not silently absent.
+ */
+function sanitizedAddon(flag: string, dir: string, lib: string, options: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const buildDir = join(root, 'build', dir);
+  const b = run(process.execPath, [join(root, 'scripts', 'build-native.mjs'), flag, `--out=${buildDir}`]);
+  assert.equal(b.status, 0, `${flag} addon build failed:\n${b.stdout}\n${b.stderr}`);
+  const addon = join(buildDir, 'build', 'Debug', 'palisade.node');
+  assert.ok(existsSync(addon));
+  const env = {
+    LD_PRELOAD: run('gcc', [`-print-file-name=${lib}.so`]).stdout.trim(),
+    ...options,
+    PALISADE_NATIVE_PATH: addon,
+  };
+  const probe = run(
+    process.execPath,
+    [
+      '-e',
+      `require(${JSON.stringify(addon)}); process.stdout.write(require('fs').readFileSync('/proc/self/maps','utf8'))`,
+    ],
+    env,
+  );
+  assert.equal(probe.status, 0, probe.stderr);
+  assert.match(probe.stdout, new RegExp(lib));
+  return env;
+}
+
+/** Runs test files in node under `env`: all pass, more than `minPass`, and the sanitizer says nothing. */
+function runTestsUnder(env: NodeJS.ProcessEnv, files: string[], report: RegExp, minPass: number): void {
+  const r = run(process.execPath, ['--test', '--test-reporter=tap', ...files], env);
+  const text = r.stdout + r.stderr;
+  assert.doesNotMatch(text, report, text.slice(-4000));
+  assert.equal(r.status, 0, text.slice(-4000));
+  assert.match(r.stdout, /^# fail 0$/m);
+  assert.ok(Number(/^# pass (\d+)$/m.exec(r.stdout)?.[1]) > minPass, 'the tests really ran');
+}
+
 describe('native core under sanitizers and valgrind', { concurrency: false }, () => {
   it('core harness: ASan + UBSan + LeakSanitizer report nothing', (t) => {
     if (!needTool(t, 'make')) return;
@@ -80,31 +121,11 @@ describe('native core under sanitizers and valgrind', { concurrency: false }, ()
 
   it('addon built with ASan + UBSan passes the unit tests in node', (t) => {
     if (!needTool(t, 'gcc')) return;
-    const dir = join(root, 'build', 'asan-addon');
-    const b = run(process.execPath, [join(root, 'scripts', 'build-native.mjs'), '--asan', `--out=${dir}`]);
-    assert.equal(b.status, 0, `ASan addon build failed:\n${b.stdout}\n${b.stderr}`);
-    const addon = join(dir, 'build', 'Debug', 'palisade.node');
-    assert.ok(existsSync(addon));
-    const libasan = run('gcc', ['-print-file-name=libasan.so']).stdout.trim();
-    const env = {
-      LD_PRELOAD: libasan,
+    const env = sanitizedAddon('--asan', 'asan-addon', 'libasan', {
       // node itself does not free everything at exit; leaks are LeakSanitizer's job above.
       ASAN_OPTIONS: 'detect_leaks=0:halt_on_error=1',
       UBSAN_OPTIONS: 'halt_on_error=1:print_stacktrace=1',
-      PALISADE_NATIVE_PATH: addon,
-    };
-    // Prove the sanitizer runtime really is in the process, not silently absent.
-    const probe = run(
-      process.execPath,
-      [
-        '-e',
-        `require(${JSON.stringify(addon)}); process.stdout.write(require('fs').readFileSync('/proc/self/maps','utf8'))`,
-      ],
-      env,
-    );
-    assert.equal(probe.status, 0, probe.stderr);
-    assert.match(probe.stdout, /libasan/);
-    const unit = join(root, 'dist', 'test', 'unit');
+    });
     const files = [
       'selector.test.js',
       'label-index.test.js',
@@ -115,44 +136,22 @@ describe('native core under sanitizers and valgrind', { concurrency: false }, ()
     ].map((f) => join(unit, f));
     // The kernel tests' drivers inherit the environment: their native calls run under ASan too.
     if (process.getuid?.() === 0) files.push(join(root, 'dist', 'test', 'kernel', 'iptables-native.test.js'));
-    const r = run(process.execPath, ['--test', '--test-reporter=tap', ...files], env);
-    const text = r.stdout + r.stderr;
-    assert.doesNotMatch(text, /AddressSanitizer|runtime error:/, text.slice(-4000));
-    assert.equal(r.status, 0, text.slice(-4000));
-    assert.match(r.stdout, /^# fail 0$/m);
-    assert.ok(Number(/^# pass (\d+)$/m.exec(r.stdout)?.[1]) > 100, 'the unit tests really ran');
+    runTestsUnder(env, files, /AddressSanitizer|runtime error:/, 100);
   });
 
   it('addon built with ThreadSanitizer: the label index batch thread races with nothing', (t) => {
     if (!needTool(t, 'gcc')) return;
-    const dir = join(root, 'build', 'tsan-addon');
-    const b = run(process.execPath, [join(root, 'scripts', 'build-native.mjs'), '--tsan', `--out=${dir}`]);
-    assert.equal(b.status, 0, `TSan addon build failed:\n${b.stdout}\n${b.stderr}`);
-    const addon = join(dir, 'build', 'Debug', 'palisade.node');
-    const env = {
-      LD_PRELOAD: run('gcc', ['-print-file-name=libtsan.so']).stdout.trim(),
+    const env = sanitizedAddon('--tsan', 'tsan-addon', 'libtsan', {
       // node and V8 are not instrumented: their own threads' synchronisation is invisible
       // to TSan and would be reported as races; the addon's accesses are all checked.
       TSAN_OPTIONS: 'halt_on_error=1 ignore_noninstrumented_modules=1',
-      PALISADE_NATIVE_PATH: addon,
-    };
-    const probe = run(
-      process.execPath,
-      [
-        '-e',
-        `require(${JSON.stringify(addon)}); process.stdout.write(require('fs').readFileSync('/proc/self/maps','utf8'))`,
-      ],
-      env,
-    );
-    assert.equal(probe.status, 0, probe.stderr);
-    assert.match(probe.stdout, /libtsan/);
-    const unit = join(root, 'dist', 'test', 'unit');
+    });
     const files = ['label-index.test.js', 'label-index-differential.test.js', 'ipset-members.test.js'];
-    const r = run(process.execPath, ['--test', '--test-reporter=tap', ...files.map((f) => join(unit, f))], env);
-    const text = r.stdout + r.stderr;
-    assert.doesNotMatch(text, /ThreadSanitizer/, text.slice(-4000));
-    assert.equal(r.status, 0, text.slice(-4000));
-    assert.match(r.stdout, /^# fail 0$/m);
-    assert.ok(Number(/^# pass (\d+)$/m.exec(r.stdout)?.[1]) > 50, 'the tests really ran');
+    runTestsUnder(
+      env,
+      files.map((f) => join(unit, f)),
+      /ThreadSanitizer/,
+      50,
+    );
   });
 });

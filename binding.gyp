@@ -5,6 +5,22 @@
   'variables': { 'palisade_asan%': 0, 'palisade_tsan%': 0 },
   'targets': [
     {
+      # The one file that includes V8's own headers, built in the C++ dialect they need
+      # (C++20 from Node 22 on), which node-gyp's defaults give: the rest is Node-API
+      # only, in C++17.
+      'target_name': 'palisade_v8',
+      'type': 'static_library',
+      'sources': [ 'native/heap/heap_napi.cc' ],
+      'include_dirs': [ 'native' ],
+      'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],
+      'defines': [ 'NAPI_VERSION=8', 'NODE_ADDON_API_DISABLE_DEPRECATED' ],
+      'cflags_cc': [ '-Wall', '-Wextra', '-Wno-unused-parameter', '-fvisibility=hidden', '-fPIC' ],
+      'conditions': [
+        [ 'palisade_asan==1', { 'cflags_cc': [ '-fsanitize=address,undefined', '-fno-omit-frame-pointer' ] } ],
+        [ 'palisade_tsan==1', { 'cflags_cc': [ '-fsanitize=thread', '-fno-omit-frame-pointer' ] } ],
+      ],
+    },
+    {
       'target_name': 'palisade',
       'sources': [
         'native/addon.cc',
@@ -41,7 +57,7 @@
         'native/render/rule_hashes_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
-      'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except" ],
+      'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except", 'palisade_v8' ],
       'defines': [ 'NAPI_VERSION=8', 'NODE_ADDON_API_DISABLE_DEPRECATED' ],
       'cflags_cc': [ '-std=c++17', '-Wall', '-Wextra', '-Wno-unused-parameter', '-fvisibility=hidden' ],
       'libraries': [ '-lcrypto', '<!@(pkg-config --libs libnftnl libmnl libip4tc libip6tc)' ],

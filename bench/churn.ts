@@ -27,6 +27,7 @@ import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
 import { blocksAt, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
+import type { MemoryReducer } from '../src/agent/memory-reducer.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
@@ -59,7 +60,7 @@ const PER_TICK = (RATE * TICK_MS) / 1000;
  */
 const AHEAD = 2 * PER_TICK;
 const RSS_EXPLAINED =
-  'docs/dataplane.md, "Memory under churn" (the live heap holds; V8\'s old generation commits pages up to its GOGC bound and keeps the fragmented ones)';
+  'docs/dataplane.md, "Memory under churn" (the live heap holds; RSS follows the old generation up to its GOGC bound and down at a reduction) and "The memory reducer" (at most one each 2 min)';
 /**
  * RSS is compared from this far into the stream at the earliest, and not before the end of
  * the stream's first full collection (or half the run, if none came by then): the stream
@@ -122,8 +123,12 @@ interface Inside {
   loopBlocks: LoopBlock[];
   /** RSS (MB) every SAMPLE_S seconds of the stream. */
   rssSamplesMb: number[];
+  /** The highest RSS seen at a tick of the stream. */
+  rssPeakMb: number;
   heapStartMb: number;
   heapEndMb: number;
+  /** Memory-reducing collections the agent's reducer asked for during the stream. */
+  memoryReductions: number;
   achievedRate: number;
   intervalSetsCommitMs: number;
   hashSetsCommitMs: number;
@@ -274,6 +279,7 @@ async function inside(mode: string): Promise<Inside> {
   let firstApply: () => void = () => {};
   const firstApplied = new Promise<void>((r) => (firstApply = r));
   let applies = 0;
+  let reducer: MemoryReducer | undefined;
   const applyMs: number[] = [];
   const flushMs: number[] = [];
   const commitMs: number[] = [];
@@ -326,7 +332,7 @@ async function inside(mode: string): Promise<Inside> {
           // An endpoint change of the stream (all remote) changes IP-set members only: it
           // is in the kernel when they are, which may be a commit ahead of the rules.
           const membersAt = rep.rules.membersLanded?.at ?? now;
-          if (applies === 1) afterFirstApply();
+          if (applies === 1) reducer = afterFirstApply();
           firstApply();
           while (waiting.length && (waiting[0] as { at: number }).at <= started) {
             const f = waiting.shift()!;
@@ -398,7 +404,7 @@ async function inside(mode: string): Promise<Inside> {
   buildTo(AHEAD);
   // Let the first apply's follow-ups (and its garbage) settle before the stream starts.
   await new Promise((r) => setTimeout(r, 2000));
-  global.gc?.();
+  await collectReducing();
   if (SNAPSHOT_DIR) writeHeapSnapshot(join(SNAPSHOT_DIR, 'churn-start.heapsnapshot'));
   const { rss: rssStart, heapTotal: heapTotalStart } = process.memoryUsage();
   const spacesStart = heapSpaces();
@@ -413,6 +419,7 @@ async function inside(mode: string): Promise<Inside> {
   let mallocWarm = 0;
   let heapTotalWarm = 0;
   const rssSamples: number[] = [];
+  let rssPeak = 0;
   // The longest time between two stream ticks (due every TICK_MS): how long the agent
   // held the event loop at worst.
   let maxTickGap = 0;
@@ -421,6 +428,7 @@ async function inside(mode: string): Promise<Inside> {
   const blocks = new LoopBlockTracer(10);
   blocks.start();
   const s0 = performance.now();
+  const reductionsBefore = reducer?.reductions ?? 0;
   measuring = true;
   await new Promise<void>((done) => {
     let lastTick = performance.now();
@@ -453,6 +461,7 @@ async function inside(mode: string): Promise<Inside> {
         heapTotalWarm = m.heapTotal;
         mallocWarm = native.mallocInUse();
       }
+      rssPeak = Math.max(rssPeak, process.memoryUsage.rss());
       if (elapsed >= (rssSamples.length + 1) * SAMPLE_S * 1000) rssSamples.push(process.memoryUsage().rss / MB);
       if (batch.length) syncer.cb?.onUpdates(batch);
       buildTo(k + AHEAD);
@@ -472,7 +481,7 @@ async function inside(mode: string): Promise<Inside> {
   const cpu = process.cpuUsage(cpu0);
   const { rss: rssEnd, heapTotal: heapTotalEnd } = process.memoryUsage();
   const mallocEnd = native.mallocInUse();
-  global.gc?.();
+  await collectReducing();
   const { heapUsed: heapEnd, rss: rssEndCollected, heapTotal: heapTotalEndCollected } = process.memoryUsage();
   const spacesEnd = heapSpaces();
   if (SNAPSHOT_DIR) writeHeapSnapshot(join(SNAPSHOT_DIR, 'churn-end.heapsnapshot'));
@@ -519,14 +528,27 @@ async function inside(mode: string): Promise<Inside> {
     heapSpaces: `${spacesStart} -> ${spacesEnd}`,
     heapCommittedEndCollectedMb: heapTotalEndCollected / MB,
     rssSamplesMb: rssSamples,
+    rssPeakMb: rssPeak / MB,
     maxTickGapMs: maxTickGap,
     loopBlocks,
     heapStartMb: heapStart / MB,
     heapEndMb: heapEnd / MB,
+    memoryReductions: (reducer?.reductions ?? 0) - reductionsBefore,
     achievedRate: k / wall,
     intervalSetsCommitMs: layout.intervalMs,
     hashSetsCommitMs: layout.hashMs,
   };
+}
+
+/**
+ * What the agent keeps: a memory-reducing full collection (what the agent's memory
+ * reducer asks V8 for, src/agent/memory-reducer.ts), done at once, then time for V8's
+ * background task to hand the emptied pages back. The same at the stream's start and
+ * end, so the two compare.
+ */
+async function collectReducing(): Promise<void> {
+  native.memoryPressure('critical');
+  await new Promise((r) => setTimeout(r, 500));
 }
 
 /** Each V8 heap space that holds a MB or more: "old 230/180", committed and used. */
@@ -549,7 +571,6 @@ function runInside(mode: string): Inside {
   return runInNetns<Inside>({
     script: import.meta.url,
     args: ['--inside', mode, '--seconds', String(SECONDS), ...(SNAPSHOT_DIR ? ['--heap-snapshots', SNAPSHOT_DIR] : [])],
-    nodeFlags: ['--expose-gc'],
     what: 'churn',
     announce: (ns) =>
       `${mode}: agent in netns ${ns}, ${REMOTE + LOCAL} endpoints, ${POLICIES} policies, then ${RATE}/s for ${SECONDS} s`,
@@ -641,6 +662,7 @@ async function main(): Promise<void> {
       warmup_s: r3(r.warmupS),
       rss_after_warmup_mb: r3(r.rssWarmMb),
       rss_end_mb: r3(r.rssEndMb),
+      rss_peak_mb: r3(r.rssPeakMb),
       rss_growth_after_warmup_mb: r3(r.rssEndMb - r.rssWarmMb),
       rss_end_collected_mb: r3(r.rssEndCollectedMb),
       rss_growth_collected_mb: r3(r.rssEndCollectedMb - r.rssStartMb),
@@ -653,6 +675,7 @@ async function main(): Promise<void> {
       native_malloc_end_mb: r3(r.mallocEndMb),
       heap_live_start_mb: r3(r.heapStartMb),
       heap_live_end_mb: r3(r.heapEndMb),
+      memory_reductions: r.memoryReductions,
       ...soakFigures,
       machine_calibration_ms: calibration,
     },

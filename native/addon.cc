@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "ct/ct_napi.h"
+#include "heap/heap_napi.h"
 #include "ipset/ipset_napi.h"
 #include "iptc/iptc_napi.h"
 #include "labelindex/label_index_napi.h"
@@ -50,6 +51,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::ipset::Register(env, exports);
   palisade::iptc::Register(env, exports);
   palisade::render::Register(env, exports);
+  palisade::heap::Register(env, exports);
   exports.Set("mallocInUse", Napi::Function::New(env, MallocInUse, "mallocInUse"));
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;

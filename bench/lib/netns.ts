@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
+import { type MemoryReducer, startMemoryReducer } from '../../src/agent/memory-reducer.js';
 import { applyGcThreshold, DEFAULT_GC_PERCENT, imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import { silentLogger } from '../../src/log.js';
 import { cpuProfFlags } from './loop-blocks.js';
@@ -26,11 +27,13 @@ export interface InsideRun {
 }
 
 /**
- * What the agent does after its first apply (agent/runtime-setup.ts): V8's heap growing
- * factor from GoGCThreshold's default. A bench builds the agent's parts, not the agent.
+ * What the agent does after its first apply (agent/runtime-setup.ts, agent/memory-reducer.ts):
+ * V8's heap growing factor from GoGCThreshold's default, and the memory reducer. A bench
+ * builds the agent's parts, not the agent.
  */
-export function afterFirstApply(): void {
+export function afterFirstApply(): MemoryReducer {
   applyGcThreshold(DEFAULT_GC_PERCENT, silentLogger, {});
+  return startMemoryReducer(silentLogger);
 }
 
 export function runInNetns<T>(run: InsideRun): T {

@@ -20,6 +20,7 @@ import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { ControlPlane } from './control-plane.js';
+import { type MemoryReducer, startMemoryReducer } from './memory-reducer.js';
 import { applyGcThreshold, turnOffPretenuring, warnUncappedYoungGeneration } from './runtime-setup.js';
 import { refusal } from '../config/refusal.js';
 
@@ -51,6 +52,7 @@ export class NodeAgent {
   #metricsServer: Server | undefined;
   #kubeProxyWatch: NodeJS.Timeout | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
+  #memoryReducer: MemoryReducer | undefined;
   #inSync = false;
   /** When the datastore last stopped being in sync (undefined while it is). */
   #outOfSyncSince: number | undefined = Date.now();
@@ -179,7 +181,10 @@ export class NodeAgent {
       log: this.#log,
       onApplied: (r) => {
         // From the first apply on (runtime-setup.ts: the initial load sizes itself).
-        if (!this.#applied) applyGcThreshold(cfg.GoGCThreshold, this.#log);
+        if (!this.#applied) {
+          applyGcThreshold(cfg.GoGCThreshold, this.#log);
+          this.#memoryReducer = startMemoryReducer(this.#log, () => m.memoryReductions.inc());
+        }
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);
         m.lastApplyTime.set(Date.now() / 1000);
@@ -323,6 +328,7 @@ export class NodeAgent {
     if (this.#done) return;
     this.#done = true;
     clearInterval(this.#heartbeat);
+    this.#memoryReducer?.stop();
     clearInterval(this.#kubeProxyWatch);
     this.#log.info({ code }, 'stopping; the dataplane stays as programmed');
     this.#healthServer?.server.close();

@@ -75,6 +75,11 @@ export class AgentMetrics {
     help: 'Chains and sets of ours found changed behind our back by a refresh, and repaired.',
     registers: [this.registry],
   });
+  readonly memoryReductions = new Counter({
+    name: 'palisade_memory_reductions_total',
+    help: 'Memory-reducing collections asked of V8 because the old generation was fragmented.',
+    registers: [this.registry],
+  });
   readonly endpointUp = new Gauge({
     name: 'palisade_workload_endpoint_up',
     help: 'Workload endpoint status: 1 up, 0 down.',

@@ -187,6 +187,12 @@ export interface RawModule {
   /** Bytes the C allocator has handed out (glibc mallinfo2: arenas plus mmapped blocks). */
   mallocInUse(): number;
   /**
+   * V8's memory pressure signal (native/heap/heap_napi.cc): 'moderate' starts an
+   * incremental, compacting collection; 'critical' collects everything at once. Throws
+   * NativeError EINVAL on another level.
+   */
+  memoryPressure(level: 'moderate' | 'critical'): void;
+  /**
    * Felix's chained `cali:` rule hashes of one chain (native/render/rule_hashes.h), 16
    * characters a rule in one string; throws NativeError EINVAL, ECRYPTO.
    */

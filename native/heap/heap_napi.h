@@ -1,0 +1,6 @@
+#pragma once
+#include <napi.h>
+
+namespace palisade::heap {
+void Register(Napi::Env env, Napi::Object exports);
+}

@@ -90,8 +90,14 @@ export class MemoryReducer {
     const now = this.#o.now();
     if (now - this.#last < this.#o.minIntervalMs) return false;
     this.#last = now;
+    // Called from the GC observer's callback, where a throw would stop the agent.
+    try {
+      this.#o.pressure();
+    } catch (e) {
+      this.#o.log.warn({ err: e }, "V8's memory pressure signal failed; the old generation is left as it is");
+      return false;
+    }
     this.#reductions++;
-    this.#o.pressure();
     this.#o.onReduce?.(free);
     this.#o.log.debug(
       { oldSpaceMb: Math.round(committed / MB), liveMb: Math.round(used / MB) },

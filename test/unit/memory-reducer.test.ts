@@ -69,6 +69,20 @@ describe('MemoryReducer', () => {
     assert.equal(f.asked(), 2);
   });
 
+  it("reports a failed signal instead of throwing from the collector's callback", () => {
+    const warned: unknown[] = [];
+    const reducer = new MemoryReducer({
+      log: { ...silentLogger, warn: (o: unknown) => warned.push(o), debug() {} } as unknown as typeof silentLogger,
+      oldSpace: () => ({ committed: 230 * MB, used: 160 * MB }),
+      pressure: () => {
+        throw new Error('no isolate');
+      },
+    });
+    assert.equal(reducer.afterFullCollection(), false);
+    assert.equal(reducer.reductions, 0);
+    assert.equal(warned.length, 1);
+  });
+
   it('refuses a pressure level V8 does not have', () => {
     assert.throws(
       () => (native.memoryPressure as (l: string) => void)('none'),

@@ -15,7 +15,7 @@
 // contention with the agent, not the agent. Needs root. `churn-iptables` runs the same in
 // iptables mode (iptables-nft).
 import { join, resolve } from 'node:path';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 
 import { ControlPlane } from '../src/agent/control-plane.js';
@@ -27,7 +27,7 @@ import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
 import { blocksAt, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
-import type { MemoryReducer } from '../src/agent/memory-reducer.js';
+import { isMajorGc, type MemoryReducer } from '../src/agent/memory-reducer.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
@@ -412,8 +412,7 @@ async function inside(mode: string): Promise<Inside> {
   let warmAt = 0;
   let majorSeen = false;
   const majors = new PerformanceObserver((list) => {
-    const kinds = list.getEntries().map((e) => (e as unknown as { detail?: { kind?: number } }).detail?.kind);
-    if (kinds.includes(constants.NODE_PERFORMANCE_GC_MAJOR)) majorSeen = true;
+    if (list.getEntries().some(isMajorGc)) majorSeen = true;
   });
   majors.observe({ entryTypes: ['gc'] });
   let mallocWarm = 0;

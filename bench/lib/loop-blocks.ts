@@ -6,6 +6,8 @@
 // was a collector pause (and which kind), the rest was our code.
 import { PerformanceObserver, constants, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 
+import { gcKind } from '../../src/agent/memory-reducer.js';
+
 export interface LoopBlock {
   /** When the block started, ms after the tracer started. */
   atMs: number;
@@ -50,8 +52,7 @@ export class LoopBlockTracer {
     }, 1);
     this.#observer = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
-        const detail = (e as unknown as { detail?: { kind?: number } }).detail;
-        const kind = GC_KIND[detail?.kind ?? -1] ?? 'other';
+        const kind = GC_KIND[gcKind(e) ?? -1] ?? 'other';
         this.#gcs.push({ start: e.startTime, end: e.startTime + e.duration, kind });
       }
     });

@@ -7,7 +7,7 @@
 // collection has just shown the fragmentation: V8's memory pressure signal ('moderate')
 // starts an incremental collection that compacts pages down to 20% free, up to 12 MB of
 // objects a time, and hands the emptied pages back to the system.
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 import type { Logger } from '../log.js';
@@ -30,14 +30,24 @@ export interface MemoryReducerOptions {
   /** At most one reduction in this time: each is a full collection and a long pause. */
   minIntervalMs?: number;
   log: Logger;
+  /** Sends V8's memory pressure signal (the agent's: the addon's `memoryPressure`). */
+  pressure: () => void;
   onReduce?: (free: number) => void;
   // Seams for tests.
   oldSpace?: () => OldSpace;
-  pressure?: () => void;
   now?: () => number;
 }
 
 export const MEMORY_REDUCER_DEFAULTS = { minFreeBytes: 16 * MB, minFreeRatio: 0.2, minIntervalMs: 120_000 };
+
+/** The kind of collection a 'gc' performance entry reports (Node's NODE_PERFORMANCE_GC_*). */
+export function gcKind(e: PerformanceEntry): number | undefined {
+  return (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+}
+
+export function isMajorGc(e: PerformanceEntry): boolean {
+  return gcKind(e) === constants.NODE_PERFORMANCE_GC_MAJOR;
+}
 
 export function readOldSpace(): OldSpace {
   const s = getHeapSpaceStatistics().find((x) => x.space_name === 'old_space');
@@ -50,7 +60,7 @@ export class MemoryReducer {
   #observer: PerformanceObserver | undefined;
   #reductions = 0;
 
-  constructor(o: MemoryReducerOptions & { pressure: () => void }) {
+  constructor(o: MemoryReducerOptions) {
     this.#o = { ...MEMORY_REDUCER_DEFAULTS, oldSpace: readOldSpace, now: () => performance.now(), ...o };
   }
 
@@ -58,9 +68,7 @@ export class MemoryReducer {
   start(): void {
     if (this.#observer) return;
     this.#observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries())
-        if ((e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)
-          return void this.afterFullCollection();
+      if (list.getEntries().some(isMajorGc)) this.afterFullCollection();
     });
     this.#observer.observe({ entryTypes: ['gc'] });
     const { minFreeBytes, minFreeRatio, minIntervalMs } = this.#o;

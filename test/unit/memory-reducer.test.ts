@@ -3,9 +3,10 @@
 // signal in a child, the old space's emptied pages handed back.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { constants, type PerformanceEntry } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 
-import { MemoryReducer, type OldSpace } from '../../src/agent/memory-reducer.js';
+import { isMajorGc, MemoryReducer, type OldSpace } from '../../src/agent/memory-reducer.js';
 import { silentLogger } from '../../src/log.js';
 import { native } from '../../src/native/load.js';
 
@@ -37,6 +38,15 @@ function fake(space: OldSpace) {
 }
 
 describe('MemoryReducer', () => {
+  it('tells a full collection from the others by the entry it gets', () => {
+    const entry = (kind?: number) =>
+      ({ entryType: 'gc', detail: kind === undefined ? undefined : { kind } }) as unknown as PerformanceEntry;
+    assert.equal(isMajorGc(entry(constants.NODE_PERFORMANCE_GC_MAJOR)), true);
+    assert.equal(isMajorGc(entry(constants.NODE_PERFORMANCE_GC_MINOR)), false);
+    assert.equal(isMajorGc(entry(constants.NODE_PERFORMANCE_GC_INCREMENTAL)), false);
+    assert.equal(isMajorGc(entry()), false);
+  });
+
   it('asks for a reduction when the free bytes pass both bounds', () => {
     const f = fake({ committed: 230 * MB, used: 160 * MB });
     assert.equal(f.reducer.afterFullCollection(), true);

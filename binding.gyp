@@ -25,6 +25,7 @@
       'sources': [
         'native/addon.cc',
         'native/common/errors.cc',
+        'native/heap/malloc_napi.cc',
         'native/selector/parser.cc',
         'native/selector/canonical.cc',
         'native/selector/selector_napi.cc',

@@ -1,11 +1,11 @@
 // Registration only: each subsystem defines its own classes and functions.
-#include <malloc.h>
 #include <napi.h>
 #include <openssl/opensslv.h>
 
 #include "common/errors.h"
 #include "ct/ct_napi.h"
 #include "heap/heap_napi.h"
+#include "heap/malloc_napi.h"
 #include "ipset/ipset_napi.h"
 #include "iptc/iptc_napi.h"
 #include "labelindex/label_index_napi.h"
@@ -31,13 +31,6 @@ Napi::Value Setup(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// Bytes the C allocator has handed out and not had back (small blocks and mmapped ones):
-// the native side's share of RSS, which process.memoryUsage() does not separate.
-Napi::Value MallocInUse(const Napi::CallbackInfo& info) {
-  struct mallinfo2 m = mallinfo2();
-  return Napi::Number::New(info.Env(), static_cast<double>(m.uordblks + m.hblkhd));
-}
-
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(new palisade::AddonData());
   exports.Set("setup", Napi::Function::New(env, Setup, "setup"));
@@ -52,7 +45,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::iptc::Register(env, exports);
   palisade::render::Register(env, exports);
   palisade::heap::Register(env, exports);
-  exports.Set("mallocInUse", Napi::Function::New(env, MallocInUse, "mallocInUse"));
+  palisade::heap::RegisterMalloc(env, exports);
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

@@ -183,7 +183,10 @@ export class NodeAgent {
         // From the first apply on (runtime-setup.ts: the initial load sizes itself).
         if (!this.#applied) {
           applyGcThreshold(cfg.GoGCThreshold, this.#log);
-          this.#memoryReducer = startMemoryReducer(this.#log, () => m.memoryReductions.inc());
+          this.#memoryReducer = startMemoryReducer(this.#log, {
+            onReduce: () => m.memoryReductions.inc(),
+            onTrim: () => m.mallocTrims.inc(),
+          });
         }
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);

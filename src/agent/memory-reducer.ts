@@ -7,6 +7,13 @@
 // collection has just shown the fragmentation: V8's memory pressure signal ('moderate')
 // starts an incremental collection that compacts pages down to 20% free, up to 12 MB of
 // objects a time, and hands the emptied pages back to the system.
+//
+// The C allocator has the same habit: glibc keeps what native code frees (the initial
+// sync's netlink batches, the label index's old vectors, array buffers Node allocates
+// with malloc) in its arenas, and their pages in RSS, until the top of an arena is free.
+// After a full collection (when the array buffers of dead objects have just been freed),
+// if its arenas hold enough free bytes, malloc_trim hands their whole free pages back,
+// on the libuv pool: 30 MB of a churning agent's RSS, for 3 ms of a pool thread.
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -29,16 +36,45 @@ export interface MemoryReducerOptions {
   minFreeRatio?: number;
   /** At most one reduction in this time: each is a full collection and a long pause. */
   minIntervalMs?: number;
+  /**
+   * Bytes freed in the C allocator's arenas since the last trim that are worth a trim (at
+   * most one each minIntervalMs). Under steady churn the free bytes hold, and the pages a
+   * trim hands back are faulted in again within seconds; after a burst (the initial sync,
+   * a resync) they grow, and stay free.
+   */
+  minMallocFreeBytes?: number;
+  /** How long after a full collection its arenas are looked at. */
+  trimDelayMs?: number;
   log: Logger;
   /** Sends V8's memory pressure signal (the agent's: the addon's `memoryPressure`). */
   pressure: () => void;
+  /** Bytes free in the C allocator's arenas (the addon's `mallocStats().free`). */
+  mallocFree: () => number;
+  /** Hands the arenas' free pages back (the addon's `mallocTrim`): whether any went. */
+  trim: () => Promise<boolean>;
   onReduce?: (free: number) => void;
+  onTrim?: (t: TrimResult) => void;
   // Seams for tests.
   oldSpace?: () => OldSpace;
   now?: () => number;
 }
 
-export const MEMORY_REDUCER_DEFAULTS = { minFreeBytes: 16 * MB, minFreeRatio: 0.2, minIntervalMs: 120_000 };
+export interface TrimResult {
+  /** Bytes free in the arenas before the trim (glibc's count; a trim does not change it). */
+  mallocFree: number;
+  /** Whether glibc handed anything back. */
+  released: boolean;
+  rssBefore: number;
+  rssAfter: number;
+}
+
+export const MEMORY_REDUCER_DEFAULTS = {
+  minFreeBytes: 16 * MB,
+  minFreeRatio: 0.2,
+  minIntervalMs: 120_000,
+  minMallocFreeBytes: 16 * MB,
+  trimDelayMs: 1000,
+};
 
 /** The kind of collection a 'gc' performance entry reports (Node's NODE_PERFORMANCE_GC_*). */
 export function gcKind(e: PerformanceEntry): number | undefined {
@@ -55,10 +91,17 @@ export function readOldSpace(): OldSpace {
 }
 
 export class MemoryReducer {
-  readonly #o: Required<Omit<MemoryReducerOptions, 'onReduce'>> & Pick<MemoryReducerOptions, 'onReduce'>;
+  readonly #o: Required<Omit<MemoryReducerOptions, 'onReduce' | 'onTrim'>> &
+    Pick<MemoryReducerOptions, 'onReduce' | 'onTrim'>;
   #last = Number.NEGATIVE_INFINITY;
+  #lastTrim = Number.NEGATIVE_INFINITY;
+  #trimming: Promise<void> | undefined;
+  #trimTimer: NodeJS.Timeout | undefined;
+  /** The arenas' free bytes at the last trim (which hands pages back but frees no chunk). */
+  #freeAtTrim = 0;
   #observer: PerformanceObserver | undefined;
   #reductions = 0;
+  #trims = 0;
 
   constructor(o: MemoryReducerOptions) {
     this.#o = { ...MEMORY_REDUCER_DEFAULTS, oldSpace: readOldSpace, now: () => performance.now(), ...o };
@@ -68,23 +111,47 @@ export class MemoryReducer {
   start(): void {
     if (this.#observer) return;
     this.#observer = new PerformanceObserver((list) => {
-      if (list.getEntries().some(isMajorGc)) this.afterFullCollection();
+      if (!list.getEntries().some(isMajorGc)) return;
+      this.afterFullCollection();
+      this.#scheduleTrim();
     });
     this.#observer.observe({ entryTypes: ['gc'] });
-    const { minFreeBytes, minFreeRatio, minIntervalMs } = this.#o;
+    const { minFreeBytes, minFreeRatio, minIntervalMs, minMallocFreeBytes } = this.#o;
     this.#o.log.info(
-      { minFreeMb: minFreeBytes / MB, minFreeRatio, minIntervalMs },
-      'memory reducer on: a fragmented old generation is compacted after a full collection',
+      { minFreeMb: minFreeBytes / MB, minFreeRatio, minIntervalMs, minMallocFreeMb: minMallocFreeBytes / MB },
+      'memory reducer on: after a full collection, a fragmented old generation is compacted and the C allocator trimmed',
     );
   }
 
   stop(): void {
     this.#observer?.disconnect();
     this.#observer = undefined;
+    clearTimeout(this.#trimTimer);
+    this.#trimTimer = undefined;
+  }
+
+  // A moment after the collection: V8 frees the dead array buffers' memory on a
+  // background sweep after it, and a trim before that finds their pages still in use.
+  #scheduleTrim(): void {
+    if (this.#trimTimer || this.#trimming) return;
+    this.#trimTimer = setTimeout(() => {
+      this.#trimTimer = undefined;
+      this.maybeTrim();
+    }, this.#o.trimDelayMs);
+    this.#trimTimer.unref();
   }
 
   get reductions(): number {
     return this.#reductions;
+  }
+
+  get trims(): number {
+    return this.#trims;
+  }
+
+  /** The trim under way, if any (for tests and benches). */
+  get trimming(): Promise<void> | undefined {
+    return this.#trimming;
   }
 
   /**
@@ -113,14 +180,65 @@ export class MemoryReducer {
     );
     return true;
   }
+
+  /**
+   * Trims the C allocator when its arenas hold enough more free bytes than at the last trim,
+   * at most once in the interval and never two at once. Returns whether a trim was started.
+   */
+  maybeTrim(): boolean {
+    if (this.#trimming) return false;
+    const now = this.#o.now();
+    if (now - this.#lastTrim < this.#o.minIntervalMs) return false;
+    const rss = process.memoryUsage.rss();
+    let free: number;
+    let trimmed: Promise<boolean>;
+    // Called from the GC observer's callback, where a throw would stop the agent.
+    try {
+      free = this.#o.mallocFree();
+      if (free - this.#freeAtTrim < this.#o.minMallocFreeBytes) return false;
+      trimmed = this.#o.trim();
+    } catch (e) {
+      this.#o.log.warn({ err: e }, 'malloc_trim failed; the C allocator keeps its free pages');
+      return false;
+    }
+    this.#lastTrim = now;
+    this.#freeAtTrim = free;
+    this.#trimming = trimmed
+      .then(
+        (released) => {
+          const t: TrimResult = { mallocFree: free, released, rssBefore: rss, rssAfter: process.memoryUsage.rss() };
+          this.#trims++;
+          this.#o.onTrim?.(t);
+          this.#o.log.debug(
+            {
+              mallocFreeMb: Math.round(free / MB),
+              released,
+              rssMb: Math.round(rss / MB),
+              rssAfterMb: Math.round(t.rssAfter / MB),
+            },
+            "C allocator trimmed: its arenas' free pages handed back",
+          );
+        },
+        (e: unknown) => this.#o.log.warn({ err: e }, 'malloc_trim failed; the C allocator keeps its free pages'),
+      )
+      .finally(() => {
+        this.#trimming = undefined;
+      });
+    return true;
+  }
 }
 
 /** The agent's reducer, started after its first apply as the GOGC bound is (runtime-setup.ts). */
-export function startMemoryReducer(log: Logger, onReduce?: (free: number) => void): MemoryReducer {
+export function startMemoryReducer(
+  log: Logger,
+  counters: Pick<MemoryReducerOptions, 'onReduce' | 'onTrim'> = {},
+): MemoryReducer {
   const r = new MemoryReducer({
     log,
     pressure: () => native.memoryPressure('moderate'),
-    ...(onReduce ? { onReduce } : {}),
+    mallocFree: () => native.mallocStats().free,
+    trim: () => native.mallocTrim(),
+    ...counters,
   });
   r.start();
   return r;

@@ -80,6 +80,11 @@ export class AgentMetrics {
     help: 'Memory-reducing collections asked of V8 because the old generation was fragmented.',
     registers: [this.registry],
   });
+  readonly mallocTrims = new Counter({
+    name: 'palisade_malloc_trims_total',
+    help: 'Trims of the C allocator (malloc_trim) because its arenas held free memory.',
+    registers: [this.registry],
+  });
   readonly endpointUp = new Gauge({
     name: 'palisade_workload_endpoint_up',
     help: 'Workload endpoint status: 1 up, 0 down.',

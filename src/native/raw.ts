@@ -186,6 +186,10 @@ export interface RawModule {
   opensslVersion: string;
   /** Bytes the C allocator has handed out (glibc mallinfo2: arenas plus mmapped blocks). */
   mallocInUse(): number;
+  /** glibc's mallinfo2 (native/heap/malloc_napi.cc): bytes handed out, free in its arenas, arena bytes in all. */
+  mallocStats(): { inUse: number; free: number; arenas: number };
+  /** malloc_trim(0) on the libuv pool: whole free pages of every arena back to the system; whether any went. */
+  mallocTrim(): Promise<boolean>;
   /**
    * V8's memory pressure signal (native/heap/heap_napi.cc): 'moderate' starts an
    * incremental, compacting collection; 'critical' collects everything at once. Throws

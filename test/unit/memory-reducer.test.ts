@@ -12,7 +12,7 @@ import { native } from '../../src/native/load.js';
 
 const MB = 1024 * 1024;
 
-function fake(space: OldSpace) {
+function fake(space: OldSpace, malloc = { free: 0, trims: 0, result: Promise.resolve(true) as Promise<boolean> }) {
   let now = 0;
   let asked = 0;
   const freed: number[] = [];
@@ -21,14 +21,21 @@ function fake(space: OldSpace) {
     minFreeBytes: 16 * MB,
     minFreeRatio: 0.2,
     minIntervalMs: 10_000,
+    minMallocFreeBytes: 16 * MB,
     oldSpace: () => space,
     pressure: () => asked++,
+    mallocFree: () => malloc.free,
+    trim: () => {
+      malloc.trims++;
+      return malloc.result;
+    },
     now: () => now,
     onReduce: (free) => freed.push(free),
   });
   return {
     reducer,
     space,
+    malloc,
     asked: () => asked,
     freed,
     advance: (ms: number) => {
@@ -87,10 +94,122 @@ describe('MemoryReducer', () => {
       pressure: () => {
         throw new Error('no isolate');
       },
+      mallocFree: () => 0,
+      trim: async () => false,
     });
     assert.equal(reducer.afterFullCollection(), false);
     assert.equal(reducer.reductions, 0);
     assert.equal(warned.length, 1);
+  });
+
+  it('trims the C allocator when 16 MB more are free in its arenas than at the last trim, one at a time, at most once in the interval', async () => {
+    const f = fake({ committed: 100 * MB, used: 100 * MB });
+    f.malloc.free = 10 * MB;
+    assert.equal(f.reducer.maybeTrim(), false, 'below the bound');
+    f.malloc.free = 40 * MB;
+    let release: (v: boolean) => void = () => {};
+    f.malloc.result = new Promise((r) => {
+      release = r;
+    });
+    assert.equal(f.reducer.maybeTrim(), true);
+    f.advance(20_000);
+    assert.equal(f.reducer.maybeTrim(), false, 'one under way');
+    release(true);
+    await f.reducer.trimming;
+    assert.equal(f.reducer.trims, 1);
+    assert.equal(f.reducer.trimming, undefined);
+    // Steady churn: the chunks a trim left free are reused and freed again; nothing new.
+    f.malloc.free = 50 * MB;
+    assert.equal(f.reducer.maybeTrim(), false, 'only 10 MB more than at the last trim');
+    f.malloc.free = 56 * MB;
+    assert.equal(f.reducer.maybeTrim(), true, '16 MB more, and the interval has passed');
+    await f.reducer.trimming;
+    f.malloc.free = 90 * MB;
+    f.advance(9_000);
+    assert.equal(f.reducer.maybeTrim(), false, 'within the interval');
+    assert.equal(f.malloc.trims, 2);
+    assert.equal(f.reducer.trims, 2);
+  });
+
+  it('trims a moment after a full collection, once the reducer is started, and not after it is stopped', async () => {
+    let trims = 0;
+    const reducer = new MemoryReducer({
+      log: silentLogger,
+      oldSpace: () => ({ committed: 100 * MB, used: 100 * MB }),
+      pressure: () => {},
+      mallocFree: () => 64 * MB,
+      trim: async () => {
+        trims++;
+        return true;
+      },
+      minIntervalMs: 0,
+      trimDelayMs: 20,
+    });
+    reducer.start();
+    assert.equal(trims, 0, 'none at start: what is freed is freed by a collection');
+    native.memoryPressure('critical'); // full collections, seen by the reducer's observer
+    const deadline = Date.now() + 5000;
+    while (reducer.trims === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(trims >= 1);
+    await reducer.trimming;
+    reducer.stop();
+    const atStop = trims;
+    native.memoryPressure('critical');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(trims, atStop);
+  });
+
+  it('reports a failed trim, and does not count it', async () => {
+    const warned: unknown[] = [];
+    const reducer = new MemoryReducer({
+      log: { ...silentLogger, warn: (o: unknown) => warned.push(o), debug() {} } as unknown as typeof silentLogger,
+      oldSpace: () => ({ committed: 100 * MB, used: 100 * MB }),
+      pressure: () => {},
+      mallocFree: () => 64 * MB,
+      trim: () => Promise.reject(new Error('EINTERNAL')),
+    });
+    assert.equal(reducer.maybeTrim(), true);
+    await reducer.trimming;
+    assert.equal(reducer.trims, 0);
+    assert.equal(warned.length, 1);
+    // A native throw, from the collector's callback: reported, not thrown.
+    const throwing = new MemoryReducer({
+      log: { ...silentLogger, warn: (o: unknown) => warned.push(o), debug() {} } as unknown as typeof silentLogger,
+      oldSpace: () => ({ committed: 100 * MB, used: 100 * MB }),
+      pressure: () => {},
+      mallocFree: () => {
+        throw new Error('EINTERNAL');
+      },
+      trim: async () => true,
+    });
+    assert.equal(throwing.maybeTrim(), false);
+    assert.equal(warned.length, 2);
+  });
+
+  it("hands the C allocator's free pages back (malloc_trim, in a child)", () => {
+    const loadUrl = new URL('../../src/native/load.js', import.meta.url).href;
+    // 160 MB of array buffers (Node allocates them with malloc), one in 32 kept: the
+    // arena's top stays in use, so glibc hands back nothing by itself.
+    const script = `
+      const { native } = await import(${JSON.stringify(loadUrl)});
+      let keep = [];
+      for (let i = 0; i < 40000; i++) keep.push(new ArrayBuffer(4096));
+      keep = keep.filter((_, i) => i % 32 === 0);
+      globalThis.gc(); globalThis.gc();
+      await new Promise((r) => setTimeout(r, 100));
+      const free = native.mallocStats().free;
+      const rss = process.memoryUsage.rss();
+      const released = await native.mallocTrim();
+      console.log(JSON.stringify({ free, released, rss, rssAfter: process.memoryUsage.rss(), kept: keep.length }));
+    `;
+    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { free: number; released: boolean; rss: number; rssAfter: number };
+    assert.ok(out.free > 100 * MB, `free in the arenas: ${out.free}`);
+    assert.equal(out.released, true);
+    assert.ok(out.rss - out.rssAfter > 80 * MB, `RSS ${out.rss} -> ${out.rssAfter}`);
+    const stats = native.mallocStats();
+    assert.ok(stats.inUse > 0 && stats.free >= 0 && stats.arenas > 0, JSON.stringify(stats));
   });
 
   it('refuses a pressure level V8 does not have', () => {

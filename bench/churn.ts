@@ -27,7 +27,7 @@ import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
 import { blocksAt, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
-import { isMajorGc, type MemoryReducer } from '../src/agent/memory-reducer.js';
+import { isMajorGc, type MemoryReducer, type TrimResult } from '../src/agent/memory-reducer.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
@@ -129,6 +129,10 @@ interface Inside {
   heapEndMb: number;
   /** Memory-reducing collections the agent's reducer asked for during the stream. */
   memoryReductions: number;
+  /** The reducer's trims of the C allocator during the stream. */
+  mallocTrims: number;
+  /** Each trim's time and the RSS around it, the one after the first apply included. */
+  mallocTrimRss: string;
   achievedRate: number;
   intervalSetsCommitMs: number;
   hashSetsCommitMs: number;
@@ -280,6 +284,14 @@ async function inside(mode: string): Promise<Inside> {
   const firstApplied = new Promise<void>((r) => (firstApply = r));
   let applies = 0;
   let reducer: MemoryReducer | undefined;
+  // The reducer's trims of the C allocator: when (s into the stream) and RSS around each.
+  const trims: string[] = [];
+  let streamAt = Number.POSITIVE_INFINITY;
+  const onTrim = (t: TrimResult) => {
+    const at = performance.now() - streamAt;
+    const rss = `${(t.rssBefore / MB).toFixed(0)} -> ${(t.rssAfter / MB).toFixed(0)} MB (${(t.mallocFree / MB).toFixed(0)} MB free in the arenas)`;
+    trims.push(`${at >= 0 ? `${Math.round(at / 1000)} s` : 'before the stream'}: ${rss}`);
+  };
   const applyMs: number[] = [];
   const flushMs: number[] = [];
   const commitMs: number[] = [];
@@ -332,7 +344,7 @@ async function inside(mode: string): Promise<Inside> {
           // An endpoint change of the stream (all remote) changes IP-set members only: it
           // is in the kernel when they are, which may be a commit ahead of the rules.
           const membersAt = rep.rules.membersLanded?.at ?? now;
-          if (applies === 1) reducer = afterFirstApply();
+          if (applies === 1) reducer = afterFirstApply(onTrim);
           firstApply();
           while (waiting.length && (waiting[0] as { at: number }).at <= started) {
             const f = waiting.shift()!;
@@ -427,7 +439,9 @@ async function inside(mode: string): Promise<Inside> {
   const blocks = new LoopBlockTracer(10);
   blocks.start();
   const s0 = performance.now();
+  streamAt = s0;
   const reductionsBefore = reducer?.reductions ?? 0;
+  const trimsBefore = reducer?.trims ?? 0;
   measuring = true;
   await new Promise<void>((done) => {
     let lastTick = performance.now();
@@ -533,6 +547,8 @@ async function inside(mode: string): Promise<Inside> {
     heapStartMb: heapStart / MB,
     heapEndMb: heapEnd / MB,
     memoryReductions: (reducer?.reductions ?? 0) - reductionsBefore,
+    mallocTrims: (reducer?.trims ?? 0) - trimsBefore,
+    mallocTrimRss: trims.join('; ') || 'none',
     achievedRate: k / wall,
     intervalSetsCommitMs: layout.intervalMs,
     hashSetsCommitMs: layout.hashMs,
@@ -542,13 +558,16 @@ async function inside(mode: string): Promise<Inside> {
 /**
  * What the agent keeps: a memory-reducing full collection (what the agent's memory
  * reducer asks V8 for, src/agent/memory-reducer.ts), done at once, then time for V8's
- * background task to hand the emptied pages back. The same at the stream's start and
- * end, so the two compare.
+ * background task to hand the emptied pages back, and the C allocator trimmed as the
+ * reducer does. The same at the stream's start and end, so the two compare.
  */
 async function collectReducing(): Promise<void> {
   native.memoryPressure('critical');
   await new Promise((r) => setTimeout(r, 500));
+  await native.mallocTrim();
 }
+
+const median3 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[1] as number;
 
 /** Each V8 heap space that holds a MB or more: "old 230/180", committed and used. */
 function heapSpaces(): string {
@@ -596,12 +615,15 @@ async function main(): Promise<void> {
   const r3 = (x: number) => Math.round(x * 1000) / 1000;
   const soak = secondsArg >= 0;
   // The soak's shape: RSS every SAMPLE_S seconds, and its growth over the second half
-  // (a heap still sizing itself grows in the first).
-  const half = r.rssSamplesMb[Math.floor(r.rssSamplesMb.length / 2) - 1];
+  // (a heap still sizing itself grows in the first): the median of its last three samples
+  // less that of its first three. Single readings compared the phases of the reducer's
+  // cycle (a reduction's dip is one sample in four), not the memory held.
+  const secondHalf = r.rssSamplesMb.slice(Math.floor(r.rssSamplesMb.length / 2));
   const soakFigures: Record<string, number> = {};
   if (soak) {
     r.rssSamplesMb.forEach((mb, n) => (soakFigures[`rss_at_${(n + 1) * SAMPLE_S}s_mb`] = r3(mb)));
-    if (half !== undefined) soakFigures.rss_growth_second_half_mb = r3(r.rssEndMb - half);
+    if (secondHalf.length >= 6)
+      soakFigures.rss_growth_second_half_mb = r3(median3(secondHalf.slice(-3)) - median3(secondHalf.slice(0, 3)));
   }
   report(
     `${mode === 'nftables' ? 'churn' : 'churn-iptables'}${soak ? '-soak' : ''}`,
@@ -675,6 +697,8 @@ async function main(): Promise<void> {
       heap_live_start_mb: r3(r.heapStartMb),
       heap_live_end_mb: r3(r.heapEndMb),
       memory_reductions: r.memoryReductions,
+      malloc_trims: r.mallocTrims,
+      malloc_trim_rss: r.mallocTrimRss,
       ...soakFigures,
       machine_calibration_ms: calibration,
     },

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
-import { type MemoryReducer, startMemoryReducer } from '../../src/agent/memory-reducer.js';
+import { type MemoryReducer, startMemoryReducer, type TrimResult } from '../../src/agent/memory-reducer.js';
 import { applyGcThreshold, DEFAULT_GC_PERCENT, imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import { silentLogger } from '../../src/log.js';
 import { cpuProfFlags } from './loop-blocks.js';
@@ -31,9 +31,9 @@ export interface InsideRun {
  * V8's heap growing factor from GoGCThreshold's default, and the memory reducer. A bench
  * builds the agent's parts, not the agent.
  */
-export function afterFirstApply(): MemoryReducer {
+export function afterFirstApply(onTrim?: (t: TrimResult) => void): MemoryReducer {
   applyGcThreshold(DEFAULT_GC_PERCENT, silentLogger, {});
-  return startMemoryReducer(silentLogger);
+  return startMemoryReducer(silentLogger, onTrim ? { onTrim } : {});
 }
 
 export function runInNetns<T>(run: InsideRun): T {

@@ -11,9 +11,11 @@
 // The C allocator has the same habit: glibc keeps what native code frees (the initial
 // sync's netlink batches, the label index's old vectors, array buffers Node allocates
 // with malloc) in its arenas, and their pages in RSS, until the top of an arena is free.
-// After a full collection (when the array buffers of dead objects have just been freed),
-// if its arenas hold enough free bytes, malloc_trim hands their whole free pages back,
-// on the libuv pool: 30 MB of a churning agent's RSS, for 3 ms of a pool thread.
+// A second after a full collection (V8 frees dead array buffers in a sweep after it), if
+// the arenas hold 16 MB more free than at the last trim, malloc_trim hands their whole
+// free pages back, on the libuv pool: 28 MB of RSS after the initial sync, for 3 ms of a
+// pool thread. Under steady churn the free bytes hold and no trim is asked: the pages
+// would be faulted back in within seconds (docs/dataplane.md, "The C allocator's free pages").
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -192,7 +194,7 @@ export class MemoryReducer {
     const rss = process.memoryUsage.rss();
     let free: number;
     let trimmed: Promise<boolean>;
-    // Called from the GC observer's callback, where a throw would stop the agent.
+    // Called from a timer, where a throw would stop the agent.
     try {
       free = this.#o.mallocFree();
       if (free - this.#freeAtTrim < this.#o.minMallocFreeBytes) return false;

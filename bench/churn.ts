@@ -30,6 +30,7 @@ import { blocksAt, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib
 import { isMajorGc, type MemoryReducer, type TrimResult } from '../src/agent/memory-reducer.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
 import { calibrationMs, log, percentile, report, type Target } from './lib/report.js';
+import { Samples } from './lib/samples.js';
 import { setLayoutProbe } from './lib/set-layout-probe.js';
 import { endpoint, MARKERS, profiles, tagPolicies } from './workloads/felix-calc.js';
 
@@ -261,7 +262,8 @@ async function inside(mode: string): Promise<Inside> {
   let driver: DataplaneDriver | undefined;
   // Delivery batches: when each was handed over, and its first update's sequence number.
   // The bench's own records of the stream are allocated whole before RSS is first read
-  // (arrays grown by pushing, three million entries each, were a growth of the bench's).
+  // (arrays grown by pushing, three million entries each, were a growth of the bench's;
+  // the timings of applies and flushes are Samples, lib/samples.ts, for the same reason).
   let deliveredAt = new Float64Array(0);
   let delivered = 0;
   // Flushes of the graph not yet known to be programmed: updates [from, to), handed to the driver when.
@@ -269,7 +271,7 @@ async function inside(mode: string): Promise<Inside> {
   const waiting: Array<{ from: number; to: number; at: number; editsOnly?: boolean }> = [];
   // Flushes whose members went beside an apply in flight, in the order they land.
   const besideWaiting: Array<{ from: number; to: number; how: MessagesTaken }> = [];
-  const besideCommitMs: number[] = [];
+  const besideCommitMs = new Samples((SECONDS * 1000) / TICK_MS);
   const taken: Record<MessagesTaken, number> = { now: 0, held: 0, beside: 0, split: 0, partly: 0 };
   let noEffect = 0;
   let latency = new Float64Array(0);
@@ -292,14 +294,16 @@ async function inside(mode: string): Promise<Inside> {
     const rss = `${(t.rssBefore / MB).toFixed(0)} -> ${(t.rssAfter / MB).toFixed(0)} MB (${(t.mallocFree / MB).toFixed(0)} MB free in the arenas)`;
     trims.push(`${at >= 0 ? `${Math.round(at / 1000)} s` : 'before the stream'}: ${rss}`);
   };
-  const applyMs: number[] = [];
-  const flushMs: number[] = [];
-  const commitMs: number[] = [];
-  const commitWithRulesMs: number[] = [];
-  const commitElementsOnlyMs: number[] = [];
-  const restoreMs: number[] = [];
-  const restoreReadMs: number[] = [];
-  const restoreCommitMs: number[] = [];
+  // At most one apply and one flush a tick.
+  const perTick = () => new Samples((SECONDS * 1000) / TICK_MS);
+  const applyMs = perTick();
+  const flushMs = perTick();
+  const commitMs = perTick();
+  const commitWithRulesMs = perTick();
+  const commitElementsOnlyMs = perTick();
+  const restoreMs = perTick();
+  const restoreReadMs = perTick();
+  const restoreCommitMs = perTick();
   let pendingFlush: { from: number; to: number } | undefined;
   const settleFlush = () => {
     if (pendingFlush && measuring) noEffect += pendingFlush.to - pendingFlush.from;
@@ -512,18 +516,18 @@ async function inside(mode: string): Promise<Inside> {
     latencyMs: pcts(latency.subarray(0, measured)),
     editLatencyMs: pcts(editLatency.subarray(0, edits)),
     endpointLatencyMs: pcts(latency.subarray(0, measured).filter((_, i) => !editAt[i])),
-    applyMs: pcts(applyMs),
-    commitMs: pcts(commitMs),
-    commitWithRulesMs: pcts(commitWithRulesMs),
-    commitElementsOnlyMs: pcts(commitElementsOnlyMs),
+    applyMs: pcts(applyMs.values),
+    commitMs: pcts(commitMs.values),
+    commitWithRulesMs: pcts(commitWithRulesMs.values),
+    commitElementsOnlyMs: pcts(commitElementsOnlyMs.values),
     commitsWithRules: commitWithRulesMs.length,
-    restoreMs: pcts(restoreMs),
-    restoreReadMs: pcts(restoreReadMs),
-    restoreCommitMs: pcts(restoreCommitMs),
+    restoreMs: pcts(restoreMs.values),
+    restoreReadMs: pcts(restoreReadMs.values),
+    restoreCommitMs: pcts(restoreCommitMs.values),
     besideBatches: besideCommitMs.length,
-    besideCommitMs: pcts(besideCommitMs),
+    besideCommitMs: pcts(besideCommitMs.values),
     taken,
-    flushMs: pcts(flushMs),
+    flushMs: pcts(flushMs.values),
     applies,
     cpuCores: (cpu.user + cpu.system) / 1e6 / wall,
     cpuUserS: cpu.user / 1e6,

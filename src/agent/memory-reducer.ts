@@ -13,8 +13,8 @@
 // with malloc) in its arenas, and their pages in RSS, until the top of an arena is free.
 // A second after a full collection (V8 frees dead array buffers in a sweep after it), if
 // the arenas hold 16 MB more free than at the last trim, malloc_trim hands their whole
-// free pages back, on the libuv pool: 28 MB of RSS after the initial sync, for 3 ms of a
-// pool thread. Under steady churn the free bytes hold and no trim is asked: the pages
+// free pages back, on the libuv pool: 28 MB of RSS after the initial sync's garbage was
+// collected, for 3 ms of a pool thread. Under steady churn the free bytes hold and no trim is asked: the pages
 // would be faulted back in within seconds (docs/dataplane.md, "The C allocator's free pages").
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';

@@ -1,6 +1,7 @@
 // A bench's record of a stream's timings, allocated whole (and its pages written) before
 // the bench first reads RSS: arrays grown by pushing were part of the growth a soak
 // reported as the agent's (2 MB of the live heap's +6 MB over 600 s of churn).
+import { withSlot } from '../../src/calc/typed-arrays.js';
 
 export class Samples {
   #a: Float64Array;
@@ -12,11 +13,7 @@ export class Samples {
 
   push(x: number): void {
     // A stream longer than planned still records every sample.
-    if (this.#n === this.#a.length) {
-      const grown = new Float64Array(this.#a.length * 2);
-      grown.set(this.#a);
-      this.#a = grown;
-    }
+    this.#a = withSlot(this.#a, this.#n);
     this.#a[this.#n++] = x;
   }
 

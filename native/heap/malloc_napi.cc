@@ -15,10 +15,9 @@ namespace palisade::heap {
 namespace {
 
 // Bytes the C allocator has handed out and not had back (small blocks and mmapped ones).
-Napi::Value MallocInUse(const Napi::CallbackInfo& info) {
-  struct mallinfo2 m = mallinfo2();
-  return Napi::Number::New(info.Env(), static_cast<double>(m.uordblks + m.hblkhd));
-}
+double InUse(const struct mallinfo2& m) { return static_cast<double>(m.uordblks + m.hblkhd); }
+
+Napi::Value MallocInUse(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), InUse(mallinfo2())); }
 
 // { inUse, free, arenas }: bytes handed out, bytes free in the arenas (some of which a
 // trim can hand back), bytes of arena (non-mmapped) memory in all.
@@ -26,7 +25,7 @@ Napi::Value MallocStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   struct mallinfo2 m = mallinfo2();
   Napi::Object o = Napi::Object::New(env);
-  o.Set("inUse", Napi::Number::New(env, static_cast<double>(m.uordblks + m.hblkhd)));
+  o.Set("inUse", Napi::Number::New(env, InUse(m)));
   o.Set("free", Napi::Number::New(env, static_cast<double>(m.fordblks)));
   o.Set("arenas", Napi::Number::New(env, static_cast<double>(m.arena)));
   return o;

@@ -14,8 +14,9 @@
 // A second after a full collection (V8 frees dead array buffers in a sweep after it), if
 // the arenas hold 16 MB more free than at the last trim, malloc_trim hands their whole
 // free pages back, on the libuv pool: 28 MB of RSS after the initial sync's garbage was
-// collected, for 3 ms of a pool thread. Under steady churn the free bytes hold and no trim is asked: the pages
-// would be faulted back in within seconds (docs/dataplane.md, "The C allocator's free pages").
+// collected, for 3 ms of a pool thread. Under steady churn the free bytes hold and no
+// trim is asked: the pages would be faulted back in within seconds (docs/dataplane.md,
+// "The C allocator's free pages").
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -191,13 +192,14 @@ export class MemoryReducer {
     if (this.#trimming) return false;
     const now = this.#o.now();
     if (now - this.#lastTrim < this.#o.minIntervalMs) return false;
-    const rss = process.memoryUsage.rss();
     let free: number;
+    let rss: number;
     let trimmed: Promise<boolean>;
     // Called from a timer, where a throw would stop the agent.
     try {
       free = this.#o.mallocFree();
       if (free - this.#freeAtTrim < this.#o.minMallocFreeBytes) return false;
+      rss = process.memoryUsage.rss();
       trimmed = this.#o.trim();
     } catch (e) {
       this.#o.log.warn({ err: e }, 'malloc_trim failed; the C allocator keeps its free pages');

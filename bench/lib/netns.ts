@@ -33,7 +33,9 @@ export interface InsideRun {
  */
 export function afterFirstApply(onTrim?: (t: TrimResult) => void): MemoryReducer {
   applyGcThreshold(DEFAULT_GC_PERCENT, silentLogger, {});
-  return startMemoryReducer(silentLogger, onTrim ? { onTrim } : {});
+  const r = startMemoryReducer(silentLogger, onTrim ? { onTrim } : {});
+  r.reduceNow('initial sync applied');
+  return r;
 }
 
 export function runInNetns<T>(run: InsideRun): T {

@@ -187,6 +187,7 @@ export class NodeAgent {
             onReduce: () => m.memoryReductions.inc(),
             onTrim: () => m.mallocTrims.inc(),
           });
+          this.#memoryReducer.reduceNow('initial sync applied');
         }
         this.#applied = true;
         m.applyTime.observe(r.ms / 1000);

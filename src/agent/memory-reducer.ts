@@ -17,6 +17,10 @@
 // collected, for 3 ms of a pool thread. Under steady churn the free bytes hold and no
 // trim is asked: the pages would be faulted back in within seconds (docs/dataplane.md,
 // "The C allocator's free pages").
+//
+// Both wait for a full collection, which a node gone quiet after its initial sync may
+// not have for a long time, its sync's garbage held meanwhile; so the agent asks for
+// one memory-reducing collection once its first apply is done (reduceNow).
 import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -55,6 +59,7 @@ export interface MemoryReducerOptions {
   mallocFree: () => number;
   /** Hands the arenas' free pages back (the addon's `mallocTrim`): whether any went. */
   trim: () => Promise<boolean>;
+  /** Each reduction asked, with the old space's free bytes then. */
   onReduce?: (free: number) => void;
   onTrim?: (t: TrimResult) => void;
   // Seams for tests.
@@ -165,6 +170,28 @@ export class MemoryReducer {
     const { committed, used } = this.#o.oldSpace();
     const free = committed - used;
     if (free < this.#o.minFreeBytes || free < used * this.#o.minFreeRatio) return false;
+    if (!this.#reduce(free)) return false;
+    this.#o.log.debug(
+      { oldSpaceMb: Math.round(committed / MB), liveMb: Math.round(used / MB) },
+      'old generation fragmented: memory-reducing collection asked',
+    );
+    return true;
+  }
+
+  /**
+   * One memory-reducing collection now, whatever the heap looks like (within the
+   * interval's bound): after the initial sync, whose garbage a node that then goes quiet
+   * may not collect for a long time, and with it the C allocator's trim that follows a
+   * full collection. Returns whether it was asked.
+   */
+  reduceNow(why: string): boolean {
+    const { committed, used } = this.#o.oldSpace();
+    if (!this.#reduce(committed - used)) return false;
+    this.#o.log.info({ reason: why }, 'memory-reducing collection asked');
+    return true;
+  }
+
+  #reduce(free: number): boolean {
     const now = this.#o.now();
     if (now - this.#last < this.#o.minIntervalMs) return false;
     this.#last = now;
@@ -177,10 +204,6 @@ export class MemoryReducer {
     }
     this.#reductions++;
     this.#o.onReduce?.(free);
-    this.#o.log.debug(
-      { oldSpaceMb: Math.round(committed / MB), liveMb: Math.round(used / MB) },
-      'old generation fragmented: memory-reducing collection asked',
-    );
     return true;
   }
 

@@ -77,7 +77,7 @@ export class AgentMetrics {
   });
   readonly memoryReductions = new Counter({
     name: 'palisade_memory_reductions_total',
-    help: 'Memory-reducing collections asked of V8 because the old generation was fragmented.',
+    help: 'Memory-reducing collections asked of V8: one after the first apply, then when the old generation is fragmented.',
     registers: [this.registry],
   });
   readonly mallocTrims = new Counter({

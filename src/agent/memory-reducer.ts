@@ -170,7 +170,10 @@ export class MemoryReducer {
     const { committed, used } = this.#o.oldSpace();
     const free = committed - used;
     if (free < this.#o.minFreeBytes || free < used * this.#o.minFreeRatio) return false;
-    if (!this.#reduce(free)) return false;
+    const now = this.#o.now();
+    if (now - this.#last < this.#o.minIntervalMs) return false;
+    this.#last = now;
+    if (!this.#signal(free)) return false;
     this.#o.log.debug(
       { oldSpaceMb: Math.round(committed / MB), liveMb: Math.round(used / MB) },
       'old generation fragmented: memory-reducing collection asked',
@@ -179,23 +182,22 @@ export class MemoryReducer {
   }
 
   /**
-   * One memory-reducing collection now, whatever the heap looks like (within the
-   * interval's bound): after the initial sync, whose garbage a node that then goes quiet
-   * may not collect for a long time, and with it the C allocator's trim that follows a
-   * full collection. Returns whether it was asked.
+   * One memory-reducing collection now, whatever the heap looks like: after the initial
+   * sync, whose garbage a node that then goes quiet may not collect for a long time, and
+   * with it the C allocator's trim that follows a full collection. A single event, so it
+   * leaves the fragmentation rule's interval alone: under churn that rule's first
+   * reduction still comes at the stream's first fragmented collection. Returns whether
+   * it was asked.
    */
   reduceNow(why: string): boolean {
     const { committed, used } = this.#o.oldSpace();
-    if (!this.#reduce(committed - used)) return false;
+    if (!this.#signal(committed - used)) return false;
     this.#o.log.info({ reason: why }, 'memory-reducing collection asked');
     return true;
   }
 
-  #reduce(free: number): boolean {
-    const now = this.#o.now();
-    if (now - this.#last < this.#o.minIntervalMs) return false;
-    this.#last = now;
-    // Called from the GC observer's callback, where a throw would stop the agent.
+  #signal(free: number): boolean {
+    // Called from the GC observer's callback and the driver's, where a throw would stop the agent.
     try {
       this.#o.pressure();
     } catch (e) {

@@ -26,6 +26,7 @@ import type { Syncer, SyncerCallbacks, Update } from '../src/datastore/types.js'
 import { silentLogger } from '../src/log.js';
 import { native } from '../src/native/load.js';
 import type { Resource } from '../src/model/schemas.js';
+import { ArenaFreeAfterCollections } from './lib/arena-free.js';
 import { blocksAt, describeBlocks, type LoopBlock, LoopBlockTracer } from './lib/loop-blocks.js';
 import { isMajorGc, type MemoryReducer, type TrimResult } from '../src/agent/memory-reducer.js';
 import { afterFirstApply, runInNetns } from './lib/netns.js';
@@ -134,6 +135,8 @@ interface Inside {
   mallocTrims: number;
   /** Each trim's time and the RSS around it, the one after the first apply included. */
   mallocTrimRss: string;
+  /** The arenas' free bytes a moment after each full collection of the stream. */
+  mallocFreeAfterCollections: string;
   achievedRate: number;
   intervalSetsCommitMs: number;
   hashSetsCommitMs: number;
@@ -431,6 +434,8 @@ async function inside(mode: string): Promise<Inside> {
     if (list.getEntries().some(isMajorGc)) majorSeen = true;
   });
   majors.observe({ entryTypes: ['gc'] });
+  const arenaFree = new ArenaFreeAfterCollections();
+  arenaFree.start();
   let mallocWarm = 0;
   let heapTotalWarm = 0;
   const rssSamples: number[] = [];
@@ -488,6 +493,7 @@ async function inside(mode: string): Promise<Inside> {
   });
   const wall = (performance.now() - s0) / 1000;
   majors.disconnect();
+  arenaFree.stop();
   const loopBlocks = blocks.stop(3);
   // The last updates' applies.
   const deadline = performance.now() + 5000;
@@ -553,6 +559,7 @@ async function inside(mode: string): Promise<Inside> {
     memoryReductions: (reducer?.reductions ?? 0) - reductionsBefore,
     mallocTrims: (reducer?.trims ?? 0) - trimsBefore,
     mallocTrimRss: trims.join('; ') || 'none',
+    mallocFreeAfterCollections: arenaFree.summary(),
     achievedRate: k / wall,
     intervalSetsCommitMs: layout.intervalMs,
     hashSetsCommitMs: layout.hashMs,
@@ -703,6 +710,7 @@ async function main(): Promise<void> {
       memory_reductions: r.memoryReductions,
       malloc_trims: r.mallocTrims,
       malloc_trim_rss: r.mallocTrimRss,
+      malloc_free_after_collections: r.mallocFreeAfterCollections,
       ...soakFigures,
       machine_calibration_ms: calibration,
     },

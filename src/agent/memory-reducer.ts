@@ -12,8 +12,8 @@
 // sync's netlink batches, the label index's old vectors, array buffers Node allocates
 // with malloc) in its arenas, and their pages in RSS, until the top of an arena is free.
 // A second after a full collection (V8 frees dead array buffers in a sweep after it), if
-// the arenas hold 16 MB more free than at the last trim, malloc_trim hands their whole
-// free pages back, on the libuv pool: 28 MB of RSS after the initial sync's garbage was
+// the arenas' free bytes rose 16 MB above their lowest since the last trim, malloc_trim
+// hands their whole free pages back, on the libuv pool: 28 MB of RSS after the initial sync's garbage was
 // collected, for 3 ms of a pool thread. Under steady churn the free bytes hold and no
 // trim is asked: the pages would be faulted back in within seconds (docs/dataplane.md,
 // "The C allocator's free pages").
@@ -45,9 +45,10 @@ export interface MemoryReducerOptions {
   minIntervalMs?: number;
   /**
    * Bytes freed in the C allocator's arenas since the last trim that are worth a trim (at
-   * most one each minIntervalMs). Under steady churn the free bytes hold, and the pages a
-   * trim hands back are faulted in again within seconds; after a burst (the initial sync,
-   * a resync) they grow, and stay free.
+   * most one each minIntervalMs): their free count's rise above its lowest since then.
+   * Under steady churn the count holds (within 3 MB over 600 s of `churn-soak`), and the
+   * pages a trim hands back are faulted in again within seconds; after a burst (the
+   * initial sync, a resync) it rises, and the memory stays free.
    */
   minMallocFreeBytes?: number;
   /** How long after a full collection its arenas are looked at. */
@@ -105,8 +106,13 @@ export class MemoryReducer {
   #lastTrim = Number.NEGATIVE_INFINITY;
   #trimming: Promise<void> | undefined;
   #trimTimer: NodeJS.Timeout | undefined;
-  /** The arenas' free bytes at the last trim (which hands pages back but frees no chunk). */
-  #freeAtTrim = 0;
+  /**
+   * The lowest count of the arenas' free bytes seen since the last trim, starting from the
+   * count the trim left (a trim hands pages back but frees no chunk). A rise above it is
+   * memory freed since: chunks reused meanwhile lower it, so a burst after them is not
+   * hidden by a count that happens to match the last trim's.
+   */
+  #lowFree = 0;
   #observer: PerformanceObserver | undefined;
   #reductions = 0;
   #trims = 0;
@@ -210,20 +216,23 @@ export class MemoryReducer {
   }
 
   /**
-   * Trims the C allocator when its arenas hold enough more free bytes than at the last trim,
-   * at most once in the interval and never two at once. Returns whether a trim was started.
+   * Trims the C allocator when its arenas' free bytes rose enough above their lowest count
+   * since the last trim, at most once in the interval and never two at once. Returns
+   * whether a trim was started.
    */
   maybeTrim(): boolean {
     if (this.#trimming) return false;
     const now = this.#o.now();
-    if (now - this.#lastTrim < this.#o.minIntervalMs) return false;
     let free: number;
     let rss: number;
     let trimmed: Promise<boolean>;
     // Called from a timer, where a throw would stop the agent.
     try {
       free = this.#o.mallocFree();
-      if (free - this.#freeAtTrim < this.#o.minMallocFreeBytes) return false;
+      const risen = free - this.#lowFree;
+      // Read within the interval too: a dip there is where a later rise counts from.
+      this.#lowFree = Math.min(this.#lowFree, free);
+      if (risen < this.#o.minMallocFreeBytes || now - this.#lastTrim < this.#o.minIntervalMs) return false;
       rss = process.memoryUsage.rss();
       trimmed = this.#o.trim();
     } catch (e) {
@@ -231,7 +240,7 @@ export class MemoryReducer {
       return false;
     }
     this.#lastTrim = now;
-    this.#freeAtTrim = free;
+    this.#lowFree = free;
     this.#trimming = trimmed
       .then(
         (released) => {

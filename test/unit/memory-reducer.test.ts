@@ -116,7 +116,7 @@ describe('MemoryReducer', () => {
     assert.equal(warned.length, 1);
   });
 
-  it('trims the C allocator when 16 MB more are free in its arenas than at the last trim, one at a time, at most once in the interval', async () => {
+  it('trims the C allocator when its arenas hold 16 MB more free than at the last trim, one at a time, at most once in the interval', async () => {
     const f = fake({ committed: 100 * MB, used: 100 * MB });
     f.malloc.free = 10 * MB;
     assert.equal(f.reducer.maybeTrim(), false, 'below the bound');
@@ -143,6 +143,36 @@ describe('MemoryReducer', () => {
     assert.equal(f.reducer.maybeTrim(), false, 'within the interval');
     assert.equal(f.malloc.trims, 2);
     assert.equal(f.reducer.trims, 2);
+  });
+
+  it('measures the rise from the lowest free count since the last trim: a burst after reuse is trimmed', async () => {
+    const f = fake({ committed: 100 * MB, used: 100 * MB });
+    f.malloc.free = 60 * MB;
+    assert.equal(f.reducer.maybeTrim(), true, 'after the initial sync');
+    await f.reducer.trimming;
+    // Steady churn reuses the free chunks, some of them within the interval.
+    f.advance(5_000);
+    f.malloc.free = 35 * MB;
+    assert.equal(f.reducer.maybeTrim(), false);
+    f.advance(10_000);
+    f.malloc.free = 30 * MB;
+    assert.equal(f.reducer.maybeTrim(), false);
+    f.advance(10_000);
+    f.malloc.free = 44 * MB;
+    assert.equal(f.reducer.maybeTrim(), false, '14 MB above the lowest: steady');
+    // A resync frees 20 MB: below the last trim's count, 20 MB above the lowest since.
+    f.malloc.free = 50 * MB;
+    assert.equal(f.reducer.maybeTrim(), true);
+    await f.reducer.trimming;
+    // A dip within the interval is where the next rise counts from.
+    f.advance(1_000);
+    f.malloc.free = 20 * MB;
+    assert.equal(f.reducer.maybeTrim(), false, 'within the interval');
+    f.advance(10_000);
+    f.malloc.free = 36 * MB;
+    assert.equal(f.reducer.maybeTrim(), true);
+    await f.reducer.trimming;
+    assert.equal(f.malloc.trims, 3);
   });
 
   it('trims a moment after a full collection, once the reducer is started, and not after it is stopped', async () => {

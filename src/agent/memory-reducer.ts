@@ -13,10 +13,10 @@
 // with malloc) in its arenas, and their pages in RSS, until the top of an arena is free.
 // A second after a full collection (V8 frees dead array buffers in a sweep after it), if
 // the arenas' free bytes rose 16 MB above their lowest since the last trim, malloc_trim
-// hands their whole free pages back, on the libuv pool: 28 MB of RSS after the initial sync's garbage was
-// collected, for 3 ms of a pool thread. Under steady churn the free bytes hold and no
-// trim is asked: the pages would be faulted back in within seconds (docs/dataplane.md,
-// "The C allocator's free pages").
+// hands their whole free pages back, on the libuv pool: 28 MB of RSS after the initial
+// sync's garbage was collected, for 3 ms of a pool thread. Under steady churn the free
+// bytes hold and no trim is asked: the pages would be faulted back in within seconds
+// (docs/dataplane.md, "The C allocator's free pages").
 //
 // Both wait for a full collection, which a node gone quiet after its initial sync may
 // not have for a long time, its sync's garbage held meanwhile; so the agent asks for

@@ -274,7 +274,9 @@ async function inside(mode: string): Promise<Inside> {
   const waiting: Array<{ from: number; to: number; at: number; editsOnly?: boolean }> = [];
   // Flushes whose members went beside an apply in flight, in the order they land.
   const besideWaiting: Array<{ from: number; to: number; how: MessagesTaken }> = [];
-  const besideCommitMs = new Samples((SECONDS * 1000) / TICK_MS);
+  // At most one apply, one flush and one commit beside an apply a tick.
+  const perTick = () => new Samples((SECONDS * 1000) / TICK_MS);
+  const besideCommitMs = perTick();
   const taken: Record<MessagesTaken, number> = { now: 0, held: 0, beside: 0, split: 0, partly: 0 };
   let noEffect = 0;
   let latency = new Float64Array(0);
@@ -297,8 +299,6 @@ async function inside(mode: string): Promise<Inside> {
     const rss = `${(t.rssBefore / MB).toFixed(0)} -> ${(t.rssAfter / MB).toFixed(0)} MB (${(t.mallocFree / MB).toFixed(0)} MB free in the arenas)`;
     trims.push(`${at >= 0 ? `${Math.round(at / 1000)} s` : 'before the stream'}: ${rss}`);
   };
-  // At most one apply and one flush a tick.
-  const perTick = () => new Samples((SECONDS * 1000) / TICK_MS);
   const applyMs = perTick();
   const flushMs = perTick();
   const commitMs = perTick();

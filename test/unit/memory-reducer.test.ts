@@ -11,6 +11,16 @@ import { silentLogger } from '../../src/log.js';
 import { native } from '../../src/native/load.js';
 
 const MB = 1024 * 1024;
+const LOAD_URL = new URL('../../src/native/load.js', import.meta.url).href;
+const REDUCER_URL = new URL('../../src/agent/memory-reducer.js', import.meta.url).href;
+const LOG_URL = new URL('../../src/log.js', import.meta.url).href;
+
+/** Runs `script` (an ES module) in a child node with `flags`; returns what it printed, parsed. */
+function inChild<T>(flags: string[], script: string): T {
+  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as T;
+}
 
 function fake(space: OldSpace, malloc = { free: 0, trims: 0, result: Promise.resolve(true) as Promise<boolean> }) {
   let now = 0;
@@ -231,11 +241,10 @@ describe('MemoryReducer', () => {
   });
 
   it("hands the C allocator's free pages back (malloc_trim, in a child)", () => {
-    const loadUrl = new URL('../../src/native/load.js', import.meta.url).href;
     // 160 MB of array buffers (Node allocates them with malloc), one in 32 kept: the
     // arena's top stays in use, so glibc hands back nothing by itself.
     const script = `
-      const { native } = await import(${JSON.stringify(loadUrl)});
+      const { native } = await import(${JSON.stringify(LOAD_URL)});
       let keep = [];
       for (let i = 0; i < 40000; i++) keep.push(new ArrayBuffer(4096));
       keep = keep.filter((_, i) => i % 32 === 0);
@@ -246,9 +255,7 @@ describe('MemoryReducer', () => {
       const released = await native.mallocTrim();
       console.log(JSON.stringify({ free, released, rss, rssAfter: process.memoryUsage.rss(), kept: keep.length }));
     `;
-    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { free: number; released: boolean; rss: number; rssAfter: number };
+    const out = inChild<{ free: number; released: boolean; rss: number; rssAfter: number }>(['--expose-gc'], script);
     assert.ok(out.free > 100 * MB, `free in the arenas: ${out.free}`);
     assert.equal(out.released, true);
     assert.ok(out.rss - out.rssAfter > 80 * MB, `RSS ${out.rss} -> ${out.rssAfter}`);
@@ -257,14 +264,12 @@ describe('MemoryReducer', () => {
   });
 
   it('gives a node gone quiet after its sync its memory back: a collection asked, then the trim (in a child)', () => {
-    const reducerUrl = new URL('../../src/agent/memory-reducer.js', import.meta.url).href;
-    const logUrl = new URL('../../src/log.js', import.meta.url).href;
     // A sync's garbage: 160 MB of array buffers (malloc'd) dropped, one in 32 kept, and
     // then no allocation at all. (V8 12 may collect such a heap by itself within a
     // second or two, V8 11 does not: the collection asked is counted on its own.)
     const script = `
-      const { startMemoryReducer, isMajorGc } = await import(${JSON.stringify(reducerUrl)});
-      const { silentLogger } = await import(${JSON.stringify(logUrl)});
+      const { startMemoryReducer, isMajorGc } = await import(${JSON.stringify(REDUCER_URL)});
+      const { silentLogger } = await import(${JSON.stringify(LOG_URL)});
       const { PerformanceObserver } = await import('node:perf_hooks');
       let bufs = [];
       for (let i = 0; i < 40000; i++) bufs.push(new ArrayBuffer(4096));
@@ -281,17 +286,10 @@ describe('MemoryReducer', () => {
       reducer.stop();
       console.log(JSON.stringify({ asked, majors, trims: reducer.trims, rss, rssAfter: process.memoryUsage.rss(), kept: kept.length }));
     `;
-    const r = spawnSync(process.execPath, ['--no-allocation-site-pretenuring', '--input-type=module', '-e', script], {
-      encoding: 'utf8',
-    });
-    assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as {
-      asked: boolean;
-      majors: number;
-      trims: number;
-      rss: number;
-      rssAfter: number;
-    };
+    const out = inChild<{ asked: boolean; majors: number; trims: number; rss: number; rssAfter: number }>(
+      ['--no-allocation-site-pretenuring'],
+      script,
+    );
     assert.equal(out.asked, true);
     assert.ok(out.majors >= 1, 'the full collection asked came');
     assert.equal(out.trims, 1);
@@ -310,13 +308,11 @@ describe('MemoryReducer', () => {
   });
 
   it("hands a fragmented old space's pages back (V8's signal, in a child)", () => {
-    const reducerUrl = new URL('../../src/agent/memory-reducer.js', import.meta.url).href;
-    const logUrl = new URL('../../src/log.js', import.meta.url).href;
     // 400,000 objects promoted to the old space, three in four dropped: a full collection
     // frees them in place, over every page, and V8's own heuristics compact none.
     const script = `
-      const { startMemoryReducer, readOldSpace } = await import(${JSON.stringify(reducerUrl)});
-      const { silentLogger } = await import(${JSON.stringify(logUrl)});
+      const { startMemoryReducer, readOldSpace } = await import(${JSON.stringify(REDUCER_URL)});
+      const { silentLogger } = await import(${JSON.stringify(LOG_URL)});
       const { PerformanceObserver, constants } = await import('node:perf_hooks');
       const reducer = startMemoryReducer(silentLogger);
       let majors = 0;
@@ -337,19 +333,16 @@ describe('MemoryReducer', () => {
       await new Promise((r) => setTimeout(r, 200));
       console.log(JSON.stringify({ fragmented, reduced: readOldSpace(), reductions: reducer.reductions, kept: keep.length }));
     `;
-    const r = spawnSync(
-      process.execPath,
-      ['--expose-gc', '--no-allocation-site-pretenuring', '--input-type=module', '-e', script],
-      { encoding: 'utf8' },
+    const out = inChild<{ fragmented: OldSpace; reduced: OldSpace; reductions: number }>(
+      ['--expose-gc', '--no-allocation-site-pretenuring'],
+      script,
     );
-    assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { fragmented: OldSpace; reduced: OldSpace; reductions: number };
-    assert.equal(out.reductions, 1, r.stdout);
+    assert.equal(out.reductions, 1, JSON.stringify(out));
     const freeBefore = out.fragmented.committed - out.fragmented.used;
-    assert.ok(freeBefore >= 16 * MB, `the child's old space was fragmented: ${r.stdout}`);
+    assert.ok(freeBefore >= 16 * MB, `the child's old space was fragmented: ${JSON.stringify(out)}`);
     assert.ok(
       out.reduced.committed < out.fragmented.committed - freeBefore / 2,
-      `the reduction handed back at least half the free pages: ${r.stdout}`,
+      `the reduction handed back at least half the free pages: ${JSON.stringify(out)}`,
     );
   });
 });

@@ -29,7 +29,9 @@ const transport = process.argv[2] === 'exec' ? 'exec' : 'native';
 let backend = new NftBackend({ transport });
 // The agent's path: the rules backend the driver uses, rendering only what changed.
 const agentState = new DesiredState();
-const agentRules = new NftRulesBackend(config, families(config));
+let agentRules = new NftRulesBackend(config, families(config));
+/** What synthetic-rebuild rendered, for apply-rendered. */
+let rendered: DesiredFamily | undefined;
 let agentBuilt = false;
 
 let churned = 0;
@@ -61,6 +63,7 @@ function synthetic(
   elements: number,
   brokenJump: boolean,
   hooked = false,
+  longName = false,
 ): DesiredFamily {
   const d: DesiredFamily = { family: 4, chains: new Map(), sets: new Map() };
   const members: string[] = [];
@@ -81,7 +84,8 @@ function synthetic(
       });
     }
     if (brokenJump && c === chains - 1) rs.push({ match: [], action: { k: 'jump', chain: 'no-such-chain' } });
-    const name = `filter-cali-syn-${c}`;
+    // A name the kernel refuses (longer than its 255 bytes), for a part that fails.
+    const name = `filter-cali-syn-${c}${longName && c === chains - 1 ? 'x'.repeat(300) : ''}`;
     d.chains.set(name, chainOf(name, name, 'filter', rs, 4));
   }
   if (hooked) {
@@ -93,6 +97,17 @@ function synthetic(
     d.chains.set('filter-syn-FORWARD', chainOf('filter-syn-FORWARD', 'syn-FORWARD', 'filter', jumps, 4, base));
   }
   return d;
+}
+
+/** Renders `src` as a builder does: its sets, then its chains one at a time, each told to onChainPut. */
+function* renderInto(d: DesiredFamily, src: DesiredFamily): Generator<void, void, undefined> {
+  for (const [name, s] of src.sets) d.sets.set(name, s);
+  yield;
+  for (const [name, ch] of src.chains) {
+    d.chains.set(name, ch);
+    d.onChainPut?.(name, ch);
+    yield;
+  }
 }
 
 /**
@@ -156,6 +171,38 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       const stats = await backend.apply([d]);
       return { stats, ms: Number(process.hrtime.bigint() - t0) / 1e6 };
     }
+    case 'synthetic-rebuild': {
+      // The synthetic family through a cold start's render (NftBackend.rebuild): parts
+      // commit as it renders; apply-rendered then applies it.
+      const src = synthetic(
+        req.chains as number,
+        req.rules as number,
+        req.elements as number,
+        !!req.broken,
+        !!req.hooked,
+        !!req.longName,
+      );
+      rendered = { family: 4, chains: new Map(), sets: new Map() };
+      const t0 = process.hrtime.bigint();
+      await backend.rebuild(rendered, renderInto(rendered, src), new Slicer(1));
+      return { ms: Number(process.hrtime.bigint() - t0) / 1e6 };
+    }
+    case 'apply-rendered':
+      return { stats: await backend.apply([rendered as DesiredFamily]) };
+    case 'agent-backend':
+      // A fresh agent rules backend, staging a cold start in parts of this many rules (0: never).
+      agentRules = new NftRulesBackend(config, families(config), { stageRules: req.stageRules as number });
+      agentBuilt = false;
+      return {};
+    case 'agent-rebuild':
+      // The driver's start without its apply: read back, then render everything (a cold
+      // render commits its parts as it goes).
+      agentState.apply(req.msgs as ToDataplane[]);
+      await agentRules.resync();
+      agentState.takeDirty();
+      await agentRules.rebuild(agentState, new Slicer(1));
+      agentBuilt = true;
+      return {};
     case 'agent-apply': {
       // As the driver: the first apply reads back and renders everything (sliced), later
       // ones render what changed.

@@ -658,6 +658,94 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     assert.equal(hooked().length, 1);
   });
 
+  it('a cold start commits its chains in parts as it renders them; the apply writes the rest and the kernel ends as after one transaction', async () => {
+    const nsOne = netns();
+    const nsStaged = netns();
+    const one = driver(nsOne);
+    const staged = driver(nsStaged);
+    await one.call({ cmd: 'agent-backend', stageRules: 0 });
+    await staged.call({ cmd: 'agent-backend', stageRules: 20 });
+    const h = new Harness().put(...app());
+    const msgs = h.flush();
+    for (const d of [one, staged]) await d.call({ cmd: 'agent-rebuild', msgs });
+    // Rendered, not applied: the staged node holds chains with their rules, nothing hooked.
+    const hooked = (ns: Netns) =>
+      (
+        JSON.parse(ns.run('nft', ['-j', 'list', 'chains'])) as {
+          nftables: Array<{ chain?: NftObj[string] & { hook?: string } }>;
+        }
+      ).nftables.filter((o) => o.chain?.table === 'calico' && o.chain.hook !== undefined).length;
+    const early = listing(nsStaged);
+    assert.ok(
+      [...early.chains.values()].some((r) => r.length > 0),
+      'parts committed during the render',
+    );
+    assert.equal(hooked(nsStaged), 0);
+    assert.equal(listing(nsOne).chains.size, 0, 'one transaction: nothing before the apply');
+    type Applied = { stats: { transactions: number; rulesWritten: number; ops: number } };
+    const [a, b] = [
+      await one.call<Applied>({ cmd: 'agent-apply', msgs: [] }),
+      await staged.call<Applied>({ cmd: 'agent-apply', msgs: [] }),
+    ];
+    assert.equal(a.stats.transactions, 1, 'both families in one');
+    assert.ok(b.stats.transactions > 6, `${b.stats.transactions} transactions, the parts counted with the apply`);
+    assert.equal(b.stats.rulesWritten, a.stats.rulesWritten);
+    // The same tables, but for the chains' order (nft lists them as created: as rendered here).
+    const blocks = (ns: Netns, family: string) =>
+      ns
+        .run('nft', ['list', 'table', family, 'calico'])
+        .split(/\n(?=\t(?:chain|set|map) )/)
+        .sort();
+    for (const family of ['ip', 'ip6']) assert.deepEqual(blocks(nsStaged, family), blocks(nsOne, family));
+    assert.equal(hooked(nsStaged), hooked(nsOne));
+    // The record matches the kernel: nothing to write again, nothing drifted on read-back.
+    assert.equal((await staged.call<Applied>({ cmd: 'agent-apply', msgs: [] })).stats.ops, 0);
+    assert.deepEqual(await staged.call({ cmd: 'agent-drift' }), NO_DRIFT);
+  });
+
+  it('a part of a cold render that fails fails the apply; what landed stays unreachable and the next apply writes the rest once', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call({ cmd: 'backend', stageRules: 6 });
+    // 10 chains of 3 rules, the last with a name the kernel refuses: the set with the first
+    // chain, then two chains a part, the last one alone when the render ends, still in
+    // flight when the render returns: the apply waits for it.
+    await d.call({ cmd: 'synthetic-rebuild', chains: 10, rules: 3, elements: 20, hooked: true, longName: true });
+    const err = await d.fail({ cmd: 'apply-rendered' });
+    assert.equal(err.code, 'ENFT');
+    assert.match(
+      err.message,
+      /nothing changed by it \(a cold apply's staged transaction 6; those before it stay, unreachable from any hook\)/,
+    );
+    const rules = () => [...listing(ns).chains].map(([name, r]) => [name, r.length] as [string, number]).sort();
+    const staged = rules();
+    assert.deepEqual(
+      staged,
+      Array.from({ length: 9 }, (_, c) => [`ip filter-cali-syn-${c}`, 3] as [string, number]).sort(),
+    );
+    assert.equal(listing(ns).sets.get('ip cali40big'), 20);
+    // Read back, as the driver does after a failure; no longer cold: one transaction, the rest only.
+    await d.call({ cmd: 'resync' });
+    await d.call({ cmd: 'synthetic-rebuild', chains: 10, rules: 3, elements: 20, hooked: true });
+    const done = await d.call<{ stats: { transactions: number; chainsWritten: number } }>({ cmd: 'apply-rendered' });
+    assert.equal(done.stats.transactions, 1);
+    assert.equal(done.stats.chainsWritten, 2);
+    assert.equal(listing(ns).chains.get('ip filter-syn-FORWARD')?.length, 10);
+  });
+
+  it('a chain of a cold render that jumps to a chain never rendered waits for the apply, which refuses it as one transaction would', async () => {
+    const ns = netns();
+    const d = driver(ns);
+    await d.call({ cmd: 'backend', stageRules: 6 });
+    await d.call({ cmd: 'synthetic-rebuild', chains: 10, rules: 3, elements: 20, broken: true, hooked: true });
+    const err = await d.fail({ cmd: 'apply-rendered' });
+    assert.equal(err.code, 'ENFT');
+    assert.match(err.message, /rule in filter-cali-syn-9: #4 \(errno 2\)/);
+    // The other nine were written by the parts, unreachable; the broken one never was.
+    const written = [...listing(ns).chains].filter(([, r]) => r.length === 3).length;
+    assert.equal(written, 9);
+  });
+
   it('keeps its netfilter sockets open in a small pool, through deletes, dumps and a refused transaction; a child inherits none', async () => {
     const ns = netns();
     const d = driver(ns);

@@ -37,12 +37,11 @@ import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from
 import { emptyUsers, otherLayout, relaidSets } from './relayout.js';
 import type { ElemSpec } from './op-writer.js';
 import { NativeSink, NftTextSink, type PlanSink } from './sinks.js';
-import type { RulesApplyStats } from '../rules-backend.js';
+import { RenderStages } from './render-stages.js';
+import { addStats, type ApplyStats, isMap, writeElems, writeNewSet, writeRules, zeroStats } from './writes.js';
 import { drain, runSteps, type Slicer, type Steps } from '../../slicer.js';
 
 export const TABLE = 'calico';
-/** Set elements per planning step (a set may hold every endpoint of the cluster). */
-const ELEM_CHUNK = 1024;
 /** Elements compared or copied between two turns of the event loop. */
 const COMPARE_CHUNK = 8192;
 
@@ -95,40 +94,14 @@ export async function* partsAfter(
   }
 }
 
-/** The nftables transaction's counters: the common ones, and netlink messages and bytes. */
-export interface ApplyStats extends RulesApplyStats {
-  messages: number;
-  bytes: number;
-  /** Transactions committed: one, or a cold apply's staged ones and the last (STAGE_RULES). */
-  transactions: number;
-}
+/** Our table absent or empty: a node's boot, a first start. */
+const isCold = (c: CommittedFamily | undefined) => !c?.exists || (!c.chains.size && !c.sets.size);
 
-const isMap = (s: DesiredSet) => (s.spec.flags & SET_FLAG.map) !== 0;
-
-/** Writes elements ELEM_CHUNK to an op, a step each. */
-function* writeElems(w: PlanSink, add: boolean, f: Family, t: string, name: string, list: ElemSpec[]): Steps {
-  for (let i = 0; i < list.length; i += ELEM_CHUNK) {
-    w.elems(add, f, t, name, 0, list.length <= ELEM_CHUNK ? list : list.slice(i, i + ELEM_CHUNK));
-    yield;
-  }
-}
-
-/** Writes a chain's rules into a chain that is empty (new or flushed): a step per 64 rules, and one after. */
-function* writeRules(w: PlanSink, f: Family, t: string, ch: DesiredChain, stats: ApplyStats): Steps {
-  for (let i = 0; i < ch.rules.length; i++) {
-    w.rule(f, t, ch, i);
-    if ((i & 63) === 63) yield;
-  }
-  stats.chainsWritten++;
-  stats.rulesWritten += ch.rules.length;
-  yield;
-}
-
-/** Creates a set with its elements (the kernel wants a transaction-unique id on every new set, named or not). */
-function* writeNewSet(w: PlanSink, f: Family, t: string, s: DesiredSet, stats: ApplyStats): Steps {
-  w.setAdd(f, t, s.name, w.nextSetId(), s.spec);
-  yield* writeElems(w, true, f, t, s.name, [...s.elems.values()]);
-  stats.elemsAdded += s.elems.size;
+/** A cold render's staged transactions (RenderStages), until the apply that follows it. */
+interface RenderedAhead {
+  stages: RenderStages;
+  stats: ApplyStats;
+  landed: () => Promise<void>;
 }
 
 export interface DriftReport {
@@ -177,6 +150,9 @@ export class NftBackend {
    */
   #kernel: Promise<unknown> = Promise.resolve();
 
+  /** Families whose cold render committed staged transactions, for the apply after it. */
+  readonly #ahead = new Map<Family, RenderedAhead>();
+
   /** STAGE_RULES, or another size (0: never stage). */
   readonly #stageRules: number;
 
@@ -196,6 +172,8 @@ export class NftBackend {
    */
   async resync(families: Family[], slicer?: Slicer): Promise<void> {
     for (const f of families) {
+      // What a render staged is read back with the rest.
+      this.#ahead.delete(f);
       const c = emptyCommitted();
       if (slicer) await this.#readBackInParts(f, c, slicer);
       else drain(readBack(await nftDump(NFPROTO[f], this.table), c));
@@ -279,28 +257,62 @@ export class NftBackend {
   }
 
   /**
+   * Runs a builder's render (`render`, filling `d`). On a cold start (our table absent or
+   * empty) whose render puts more than STAGE_RULES rules, its chains are committed in
+   * staged transactions as they are rendered, each while the render goes on, and the
+   * apply after it writes only the rest (render-stages.ts). A failed part rejects the
+   * render, or the apply when it was the last: what landed before it stays, unreachable
+   * from any hook, and the next apply, after a read-back, writes what is missing.
+   */
+  async rebuild(d: DesiredFamily, render: Steps, slicer?: Slicer): Promise<void> {
+    this.#ahead.delete(d.family);
+    const had = this.#committed.get(d.family);
+    if (this.transport !== 'native' || this.#stageRules <= 0 || !isCold(had)) return runSteps(render, slicer);
+    const c = had ?? emptyCommitted();
+    const stats = zeroStats();
+    const stages = new RenderStages(d, c, this.table, this.#stageRules);
+    const commits = this.#stagedCommits(d, stats, slicer);
+    d.onChainPut = (name, ch) => stages.put(name, ch);
+    try {
+      for (;;) {
+        const finished = await runSteps(
+          renderUntil(render, () => stages.ready),
+          slicer,
+        );
+        // A render this small is one transaction, the apply's.
+        if (finished && !stages.parts) return;
+        this.#committed.set(d.family, c);
+        const w = new NativeSink();
+        const record = await runSteps(stages.plan(w, stats), slicer);
+        if (w.length) await commits.submit(w, record);
+        if (finished) break;
+      }
+    } finally {
+      d.onChainPut = undefined;
+    }
+    this.#ahead.set(d.family, { stages, stats, landed: commits.landed });
+  }
+
+  /**
    * Makes the kernel equal `desired` (each family given) in one transaction, or a cold
    * apply in staged ones and a last (STAGE_RULES). With a slicer, planning and recording
    * give the event loop a turn between slices.
    */
   async apply(desired: DesiredFamily[], slicer?: Slicer): Promise<ApplyStats> {
     const sink = this.transport === 'native' ? new NativeSink() : new NftTextSink();
-    const stats: ApplyStats = {
-      ops: 0,
-      messages: 0,
-      bytes: 0,
-      transactions: 0,
-      chainsWritten: 0,
-      rulesWritten: 0,
-      chainsDeleted: 0,
-      elemsAdded: 0,
-      elemsRemoved: 0,
-      commitMs: 0,
-    };
+    const stats = zeroStats();
     this.#adopt(desired);
     const staged = new Map<Family, Set<string>>();
     if (this.transport === 'native' && this.#stageRules > 0)
       for (const d of desired) {
+        const ahead = this.#ahead.get(d.family);
+        this.#ahead.delete(d.family);
+        if (ahead) {
+          await ahead.landed();
+          addStats(stats, ahead.stats);
+          staged.set(d.family, ahead.stages.stagedSets());
+          continue;
+        }
         const sets = await this.#stage(d, stats, slicer);
         if (sets) staged.set(d.family, sets);
       }
@@ -363,7 +375,7 @@ export class NftBackend {
    */
   async #stage(d: DesiredFamily, stats: ApplyStats, slicer?: Slicer): Promise<Set<string> | undefined> {
     const had = this.#committed.get(d.family);
-    if (had?.exists && (had.chains.size || had.sets.size)) return undefined;
+    if (!isCold(had)) return undefined;
     const chains = await runSteps(
       byTableSteps(d.chains.values(), (ch) => !ch.base),
       slicer,
@@ -373,10 +385,40 @@ export class NftBackend {
     if (rules <= this.#stageRules) return undefined;
     const c = had ?? emptyCommitted();
     this.#committed.set(d.family, c);
+    const commits = this.#stagedCommits(d, stats, slicer);
+    const head = new NativeSink();
+    await runSteps(this.#stageHead(head, d, c, chains, stats), slicer);
+    await commits.submit(head, () => recordStagedHead(c, d, chains));
+    for (let i = 0; i < chains.length; ) {
+      const w = new NativeSink();
+      const from = i;
+      i = await runSteps(this.#stageRulesFrom(w, d.family, chains, i, stats), slicer);
+      const part = chains.slice(from, i);
+      await commits.submit(w, () => {
+        for (const ch of part) c.chains.set(ch.name, ch.hashes);
+        return undefined;
+      });
+    }
+    await commits.landed();
+    return new Set(d.sets.keys());
+  }
+
+  /**
+   * A cold apply's staged transactions, one in flight at a time: `submit` waits for the
+   * one before (and rejects with its failure, which stops the staging), then starts this
+   * one's commit and, once it has landed, its record. `landed` waits for the last.
+   */
+  #stagedCommits(
+    d: DesiredFamily,
+    stats: ApplyStats,
+    slicer?: Slicer,
+  ): {
+    submit: (w: NativeSink, record: () => Steps | undefined) => Promise<void>;
+    landed: () => Promise<void>;
+  } {
     let inflight: Promise<void> | undefined;
     let n = 0;
     const submit = async (w: NativeSink, record: () => Steps | undefined) => {
-      // One commit in flight: a failure stops the staging at the next part.
       if (inflight) await inflight;
       const k = ++n;
       const run = this.#exclusive(async () => {
@@ -391,24 +433,10 @@ export class NftBackend {
         const steps = record();
         if (steps) await runSteps(steps, slicer);
       });
-      run.catch(() => undefined); // awaited by the next part, or below
+      run.catch(() => undefined); // awaited by the next part, or by landed()
       inflight = run;
     };
-    const head = new NativeSink();
-    await runSteps(this.#stageHead(head, d, c, chains, stats), slicer);
-    await submit(head, () => recordStagedHead(c, d, chains));
-    for (let i = 0; i < chains.length; ) {
-      const w = new NativeSink();
-      const from = i;
-      i = await runSteps(this.#stageRulesFrom(w, d.family, chains, i, stats), slicer);
-      const part = chains.slice(from, i);
-      await submit(w, () => {
-        for (const ch of part) c.chains.set(ch.name, ch.hashes);
-        return undefined;
-      });
-    }
-    await inflight;
-    return new Set(d.sets.keys());
+    return { submit, landed: async () => inflight && (await inflight) };
   }
 
   // The first staged transaction: the table, sets (maps after the chains their verdicts name), empty chains.
@@ -791,6 +819,18 @@ export class NftBackend {
       if ((++n & 255) === 0) yield;
     }
   }
+}
+
+/**
+ * Steps of `render` until it ends (true) or `enough()` (false), leaving it open: the
+ * render goes on where it stopped at the next call.
+ */
+function* renderUntil(render: Steps, enough: () => boolean): Generator<void, boolean, undefined> {
+  while (!enough()) {
+    if (render.next().done) return true;
+    yield;
+  }
+  return false;
 }
 
 /**

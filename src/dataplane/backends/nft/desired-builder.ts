@@ -55,6 +55,7 @@ export class NftDesiredBuilder extends DesiredBuilder {
   #putChain(name: string, chain: DesiredChain): void {
     this.#ruleCount += chain.rules.length - (this.desired.chains.get(name)?.rules.length ?? 0);
     this.desired.chains.set(name, chain);
+    this.desired.onChainPut?.(name, chain);
   }
 
   #dropChain(name: string): void {

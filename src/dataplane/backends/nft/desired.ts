@@ -46,6 +46,8 @@ export interface DesiredFamily {
   sets: Map<string, DesiredSet>;
   /** Names changed since the last successful apply; undefined: compare everything. */
   dirty?: { chains: Set<string>; sets: Set<string> } | undefined;
+  /** Told of every chain the builder puts, while a cold render stages its chains (render-stages.ts). */
+  onChainPut?: ((name: string, chain: DesiredChain) => void) | undefined;
 }
 
 /**

@@ -25,7 +25,8 @@ export class NftRulesBackend implements RulesBackend {
   }
 
   async rebuild(state: DesiredState, slicer?: Slicer): Promise<void> {
-    for (const b of this.#builders) await runSteps(b.rebuildSteps(state), slicer);
+    // A cold start commits its chains in parts as they are rendered (NftBackend.rebuild).
+    for (const b of this.#builders) await this.#backend.rebuild(b.desired, b.rebuildSteps(state), slicer);
   }
 
   update(state: DesiredState, dirty: Map<Dirty, Set<string>>): void {

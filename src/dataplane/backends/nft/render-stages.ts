@@ -9,7 +9,7 @@
 // parts committed, as after any staged transaction; so is a chain the render put again
 // after its part was planned.
 import { nftSetName } from '../../render/names.js';
-import type { Action } from '../../render/model.js';
+import type { Verdict } from '../../render/model.js';
 import type { Steps } from '../../slicer.js';
 import type { CommittedFamily } from './committed.js';
 import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from './desired.js';
@@ -17,17 +17,31 @@ import type { PlanSink } from './sinks.js';
 import { nftChainName } from './text.js';
 import { type ApplyStats, isMap, writeNewSet, writeRules } from './writes.js';
 
-/** Whether a rule of the chain dispatches through a verdict map (which the parts do not write). */
-function dispatches(ch: DesiredChain): boolean {
-  for (const r of ch.rules) if (r.action.k === 'vmap') return true;
-  return false;
+/** The chains (nft names) a chain's rules jump to and the sets they look up. */
+interface Refs {
+  chains: readonly string[];
+  sets: readonly string[];
 }
 
-/** A chain's jump or goto target, if its action has one. */
-function targetOf(a: Action): string | undefined {
-  if (a.k === 'jump' || a.k === 'goto') return a.chain;
-  if (a.k === 'setMark' && a.then && (a.then.k === 'jump' || a.then.k === 'goto')) return a.then.chain;
-  return undefined;
+const NONE: readonly string[] = [];
+
+/** A chain's references, or undefined when a rule dispatches through a verdict map (the parts do not write maps). */
+function refsOf(ch: DesiredChain): Refs | undefined {
+  let chains: string[] | undefined;
+  let sets: string[] | undefined;
+  for (const r of ch.rules) {
+    const a = r.action;
+    if (a.k === 'vmap') return undefined;
+    const to = a.k === 'jump' || a.k === 'goto' ? a.chain : a.k === 'setMark' && a.then ? targetOf(a.then) : undefined;
+    if (to !== undefined) (chains ??= []).push(nftChainName(ch.table, to));
+    for (const m of r.match) if (m.k === 'set' || m.k === 'ipPortSet') (sets ??= []).push(nftSetName(m.set));
+  }
+  return { chains: chains ?? NONE, sets: sets ?? NONE };
+}
+
+/** A verdict's jump or goto target. */
+function targetOf(v: Verdict): string | undefined {
+  return v.k === 'jump' || v.k === 'goto' ? v.chain : undefined;
 }
 
 /** The elements of the family's sets (verdict maps aside); undefined: it has none yet. */
@@ -119,11 +133,12 @@ export class RenderStages {
   // up a set not written, waits for a later part (the render may put them later); one
   // that dispatches through a verdict map is the apply's.
   #takeReady(): DesiredChain[] {
-    const names = new Set<string>();
+    const names = new Map<string, { ch: DesiredChain; refs: Refs }>();
     for (const list of [this.#waiting, this.#pending])
       for (const name of list) {
         const ch = this.#d.chains.get(name);
-        if (ch && !dispatches(ch)) names.add(name);
+        const refs = ch && refsOf(ch);
+        if (refs) names.set(name, { ch: ch as DesiredChain, refs });
       }
     this.#pending.clear();
     this.#pendingRules = 0;
@@ -131,28 +146,21 @@ export class RenderStages {
     // Until no chain is dropped: a dropped one may be another's target.
     for (let dropped = true; dropped; ) {
       dropped = false;
-      for (const name of names) {
-        if (this.#canTake(this.#d.chains.get(name) as DesiredChain, names)) continue;
+      for (const [name, { refs }] of names) {
+        if (this.#canTake(refs, names)) continue;
         names.delete(name);
         this.#waiting.add(name);
         dropped = true;
       }
     }
-    return [...names].map((name) => this.#d.chains.get(name) as DesiredChain);
+    return [...names.values()].map((x) => x.ch);
   }
 
   // Whether every chain the rules jump to is written or among `names`, and every set they
   // look up is written.
-  #canTake(ch: DesiredChain, names: Set<string>): boolean {
-    for (const r of ch.rules) {
-      const to = targetOf(r.action);
-      if (to !== undefined) {
-        const target = nftChainName(ch.table, to);
-        if (!this.#written.has(target) && !names.has(target)) return false;
-      }
-      for (const m of r.match)
-        if ((m.k === 'set' || m.k === 'ipPortSet') && !this.#sets.has(nftSetName(m.set))) return false;
-    }
+  #canTake(refs: Refs, names: ReadonlyMap<string, unknown>): boolean {
+    for (const c of refs.chains) if (!this.#written.has(c) && !names.has(c)) return false;
+    for (const s of refs.sets) if (!this.#sets.has(s)) return false;
     return true;
   }
 

@@ -14,6 +14,7 @@ import {
   mapElem,
   elemId,
 } from '../../src/dataplane/backends/nft/desired.js';
+import type { ElemSpec } from '../../src/dataplane/backends/nft/op-writer.js';
 import { RenderStages } from '../../src/dataplane/backends/nft/render-stages.js';
 import { NftTextSink } from '../../src/dataplane/backends/nft/sinks.js';
 import { zeroStats } from '../../src/dataplane/backends/nft/writes.js';
@@ -105,7 +106,7 @@ describe('nft render stages', () => {
   it("a chain that looks up a set rendered later waits for it; one that dispatches through a map, or jumps to a chain never rendered, is the apply's", () => {
     const d = family();
     const stages = new RenderStages(d, emptyCommitted(), 'calico', 1);
-    const map = new StringMap<ReturnType<typeof mapElem>>();
+    const map = new StringMap<ElemSpec>();
     const e = mapElem('cali123', 'goto', 'filter-cali-tw-cali123');
     map.set(elemId(e), e);
     d.sets.set('filter-cali-to-wl-dispatch', {
@@ -146,8 +147,7 @@ describe('nft render stages', () => {
     addSet(d, 'cali40b', 4);
     const cset = d.sets.get('cali40c');
     assert.ok(cset);
-    const [id, elem] = [...ipSetElems(4, 'net', ['10.9.9.9/32']).elems][0] as [string, never];
-    addElem(cset, id, elem);
+    for (const [id, elem] of ipSetElems(4, 'net', ['10.9.9.9/32']).elems) addElem(cset, id, elem);
     assert.deepEqual([...stages.stagedSets()], ['cali40a']);
   });
 });

@@ -2,7 +2,7 @@
 // elements, a chain's rules, elements in chunks, each a step for a Slicer; and the
 // counters they keep.
 import type { Family } from '../../render/model.js';
-import type { RulesApplyStats } from '../rules-backend.js';
+import { noStats, type RulesApplyStats } from '../rules-backend.js';
 import type { Steps } from '../../slicer.js';
 import { SET_FLAG } from './consts.js';
 import type { DesiredChain, DesiredSet } from './desired.js';
@@ -20,18 +20,7 @@ export interface ApplyStats extends RulesApplyStats {
   transactions: number;
 }
 
-export const zeroStats = (): ApplyStats => ({
-  ops: 0,
-  messages: 0,
-  bytes: 0,
-  transactions: 0,
-  chainsWritten: 0,
-  rulesWritten: 0,
-  chainsDeleted: 0,
-  elemsAdded: 0,
-  elemsRemoved: 0,
-  commitMs: 0,
-});
+export const zeroStats = (): ApplyStats => ({ ...noStats(), messages: 0, bytes: 0, transactions: 0 });
 
 /** Adds `b`'s counters to `a`'s. */
 export function addStats(a: ApplyStats, b: ApplyStats): void {

@@ -130,6 +130,25 @@ describe('nft render stages', () => {
     assert.deepEqual(chainsIn(part(stages).text), ['filter-cali-last'], 'the dangling jump still waits');
   });
 
+  it('a chain put again before its part goes by its last rules; one the render dropped is not written', () => {
+    const d = family();
+    const stages = new RenderStages(d, emptyCommitted(), 'calico', 1);
+    put(d, stages, 'cali-tw-a', [jump('cali-pi-x')]);
+    put(d, stages, 'cali-tw-b', [accept()]);
+    put(d, stages, 'cali-tw-c', [accept()]);
+    d.chains.delete('filter-cali-tw-c');
+    // Pending, its jump gone: it no longer waits for cali-pi-x.
+    put(d, stages, 'cali-tw-a', [accept()]);
+    assert.deepEqual(chainsIn(part(stages).text), ['filter-cali-tw-a', 'filter-cali-tw-b']);
+    // Waiting, then put again with a jump to a chain that exists: taken with the next part.
+    put(d, stages, 'cali-tw-d', [jump('cali-pi-y')]);
+    put(d, stages, 'cali-pi-z', [accept()]);
+    assert.deepEqual(chainsIn(part(stages).text), ['filter-cali-pi-z']);
+    put(d, stages, 'cali-tw-d', [jump('cali-pi-z')]);
+    put(d, stages, 'cali-pi-w', [accept()]);
+    assert.deepEqual(chainsIn(part(stages).text), ['filter-cali-tw-d', 'filter-cali-pi-w']);
+  });
+
   it("a chain put again after its part is the apply's; the sets staged are those the render kept as written", () => {
     const d = family();
     const c = emptyCommitted();

@@ -11,9 +11,9 @@ import { emptyCommitted } from '../../src/dataplane/backends/nft/committed.js';
 import { drain } from '../../src/dataplane/slicer.js';
 import { NftDesiredBuilder } from '../../src/dataplane/backends/nft/desired-builder.js';
 import { type DesiredFamily, desiredOf, elemId } from '../../src/dataplane/backends/nft/desired.js';
-import { commentOf, commentUdata } from '../../src/dataplane/backends/nft/exprs.js';
+import { commentOf } from '../../src/dataplane/backends/nft/exprs.js';
 import { addrKeyHex, cidrElems, ipPortKey, parseAddr, portRangeElems } from '../../src/dataplane/backends/nft/keys.js';
-import { OP, OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
+import { commentTlv, OP, OpWriter } from '../../src/dataplane/backends/nft/op-writer.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { NativeError } from '../../src/native/errors.js';
@@ -261,6 +261,18 @@ describe('nft backend: encodings', () => {
       assert.deepEqual(bytes(s), bytes(Buffer.from(`${s}\0`, 'latin1')), s);
   });
 
+  it("writes a rule's comment as the userdata TLV a Buffer of it was, ASCII or not", () => {
+    const rule = (udata: Uint8Array | string) => {
+      const w = new OpWriter();
+      w.ruleAdd(4, 'calico', 'c', udata, [{ name: 'counter', attrs: [] }], 1);
+      return Buffer.from(w.bytes());
+    };
+    for (const c of ['cali:0123456789abcdef;', '', 'cali:x; Allow_from_ns=dev', 'pr\u00e9fix €', 'a'.repeat(128)]) {
+      assert.deepEqual(rule(c), rule(commentTlv(c)), c);
+      assert.equal(commentOf(commentTlv(c)), c);
+    }
+  });
+
   it("describes each op in words only when asked (a refused op's error names it)", () => {
     const w = new OpWriter();
     w.tableAdd(4, 'calico');
@@ -298,7 +310,7 @@ describe('nft backend: encodings', () => {
   });
 
   it('round-trips the rule comment through nft userdata', () => {
-    assert.equal(commentOf(commentUdata('cali:abc')), 'cali:abc');
+    assert.equal(commentOf(commentTlv('cali:abc')), 'cali:abc');
     assert.equal(commentOf(Buffer.alloc(0)), undefined);
   });
 });

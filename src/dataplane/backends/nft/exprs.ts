@@ -91,7 +91,7 @@ function constExpr(key: number, make: () => Expr): Expr {
   if (!e) constExprs.set(key, (e = make()));
   return e;
 }
-// Keys of constExprs: the kind in the low 2 bits.
+// Keys of constExprs: the kind in the low 2 bits (payload, meta load, verdict, meta set).
 const payload = (base: number, offset: number, len: number, dreg: number = REG.r1) =>
   constExpr((((base * 65536 + offset) * 256 + len) * 32 + dreg) * 4, () =>
     expr('payload', { dreg: u32(dreg), base: u32(base), offset: u32(offset), len: u32(len) }),
@@ -100,6 +100,8 @@ const cmp = (data: Uint8Array, neg = false, sreg: number = REG.r1) =>
   expr('cmp', { sreg: u32(sreg), op: u32(neg ? CMP.neq : CMP.eq), data });
 const meta = (key: number, dreg: number = REG.r1) =>
   constExpr((key * 32 + dreg) * 4 + 1, () => expr('meta', { key: u32(key), dreg: u32(dreg) }));
+const metaSet = (key: number, sreg: number = REG.r1) =>
+  constExpr((key * 32 + sreg) * 4 + 3, () => expr('meta', { key: u32(key), sreg: u32(sreg) }));
 const bitwise = (len: number, mask: Uint8Array, xor: Uint8Array) =>
   expr('bitwise', { sreg: u32(REG.r1), dreg: u32(REG.r1), len: u32(len), mask, xor });
 const lookup = (set: string, id: number, neg = false, sreg: number = REG.r1) => {
@@ -282,11 +284,7 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
       e.push(verdict(VERDICT[act.k], nftChainName(table, act.chain)));
       return;
     case 'setMark':
-      e.push(
-        meta(META.mark),
-        bitwise(4, u32(~act.mask), u32(act.mark & act.mask)),
-        expr('meta', { key: u32(META.mark), sreg: u32(REG.r1) }),
-      );
+      e.push(meta(META.mark), bitwise(4, u32(~act.mask), u32(act.mark & act.mask)), metaSet(META.mark));
       if (act.then) lowerAction(act.then, table, family, out);
       return;
     case 'log':
@@ -337,17 +335,6 @@ export function lowerRule(r: Rule, family: Family, table: TableName, ids: SetIds
   for (const m of r.match) lowerMatch(m, family, out, ids);
   out.exprs.push(COUNTER);
   lowerAction(r.action, table, family, out);
-  return out;
-}
-
-/** Rule userdata holding the comment TLV `nft list` shows. */
-export function commentUdata(comment: string): Buffer {
-  const n = Buffer.byteLength(comment) + 1;
-  const out = Buffer.allocUnsafe(2 + n);
-  out[0] = UDATA_RULE_COMMENT;
-  out[1] = n;
-  out.write(comment, 2, 'utf8');
-  out[1 + n] = 0;
   return out;
 }
 

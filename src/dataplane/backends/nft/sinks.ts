@@ -5,7 +5,7 @@ import type { Family } from '../../render/model.js';
 import { nftComment } from '../../render/comments.js';
 import { nftFamily, nftRuleBody } from './text.js';
 import type { DesiredChain } from './desired.js';
-import { commentUdata, lowerRule, SetIds } from './exprs.js';
+import { lowerRule, SetIds } from './exprs.js';
 import { type ElemSpec, OpWriter, type SetSpec } from './op-writer.js';
 
 export interface PlanSink {
@@ -40,7 +40,7 @@ export class NativeSink extends OpWriter implements PlanSink {
       f,
       table,
       chain.name,
-      commentUdata(nftComment(chain.hashes[index] as string, r)),
+      nftComment(chain.hashes[index] as string, r),
       lowered.exprs,
       r.comment ?? index + 1,
     );

@@ -9,7 +9,7 @@
 // parts committed, as after any staged transaction; so is a chain the render put again
 // after its part was planned.
 import { nftSetName } from '../../render/names.js';
-import type { Verdict } from '../../render/model.js';
+import type { Action } from '../../render/model.js';
 import type { Steps } from '../../slicer.js';
 import type { CommittedFamily } from './committed.js';
 import { type DesiredChain, type DesiredFamily, type DesiredSet, layoutOf } from './desired.js';
@@ -32,16 +32,17 @@ function refsOf(ch: DesiredChain): Refs | undefined {
   for (const r of ch.rules) {
     const a = r.action;
     if (a.k === 'vmap') return undefined;
-    const to = a.k === 'jump' || a.k === 'goto' ? a.chain : a.k === 'setMark' && a.then ? targetOf(a.then) : undefined;
+    const to = targetOf(a);
     if (to !== undefined) (chains ??= []).push(nftChainName(ch.table, to));
     for (const m of r.match) if (m.k === 'set' || m.k === 'ipPortSet') (sets ??= []).push(nftSetName(m.set));
   }
   return { chains: chains ?? NONE, sets: sets ?? NONE };
 }
 
-/** A verdict's jump or goto target. */
-function targetOf(v: Verdict): string | undefined {
-  return v.k === 'jump' || v.k === 'goto' ? v.chain : undefined;
+/** An action's jump or goto target, a mark's verdict's included. */
+function targetOf(a: Action): string | undefined {
+  if (a.k === 'jump' || a.k === 'goto') return a.chain;
+  return a.k === 'setMark' && a.then ? targetOf(a.then) : undefined;
 }
 
 /** The elements of the family's sets (verdict maps aside); undefined: it has none yet. */

@@ -52,7 +52,7 @@ export class TyphaConnectionError extends Error {
 export class TyphaConnection {
   readonly #opts: TyphaConnectionOptions;
   readonly #enc: GobEncoder = typhaEncoder();
-  #dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
+  #dec = serverStreamDecoder();
   /** The server's stream is snappy-framed from its last decoder restart on. */
   #snappy: SnappyFrameDecoder | undefined;
   /** Restarts seen (the compressed snapshot is followed by one more). */
@@ -182,7 +182,7 @@ export class TyphaConnection {
       throw new TyphaConnectionError(`Typha chose compression "${algorithm}", which we did not offer`);
     this.restarts++;
     this.#arm(this.#opts.readTimeoutMs ?? 30_000, 'nothing received');
-    this.#dec = new GobDecoder({ maxMessageBytes: 16 << 20 });
+    this.#dec = serverStreamDecoder();
     this.#snappy = algorithm === 'snappy' ? new SnappyFrameDecoder() : undefined;
     this.#send({ type: 'ACK' });
   }
@@ -213,6 +213,13 @@ export class TyphaConnection {
         throw new TyphaConnectionError(`Typha sent an unexpected ${m.type}`);
     }
   }
+}
+
+// A server may define every type ahead of its hello (palisade typha sends 13 in one
+// preamble), so more may come before the first value than a hello needs; the stream's
+// budget still holds.
+function serverStreamDecoder(): GobDecoder {
+  return new GobDecoder({ maxMessageBytes: 16 << 20, maxTypesBeforeValue: 32 });
 }
 
 function splitAddress(address: string): [string, number] {

@@ -6,7 +6,8 @@
 //   to the values the Go program put in, and every prefix of it is a prefix of the values;
 // - what our encoder writes, Go decodes to the same values (when `go` is installed; on
 //   CI it must be), and our decoder too;
-// - hostile streams are GobErrors, never other exceptions or unbounded buffering.
+// - hostile streams are GobErrors, never other exceptions or unbounded buffering; type
+//   definitions have a budget (issue 51 D1: a 1 MiB struct of 1.04 M empty fields).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -16,8 +17,9 @@ import { fileURLToPath } from 'node:url';
 import { GobDecoder } from '../../src/typha/gob/decoder.js';
 import { GobEncoder, type Schema } from '../../src/typha/gob/encoder.js';
 import { decodeTime, encodeTime } from '../../src/typha/gob/time.js';
-import { frame, GobError } from '../../src/typha/gob/wire.js';
+import { frame, GobError, Writer } from '../../src/typha/gob/wire.js';
 import { ENVELOPE, SCHEMAS } from '../../src/typha/syncproto.js';
+import { structBomb, smallTypes } from '../helpers/gob-bomb.js';
 import { Rng } from '../helpers/rng.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -181,17 +183,29 @@ describe('gob codec', () => {
     refuses(frame(Buffer.from([0x0c, 0x00, 0xfc, 0x7f, 0xff, 0xff, 0xff])), /cannot fit/);
     refuses(frame(Buffer.from([0x04, 0x00, 0x02, 0x09])), /bytes left over after a value/);
     refuses(frame(Buffer.from([0x01, 0x01])), /type id 1 is reserved/);
+    refuses(smallTypes(1, -2), /type id 63 is reserved/);
+    // Newer Go (1.26 here) numbers a stream's types from 64, Go 1.19 from 65: both are taken.
+    const w = new Writer();
+    w.int(64);
+    w.uint(1);
+    w.string('x');
+    w.uint(0);
+    assert.deepEqual(new GobDecoder().push(Buffer.concat([smallTypes(1, -1), frame(w.take())])), [{ F: 'x' }]);
     refuses(Buffer.from([0x00]), /an empty message/);
     // A slice of slices of ... nested past the limit.
-    const enc = new GobEncoder();
     let s: Schema = { t: 'string' };
     let v: unknown = 'x';
     for (let i = 0; i < 40; i++) {
       s = { t: 'slice', name: `[]${i}`, elem: s };
       v = [v];
     }
+    // (Its 40 slice types are more than the budget before a first value allows.)
     assert.throws(
-      () => new GobDecoder().push(enc.encode(v, s)),
+      () => new GobDecoder().push(new GobEncoder().encode(v, s)),
+      (e: unknown) => e instanceof GobError && /before the first value/.test(e.message),
+    );
+    assert.throws(
+      () => new GobDecoder({ maxTypesBeforeValue: 64 }).push(new GobEncoder().encode(v, s)),
       (e: unknown) => e instanceof GobError && /nested deeper/.test(e.message),
     );
     // Random corruption of the golden stream: values or GobErrors, nothing else.
@@ -206,5 +220,42 @@ describe('gob codec', () => {
         assert.ok(e instanceof GobError, `mutation ${i}: ${(e as Error).stack}`);
       }
     }
+  });
+
+  it('keeps type definitions to a budget: fields per struct, types and bytes per stream, few before a value', () => {
+    const refuses = (dec: GobDecoder, bytes: Buffer, re: RegExp) =>
+      assert.throws(
+        () => dec.push(bytes),
+        (e: unknown) => e instanceof GobError && re.test(e.message),
+      );
+    // D1's probe: a 1 MiB message of one struct type with ~1.04 M empty fields, refused
+    // before a field is kept (the heap does not grow by the ~70 MB they would cost).
+    const bomb = structBomb(65, 1 << 20);
+    assert.ok(bomb.length > 1 << 20 && bomb.length < (1 << 20) + 8);
+    const heap0 = process.memoryUsage().heapUsed;
+    refuses(new GobDecoder({ maxMessageBytes: 1 << 20 }), bomb, /a struct type of 10\d{5} fields \(the limit is 64\)/);
+    refuses(new GobDecoder({ maxMessageBytes: 16 << 20 }), structBomb(65, 16 << 20), /the limit is 64/);
+    assert.ok(process.memoryUsage().heapUsed - heap0 < 32 << 20, 'the refused definitions were kept');
+    // Before the first value only what a hello needs; after it, the stream's budget.
+    const fresh = () => new GobDecoder({ maxMessageBytes: 1 << 20 });
+    assert.deepEqual(fresh().push(smallTypes(8)), []);
+    refuses(fresh(), smallTypes(9), /more than 8 type definitions before the first value/);
+    const golden0 = golden();
+    const afterValue = () => {
+      const d = fresh();
+      assert.equal(d.push(golden0).length, GOLDEN.length);
+      return d;
+    };
+    assert.deepEqual(afterValue().push(smallTypes(40, 100)), []);
+    refuses(afterValue(), smallTypes(64, 100), /more than 64 type definitions in one stream/);
+    // Definitions of long names: the bytes run out before the count does.
+    refuses(afterValue(), smallTypes(40, 100, 'F'.repeat(1000)), /type definitions of more than 32768 bytes/);
+    // A definition repeated (Go never does; a retry after a partial value reads it again) costs nothing more.
+    const d = afterValue();
+    const one = smallTypes(1, 100);
+    assert.deepEqual(d.push(one), []);
+    for (let i = 0; i < 100; i++) assert.deepEqual(d.push(one), []);
+    // The limits are the caller's to set.
+    assert.deepEqual(new GobDecoder({ maxStructFields: 1 << 20 }).push(structBomb(65, 4096)), []);
   });
 });

@@ -17,6 +17,7 @@ import {
   type TyphaMessage,
   typhaEncoder,
 } from '../../src/typha/syncproto.js';
+import { structBomb } from '../helpers/gob-bomb.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const haveGo = spawnSync('go', ['version']).status === 0;
@@ -144,5 +145,20 @@ describe('Typha connection', { timeout: 120_000 }, () => {
       }
     }
     await assert.rejects(connection('no-port').c.run(), /not host:port/);
+  });
+
+  it('a hostile Typha defining huge struct types ends the connection, with the heap unmoved (issue 51 D1)', async () => {
+    // Its hello, then 16 MiB messages of ~16.7 M empty fields each.
+    const enc = typhaEncoder();
+    const bombs = [0, 1, 2].map((i) => structBomb(100 + i, (16 << 20) - 16));
+    const srv = await fakeServer(Buffer.concat([encodeMessage(enc, serverHello()), ...bombs]));
+    const heap0 = process.memoryUsage().heapUsed;
+    try {
+      await assert.rejects(connection(srv.address).c.run(), /a struct type of 16\d{6} fields \(the limit is 64\)/);
+      const grew = process.memoryUsage().heapUsed - heap0;
+      assert.ok(grew < 64 << 20, `the heap grew ${Math.round(grew / 2 ** 20)} MB`);
+    } finally {
+      srv.close();
+    }
   });
 });

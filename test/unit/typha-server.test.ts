@@ -16,6 +16,7 @@ import type { TyphaServerTls } from '../../src/typha/server/server.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 import { encodeMessage, type SerializedUpdate, type SyncStatus, typhaEncoder } from '../../src/typha/syncproto.js';
 import { makeTls } from '../helpers/etcd.js';
+import { structBomb, smallTypes } from '../helpers/gob-bomb.js';
 import { tempDirs } from '../helpers/temp.js';
 import { until } from '../helpers/until.js';
 import { goStandInBinary } from '../helpers/typha-standin.js';
@@ -42,11 +43,12 @@ async function serve(
     dropIntervalMs?: number;
     tls?: TyphaServerTls;
     shutdownTimeoutMs?: number;
+    log?: typeof log;
   } = {},
 ) {
   const metrics = new TyphaMetrics();
   const cache = new SnapshotCache({ metrics, snapshotReuseMs: 200 });
-  const server = loopbackTyphaServer(cache, log, {
+  const server = loopbackTyphaServer(cache, opts.log ?? log, {
     tls: opts.tls,
     timers: { ...DEFAULT_TIMERS, ...opts.timers },
     maxConns: opts.maxConns ?? 10_000,
@@ -289,6 +291,65 @@ describe('palisade typha: serving clients', { timeout: 120_000 }, () => {
         await Promise.race([good.ended, new Promise((r) => setTimeout(() => r('still up'), 300))]),
         'still up',
         'the good client answered every ping and is still connected',
+      );
+      good.c.close();
+    } finally {
+      server.close();
+    }
+  });
+
+  it('refuses a gob type-definition bomb before or after a hello, with the heap unmoved, and serves others (issue 51 D1)', async () => {
+    const warnings: Array<{ msg: string; reason?: string; remote?: string }> = [];
+    const captured = createLogger({
+      severity: 'Warning',
+      destination: { write: (l: string) => void warnings.push(JSON.parse(l)) },
+    });
+    const { cache, server, port } = await serve({ log: captured });
+    try {
+      cache.onStatus('in-sync');
+      const good = client(`127.0.0.1:${port}`);
+      await until(() => good.statuses.includes('in-sync'), 5000, 'the good client in sync');
+      // The probe: 20 messages of 1 MiB, each a struct type of ~1.04 M empty fields (1.49 GB before).
+      const heap0 = process.memoryUsage().heapUsed;
+      const bombs = Array.from({ length: 20 }, (_, i) => structBomb(65 + i, (1 << 20) - 8));
+      const early = raw(port);
+      for (const b of bombs) early.s.write(b);
+      const late = raw(port);
+      late.hello();
+      for (const b of bombs) late.s.write(b);
+      // Only what a hello needs comes before it: nine small definitions are already too many.
+      const many = raw(port);
+      many.s.write(smallTypes(9));
+      const cut = (c: { closed: Promise<void> }, what: string) =>
+        Promise.race([
+          c.closed,
+          new Promise<void>((_, rej) => setTimeout(() => rej(new Error(`${what} was never cut off`)), 10_000)),
+        ]);
+      await Promise.all([
+        cut(early, 'a bomb before the hello'),
+        cut(late, 'a bomb after a hello'),
+        cut(many, 'nine definitions'),
+      ]);
+      const grew = process.memoryUsage().heapUsed - heap0;
+      assert.ok(grew < 64 << 20, `the heap grew ${Math.round(grew / 2 ** 20)} MB`);
+      await until(() => warnings.length >= 3, 5000, 'the three clients reported');
+      const reasons = warnings.map((w) => `${w.msg}: ${w.reason}`).sort();
+      assert.equal(
+        reasons.filter((r) => /a struct type of 10\d{5} fields \(the limit is 64\)/.test(r)).length,
+        2,
+        reasons.join('\n'),
+      );
+      assert.ok(
+        reasons.some((r) => /more than 8 type definitions before the first value/.test(r)),
+        reasons.join('\n'),
+      );
+      assert.ok(warnings.every((w) => w.msg === 'Typha connection closed' && w.remote?.startsWith('127.0.0.1:')));
+      // The good client never noticed.
+      cache.onUpdates([cfg(9)]);
+      await until(() => good.held.has('/calico/v1/config/Param9'), 5000, 'the good client to get an update');
+      assert.equal(
+        await Promise.race([good.ended, new Promise((r) => setTimeout(() => r('still up'), 200))]),
+        'still up',
       );
       good.c.close();
     } finally {

@@ -2,7 +2,11 @@
 // back generic: a struct is an object of the fields that were sent (gob omits zero
 // fields), an interface is { name, value } (null when nil), a GobEncoder's bytes a
 // Buffer, integers numbers (bigints beyond 2^53). Hostile input is a GobError: message and
-// nesting limits, counts that cannot fit the bytes, undefined type ids.
+// nesting limits, counts that cannot fit the bytes, undefined type ids, and a budget of
+// type definitions: a definition costs the peer a byte a field and us ~70 bytes of heap, and
+// Go's gob keeps every one for the stream's life, so their number, their fields and their
+// bytes are capped per stream, tightly so before the first value (the hello, which needs
+// two or three).
 import { BUILTIN, FIRST_USER_ID, readWireType, type WireType } from './types.js';
 import { Cursor, GobError, NeedMore } from './wire.js';
 
@@ -16,18 +20,38 @@ export interface DecoderLimits {
   maxMessageBytes?: number;
   /** Deepest nesting of values. */
   maxDepth?: number;
+  /** Type definitions per stream (a Typha stream has about a dozen). */
+  maxTypes?: number;
+  /** Fields of one struct type (Typha's largest has nine). */
+  maxStructFields?: number;
+  /** Bytes of type definitions per stream. */
+  maxTypeBytes?: number;
+  /** Type definitions before the stream's first value completes (a hello needs three). */
+  maxTypesBeforeValue?: number;
 }
+
+/** What a Typha stream needs, with room for fields and messages newer releases add. */
+export const TYPE_BUDGET = { maxTypes: 64, maxStructFields: 64, maxTypeBytes: 32 << 10, maxTypesBeforeValue: 8 };
 
 export class GobDecoder {
   readonly #types = new Map<number, WireType>();
   readonly #maxMessage: number;
   readonly #maxDepth: number;
+  readonly #budget: typeof TYPE_BUDGET;
+  #typeBytes = 0;
+  #values = 0;
   #pending: Buffer = Buffer.alloc(0);
   #messages: Buffer[] = [];
 
   constructor(limits: DecoderLimits = {}) {
     this.#maxMessage = limits.maxMessageBytes ?? 16 << 20;
     this.#maxDepth = limits.maxDepth ?? 32;
+    this.#budget = {
+      maxTypes: limits.maxTypes ?? TYPE_BUDGET.maxTypes,
+      maxStructFields: limits.maxStructFields ?? TYPE_BUDGET.maxStructFields,
+      maxTypeBytes: limits.maxTypeBytes ?? TYPE_BUDGET.maxTypeBytes,
+      maxTypesBeforeValue: limits.maxTypesBeforeValue ?? TYPE_BUDGET.maxTypesBeforeValue,
+    };
   }
 
   /** Bytes taken but not yet part of a returned value. */
@@ -52,7 +76,9 @@ export class GobDecoder {
       // Everything up to and including the message the value ended in is used.
       if (c.leftInMessage() !== 0) throw new GobError(`${c.leftInMessage()} bytes left over after a value`);
       this.#messages = this.#messages.slice(c.message + 1);
-      if (value !== TYPE_DEFINITION) out.push(value);
+      if (value === TYPE_DEFINITION) continue;
+      this.#values++;
+      out.push(value);
     }
     // A value may wait for its next message, but not for ever more of them.
     const buffered = this.#messages.reduce((n, m) => n + m.length, 0) + this.#pending.length;
@@ -101,10 +127,22 @@ export class GobDecoder {
 
   #define(id: number, c: Cursor): void {
     if (id < FIRST_USER_ID) throw new GobError(`type id ${id} is reserved`);
-    const t = readWireType(c);
+    const b = this.#budget;
     const had = this.#types.get(id);
-    // A retry after NeedMore reads the same definition again.
-    if (had && JSON.stringify(had) !== JSON.stringify(t)) throw new GobError(`type id ${id} defined twice`);
+    const types = this.#types.size + (had ? 0 : 1);
+    if (types > b.maxTypes) throw new GobError(`more than ${b.maxTypes} type definitions in one stream`);
+    if (this.#values === 0 && types > b.maxTypesBeforeValue)
+      throw new GobError(`more than ${b.maxTypesBeforeValue} type definitions before the first value`);
+    const left = c.leftInAll();
+    const t = readWireType(c, b.maxStructFields);
+    // A retry after NeedMore reads the same definition again: it is counted once.
+    if (had) {
+      if (JSON.stringify(had) !== JSON.stringify(t)) throw new GobError(`type id ${id} defined twice`);
+      return;
+    }
+    this.#typeBytes += left - c.leftInAll();
+    if (this.#typeBytes > b.maxTypeBytes)
+      throw new GobError(`type definitions of more than ${b.maxTypeBytes} bytes in one stream`);
     this.#types.set(id, t);
   }
 

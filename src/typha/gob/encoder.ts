@@ -32,7 +32,9 @@ const BUILTIN_IDS: Record<string, number> = {
 
 export class GobEncoder {
   readonly #ids = new Map<Schema, number>();
-  #next = FIRST_USER_ID;
+  // From 65, as Go 1.19 numbers them: the shared preamble's bytes and the golden stream stay
+  // what they were, and every Go decoder takes any id from FIRST_USER_ID on.
+  #next = FIRST_USER_ID + 1;
   /** Registered name -> schema of the concrete types interface values may hold. */
   readonly #registry: Map<string, Schema>;
 

@@ -1,11 +1,12 @@
 // Gob's type system as the stream describes it: builtin ids, and the wire types a peer
-// defines (structs, slices, arrays, maps, GobEncoders such as time.Time) under ids from 65.
+// defines (structs, slices, arrays, maps, GobEncoders such as time.Time) under ids from 64.
 // A type definition is itself a gob value of the builtin wireType struct; readWireType
 // decodes it with the builtin layouts (CommonType, structType, fieldType...).
 import { type Cursor, GobError } from './wire.js';
 
 export const BUILTIN = { bool: 1, int: 2, uint: 3, float: 4, bytes: 5, string: 6, complex: 7, interface: 8 } as const;
-export const FIRST_USER_ID = 65;
+/** Go's firstUserId: the lowest id a stream may define. Go 1.19 gives its first type 65, newer Go 64. */
+export const FIRST_USER_ID = 64;
 
 export type WireType =
   | { kind: 'struct'; name: string; fields: Array<{ name: string; id: number }> }
@@ -47,8 +48,8 @@ function common(c: Cursor): { name: string; id: number } {
   return out;
 }
 
-/** A wireType value (a type definition's body). */
-export function readWireType(c: Cursor): WireType {
+/** A wireType value (a type definition's body); a struct of more than `maxFields` fields is refused. */
+export function readWireType(c: Cursor, maxFields: number): WireType {
   let t: WireType | undefined;
   const set = (x: WireType) => {
     if (t) throw new GobError('a type definition defines more than one type');
@@ -80,6 +81,8 @@ export function readWireType(c: Cursor): WireType {
         1: () => (s.name = common(c).name),
         2: () => {
           const n = c.count('a field count');
+          // Checked before a field is read: each costs far more heap than its byte on the wire.
+          if (n > maxFields) throw new GobError(`a struct type of ${n} fields (the limit is ${maxFields})`);
           if (n > c.leftInAll()) throw new GobError(`a struct of ${n} fields in ${c.leftInAll()} bytes`);
           for (let i = 0; i < n; i++) {
             const f = { name: '', id: 0 };

@@ -68,6 +68,7 @@ export class ServerConnection {
   hostname = '';
   readonly #o: ServerConnectionOptions;
   readonly #dec: GobDecoder;
+  readonly #remote: string;
   #state: State = 'handshake';
   #crumb: Breadcrumb | undefined;
   #snapshotDoneAt = 0;
@@ -87,6 +88,8 @@ export class ServerConnection {
     this.#o = o;
     this.id = o.id;
     this.#dec = new GobDecoder({ maxMessageBytes: o.maxInboundBytes });
+    // Read now: a destroyed socket no longer knows it.
+    this.#remote = `${o.socket.remoteAddress}:${o.socket.remotePort}`;
     this.finished = new Promise((resolve) => (this.#done = resolve));
   }
 
@@ -105,8 +108,8 @@ export class ServerConnection {
     s.on('close', () => this.close('the client closed the connection'));
   }
 
-  /** Ends the connection (idempotent); `finished` resolves with the reason. */
-  close(reason: string): void {
+  /** Ends the connection (idempotent); `finished` resolves with the reason. A broken protocol is a warning. */
+  close(reason: string, level: 'info' | 'warn' = 'info'): void {
     if (this.#state === 'closed') return;
     const was = this.#state;
     this.#state = 'closed';
@@ -114,7 +117,10 @@ export class ServerConnection {
     this.#unsubscribe?.();
     this.#o.socket.destroy();
     if (was === 'streaming') this.#o.metrics?.connectionsStreaming.dec();
-    this.#o.log.info({ connID: String(this.id), client: this.hostname, reason }, 'Typha connection closed');
+    this.#o.log[level](
+      { connID: String(this.id), client: this.hostname, remote: this.#remote, reason },
+      'Typha connection closed',
+    );
     this.#done(reason);
   }
 
@@ -138,7 +144,7 @@ export class ServerConnection {
       for (const env of this.#dec.push(chunk)) this.#onMessage(toMessage(env));
     } catch (e) {
       if (!(e instanceof GobError)) throw e;
-      this.close(`bad data from the client: ${e.message}`);
+      this.close(`bad data from the client: ${e.message}`, 'warn');
     }
   }
 
@@ -150,7 +156,7 @@ export class ServerConnection {
     }
     if (this.#state === 'await-ack') {
       if (m.type !== 'ACK') {
-        this.close(`the client sent ${m.type} where its ACK of a decoder restart was due`);
+        this.close(`the client sent ${m.type} where its ACK of a decoder restart was due`, 'warn');
         return;
       }
       const next = this.#onAck;
@@ -159,7 +165,7 @@ export class ServerConnection {
       return;
     }
     if (m.type !== 'Pong') {
-      this.close(`the client sent ${m.type}; after its hello only pongs are allowed`);
+      this.close(`the client sent ${m.type}; after its hello only pongs are allowed`, 'warn');
       return;
     }
     const pinged = m.pingTimestamp.unix * 1000 + m.pingTimestamp.nanos / 1e6;
@@ -169,7 +175,7 @@ export class ServerConnection {
 
   #onHello(m: TyphaMessage): void {
     if (m.type !== 'ClientHello') {
-      this.close(`the client sent ${m.type} before its hello`);
+      this.close(`the client sent ${m.type} before its hello`, 'warn');
       return;
     }
     if (this.#handshakeTimer) this.#cancel(this.#handshakeTimer);

@@ -69,7 +69,7 @@ export interface DriverOptions {
   onEndpointStatus?: (iface: string, up: boolean | undefined) => void;
   /** Endpoint status changes after each apply (the datastore's status reporter). */
   onEndpointStatuses?: (changes: EndpointStatusChange[]) => void;
-  /** Remove the other mode's Calico state before the first apply (default true; see migration/mode-switch.ts). */
+  /** Remove the other mode's Calico state after the first apply (default true; see migration/mode-switch.ts). */
   takeOverFromFelix?: boolean;
   /** The rules backend (default: createRulesBackend(config)); tests pass a NoopRulesBackend. */
   rules?: RulesBackend;
@@ -118,7 +118,8 @@ export class DataplaneDriver {
   readonly #held: ToDataplane[][] = [];
   /** IP sets with a message among them: their member changes are held too, in order. */
   readonly #heldSets = new Set<string>();
-  #takeover: Promise<unknown> | undefined;
+  /** The other mode's state is still to be removed: after the first apply that commits ours. */
+  #otherModePending = false;
 
   constructor(opts: DriverOptions) {
     this.#opts = opts;
@@ -180,7 +181,7 @@ export class DataplaneDriver {
   }
 
   start(): void {
-    if (this.#opts.takeOverFromFelix ?? true) this.#takeover = removeOtherModeState(this.#rules, this.#log);
+    this.#otherModePending = this.#opts.takeOverFromFelix ?? true;
     this.#monitor.start();
     const cfg = this.#opts.config;
     const every = (seconds: number, f: () => void) => {
@@ -394,6 +395,7 @@ export class DataplaneDriver {
       if (rules.ops > 0) this.#wrote();
       const managers: ApplyReport['managers'] = {};
       for (const m of this.#managers) managers[m.name] = await m.apply();
+      await this.#removeOtherMode();
       this.#logEndpointStatus();
       this.#backoffMs = 0;
       const report: ApplyReport = {
@@ -468,7 +470,6 @@ export class DataplaneDriver {
 
   /** Start, after a failure: read the kernel back, render everything again, compare everything. */
   async #resyncAll(slicer: Slicer): Promise<void> {
-    await this.#takeover;
     const started = performance.now();
     for (const m of this.#managers) m.markResync?.();
     await this.#rules.resync(slicer);
@@ -482,6 +483,16 @@ export class DataplaneDriver {
       { backend: this.#rules.name, ms: Math.round(performance.now() - started), pauses: slicer.pauses },
       'read back our rules; comparing everything',
     );
+  }
+
+  // Only once our own rules are committed and hooked: until then the other mode's rules
+  // (Felix's, or an earlier run's) are all that enforces policy on this node, and removing
+  // them first left it open for as long as the first apply took (issue 51 D2: 0.1-1.74 s).
+  // Meanwhile both enforce, each traversal on its own, so a packet must pass both.
+  async #removeOtherMode(): Promise<void> {
+    if (!this.#otherModePending) return;
+    this.#otherModePending = false;
+    await removeOtherModeState(this.#rules, this.#log);
   }
 
   // Walks the local endpoints only when one of them or an interface changed: an apply

@@ -1,7 +1,9 @@
 // Switching dataplane modes removes the other mode's Calico state, never anything
 // foreign: in nftables mode, what Calico's iptables mode left (takeover.ts); in iptables
 // mode, our `calico` nftables tables (from an earlier run in nftables mode, or Felix's
-// nftables mode, which uses the same tables). Runs once at start, before the first apply.
+// nftables mode, which uses the same tables). Runs once, after the first apply has
+// committed and hooked our own rules (the driver's #removeOtherMode): never before, or
+// the node is open in between.
 import type { Logger } from '../../log.js';
 import { NftBackend } from '../backends/nft/backend.js';
 import type { RulesBackend } from '../backends/rules-backend.js';

@@ -3,7 +3,8 @@
 // filter/nat/mangle/raw tables of both iptables backends (legacy and nft) and both
 // families, then Calico's `cali40*`/`cali60*` IP sets. Felix's leftover dispatch rules
 // would otherwise drop traffic for every new pod. Foreign rules, chains, tables and sets
-// are not touched. Runs once, at start, before the first apply; it reads with
+// are not touched. Runs once, after our first apply has committed (until then Felix's
+// rules are what protects the node); it reads with
 // iptables-save and writes one `iptables-restore --noflush` transaction per backend and
 // family (a one-off at start: the agent's own programming stays native).
 import type { Logger } from '../../log.js';

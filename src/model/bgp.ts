@@ -42,6 +42,26 @@ export const asNumber = z.union([z.number(), z.string()]).transform((v, ctx) => 
 });
 
 const cidr = z.string().refine((s) => parseCidr(s) !== undefined, { error: 'expected a CIDR, e.g. 10.96.0.0/12' });
+
+/** libcalico-go's community values: "aa:nn" of 16-bit parts, or "aa:nn:mm" of 32-bit parts. */
+export function isCommunityValue(v: string): boolean {
+  const m = /^(\d{1,10}):(\d{1,10})(?::(\d{1,10}))?$/.exec(v);
+  if (!m) return false;
+  const max = m[3] === undefined ? 0xffff : 0xffffffff;
+  return m.slice(1).every((p) => p === undefined || Number(p) <= max);
+}
+const communityValue = z.string().refine(isCommunityValue, {
+  error: 'expected a BGP community: "aa:nn" (16-bit numbers) or "aa:nn:mm" (32-bit numbers)',
+});
+// libcalico-go's nameRegex (a DNS subdomain).
+const communityName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, {
+  error: 'expected a name of lower-case letters, digits, "-" and "."',
+});
+// libcalico-go's ignoredInterfaceRegex: an interface name or glob, never "*" alone.
+const ignoredInterface = z
+  .string()
+  .regex(/^[a-zA-Z0-9_.*-]{1,15}$/, { error: 'expected an interface name or glob (letters, digits, "_.*-", 1-15)' })
+  .refine((s) => s !== '*', { error: '"*" would ignore every interface' });
 const ip = z.string().refine((s) => parseIp(s) !== undefined, { error: 'expected an IP address' });
 const duration = z
   .string()
@@ -52,23 +72,36 @@ const cidrList = z.array(z.object({ cidr: cidr.optional() }));
 // `spec:` left empty in YAML is null: the same as no fields set.
 export const bgpConfigurationSpec = z.preprocess(
   (v) => v ?? {},
-  z.looseObject({
-    logSeverityScreen: z.string().optional(),
-    nodeToNodeMeshEnabled: z.boolean().optional(),
-    asNumber: asNumber.optional(),
-    serviceClusterIPs: cidrList.optional(),
-    serviceExternalIPs: cidrList.optional(),
-    serviceLoadBalancerIPs: cidrList.optional(),
-    listenPort: z.number().int().min(1).max(65535).optional(),
-    bindMode: z.enum(['None', 'NodeIP']).optional(),
-    communities: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
-    prefixAdvertisements: z.array(z.object({ cidr, communities: z.array(z.string()).optional() })).optional(),
-    nodeMeshMaxRestartTime: duration.optional(),
-    ignoredInterfaces: z.array(z.string()).optional(),
-    programClusterRoutes: z.enum(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly']).optional(),
-    ipv4NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
-    ipv6NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
-  }),
+  z
+    .looseObject({
+      logSeverityScreen: z.string().optional(),
+      nodeToNodeMeshEnabled: z.boolean().optional(),
+      asNumber: asNumber.optional(),
+      serviceClusterIPs: cidrList.optional(),
+      serviceExternalIPs: cidrList.optional(),
+      serviceLoadBalancerIPs: cidrList.optional(),
+      listenPort: z.number().int().min(1).max(65535).optional(),
+      bindMode: z.enum(['None', 'NodeIP']).optional(),
+      communities: z.array(z.object({ name: communityName, value: communityValue })).optional(),
+      prefixAdvertisements: z.array(z.object({ cidr, communities: z.array(z.string()).optional() })).optional(),
+      nodeMeshMaxRestartTime: duration.optional(),
+      ignoredInterfaces: z.array(ignoredInterface).optional(),
+      programClusterRoutes: z.enum(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly']).optional(),
+      ipv4NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
+      ipv6NormalRoutePriority: z.number().int().min(1).max(2147483646).optional(),
+    })
+    .superRefine((spec, ctx) => {
+      // As libcalico-go: an advertisement's community is a value, or the name of one defined above.
+      const names = new Set((spec.communities ?? []).map((c) => c.name));
+      for (const [i, adv] of (spec.prefixAdvertisements ?? []).entries())
+        for (const [j, c] of (adv.communities ?? []).entries())
+          if (!isCommunityValue(c) && !names.has(c))
+            ctx.addIssue({
+              code: 'custom',
+              path: ['prefixAdvertisements', i, 'communities', j],
+              message: 'expected a BGP community ("aa:nn" or "aa:nn:mm") or the name of one in communities',
+            });
+    }),
 );
 
 /** A peer address, optionally with a port: "10.0.0.1", "10.0.0.1:179", "[fd00::1]:179". */

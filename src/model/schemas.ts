@@ -366,7 +366,10 @@ export const schemas = {
             ipv6Address: cidr.optional(),
             asNumber: asNumber.optional(),
             ipv4IPIPTunnelAddr: ip.optional(),
-            routeReflectorClusterID: z.string().optional(),
+            // As libcalico-go: an IPv4 address (BIRD's `rr cluster id`).
+            routeReflectorClusterID: ip
+              .refine((s) => !s.includes(':'), { error: 'expected an IPv4 address' })
+              .optional(),
           })
           .optional(),
         addresses: z.array(z.object({ address: z.string(), type: z.string().optional() })).optional(),

@@ -238,6 +238,38 @@ const BAD_ENUMS: Array<[string, Array<string | number>, unknown]> = [
   ['Profile', ['spec', 'ingress', 0, 'action'], 'Drop'],
 ];
 
+/** Values that would close a BIRD statement and open the writer's own (issue 51 D3's probe first). */
+export const BIRD_INJECTIONS = [
+  'eth9", "*"; }; protocol static injected { route 0.0.0.0/0 blackhole; }; protocol bgp evil from bgp_template { neighbor 192.0.2.66 as 666; }; template direct x { interface "x',
+  '1:2)); } protocol static injected { route 0.0.0.0/0 blackhole; } function f() { if (1:2',
+  '10.0.0.1; protocol static injected { route 0.0.0.0/0 blackhole; }',
+  'x\ny',
+  'x#',
+];
+const bgpConfiguration: Doc = {
+  apiVersion: V3,
+  kind: 'BGPConfiguration',
+  metadata: { name: 'default' },
+  spec: {
+    ignoredInterfaces: ['eth1'],
+    communities: [{ name: 'gold', value: '100:200' }],
+    prefixAdvertisements: [{ cidr: '10.65.0.0/16', communities: ['gold', '1:2'] }],
+  },
+};
+const bgpNode: Doc = {
+  apiVersion: V3,
+  kind: 'Node',
+  metadata: { name: 'corpus-node' },
+  spec: { bgp: { ipv4Address: '192.0.2.77/24', routeReflectorClusterID: '224.0.0.1' } },
+};
+const BIRD_PLACES: Array<[Doc, Array<string | number>]> = [
+  [bgpConfiguration, ['spec', 'ignoredInterfaces', 0]],
+  [bgpConfiguration, ['spec', 'communities', 0, 'value']],
+  [bgpConfiguration, ['spec', 'communities', 0, 'name']],
+  [bgpConfiguration, ['spec', 'prefixAdvertisements', 0, 'communities', 1]],
+  [bgpNode, ['spec', 'bgp', 'routeReflectorClusterID']],
+];
+
 /** The corpus: at least 1,000 invalid documents, across `files`. */
 export function badCorpus(): Corpus {
   const files = new Map<string, string>();
@@ -432,6 +464,14 @@ export function badCorpus(): Corpus {
     setAt(d, p, v);
     add(d, pathText(p), 'bad enum value');
   }
+  flush();
+  // Issue 51's probes (D3): BIRD syntax in each field of the BGP kinds that reaches bird.cfg.
+  for (const [t, p] of BIRD_PLACES)
+    for (const v of BIRD_INJECTIONS) {
+      const d = fresh(t);
+      setAt(d, p, v);
+      add(d, pathText(p), 'BIRD syntax injection');
+    }
   flush();
   // Documents that are not resources, wrong API versions, unknown kinds, and a namespace
   // on a cluster-wide kind (or none on a namespaced one).

@@ -54,6 +54,8 @@ export class NodeAgent {
   #heartbeat: NodeJS.Timeout | undefined;
   #memoryReducer: MemoryReducer | undefined;
   #inSync = false;
+  /** The syncer's own word on a datastore that stopped answering while it stays in sync (Kubernetes). */
+  #lostContact: (() => { since: number; reason: string } | undefined) | undefined;
   /** When the datastore last stopped being in sync (undefined while it is). */
   #outOfSyncSince: number | undefined = Date.now();
   #status = 'wait-for-datastore';
@@ -89,8 +91,10 @@ export class NodeAgent {
 
   #startControlPlane(): void {
     const cfg = this.#config.config;
+    const syncer = createSyncer(cfg, this.#log);
+    this.#lostContact = 'deliversModel' in syncer ? undefined : syncer.lostContact?.bind(syncer);
     this.#plane = new ControlPlane({
-      syncer: createSyncer(cfg, this.#log),
+      syncer,
       config: this.#config,
       log: this.#log,
       onConfigResolved: (fatal) => this.#onConfigResolved(fatal),
@@ -132,8 +136,9 @@ export class NodeAgent {
   }
 
   /**
-   * Ready once in sync, and not while the datastore has been unreachable (or resyncing) for
-   * longer than DATASTORE_GRACE_MS, so a node cut off from its datastore shows it.
+   * Ready once in sync, and not while the datastore has been unreachable (or resyncing, or
+   * not answering a syncer that stays in sync meanwhile) for longer than DATASTORE_GRACE_MS,
+   * so a node cut off from its datastore shows it.
    */
   #calcGraphHealth(): { live: boolean; ready: boolean; reason?: string } {
     if (!this.#inSync)
@@ -144,6 +149,14 @@ export class NodeAgent {
         live: true,
         ready: false,
         reason: `the datastore has not been in sync for ${Math.round((Date.now() - out) / 1000)} s (${this.#status})`,
+      };
+    }
+    const lost = this.#lostContact?.();
+    if (lost && Date.now() - lost.since > DATASTORE_GRACE_MS) {
+      return {
+        live: true,
+        ready: false,
+        reason: `the datastore has not answered for ${Math.round((Date.now() - lost.since) / 1000)} s: ${lost.reason}`,
       };
     }
     return { live: true, ready: true };

@@ -163,9 +163,12 @@ function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
 function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
   const endpoint = kubeEndpoint();
   log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore');
+  // Tests shorten how long a silent watch lives (the API server's bookmarks come each minute).
+  const idle = Number(process.env.PALISADE_KDD_WATCH_IDLE_MS) || undefined;
   return new KddSyncer({
     transport: new HttpKubeTransport(endpoint),
     log,
     ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}),
+    ...(idle ? { watchIdleMs: idle } : {}),
   });
 }

@@ -31,6 +31,11 @@ export interface Syncer {
   start(callbacks: SyncerCallbacks): void;
   /** Stops watching and releases connections, timers and watches. */
   stop(): Promise<void>;
+  /**
+   * Since when, and why, the datastore has not answered, for a syncer that stays in sync
+   * while it reconnects (Kubernetes); one that is not answered leaves in-sync instead.
+   */
+  lostContact?(): { since: number; reason: string } | undefined;
 }
 
 export interface ModelSyncerCallbacks {

@@ -5,52 +5,18 @@
 // ClusterNetworkPolicies: an Admin deny overrides everything below it, a Baseline deny
 // applies only where no Kubernetes NetworkPolicy decided, and Pass hands over to the next tier.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
+import { ApiProcess } from '../helpers/kube-api-process.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { LabAgent } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
-const API_MAIN = fileURLToPath(new URL('../helpers/kube-apiserver-main.js', import.meta.url));
 const tempDir = tempDirs('kdd');
-
-class ApiProcess {
-  readonly proc: ChildProcess;
-  out = '';
-  #sent = 0;
-  constructor(netns: string) {
-    this.proc = spawn('ip', ['netns', 'exec', netns, process.execPath, API_MAIN], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    this.proc.stdout?.on('data', (d: Buffer) => (this.out += d.toString()));
-  }
-  async url(): Promise<string> {
-    const t0 = Date.now();
-    while (!this.out.includes('"url"')) {
-      assert.ok(Date.now() - t0 < 10_000, 'the API server never started');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return (JSON.parse(this.out.split('\n')[0] as string) as { url: string }).url;
-  }
-  async send(cmd: Record<string, unknown>): Promise<void> {
-    const n = ++this.#sent;
-    this.proc.stdin?.write(`${JSON.stringify(cmd)}\n`);
-    const t0 = Date.now();
-    while (!this.out.includes(`{"done":${n}}`)) {
-      assert.ok(Date.now() - t0 < 5000, 'the API server never applied a command');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-  put = (resource: string, object: unknown) => this.send({ op: 'put', resource, object });
-  install = (resource: string) => this.send({ op: 'install', resource });
-  del = (resource: string, namespace: string, name: string) => this.send({ op: 'delete', resource, namespace, name });
-}
 
 const pod = (w: Workload) => ({
   metadata: { name: w.name, namespace: 'shop', labels: { app: w.name } },

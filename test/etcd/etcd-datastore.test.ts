@@ -13,6 +13,7 @@ import { EtcdSyncer, IPAM_AFFINITY_PREFIX } from '../../src/datastore/etcdv3/etc
 import { KEY_PREFIX, keyOf } from '../../src/datastore/keys.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { validateResource } from '../../src/model/validate.js';
+import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
 import { CuttableProxy, etcdAvailable, makeTls, TestEtcd } from '../helpers/etcd.js';
 import { gnp, profile, type Res, wep } from '../helpers/calc-fixtures.js';
 import { SyncerRecorder } from '../helpers/syncer-recorder.js';
@@ -228,6 +229,60 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       await syncer.stop();
       await proxy.cut();
       etcd.ctl(['del', KEY_PREFIX, '--prefix']);
+    }
+  });
+
+  it('notices an etcd that vanishes without a FIN or RST (gRPC keepalive), and resyncs from the one new connections reach (issue 51 D4)', {
+    timeout: 60_000,
+  }, async () => {
+    const a = profile('kns.va', { v: '1' });
+    etcd.put(keyFor(a), JSON.stringify(a));
+    const proxy = new BlackholeProxy({ host: '127.0.0.1', port: etcd.clientPort });
+    const port = await proxy.listen();
+    const { syncer, rec } = syncerFor(`http://127.0.0.1:${port}`);
+    try {
+      await rec.waitFor(() => rec.statuses.at(-1) === 'in-sync' && rec.state.has(keyFor(a)), 10_000, 'in-sync');
+      // The watch is up (it delivers), then everything goes silent.
+      const b = profile('kns.vb', {});
+      etcd.put(keyFor(b), JSON.stringify(b));
+      await rec.waitFor(() => rec.state.has(keyFor(b)), 5000, 'the watch');
+      const t0 = Date.now();
+      proxy.mode = 'vanish';
+      const a2 = profile('kns.va', { v: '2' });
+      etcd.put(keyFor(a2), JSON.stringify(a2));
+      // Keepalive pings every 10 s, 5 s for the answer; then a list within its 2 s timeout fails.
+      await rec.waitFor(() => rec.statuses.at(-1) === 'wait-for-datastore', 30_000, 'the silence to be noticed');
+      console.log(`# etcd: out of sync ${Date.now() - t0} ms after it vanished`);
+      const relayed = proxy.relayed;
+      proxy.mode = 'moved';
+      await rec.waitFor(
+        () => rec.statuses.at(-1) === 'in-sync' && JSON.stringify(rec.state.get(keyFor(a))).includes('"v":"2"'),
+        20_000,
+        'the resync on a new connection',
+      );
+      assert.ok(proxy.relayed > relayed);
+    } finally {
+      await syncer.stop();
+      proxy.close();
+      etcd.ctl(['del', KEY_PREFIX, '--prefix']);
+    }
+  });
+
+  it('a watch whose connection never comes up ends within the request timeout (issue 51 D4)', async () => {
+    const proxy = new BlackholeProxy({ host: '127.0.0.1', port: etcd.clientPort });
+    const port = await proxy.listen();
+    proxy.mode = 'vanish';
+    const client = new Etcd3Client({ endpoints: [`http://127.0.0.1:${port}`], timeoutMs: 1000 });
+    try {
+      const t0 = Date.now();
+      const lost = await new Promise<Error>((resolve) => {
+        void client.watch(KEY_PREFIX, '1', { onEvents: () => {}, onLost: (e) => resolve(e) });
+      });
+      assert.match(lost.message, /not established within 1000 ms/);
+      assert.ok(Date.now() - t0 < 3000);
+    } finally {
+      client.close();
+      proxy.close();
     }
   });
 

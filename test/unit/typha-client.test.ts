@@ -8,6 +8,8 @@ import { describe, it } from 'node:test';
 
 import { createLogger } from '../../src/log.js';
 import { DedupeBuffer, TyphaClient } from '../../src/typha/client.js';
+import { DEFAULT_TIMERS } from '../../src/typha/server/connection.js';
+import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
 import {
   encodeMessage,
   type SerializedUpdate,
@@ -15,6 +17,8 @@ import {
   type TyphaMessage,
   typhaEncoder,
 } from '../../src/typha/syncproto.js';
+import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
+import { loopbackTyphaServer } from '../helpers/typha-server.js';
 
 const kv = (key: string, value: string, updateType: 1 | 2 | 3 = 1): SerializedUpdate => ({
   key,
@@ -114,5 +118,56 @@ describe('Typha client', { timeout: 60_000 }, () => {
       'resync-in-progress',
       'in-sync',
     ]);
+  });
+
+  it('a Typha that vanishes without a FIN or RST is noticed within TyphaReadTimeout; the one new connections reach resyncs it (issue 51 D4)', async () => {
+    // palisade typha pinging every 200 ms, behind a proxy that can go silent.
+    const cache = new SnapshotCache({ snapshotReuseMs: 0 });
+    const quiet = createLogger({ severity: 'Fatal' });
+    const server = loopbackTyphaServer(cache, quiet, { timers: { ...DEFAULT_TIMERS, pingMs: 200 } });
+    const proxy = new BlackholeProxy({ host: '127.0.0.1', port: await server.listen() });
+    const address = `127.0.0.1:${await proxy.listen()}`;
+    cache.onUpdates([kv('/calico/v1/config/A', '1')]);
+    cache.onStatus('in-sync');
+    const held = new Map<string, string>();
+    const statuses: SyncStatus[] = [];
+    const c = new TyphaClient({
+      address,
+      hostname: 'node1',
+      version: 'test',
+      info: 'unit test',
+      readTimeoutMs: 1000,
+      log: quiet,
+      backoffMs: { min: 50, max: 200 },
+      onUpdates: (kvs) => {
+        for (const u of kvs) held.set(u.key, u.value.toString());
+      },
+      onStatus: (st) => statuses.push(st),
+    });
+    c.start();
+    const until = async (f: () => boolean, what: string, ms = 5000) => {
+      const t0 = Date.now();
+      while (!f()) {
+        assert.ok(Date.now() - t0 < ms, `timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    try {
+      await until(() => statuses.at(-1) === 'in-sync' && held.get('/calico/v1/config/A') === '1', 'in sync');
+      const t0 = Date.now();
+      proxy.mode = 'vanish';
+      cache.onUpdates([kv('/calico/v1/config/A', '2')]);
+      await until(() => statuses.at(-1) === 'wait-for-datastore', 'the silence to be noticed');
+      const noticed = Date.now() - t0;
+      assert.ok(noticed < 2500, `noticed after ${noticed} ms`);
+      const relayed = proxy.relayed;
+      proxy.mode = 'moved';
+      await until(() => statuses.at(-1) === 'in-sync' && held.get('/calico/v1/config/A') === '2', 'the resync');
+      assert.ok(proxy.relayed > relayed);
+    } finally {
+      c.stop();
+      proxy.close();
+      server.close();
+    }
   });
 });

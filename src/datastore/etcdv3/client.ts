@@ -61,6 +61,12 @@ export interface EtcdClient {
   put(key: string, value: string, ttlSeconds?: number): Promise<void>;
   /** Deletes one key (no error if it is already gone). */
   delete(key: string): Promise<void>;
+  /**
+   * Drops the connection and starts a new one at the next request: a gRPC channel whose
+   * connection attempt reached a server that never speaks (a load balancer in front of a
+   * dead etcd) waits for it for ever, and would never try the one that replaced it.
+   */
+  reconnect?(): void;
   close(): void;
 }
 
@@ -83,7 +89,9 @@ function prefixEnd(prefix: string): Buffer {
 }
 
 export class Etcd3Client implements EtcdClient {
-  readonly #etcd: Etcd3;
+  #etcd: Etcd3;
+  readonly #options: IOptions;
+  readonly #timeoutMs: number;
 
   constructor(opts: EtcdClientOptions) {
     const o: IOptions = {
@@ -97,6 +105,8 @@ export class Etcd3Client implements EtcdClient {
         'grpc.keepalive_time_ms': 10_000,
         'grpc.keepalive_timeout_ms': 5_000,
         'grpc.keepalive_permit_without_calls': 1,
+        // Its own connections: from grpc-js's shared pool, reconnect() would get the stuck one back.
+        'grpc.use_local_subchannel_pool': 1,
       },
     };
     if (opts.caFile || opts.certFile || opts.keyFile) {
@@ -107,7 +117,14 @@ export class Etcd3Client implements EtcdClient {
       if (opts.keyFile) creds.privateKey = readFileSync(opts.keyFile);
       o.credentials = creds;
     }
+    this.#options = o;
+    this.#timeoutMs = opts.timeoutMs;
     this.#etcd = new Etcd3(o);
+  }
+
+  reconnect(): void {
+    this.#etcd.close();
+    this.#etcd = new Etcd3(this.#options);
   }
 
   async list(prefix: string, pageSize = 1000, atRevision?: string): Promise<{ revision: string; kvs: KeyValue[] }> {
@@ -165,11 +182,21 @@ export class Etcd3Client implements EtcdClient {
     watcher.on('disconnected', (err: Error) => lost(err, false));
     watcher.on('error', (err: Error) => lost(err, /compact/i.test(err.message)));
     watcher.on('end', () => lost(new Error('watch ended'), false));
+    // A watch whose connection never comes up (a server that accepts and never speaks) has no
+    // keepalive to end it: it gets the request timeout like any call.
     await new Promise<void>((resolve) => {
       if (done) resolve();
-      watcher.once('connected', () => resolve());
-      watcher.once('disconnected', () => resolve());
-      watcher.once('error', () => resolve());
+      const t = setTimeout(() => {
+        lost(new Error(`the watch was not established within ${this.#timeoutMs} ms`), false);
+        resolve();
+      }, this.#timeoutMs);
+      const settle = () => {
+        clearTimeout(t);
+        resolve();
+      };
+      watcher.once('connected', settle);
+      watcher.once('disconnected', settle);
+      watcher.once('error', settle);
     });
     return {
       cancel: async () => {

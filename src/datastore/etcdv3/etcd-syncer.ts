@@ -184,6 +184,8 @@ export class EtcdSyncer implements Syncer {
         if (failures === 1) this.#log.warn({ error: msg }, 'cannot list the datastore; retrying with backoff');
         else this.#log.debug({ error: msg, failures, retryInMs: delay }, 'cannot list the datastore; retrying');
         this.#setStatus('wait-for-datastore');
+        // A new connection for the retry: the old one may be waiting on a server that is gone.
+        this.#client.reconnect?.();
         await this.#sleep(delay);
         delay = Math.min(delay * 2, this.#backoff.max);
         continue;

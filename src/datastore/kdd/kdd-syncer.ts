@@ -20,7 +20,7 @@ import { k8sNodeToCalico } from './conversion/node.js';
 import { isCalicoPod, podToWorkloadEndpoint } from './conversion/pod.js';
 import { namespaceToProfile, serviceAccountToProfile } from './conversion/profiles.js';
 import type { ClusterNetworkPolicy, NetworkPolicy, Node, Pod } from './k8s-types.js';
-import { type KubeObject, Reflector } from './reflector.js';
+import { type KubeObject, type LostContact, Reflector } from './reflector.js';
 import type { KubeTransport } from './transport.js';
 
 interface Converted {
@@ -45,6 +45,10 @@ export interface KddSyncerOptions {
   missingApiRetryMs?: number;
   /** What to read: Felix's resources (default), or the BGP syncer's (nodes, IP pools, BGP CRDs). */
   syncer?: 'felix' | 'bgp';
+  /** A watch silent this long is presumed dead (reflector.ts; default 90 s). */
+  watchIdleMs?: number;
+  /** How long a watch must last to reset the reflectors' backoff (default 2 min). */
+  backoffResetMs?: number;
 }
 
 const calicoKey = (r: Record<string, unknown>) => {
@@ -127,6 +131,8 @@ export class KddSyncer implements Syncer {
           ...(this.#o.pageSize ? { pageSize: this.#o.pageSize } : {}),
           ...(this.#o.backoffMs ? { backoffMs: this.#o.backoffMs } : {}),
           ...(this.#o.missingApiRetryMs ? { missingApiRetryMs: this.#o.missingApiRetryMs } : {}),
+          ...(this.#o.watchIdleMs ? { watchIdleMs: this.#o.watchIdleMs } : {}),
+          ...(this.#o.backoffResetMs ? { backoffResetMs: this.#o.backoffResetMs } : {}),
         },
         {
           onUpsert: (o) => this.#onUpsert(source, o),
@@ -142,6 +148,16 @@ export class KddSyncer implements Syncer {
 
   async stop(): Promise<void> {
     for (const r of this.#reflectors) r.stop();
+  }
+
+  /** The longest any resource type has gone unanswered (undefined while every one is answered). */
+  lostContact(): LostContact | undefined {
+    let out: LostContact | undefined;
+    for (const r of this.#reflectors) {
+      const l = r.lostContact;
+      if (l && (!out || l.since < out.since)) out = l;
+    }
+    return out;
   }
 
   #onUpsert(source: Source, o: KubeObject): void {

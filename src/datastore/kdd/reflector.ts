@@ -3,13 +3,26 @@
 // resourceVersion), then watch from that version with bookmarks. A watch that ends is
 // resumed from the last version seen; an ERROR 410 (the version was compacted away) or a
 // list that fails means a relist, after which objects that were known and are gone are
-// reported deleted. Errors back off, doubling to a cap. Only each object's key and
-// version are kept (to find the deleted ones), not the objects. A type the server does not
-// have (404 on the list: its CRD is not installed, as ClusterNetworkPolicy on most
-// clusters) counts as listed and empty, and is listed again after a long pause, as Calico's
-// watcher cache does: a valid long-term state, not an error to hammer the server with.
+// reported deleted. Only each object's key and version are kept (to find the deleted
+// ones), not the objects. A type the server does not have (404 on the list: its CRD is not
+// installed, as ClusterNetworkPolicy on most clusters) counts as listed and empty, and is
+// listed again after a long pause, as Calico's watcher cache does: a valid long-term
+// state, not an error to hammer the server with.
+//
+// A server that stops answering must be noticed (issue 51 D4: one that vanished without a
+// FIN or RST left the agent in sync on stale policy for minutes, and never asking the
+// server that replaced it). So, as client-go: each watch asks the server to end it after
+// a randomised 5-10 minutes (`timeoutSeconds`), its socket has TCP keepalive, and a watch
+// that hears nothing, not even the bookmark the API server sends each minute, for
+// `watchIdleMs` is presumed dead and replaced on a new connection. Until a request is
+// answered again, `lostContact` says since when and why (the agent's readiness reads it).
+//
+// Failures back off (issue 51 D5: a watch answering 410 at once had the agent relist 265
+// times a second): every list or watch failure, a watch ERROR, an idle or a watch that ends
+// within a second waits, from 800 ms doubling to 30 s as client-go's; a list that succeeds
+// does not reset it, only a watch that lasted does.
 import type { Logger } from '../../log.js';
-import { KubeApiError, type KubeTransport } from './transport.js';
+import { KubeApiError, type KubeTransport, KubeUnansweredError, type WatchHandle } from './transport.js';
 
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
@@ -29,12 +42,28 @@ export interface ReflectorOptions {
   path: string;
   log: Logger;
   pageSize?: number;
+  /** The wait after a failure, doubling from min to max (client-go: 800 ms to 30 s). */
   backoffMs?: { min: number; max: number };
+  /** How long a watch must run to reset the backoff (client-go: 2 min without a failure). */
+  backoffResetMs?: number;
   /** How long to wait before listing a type the server does not have again (upstream's MissingAPIRetryTime, 30 min). */
   missingApiRetryMs?: number;
+  /** Each watch's timeoutSeconds is this, times 1 to 2 at random (client-go's minWatchTimeout, 5 min). */
+  minWatchTimeoutS?: number;
+  /** A watch that receives nothing for this long is presumed dead (the API server sends a bookmark each minute). */
+  watchIdleMs?: number;
+}
+
+export interface LostContact {
+  /** When the server last failed to answer, after answering before (epoch ms). */
+  since: number;
+  reason: string;
 }
 
 const MISSING_API_RETRY_MS = 30 * 60_000;
+export const WATCH_IDLE_MS = 90_000;
+/** A watch that ends sooner than this without an error counts as a failure (a server closing at once). */
+const SHORTEST_WATCH_MS = 1000;
 
 const keyOf = (o: KubeObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
@@ -48,6 +77,7 @@ export class Reflector {
   #backoff: number;
   #timer: NodeJS.Timeout | undefined;
   #abort: (() => void) | undefined;
+  #lost: LostContact | undefined;
   /** Lists done (the first, then relists), for tests and metrics. */
   lists = 0;
   watches = 0;
@@ -57,11 +87,20 @@ export class Reflector {
   constructor(o: ReflectorOptions, cb: ReflectorCallbacks) {
     this.#o = o;
     this.#cb = cb;
-    this.#backoff = o.backoffMs?.min ?? 200;
+    this.#backoff = this.#minBackoff;
+  }
+
+  get #minBackoff(): number {
+    return this.#o.backoffMs?.min ?? 800;
   }
 
   get size(): number {
     return this.#known.size;
+  }
+
+  /** Since when, and why, the server has not answered (undefined while it does). */
+  get lostContact(): LostContact | undefined {
+    return this.#lost;
   }
 
   start(): void {
@@ -87,6 +126,7 @@ export class Reflector {
           metadata?: { resourceVersion?: string; continue?: string };
           items?: KubeObject[];
         };
+        this.#answered();
         rv ||= page.metadata?.resourceVersion ?? '';
         for (const item of page.items ?? []) {
           const k = keyOf(item);
@@ -104,8 +144,13 @@ export class Reflector {
       this.#rv = rv;
       void this.#watch();
     } catch (e) {
-      if (e instanceof KubeApiError && e.status === 404) this.#notInstalled();
-      else this.#retry(`listing ${this.#o.path}`, e as Error, () => this.#list());
+      if (e instanceof KubeApiError && e.status === 404) {
+        this.#answered();
+        this.#notInstalled();
+      } else {
+        this.#unanswered(e as Error);
+        this.#retry(`listing ${this.#o.path}`, e as Error, () => this.#list());
+      }
     }
   }
 
@@ -118,7 +163,6 @@ export class Reflector {
       this.#cb.onDelete({ metadata: { name, ...(namespace ? { namespace } : {}) } });
     }
     this.lists++;
-    this.#backoff = this.#o.backoffMs?.min ?? 200;
     this.#cb.onListed();
   }
 
@@ -134,61 +178,96 @@ export class Reflector {
     this.#timer = setTimeout(() => void this.#list(), retryMs);
   }
 
+  #watchQuery(): URLSearchParams {
+    const min = this.#o.minWatchTimeoutS ?? 300;
+    return new URLSearchParams({
+      watch: 'true',
+      resourceVersion: this.#rv,
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: String(Math.floor(min * (1 + Math.random()))),
+    });
+  }
+
   async #watch(): Promise<void> {
     if (this.#stopped) return;
     this.watches++;
-    const q = new URLSearchParams({ watch: 'true', resourceVersion: this.#rv, allowWatchBookmarks: 'true' });
-    let relist = false;
-    const handle: { abort?: () => void } = {};
+    let relist: { code?: number; message?: string } | undefined;
+    const handle: WatchHandle = { onOpen: () => this.#answered() };
     this.#abort = () => handle.abort?.();
+    const t0 = Date.now();
     try {
       await this.#o.transport.watch(
-        `${this.#o.path}?${q}`,
+        `${this.#o.path}?${this.#watchQuery()}`,
         (event, abort) => {
-          const e = event as { type?: string; object?: KubeObject & { code?: number; message?: string } };
-          const obj = e.object ?? {};
-          switch (e.type) {
-            case 'ADDED':
-            case 'MODIFIED':
-              this.#known.set(keyOf(obj), obj.metadata?.resourceVersion ?? '');
-              this.#cb.onUpsert(obj);
-              break;
-            case 'DELETED':
-              if (this.#known.delete(keyOf(obj))) this.#cb.onDelete(obj);
-              break;
-            case 'BOOKMARK':
-              break;
-            case 'ERROR':
-              // 410: our version was compacted away; anything else is retried the same way.
-              relist = true;
-              this.#o.log.info(
-                { path: this.#o.path, code: obj.code, message: obj.message },
-                'Kubernetes watch error; relisting',
-              );
-              abort();
-              return;
-            default:
-              throw new Error(`unknown watch event type ${String(e.type)}`);
-          }
-          if (obj.metadata?.resourceVersion) this.#rv = obj.metadata.resourceVersion;
+          relist = this.#onEvent(event);
+          if (relist) abort();
         },
         handle,
+        { idleMs: this.#o.watchIdleMs ?? WATCH_IDLE_MS },
       );
-      this.#backoff = this.#o.backoffMs?.min ?? 200;
       if (this.#stopped) return;
-      // The watch ended (a server timeout or restart): resume from where it was.
-      if (relist) void this.#list();
-      else void this.#watch();
+      const lasted = Date.now() - t0;
+      if (lasted >= (this.#o.backoffResetMs ?? 120_000)) this.#backoff = this.#minBackoff;
+      if (relist) {
+        // 410: our version was compacted away; anything else is retried the same way.
+        const error = new Error(`watch error ${relist.code ?? ''}: ${relist.message ?? ''}`);
+        this.#retry(`watching ${this.#o.path}`, error, () => this.#list(), 'info');
+      } else if (lasted < SHORTEST_WATCH_MS) {
+        this.#retry(`watching ${this.#o.path}`, new Error(`the watch ended after ${lasted} ms`), () => this.#watch());
+      } else {
+        // The watch ended (its timeout, or a server restart): resume from where it was.
+        void this.#watch();
+      }
     } catch (e) {
+      this.#unanswered(e as Error);
       // A 404 here: the type went away (its CRD deleted) since the list; the list finds out.
       const gone = e instanceof KubeApiError && e.status === 404;
-      this.#retry(`watching ${this.#o.path}`, e as Error, () => (relist || gone ? this.#list() : this.#watch()));
+      this.#retry(`watching ${this.#o.path}`, e as Error, () => (gone ? this.#list() : this.#watch()));
     }
   }
 
-  #retry(what: string, e: Error, again: () => Promise<void>): void {
+  /** Takes one watch event; returns the ERROR's status when the watch must end in a relist. */
+  #onEvent(event: unknown): { code?: number; message?: string } | undefined {
+    const e = event as { type?: string; object?: KubeObject & { code?: number; message?: string } };
+    const obj = e.object ?? {};
+    switch (e.type) {
+      case 'ADDED':
+      case 'MODIFIED':
+        this.#known.set(keyOf(obj), obj.metadata?.resourceVersion ?? '');
+        this.#cb.onUpsert(obj);
+        break;
+      case 'DELETED':
+        if (this.#known.delete(keyOf(obj))) this.#cb.onDelete(obj);
+        break;
+      case 'BOOKMARK':
+        break;
+      case 'ERROR':
+        return { ...(obj.code !== undefined ? { code: obj.code } : {}), message: obj.message ?? '' };
+      default:
+        throw new Error(`unknown watch event type ${String(e.type)}`);
+    }
+    if (obj.metadata?.resourceVersion) this.#rv = obj.metadata.resourceVersion;
+    return undefined;
+  }
+
+  #answered(): void {
+    if (!this.#lost) return;
+    this.#o.log.info(
+      { path: this.#o.path, lostForMs: Date.now() - this.#lost.since },
+      'Kubernetes API: answering again',
+    );
+    this.#lost = undefined;
+  }
+
+  #unanswered(e: Error): void {
+    // A server that answers, if only with an error or garbage, is not lost.
+    if (e instanceof KubeApiError && !(e instanceof KubeUnansweredError)) return;
+    this.#lost ??= { since: Date.now(), reason: e.message };
+  }
+
+  #retry(what: string, e: Error, again: () => Promise<void>, level: 'info' | 'warn' = 'warn'): void {
     if (this.#stopped) return;
-    this.#o.log.warn(
+    this.#o.log[level](
       { path: this.#o.path, error: e.message, retryInMs: this.#backoff },
       `Kubernetes API: ${what} failed; retrying`,
     );

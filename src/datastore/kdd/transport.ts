@@ -6,16 +6,25 @@
 import http from 'node:http';
 import https from 'node:https';
 
+export interface WatchHandle {
+  /** Set as soon as the request is made: ends the watch from outside. */
+  abort?: () => void;
+  /** Called when the server has answered the watch (its status line, before any event). */
+  onOpen?: () => void;
+}
+
 export interface KubeTransport {
   get(path: string): Promise<unknown>;
   /**
-   * Streams a watch; resolves when it ends (or is aborted). `onEvent` may call `abort`;
-   * `handle.abort` is set as soon as the request is made, to end it from outside.
+   * Streams a watch; resolves when it ends (or is aborted). `onEvent` may call `abort`.
+   * With `idleMs`, a watch that receives nothing for that long fails (its connection is
+   * presumed dead and is closed).
    */
   watch(
     path: string,
     onEvent: (event: unknown, abort: () => void) => void,
-    handle?: { abort?: () => void },
+    handle?: WatchHandle,
+    opts?: { idleMs?: number },
   ): Promise<void>;
 }
 
@@ -41,10 +50,19 @@ export class KubeApiError extends Error {
   }
 }
 
+/** The server did not answer in time: a timeout, or a watch that went silent. */
+export class KubeUnansweredError extends KubeApiError {
+  constructor(message: string) {
+    super(message, 0);
+  }
+}
+
 /** Largest response accepted for one GET (a page of a list). */
 const MAX_BODY = 256 << 20;
 /** Longest line in a watch stream (one object). */
 const MAX_LINE = 16 << 20;
+/** TCP keepalive's first probe after this much silence: a peer gone without a FIN is found out. */
+const KEEPALIVE_MS = 15_000;
 
 export class HttpKubeTransport implements KubeTransport {
   readonly #e: KubeEndpoint;
@@ -74,6 +92,7 @@ export class HttpKubeTransport implements KubeTransport {
     }
     const req = (url.protocol === 'https:' ? https : http).request(url, opts, onResponse);
     req.on('error', onError);
+    req.on('socket', (s) => s.setKeepAlive(true, KEEPALIVE_MS));
     req.end();
     return req;
   }
@@ -113,7 +132,7 @@ export class HttpKubeTransport implements KubeTransport {
         reject,
       ).then((r) => {
         req = r;
-        r.setTimeout(this.#e.timeoutMs ?? 60_000, () => r.destroy(new KubeApiError(`GET ${path}: timed out`, 0)));
+        r.setTimeout(this.#e.timeoutMs ?? 60_000, () => r.destroy(new KubeUnansweredError(`GET ${path}: timed out`)));
       }, reject);
     });
     return done;
@@ -122,31 +141,57 @@ export class HttpKubeTransport implements KubeTransport {
   watch(
     path: string,
     onEvent: (event: unknown, abort: () => void) => void,
-    handle?: { abort?: () => void },
+    handle?: WatchHandle,
+    opts: { idleMs?: number } = {},
   ): Promise<void> {
     return new Promise((resolve, reject) => {
       let aborted = false;
       let req: http.ClientRequest | undefined;
+      let idle: NodeJS.Timeout | undefined;
       const stop = () => {
         aborted = true;
+        clearTimeout(idle);
         req?.destroy();
         resolve();
       };
+      const fail = (e: Error) => {
+        clearTimeout(idle);
+        req?.destroy();
+        reject(e);
+      };
+      // Re-armed by every chunk: bookmarks keep a quiet watch from idling.
+      const arm = () => {
+        if (!opts.idleMs) return;
+        clearTimeout(idle);
+        idle = setTimeout(
+          () =>
+            fail(
+              new KubeUnansweredError(
+                `watch ${path}: nothing received in ${opts.idleMs} ms, not even a bookmark; the connection is presumed dead`,
+              ),
+            ),
+          opts.idleMs,
+        );
+      };
       if (handle) handle.abort = stop;
+      arm();
       void this.#request(
         path,
         (res) => {
           if ((res.statusCode ?? 0) >= 300) {
+            clearTimeout(idle);
             res.resume();
             reject(new KubeApiError(`watch ${path}: HTTP ${res.statusCode}`, res.statusCode ?? 0));
             return;
           }
+          handle?.onOpen?.();
+          arm();
           let pending = '';
           res.on('data', (d: Buffer) => {
+            arm();
             pending += d.toString('utf8');
             if (pending.length > MAX_LINE) {
-              req?.destroy();
-              reject(new KubeApiError(`watch ${path}: a line over ${MAX_LINE} bytes`, 0));
+              fail(new KubeApiError(`watch ${path}: a line over ${MAX_LINE} bytes`, 0));
               return;
             }
             let nl: number;
@@ -158,28 +203,30 @@ export class HttpKubeTransport implements KubeTransport {
               try {
                 event = JSON.parse(line);
               } catch {
-                req?.destroy();
-                reject(new KubeApiError(`watch ${path}: a line that is not JSON`, 0));
+                fail(new KubeApiError(`watch ${path}: a line that is not JSON`, 0));
                 return;
               }
               try {
                 onEvent(event, stop);
               } catch (e) {
-                req?.destroy();
-                reject(e as Error);
+                fail(e as Error);
                 return;
               }
             }
           });
-          res.on('end', () => resolve());
-          res.on('close', () => resolve());
-          res.on('error', (e) => (aborted ? resolve() : reject(e)));
+          const ended = () => {
+            clearTimeout(idle);
+            resolve();
+          };
+          res.on('end', ended);
+          res.on('close', ended);
+          res.on('error', (e) => (aborted ? ended() : fail(e)));
         },
-        (e) => (aborted ? resolve() : reject(e)),
+        (e) => (aborted ? resolve() : fail(e)),
       ).then((r) => {
         req = r;
         if (aborted) r.destroy();
-      }, reject);
+      }, fail);
     });
   }
 }

@@ -1,0 +1,73 @@
+// The tests' processes that speak JSON lines on stdin and stdout, run in a lab's network
+// namespace: the Kubernetes API server (kube-apiserver-main.ts) and the blackhole proxy
+// (blackhole-proxy.ts). Each command is answered {"done": n, ...}.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const API_MAIN = fileURLToPath(new URL('./kube-apiserver-main.js', import.meta.url));
+const PROXY_MAIN = fileURLToPath(new URL('./blackhole-proxy.js', import.meta.url));
+
+class LineProcess {
+  readonly proc: ChildProcess;
+  out = '';
+  #sent = 0;
+  constructor(netns: string, argv: string[]) {
+    this.proc = spawn('ip', ['netns', 'exec', netns, process.execPath, ...argv], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    this.proc.stdout?.on('data', (d: Buffer) => (this.out += d.toString()));
+  }
+  /** The first line it printed. */
+  async first<T>(field: string): Promise<T> {
+    const t0 = Date.now();
+    while (!this.out.includes(`"${field}"`)) {
+      assert.ok(Date.now() - t0 < 10_000, `${this.constructor.name} never started`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return JSON.parse(this.out.split('\n')[0] as string) as T;
+  }
+  /** Sends a command line; resolves with its answer. */
+  async command(line: string): Promise<Record<string, unknown>> {
+    const n = ++this.#sent;
+    this.proc.stdin?.write(`${line}\n`);
+    const t0 = Date.now();
+    const re = new RegExp(`^\\{"done":${n}[,}].*$`, 'm');
+    for (;;) {
+      const m = re.exec(this.out);
+      if (m) return JSON.parse(m[0]) as Record<string, unknown>;
+      assert.ok(Date.now() - t0 < 5000, `${this.constructor.name} never answered ${line}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+export class ApiProcess extends LineProcess {
+  constructor(netns: string) {
+    super(netns, [API_MAIN]);
+  }
+  async url(): Promise<string> {
+    return (await this.first<{ url: string }>('url')).url;
+  }
+  async send(cmd: Record<string, unknown>): Promise<void> {
+    await this.command(JSON.stringify(cmd));
+  }
+  put = (resource: string, object: unknown) => this.send({ op: 'put', resource, object });
+  install = (resource: string) => this.send({ op: 'install', resource });
+  del = (resource: string, namespace: string, name: string) => this.send({ op: 'delete', resource, namespace, name });
+  /** A BOOKMARK to every watch each `everyMs` (the real server sends one each minute). */
+  bookmarks = (everyMs: number) => this.send({ op: 'bookmarks', everyMs });
+}
+
+export class ProxyProcess extends LineProcess {
+  constructor(netns: string, target: { host: string; port: number }) {
+    super(netns, [PROXY_MAIN, target.host, String(target.port)]);
+  }
+  async port(): Promise<number> {
+    return (await this.first<{ port: number }>('port')).port;
+  }
+  /** Switches mode; resolves with how many connections it has relayed. */
+  async mode(m: 'forward' | 'vanish' | 'moved'): Promise<number> {
+    return (await this.command(m)).relayed as number;
+  }
+}

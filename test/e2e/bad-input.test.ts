@@ -187,4 +187,36 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     assert.ok(lab.tcp(a, b.ip, 9090, 300));
     assert.equal(agent.proc.exitCode, null);
   });
+
+  it('a 209 MB file is reported and not read: liveness answers throughout, the agent keeps programming (issue 51 D6)', {
+    timeout: 120_000,
+  }, async () => {
+    const doc = (i: number) =>
+      `apiVersion: ${V3}\nkind: GlobalNetworkSet\nmetadata:\n  name: big-${i}\nspec:\n  nets:\n${'  - 10.0.0.0/8\n'.repeat(1000)}`;
+    const chunk = Array.from({ length: 100 }, (_, i) => doc(i)).join('---\n');
+    const big = join(dir, 'big.yaml');
+    writeFileSync(big, `---\n${chunk}`.repeat(Math.ceil((209 << 20) / (chunk.length + 4))));
+    try {
+      const t0 = Date.now();
+      let slowest = 0;
+      while (Date.now() - t0 < 3000) {
+        const t = Date.now();
+        assert.equal(lab.http('http://127.0.0.1:9099/liveness').status, 204);
+        slowest = Math.max(slowest, Date.now() - t);
+      }
+      assert.ok(
+        (await lab.until(
+          () => warnings().some((w) => /^big\.yaml is 210\.\d MiB, more than the 16\.0 MiB/.test(w)),
+          10_000,
+        )) >= 0,
+        'the file was not reported',
+      );
+      console.log(`# liveness answered in at most ${slowest} ms while a 209 MB file sat in the datastore`);
+      writeResources(dir, [policy(8080)], 'policy.yaml');
+      assert.ok((await lab.until(() => lab.tcp(a, b.ip, 8080, 300), 10_000)) >= 0, 'a policy edit never landed');
+      assert.equal(agent.proc.exitCode, null, 'the agent exited');
+    } finally {
+      rmSync(big);
+    }
+  });
 });

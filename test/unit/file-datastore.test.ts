@@ -44,9 +44,9 @@ const key = (r: Res) =>
     ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
   }) as string;
 
-async function started(dir: string, opts: { pollMs?: number } = {}) {
+async function started(dir: string, opts: { pollMs?: number; maxFileBytes?: number; maxTotalBytes?: number } = {}) {
   const cap = captureLog();
-  const syncer = new FileSyncer({ dir, log: cap.log, pollMs: opts.pollMs ?? 0 });
+  const syncer = new FileSyncer({ dir, log: cap.log, ...opts, pollMs: opts.pollMs ?? 0 });
   const rec = new SyncerRecorder();
   syncer.start(rec);
   return { syncer, rec, ...cap };
@@ -341,6 +341,100 @@ describe('file datastore: syncing', () => {
       writeFileSync(join(dir, 'p.yaml'), yaml(profile('kns.prod', { changed: 'yes' })));
       await rec.waitFor(() => JSON.stringify(rec.state.get(key(prof))).includes('changed'), 5000, 'the return');
     } finally {
+      await syncer.stop();
+    }
+  });
+
+  it("a 209 MB file is not read: reported with its size, the agent's loop and heap unmoved, the other files flow (issue 51 D6)", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'a.yaml'), yaml(prof));
+    // The probe: 209 MB of valid YAML (GlobalNetworkSets), which once held the loop for 4 minutes and then the heap.
+    const doc = (i: number) =>
+      `apiVersion: projectcalico.org/v3\nkind: GlobalNetworkSet\nmetadata:\n  name: big-${i}\nspec:\n  nets:\n${'  - 10.0.0.0/8\n'.repeat(1000)}`;
+    const chunk = Array.from({ length: 100 }, (_, i) => doc(i)).join('---\n');
+    const big = `---\n${chunk}`.repeat(Math.ceil((209 << 20) / (chunk.length + 4)));
+    writeFileSync(join(dir, 'big.yaml'), big);
+    const heap0 = process.memoryUsage().heapUsed;
+    const t0 = Date.now();
+    const { syncer, rec, warnings } = await started(dir);
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
+      assert.ok(Date.now() - t0 < 3000, `in sync after ${Date.now() - t0} ms`);
+      assert.ok(rec.state.has(key(prof)), 'the other file flowed');
+      assert.deepEqual(
+        warnings().filter((w) => w.includes('big.yaml')),
+        [
+          `big.yaml is ${(big.length / 2 ** 20).toFixed(1)} MiB, more than the 16.0 MiB a file may be (split it into smaller files); it is not read; keeping the file's last good resources`,
+        ],
+      );
+      assert.ok(process.memoryUsage().heapUsed - heap0 < 64 << 20, 'the file was read');
+    } finally {
+      await syncer.stop();
+    }
+  });
+
+  it('a file grown past the cap keeps its last good resources; files past the directory budget are not read (issue 51 D6)', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'a.yaml'), yaml(prof));
+    writeFileSync(join(dir, 'b.yaml'), yaml(pol));
+    writeFileSync(join(dir, 'c.yaml'), yaml(ep));
+    // Room for a.yaml and either of the others, not both.
+    const budget = yaml(prof).length + Math.max(yaml(pol).length, yaml(ep).length);
+    const { syncer, rec, warnings } = await started(dir, { maxFileBytes: 4096, maxTotalBytes: budget });
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 5000, 'in-sync');
+      // a.yaml and b.yaml fit the budget; c.yaml does not.
+      assert.ok(rec.state.has(key(prof)) && rec.state.has(key(pol)));
+      assert.equal(rec.state.has(key(ep)), false);
+      assert.ok(
+        warnings().some((w) => /holds more than \d+\.\d KiB of files up to c\.yaml; it is not read/.test(w)),
+        warnings().join('\n'),
+      );
+      rec.clear();
+      // b.yaml grows past the 4 KiB cap: its policy stays.
+      writeFileSync(join(dir, 'b.yaml'), `${yaml(pol)}# ${'x'.repeat(5000)}\n`);
+      await rec
+        .waitFor(
+          () => warnings().some((w) => /^b\.yaml is 5\.\d KiB, more than the 4\.0 KiB a file may be/.test(w)),
+          5000,
+        )
+        .catch((e: Error) => assert.fail(`${e.message}: ${warnings().join('; ')}`));
+      assert.ok(rec.state.has(key(pol)), 'its policy stays');
+      // And c.yaml fits the budget now that b.yaml is not read.
+      await rec.waitFor(() => rec.state.has(key(ep)), 5000, 'c.yaml once it fits the budget');
+      assert.deepEqual(
+        rec.updates.filter((u) => u.value === null),
+        [],
+        'nothing was deleted',
+      );
+    } finally {
+      await syncer.stop();
+    }
+  });
+
+  it('parsing a file of megabytes gives the event loop a turn every few milliseconds (issue 51 D6)', async () => {
+    const dir = tempDir();
+    const many = Array.from({ length: 4000 }, (_, i) =>
+      gnp(`p${i}`, {
+        selector: `app == 'x${i}'`,
+        ingress: [{ action: 'Allow', source: { nets: ['10.0.0.0/8', '10.1.0.0/16'] } }],
+      }),
+    );
+    writeFileSync(join(dir, 'many.yaml'), yaml(...many));
+    let last = performance.now();
+    let longest = 0;
+    const tick = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 1);
+    const { syncer, rec } = await started(dir);
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 60_000, 'in-sync');
+      assert.equal(rec.state.size, 4000);
+      assert.ok(longest < 150, `the loop was held ${longest.toFixed(0)} ms`);
+    } finally {
+      clearInterval(tick);
       await syncer.stop();
     }
   });

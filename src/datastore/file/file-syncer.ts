@@ -6,7 +6,7 @@
 // or a resource that stops validating, keeps its last good resources until it is fixed.
 // A resource defined in two files is taken from the first file in path order.
 import { type FSWatcher, watch } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 
 import { errorMessage, type Logger } from '../../log.js';
@@ -14,7 +14,7 @@ import type { Resource } from '../../model/schemas.js';
 import { validateResource } from '../../model/validate.js';
 import { keyOf } from '../keys.js';
 import type { Syncer, SyncerCallbacks, Update } from '../types.js';
-import { isResourceFile, parseResourceFile } from './parse.js';
+import { isResourceFile, parseResourceFileSliced } from './parse.js';
 
 export interface FileSyncerOptions {
   dir: string;
@@ -23,7 +23,21 @@ export interface FileSyncerOptions {
   debounceMs?: number;
   /** Full rescan period, a safety net for missed notifications (0: none). */
   pollMs?: number;
+  /** The largest file read (bigger ones are reported and their last good resources kept). */
+  maxFileBytes?: number;
+  /** The most bytes read from the whole directory (files past it, in path order, likewise). */
+  maxTotalBytes?: number;
 }
+
+/**
+ * YAML parses at about a megabyte a second here and its syntax tree takes tens of times
+ * the text: a 209 MB file held the loop for 4 minutes, then exhausted the heap, at every
+ * start (issue 51 D6). A calicoctl file of thousands of policies is a few megabytes.
+ */
+export const MAX_FILE_BYTES = 16 << 20;
+export const MAX_TOTAL_BYTES = 128 << 20;
+/** How long parsing and validating run before the event loop gets a turn. */
+const SLICE_MS = 5;
 
 interface Good {
   resource: Resource;
@@ -37,6 +51,38 @@ interface FileState {
   entries: Map<string, Good>;
   /** Problems reported for the file's current content (reported once). */
   problems: Set<string>;
+  /** Not read for the directory's budget: read once it fits, changed or not. */
+  overBudget?: boolean;
+}
+
+interface Listed {
+  sig: string;
+  size: number;
+}
+
+const mb = (bytes: number) =>
+  bytes < 2 ** 20 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+/** A file's text, or undefined when it holds more than `cap` bytes (it may have grown since its stat). */
+async function readCapped(path: string, cap: number): Promise<string | undefined> {
+  const fh = await open(path, 'r');
+  try {
+    let buf = Buffer.allocUnsafe(Math.min(cap + 1, (await fh.stat()).size + 4096));
+    let len = 0;
+    for (;;) {
+      if (len === buf.length) {
+        if (len > cap) return undefined;
+        const bigger = Buffer.allocUnsafe(cap + 1);
+        buf.copy(bigger, 0, 0, len);
+        buf = bigger;
+      }
+      const { bytesRead } = await fh.read(buf, len, buf.length - len, len);
+      if (bytesRead === 0) return buf.toString('utf8', 0, len);
+      len += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
 }
 
 function rawKey(value: unknown): string | undefined {
@@ -55,6 +101,8 @@ export class FileSyncer implements Syncer {
   readonly #log: Logger;
   readonly #debounceMs: number;
   readonly #pollMs: number;
+  readonly #maxFileBytes: number;
+  readonly #maxTotalBytes: number;
   readonly #files = new Map<string, FileState>();
   /** What was delivered: key -> {json, file}. */
   readonly #emitted = new Map<string, { json: string; file: string }>();
@@ -75,6 +123,8 @@ export class FileSyncer implements Syncer {
     this.#log = opts.log.child({ datastore: 'file', dir: opts.dir });
     this.#debounceMs = opts.debounceMs ?? 25;
     this.#pollMs = opts.pollMs ?? 5000;
+    this.#maxFileBytes = opts.maxFileBytes ?? MAX_FILE_BYTES;
+    this.#maxTotalBytes = opts.maxTotalBytes ?? MAX_TOTAL_BYTES;
   }
 
   start(callbacks: SyncerCallbacks): void {
@@ -132,8 +182,8 @@ export class FileSyncer implements Syncer {
     }
   }
 
-  async #listFiles(): Promise<Map<string, string> | undefined> {
-    const out = new Map<string, string>();
+  async #listFiles(): Promise<Map<string, Listed> | undefined> {
+    const out = new Map<string, Listed>();
     const walk = async (dir: string): Promise<void> => {
       const entries = await readdir(dir, { withFileTypes: true });
       for (const e of entries) {
@@ -143,7 +193,8 @@ export class FileSyncer implements Syncer {
         else if (isResourceFile(e.name)) {
           try {
             const s = await stat(path);
-            if (s.isFile()) out.set(relative(this.#dir, path), `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`);
+            if (s.isFile())
+              out.set(relative(this.#dir, path), { sig: `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`, size: s.size });
           } catch {
             // Gone between readdir and stat: it is simply not there.
           }
@@ -185,10 +236,19 @@ export class FileSyncer implements Syncer {
 
     if (!this.#inSync) this.#cb?.onStatusUpdated('resync-in-progress');
     for (const name of [...this.#files.keys()]) if (!listing.has(name)) this.#files.delete(name);
-    for (const [name, sig] of listing) {
+    let total = 0;
+    for (const name of [...listing.keys()].sort()) {
+      const { sig, size } = listing.get(name) as Listed;
+      // (A file over the cap is not read, so it takes none of the budget.)
+      if (size <= this.#maxFileBytes) total += size;
       const old = this.#files.get(name);
-      if (old?.sig === sig) continue;
-      await this.#load(name, sig, old);
+      const overBudget = size <= this.#maxFileBytes && total > this.#maxTotalBytes;
+      if (old?.sig === sig && !old.overBudget) continue;
+      if (overBudget) {
+        const why = `the datastore directory holds more than ${mb(this.#maxTotalBytes)} of files up to ${name}`;
+        this.#keepLastGood(name, sig, old, `${why}; it is not read`);
+        (this.#files.get(name) as FileState).overBudget = true;
+      } else await this.#load(name, sig, size, old);
       if (this.#stopped) return;
     }
     this.#deliver();
@@ -199,10 +259,26 @@ export class FileSyncer implements Syncer {
     }
   }
 
-  async #load(name: string, sig: string, old: FileState | undefined): Promise<void> {
-    let text: string;
+  /** A file that is not read now: its last good resources stay, and why is said once. */
+  #keepLastGood(name: string, sig: string, old: FileState | undefined, why: string): void {
+    const message = `${why}; keeping the file's last good resources`;
+    if (!old?.problems.has(message)) this.#log.warn({ file: name }, message);
+    this.#files.set(name, { sig, entries: old?.entries ?? new Map(), problems: new Set([message]) });
+  }
+
+  async #load(name: string, sig: string, size: number, old: FileState | undefined): Promise<void> {
+    if (size > this.#maxFileBytes) {
+      this.#keepLastGood(
+        name,
+        sig,
+        old,
+        `${name} is ${mb(size)}, more than the ${mb(this.#maxFileBytes)} a file may be (split it into smaller files); it is not read`,
+      );
+      return;
+    }
+    let text: string | undefined;
     try {
-      text = await readFile(join(this.#dir, name), 'utf8');
+      text = await readCapped(join(this.#dir, name), this.#maxFileBytes);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
         this.#files.delete(name);
@@ -210,19 +286,33 @@ export class FileSyncer implements Syncer {
       }
       throw e;
     }
+    if (text === undefined) {
+      this.#keepLastGood(
+        name,
+        sig,
+        old,
+        `${name} grew past the ${mb(this.#maxFileBytes)} a file may be; it is not read`,
+      );
+      return;
+    }
+    const parsed = await parseResourceFileSliced(name, text, SLICE_MS);
+    text = undefined;
+    if (!parsed.ok) {
+      // Keep every resource the file had until it parses again.
+      this.#keepLastGood(name, sig, old, parsed.error);
+      return;
+    }
     const state: FileState = { sig, entries: new Map(), problems: new Set() };
     const report = (message: string) => {
       state.problems.add(message);
       if (!old?.problems.has(message)) this.#log.warn({ file: name }, message);
     };
-    const parsed = parseResourceFile(name, text);
-    if (!parsed.ok) {
-      // Keep every resource the file had until it parses again.
-      report(`${parsed.error}; keeping the file's last good resources`);
-      this.#files.set(name, { ...state, entries: old?.entries ?? new Map() });
-      return;
-    }
+    let t0 = performance.now();
     for (const { value, source } of parsed.entries) {
+      if (performance.now() - t0 > SLICE_MS) {
+        await new Promise((r) => setImmediate(r));
+        t0 = performance.now();
+      }
       const r = validateResource(value, source);
       if (!r.ok) {
         const key = rawKey(value);

@@ -15,36 +15,60 @@ const MAX_INDENT = 256;
  * entries ("- - - x"). Block scalars (`|`, `>`) are skipped. Returns the problem, if any.
  */
 export function textNestingProblem(text: string): string | undefined {
-  let flow = 0;
-  let blockScalarIndent = -1;
-  const lines = text.split('\n');
-  for (let n = 0; n < lines.length; n++) {
-    const line = lines[n] as string;
-    const indent = line.length - line.trimStart().length;
-    if (blockScalarIndent >= 0) {
-      if (line.trim() === '' || indent > blockScalarIndent) continue;
-      blockScalarIndent = -1;
-    }
-    if (indent > MAX_INDENT) return `line ${n + 1} is indented ${indent} columns (more than ${MAX_INDENT})`;
-    const compact = /^(?:[-?:][ \t]+)*/.exec(line.slice(indent))?.[0].replace(/[ \t]/g, '').length ?? 0;
-    if (compact > MAX_DEPTH) return `line ${n + 1} opens ${compact} nested entries (more than ${MAX_DEPTH})`;
-    let quote = '';
-    for (let i = indent; i < line.length; i++) {
-      const c = line[i];
-      if (quote) {
-        if (c === quote) quote = '';
-        else if (c === '\\' && quote === '"') i++;
-        continue;
-      }
-      if (c === '#' && (i === 0 || line[i - 1] === ' ' || line[i - 1] === '\t')) break;
-      if (c === '"' || c === "'") quote = c;
-      else if (c === '[' || c === '{') {
-        if (++flow > MAX_DEPTH) return `line ${n + 1} nests flow collections more than ${MAX_DEPTH} deep`;
-      } else if ((c === ']' || c === '}') && flow > 0) flow--;
-    }
-    // A block scalar header ends its line: `key: |`, `- >-`, `key: |2+ # comment`.
-    if (!quote && /(?:^|[\s:-])[|>][-+0-9]*\s*(?:#.*)?$/.test(line)) blockScalarIndent = indent;
+  const steps = nestingSteps(text);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
   }
+}
+
+/** Lines between nestingSteps' offers to pause. */
+const LINES_PER_STEP = 2048;
+
+/** textNestingProblem as steps: it yields every LINES_PER_STEP lines so a caller can pause it. */
+export function* nestingSteps(text: string): Generator<void, string | undefined> {
+  const scan = { flow: 0, blockScalarIndent: -1 };
+  let n = 0;
+  for (let at = 0; at <= text.length; n++) {
+    const nl = text.indexOf('\n', at);
+    const end = nl < 0 ? text.length : nl;
+    const problem = lineProblem(text.slice(at, end), n + 1, scan);
+    if (problem) return problem;
+    at = end + 1;
+    if (n % LINES_PER_STEP === LINES_PER_STEP - 1) yield;
+  }
+  return undefined;
+}
+
+function lineProblem(
+  line: string,
+  lineNo: number,
+  scan: { flow: number; blockScalarIndent: number },
+): string | undefined {
+  const indent = line.length - line.trimStart().length;
+  if (scan.blockScalarIndent >= 0) {
+    if (line.trim() === '' || indent > scan.blockScalarIndent) return undefined;
+    scan.blockScalarIndent = -1;
+  }
+  if (indent > MAX_INDENT) return `line ${lineNo} is indented ${indent} columns (more than ${MAX_INDENT})`;
+  const compact = /^(?:[-?:][ \t]+)*/.exec(line.slice(indent))?.[0].replace(/[ \t]/g, '').length ?? 0;
+  if (compact > MAX_DEPTH) return `line ${lineNo} opens ${compact} nested entries (more than ${MAX_DEPTH})`;
+  let quote = '';
+  for (let i = indent; i < line.length; i++) {
+    const c = line[i];
+    if (quote) {
+      if (c === quote) quote = '';
+      else if (c === '\\' && quote === '"') i++;
+      continue;
+    }
+    if (c === '#' && (i === 0 || line[i - 1] === ' ' || line[i - 1] === '\t')) break;
+    if (c === '"' || c === "'") quote = c;
+    else if (c === '[' || c === '{') {
+      if (++scan.flow > MAX_DEPTH) return `line ${lineNo} nests flow collections more than ${MAX_DEPTH} deep`;
+    } else if ((c === ']' || c === '}') && scan.flow > 0) scan.flow--;
+  }
+  // A block scalar header ends its line: `key: |`, `- >-`, `key: |2+ # comment`.
+  if (!quote && /(?:^|[\s:-])[|>][-+0-9]*\s*(?:#.*)?$/.test(line)) scan.blockScalarIndent = indent;
   return undefined;
 }
 

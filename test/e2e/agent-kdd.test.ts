@@ -155,4 +155,41 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     await api.del('clusternetworkpolicies', '', 'no-other-to-db');
     assert.equal(lab.tcp(apiW, db.ip, 6543, 300), true);
   });
+
+  it('a NetworkPolicy Kubernetes would not accept drops only its bad rules and keeps isolating (issue 51 D9)', async () => {
+    // (The tests' API server takes what a real one refuses at admission: the fault on demand.)
+    const bad = (podSelector: Record<string, unknown>) => ({
+      metadata: { name: 'db-bad', namespace: 'shop' },
+      spec: {
+        podSelector,
+        policyTypes: ['Ingress'],
+        ingress: [
+          { from: [{ podSelector: { matchLabels: { app: "nobody' || app == 'other" } } }] },
+          { from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port: 5432 }] },
+          { ports: [{ protocol: 'FOO', port: 6543 }] },
+        ],
+      },
+    });
+    await api.put('networkpolicies', bad({ matchLabels: { app: 'db' } }));
+    assert.ok(
+      (await lab.until(() => !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0,
+      `the policy never isolated the database:\n${agent.log.slice(-2000)}`,
+    );
+    assert.equal(lab.tcp(apiW, db.ip, 5432, 300), true, 'the good rule was lost');
+    assert.equal(lab.tcp(other, db.ip, 5432, 200), false, 'the injected peer widened the rule');
+    assert.equal(lab.tcp(apiW, db.ip, 6543, 200), false, 'the rule with a bad protocol opened a port');
+    assert.match(agent.log, /ingress rule 0: label value .* is not a Kubernetes label value; dropped/);
+    // A pod selector that cannot be read: every pod of the namespace is isolated by it.
+    await lab.listen(other, [5432]);
+    assert.equal(lab.tcp(db, other.ip, 5432, 300), true, 'other is not isolated yet');
+    await api.put('networkpolicies', bad({ matchLabels: { app: "db' || app == 'x" } }));
+    assert.ok(
+      (await lab.until(() => !lab.tcp(db, other.ip, 5432, 200) && lab.tcp(apiW, db.ip, 5432, 300), 10_000)) >= 0,
+      'the policy did not fall back to isolating the whole namespace',
+    );
+    assert.equal(lab.tcp(apiW, other.ip, 5432, 300), true, "the policy's rules still allow what they allow");
+    assert.equal(lab.tcp(other, db.ip, 5432, 200), false);
+    await api.del('networkpolicies', 'shop', 'db-bad');
+    assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the deletion never landed');
+  });
 });

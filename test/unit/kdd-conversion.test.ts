@@ -3,7 +3,6 @@
 // profiles, NetworkPolicies as Calico policies (selectors, ports, peers, types).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-
 import {
   k8sNetworkPolicyToCalico,
   k8sSelectorToCalico,
@@ -389,6 +388,80 @@ describe('KDD conversion: NetworkPolicy', () => {
     assert.deepEqual((resource.spec as { ingress: unknown[] }).ingress, [
       { action: 'Allow', protocol: 'TCP', destination: { ports: [80] } },
     ]);
+  });
+});
+
+describe('KDD conversion: NetworkPolicies Kubernetes would not accept (issue 51 D9)', () => {
+  const INJECTED = "nobody' || app == 'client";
+  const validate = (r: Record<string, unknown>) => {
+    const v = validateResource(r);
+    assert.ok(v.ok, v.ok ? '' : v.error.message);
+  };
+
+  it('a peer selector value that would widen the peer is refused, and only its rule is dropped', () => {
+    const { resource, problems } = k8sNetworkPolicyToCalico({
+      metadata: { name: 'db', namespace: 'shop' },
+      spec: {
+        podSelector: { matchLabels: { app: 'db' } },
+        ingress: [
+          { from: [{ podSelector: { matchLabels: { app: INJECTED } } }] },
+          { from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ port: 5432 }] },
+          { from: [{ podSelector: { matchLabels: { "a == 'b' || has(x": 'y' } } }] },
+          { from: [{ namespaceSelector: { matchExpressions: [{ key: 'env', operator: 'In', values: [INJECTED] }] } }] },
+          { from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'Gt', values: ['1'] }] } }] },
+          { from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: [] }] } }] },
+          { from: [{ podSelector: { matchExpressions: [{ key: 'app', operator: 'Exists', values: ['x'] }] } }] },
+          { ports: [{ protocol: 'FOO' as never, port: 80 }] },
+          { ports: [{ port: 'http port' }] },
+        ],
+      },
+    });
+    assert.deepEqual(
+      problems.map((p) => p.replace(/:.*$/, '')),
+      [
+        'ingress rule 0',
+        'ingress rule 2',
+        'ingress rule 3',
+        'ingress rule 4',
+        'ingress rule 5',
+        'ingress rule 6',
+        'ingress rule 7',
+        'ingress rule 8',
+      ],
+    );
+    assert.match(
+      problems[0] ?? '',
+      /label value "nobody' \|\| app == 'client" is not a Kubernetes label value; dropped/,
+    );
+    assert.match(problems[6] ?? '', /protocol "FOO" is not TCP, UDP or SCTP; dropped/);
+    const spec = resource.spec as { selector: string; types: string[]; ingress: unknown[] };
+    assert.equal(spec.selector, "projectcalico.org/orchestrator == 'k8s' && app == 'db'");
+    assert.deepEqual(spec.types, ['Ingress']);
+    assert.deepEqual(spec.ingress, [
+      {
+        action: 'Allow',
+        protocol: 'TCP',
+        source: { selector: "projectcalico.org/orchestrator == 'k8s' && app == 'api'" },
+        destination: { ports: [5432] },
+      },
+    ]);
+    // What is left is a valid policy: it is not dropped downstream, so the pods stay isolated.
+    validate(resource);
+  });
+
+  it('a pod selector that cannot be read isolates every pod of the namespace (fail closed)', () => {
+    for (const podSelector of [
+      { matchLabels: { app: INJECTED } },
+      { matchExpressions: [{ key: 'app', operator: 'Matches', values: ['d.*'] }] },
+    ]) {
+      const { resource, problems } = k8sNetworkPolicyToCalico({
+        metadata: { name: 'db', namespace: 'shop' },
+        spec: { podSelector, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }] }] },
+      });
+      assert.match(problems.join(), /podSelector: .*; the policy isolates every pod of its namespace instead/);
+      assert.equal((resource.spec as { selector: string }).selector, "projectcalico.org/orchestrator == 'k8s'");
+      validate(resource);
+    }
   });
 });
 

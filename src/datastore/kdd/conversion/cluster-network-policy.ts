@@ -10,7 +10,7 @@
 // replaced by a deny-all if it denies or passes. A bad tier or subject withdraws the policy.
 import { parseCidr } from '../../../model/net.js';
 import type { ClusterNetworkPolicy, CnpPeer, CnpPort, CnpProtocol, CnpRule } from '../k8s-types.js';
-import { addProtocolPorts, k8sSelectorToCalico, type Port, simplifyPorts } from './network-policy.js';
+import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError, simplifyPorts } from './network-policy.js';
 
 export const KUBE_ADMIN_TIER = 'kube-admin';
 export const KUBE_BASELINE_TIER = 'kube-baseline';
@@ -133,14 +133,19 @@ export function k8sClusterNetworkPolicyToCalico(cnp: ClusterNetworkPolicy): Conv
     };
   let namespaceSelector: string;
   let selector: string;
-  if (spec.subject?.namespaces) {
-    namespaceSelector = k8sSelectorToCalico(spec.subject.namespaces, 'namespace');
-    selector = k8sSelectorToCalico(undefined, 'pod');
-  } else if (spec.subject?.pods) {
-    namespaceSelector = k8sSelectorToCalico(spec.subject.pods.namespaceSelector ?? {}, 'namespace');
-    selector = k8sSelectorToCalico(spec.subject.pods.podSelector ?? {}, 'pod');
-  } else {
-    return { resource: undefined, problems: ['no subject (namespaces or pods); the policy is not applied'] };
+  try {
+    if (spec.subject?.namespaces) {
+      namespaceSelector = k8sSelectorToCalico(spec.subject.namespaces, 'namespace');
+      selector = k8sSelectorToCalico(undefined, 'pod');
+    } else if (spec.subject?.pods) {
+      namespaceSelector = k8sSelectorToCalico(spec.subject.pods.namespaceSelector ?? {}, 'namespace');
+      selector = k8sSelectorToCalico(spec.subject.pods.podSelector ?? {}, 'pod');
+    } else {
+      return { resource: undefined, problems: ['no subject (namespaces or pods); the policy is not applied'] };
+    }
+  } catch (e) {
+    if (!(e instanceof SelectorError)) throw e;
+    return { resource: undefined, problems: [`subject: ${e.message}; the policy is not applied`] };
   }
   const convert = (dir: 'ingress' | 'egress') => {
     const out: Array<Record<string, unknown>> = [];

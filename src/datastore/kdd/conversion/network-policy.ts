@@ -5,15 +5,46 @@
 // (SimplifyPorts), `endPort` as a range; an ipBlock peer becomes nets and notNets, other
 // peers a selector and a namespace selector (an empty one: all(); none: the policy's own
 // namespace). Types from policyTypes, Ingress when there are none. A rule that cannot be
-// converted is dropped and reported; the rest of the policy stands.
+// converted (a peer's selector Kubernetes would not accept, a protocol, a port) is dropped
+// and reported; the rest of the policy stands and keeps isolating (issue 51 D9: a bad
+// value dropped the whole policy, and the pods it isolated were open).
 import { parseCidr } from '../../../model/net.js';
 import type { LabelSelector, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort } from '../k8s-types.js';
 
 export const KNP_ORDER = 1000;
 
+// Kubernetes' label syntax: a key is an optional DNS-subdomain prefix and a name, a value
+// empty or a name. What does not match is refused, never interpolated: a value such as
+// `nobody' || app == 'client` would otherwise close the quote and widen the selector
+// (issue 51 D9).
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_PREFIX = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export class SelectorError extends Error {}
+
+function labelKey(k: unknown): string {
+  const text = String(k);
+  const slash = text.lastIndexOf('/');
+  const prefix = slash < 0 ? undefined : text.slice(0, slash);
+  const name = slash < 0 ? text : text.slice(slash + 1);
+  const ok =
+    typeof k === 'string' &&
+    name.length <= 63 &&
+    LABEL_NAME.test(name) &&
+    (prefix === undefined || (prefix.length <= 253 && LABEL_PREFIX.test(prefix)));
+  if (!ok) throw new SelectorError(`label key ${JSON.stringify(text).slice(0, 80)} is not a Kubernetes label key`);
+  return text;
+}
+
+function labelValue(v: unknown): string {
+  if (typeof v !== 'string' || v.length > 63 || (v !== '' && !LABEL_NAME.test(v)))
+    throw new SelectorError(`label value ${JSON.stringify(v).slice(0, 80)} is not a Kubernetes label value`);
+  return `'${v}'`;
+}
+
 /**
  * A k8s label selector in Calico's syntax; pod selectors get the orchestrator clause, empty namespace selectors are
- * all().
+ * all(). A key, value or operator Kubernetes would not accept is a SelectorError.
  */
 export function k8sSelectorToCalico(s: LabelSelector | undefined, type: 'pod' | 'namespace'): string {
   const parts: string[] = type === 'pod' ? ["projectcalico.org/orchestrator == 'k8s'"] : [];
@@ -21,16 +52,31 @@ export function k8sSelectorToCalico(s: LabelSelector | undefined, type: 'pod' | 
   const labels = s.matchLabels ?? {};
   const exprs = s.matchExpressions ?? [];
   if (type === 'namespace' && Object.keys(labels).length === 0 && exprs.length === 0) return 'all()';
-  for (const k of Object.keys(labels).sort()) parts.push(`${k} == '${labels[k]}'`);
-  for (const e of exprs) {
-    const values = (e.values ?? []).join("', '");
-    if (e.operator === 'In') parts.push(`${e.key} in { '${values}' }`);
-    else if (e.operator === 'NotIn') parts.push(`${e.key} not in { '${values}' }`);
-    else if (e.operator === 'Exists') parts.push(`has(${e.key})`);
-    else if (e.operator === 'DoesNotExist') parts.push(`! has(${e.key})`);
-  }
+  for (const k of Object.keys(labels).sort()) parts.push(`${labelKey(k)} == ${labelValue(labels[k])}`);
+  for (const e of exprs) parts.push(expression(e));
   return parts.join(' && ');
 }
+
+function expression(e: NonNullable<LabelSelector['matchExpressions']>[number]): string {
+  const key = labelKey(e.key);
+  const values = e.values ?? [];
+  const set = () => {
+    if (!values.length) throw new SelectorError(`operator ${e.operator} on ${key} needs values`);
+    return `{ ${values.map(labelValue).join(', ')} }`;
+  };
+  if ((e.operator === 'Exists' || e.operator === 'DoesNotExist') && values.length)
+    throw new SelectorError(`operator ${e.operator} on ${key} takes no values`);
+  if (e.operator === 'In') return `${key} in ${set()}`;
+  if (e.operator === 'NotIn') return `${key} not in ${set()}`;
+  if (e.operator === 'Exists') return `has(${key})`;
+  if (e.operator === 'DoesNotExist') return `! has(${key})`;
+  throw new SelectorError(`operator ${JSON.stringify(e.operator)} on ${key} is not In, NotIn, Exists or DoesNotExist`);
+}
+
+/** The protocols a Kubernetes NetworkPolicy port may name. */
+const K8S_PROTOCOLS = new Set(['TCP', 'UDP', 'SCTP']);
+/** A named port, as Calico's validation takes it. */
+const PORT_NAME = /^[a-zA-Z0-9]([-a-zA-Z0-9._]*[a-zA-Z0-9])?$/;
 
 export type Port = number | string;
 
@@ -82,7 +128,16 @@ function portOf(p: NetworkPolicyPort): Port[] {
     if (n < 1 || n > 65535) throw new Error(`invalid port ${base}`);
     return [n];
   }
+  if (base.length > 15 || !PORT_NAME.test(base))
+    throw new Error(`invalid port name ${JSON.stringify(base).slice(0, 40)}`);
   return [base];
+}
+
+function protocolOf(p: NetworkPolicyPort): string {
+  const protocol = String(p.protocol ?? 'TCP').toUpperCase();
+  if (!K8S_PROTOCOLS.has(protocol))
+    throw new Error(`protocol ${JSON.stringify(String(p.protocol)).slice(0, 40)} is not TCP, UDP or SCTP`);
+  return protocol;
 }
 
 function peerFields(peer: NetworkPolicyPeer | undefined): Record<string, unknown> {
@@ -114,7 +169,7 @@ function rulesOf(
       byProtocol = new Map([['', undefined]]);
       break;
     }
-    addProtocolPorts(byProtocol, (p.protocol ?? 'TCP').toUpperCase(), portOf(p));
+    addProtocolPorts(byProtocol, protocolOf(p), portOf(p));
   }
   const rules: Array<Record<string, unknown>> = [];
   for (const protocol of [...byProtocol.keys()].sort()) {
@@ -141,6 +196,21 @@ export interface ConvertedPolicy {
   resource: Record<string, unknown>;
   /** Rules that could not be converted (dropped). */
   problems: string[];
+}
+
+/**
+ * The pods the policy isolates. One whose selector cannot be read isolates every pod of its
+ * namespace: dropping the policy would leave the pods it was written for open, and its
+ * rules still allow what they allow.
+ */
+function podSelector(np: NetworkPolicy, problems: string[]): string {
+  try {
+    return k8sSelectorToCalico(np.spec?.podSelector, 'pod');
+  } catch (e) {
+    if (!(e instanceof SelectorError)) throw e;
+    problems.push(`podSelector: ${e.message}; the policy isolates every pod of its namespace instead (fail closed)`);
+    return k8sSelectorToCalico(undefined, 'pod');
+  }
 }
 
 export function k8sNetworkPolicyToCalico(np: NetworkPolicy): ConvertedPolicy {
@@ -173,7 +243,7 @@ export function k8sNetworkPolicyToCalico(np: NetworkPolicy): ConvertedPolicy {
   const spec: Record<string, unknown> = {
     order: KNP_ORDER,
     tier: 'default',
-    selector: k8sSelectorToCalico(np.spec?.podSelector, 'pod'),
+    selector: podSelector(np, problems),
     types,
   };
   if (ingress.length) spec.ingress = ingress;

@@ -1,14 +1,15 @@
 // bench/filesync: the file datastore (issue #4): initial load of a directory of 10,000
-// resources in 500 files, then the time from an edit landing on disk (a write, or an
-// editor's write-to-temp-then-rename) to the precise update being delivered. The issue
-// asks for changes to arrive within 200 ms.
+// resources in 500 files, then the time from an edit landing on disk (an editor's
+// write-to-temp-then-rename, or a write in place) to the precise update being delivered.
+// The issue asks for changes to arrive within 200 ms. A file changed in place is read only
+// once it has settled (SETTLE_MS, issue 51 D10), so its target is 200 ms past that.
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { stringify } from 'yaml';
 
-import { FileSyncer } from '../src/datastore/file/file-syncer.js';
+import { FileSyncer, SETTLE_MS } from '../src/datastore/file/file-syncer.js';
 import type { Update } from '../src/datastore/types.js';
 import { silentLogger } from '../src/log.js';
 import { calibrationMs, log, nowNs, peakRssMb, percentile, report } from './lib/report.js';
@@ -16,6 +17,8 @@ import { calibrationMs, log, nowNs, peakRssMb, percentile, report } from './lib/
 const FILES = 500;
 const PER_FILE = 20;
 const EDITS = 200;
+/** Every this many edits one is written in place (each waits out the settle period). */
+const IN_PLACE_EVERY = 10;
 
 function policy(f: number, i: number, action: string): Record<string, unknown> {
   return {
@@ -68,7 +71,8 @@ async function main(): Promise<void> {
       const action = e % 2 ? 'Deny' : 'Log';
       const got = new Promise<Update[]>((r) => (waiting = r));
       const start = nowNs();
-      if (e % 4 === 3) {
+      const inPlace = e % IN_PLACE_EVERY === IN_PLACE_EVERY - 1;
+      if (!inPlace) {
         const tmp = join(dir, `.f${f}.yaml.tmp`);
         writeFileSync(tmp, fileText(f, action, e % PER_FILE));
         renameSync(tmp, join(dir, `f${f}.yaml`));
@@ -78,11 +82,10 @@ async function main(): Promise<void> {
       const updates = await got;
       const ms = Number(nowNs() - start) / 1e6;
       if (updates.length !== 1) throw new Error(`edit ${e}: expected exactly one update, got ${updates.length}`);
-      (e % 4 === 3 ? renameLatencies : latencies).push(ms);
+      (inPlace ? latencies : renameLatencies).push(ms);
       await new Promise((r) => setTimeout(r, 5));
     }
     await syncer.stop();
-    const all = [...latencies, ...renameLatencies].sort((a, b) => a - b);
     latencies.sort((a, b) => a - b);
     renameLatencies.sort((a, b) => a - b);
     report(
@@ -92,15 +95,19 @@ async function main(): Promise<void> {
         resources: FILES * PER_FILE,
         initial_load_s: loadS,
         edits: EDITS,
-        edit_to_update_p50_ms: percentile(latencies, 50),
-        edit_to_update_p99_ms: percentile(latencies, 99),
         rename_to_update_p50_ms: percentile(renameLatencies, 50),
         rename_to_update_p99_ms: percentile(renameLatencies, 99),
-        change_to_update_max_ms: all[all.length - 1] ?? 0,
+        rename_to_update_max_ms: renameLatencies[renameLatencies.length - 1] ?? 0,
+        settle_ms: SETTLE_MS,
+        in_place_to_update_p50_ms: percentile(latencies, 50),
+        in_place_past_settle_max_ms: (latencies[latencies.length - 1] ?? 0) - SETTLE_MS,
         rss_mb: peakRssMb(),
         machine_calibration_ms: calibration,
       },
-      [['change_to_update_max_ms', '<=', 200]],
+      [
+        ['rename_to_update_max_ms', '<=', 200],
+        ['in_place_past_settle_max_ms', '<=', 200],
+      ],
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });

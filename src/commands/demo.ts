@@ -5,7 +5,7 @@
 // connects, applies a policy change and shows the new matrix and how long enforcement
 // took. Everything is removed at the end, also on Ctrl-C.
 import type { ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -253,8 +253,11 @@ export async function runDemo(argv: string[]): Promise<number> {
       (d) => d.toJSON() as { metadata: { name: string }; spec: { ingress?: unknown[] } },
     );
     for (const d of docs) if (d.metadata.name === 'backend') d.spec.ingress = [];
+    // Written aside and renamed into place, as a ConfigMap update or an editor does: the
+    // agent reads a renamed file at once (one changed in place, once it has settled).
+    writeFileSync(join(dir, '.policies.yaml.tmp'), docs.map((d) => stringify(d)).join('---\n'));
     const t1 = Date.now();
-    writeFileSync(join(dir, 'policies.yaml'), docs.map((d) => stringify(d)).join('---\n'));
+    renameSync(join(dir, '.policies.yaml.tmp'), join(dir, 'policies.yaml'));
     // Enforcement: the end of the agent's first apply after the write (its log), confirmed
     // by a connection that is now refused.
     let applied: number | undefined;

@@ -4,16 +4,12 @@
 // while the agent keeps enforcing.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { stringify } from 'yaml';
-
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { BIN, cleanEnv, LabAgent } from '../helpers/lab-agent.js';
+import { BIN, cleanEnv, LabAgent, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -192,8 +188,7 @@ describe('e2e: palisade agent <- palisade typha <- file datastore', { skip: ROOT
     const api = lab.addWorkload('api', '10.67.1.10', 1);
     const db = lab.addWorkload('db', '10.67.1.11', 2);
     await lab.listen(db, [5432, 6543]);
-    const put = (file: string, ...r: unknown[]) =>
-      writeFileSync(join(dir, file), r.map((x) => stringify(x)).join('---\n'));
+    const put = (file: string, ...r: unknown[]) => writeResources(dir, r, file);
     put('r.yaml', profile, wep(api, { app: 'api' }), wep(db, { app: 'db' }), policy(5432));
     typha = new TyphaProcess(lab, ['--datastore-dir', dir], {});
     await typha.start();

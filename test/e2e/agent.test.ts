@@ -5,12 +5,10 @@
 // iptables-legacy (native transports); only the look at the kernel's rules differs.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-
-import { stringify } from 'yaml';
 
 import { loadLocalConfig } from '../../src/config/config.js';
 import { collectModel } from '../../src/explain/collect.js';
@@ -18,6 +16,7 @@ import { type Explanation, Explainer } from '../../src/explain/explain.js';
 import { silentLogger } from '../../src/log.js';
 import type { AgentStatus } from '../../src/status/agent-status.js';
 import { Lab, type Workload } from '../helpers/lab.js';
+import { writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -157,8 +156,7 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
     const STATUS_URLS = ['--health', 'http://127.0.0.1:9099', '--metrics', 'http://127.0.0.1:9091'];
     const status = () =>
       JSON.parse(lab.sh(lab.host, process.execPath, [BIN, 'status', '--json', ...STATUS_URLS])) as AgentStatus;
-    const put = (file: string, ...resources: unknown[]) =>
-      writeFileSync(join(dir, file), resources.map((r) => stringify(r)).join('---\n'));
+    const put = (file: string, ...resources: unknown[]) => writeResources(dir, resources, file);
 
     before(async () => {
       lab = new Lab();

@@ -5,7 +5,8 @@
 // valid resources alone give; the agent must never exit, stay ready, keep answering
 // well-behaved clients and keep programming (a policy edit made afterwards lands).
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, ftruncateSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,7 @@ import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const HOSTILE = fileURLToPath(new URL('../helpers/hostile-http.js', import.meta.url));
+const SAMPLER = fileURLToPath(new URL('../helpers/tcp-sampler.js', import.meta.url));
 const tempDir = tempDirs('badinput');
 const V3 = 'projectcalico.org/v3';
 
@@ -218,5 +220,59 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     } finally {
       rmSync(big);
     }
+  });
+
+  it('a file rewritten in place with a pause half-way never lets its deny go (issue 51 D10)', {
+    timeout: 60_000,
+  }, async () => {
+    // A deny ahead of the allow in policy.yaml, in a file of its own behind another document.
+    const filler = { apiVersion: V3, kind: 'Profile', metadata: { name: 'filler' }, spec: {} };
+    const deny = {
+      apiVersion: V3,
+      kind: 'GlobalNetworkPolicy',
+      metadata: { name: 'deny-a-to-b' },
+      spec: {
+        order: 1,
+        selector: "app == 'b'",
+        ingress: [
+          { action: 'Deny', protocol: 'TCP', source: { selector: "app == 'a'" }, destination: { ports: [8080] } },
+        ],
+      },
+    };
+    writeResources(dir, [policy(8080)], 'policy.yaml');
+    writeResources(dir, [filler, deny], 'deny.yaml');
+    assert.ok((await lab.until(() => !lab.tcp(a, b.ip, 8080, 200), 10_000)) >= 0, 'the deny never landed');
+    const sampler = spawn('ip', ['netns', 'exec', a.ns, process.execPath, SAMPLER, b.ip, '8080'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    sampler.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      // The probe: truncate, write the first document, pause 1.4 s, write the rest (the deny).
+      const text = readFileSync(join(dir, 'deny.yaml'), 'utf8');
+      const half = text.indexOf('---\n') + 4;
+      const fd = openSync(join(dir, 'deny.yaml'), 'r+');
+      ftruncateSync(fd, 0);
+      writeSync(fd, text.slice(0, half), 0);
+      await new Promise((r) => setTimeout(r, 1400));
+      writeSync(fd, text.slice(half), half);
+      closeSync(fd);
+      await new Promise((r) => setTimeout(r, 3000));
+    } finally {
+      const exited = new Promise((r) => sampler.once('exit', r));
+      sampler.kill('SIGTERM');
+      await exited;
+    }
+    const samples = out.split('\n').filter((l) => /^[oc] \d+$/.test(l));
+    const open = samples.filter((l) => l.startsWith('o')).length;
+    console.log(`# in-place rewrite with a 1.4 s pause: ${open} of ${samples.length} samples open`);
+    assert.ok(samples.length > 60, `only ${samples.length} samples`);
+    assert.equal(open, 0, 'the deny was off while the file was half written');
+    rmSync(join(dir, 'deny.yaml'));
+    assert.ok(
+      (await lab.until(() => lab.tcp(a, b.ip, 8080, 300), 10_000)) >= 0,
+      'deleting the file did not lift the deny',
+    );
   });
 });

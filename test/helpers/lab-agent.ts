@@ -2,7 +2,7 @@
 // its JSON log collected: the start-up every e2e traffic test needs before its packets.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +31,15 @@ function testStatusDir(): string {
   return dir;
 }
 
-/** Writes `resources` as one calicoctl-style multi-document YAML file in `dir`. */
+/**
+ * Writes `resources` as one calicoctl-style multi-document YAML file in `dir`, aside and
+ * renamed into place as a ConfigMap update or an editor does: the agent reads it at once
+ * (a file changed in place is read once it has settled).
+ */
 export function writeResources(dir: string, resources: unknown[], file = 'r.yaml'): void {
-  writeFileSync(join(dir, file), resources.map((r) => stringify(r)).join('---\n'));
+  const tmp = join(dir, `.${file}.tmp`);
+  writeFileSync(tmp, resources.map((r) => stringify(r)).join('---\n'));
+  renameSync(tmp, join(dir, file));
 }
 
 export class LabAgent {

@@ -3,14 +3,14 @@
 // failures reported once and never deleting anything; lists, JSON, subdirectories,
 // duplicates, and a directory that appears late or disappears.
 import assert from 'node:assert/strict';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 
 import { stringify } from 'yaml';
 
-import { FileSyncer } from '../../src/datastore/file/file-syncer.js';
+import { FileSyncer, SETTLE_MS } from '../../src/datastore/file/file-syncer.js';
 import { keyOf } from '../../src/datastore/keys.js';
 import { parseResourceFile } from '../../src/datastore/file/parse.js';
 import { createLogger } from '../../src/log.js';
@@ -44,9 +44,13 @@ const key = (r: Res) =>
     ...(r.metadata.namespace ? { namespace: r.metadata.namespace as string } : {}),
   }) as string;
 
-async function started(dir: string, opts: { pollMs?: number; maxFileBytes?: number; maxTotalBytes?: number } = {}) {
+async function started(
+  dir: string,
+  opts: { pollMs?: number; maxFileBytes?: number; maxTotalBytes?: number; settleMs?: number } = {},
+) {
   const cap = captureLog();
-  const syncer = new FileSyncer({ dir, log: cap.log, ...opts, pollMs: opts.pollMs ?? 0 });
+  // In-place edits settle for 200 ms here (2 s by default; the D10 test uses the default).
+  const syncer = new FileSyncer({ dir, log: cap.log, settleMs: 200, ...opts, pollMs: opts.pollMs ?? 0 });
   const rec = new SyncerRecorder();
   syncer.start(rec);
   return { syncer, rec, ...cap };
@@ -435,6 +439,44 @@ describe('file datastore: syncing', () => {
       assert.ok(longest < 150, `the loop was held ${longest.toFixed(0)} ms`);
     } finally {
       clearInterval(tick);
+      await syncer.stop();
+    }
+  });
+
+  it('a file rewritten in place (truncated, half written, a pause, the rest) is read once settled: its deny never goes (issue 51 D10)', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'deny.yaml');
+    const deny = gnp('deny-db', { order: 1, selector: "app == 'db'", ingress: [{ action: 'Deny' }] });
+    const other = profile('kns.other', { v: '1' });
+    writeFileSync(path, yaml(other, deny));
+    const { syncer, rec } = await started(dir, { settleMs: SETTLE_MS });
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync') && rec.state.has(key(deny)), 5000, 'in-sync');
+      rec.clear();
+      // The probe: the same file rewritten in place, its first document, 1.4 s, then the rest.
+      const next = yaml(profile('kns.other', { v: '2' }), deny);
+      const half = next.indexOf('---\n') + 4;
+      const fd = openSync(path, 'r+');
+      ftruncateSync(fd, 0);
+      writeSync(fd, next.slice(0, half), 0);
+      await new Promise((r) => setTimeout(r, 1400));
+      writeSync(fd, next.slice(half), half);
+      closeSync(fd);
+      await rec.waitFor(() => JSON.stringify(rec.state.get(key(other))).includes('"v":"2"'), 6000, 'the rewrite');
+      assert.deepEqual(
+        rec.updates.filter((u) => u.value === null).map((u) => u.key),
+        [],
+        'a resource was deleted half-way',
+      );
+      assert.equal(rec.updates.length, 1, 'the file was read before it settled');
+      // Renamed into place, a file is complete: read at once.
+      rec.clear();
+      const t0 = Date.now();
+      writeFileSync(`${path}.tmp`, yaml(profile('kns.other', { v: '3' }), deny));
+      renameSync(`${path}.tmp`, path);
+      await rec.waitFor(() => JSON.stringify(rec.state.get(key(other))).includes('"v":"3"'), 2000, 'the renamed file');
+      assert.ok(Date.now() - t0 < 1000, `a renamed file waited ${Date.now() - t0} ms`);
+    } finally {
       await syncer.stop();
     }
   });

@@ -2,7 +2,8 @@
 // calicoctl-style YAML/JSON files. The first scan reports in-sync; then inotify (through
 // fs.watch) triggers a debounced rescan that re-reads only files whose inode, size or
 // mtime changed, and precise updates and deletes go out. An editor's write-to-temp-then-
-// rename is just another change. Nothing is deleted by a typo: a file that stops parsing,
+// rename is just another change (and read at once; a file changed in place is read once it
+// has settled, see SETTLE_MS). Nothing is deleted by a typo: a file that stops parsing,
 // or a resource that stops validating, keeps its last good resources until it is fixed.
 // A resource defined in two files is taken from the first file in path order.
 import { type FSWatcher, watch } from 'node:fs';
@@ -27,7 +28,18 @@ export interface FileSyncerOptions {
   maxFileBytes?: number;
   /** The most bytes read from the whole directory (files past it, in path order, likewise). */
   maxTotalBytes?: number;
+  /** How long a file changed in place must stay unchanged before it is read (ms). */
+  settleMs?: number;
 }
+
+/**
+ * A file rewritten in place (truncated, half written, a pause, the rest) read half-way had
+ * its deny policy off for 1.4 s (issue 51 D10). A file written in place (its content
+ * changed under the same inode, or a new file not renamed since its last write) is read
+ * only once it has not been written for this long; one renamed into place (editors,
+ * `kubectl`, ConfigMap volumes) is complete and read at once.
+ */
+export const SETTLE_MS = 2000;
 
 /**
  * YAML parses at about a megabyte a second here and its syntax tree takes tens of times
@@ -58,6 +70,9 @@ interface FileState {
 interface Listed {
   sig: string;
   size: number;
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
 const mb = (bytes: number) =>
@@ -103,6 +118,10 @@ export class FileSyncer implements Syncer {
   readonly #pollMs: number;
   readonly #maxFileBytes: number;
   readonly #maxTotalBytes: number;
+  readonly #settleMs: number;
+  #settleTimer: NodeJS.Timeout | undefined;
+  /** file -> the signature of a write in place being waited out (said once). */
+  readonly #waiting = new Map<string, string>();
   readonly #files = new Map<string, FileState>();
   /** What was delivered: key -> {json, file}. */
   readonly #emitted = new Map<string, { json: string; file: string }>();
@@ -125,6 +144,7 @@ export class FileSyncer implements Syncer {
     this.#pollMs = opts.pollMs ?? 5000;
     this.#maxFileBytes = opts.maxFileBytes ?? MAX_FILE_BYTES;
     this.#maxTotalBytes = opts.maxTotalBytes ?? MAX_TOTAL_BYTES;
+    this.#settleMs = opts.settleMs ?? SETTLE_MS;
   }
 
   start(callbacks: SyncerCallbacks): void {
@@ -137,6 +157,7 @@ export class FileSyncer implements Syncer {
     this.#stopped = true;
     clearTimeout(this.#timer);
     clearTimeout(this.#poll);
+    clearTimeout(this.#settleTimer);
     this.#watcher?.close();
     this.#watcher = undefined;
     await this.#scanning;
@@ -194,7 +215,13 @@ export class FileSyncer implements Syncer {
           try {
             const s = await stat(path);
             if (s.isFile())
-              out.set(relative(this.#dir, path), { sig: `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`, size: s.size });
+              out.set(relative(this.#dir, path), {
+                sig: `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`,
+                size: s.size,
+                ino: s.ino,
+                mtimeMs: s.mtimeMs,
+                ctimeMs: s.ctimeMs,
+              });
           } catch {
             // Gone between readdir and stat: it is simply not there.
           }
@@ -236,14 +263,23 @@ export class FileSyncer implements Syncer {
 
     if (!this.#inSync) this.#cb?.onStatusUpdated('resync-in-progress');
     for (const name of [...this.#files.keys()]) if (!listing.has(name)) this.#files.delete(name);
+    for (const name of [...this.#waiting.keys()]) if (!listing.has(name)) this.#waiting.delete(name);
     let total = 0;
+    let settleAt = Number.POSITIVE_INFINITY;
     for (const name of [...listing.keys()].sort()) {
-      const { sig, size } = listing.get(name) as Listed;
+      const listed = listing.get(name) as Listed;
+      const { sig, size } = listed;
       // (A file over the cap is not read, so it takes none of the budget.)
       if (size <= this.#maxFileBytes) total += size;
       const old = this.#files.get(name);
       const overBudget = size <= this.#maxFileBytes && total > this.#maxTotalBytes;
       if (old?.sig === sig && !old.overBudget) continue;
+      const settled = this.#settledAt(name, old, listed);
+      if (settled > Date.now()) {
+        settleAt = Math.min(settleAt, settled);
+        continue;
+      }
+      this.#waiting.delete(name);
       if (overBudget) {
         const why = `the datastore directory holds more than ${mb(this.#maxTotalBytes)} of files up to ${name}`;
         this.#keepLastGood(name, sig, old, `${why}; it is not read`);
@@ -252,11 +288,34 @@ export class FileSyncer implements Syncer {
       if (this.#stopped) return;
     }
     this.#deliver();
+    if (settleAt < Number.POSITIVE_INFINITY) {
+      clearTimeout(this.#settleTimer);
+      this.#settleTimer = setTimeout(() => this.#schedule(0), settleAt - Date.now() + 5);
+    }
     if (!this.#inSync) {
       this.#inSync = true;
       this.#log.info({ files: this.#files.size, resources: this.#emitted.size }, 'file datastore loaded');
       this.#cb?.onStatusUpdated('in-sync');
     }
+  }
+
+  /** When a changed file may be read: at once, unless it changed in place and may still be being written. */
+  #settledAt(name: string, old: FileState | undefined, listed: Listed): number {
+    // The first scan reads what is there. Later, a path that now names another inode was
+    // renamed onto (complete); a new path was renamed into place if its inode changed after
+    // its last write (a rename updates ctime; writing updates both).
+    if (!old && !this.#inSync) return 0;
+    const written = old ? old.sig.split(':')[0] === String(listed.ino) : listed.ctimeMs <= listed.mtimeMs;
+    if (!written) return 0;
+    const at = listed.mtimeMs + this.#settleMs;
+    if (at > Date.now() && this.#waiting.get(name) !== listed.sig) {
+      this.#waiting.set(name, listed.sig);
+      this.#log.debug(
+        { file: name, settleMs: this.#settleMs },
+        'a file changed in place; reading it once it has settled',
+      );
+    }
+    return at;
   }
 
   /** A file that is not read now: its last good resources stay, and why is said once. */

@@ -551,7 +551,8 @@ export function duplicates(): Map<string, string> {
   templates().forEach((t, i) => {
     const d = clone(t);
     (d.metadata as Doc).labels = { duplicate: 'yes' };
-    out.set(`dup-${i}.yaml`, stringify(d));
+    // After valid.yaml in path order, which decides between definitions.
+    out.set(`zz-dup-${i}.yaml`, stringify(d));
   });
   return out;
 }

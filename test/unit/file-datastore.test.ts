@@ -295,35 +295,45 @@ describe('file datastore: syncing', () => {
     }
   });
 
-  it('a resource in two files: at load the first in path order; later the incumbent keeps it; the other takes over when it goes', async () => {
+  it('a resource in two files: the first in path order, at load, while running and after a restart (issue 51 D11)', async () => {
     const dir = tempDir();
     const v1 = profile('kns.dup', { v: '1' });
     const v2 = profile('kns.dup', { v: '2' });
     writeFileSync(join(dir, 'a.yaml'), yaml(v1));
     writeFileSync(join(dir, 'b.yaml'), yaml(v2));
     const { syncer, rec, warnings } = await started(dir);
+    const labels = () => (rec.state.get(key(v1)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v;
     try {
       await rec.waitFor(() => rec.statuses.includes('in-sync'));
-      const labels = () => (rec.state.get(key(v1)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v;
       assert.equal(labels(), '1');
       assert.ok(
         warnings().some(
-          (w) => w.startsWith('b.yaml:') && w.includes('already defined in a.yaml; this definition is rejected'),
+          (w) =>
+            w.startsWith('b.yaml:') &&
+            w.includes('already defined in a.yaml, which comes first in path order; this definition is ignored'),
         ),
         warnings().join('\n'),
       );
       rmSync(join(dir, 'a.yaml'));
       await rec.waitFor(() => labels() === '2', 3000, 'the takeover');
-      // A new file that sorts first does not take over what b.yaml provides (it once did).
-      writeFileSync(join(dir, '0-new.yaml'), yaml(profile('kns.dup', { v: 'intruder' })));
-      await rec.waitFor(
-        () => warnings().some((w) => w.startsWith('0-new.yaml:') && w.includes('already defined in b.yaml')),
-        3000,
-        'the rejection',
-      );
-      assert.equal(labels(), '2', 'the incumbent keeps it');
+      // A new file that sorts first takes it over (what a restart would choose), and says so.
+      writeFileSync(join(dir, '.0-new.yaml.tmp'), yaml(profile('kns.dup', { v: 'first' })));
+      renameSync(join(dir, '.0-new.yaml.tmp'), join(dir, '0-new.yaml'));
+      await rec.waitFor(() => labels() === 'first', 3000, 'the file first in path order');
+      assert.ok(warnings().some((w) => w.startsWith('b.yaml:') && w.includes('already defined in 0-new.yaml')));
     } finally {
       await syncer.stop();
+    }
+    // The probe: a restart chooses what the running syncer had.
+    const again = await started(dir);
+    try {
+      await again.rec.waitFor(() => again.rec.statuses.includes('in-sync'));
+      assert.equal(
+        (again.rec.state.get(key(v1)) as { spec: { labelsToApply: { v: string } } }).spec.labelsToApply.v,
+        'first',
+      );
+    } finally {
+      await again.syncer.stop();
     }
   });
 

@@ -5,7 +5,7 @@
 // rename is just another change (and read at once; a file changed in place is read once it
 // has settled, see SETTLE_MS). Nothing is deleted by a typo: a file that stops parsing,
 // or a resource that stops validating, keeps its last good resources until it is fixed.
-// A resource defined in two files is taken from the first file in path order.
+// A resource defined in two files is taken from the first file in path order, always.
 import { type FSWatcher, watch } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
@@ -400,15 +400,12 @@ export class FileSyncer implements Syncer {
     this.#files.set(name, state);
   }
 
-  // The winning definition of each key against what was sent: the file that already
-  // provides it keeps it (a new file cannot silently take over a policy), else the first
-  // file in path order; every other definition is rejected, naming both files.
+  // The winning definition of each key: the first file in path order, always (issue 51
+  // D11: keeping the incumbent while running and taking path order at start made the
+  // winner flip on restart). Every other definition is ignored, naming both files; a file
+  // that sorts first takes a resource over, and says so.
   #deliver(): void {
     const want = new Map<string, { good: Good; file: string }>();
-    for (const [key, sent] of this.#emitted) {
-      const good = this.#files.get(sent.file)?.entries.get(key);
-      if (good) want.set(key, { good, file: sent.file });
-    }
     for (const name of [...this.#files.keys()].sort()) {
       for (const [key, good] of this.#files.get(name)?.entries ?? []) {
         const have = want.get(key);
@@ -420,7 +417,7 @@ export class FileSyncer implements Syncer {
             this.#duplicates.add(id);
             this.#log.warn(
               { key, file: name, using: have.file },
-              `${name}: ${key} is already defined in ${have.file}; this definition is rejected (remove one of them)`,
+              `${name}: ${key} is already defined in ${have.file}, which comes first in path order; this definition is ignored (remove one of them)`,
             );
           }
         }

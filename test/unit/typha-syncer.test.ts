@@ -9,8 +9,11 @@ import { createSyncer, TyphaSyncer } from '../../src/datastore/index.js';
 import type { SyncStatus } from '../../src/datastore/types.js';
 import { createLogger } from '../../src/log.js';
 import { keyToPath } from '../../src/model/v1/keys.js';
+import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
+import type { SerializedUpdate } from '../../src/typha/syncproto.js';
 import type { V1Update } from '../../src/model/v1/values.js';
 import { goStandInBinary, TyphaStandIn } from '../helpers/typha-standin.js';
+import { loopbackTyphaServer } from '../helpers/typha-server.js';
 
 const haveGo = spawnSync('go', ['version']).status === 0;
 const noTls = { caFile: '', certFile: '', keyFile: '', cn: '', uriSan: '' };
@@ -76,7 +79,7 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
       return;
     }
     const typha = new TyphaStandIn(await goStandInBinary(), undefined);
-    const lines: Array<{ msg: string; key?: string }> = [];
+    const lines: Array<{ msg: string; key?: string; level?: string; error?: string; keys?: string }> = [];
     const log = createLogger({
       severity: 'Info',
       destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
@@ -94,11 +97,20 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
         key: `/calico/v1/netset/bad${i}`,
         value: '{"nets":["nope"]}',
       }));
+      // Issue 51 D12's probes: malformed keys of kinds in use (one of 200 KB), and a 200 KB key of a kind of no use.
+      const huge = 'x'.repeat(200 << 10);
+      const malformed = [
+        { key: '/calico/v1/policy/tier/default/policy/ns%2fname', value: '{}' },
+        { key: `/calico/v1/host/node1/workload/k8s/${huge}`, value: '{}' },
+        { key: '/calico/v1/netset/a/b', value: '{}' },
+      ];
       await typha.command('set', [
         { key: '/calico/v1/config/LogSeverityScreen', value: 'Debug' },
         { key: '/calico/v1/policy/tier/t/metadata', value: '{"order":5}' },
         { key: '/calico/bgp/v1/global/peer_v4/10.0.0.5', value: '{}' },
         { key: '/calico/bgp/v1/global/peer_v4/10.0.0.6', value: '{}' },
+        { key: `/calico/${huge}`, value: '{}' },
+        ...malformed,
         ...bad,
       ]);
       const updates: V1Update[] = [];
@@ -115,12 +127,94 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
       assert.equal(byPath.get('/calico/v1/netset/bad3'), undefined);
       assert.ok(byPath.has('/calico/v1/netset/bad3'), 'a bad value goes on as a deletion');
       assert.equal(updates.length, 2 + 15);
-      assert.equal(syncer.badValueCount, 15);
-      assert.equal(lines.filter((l) => /ignoring keys of a kind/.test(l.msg)).length, 1, 'once per kind');
-      assert.equal(lines.filter((l) => /unparseable value dropped/.test(l.msg)).length, 10, 'at most 10 a minute');
+      assert.equal(syncer.badValueCount, 15 + malformed.length);
+      assert.equal(lines.filter((l) => /ignoring keys of a kind/.test(l.msg)).length, 2, 'once per kind');
+      // (The stand-in sends its keys in Go's map order: which reports fit the limit varies.)
+      const malformedLines = lines.filter((l) => /malformed key dropped/.test(l.msg));
+      for (const l of malformedLines) {
+        assert.equal(l.level, 'warn');
+        assert.match(l.error ?? '', /^a malformed (tier or tiered policy|host workload|netset) key$/);
+      }
+      assert.ok(
+        !lines.some((l) => /ignoring keys of a kind/.test(l.msg) && /policy|workload|netset/.test(String(l.keys))),
+      );
+      assert.equal(
+        malformedLines.length + lines.filter((l) => /unparseable value dropped/.test(l.msg)).length,
+        10,
+        'at most 10 reports a minute, keys and values together',
+      );
+      // No line carries a 200 KB key: every key, value and message is cut short.
+      assert.ok(
+        lines.every((l) => JSON.stringify(l).length < 2048),
+        `a line of ${Math.max(...lines.map((l) => JSON.stringify(l).length))} characters`,
+      );
     } finally {
       await syncer.stop();
       typha.stop();
+    }
+  });
+
+  it('a malformed key of a kind in use is a warning, not "a kind palisade does not use"; no line carries a 200 KB key (issue 51 D12)', async () => {
+    const cache = new SnapshotCache({ snapshotReuseMs: 0 });
+    const server = loopbackTyphaServer(cache, createLogger({ severity: 'Fatal' }));
+    const port = await server.listen();
+    const huge = 'x'.repeat(200 << 10);
+    const kv = (key: string): SerializedUpdate => ({
+      key,
+      value: Buffer.from('{}'),
+      revision: '1',
+      v3ResourceVersion: '',
+      ttlNanos: 0,
+      updateType: 1,
+    });
+    cache.onUpdates(
+      [
+        '/calico/v1/policy/tier/default/policy/ns%2fname',
+        `/calico/v1/host/node1/workload/k8s/${huge}`,
+        '/calico/v1/netset/a/b',
+        `/calico/${huge}`,
+        '/calico/bgp/v1/global/peer_v4/10.0.0.5',
+      ].map(kv),
+    );
+    cache.onStatus('in-sync');
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger({
+      severity: 'Info',
+      destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
+    });
+    const syncer = new TyphaSyncer({
+      address: `127.0.0.1:${port}`,
+      hostname: 'node1',
+      readTimeoutMs: 5000,
+      writeTimeoutMs: 5000,
+      tls: noTls,
+      log,
+    });
+    const statuses: SyncStatus[] = [];
+    syncer.start({ onModelUpdates: () => {}, onStatusUpdated: (st) => statuses.push(st) });
+    try {
+      const t0 = Date.now();
+      while (!statuses.includes('in-sync')) {
+        assert.ok(Date.now() - t0 < 10_000, 'never in sync');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.deepEqual(
+        lines.filter((l) => /malformed key dropped/.test(String(l.msg))).map((l) => [l.level, l.error]),
+        [
+          ['warn', 'a malformed tier or tiered policy key'],
+          ['warn', 'a malformed host workload key'],
+          ['warn', 'a malformed netset key'],
+        ],
+      );
+      assert.deepEqual(
+        lines.filter((l) => /ignoring keys of a kind/.test(String(l.msg))).map((l) => (l.keys as string).slice(0, 40)),
+        [`/calico/${'x'.repeat(32)}`, '/calico/bgp/v1/global/...'],
+      );
+      const longest = Math.max(...lines.map((l) => JSON.stringify(l).length));
+      assert.ok(longest < 1024, `a line of ${longest} characters`);
+    } finally {
+      await syncer.stop();
+      server.close();
     }
   });
 });

@@ -4,10 +4,13 @@
 // update becomes a typed internal-model update; a key palisade has no use for is counted
 // and reported once per kind, and a value that does not parse is reported (once per key
 // while it stays bad, and at most a few lines a minute in all) and treated as a deletion,
-// so a stale value never outlives a bad one.
+// so a stale value never outlives a bad one. A key of a kind in use that does not parse is
+// a warning the same way, never "a kind palisade does not use" (issue 51 D12); keys are
+// cut short in every line.
 import { VERSION } from '../../version.js';
 import type { Logger } from '../../log.js';
-import { pathToKey } from '../../model/v1/keys.js';
+import { clip } from '../../model/validate.js';
+import { knownKindOfPath, pathToKey } from '../../model/v1/keys.js';
 import { parseUpdate, type V1Update } from '../../model/v1/values.js';
 import { TyphaClient } from '../../typha/client.js';
 import type { SerializedUpdate } from '../../typha/syncproto.js';
@@ -27,6 +30,8 @@ export interface TyphaSyncerOptions {
   backoffMs?: { min: number; max: number };
 }
 
+/** Kinds of no use said once each, at most this many. */
+const MAX_IGNORED_KINDS = 100;
 /** Problem reports per minute, beyond which they are only counted. */
 const REPORTS_PER_MINUTE = 10;
 
@@ -82,7 +87,9 @@ export class TyphaSyncer implements ModelSyncer {
     for (const kv of kvs) {
       const key = pathToKey(kv.key);
       if (!key) {
-        this.#ignore(kv.key);
+        const kind = knownKindOfPath(kv.key);
+        if (kind) this.#reportBad(kv, `a malformed ${kind} key`, 'key');
+        else this.#ignore(kv.key);
         continue;
       }
       const text = kv.updateType === 3 ? undefined : kv.value.toString('utf8');
@@ -101,16 +108,15 @@ export class TyphaSyncer implements ModelSyncer {
   // Typha sends every key the felix syncer has (BGP peers, IPAM affinities, Kubernetes
   // services...); what palisade does not use yet is said once per kind, not per key.
   #ignore(path: string): void {
-    const kind = path
-      .split('/')
-      .slice(0, path.startsWith('/calico/resources/') ? 6 : 5)
-      .join('/');
-    if (this.#ignoredKinds.has(kind)) return;
+    const kind = clip(path.split('/', path.startsWith('/calico/resources/') ? 6 : 5).join('/'), 200);
+    // Bounded: a hostile Typha could send a new "kind" with every key.
+    if (this.#ignoredKinds.has(kind) || this.#ignoredKinds.size >= MAX_IGNORED_KINDS) return;
     this.#ignoredKinds.add(kind);
     this.#opts.log.info({ keys: `${kind}/...` }, 'Typha: ignoring keys of a kind palisade does not use');
   }
 
-  #reportBad(kv: SerializedUpdate, message: string): void {
+  // Warned (at most REPORTS_PER_MINUTE lines, the key cut short), once per key while it stays bad.
+  #reportBad(kv: SerializedUpdate, message: string, what: 'key' | 'value' = 'value'): void {
     if (this.#badKeys.get(kv.key) === message) return;
     this.#badKeys.set(kv.key, message);
     const now = Date.now();
@@ -128,8 +134,8 @@ export class TyphaSyncer implements ModelSyncer {
       return;
     }
     this.#opts.log.warn(
-      { key: kv.key, revision: kv.revision, error: message },
-      'Typha: unparseable value dropped (treated as a deletion)',
+      { key: clip(kv.key, 200), revision: clip(kv.revision, 40), error: clip(message, 400) },
+      what === 'key' ? 'Typha: malformed key dropped' : 'Typha: unparseable value dropped (treated as a deletion)',
     );
   }
 }

@@ -68,6 +68,24 @@ export function keyToPath(k: V1Key): string {
   }
 }
 
+/**
+ * The kind of key a path's prefix says it is, when it is one Felix reads, whatever the rest
+ * of it: so a malformed key of a kind in use can be told from a kind of no use.
+ */
+export function knownKindOfPath(path: string): string | undefined {
+  const p = (path.startsWith('/') ? path.slice(1) : path).split('/', 6);
+  if (p[0] !== 'calico') return undefined;
+  if (p[1] === 'v1') {
+    if (p[2] === 'policy') return p[3] === 'tier' ? 'tier or tiered policy' : p[3] === 'profile' ? 'profile' : 'policy';
+    if (p[2] === 'host')
+      return ['workload', 'endpoint', 'config', 'wireguard'].includes(p[4] ?? '') ? `host ${p[4]}` : undefined;
+    return ['config', 'netset', 'ipam', 'Ready'].includes(p[2] ?? '') ? (p[2] as string) : undefined;
+  }
+  if (p[1] === 'ipam' && p[2] === 'v2' && p[3] === 'assignment') return 'IPAM block';
+  if (p[1] === 'resources' && path.startsWith(KEY_PREFIX)) return kindOfPlural(p[4] ?? '');
+  return undefined;
+}
+
 /** The key a path names (model.KeyFromDefaultPath), or undefined for a path Felix has no use for. */
 export function pathToKey(path: string): V1Key | undefined {
   const parts = (path.startsWith('/') ? path.slice(1) : path).split('/');

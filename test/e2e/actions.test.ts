@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { LabAgent, labWorkloadEndpoint, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -35,21 +35,7 @@ describe("e2e: Reject and Return as the filter table's deny and allow actions", 
     b = lab.addWorkload('b', '10.66.0.11', 2);
     await lab.listen(b, [8080, 9090]);
     const dir = tempDir();
-    const wep = (w: Workload) => ({
-      apiVersion: V3,
-      kind: 'WorkloadEndpoint',
-      metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app: w.name } },
-      spec: {
-        node: 'node1',
-        orchestrator: 'k8s',
-        pod: w.name,
-        endpoint: 'eth0',
-        interfaceName: w.iface,
-        mac: w.mac,
-        ipNetworks: [`${w.ip}/32`],
-        profiles: ['kns.e2e'],
-      },
-    });
+    const wep = (w: Workload) => labWorkloadEndpoint(w, { app: w.name });
     const resources = [
       {
         apiVersion: V3,

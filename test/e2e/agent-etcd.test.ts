@@ -9,27 +9,13 @@ import { fileURLToPath } from 'node:url';
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
-import { cleanEnv } from '../helpers/lab-agent.js';
+import { cleanEnv, labWorkloadEndpoint } from '../helpers/lab-agent.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 const PREFIX = '/calico/resources/v3/projectcalico.org';
 const skip = ROOT_SKIP || (etcdAvailable() ? false : 'etcd-server/etcd-client not installed (npm test installs them)');
 
-const wep = (w: Workload, labels: Record<string, string>) => ({
-  apiVersion: 'projectcalico.org/v3',
-  kind: 'WorkloadEndpoint',
-  metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: {
-    node: 'node1',
-    orchestrator: 'k8s',
-    pod: w.name,
-    endpoint: 'eth0',
-    interfaceName: w.iface,
-    mac: w.mac,
-    ipNetworks: [`${w.ip}/32`],
-    profiles: ['kns.e2e'],
-  },
-});
+const wep = (w: Workload, labels: Record<string, string>) => labWorkloadEndpoint(w, labels);
 const policy = (port: number) => ({
   apiVersion: 'projectcalico.org/v3',
   kind: 'NetworkPolicy',

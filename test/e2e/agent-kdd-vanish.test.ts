@@ -8,31 +8,17 @@
 // load balancer sending them to a healthy one), the change made meanwhile is enforced and
 // the agent is ready again.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
-import { ApiProcess, ProxyProcess } from '../helpers/kube-api-process.js';
+import { ApiProcess, dbFromApiPolicy, labKubeconfig, ProxyProcess, shopPod } from '../helpers/kube-api-process.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { LabAgent } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const tempDir = tempDirs('kddvanish');
-const pod = (w: Workload) => ({
-  metadata: { name: w.name, namespace: 'shop', labels: { app: w.name } },
-  spec: { nodeName: 'node1', serviceAccountName: 'default', containers: [{ name: 'c' }] },
-  status: { phase: 'Running', podIP: w.ip, podIPs: [{ ip: w.ip }] },
-});
-const policy = (port: number) => ({
-  metadata: { name: 'db-from-api', namespace: 'shop' },
-  spec: {
-    podSelector: { matchLabels: { app: 'db' } },
-    policyTypes: ['Ingress'],
-    ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }],
-  },
-});
+const policy = dbFromApiPolicy;
 
 describe('e2e: the Kubernetes API server vanishes (issue 51 D4)', { skip: ROOT_SKIP, timeout: 120_000 }, () => {
   let lab: Lab;
@@ -58,14 +44,10 @@ describe('e2e: the Kubernetes API server vanishes (issue 51 D4)', { skip: ROOT_S
     await api.put('namespaces', { metadata: { name: 'shop' } });
     await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
     await api.put('nodes', { metadata: { name: 'node1' } });
-    for (const w of [client, db]) await api.put('pods', pod(w));
+    for (const w of [client, db]) await api.put('pods', shopPod(w));
     await api.put('networkpolicies', policy(5432));
     const dir = tempDir();
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: http://127.0.0.1:${port}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`,
-    );
+    const kubeconfig = labKubeconfig(dir, `http://127.0.0.1:${port}`);
     agent = new LabAgent(lab, tempDir(), {
       FELIX_DATASTORETYPE: 'kubernetes',
       KUBECONFIG: kubeconfig,

@@ -5,12 +5,10 @@
 // ClusterNetworkPolicies: an Admin deny overrides everything below it, a Baseline deny
 // applies only where no Kubernetes NetworkPolicy decided, and Pass hands over to the next tier.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
-import { ApiProcess } from '../helpers/kube-api-process.js';
+import { ApiProcess, dbFromApiPolicy, labKubeconfig, shopPod } from '../helpers/kube-api-process.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { LabAgent } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
@@ -18,11 +16,6 @@ import { tempDirs } from '../helpers/temp.js';
 
 const tempDir = tempDirs('kdd');
 
-const pod = (w: Workload) => ({
-  metadata: { name: w.name, namespace: 'shop', labels: { app: w.name } },
-  spec: { nodeName: 'node1', serviceAccountName: 'default', containers: [{ name: 'c' }] },
-  status: { phase: 'Running', podIP: w.ip, podIPs: [{ ip: w.ip }] },
-});
 const cnp = (name: string, tier: 'Admin' | 'Baseline', priority: number, ingress: unknown[]) => ({
   metadata: { name },
   spec: {
@@ -33,14 +26,7 @@ const cnp = (name: string, tier: 'Admin' | 'Baseline', priority: number, ingress
   },
 });
 const fromApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
-const policy = (port: number) => ({
-  metadata: { name: 'db-from-api', namespace: 'shop' },
-  spec: {
-    podSelector: { matchLabels: { app: 'db' } },
-    policyTypes: ['Ingress'],
-    ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }],
-  },
-});
+const policy = dbFromApiPolicy;
 
 describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, timeout: 120_000 }, () => {
   let lab: Lab;
@@ -71,13 +57,9 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     ] as const) {
       await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
     }
-    for (const w of [apiW, db, other]) await api.put('pods', pod(w));
+    for (const w of [apiW, db, other]) await api.put('pods', shopPod(w));
     const dir = tempDir();
-    const kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`,
-    );
+    const kubeconfig = labKubeconfig(dir, `${url}`);
     agent = new LabAgent(lab, tempDir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: kubeconfig });
     await agent.applied();
   });

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { BIN, cleanEnv, LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { BIN, cleanEnv, LabAgent, labWorkloadEndpoint, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -19,21 +19,7 @@ const CLIENTS = fileURLToPath(new URL('../helpers/typha-clients.js', import.meta
 const tempDir = tempDirs('typha-server');
 const PORT = 15473;
 
-const wep = (w: Workload, labels: Record<string, string>) => ({
-  apiVersion: V3,
-  kind: 'WorkloadEndpoint',
-  metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: {
-    node: 'node1',
-    orchestrator: 'k8s',
-    pod: w.name,
-    endpoint: 'eth0',
-    interfaceName: w.iface,
-    mac: w.mac,
-    ipNetworks: [`${w.ip}/32`],
-    profiles: ['kns.e2e'],
-  },
-});
+const wep = (w: Workload, labels: Record<string, string>) => labWorkloadEndpoint(w, labels);
 const profile = {
   apiVersion: V3,
   kind: 'Profile',

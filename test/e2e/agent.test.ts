@@ -16,7 +16,7 @@ import { type Explanation, Explainer } from '../../src/explain/explain.js';
 import { silentLogger } from '../../src/log.js';
 import type { AgentStatus } from '../../src/status/agent-status.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { writeResources } from '../helpers/lab-agent.js';
+import { writeResources, labWorkloadEndpoint } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -25,21 +25,7 @@ const tempDir = tempDirs('e2e');
 const V3 = 'projectcalico.org/v3';
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^felix_/i.test(k)));
 
-const wepOf = (w: Workload, labels: Record<string, string>) => ({
-  apiVersion: V3,
-  kind: 'WorkloadEndpoint',
-  metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: {
-    node: 'node1',
-    orchestrator: 'k8s',
-    pod: w.name,
-    endpoint: 'eth0',
-    interfaceName: w.iface,
-    mac: w.mac,
-    ipNetworks: [`${w.ip}/32`],
-    profiles: ['kns.e2e'],
-  },
-});
+const wepOf = (w: Workload, labels: Record<string, string>) => labWorkloadEndpoint(w, labels);
 
 /** How a test looks at the kernel's rules in one dataplane mode. */
 interface Mode {

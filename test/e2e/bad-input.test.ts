@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { badCorpus, badFiles, duplicates, templates } from '../helpers/bad-corpus.js';
 import { nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { LabAgent, labWorkloadEndpoint, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -43,21 +43,7 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     }
     return out;
   };
-  const wep = (w: Workload, app: string) => ({
-    apiVersion: V3,
-    kind: 'WorkloadEndpoint',
-    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
-    spec: {
-      node: 'node1',
-      orchestrator: 'k8s',
-      pod: w.name,
-      endpoint: 'eth0',
-      interfaceName: w.iface,
-      mac: w.mac,
-      ipNetworks: [`${w.ip}/32`],
-      profiles: ['kns.e2e'],
-    },
-  });
+  const wep = (w: Workload, app: string) => labWorkloadEndpoint(w, { app });
   const policy = (port: number) => ({
     apiVersion: V3,
     kind: 'NetworkPolicy',

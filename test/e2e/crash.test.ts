@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 
 import { nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent } from '../helpers/lab-agent.js';
+import { LabAgent, labWorkloadEndpoint } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { Rng } from '../helpers/rng.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -31,21 +31,7 @@ describe('e2e: kill -9 during applies', { skip: ROOT_SKIP }, () => {
   const sh = (cmd: string, args: string[]) => lab.sh(lab.host, cmd, args);
   const table = () => nftTableState(sh, 'ip', 'calico');
 
-  const wep = (w: Workload, app: string) => ({
-    apiVersion: V3,
-    kind: 'WorkloadEndpoint',
-    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
-    spec: {
-      node: 'node1',
-      orchestrator: 'k8s',
-      pod: w.name,
-      endpoint: 'eth0',
-      interfaceName: w.iface,
-      mac: w.mac,
-      ipNetworks: [`${w.ip}/32`],
-      profiles: ['kns.e2e'],
-    },
-  });
+  const wep = (w: Workload, app: string) => labWorkloadEndpoint(w, { app });
   /** Generation g: every rule's port is 20000 + g; c exists in even generations only. */
   const write = (g: number) => {
     const rules: unknown[] = Array.from({ length: RULES }, (_, i) => ({

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { Lab, type Workload } from '../helpers/lab.js';
-import { BIN, cleanEnv, LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { BIN, cleanEnv, LabAgent, labWorkloadEndpoint, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -76,21 +76,7 @@ const EVERY_BUILTIN = Object.entries(BUILTINS)
   )
   .join('');
 
-const wep = (w: Workload, labels: Record<string, string>) => ({
-  apiVersion: V3,
-  kind: 'WorkloadEndpoint',
-  metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-  spec: {
-    node: 'node1',
-    orchestrator: 'k8s',
-    pod: w.name,
-    endpoint: 'eth0',
-    interfaceName: w.iface,
-    mac: w.mac,
-    ipNetworks: [`${w.ip}/32`],
-    profiles: ['kns.e2e'],
-  },
-});
+const wep = (w: Workload, labels: Record<string, string>) => labWorkloadEndpoint(w, labels);
 
 describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKIP }, () => {
   let lab: Lab;

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import { Lab, type Workload } from '../helpers/lab.js';
-import { BIN, cleanEnv, LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { BIN, cleanEnv, LabAgent, labWorkloadEndpoint, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -36,21 +36,7 @@ for (const flavour of ['nft', 'legacy'] as const) {
         .split('\n')
         .filter((l) => l.includes('192.0.2.3'))
         .join('\n')}\n${sh('ipset', ['save', 'KUBE-foreign'])}`;
-    const wep = (w: Workload, app: string) => ({
-      apiVersion: V3,
-      kind: 'WorkloadEndpoint',
-      metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
-      spec: {
-        node: 'node1',
-        orchestrator: 'k8s',
-        pod: w.name,
-        endpoint: 'eth0',
-        interfaceName: w.iface,
-        mac: w.mac,
-        ipNetworks: [`${w.ip}/32`],
-        profiles: ['kns.e2e'],
-      },
-    });
+    const wep = (w: Workload, app: string) => labWorkloadEndpoint(w, { app });
     const resources = (port: number, partners = ['198.51.100.0/24']) => [
       { apiVersion: V3, kind: 'Profile', metadata: { name: 'kns.e2e' }, spec: { egress: [{ action: 'Allow' }] } },
       {

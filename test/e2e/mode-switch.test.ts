@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { LabAgent, labWorkloadEndpoint, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -46,21 +46,7 @@ describe('e2e: restarting into the other dataplane mode never opens the node (is
     assert.equal(r.status, 0, `${cmd} ${args.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
-  const wep = (w: Workload, app: string) => ({
-    apiVersion: V3,
-    kind: 'WorkloadEndpoint',
-    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app } },
-    spec: {
-      node: 'node1',
-      orchestrator: 'k8s',
-      pod: w.name,
-      endpoint: 'eth0',
-      interfaceName: w.iface,
-      mac: w.mac,
-      ipNetworks: [`${w.ip}/32`],
-      profiles: ['kns.e2e'],
-    },
-  });
+  const wep = (w: Workload, app: string) => labWorkloadEndpoint(w, { app });
   // 20,000 rules on both workloads' paths, none matching their addresses.
   const bulk = (p: number) => ({
     apiVersion: V3,

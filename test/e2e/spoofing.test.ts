@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { LabAgent, writeResources, labWorkloadEndpoint } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -24,22 +24,11 @@ describe('e2e: source spoofing and the reverse-path check', { skip: ROOT_SKIP },
   let dir: string;
   let rx: ChildProcess | undefined;
 
-  const wep = (w: Workload, spoof: string[]) => ({
-    apiVersion: V3,
-    kind: 'WorkloadEndpoint',
-    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels: { app: w.name } },
-    spec: {
-      node: 'node1',
-      orchestrator: 'k8s',
-      pod: w.name,
-      endpoint: 'eth0',
-      interfaceName: w.iface,
-      mac: w.mac,
-      ipNetworks: [`${w.ip}/32`],
-      profiles: ['kns.e2e'],
-      ...(spoof.length ? { allowSpoofedSourcePrefixes: spoof } : {}),
-    },
-  });
+  const wep = (w: Workload, spoof: string[]) => {
+    const r = labWorkloadEndpoint(w, { app: w.name }) as { spec: Record<string, unknown> };
+    if (spoof.length) r.spec.allowSpoofedSourcePrefixes = spoof;
+    return r;
+  };
   const write = (spoof: string[]) =>
     writeResources(dir, [
       {

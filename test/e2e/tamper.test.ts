@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { foreignState, nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent, writeResources } from '../helpers/lab-agent.js';
+import { LabAgent, writeResources, labWorkloadEndpoint } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -31,21 +31,7 @@ describe('e2e: tampering with every object the agent owns', { skip: ROOT_SKIP },
   const sysctl = (path: string) => sh('cat', [`/proc/sys/net/${path}`]).trim();
   const foreign = () => foreignState(sh, [a.ip, b.ip, c.ip]);
 
-  const wep = (w: Workload, labels: Record<string, string>) => ({
-    apiVersion: V3,
-    kind: 'WorkloadEndpoint',
-    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
-    spec: {
-      node: 'node1',
-      orchestrator: 'k8s',
-      pod: w.name,
-      endpoint: 'eth0',
-      interfaceName: w.iface,
-      mac: w.mac,
-      ipNetworks: [`${w.ip}/32`],
-      profiles: ['kns.e2e'],
-    },
-  });
+  const wep = (w: Workload, labels: Record<string, string>) => labWorkloadEndpoint(w, labels);
 
   before(async () => {
     lab = new Lab('palisade-tamper');

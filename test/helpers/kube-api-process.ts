@@ -3,7 +3,11 @@
 // (blackhole-proxy.ts). Each command is answered {"done": n, ...}.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import type { Workload } from './lab.js';
 
 const API_MAIN = fileURLToPath(new URL('./kube-apiserver-main.js', import.meta.url));
 const PROXY_MAIN = fileURLToPath(new URL('./blackhole-proxy.js', import.meta.url));
@@ -70,4 +74,31 @@ export class ProxyProcess extends LineProcess {
   async mode(m: 'forward' | 'vanish' | 'moved'): Promise<number> {
     return (await this.command(m)).relayed as number;
   }
+}
+
+/** A running pod for a lab workload on node1, in namespace `shop`, labelled app=<its name>. */
+export const shopPod = (w: Workload) => ({
+  metadata: { name: w.name, namespace: 'shop', labels: { app: w.name } },
+  spec: { nodeName: 'node1', serviceAccountName: 'default', containers: [{ name: 'c' }] },
+  status: { phase: 'Running', podIP: w.ip, podIPs: [{ ip: w.ip }] },
+});
+
+/** A Kubernetes NetworkPolicy letting only app=api reach app=db in `shop`, on TCP `port`. */
+export const dbFromApiPolicy = (port: number) => ({
+  metadata: { name: 'db-from-api', namespace: 'shop' },
+  spec: {
+    podSelector: { matchLabels: { app: 'db' } },
+    policyTypes: ['Ingress'],
+    ingress: [{ from: [{ podSelector: { matchLabels: { app: 'api' } } }], ports: [{ protocol: 'TCP', port }] }],
+  },
+});
+
+/** A kubeconfig in `dir` for the tests' API server at `server` (a bearer token, no TLS check); its path. */
+export function labKubeconfig(dir: string, server: string): string {
+  const path = join(dir, 'kubeconfig');
+  writeFileSync(
+    path,
+    `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`,
+  );
+  return path;
 }

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 
 import { imageNodeFlags } from '../../src/agent/runtime-setup.js';
-import type { Lab } from './lab.js';
+import type { Lab, Workload } from './lab.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/palisade.js', import.meta.url));
 /**
@@ -29,6 +29,25 @@ function testStatusDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'palisade-test-status-'));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** A lab workload as Calico's CNI plugin registers it on node1: a k8s pod in namespace e2e, profile kns.e2e. */
+export function labWorkloadEndpoint(w: Workload, labels: Record<string, string>): Record<string, unknown> {
+  return {
+    apiVersion: 'projectcalico.org/v3',
+    kind: 'WorkloadEndpoint',
+    metadata: { name: `node1-k8s-${w.name}-eth0`, namespace: 'e2e', labels },
+    spec: {
+      node: 'node1',
+      orchestrator: 'k8s',
+      pod: w.name,
+      endpoint: 'eth0',
+      interfaceName: w.iface,
+      mac: w.mac,
+      ipNetworks: [`${w.ip}/32`],
+      profiles: ['kns.e2e'],
+    },
+  };
 }
 
 /**

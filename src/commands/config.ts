@@ -11,14 +11,17 @@ Prints every configuration parameter palisade implements with its effective valu
 its source (flag, env FELIX_<NAME>, the config file, FelixConfiguration node.<hostname>,
 a selector-scoped FelixConfiguration, FelixConfiguration default, or the built-in
 default), marks where palisade deliberately differs from Felix, and lists the Felix
-parameters that are set but that palisade does not implement (ignored). Unless --local,
+parameters that are set but that palisade does not implement (ignored), and those the
+agent refuses to start with (fatal values, and settings whose absence would leave traffic
+less protected than Felix leaves it: WireGuard, the eBPF dataplane, policy sync). Unless --local,
 reads the datastore's FelixConfiguration and ClusterInformation first. Bad values and
 unknown names are reported on stderr.
 
 Options:
 ${DATASTORE_FLAGS_USAGE}
   --local                 skip the datastore (env, config file and flags only)
-  --json                  print {params: [{name, value, source, differs?}], ignored: [{param, value, source}]}
+  --json                  print {params: [{name, value, source, differs?}], ignored: [{param, value, source}],
+                          refused: [{param, value, source, reason}]}
   --timeout SECONDS       give up waiting for the datastore after this long (default 30)
 
 Examples:
@@ -64,8 +67,9 @@ export async function runConfig(argv: string[]): Promise<number> {
     if (!ok) return 1;
   }
   const rows = config.describe();
+  const refused = config.fatal.map((p) => ({ param: p.param, value: p.value, source: p.source, reason: p.reason }));
   if (values.json) {
-    console.log(JSON.stringify({ params: rows, ignored: config.ignored }, null, 2));
+    console.log(JSON.stringify({ params: rows, ignored: config.ignored, refused }, null, 2));
     return 0;
   }
   const width = Math.max(...rows.map((r) => r.name.length));
@@ -81,6 +85,10 @@ export async function runConfig(argv: string[]): Promise<number> {
   if (config.ignored.length) {
     console.log('\nSet, but not supported by palisade (ignored):');
     for (const i of config.ignored) console.log(`  ${i.param} = ${i.value}  (${i.source})`);
+  }
+  if (refused.length) {
+    console.log('\nSet, and refused (the agent does not start with these):');
+    for (const r of refused) console.log(`  ${r.param} = ${r.value}  (${r.source}): ${r.reason}`);
   }
   return 0;
 }

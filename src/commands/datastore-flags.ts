@@ -120,7 +120,7 @@ export function startCommand<O extends Options>(
   }
   if (config.fatal.length && !allowFatal) {
     console.error(
-      `palisade ${command}: refusing to start, as Felix would: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`,
+      `palisade ${command}: refusing to start: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`,
     );
     return CONFIG_EXIT_CODE;
   }

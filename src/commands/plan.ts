@@ -91,7 +91,7 @@ export async function runPlan(argv: string[]): Promise<number> {
   }
   if (config.fatal.length) {
     log.error(
-      `refusing to plan, as Felix would refuse to start: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`,
+      `refusing to plan, as the agent would refuse to start: ${config.fatal.map((p) => `${p.param} from ${p.source}: ${p.reason}`).join('; ')}`,
     );
     return CONFIG_EXIT_CODE;
   }

@@ -45,6 +45,22 @@ const WHY_IGNORED: Readonly<Record<string, string>> = {
     "Felix takes routing tables from these ranges only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix's do; ignored",
 };
 
+/**
+ * Felix parameters palisade does not implement whose absence would leave traffic less
+ * protected than Felix leaves it: set, the agent refuses to start (issue 52) rather than
+ * run open. (Set to their defaults they are nothing to refuse.)
+ */
+export const REFUSED_WHEN_SET: Readonly<Record<string, string>> = {
+  WireguardEnabled:
+    'WireGuard encryption is not implemented by palisade: traffic between nodes would go in clear; refusing to start',
+  WireguardEnabledV6:
+    'WireGuard encryption is not implemented by palisade: IPv6 traffic between nodes would go in clear; refusing to start',
+  BPFEnabled:
+    'the eBPF dataplane (its policy, kube-proxy replacement and connect-time load balancing) is not implemented by palisade; refusing to start rather than program another dataplane than the one asked for',
+  PolicySyncPathPrefix:
+    'policy sync to a per-pod agent (application layer policy) is not implemented by palisade: its HTTP and service-account rules would not be enforced; refusing to start',
+};
+
 export type ProblemKind =
   /** Felix would reject the value; the default is used. */
   | 'invalid'
@@ -318,15 +334,18 @@ export class ConfigResolver {
       }
     }
     for (const s of ignored) {
-      this.#problem({
-        kind: 'unsupported',
+      const refused = REFUSED_WHEN_SET[s.param];
+      const p: ConfigProblem = {
+        kind: refused ? 'fatal' : 'unsupported',
         param: s.param,
         source: s.source,
         value: s.value,
-        reason: WHY_IGNORED[s.param] ?? 'not supported by palisade; ignored',
-      });
+        reason: refused ?? WHY_IGNORED[s.param] ?? 'not supported by palisade; ignored',
+      };
+      this.#problem(p);
+      if (refused) this.#fatal.push(p);
     }
-    this.#ignored = ignored;
+    this.#ignored = ignored.filter((s) => !REFUSED_WHEN_SET[s.param]);
   }
 
   #differsFromDefault(felix: FelixParam, raw: RawValue): boolean {

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 import { stringify } from 'yaml';
 
+import { REFUSED_WHEN_SET } from '../../src/config/config.js';
 import { np, profile, wep } from '../helpers/calc-fixtures.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -92,6 +93,7 @@ describe('cli: palisade sync and config', () => {
         ...cleanEnv,
         FELIX_HEALTHPORT: 'x',
         FELIX_PROMETHEUSMETRICSPORT: '9191',
+        FELIX_XDPENABLED: 'false',
         FELIX_BPFENABLED: 'true',
         FELIX_WIREGUARDENABLED: 'false',
         FELIX_NFTABLESREFRESHINTERVALL: '5',
@@ -101,6 +103,7 @@ describe('cli: palisade sync and config', () => {
     const out = JSON.parse(r.stdout) as {
       params: Array<{ name: string; value: unknown; source: string; differs?: string }>;
       ignored: unknown[];
+      refused: Array<{ param: string; source: string }>;
     };
     const get = (n: string) => out.params.find((x) => x.name === n);
     assert.deepEqual(get('HealthPort'), {
@@ -115,9 +118,14 @@ describe('cli: palisade sync and config', () => {
     });
     assert.deepEqual(get('FelixHostname'), { name: 'FelixHostname', value: 'n1', source: 'flag for FelixHostname' });
     assert.match(get('LogSeverityScreen')?.differs ?? '', /without a restart/);
-    assert.deepEqual(out.ignored, [{ param: 'BPFEnabled', value: 'true', source: 'env FELIX_BPFENABLED' }]);
+    assert.deepEqual(out.ignored, [{ param: 'XDPEnabled', value: 'false', source: 'env FELIX_XDPENABLED' }]);
+    assert.deepEqual(
+      out.refused.map((x) => [x.param, x.source]),
+      [['BPFEnabled', 'env FELIX_BPFENABLED']],
+    );
     assert.match(r.stderr, /HealthPort from env FELIX_HEALTHPORT \(\\?"x\\?"\): invalid int/);
-    assert.match(r.stderr, /BPFEnabled from env FELIX_BPFENABLED[^\n]*not supported by palisade; ignored/);
+    assert.match(r.stderr, /XDPEnabled from env FELIX_XDPENABLED[^\n]*not supported by palisade; ignored/);
+    assert.match(r.stderr, /BPFEnabled from env FELIX_BPFENABLED[^\n]*eBPF dataplane[^\n]*refusing to start/);
     assert.match(
       r.stderr,
       /NFTABLESREFRESHINTERVALL[^\n]*not a Felix parameter \(did you mean NftablesRefreshInterval/,
@@ -125,11 +133,15 @@ describe('cli: palisade sync and config', () => {
     assert.doesNotMatch(r.stderr, /WireguardEnabled/, 'a default value is not reported');
     const text = spawnSync(process.execPath, [BIN, 'config', '--local', '--hostname', 'n1'], {
       encoding: 'utf8',
-      env: { ...cleanEnv, FELIX_BPFENABLED: 'true' },
+      env: { ...cleanEnv, FELIX_XDPENABLED: 'false', FELIX_BPFENABLED: 'true' },
     });
     assert.match(
       text.stdout,
-      /Set, but not supported by palisade \(ignored\):\n {2}BPFEnabled = true {2}\(env FELIX_BPFENABLED\)/,
+      /Set, but not supported by palisade \(ignored\):\n {2}XDPEnabled = false {2}\(env FELIX_XDPENABLED\)/,
+    );
+    assert.match(
+      text.stdout,
+      /Set, and refused \(the agent does not start with these\):\n {2}BPFEnabled = true {2}\(env FELIX_BPFENABLED\): /,
     );
     assert.match(text.stdout, /where palisade deliberately differs from Felix/);
   });
@@ -145,6 +157,12 @@ describe('cli: palisade sync and config', () => {
         /DefaultEndpointToHostAction from env FELIX_DEFAULTENDPOINTTOHOSTACTION: unknown option/,
       ],
       [['config'], noKube, /cannot load the Kubernetes configuration/],
+      // What palisade cannot honour without leaving traffic less protected than Felix would (issue 52).
+      ...Object.keys(REFUSED_WHEN_SET).map((param): [string[], NodeJS.ProcessEnv, RegExp] => [
+        ['agent', '--datastore-dir', '/nonexistent', '--hostname', 'n1'],
+        { [`FELIX_${param.toUpperCase()}`]: param.startsWith('PolicySync') ? '/var/run/nodeagent' : 'true' },
+        new RegExp(`refusing to start: ${param} from env FELIX_${param.toUpperCase()}: .*refusing to start`),
+      ]),
     ];
     for (const [args, env, want] of cases) {
       const r = spawnSync(process.execPath, [BIN, ...args], {

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { REFUSED_WHEN_SET } from '../../src/config/config.js';
 import { configReferenceTable, unsupportedParamList } from '../../src/config/reference.js';
 
 const root = (p: string) => fileURLToPath(new URL(`../../../${p}`, import.meta.url));
@@ -16,5 +17,16 @@ describe('docs', () => {
       doc.includes(unsupportedParamList()),
       'regenerate the list of unsupported parameters (unsupportedParamList)',
     );
+  });
+
+  it('the settings docs/configuration.md calls refused are the ones the agent refuses', () => {
+    const doc = readFileSync(root('docs/configuration.md'), 'utf8');
+    const at = doc.indexOf('Settings the agent refuses to run with');
+    assert.ok(at >= 0);
+    const paragraph = doc.slice(at, doc.indexOf('\n\n', at));
+    const named = [...paragraph.matchAll(/`([A-Z][A-Za-z0-9]+)`/g)]
+      .map((m) => m[1])
+      .filter((n) => n !== 'NFTablesMode');
+    assert.deepEqual(named.sort(), Object.keys(REFUSED_WHEN_SET).sort());
   });
 });

@@ -146,13 +146,22 @@ function reportUnsupported(c: PeerContext, r: BgpPeerResource): boolean {
     c.problems.add(`${name}: localWorkloadSelector (peering with workloads) is not supported; the peer is skipped`);
     return true;
   }
-  if (s.password)
-    c.problems.add(`${name}: password (a Kubernetes secret reference) is not supported; the peering has no password`);
-  if (r.spec.filters?.length)
+  // Never peered unauthenticated or unfiltered (issue 52, issue 51 D8): a peering palisade
+  // cannot secure or filter as asked is not brought up at all.
+  let skip = false;
+  if (s.password) {
     c.problems.add(
-      `${name}: filters (BGPFilter) are not supported; the peering exports and imports as without filters`,
+      `${name}: password (a Kubernetes secret reference) is not supported; the peering is not brought up rather than peer without it`,
     );
-  return false;
+    skip = true;
+  }
+  if (r.spec.filters?.length) {
+    c.problems.add(
+      `${name}: filters (BGPFilter) are not supported; the peering is not brought up rather than export and import unfiltered`,
+    );
+    skip = true;
+  }
+  return skip;
 }
 
 /**
@@ -205,10 +214,12 @@ export function meshPeers(c: PeerContext, me: BgpNode): BirdPeer[] {
   if (me.rrClusterId) return [];
   if (c.state.global()?.nodeToNodeMeshEnabled === false) return [];
   const g = c.state.global();
-  if (g && (g as Record<string, unknown>).nodeMeshPassword)
+  if (g && (g as Record<string, unknown>).nodeMeshPassword) {
     c.problems.add(
-      'BGPConfiguration default: nodeMeshPassword (a Kubernetes secret reference) is not supported; mesh peerings have no password',
+      'BGPConfiguration default: nodeMeshPassword (a Kubernetes secret reference) is not supported; the node-to-node mesh is not brought up rather than peer without it',
     );
+    return [];
+  }
   const myAs = String(nodeAs(c, me));
   const out: BirdPeer[] = [];
   for (const n of c.state.nodes.values()) {

@@ -308,6 +308,10 @@ describe('palisade bgp: BIRD configuration as confd renders it', () => {
       /BGPPeer w: localWorkloadSelector/,
     ])
       assert.match(said, re);
+    // Never peered without its password or filters (issue 52): not brought up at all.
+    assert.deepEqual(protocols(f['bird.cfg']), []);
+    assert.match(said, /BGPPeer p: password .*not brought up/);
+    assert.match(said, /BGPPeer p: filters .*not brought up/);
     assert.match(f['bird.cfg'], /^listen bgp address 10\.0\.0\.1;$/m);
     assert.match(f['bird_ipam.cfg'], /10\.67\.0\.0\/16\) then \{ reject; \} # IPIP routes need Calico's BIRD fork/);
     assertBirdAccepts(f);
@@ -324,6 +328,18 @@ describe('palisade bgp: BIRD configuration as confd renders it', () => {
       new RegExp(`^router id ${hashToIPv4('node1').replaceAll('.', '\\.')};$`, 'm'),
     );
     assert.match(hashed?.['bird.cfg'] ?? '', /# IPv4 disabled on this node\./);
+  });
+
+  it('a node-to-node mesh with a password palisade cannot apply is not brought up (issue 52)', () => {
+    const f = render(
+      'node1',
+      ...three,
+      bgpConfig('default', { nodeMeshPassword: { secretKeyRef: { name: 'bgp', key: 'mesh' } } }),
+      peer('plain', { peerIP: '192.0.2.9', asNumber: 65001 }),
+    );
+    assert.deepEqual(protocols(f['bird.cfg']), ['Global_192_0_2_9']);
+    assert.match(f.problems.join('\n'), /nodeMeshPassword .*the node-to-node mesh is not brought up/);
+    assertBirdAccepts(f);
   });
 
   it('refuses bad BGP resources with the field at fault', () => {

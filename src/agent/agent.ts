@@ -20,6 +20,7 @@ import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { ControlPlane } from './control-plane.js';
+import { IPVS_REFUSAL, kubeIpvsPresent } from './kube-proxy-ipvs.js';
 import { type MemoryReducer, startMemoryReducer } from './memory-reducer.js';
 import { applyGcThreshold, turnOffPretenuring, warnUncappedYoungGeneration } from './runtime-setup.js';
 import { refusal } from '../config/refusal.js';
@@ -72,7 +73,10 @@ export class NodeAgent {
 
   /** Runs until a signal (0), a needed restart (129), a refused configuration (3) or a failure (1). */
   async run(): Promise<number> {
-    const early = refusal(this.#config.config, 'local') ?? datastoreProblem(this.#config.config);
+    const early =
+      refusal(this.#config.config, 'local') ??
+      datastoreProblem(this.#config.config) ??
+      (kubeIpvsPresent() ? IPVS_REFUSAL : undefined);
     if (early) return this.#refuse(early);
     if (!(await this.#serveHealth(this.#config.config))) return 1;
     const exit = new Promise<number>((resolve) => (this.#resolve = resolve));
@@ -114,6 +118,11 @@ export class NodeAgent {
     // Heartbeats: a stalled event loop stops them (liveness goes stale); a dataplane apply
     // stuck beyond its timeout stops the dataplane's.
     this.#heartbeat = setInterval(() => {
+      // (The interface monitor never reports it: Felix's default InterfaceExclude names it.)
+      if (kubeIpvsPresent()) {
+        this.#refuse(IPVS_REFUSAL);
+        return;
+      }
       this.health.report('calc_graph', this.#calcGraphHealth());
       if (!this.#driver?.stuckFor(90_000)) this.health.report('int_dataplane', { live: true, ready: this.#applied });
     }, 5_000);

@@ -84,3 +84,36 @@ describe('agent process: signals', { skip: ROOT_SKIP }, () => {
     assert.equal(await exited, 0);
   });
 });
+
+describe('agent process: kube-proxy in IPVS mode (issue 52)', { skip: ROOT_SKIP }, () => {
+  const start = (ns: string, dir: string) => {
+    const p = spawn(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'],
+      { env: { ...cleanEnv, PALISADE_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const out = { log: '' };
+    p.stderr?.on('data', (d: Buffer) => (out.log += d.toString()));
+    const exited = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+    return { p, out, exited };
+  };
+
+  // (kube-proxy's device is a dummy; this kernel has no dummy module, and only the name counts.)
+  it('refuses to start beside kube-ipvs0, and stops (exit 3) when it appears, leaving its rules in place', async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'kube-ipvs0', 'type', 'veth', 'peer', 'name', 'kipvs-peer']);
+    const first = start(ns.name, tempDir());
+    assert.equal(await first.exited, 3, first.out.log.slice(-1000));
+    assert.match(first.out.log, /kube-proxy runs in IPVS mode \(kube-ipvs0 exists\).*refusing to run/);
+    ns.run('ip', ['link', 'del', 'kube-ipvs0']);
+    const second = start(ns.name, tempDir());
+    for (let i = 0; i < 300 && !/"msg":"applied"|read back our rules/.test(second.out.log); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.equal(second.p.exitCode, null, second.out.log.slice(-1000));
+    ns.run('ip', ['link', 'add', 'kube-ipvs0', 'type', 'veth', 'peer', 'name', 'kipvs-peer']);
+    const code = await Promise.race([second.exited, new Promise((r) => setTimeout(() => r('still running'), 15_000))]);
+    assert.equal(code, 3, second.out.log.slice(-1000));
+    assert.match(second.out.log, /kube-proxy runs in IPVS mode/);
+    assert.equal(ns.try('nft', ['list', 'table', 'ip', 'calico']).status, 0, 'the rules were removed');
+  });
+});

@@ -6,7 +6,16 @@
 // well-behaved clients and keep programming (a policy edit made afterwards lands).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, ftruncateSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -182,8 +191,11 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
     const doc = (i: number) =>
       `apiVersion: ${V3}\nkind: GlobalNetworkSet\nmetadata:\n  name: big-${i}\nspec:\n  nets:\n${'  - 10.0.0.0/8\n'.repeat(1000)}`;
     const chunk = Array.from({ length: 100 }, (_, i) => doc(i)).join('---\n');
+    // Written aside and renamed into place, whole: a file still being written is read as it
+    // stands (a new file) or once settled (a file rewritten in place).
     const big = join(dir, 'big.yaml');
-    writeFileSync(big, `---\n${chunk}`.repeat(Math.ceil((209 << 20) / (chunk.length + 4))));
+    writeFileSync(join(dir, '.big.yaml.tmp'), `---\n${chunk}`.repeat(Math.ceil((209 << 20) / (chunk.length + 4))));
+    renameSync(join(dir, '.big.yaml.tmp'), big);
     try {
       const t0 = Date.now();
       let slowest = 0;

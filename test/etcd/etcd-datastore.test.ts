@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { Etcd3Client } from '../../src/datastore/etcdv3/client.js';
 import { EtcdSyncer, IPAM_AFFINITY_PREFIX } from '../../src/datastore/etcdv3/etcd-syncer.js';
+import { DEFAULT_ALLOW_KEY, defaultAllowProfileUpdate } from '../../src/datastore/default-allow.js';
 import { KEY_PREFIX, keyOf } from '../../src/datastore/keys.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { validateResource } from '../../src/model/validate.js';
@@ -49,6 +50,9 @@ function syncerFor(endpoint: string, extra: Partial<ConstructorParameters<typeof
 /** The recorder's state equals what etcdctl reads under the prefix. */
 function assertMirrors(rec: SyncerRecorder, etcd: TestEtcd): void {
   const truth = etcd.dump(KEY_PREFIX);
+  // Beside what is stored: the profile Calico's backends add (projectcalico-default-allow).
+  const synthesized = defaultAllowProfileUpdate();
+  truth.set(synthesized.key, JSON.stringify(synthesized.value));
   assert.deepEqual([...rec.state.keys()].sort(), [...truth.keys()].sort());
   for (const [k, v] of truth) assert.deepEqual(rec.state.get(k), JSON.parse(v), k);
 }
@@ -80,7 +84,12 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     try {
       await rec.waitFor(() => rec.statuses.includes('in-sync'), 20_000, 'in-sync');
       const ms = Date.now() - t0;
-      assert.equal(rec.state.size, 10_000);
+      // And projectcalico-default-allow, which Calico's backends add (issue 52).
+      assert.equal(rec.state.size, 10_001);
+      assert.deepEqual((rec.state.get(DEFAULT_ALLOW_KEY) as { spec: unknown }).spec, {
+        ingress: [{ action: 'Allow' }],
+        egress: [{ action: 'Allow' }],
+      });
       assert.deepEqual(rec.statuses, ['wait-for-datastore', 'resync-in-progress', 'in-sync']);
       for (const u of rec.updates.slice(0, 50)) assert.ok(validateResource(u.value).ok, u.key);
       console.error(`# etcd: initial list of 10,000 resources delivered in ${ms} ms`);
@@ -104,8 +113,12 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       await rec.waitFor(() => rec.updates.some((u) => u.key.endsWith('profiles/broken')), 5000, 'the broken value');
       assert.match(rec.updates.at(-1)?.decodeError ?? '', /not JSON/);
       etcd.del(`${KEY_PREFIX}profiles/broken`);
+      // A stored copy of the synthesized profile is ignored, as upstream's watcher drops it.
+      etcd.put(DEFAULT_ALLOW_KEY, JSON.stringify(profile('projectcalico-default-allow', { x: 'y' })));
       etcd.ctl(['del', KEY_PREFIX, '--prefix']);
-      await rec.waitFor(() => rec.state.size === 0, 10_000, 'the prefix delete');
+      await rec.waitFor(() => rec.state.size === 1, 10_000, 'the prefix delete');
+      assert.ok(rec.state.has(DEFAULT_ALLOW_KEY), 'the synthesized profile stays');
+      assert.ok(!rec.updates.some((u) => u.key === DEFAULT_ALLOW_KEY), 'the stored copy was passed on');
     } finally {
       await syncer.stop();
     }
@@ -132,7 +145,8 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     try {
       await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
       assert.deepEqual(
-        [...rec.state.keys()].filter((k) => !k.startsWith(`${KEY_PREFIX}ipamblocks/`)).length,
+        [...rec.state.keys()].filter((k) => !k.startsWith(`${KEY_PREFIX}ipamblocks/`) && k !== DEFAULT_ALLOW_KEY)
+          .length,
         0,
         'handles and affinities are not read',
       );
@@ -187,7 +201,7 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     await proxy.up();
     const { syncer, rec } = syncerFor(proxy.endpoint);
     try {
-      await rec.waitFor(() => rec.statuses.includes('in-sync') && rec.state.size === 3, 10_000, 'in-sync');
+      await rec.waitFor(() => rec.statuses.includes('in-sync') && rec.state.size === 3 + 1, 10_000, 'in-sync');
       rec.clear();
       await proxy.cut();
       // Changes the agent cannot see: an update, a delete, an add; then etcd restarts and more.
@@ -200,7 +214,7 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       etcd.del(keyFor(c));
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(rec.updates.length, 0, 'nothing delivered while cut off');
-      assert.equal(rec.state.size, 3, 'state kept');
+      assert.equal(rec.state.size, 3 + 1, 'state kept');
       await proxy.up();
       await rec.waitFor(
         () =>

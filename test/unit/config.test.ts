@@ -289,7 +289,7 @@ describe('config: sources and precedence', () => {
   it('reports Felix parameters palisade does not implement, set to non-defaults, once, with their source; defaults stay quiet', () => {
     const problems: ConfigProblem[] = [];
     const c = new ConfigResolver({
-      env: { FELIX_BPFENABLED: 'true', FELIX_WIREGUARDENABLED: 'false', FELIX_XDPENABLED: 'true' },
+      env: { FELIX_XDPENABLED: 'false', FELIX_WIREGUARDENABLED: 'false', FELIX_IPV6SUPPORT: 'true' },
       onProblem: (x) => problems.push(x),
     });
     c.setDatastoreConfig(ds({ WireguardEnabled: 'true', NftablesRefreshInterval: '30', ClusterGUID: 'abc' }));
@@ -297,12 +297,25 @@ describe('config: sources and precedence', () => {
     const unsupported = problems.filter((x) => x.kind === 'unsupported');
     assert.deepEqual(
       unsupported.map((x) => [x.param, x.source, x.value]),
-      [['BPFEnabled', 'env FELIX_BPFENABLED', 'true']],
+      [['XDPEnabled', 'env FELIX_XDPENABLED', 'false']],
       'WireguardEnabled=false from env (the default) wins over the datastore: nothing to report',
     );
     assert.match(unsupported[0]?.reason ?? '', /not supported by palisade; ignored/);
-    assert.deepEqual(c.ignored, [{ param: 'BPFEnabled', value: 'true', source: 'env FELIX_BPFENABLED' }]);
+    assert.deepEqual(c.ignored, [{ param: 'XDPEnabled', value: 'false', source: 'env FELIX_XDPENABLED' }]);
+    assert.deepEqual(c.fatal, [], 'WireguardEnabled=false wins: nothing refused');
     assert.equal(c.config.NftablesRefreshInterval, 30, 'NftablesRefreshInterval is implemented');
+    // Set where it wins, it is refused, not ignored (issue 52).
+    const refused: ConfigProblem[] = [];
+    const r = new ConfigResolver({ env: { FELIX_BPFENABLED: 'true' }, onProblem: (x) => refused.push(x) });
+    r.setDatastoreConfig(ds({ WireguardEnabled: 'true' }));
+    assert.deepEqual(
+      r.fatal.map((x) => [x.param, x.source]),
+      [
+        ['BPFEnabled', 'env FELIX_BPFENABLED'],
+        ['WireguardEnabled', 'FelixConfiguration default'],
+      ],
+    );
+    assert.deepEqual(r.ignored, []);
   });
 
   it('RouteTableRanges: checked as Felix does (a bad range is refused), and reported as having no effect, saying why', () => {

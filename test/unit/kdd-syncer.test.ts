@@ -8,11 +8,14 @@ import { after, before, describe, it } from 'node:test';
 
 import { ControlPlane } from '../../src/agent/control-plane.js';
 import { ConfigResolver } from '../../src/config/config.js';
+import { DEFAULT_ALLOW_KEY, defaultAllowProfileUpdate } from '../../src/datastore/default-allow.js';
 import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
+import { validateResource } from '../../src/model/validate.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
 import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { SyncerRecorder } from '../helpers/syncer-recorder.js';
 import { until } from '../helpers/until.js';
 
 const log = createLogger({ severity: 'Fatal' });
@@ -97,6 +100,24 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
   });
   after(async () => {
     await api?.stop();
+  });
+
+  it('lists projectcalico-default-allow beside the namespaces and service accounts, as libcalico-go does (issue 52)', async () => {
+    const rec = new SyncerRecorder();
+    const syncer = new KddSyncer({
+      transport: new HttpKubeTransport({ server: url }),
+      log,
+      backoffMs: { min: 20, max: 200 },
+    });
+    syncer.start(rec);
+    try {
+      await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
+      assert.deepEqual(rec.state.get(DEFAULT_ALLOW_KEY), defaultAllowProfileUpdate().value);
+      const v = validateResource(rec.state.get(DEFAULT_ALLOW_KEY));
+      assert.ok(v.ok);
+    } finally {
+      await syncer.stop();
+    }
   });
 
   it('converges on what Felix would program, then follows edits and deletions', async () => {

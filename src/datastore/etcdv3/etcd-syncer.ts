@@ -10,6 +10,7 @@
 import type { Logger } from '../../log.js';
 import { affinityName } from '../../model/bgp.js';
 import { blockName } from '../../model/ipam.js';
+import { DEFAULT_ALLOW_KEY, defaultAllowProfileUpdate } from '../default-allow.js';
 import { KEY_PREFIX } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
 import type { EtcdClient, WatchEvent, WatchHandle } from './client.js';
@@ -89,6 +90,9 @@ function deletionOf(key: string, revision: string): Update | undefined {
   const r = resourceOf(key);
   return r ? { key: r.key, value: null, revision } : undefined;
 }
+
+/** The revision #known holds for the synthesized default-allow profile (it never changes). */
+const SYNTHESIZED = 'synthesized';
 
 export class EtcdSyncer implements Syncer {
   readonly #client: EtcdClient;
@@ -216,7 +220,15 @@ export class EtcdSyncer implements Syncer {
   #applyList(kvs: Array<{ key: string; value: string; modRevision: string }>, revision: string): number {
     const updates: Update[] = [];
     const seen = new Set<string>();
+    if (this.#prefixes.includes(KEY_PREFIX)) {
+      seen.add(DEFAULT_ALLOW_KEY);
+      if (!this.#known.has(DEFAULT_ALLOW_KEY)) {
+        this.#known.set(DEFAULT_ALLOW_KEY, SYNTHESIZED);
+        updates.push(defaultAllowProfileUpdate());
+      }
+    }
     for (const kv of kvs) {
+      if (kv.key === DEFAULT_ALLOW_KEY) continue;
       seen.add(kv.key);
       if (this.#known.get(kv.key) === kv.modRevision) continue;
       const u = updateOf(kv.key, kv.value, kv.modRevision);
@@ -281,6 +293,7 @@ export class EtcdSyncer implements Syncer {
   #onEvents(events: WatchEvent[]): void {
     const updates: Update[] = [];
     for (const ev of events) {
+      if (ev.key === DEFAULT_ALLOW_KEY) continue;
       if (ev.type === 'delete') {
         if (!this.#known.delete(ev.key)) continue;
         const u = deletionOf(ev.key, ev.modRevision);

@@ -34,10 +34,9 @@ export interface FileSyncerOptions {
 
 /**
  * A file rewritten in place (truncated, half written, a pause, the rest) read half-way had
- * its deny policy off for 1.4 s (issue 51 D10). A file written in place (its content
- * changed under the same inode, or a new file not renamed since its last write) is read
- * only once it has not been written for this long; one renamed into place (editors,
- * `kubectl`, ConfigMap volumes) is complete and read at once.
+ * its deny policy off for 1.4 s (issue 51 D10). A file whose content changed under the same
+ * inode is read only once it has not been written for this long; one renamed into place
+ * (editors, `kubectl`, ConfigMap volumes) is complete and read at once, and so is a new file.
  */
 export const SETTLE_MS = 2000;
 
@@ -72,7 +71,6 @@ interface Listed {
   size: number;
   ino: number;
   mtimeMs: number;
-  ctimeMs: number;
 }
 
 const mb = (bytes: number) =>
@@ -220,7 +218,6 @@ export class FileSyncer implements Syncer {
                 size: s.size,
                 ino: s.ino,
                 mtimeMs: s.mtimeMs,
-                ctimeMs: s.ctimeMs,
               });
           } catch {
             // Gone between readdir and stat: it is simply not there.
@@ -301,12 +298,11 @@ export class FileSyncer implements Syncer {
 
   /** When a changed file may be read: at once, unless it changed in place and may still be being written. */
   #settledAt(name: string, old: FileState | undefined, listed: Listed): number {
-    // The first scan reads what is there. Later, a path that now names another inode was
-    // renamed onto (complete); a new path was renamed into place if its inode changed after
-    // its last write (a rename updates ctime; writing updates both).
-    if (!old && !this.#inSync) return 0;
-    const written = old ? old.sig.split(':')[0] === String(listed.ino) : listed.ctimeMs <= listed.mtimeMs;
-    if (!written) return 0;
+    // A path that now names another inode was renamed onto (complete). A new path is read at
+    // once too: whatever it holds so far can only add resources (a file renamed into place
+    // in the same clock tick as its last write looks just like one still being written, and
+    // new files would otherwise wait out the settle period); the rest comes in place, settled.
+    if (!old || old.sig.split(':')[0] !== String(listed.ino)) return 0;
     const at = listed.mtimeMs + this.#settleMs;
     if (at > Date.now() && this.#waiting.get(name) !== listed.sig) {
       this.#waiting.set(name, listed.sig);

@@ -10,6 +10,7 @@
 // endpoint, or an object that does not convert (reported once), is a deletion of what it
 // was; what a pod became is remembered so its deletion finds it.
 import type { Logger } from '../../log.js';
+import { defaultAllowProfileUpdate } from '../default-allow.js';
 import { keyOf } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
 import { k8sClusterNetworkPolicyToCalico } from './conversion/cluster-network-policy.js';
@@ -144,6 +145,8 @@ export class KddSyncer implements Syncer {
       r.start();
     });
     this.#setStatus('resync-in-progress');
+    // As libcalico-go's Kubernetes profile client lists it beside the namespaces' and service accounts'.
+    if (this.#o.syncer !== 'bgp') this.#push(defaultAllowProfileUpdate());
   }
 
   async stop(): Promise<void> {

@@ -54,7 +54,7 @@ const VARIANTS: Record<string, unknown[]> = {
       {
         nodeSelector: "zone == 'edge'",
         failsafeInboundHostPorts: [{ protocol: 'UDP', port: 4789, net: '10.0.0.0/8' }],
-        wireguardEnabled: true,
+        xdpEnabled: false,
       },
       { annotations: { 'config.projectcalico.org/InterfaceExclude': 'kube-ipvs0,/^dummy/' } },
     ),

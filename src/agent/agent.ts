@@ -24,6 +24,7 @@ import { IPVS_REFUSAL, kubeIpvsPresent } from './kube-proxy-ipvs.js';
 import { type MemoryReducer, startMemoryReducer } from './memory-reducer.js';
 import { applyGcThreshold, turnOffPretenuring, warnUncappedYoungGeneration } from './runtime-setup.js';
 import { refusal } from '../config/refusal.js';
+import { describeRelease, releaseOf, traitsOf } from '../model/release.js';
 
 /** Felix's metrics TLS: on when a certificate and its key are configured. */
 function metricsTls(cfg: Config): ServerTls | undefined {
@@ -188,6 +189,11 @@ export class NodeAgent {
       this.#refuse(refused);
       return;
     }
+    const release = releaseOf(cfg.CalicoVersion);
+    this.#log.info(
+      { calicoVersion: describeRelease(release), from: this.#config.sourceOf('CalicoVersion'), ...traitsOf(release) },
+      'Calico release in force',
+    );
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#reporter = this.#newStatusReporter(cfg);
     this.#driver = this.#newDriver(cfg);
@@ -250,6 +256,7 @@ export class NodeAgent {
         hostname: cfg.FelixHostname,
         datastore_type: cfg.TyphaAddr || cfg.TyphaK8sServiceName ? `${cfg.DatastoreType} (typha)` : cfg.DatastoreType,
         rules_backend: driver.rulesBackend,
+        calico_version: describeRelease(releaseOf(cfg.CalicoVersion)),
       },
       1,
     );

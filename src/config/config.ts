@@ -34,9 +34,10 @@ const LOCAL_SOURCES: ReadonlySet<SourceKind> = new Set(['flag', 'env', 'file']);
 
 /**
  * Felix parameters that need no report: ClusterInformation sets them on every cluster and
- * Felix uses them only for usage reporting, which palisade does not do.
+ * Felix uses them only for usage reporting, which palisade does not do. (CalicoVersion, the
+ * third, is palisade's: the release in force.)
  */
-const SILENT = new Set(['clusterguid', 'clustertype', 'calicoversion']);
+const SILENT = new Set(['clusterguid', 'clustertype']);
 /** Why some unimplemented parameters are ignored, where "not supported" would mislead. */
 const WHY_IGNORED: Readonly<Record<string, string>> = {
   RouteTableRange:

@@ -6,6 +6,7 @@
 // change, and so does palisade.
 import { hostname } from 'node:os';
 
+import { describeRelease, parseCalicoVersion, releaseOf } from '../model/release.js';
 import { felixParam } from './catalogue.js';
 import { ParseError, parseFelixValue, type ProtoPort, zeroValue } from './felix-types.js';
 
@@ -101,6 +102,16 @@ function spelled<T extends string>(values: readonly T[]): (v: unknown) => T {
     if (hit === undefined) throw new ParseError(`unknown option (expected one of ${values.join(', ')})`);
     return hit;
   };
+}
+
+function calicoVersion(v: unknown): string {
+  const text = String(v).trim();
+  try {
+    parseCalicoVersion(text);
+  } catch (e) {
+    throw new ParseError((e as Error).message);
+  }
+  return text;
 }
 
 function positive(v: unknown): number {
@@ -275,6 +286,12 @@ export const PARAMS = {
     'Let workloads send IP-in-IP; false: dropped first thing in their egress chains, as Felix.',
   ),
   VXLANMTU: felix('VXLANMTU', asNumber, "MTU of vxlan.calico; 0: the underlay device's MTU less 50."),
+  CalicoVersion: felix(
+    'CalicoVersion',
+    calicoVersion,
+    "The Calico release the cluster runs (ClusterInformation's calicoVersion; env or config file override it), logged at start and shown by `palisade config` and `palisade status`: `palisade typha` serves a Felix without modern policy keys the layout before 3.32 while it is 3.30 or 3.31. Empty: the newest palisade knows (3.32+). Older than 3.30: the agent refuses to start.",
+    { format: (v) => describeRelease(releaseOf(v)) },
+  ),
   FelixHostname: felix(
     'FelixHostname',
     asString,

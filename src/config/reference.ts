@@ -9,7 +9,13 @@ export function configReferenceTable(): string {
     const raw = def.default();
     const shown = name === 'FelixHostname' ? '(the host name)' : `\`${raw || '""'}\``;
     const field = felixParam(name)?.field?.json;
-    const where = def.local ? 'flag, env, file' : `env, file, FelixConfiguration \`${field ?? '?'}\``;
+    const where = def.local
+      ? 'flag, env, file'
+      : field
+        ? `env, file, FelixConfiguration \`${field}\``
+        : name === 'CalicoVersion'
+          ? 'env, file, ClusterInformation `calicoVersion`'
+          : 'env, file';
     // Local parameters never change at run time (only the datastore changes things).
     const restart = def.local ? '-' : def.live ? 'no' : 'yes';
     const note = def.differs ? ` *Differs from Felix:* ${def.differs}.` : '';

@@ -46,8 +46,8 @@ export class AgentMetrics {
   });
   readonly info = new Gauge({
     name: 'palisade_info',
-    help: 'Always 1; the labels say what runs: version, node, datastore and rules backend.',
-    labelNames: ['version', 'hostname', 'datastore_type', 'rules_backend'],
+    help: "Always 1; the labels say what runs: version, node, datastore, rules backend and the cluster's Calico release.",
+    labelNames: ['version', 'hostname', 'datastore_type', 'rules_backend', 'calico_version'],
     registers: [this.registry],
   });
   readonly lastApplyTime = new Gauge({

@@ -26,7 +26,7 @@ export interface Reporter {
 export interface AgentStatus {
   health: { url: string; live?: boolean; ready?: boolean; reporters?: Reporter[]; error?: string };
   metrics: { url: string; error?: string };
-  info?: { version: string; hostname: string; datastoreType: string; rulesBackend: string };
+  info?: { version: string; hostname: string; datastoreType: string; rulesBackend: string; calicoVersion: string };
   syncState?: string;
   counts?: { endpoints: number; policies: number; ipSets: number; rules: number };
   lastApply?: {
@@ -150,6 +150,7 @@ export async function readAgentStatus(
       hostname: info.hostname ?? '',
       datastoreType: info.datastore_type ?? '',
       rulesBackend: info.rules_backend ?? '',
+      calicoVersion: info.calico_version ?? '',
     };
   const sync = one('felix_resync_state');
   if (sync !== undefined) out.syncState = SYNC_STATES[sync] ?? `unknown (${sync})`;
@@ -181,7 +182,7 @@ export function formatStatus(s: AgentStatus): string {
   const i = s.info;
   lines.push(
     i
-      ? `palisade ${i.version} on ${i.hostname}: datastore ${i.datastoreType}, rules backend ${i.rulesBackend}`
+      ? `palisade ${i.version} on ${i.hostname}: datastore ${i.datastoreType}, rules backend ${i.rulesBackend}, Calico ${i.calicoVersion || 'release unknown'}`
       : 'palisade agent',
   );
   const h = s.health;

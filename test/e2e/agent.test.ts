@@ -205,6 +205,7 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
       assert.equal(s.syncState, 'in-sync');
       assert.equal(s.info?.rulesBackend, mode.name);
       assert.equal(s.info?.hostname, 'node1');
+      assert.match(s.info?.calicoVersion ?? '', /^(v?3\.\d+|3\.32\+ \(the cluster names no release\))/);
       assert.equal(s.counts?.endpoints, 4);
       assert.ok((s.counts?.rules ?? 0) > 20, `rules: ${s.counts?.rules}`);
       assert.ok(s.lastApply && s.lastApply.applies >= 1 && s.lastApply.durationMs > 0);

@@ -1,0 +1,73 @@
+// The Calico release a cluster runs, and everything palisade does differently because of it:
+// decided here and nowhere else. The release comes from ClusterInformation's calicoVersion
+// (Felix's CalicoVersion parameter; env or config file override it, for tests and for
+// clusters that report something else). Supported: 3.30, 3.31 and 3.32 or newer; a cluster
+// that names no release is taken to be the newest (what palisade followed before it knew).
+
+export interface CalicoRelease {
+  major: number;
+  minor: number;
+  /** As the cluster wrote it ("v3.31.7"), or "" when it named none. */
+  text: string;
+}
+
+/** What differs between releases. */
+export interface ReleaseTraits {
+  /**
+   * v1 policy keys `/calico/v1/policy/<kind>/<namespace>/<name>` and a model.Policy with its
+   * tier (3.32+); before, `/calico/v1/policy/tier/<tier>/policy/<namespace>%2f<name>` and no
+   * tier in the value (Typha and its clients speak the release's layout).
+   */
+  modernPolicyKeys: boolean;
+  /**
+   * What Felix names a policy's chains after: its PolicyID.ID() ("np/<ns>/<name>", 3.32+) or
+   * "<tier>/<v1 name>" ("default/<ns>/default.<name>", before).
+   */
+  policyIds: 'kind' | 'tiered';
+  /**
+   * The Kubernetes admin policy kinds the Kubernetes datastore reads: AdminNetworkPolicy and
+   * BaselineAdminNetworkPolicy (policy.networking.k8s.io/v1alpha1, 3.29-3.31) or
+   * ClusterNetworkPolicy (3.32+).
+   */
+  adminPolicies: 'anp' | 'cnp';
+}
+
+export const OLDEST_SUPPORTED = { major: 3, minor: 30 } as const;
+/** What a cluster that names no release is taken to run. */
+export const NEWEST_KNOWN: CalicoRelease = { major: 3, minor: 32, text: '' };
+
+/**
+ * A release from a version string as Calico writes it ("v3.31.7", "3.32.1", "v3.32.0-0.dev-
+ * 123-gabc"), or undefined for one that names no release ("", "master"); a string that is
+ * neither is an error.
+ */
+export function parseCalicoVersion(text: string): CalicoRelease | undefined {
+  const t = text.trim();
+  if (t === '' || /^(master|main|unknown|dev)$/i.test(t)) return undefined;
+  const m = /^v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,6})?(?:[-+][0-9A-Za-z.+-]{0,200})?$/.exec(t);
+  if (!m) throw new Error(`"${t.slice(0, 64)}" is not a Calico version (expected like v3.31.7)`);
+  return { major: Number(m[1]), minor: Number(m[2]), text: t };
+}
+
+/** The release a CalicoVersion value stands for (the newest known when it names none). */
+export function releaseOf(calicoVersion: string): CalicoRelease {
+  return parseCalicoVersion(calicoVersion) ?? NEWEST_KNOWN;
+}
+
+function atLeast(r: CalicoRelease, major: number, minor: number): boolean {
+  return r.major > major || (r.major === major && r.minor >= minor);
+}
+
+export function isSupported(r: CalicoRelease): boolean {
+  return atLeast(r, OLDEST_SUPPORTED.major, OLDEST_SUPPORTED.minor);
+}
+
+export function traitsOf(r: CalicoRelease): ReleaseTraits {
+  const modern = atLeast(r, 3, 32);
+  return { modernPolicyKeys: modern, policyIds: modern ? 'kind' : 'tiered', adminPolicies: modern ? 'cnp' : 'anp' };
+}
+
+/** "v3.31.7", or "3.32+ (none named)" for a cluster that names no release. */
+export function describeRelease(r: CalicoRelease): string {
+  return r.text ? r.text : `${r.major}.${r.minor}+ (the cluster names no release)`;
+}

@@ -49,7 +49,7 @@ export async function runTypha(argv: string[]): Promise<number> {
     const syncer = createSyncer(config.config, log);
     if ('deliversModel' in syncer)
       throw new ConfigError('palisade typha reads the datastore itself: unset TyphaAddr (FELIX_TYPHAADDR)');
-    daemon = new TyphaDaemon(cfg, syncer, log);
+    daemon = new TyphaDaemon(cfg, syncer, log, config.config.CalicoVersion);
   } catch (e) {
     if (!(e instanceof TyphaConfigError || e instanceof ConfigError)) throw e;
     console.error(`palisade typha: ${e.message}`);

@@ -100,7 +100,7 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
       // Issue 51 D12's probes: malformed keys of kinds in use (one of 200 KB), and a 200 KB key of a kind of no use.
       const huge = 'x'.repeat(200 << 10);
       const malformed = [
-        { key: '/calico/v1/policy/tier/default/policy/ns%2fname', value: '{}' },
+        { key: '/calico/v1/policy/tier/default/policy/ns%2fa%2fname', value: '{}' },
         { key: `/calico/v1/host/node1/workload/k8s/${huge}`, value: '{}' },
         { key: '/calico/v1/netset/a/b', value: '{}' },
       ];
@@ -169,7 +169,7 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
     });
     cache.onUpdates(
       [
-        '/calico/v1/policy/tier/default/policy/ns%2fname',
+        '/calico/v1/policy/tier/default/policy/ns%2fa%2fname',
         `/calico/v1/host/node1/workload/k8s/${huge}`,
         '/calico/v1/netset/a/b',
         `/calico/${huge}`,

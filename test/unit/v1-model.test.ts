@@ -8,7 +8,7 @@ import { UpdateProcessors } from '../../src/datastore/processors/index.js';
 import { createLogger } from '../../src/log.js';
 import type { Resource } from '../../src/model/schemas.js';
 import { dashSeparatedParts } from '../../src/model/names.js';
-import { keyToPath, pathToKey, type V1Key } from '../../src/model/v1/keys.js';
+import { keyToPath, legacyPolicyPath, pathToKey, type V1Key } from '../../src/model/v1/keys.js';
 import { parseUpdate, parseValue, serializeValue, type V1Update } from '../../src/model/v1/values.js';
 import { validateResource } from '../../src/model/validate.js';
 import { templates } from '../helpers/bad-corpus.js';
@@ -102,6 +102,81 @@ describe('v1 model: key paths (model.KeyFromDefaultPath / KeyToDefaultPath)', ()
       assert.equal(keyToPath(key), path);
     });
   }
+
+  it('policy keys before 3.32: the tier in the key, the kind told from the name (as v3.32 parseLegacyPolicyName)', () => {
+    const cases: Array<[string, V1Key]> = [
+      [
+        '/calico/v1/policy/tier/default/policy/prod%2fdefault.allow-web',
+        { type: 'Policy', kind: 'NetworkPolicy', namespace: 'prod', name: 'default.allow-web', tier: 'default' },
+      ],
+      [
+        '/calico/v1/policy/tier/default/policy/prod%2fknp.default.web',
+        { type: 'Policy', kind: 'KubernetesNetworkPolicy', namespace: 'prod', name: 'web', tier: 'default' },
+      ],
+      [
+        '/calico/v1/policy/tier/default/policy/prod%2fstaged:knp.default.web',
+        { type: 'Policy', kind: 'StagedKubernetesNetworkPolicy', namespace: 'prod', name: 'web', tier: 'default' },
+      ],
+      [
+        '/calico/v1/policy/tier/sec/policy/prod%2fstaged:sec.x',
+        { type: 'Policy', kind: 'StagedNetworkPolicy', namespace: 'prod', name: 'sec.x', tier: 'sec' },
+      ],
+      [
+        '/calico/v1/policy/tier/sec/policy/sec.deny',
+        { type: 'Policy', kind: 'GlobalNetworkPolicy', namespace: '', name: 'sec.deny', tier: 'sec' },
+      ],
+      [
+        '/calico/v1/policy/tier/sec/policy/staged:sec.deny',
+        { type: 'Policy', kind: 'StagedGlobalNetworkPolicy', namespace: '', name: 'sec.deny', tier: 'sec' },
+      ],
+      [
+        '/calico/v1/policy/tier/adminnetworkpolicy/policy/kanp.adminnetworkpolicy.a',
+        {
+          type: 'Policy',
+          kind: 'GlobalNetworkPolicy',
+          namespace: '',
+          name: 'kanp.adminnetworkpolicy.a',
+          tier: 'adminnetworkpolicy',
+        },
+      ],
+    ];
+    for (const [path, key] of cases) {
+      assert.deepEqual(pathToKey(path), key, path);
+      const k = key as V1Key & { type: 'Policy' };
+      assert.equal(legacyPolicyPath(k, k.tier as string), path, 'and back');
+    }
+    for (const bad of [
+      '/calico/v1/policy/tier/default/policy/ns%2fa%2fb',
+      '/calico/v1/policy/tier/default/policy/%2fname',
+      '/calico/v1/policy/tier/default/policy/ns%2f',
+      '/calico/v1/policy/tier/default/policy/staged:',
+      '/calico/v1/policy/tier//policy/x',
+      '/calico/v1/policy/tier/default/policies/x',
+    ])
+      assert.equal(pathToKey(bad), undefined, bad);
+  });
+
+  it('a policy value before 3.32 has no tier: it comes from the key; staged kinds are recognised in both layouts', () => {
+    const u = parseUpdate(
+      pathToKey('/calico/v1/policy/tier/sec/policy/prod%2fsec.allow') as V1Key,
+      '{"namespace":"prod","order":10,"selector":"a == \'b\'","inbound_rules":[{"action":"allow"}],"types":["ingress"]}',
+    );
+    const p = u.value as { key: { tier: string; name: string }; order: number; namespace: string };
+    assert.equal(p.key.tier, 'sec');
+    assert.equal(p.key.name, 'np/prod/sec.allow');
+    assert.equal(p.order, 10);
+    assert.equal(p.namespace, 'prod');
+    const modern = parseUpdate(
+      pathToKey('/calico/v1/policy/NetworkPolicy/prod/sec.allow') as V1Key,
+      '{"tier":"sec","selector":""}',
+    );
+    assert.equal(keyToPath(u.key), keyToPath(modern.key), 'one policy, whichever layout named it');
+    const staged = pathToKey('/calico/v1/policy/tier/default/policy/staged:default.x') as V1Key & { type: 'Policy' };
+    const stagedModern = pathToKey('/calico/v1/policy/StagedGlobalNetworkPolicy//default.x') as V1Key & {
+      type: 'Policy';
+    };
+    assert.equal(staged.kind, stagedModern.kind);
+  });
 
   it('refuses what upstream refuses (and what Felix has no use for)', () => {
     for (const path of [

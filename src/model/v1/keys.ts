@@ -7,7 +7,8 @@ import { KEY_PREFIX, kindOfPlural, pluralOf } from '../../datastore/keys.js';
 import { NAMESPACED_KINDS } from '../schemas.js';
 
 export type V1Key =
-  | { type: 'Policy'; kind: string; namespace: string; name: string }
+  /** `tier` is set for a key in the layout before 3.32 (the tier was in the key, not the value). */
+  | { type: 'Policy'; kind: string; namespace: string; name: string; tier?: string }
   | { type: 'Tier'; name: string }
   | { type: 'ProfileRules'; name: string }
   | { type: 'ProfileLabels'; name: string }
@@ -151,8 +152,10 @@ function hostKey(p: string[]): V1Key | undefined {
 
 function policyKey(p: string[]): V1Key | undefined {
   if (p.length < 5) return undefined;
-  if (p[3] === 'tier')
+  if (p[3] === 'tier') {
+    if (p.length === 7 && p[5] === 'policy') return legacyPolicyKey(p[4] as string, unescapeName(p[6] as string));
     return p.length === 6 && p[5] === 'metadata' ? { type: 'Tier', name: unescapeName(p[4] as string) } : undefined;
+  }
   if (p[3] === 'profile') {
     if (p.length !== 6) return undefined;
     const name = unescapeName(p[4] as string);
@@ -167,6 +170,56 @@ function policyKey(p: string[]): V1Key | undefined {
     namespace: unescapeName(p[4] as string),
     name: unescapeName(p[5] as string),
   };
+}
+
+// Name prefixes of the v1 names before 3.32, which said what the key no longer did.
+const KNP_PREFIX = 'knp.default.';
+const STAGED_PREFIX = 'staged:';
+const KCNP_PREFIX = 'kcnp.';
+
+/**
+ * A policy key in the layout before 3.32 (`/calico/v1/policy/tier/<tier>/policy/<name>`, the
+ * name "<namespace>/<v1 name>" for namespaced kinds): the kind is told from the name's
+ * prefixes, as libcalico-go v3.32's parseLegacyPolicyName tells it.
+ */
+function legacyPolicyKey(tier: string, full: string): V1Key | undefined {
+  const slash = full.indexOf('/');
+  const namespace = slash < 0 ? '' : full.slice(0, slash);
+  let name = slash < 0 ? full : full.slice(slash + 1);
+  if (!tier || !name || name.includes('/') || (slash >= 0 && !namespace)) return undefined;
+  let kind: string;
+  if (namespace) {
+    if (name.startsWith(KNP_PREFIX)) [kind, name] = ['KubernetesNetworkPolicy', name.slice(KNP_PREFIX.length)];
+    else if (name.startsWith(STAGED_PREFIX + KNP_PREFIX))
+      [kind, name] = ['StagedKubernetesNetworkPolicy', name.slice(STAGED_PREFIX.length + KNP_PREFIX.length)];
+    else if (name.startsWith(STAGED_PREFIX)) [kind, name] = ['StagedNetworkPolicy', name.slice(STAGED_PREFIX.length)];
+    else kind = 'NetworkPolicy';
+  } else if (name.startsWith(STAGED_PREFIX))
+    [kind, name] = ['StagedGlobalNetworkPolicy', name.slice(STAGED_PREFIX.length)];
+  else if (name.startsWith(KCNP_PREFIX))
+    [kind, name] = ['KubernetesClusterNetworkPolicy', name.slice(KCNP_PREFIX.length)];
+  else kind = 'GlobalNetworkPolicy';
+  return name ? { type: 'Policy', kind, namespace, name, tier } : undefined;
+}
+
+/** The v1 name a policy had before 3.32 ("<namespace>/" and the kind's prefix, then its name). */
+export function legacyPolicyName(kind: string, namespace: string, name: string): string {
+  const prefix =
+    kind === 'KubernetesNetworkPolicy'
+      ? KNP_PREFIX
+      : kind === 'StagedKubernetesNetworkPolicy'
+        ? STAGED_PREFIX + KNP_PREFIX
+        : kind === 'StagedNetworkPolicy' || kind === 'StagedGlobalNetworkPolicy'
+          ? STAGED_PREFIX
+          : kind === 'KubernetesClusterNetworkPolicy'
+            ? KCNP_PREFIX
+            : '';
+  return `${namespace ? `${namespace}/` : ''}${prefix}${name}`;
+}
+
+/** The path of a policy key in the layout before 3.32 (what a 3.30/3.31 Typha sends). */
+export function legacyPolicyPath(k: V1KeyOf<'Policy'>, tier: string): string {
+  return `/calico/v1/policy/tier/${tier}/policy/${escapeName(legacyPolicyName(k.kind, k.namespace, k.name))}`;
 }
 
 function resourceKey(p: string[]): V1Key | undefined {

@@ -133,7 +133,8 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
         if (t !== 'ingress' && t !== 'egress') throw new V1ValueError(`types: unknown type "${t}"`);
       const p: InternalPolicy = {
         key: {
-          tier: checkName(optString(o, 'tier') || 'default', 'tier'),
+          // Before 3.32 the tier was in the key, not the value.
+          tier: checkName(optString(o, 'tier') || key.tier || 'default', 'tier'),
           name: policyId(kind, key.namespace, key.name),
           sortKey: policySortKey(kind, key.namespace, key.name),
         },

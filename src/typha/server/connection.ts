@@ -41,10 +41,22 @@ export const DEFAULT_TIMERS: ServerTimers = {
   newClientGraceMs: 300_000,
 };
 
+/**
+ * The datastore in the policy-key layout before Calico 3.32, for clients that lack
+ * SupportsModernPolicyKeys: served while `modern()` says the cluster's release is older
+ * than 3.32 (a 3.31 Felix during an upgrade); refused otherwise, as v3.32's Typha refuses.
+ */
+export interface LegacyLayout {
+  cache: SnapshotCache;
+  /** The cluster's release, for the reports; whether it uses the modern layout. */
+  release: () => { text: string; modern: boolean };
+}
+
 export interface ServerConnectionOptions {
   id: bigint;
   socket: Socket;
   cache: SnapshotCache;
+  legacy?: LegacyLayout | undefined;
   log: Logger;
   version: string;
   timers: ServerTimers;
@@ -72,6 +84,8 @@ export class ServerConnection {
   #state: State = 'handshake';
   #crumb: Breadcrumb | undefined;
   #snapshotDoneAt = 0;
+  /** The modern layout's, or the legacy one's for a client that lacks modern policy keys. */
+  #cache: SnapshotCache;
   #pumping = false;
   #pingSentAt: number | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
@@ -85,6 +99,7 @@ export class ServerConnection {
   readonly finished: Promise<string>;
 
   constructor(o: ServerConnectionOptions) {
+    this.#cache = o.cache;
     this.#o = o;
     this.id = o.id;
     this.#dec = new GobDecoder({ maxMessageBytes: o.maxInboundBytes });
@@ -186,8 +201,17 @@ export class ServerConnection {
       return;
     }
     if (!m.supportsModernPolicyKeys) {
-      this.close(`the client (${m.version}) does not support modern policy keys; it is too old for this Typha`);
-      return;
+      const release = this.#o.legacy?.release();
+      if (!this.#o.legacy || !release || release.modern) {
+        const why = release ? ` (the cluster runs Calico ${release.text})` : '';
+        this.close(`the client (${m.version}) does not support modern policy keys; it is too old for this Typha${why}`);
+        return;
+      }
+      this.#cache = this.#o.legacy.cache;
+      this.#o.log.info(
+        { connID: String(this.id), client: m.hostname, clientVersion: m.version, calicoVersion: release.text },
+        'Typha client without modern policy keys: served the layout before Calico 3.32',
+      );
     }
     this.#o.log.info(
       { connID: String(this.id), client: m.hostname, clientVersion: m.version, info: m.info },
@@ -236,7 +260,7 @@ export class ServerConnection {
   async #sendCompressedSnapshot(): Promise<void> {
     this.#state = 'snapshot';
     const t0 = Date.now();
-    const snap = await this.#o.cache.snapshot();
+    const snap = await this.#cache.snapshot();
     const blob = await snap.compressed();
     if (this.#isClosed()) return;
     if (!this.#o.socket.write(blob)) await this.#drained();
@@ -257,7 +281,7 @@ export class ServerConnection {
 
   async #sendSnapshot(): Promise<void> {
     const t0 = Date.now();
-    const snap = await this.#o.cache.snapshot();
+    const snap = await this.#cache.snapshot();
     for (const msg of snap.messages) {
       if (this.#state === 'closed') return;
       if (!this.#write(msg)) await this.#drained();
@@ -274,7 +298,7 @@ export class ServerConnection {
     this.#snapshotDoneAt = Date.now();
     this.#state = 'streaming';
     this.#o.metrics?.connectionsStreaming.inc();
-    this.#unsubscribe = this.#o.cache.subscribe(() => this.#pump());
+    this.#unsubscribe = this.#cache.subscribe(() => this.#pump());
     this.#schedulePing();
     this.#watchLag();
     this.#pump();

@@ -10,6 +10,7 @@ import type { Logger } from '../../log.js';
 import { serveMetrics } from '../../metrics/metrics.js';
 import { VERSION } from '../../version.js';
 import type { TyphaServerConfig } from './config.js';
+import { describeRelease, releaseOf, traitsOf } from '../../model/release.js';
 import { CacheFeeder } from './feeder.js';
 import { TyphaMetrics } from './metrics.js';
 import { TyphaServer } from './server.js';
@@ -27,13 +28,23 @@ export class TyphaDaemon {
   #heartbeat: NodeJS.Timeout | undefined;
   port = 0;
 
-  constructor(cfg: TyphaServerConfig, syncer: Syncer, log: Logger) {
+  /** `calicoVersion`: the cluster's release when set locally (else ClusterInformation's). */
+  constructor(cfg: TyphaServerConfig, syncer: Syncer, log: Logger, calicoVersion = '') {
     this.#cfg = cfg;
     this.#log = log;
     this.cache = new SnapshotCache({ maxBatchSize: cfg.maxBatchSize, metrics: this.metrics });
-    this.#feeder = new CacheFeeder(syncer, this.cache, log);
+    const legacy = new SnapshotCache({ maxBatchSize: cfg.maxBatchSize });
+    this.#feeder = new CacheFeeder(syncer, this.cache, log, legacy);
     this.server = new TyphaServer({
       cache: this.cache,
+      legacy: {
+        cache: legacy,
+        // The override (FELIX_CALICOVERSION, the config file) first, as the agent takes it.
+        release: () => {
+          const r = releaseOf(calicoVersion || this.#feeder.calicoVersion);
+          return { text: describeRelease(r), modern: traitsOf(r).modernPolicyKeys };
+        },
+      },
       log,
       version: VERSION,
       host: cfg.host,

@@ -6,7 +6,7 @@
 import type { Logger } from '../../log.js';
 import { ModelStage } from '../../datastore/model-stage.js';
 import type { Syncer, SyncStatus } from '../../datastore/types.js';
-import { keyToPath } from '../../model/v1/keys.js';
+import { keyToPath, legacyPolicyPath, type V1KeyOf } from '../../model/v1/keys.js';
 import { serializeValue, type V1Update } from '../../model/v1/values.js';
 import type { SerializedUpdate } from '../syncproto.js';
 import type { SnapshotCache } from './snapshot-cache.js';
@@ -14,21 +14,30 @@ import type { SnapshotCache } from './snapshot-cache.js';
 export class CacheFeeder {
   readonly #syncer: Syncer;
   readonly #cache: SnapshotCache;
+  readonly #legacy: SnapshotCache | undefined;
   readonly #stage: ModelStage;
   #pending: SerializedUpdate[] = [];
+  #legacyPending: SerializedUpdate[] = [];
+  /** Each policy's tier by its (modern) path: a deletion in the legacy layout names it. */
+  readonly #tiers = new Map<string, string>();
   #revision = 0;
   #status: SyncStatus = 'wait-for-datastore';
+  /** ClusterInformation's calicoVersion, as the datastore has it ("" while it has none). */
+  calicoVersion = '';
 
-  constructor(syncer: Syncer, cache: SnapshotCache, log: Logger) {
+  /** `legacy`: a second cache fed the same state in the policy-key layout before Calico 3.32. */
+  constructor(syncer: Syncer, cache: SnapshotCache, log: Logger, legacy?: SnapshotCache) {
     this.#syncer = syncer;
     this.#cache = cache;
+    this.#legacy = legacy;
     this.#stage = new ModelStage(
       {
-        onModelUpdate: (u) => this.#pending.push(this.#serialize(u)),
+        onModelUpdate: (u) => this.#add(u),
         onStatus: (s) => {
           this.#flush();
           this.#status = s;
           this.#cache.onStatus(s);
+          this.#legacy?.onStatus(s);
         },
       },
       log,
@@ -37,6 +46,31 @@ export class CacheFeeder {
 
   get status(): SyncStatus {
     return this.#status;
+  }
+
+  #add(u: V1Update): void {
+    const su = this.#serialize(u);
+    this.#pending.push(su);
+    if (u.key.type === 'GlobalConfig' && u.key.name === 'CalicoVersion')
+      this.calicoVersion = typeof u.value === 'string' ? u.value : '';
+    if (!this.#legacy) return;
+    if (u.key.type === 'Policy') this.#legacyPending.push(...this.#legacyPolicy(u.key, su));
+    else this.#legacyPending.push(su);
+  }
+
+  // A policy as a 3.30/3.31 Typha sends it: the tier in the key, not in the value. A policy
+  // that moved tier is another key there, so the old one is deleted first.
+  #legacyPolicy(key: V1KeyOf<'Policy'>, su: SerializedUpdate): SerializedUpdate[] {
+    const old = this.#tiers.get(su.key);
+    if (su.updateType === 3) {
+      this.#tiers.delete(su.key);
+      return old === undefined ? [] : [{ ...su, key: legacyPolicyPath(key, old) }];
+    }
+    const { tier = 'default', ...rest } = JSON.parse(su.value.toString()) as { tier?: string };
+    this.#tiers.set(su.key, tier);
+    const set = { ...su, key: legacyPolicyPath(key, tier), value: Buffer.from(JSON.stringify(rest)) };
+    if (old === undefined || old === tier) return [set];
+    return [{ ...su, key: legacyPolicyPath(key, old), value: Buffer.alloc(0), updateType: 3 }, set];
   }
 
   start(): void {
@@ -54,6 +88,11 @@ export class CacheFeeder {
   }
 
   #flush(): void {
+    if (this.#legacyPending.length) {
+      const batch = this.#legacyPending;
+      this.#legacyPending = [];
+      this.#legacy?.onUpdates(batch);
+    }
     if (!this.#pending.length) return;
     const batch = this.#pending;
     this.#pending = [];

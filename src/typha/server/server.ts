@@ -11,7 +11,7 @@ import tls from 'node:tls';
 
 import type { Logger } from '../../log.js';
 import { certMatches } from '../tls.js';
-import { ServerConnection, type ServerTimers } from './connection.js';
+import { type LegacyLayout, ServerConnection, type ServerTimers } from './connection.js';
 import type { TyphaMetrics } from './metrics.js';
 import type { SnapshotCache } from './snapshot-cache.js';
 
@@ -25,6 +25,7 @@ export interface TyphaServerTls {
 
 export interface TyphaServerOptions {
   cache: SnapshotCache;
+  legacy?: LegacyLayout | undefined;
   log: Logger;
   version: string;
   host: string;
@@ -163,6 +164,7 @@ export class TyphaServer {
       id: this.#nextId++,
       socket,
       cache: o.cache,
+      legacy: o.legacy,
       log: o.log,
       version: o.version,
       timers: o.timers,

@@ -12,7 +12,7 @@ import { Lab, type Workload } from '../helpers/lab.js';
 import { LabAgent, writeResources } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
-import { goStandInBinary, TyphaStandIn, typhaKVs } from '../helpers/typha-standin.js';
+import { goStandInBinary, TyphaStandIn, typhaKVs, type WireKV } from '../helpers/typha-standin.js';
 
 const V3 = 'projectcalico.org/v3';
 const tempDir = tempDirs('typha');
@@ -168,4 +168,36 @@ describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
     await typha.command('set', typhaKVs([policy(5432)]));
     assert.ok((await lab.until(() => state() === fileState, 5000)) >= 0, 'back to the reference state');
   });
+
+  it('fed by a Typha of Calico 3.31 (the tier in the policy key, none in the value), converges to the same state (issue 52)', async () => {
+    await agent?.stop();
+    agent = undefined;
+    typha?.stop();
+    for (const f of ['ip', 'ip6']) spawnSync('ip', ['netns', 'exec', lab.host, 'nft', 'delete', 'table', f, 'calico']);
+    typha = new TyphaStandIn(await goStandInBinary(), lab.host);
+    const port = await typha.port();
+    const kvs = legacyLayout(typhaKVs(resources));
+    assert.ok(
+      kvs.some((kv) => kv.key === '/calico/v1/policy/tier/default/policy/e2e%2fdb'),
+      kvs.map((kv) => kv.key).join(' '),
+    );
+    await typha.command('set', [...kvs, { key: '/calico/v1/config/CalicoVersion', value: 'v3.31.7' }]);
+    agent = new LabAgent(lab, tempDir(), { FELIX_TYPHAADDR: `127.0.0.1:${port}` });
+    await agent.applied();
+    assert.equal(state(), fileState, 'the same kernel state as from the file datastore');
+    assert.equal(lab.tcp(api, db.ip, 5432), true);
+    assert.equal(lab.tcp(api, db.ip, 6543), false, 'the policy is enforced, not dropped');
+    assert.match(agent.log, /"calicoVersion":"v3\.31\.7"[^\n]*Calico release in force/);
+  });
 });
+
+/** KVs as a 3.30/3.31 Typha names them: a policy under its tier, its value without the tier. */
+function legacyLayout(kvs: WireKV[]): WireKV[] {
+  return kvs.map((kv) => {
+    const m = /^\/calico\/v1\/policy\/(NetworkPolicy|GlobalNetworkPolicy)\/([^/]*)\/([^/]+)$/.exec(kv.key);
+    if (!m || kv.value === null) return kv;
+    const { tier, ...value } = JSON.parse(kv.value) as { tier?: string };
+    const name = m[2] ? `${m[2]}%2f${m[3]}` : m[3];
+    return { key: `/calico/v1/policy/tier/${tier ?? 'default'}/policy/${name}`, value: JSON.stringify(value) };
+  });
+}

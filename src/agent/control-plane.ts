@@ -15,6 +15,7 @@ import { ConfigBatcher } from '../config/config-batcher.js';
 import type { ConfigProblem, ConfigResolver } from '../config/config.js';
 import type { ParamName } from '../config/params.js';
 import { ModelStage } from '../datastore/model-stage.js';
+import { releaseOf, traitsOf } from '../model/release.js';
 import { LeakyBucket } from './leaky-bucket.js';
 import type { ModelSyncer, Syncer, SyncStatus } from '../datastore/types.js';
 import { levelFor, type Logger } from '../log.js';
@@ -187,6 +188,7 @@ export class ControlPlane {
       if (change.changed.length)
         this.#opts.log.info({ params: change.changed }, 'configuration from the datastore applied');
       this.graph.setRouteSource(this.#opts.config.config.RouteSource);
+      this.graph.setPolicyIds(traitsOf(releaseOf(this.#opts.config.config.CalicoVersion)).policyIds);
       this.#opts.onConfigResolved?.(this.#opts.config.fatal);
       return;
     }

@@ -15,6 +15,7 @@
 //
 // Nothing is emitted before the datastore is in sync; the first flush after that carries
 // the whole state and one InSync message.
+import type { PolicyIds } from '../model/release.js';
 import type { SyncStatus } from '../datastore/types.js';
 import type { InternalHostEndpoint, InternalPolicy, InternalWorkloadEndpoint } from '../model/internal.js';
 import { POLICY_KIND_SHORT, type PolicyKind, policyId } from '../model/names.js';
@@ -206,6 +207,11 @@ export class CalcGraph {
    * RouteSource, once the configuration is resolved (updates may have come before): with
    * WorkloadIPs every node's workload addresses are routes and IPAM blocks are not.
    */
+  /** How the cluster's release breaks ties between policies of one order (set before the first flush). */
+  setPolicyIds(style: PolicyIds): void {
+    this.#sorter.setStyle(style);
+  }
+
   setRouteSource(source: RouteSource): void {
     if (source === this.#routes.routeSource) return;
     this.#routes.setRouteSource(source);

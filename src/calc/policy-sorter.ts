@@ -2,6 +2,8 @@
 // then by order (none = last), then by name; policies within a tier by order (none =
 // +Inf), then by Felix's tie-break "<name>/<namespace>/<Kind>". Sorting is lazy: done once
 // per change, on demand.
+import { legacyV1Name, type PolicyKind, policyIdParts, policySortKey } from '../model/names.js';
+import type { PolicyIds } from '../model/release.js';
 import type { InternalPolicy } from '../model/internal.js';
 
 export interface PolicyMeta {
@@ -65,6 +67,12 @@ function tierLess(a: SortedTier, b: SortedTier): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+function sortKeyOf(id: string, style: PolicyIds): string {
+  if (style === 'tiered') return legacyV1Name(id);
+  const { kind, namespace, name } = policyIdParts(id);
+  return policySortKey(kind as PolicyKind, namespace, name);
+}
+
 function policyLess(a: PolicyMeta, b: PolicyMeta): number {
   if (a.order !== b.order) return a.order < b.order ? -1 : 1;
   return a.sortKey < b.sortKey ? -1 : a.sortKey > b.sortKey ? 1 : 0;
@@ -75,6 +83,19 @@ export class PolicySorter {
   /** The tier each policy is in, by name (a policy may move between tiers). */
   readonly #tierOf = new Map<string, string>();
   #sorted: SortedTier[] | undefined;
+  #style: PolicyIds = 'kind';
+
+  /**
+   * The tie-break of the cluster's release between policies of one order: Felix 3.32's
+   * "<name>/<namespace>/<kind>", or before it the v1 name ("<ns>/default.<name>").
+   */
+  setStyle(style: PolicyIds): void {
+    if (style === this.#style) return;
+    this.#style = style;
+    for (const t of this.#tiers.values())
+      for (const [id, m] of t.policies) t.policies.set(id, { ...m, sortKey: sortKeyOf(id, style) });
+    this.#sorted = undefined;
+  }
 
   /** Returns whether the sort order or any policy metadata changed. */
   onTierUpdate(name: string, tier: { order?: number | undefined; defaultAction: string } | undefined): boolean {
@@ -102,6 +123,7 @@ export class PolicySorter {
    * matches on it. `meta` undefined deletes the policy. Returns whether anything changed.
    */
   onPolicyUpdate(id: string, tier: string, meta: PolicyMeta | undefined): boolean {
+    if (meta && this.#style !== 'kind') meta = { ...meta, sortKey: sortKeyOf(id, this.#style) };
     const oldTier = this.#tierOf.get(id);
     const old = oldTier === undefined ? undefined : this.#tiers.get(oldTier)?.policies.get(id);
     if (meta && old && oldTier === tier) {

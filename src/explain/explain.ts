@@ -10,11 +10,20 @@
 import type { CalcGraph } from '../calc/calc-graph.js';
 import { CalcGraph as Graph } from '../calc/calc-graph.js';
 import type { Config } from '../config/params.js';
+import { releaseOf, traitsOf } from '../model/release.js';
 import { chainOf } from '../dataplane/backends/nft/desired.js';
 import { nftChainName } from '../dataplane/backends/nft/text.js';
 import { DesiredState } from '../dataplane/desired-state.js';
 import type { Rule, Ruleset } from '../dataplane/render/model.js';
-import { EP, endpointChain, ipSetName, nftSetName, policyChain, profileChain } from '../dataplane/render/names.js';
+import {
+  EP,
+  endpointChain,
+  ipSetName,
+  nftSetName,
+  felixPolicyId,
+  policyChain,
+  profileChain,
+} from '../dataplane/render/names.js';
 import { isGroupChain } from '../dataplane/render/policy-groups.js';
 import { renderProtoRule } from '../dataplane/render/policy.js';
 import { contextOf, renderRuleset } from '../dataplane/render/ruleset.js';
@@ -238,6 +247,8 @@ export class Explainer {
     let v = this.#nodes.get(name);
     if (v) return v;
     const graph = new Graph(name);
+    const ids = traitsOf(releaseOf(this.#config.CalicoVersion)).policyIds;
+    graph.setPolicyIds(ids);
     for (const u of this.#updates) graph.onUpdate(u);
     graph.onStatus('in-sync');
     const state = new DesiredState();
@@ -245,8 +256,9 @@ export class Explainer {
     const ruleset = renderRuleset(state, this.#config, 4, 'nftables');
     const owners: NodeView['owners'] = new Map();
     for (const { tier, name: id, policy } of state.policies.values()) {
-      owners.set(policyChain('in', id, false), { policy: id, tier, rules: policy.inboundRules });
-      owners.set(policyChain('out', id, false), { policy: id, tier, rules: policy.outboundRules });
+      const felixId = felixPolicyId(id, tier, ids);
+      owners.set(policyChain('in', felixId, false), { policy: id, tier, rules: policy.inboundRules });
+      owners.set(policyChain('out', felixId, false), { policy: id, tier, rules: policy.outboundRules });
     }
     for (const [name, profile] of state.profiles) {
       owners.set(profileChain('in', name, false), { profile: name, rules: profile.inboundRules });

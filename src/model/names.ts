@@ -26,6 +26,55 @@ export function policyId(kind: PolicyKind, namespace: string, name: string): str
   return namespace ? `${POLICY_KIND_SHORT[kind]}/${namespace}/${name}` : `${POLICY_KIND_SHORT[kind]}/${name}`;
 }
 
+const KIND_OF_SHORT = new Map<string, PolicyKind>(
+  Object.entries(POLICY_KIND_SHORT).map(([kind, short]) => [short, kind as PolicyKind]),
+);
+const NAMESPACED_SHORT = new Set(['np', 'snp', 'sknp', 'knp']);
+
+/** A policy ID's parts ("np/prod/allow" -> NetworkPolicy, prod, allow); the kind is the short name if unknown. */
+export function policyIdParts(id: string): { kind: string; namespace: string; name: string } {
+  const slash = id.indexOf('/');
+  const short = id.slice(0, slash);
+  let name = id.slice(slash + 1);
+  let namespace = '';
+  if (NAMESPACED_SHORT.has(short)) {
+    const s = name.indexOf('/');
+    namespace = name.slice(0, s);
+    name = name.slice(s + 1);
+  }
+  return { kind: KIND_OF_SHORT.get(short) ?? short, namespace, name };
+}
+
+/**
+ * The v1 name Calico before 3.32 gave a policy ("<namespace>/" then its name with the kind's
+ * prefix, a Calico policy's name with its tier's: libcalico-go's TieredPolicyName puts
+ * "default." before a name without a dot), from its ID.
+ */
+export function legacyV1Name(id: string): string {
+  const { kind, namespace, name } = policyIdParts(id);
+  const ns = namespace ? `${namespace}/` : '';
+  switch (kind) {
+    case 'KubernetesNetworkPolicy':
+      return `${ns}knp.default.${name}`;
+    case 'StagedKubernetesNetworkPolicy':
+      return `${ns}staged:knp.default.${name}`;
+    case 'KubernetesClusterNetworkPolicy':
+      return `kcnp.${name}`;
+    case 'StagedNetworkPolicy':
+    case 'StagedGlobalNetworkPolicy':
+      return `${ns}staged:${tieredName(name)}`;
+    default:
+      return `${ns}${tieredName(name)}`;
+  }
+}
+
+const FORMATTED = ['knp.default.', 'kanp.adminnetworkpolicy.', 'kbanp.baselineadminnetworkpolicy.', 'ossg.'];
+
+function tieredName(name: string): string {
+  if (FORMATTED.some((p) => name.startsWith(p))) return name;
+  return name.includes('.') ? name : `default.${name}`;
+}
+
 /** Felix's tie-break between policies of equal order: "<name>/<namespace>/<kind>", compared as strings. */
 export function policySortKey(kind: PolicyKind, namespace: string, name: string): string {
   return `${name}/${namespace}/${kind}`;

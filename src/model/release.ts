@@ -32,6 +32,8 @@ export interface ReleaseTraits {
   adminPolicies: 'anp' | 'cnp';
 }
 
+export type PolicyIds = ReleaseTraits['policyIds'];
+
 export const OLDEST_SUPPORTED = { major: 3, minor: 30 } as const;
 /** What a cluster that names no release is taken to run. */
 export const NEWEST_KNOWN: CalicoRelease = { major: 3, minor: 32, text: '' };

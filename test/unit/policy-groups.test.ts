@@ -16,6 +16,7 @@ import {
   inlined,
   policyIdString,
 } from '../../src/dataplane/render/policy-groups.js';
+import { policyChain } from '../../src/dataplane/render/names.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { Harness, np, wep } from '../helpers/calc-fixtures.js';
 import { config } from '../helpers/render-fixtures.js';
@@ -43,6 +44,21 @@ describe('policy groups: names and rules', () => {
     };
     assert.equal(groupChainName(inbound), 'cali-gi-zCsdCmDTy-NRasQqwzv5');
     assert.equal(groupChainName(inbound).length, 28);
+  });
+
+  it("before Calico 3.32: the tier first, then each v1 name (vectors from Python's hashlib)", () => {
+    // hashlib.sha3_224 over "<tier>\n<selector>\n<direction>\n<count>\n" and each "<v1 name>\n".
+    const out = { dir: 'out' as const, tier: 'default', selector: 'has(app)', policies: ['np/ns1/p1', 'gnp/g2'] };
+    assert.equal(groupUid(out, 'tiered'), 'YD9OJin4yTRn10emovJN');
+    assert.notEqual(groupUid(out, 'tiered'), groupUid(out), 'not the cached 3.32 UID');
+    const inbound = {
+      dir: 'in' as const,
+      tier: 'sec',
+      selector: "app == 'web'",
+      policies: ['knp/prod/allow-a', 'knp/prod/allow-b', 'gnp/sec.deny'],
+    };
+    assert.equal(groupChainName(inbound, 'tiered'), 'cali-gi-aZl7oSsf8W-8GDfTdLK_');
+    assert.equal(groupUid({ ...inbound, tier: 'other' }, 'tiered') === groupUid(inbound, 'tiered'), false);
   });
 
   it('groups runs of one selector, in order, and inlines a group of one', () => {
@@ -119,6 +135,32 @@ describe('policy groups: rendering', () => {
       );
       assert.deepEqual(jumps(group), ['cali-pi-np/prod/a-web', 'cali-pi-np/prod/b-web'], style);
     }
+  });
+
+  it('on Calico 3.31 the chains are named as its Felix names them: "<tier>/<v1 name>" (issue 52)', () => {
+    const h = new Harness();
+    h.put(...resources("tier == 'front'"), workload('w1', '10.65.0.2'));
+    const state = new DesiredState();
+    state.apply(h.flush());
+    const rs = renderRuleset(state, { ...config(), CalicoVersion: 'v3.31.7' }, 4, 'nftables');
+    const jumps = (chain: string) =>
+      (rs.tables.filter.get(chain)?.rules ?? []).flatMap((r) => (r.action.k === 'jump' ? [r.action.chain] : []));
+    const tw = [...rs.tables.filter.keys()].find((n) => n.startsWith('cali-tw-')) as string;
+    const group = chainNames(rs)[0] as string;
+    assert.deepEqual(
+      jumps(tw).filter((c) => c.startsWith('cali-p') || c.startsWith('cali-g')),
+      [group, 'cali-pi-default/prod/default.c-other', 'cali-pri-kns.prod'],
+    );
+    assert.deepEqual(jumps(group), ['cali-pi-default/prod/default.a-web', 'cali-pi-default/prod/default.b-web']);
+    for (const c of ['cali-pi-default/prod/default.a-web', 'cali-po-default/prod/default.c-other'])
+      assert.ok(rs.tables.filter.has(c), c);
+    assert.ok(![...rs.tables.filter.keys()].some((n) => n.startsWith('cali-pi-np/')), 'no 3.32 names');
+    const modern = chainNames(renderRuleset(state, config(), 4, 'nftables'))[0];
+    assert.notEqual(group, modern, "the group's UID has the tier in it");
+    // iptables' 28 characters: hashed as Felix hashes a long name.
+    const ipt = renderRuleset(state, { ...config(), CalicoVersion: 'v3.31.7' }, 4, 'iptables');
+    assert.ok(ipt.tables.filter.has(policyChain('in', 'default/prod/default.a-web', true)));
+    assert.match(policyChain('in', 'default/prod/default.a-web', true), /^cali-pi-_[A-Za-z0-9_-]{19}$/);
   });
 
   for (const style of ['nftables', 'iptables'] as const) {

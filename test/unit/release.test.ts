@@ -6,6 +6,8 @@ import { describe, it } from 'node:test';
 
 import { ConfigResolver, type DatastoreParams } from '../../src/config/config.js';
 import { refusal } from '../../src/config/refusal.js';
+import { PolicySorter } from '../../src/calc/policy-sorter.js';
+import { felixPolicyId } from '../../src/dataplane/render/names.js';
 import { describeRelease, parseCalicoVersion, releaseOf, traitsOf } from '../../src/model/release.js';
 
 const ds = (global: Record<string, string>): DatastoreParams => ({
@@ -62,5 +64,51 @@ describe('Calico release', () => {
       /Calico v3\.29\.4 .* older than palisade supports \(3\.30 and newer\)/,
     );
     assert.equal(refusal(c.config, 'local'), undefined, 'decided once the datastore is read');
+  });
+
+  it('names a policy as the release\'s Felix does: PolicyID.ID() from 3.32, "<tier>/<v1 name>" before', () => {
+    const cases: Array<[string, string, string]> = [
+      ['np/prod/allow', 'default', 'default/prod/default.allow'],
+      ['np/prod/default.allow', 'default', 'default/prod/default.allow'],
+      ['np/prod/sec.allow', 'sec', 'sec/prod/sec.allow'],
+      ['gnp/deny-all', 'default', 'default/default.deny-all'],
+      ['gnp/kanp.adminnetworkpolicy.a', 'adminnetworkpolicy', 'adminnetworkpolicy/kanp.adminnetworkpolicy.a'],
+      ['knp/prod/web', 'default', 'default/prod/knp.default.web'],
+      ['kcnp/c', 'kube-admin', 'kube-admin/kcnp.c'],
+    ];
+    for (const [id, tier, legacy] of cases) {
+      assert.equal(felixPolicyId(id, tier, 'tiered'), legacy, id);
+      assert.equal(felixPolicyId(id, tier, 'kind'), id);
+    }
+  });
+
+  it('breaks ties between policies of one order as the release does', () => {
+    const meta = (name: string) => ({
+      name,
+      sortKey: '',
+      order: 10,
+      ingress: true,
+      egress: false,
+      doNotTrack: false,
+      preDNAT: false,
+      applyOnForward: false,
+    });
+    const order = (s: PolicySorter) => s.sorted()[0]?.policies.map((p) => p.name);
+    for (const style of ['kind', 'tiered'] as const) {
+      const s = new PolicySorter();
+      s.setStyle(style);
+      s.onTierUpdate('default', { defaultAction: 'Deny' });
+      s.onPolicyUpdate('np/ns-b/a', 'default', { ...meta('np/ns-b/a'), sortKey: 'a/ns-b/NetworkPolicy' });
+      s.onPolicyUpdate('gnp/z', 'default', { ...meta('gnp/z'), sortKey: 'z//GlobalNetworkPolicy' });
+      // 3.32: "a/ns-b/NetworkPolicy" < "z//GlobalNetworkPolicy"; 3.31: "default.z" < "ns-b/default.a".
+      assert.deepEqual(order(s), style === 'kind' ? ['np/ns-b/a', 'gnp/z'] : ['gnp/z', 'np/ns-b/a'], style);
+    }
+    const s = new PolicySorter();
+    s.onTierUpdate('default', { defaultAction: 'Deny' });
+    s.onPolicyUpdate('np/ns-b/a', 'default', { ...meta('np/ns-b/a'), sortKey: 'a/ns-b/NetworkPolicy' });
+    s.onPolicyUpdate('gnp/z', 'default', { ...meta('gnp/z'), sortKey: 'z//GlobalNetworkPolicy' });
+    assert.deepEqual(order(s), ['np/ns-b/a', 'gnp/z']);
+    s.setStyle('tiered');
+    assert.deepEqual(order(s), ['gnp/z', 'np/ns-b/a'], 'policies already held are re-keyed');
   });
 });

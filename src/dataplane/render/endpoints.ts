@@ -6,11 +6,14 @@
 import type { HostEndpoint, TierInfo, WorkloadEndpoint } from '../../proto/messages.js';
 import { clearMark, markClear, markSet } from './blocks.js';
 import type { Rule, Verdict } from './model.js';
-import { endpointChain, EP, policyChain, profileChain } from './names.js';
+import { endpointChain, EP, felixPolicyId, policyChain, profileChain } from './names.js';
 import type { FilterActions, NamedChain, RenderContext } from './policy.js';
 import { groupChainName, groupChainRules, groupPolicies, inlined, type SelectorOf } from './policy-groups.js';
 
-export type EndpointContext = Pick<RenderContext, 'marks' | 'iptables' | 'actions' | 'encapFromWorkloads'> & {
+export type EndpointContext = Pick<
+  RenderContext,
+  'marks' | 'iptables' | 'actions' | 'encapFromWorkloads' | 'policyIds'
+> & {
   /** The active policies' selectors, which group them; without it every policy is jumped to directly. */
   selectorOf?: SelectorOf | undefined;
 };
@@ -43,18 +46,20 @@ const denyWord = (v: Verdict) => (v.k === 'reject' ? 'Reject' : 'Drop');
 function policyTargets(
   policies: readonly string[],
   dir: 'in' | 'out',
+  tier: string,
   ctx: EndpointContext,
   groups: GroupChains,
 ): string[] {
-  if (!ctx.selectorOf) return policies.map((p) => policyChain(dir, p, ctx.iptables));
+  const chainOf = (id: string) => policyChain(dir, felixPolicyId(id, tier, ctx.policyIds), ctx.iptables);
+  if (!ctx.selectorOf) return policies.map(chainOf);
   const targets: string[] = [];
-  for (const g of groupPolicies(policies, dir, ctx.selectorOf)) {
+  for (const g of groupPolicies(policies, dir, ctx.selectorOf, tier)) {
     if (inlined(g)) {
-      targets.push(policyChain(dir, g.policies[0] as string, ctx.iptables));
+      targets.push(chainOf(g.policies[0] as string));
       continue;
     }
-    const name = groupChainName(g);
-    if (!groups.has(name)) groups.set(name, groupChainRules(g, ctx.marks, ctx.iptables));
+    const name = groupChainName(g, ctx.policyIds);
+    if (!groups.has(name)) groups.set(name, groupChainRules(g, ctx.marks, ctx.iptables, ctx.policyIds));
     targets.push(name);
   }
   return targets;
@@ -94,7 +99,7 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext, groups: Gr
     const policies = spec.dir === 'in' ? tier.ingressPolicies : tier.egressPolicies;
     if (!policies.length) continue;
     rules.push({ match: [], action: clearMark(marks.pass), comment: `Start of tier ${tier.name}` });
-    for (const chain of policyTargets(policies, spec.dir, ctx, groups)) {
+    for (const chain of policyTargets(policies, spec.dir, tier.name, ctx, groups)) {
       rules.push({ match: [markClear(marks.pass)], action: { k: 'jump', chain } });
       if (spec.kind === 'untracked') rules.push({ match: [markSet(marks.accept)], action: { k: 'notrack' } });
       rules.push({ match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Return if policy accepted' });

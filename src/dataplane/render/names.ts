@@ -1,6 +1,8 @@
 // Kernel names as Felix chooses them, so `iptables-save | grep cali` reads the same.
 import { createHash } from 'node:crypto';
 
+import { legacyV1Name } from '../../model/names.js';
+import type { PolicyIds } from '../../model/release.js';
 import { native } from '../../native/load.js';
 import type { Family } from './model.js';
 
@@ -26,6 +28,13 @@ export function lengthLimitedId(prefix: string, suffix: string, maxLength = MAX_
   const hash = createHash('sha256').update(s).digest('base64url');
   return `${prefix}_${hash.slice(0, maxLength - Buffer.byteLength(prefix) - 1)}`;
 }
+
+/**
+ * What the Felix of the cluster's release names a policy's chains after: its PolicyID.ID()
+ * ("np/<ns>/<name>", 3.32+), or "<tier>/<v1 name>" ("default/<ns>/default.<name>", before).
+ */
+export const felixPolicyId = (id: string, tier: string, style: PolicyIds = 'kind') =>
+  style === 'kind' ? id : `${tier}/${legacyV1Name(id)}`;
 
 /** cali-pi-/cali-po- + Felix's PolicyID.ID() ("np/<namespace>/<name>", "gnp/<name>"...), limited per mode. */
 export const policyChain = (dir: 'in' | 'out', id: string, iptables: boolean) =>

@@ -7,14 +7,17 @@
 // of the table (once per chain, not once per endpoint) walk it once.
 import { createHash } from 'node:crypto';
 
-import { POLICY_KIND_SHORT } from '../../model/names.js';
+import { legacyV1Name, policyIdParts } from '../../model/names.js';
+import type { PolicyIds } from '../../model/release.js';
 import { markClear } from './blocks.js';
 import type { Marks } from './marks.js';
 import type { Rule } from './model.js';
-import { MAX_CHAIN_NAME, policyChain } from './names.js';
+import { felixPolicyId, MAX_CHAIN_NAME, policyChain } from './names.js';
 
 export interface PolicyGroup {
   dir: 'in' | 'out';
+  /** The tier the group is in (part of its UID before Calico 3.32). */
+  tier?: string;
   /** Policy IDs as the tiers list them (Felix's PolicyID.ID()). */
   policies: string[];
   /** The policies' normalised selector (ActivePolicyUpdate's originalSelector). */
@@ -31,12 +34,17 @@ const UID_LENGTH = MAX_CHAIN_NAME - GROUP_PREFIX.in.length;
 const RETURN_STRIDE = 5;
 
 /** Felix's groupPolicies: runs of one selector, in order. */
-export function groupPolicies(ids: readonly string[], dir: 'in' | 'out', selectorOf: SelectorOf): PolicyGroup[] {
+export function groupPolicies(
+  ids: readonly string[],
+  dir: 'in' | 'out',
+  selectorOf: SelectorOf,
+  tier = '',
+): PolicyGroup[] {
   const groups: PolicyGroup[] = [];
   let g: PolicyGroup | undefined;
   for (const id of ids) {
     const selector = selectorOf(id);
-    if (!g || g.selector !== selector) groups.push((g = { dir, policies: [], selector }));
+    if (!g || g.selector !== selector) groups.push((g = { dir, tier, policies: [], selector }));
     g.policies.push(id);
   }
   return groups;
@@ -45,21 +53,10 @@ export function groupPolicies(ids: readonly string[], dir: 'in' | 'out', selecto
 /** Felix's ShouldBeInlined: a group of one policy is jumped to directly (staged policies never reach here). */
 export const inlined = (g: PolicyGroup) => g.policies.length <= 1;
 
-const KIND_OF_SHORT = new Map<string, string>(Object.entries(POLICY_KIND_SHORT).map(([kind, short]) => [short, kind]));
-const NAMESPACED = new Set(['np', 'snp', 'sknp', 'knp']);
-
 /** Felix's PolicyID.String() ("{Name: x, Namespace: y, Kind: z}") from its ID() form ("np/y/x", "gnp/x"). */
 export function policyIdString(id: string): string {
-  const slash = id.indexOf('/');
-  const short = id.slice(0, slash);
-  let rest = id.slice(slash + 1);
-  let namespace = '';
-  if (NAMESPACED.has(short)) {
-    const s = rest.indexOf('/');
-    namespace = rest.slice(0, s);
-    rest = rest.slice(s + 1);
-  }
-  return `{Name: ${rest}, Namespace: ${namespace}, Kind: ${KIND_OF_SHORT.get(short) ?? short}}`;
+  const { kind, namespace, name } = policyIdParts(id);
+  return `{Name: ${name}, Namespace: ${namespace}, Kind: ${kind}}`;
 }
 
 // Renders of endpoints repeat the same groups: their UIDs are kept (a group's UID is a
@@ -67,24 +64,30 @@ export function policyIdString(id: string): string {
 const uids = new Map<string, string>();
 const UID_CACHE_MAX = 4096;
 
-/** Felix's PolicyGroup.UniqueID(): sha3-224 over the selector, direction, count and policies, base64url, cut. */
-export function groupUid(g: PolicyGroup): string {
-  const key = `${g.dir}\n${g.selector}\n${g.policies.join('\n')}`;
+/**
+ * Felix's PolicyGroup.UniqueID(): sha3-224 over the selector, direction, count and policies
+ * (PolicyID.String() each), base64url, cut; before Calico 3.32 the tier came first and each
+ * policy was its v1 name.
+ */
+export function groupUid(g: PolicyGroup, style: PolicyIds = 'kind'): string {
+  const tiered = style === 'tiered';
+  const key = `${tiered ? `${g.tier ?? ''}\n` : ''}${g.dir}\n${g.selector}\n${g.policies.join('\n')}`;
   let uid = uids.get(key);
   if (uid !== undefined) return uid;
   const h = createHash('sha3-224');
   const write = (s: string) => h.update(`${s}\n`);
+  if (tiered) write(g.tier ?? '');
   write(g.selector);
   write(g.dir === 'in' ? 'inbound' : 'outbound');
   write(String(g.policies.length));
-  for (const p of g.policies) write(policyIdString(p));
+  for (const p of g.policies) write(tiered ? legacyV1Name(p) : policyIdString(p));
   uid = h.digest('base64url').slice(0, UID_LENGTH);
   if (uids.size >= UID_CACHE_MAX) uids.clear();
   uids.set(key, uid);
   return uid;
 }
 
-export const groupChainName = (g: PolicyGroup) => GROUP_PREFIX[g.dir] + groupUid(g);
+export const groupChainName = (g: PolicyGroup, style: PolicyIds = 'kind') => GROUP_PREFIX[g.dir] + groupUid(g, style);
 
 export const isGroupChain = (name: string) => name.startsWith(GROUP_PREFIX.in) || name.startsWith(GROUP_PREFIX.out);
 
@@ -92,7 +95,7 @@ export const isGroupChain = (name: string) => name.startsWith(GROUP_PREFIX.in) |
  * Felix's PolicyGroupToIptablesChains: a jump to each policy while no verdict is set, and a
  * return on a verdict (accept or pass) before every fifth policy.
  */
-export function groupChainRules(g: PolicyGroup, marks: Marks, iptables: boolean): Rule[] {
+export function groupChainRules(g: PolicyGroup, marks: Marks, iptables: boolean, style: PolicyIds = 'kind'): Rule[] {
   const verdict = marks.accept | marks.pass;
   const rules: Rule[] = [];
   g.policies.forEach((id, n) => {
@@ -104,7 +107,7 @@ export function groupChainRules(g: PolicyGroup, marks: Marks, iptables: boolean)
       });
     rules.push({
       match: n % RETURN_STRIDE === 0 ? [] : [markClear(verdict)],
-      action: { k: 'jump', chain: policyChain(g.dir, id, iptables) },
+      action: { k: 'jump', chain: policyChain(g.dir, felixPolicyId(id, g.tier ?? '', style), iptables) },
     });
   });
   return rules;

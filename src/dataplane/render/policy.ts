@@ -2,12 +2,13 @@
 // proto Rule: criteria ANDed, positive ports ORed with named ports, rules of the other IP
 // version (or with CIDRs only of the other version) left out; allow = set the accept mark
 // and return, pass = set the pass mark and return, deny = drop.
+import type { PolicyIds } from '../../model/release.js';
 import type { Policy, Profile, Protocol, Rule as ProtoRule } from '../../proto/messages.js';
 import { blockRules, markSet, setMark } from './blocks.js';
 import { coveringMembers } from './cover.js';
 import type { Marks } from './marks.js';
 import type { Action, Family, Match, PortRange, Rule, Verdict } from './model.js';
-import { ipSetName, policyChain, profileChain } from './names.js';
+import { ipSetName, felixPolicyId, policyChain, profileChain } from './names.js';
 
 const PROTOCOLS: Record<string, number> = { tcp: 6, udp: 17, icmp: 1, icmpv6: 58, sctp: 132, udplite: 136 };
 
@@ -45,6 +46,8 @@ export interface RenderContext {
   encapFromWorkloads?: { vxlanPort: number; allowVxlan: boolean; allowIpip: boolean } | undefined;
   /** FloatingIPs Enabled: workloads' ipNATs are programmed. */
   floatingIps?: boolean;
+  /** How the cluster's release names policy chains (default: 3.32's, by kind). */
+  policyIds?: PolicyIds | undefined;
 }
 
 export interface FilterActions {
@@ -283,8 +286,14 @@ export function policyChains(id: string, p: Policy, ctx: RenderContext, tier = '
   const name = id.slice(kind.length + 1 + (p.namespace ? p.namespace.length + 1 : 0));
   ctx = { ...ctx, owner: { kind, name, namespace: p.namespace, tier } };
   return [
-    { name: policyChain('in', id, ctx.iptables), rules: rulesOf(p.inboundRules, ctx) },
-    { name: policyChain('out', id, ctx.iptables), rules: rulesOf(p.outboundRules, ctx) },
+    {
+      name: policyChain('in', felixPolicyId(id, tier, ctx.policyIds), ctx.iptables),
+      rules: rulesOf(p.inboundRules, ctx),
+    },
+    {
+      name: policyChain('out', felixPolicyId(id, tier, ctx.policyIds), ctx.iptables),
+      rules: rulesOf(p.outboundRules, ctx),
+    },
   ];
 }
 

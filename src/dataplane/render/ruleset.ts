@@ -3,6 +3,7 @@
 // (each calc-graph set becomes cali40<id> and cali60<id>, members split by family) and the
 // IP-pool sets NAT uses.
 import type { Config } from '../../config/params.js';
+import { releaseOf, traitsOf } from '../../model/release.js';
 import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
 import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { workloadChains } from './endpoints.js';
@@ -63,7 +64,8 @@ export type RenderConfig = Pick<
   | 'FailsafeInboundHostPorts'
   | 'FailsafeOutboundHostPorts'
   | 'Ipv6Support'
->;
+> &
+  Partial<Pick<Config, 'CalicoVersion'>>;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
 function isV6(member: string): boolean {
@@ -106,6 +108,7 @@ export function contextOf(config: RenderConfig, family: Family, style: Style): R
     spoofing: config.WorkloadSourceSpoofing === 'Any',
     floatingIps: config.FloatingIPs === 'Enabled',
     encapFromWorkloads,
+    policyIds: traitsOf(releaseOf(config.CalicoVersion ?? '')).policyIds,
   };
 }
 

@@ -105,6 +105,7 @@ export class NodeAgent {
       onConfigResolved: (fatal) => this.#onConfigResolved(fatal),
       onMessages: (msgs) => this.#driver?.onMessages(msgs),
       onRestartNeeded: () => this.#finish(RESTART_EXIT_CODE),
+      onInvalid: (kind, outcome) => this.metrics.invalidUpdates.inc({ kind, outcome }),
       onStatus: (status) => {
         this.#log.info({ status }, 'datastore sync status');
         this.metrics.resyncState.set(RESYNC_STATE[status]);

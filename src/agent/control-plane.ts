@@ -17,7 +17,7 @@ import type { ParamName } from '../config/params.js';
 import { ModelStage } from '../datastore/model-stage.js';
 import { releaseOf, traitsOf } from '../model/release.js';
 import { LeakyBucket } from './leaky-bucket.js';
-import type { ModelSyncer, Syncer, SyncStatus } from '../datastore/types.js';
+import type { InvalidHandler, ModelSyncer, Syncer, SyncStatus } from '../datastore/types.js';
 import { levelFor, type Logger } from '../log.js';
 import type { V1Update } from '../model/v1/values.js';
 import type { ToDataplane } from '../proto/messages.js';
@@ -38,6 +38,8 @@ export interface ControlPlaneOptions {
   onDatastoreReady?: (ready: boolean) => void;
   /** Every internal-model update, as the graph gets it (`palisade explain` keeps the model). */
   onModelUpdate?: (u: V1Update) => void;
+  /** An update validation or parsing refused (palisade_invalid_updates_total). */
+  onInvalid?: InvalidHandler;
   /** Seconds each graph flush took (felix_calc_graph_update_time_seconds). */
   onFlushTime?: (seconds: number) => void;
 }
@@ -63,7 +65,9 @@ export class ControlPlane {
     this.#stage = new ModelStage(
       { onModelUpdate: (u) => this.#onModelUpdate(u), onStatus: (status) => this.#onStatus(status) },
       opts.log,
+      opts.onInvalid,
     );
+    if ('deliversModel' in opts.syncer) opts.syncer.onInvalid = opts.onInvalid;
   }
 
   get status(): SyncStatus {

@@ -5,7 +5,7 @@
 import type { Logger } from '../log.js';
 import type { V1Update } from '../model/v1/values.js';
 import { UpdateProcessors } from './processors/index.js';
-import type { SyncerCallbacks, SyncStatus, Update } from './types.js';
+import type { InvalidHandler, SyncerCallbacks, SyncStatus, Update } from './types.js';
 import { ValidationFilter } from './validation-filter.js';
 
 export interface ModelSink {
@@ -17,7 +17,7 @@ export interface ModelSink {
 export class ModelStage implements SyncerCallbacks {
   readonly #filter: ValidationFilter;
 
-  constructor(sink: ModelSink, log: Logger) {
+  constructor(sink: ModelSink, log: Logger, onInvalid?: InvalidHandler) {
     const processors = new UpdateProcessors(log);
     this.#filter = new ValidationFilter(
       {
@@ -27,6 +27,7 @@ export class ModelStage implements SyncerCallbacks {
         onStatus: (s) => sink.onStatus(s),
       },
       log,
+      onInvalid,
     );
   }
 

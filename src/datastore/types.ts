@@ -43,9 +43,34 @@ export interface ModelSyncerCallbacks {
   onStatusUpdated(status: SyncStatus): void;
 }
 
+/**
+ * An update validation refused, by the kind of resource: `kept` when the last good value
+ * stays in force (a policy, network set, host endpoint or tier: dropping it could open
+ * traffic), `dropped` when the resource is removed as Felix removes it.
+ */
+export type InvalidHandler = (kind: string, outcome: 'kept' | 'dropped') => void;
+
+/**
+ * Kinds whose removal can leave traffic less protected (a policy's isolation, a deny's
+ * network set, a host endpoint's, a tier's default deny): an invalid update of one that was
+ * valid keeps the last good value in force instead (issue 52), reported and counted.
+ */
+export const KEEP_LAST_GOOD: ReadonlySet<string> = new Set([
+  'NetworkPolicy',
+  'GlobalNetworkPolicy',
+  'KubernetesNetworkPolicy',
+  'KubernetesClusterNetworkPolicy',
+  'NetworkSet',
+  'GlobalNetworkSet',
+  'HostEndpoint',
+  'Tier',
+]);
+
 /** A syncer that delivers Felix's internal model itself, already processed (Typha). */
 export interface ModelSyncer {
   readonly deliversModel: true;
+  /** Told of each value that does not parse (set before start). */
+  onInvalid?: InvalidHandler | undefined;
   start(callbacks: ModelSyncerCallbacks): void;
   stop(): Promise<void>;
 }

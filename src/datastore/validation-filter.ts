@@ -1,12 +1,14 @@
 // ValidationFilter, as Felix's: between the syncer and the calc graph. A value that fails
 // validation, or that does not match its key, is logged (once for as long as it stays
 // bad) and passed on as a delete, so the bad resource is dropped and nothing else is
-// affected. Statuses pass through after the updates before them.
+// affected - except where dropping could open traffic (KEEP_LAST_GOOD: a policy, network
+// set, host endpoint or tier that was valid), where the last good value stays in force.
+// Each is counted (`onInvalid`). Statuses pass through after the updates before them.
 import type { Logger } from '../log.js';
 import { NAMESPACED_KINDS, type Resource } from '../model/schemas.js';
 import { describeRef, type ResourceRef, validateResource } from '../model/validate.js';
 import { keyOf, refOfKey } from './keys.js';
-import type { SyncerCallbacks, SyncStatus, Update } from './types.js';
+import { type InvalidHandler, KEEP_LAST_GOOD, type SyncerCallbacks, type SyncStatus, type Update } from './types.js';
 
 export interface ResourceSink {
   onUpdate(ref: ResourceRef, resource: Resource | undefined): void;
@@ -29,10 +31,14 @@ export class ValidationFilter implements SyncerCallbacks {
   /** key -> the last problem reported for it, so it is reported once. */
   readonly #reported = new Map<string, string>();
   #invalid = 0;
+  /** Keys of KEEP_LAST_GOOD kinds whose last value passed on was valid. */
+  readonly #good = new Set<string>();
+  readonly #onInvalid: InvalidHandler | undefined;
 
-  constructor(sink: ResourceSink, log: Logger) {
+  constructor(sink: ResourceSink, log: Logger, onInvalid?: InvalidHandler) {
     this.#sink = sink;
     this.#log = log;
+    this.#onInvalid = onInvalid;
   }
 
   /** Keys whose current value is invalid (dropped). */
@@ -65,6 +71,7 @@ export class ValidationFilter implements SyncerCallbacks {
     }
     if (u.value === null || u.value === undefined) {
       if (this.#reported.size) this.#reported.delete(u.key);
+      this.#good.delete(u.key);
       this.#sink.onUpdate(ref, undefined);
       return;
     }
@@ -89,21 +96,28 @@ export class ValidationFilter implements SyncerCallbacks {
     }
     if (this.#reported.size && this.#reported.delete(u.key))
       this.#log.info({ key: u.key }, `${describeRef(ref)} is valid again`);
+    if (KEEP_LAST_GOOD.has(ref.kind)) this.#good.add(u.key);
     this.#sink.onUpdate(ref, resource);
   }
 
   #drop(u: Update, ref: ResourceRef, message: string, issues?: unknown): void {
-    if (this.#reported.get(u.key) !== message) this.#invalid++;
-    this.#report(u.key, message, u, issues);
-    this.#sink.onUpdate(ref, undefined);
+    const keep = this.#good.has(u.key);
+    if (this.#reported.get(u.key) !== message) {
+      this.#invalid++;
+      this.#onInvalid?.(ref.kind, keep ? 'kept' : 'dropped');
+    }
+    this.#report(u.key, message, u, issues, keep);
+    if (!keep) this.#sink.onUpdate(ref, undefined);
   }
 
-  #report(key: string, message: string, u: Update, issues?: unknown): void {
+  #report(key: string, message: string, u: Update, issues?: unknown, kept = false): void {
     if (this.#reported.get(key) === message) return;
     this.#reported.set(key, message);
     this.#log.warn(
       { key, revision: u.revision, ...(u.source ? { source: u.source } : {}), ...(issues ? { issues } : {}) },
-      `invalid resource dropped: ${message}`,
+      kept
+        ? `invalid update ignored, the last good value stays in force: ${message}`
+        : `invalid resource dropped: ${message}`,
     );
   }
 

@@ -70,6 +70,12 @@ export class AgentMetrics {
     help: 'Rules in our chains as last committed.',
     registers: [this.registry],
   });
+  readonly invalidUpdates = new Counter({
+    name: 'palisade_invalid_updates_total',
+    help: 'Datastore updates refused by validation or parsing, by kind; outcome kept (the last good value stays in force: a policy, network set, host endpoint or tier) or dropped (the resource removed, as Felix does).',
+    labelNames: ['kind', 'outcome'],
+    registers: [this.registry],
+  });
   readonly driftRepairs = new Counter({
     name: 'palisade_drift_repairs_total',
     help: 'Chains and sets of ours found changed behind our back by a refresh, and repaired.',

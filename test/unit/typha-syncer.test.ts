@@ -217,4 +217,59 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
       server.close();
     }
   });
+
+  it('a policy that was good keeps its last good value when Typha sends one that does not parse; a first bad value is a deletion; each counted (issue 52)', async () => {
+    const cache = new SnapshotCache({ snapshotReuseMs: 0 });
+    const server = loopbackTyphaServer(cache, createLogger({ severity: 'Fatal' }));
+    const port = await server.listen();
+    const kv = (key: string, value: string): SerializedUpdate => ({
+      key,
+      value: Buffer.from(value),
+      revision: '1',
+      v3ResourceVersion: '',
+      ttlNanos: 0,
+      updateType: 1,
+    });
+    const pol = '/calico/v1/policy/NetworkPolicy/prod/web';
+    const fresh = '/calico/v1/policy/NetworkPolicy/prod/new';
+    cache.onUpdates([kv(pol, '{"tier":"default","selector":"all()","inbound_rules":[{"action":"deny"}]}')]);
+    cache.onStatus('in-sync');
+    const syncer = new TyphaSyncer({
+      address: `127.0.0.1:${port}`,
+      hostname: 'node1',
+      readTimeoutMs: 5000,
+      writeTimeoutMs: 5000,
+      tls: noTls,
+      log: createLogger({ severity: 'Fatal' }),
+    });
+    const counted: string[] = [];
+    syncer.onInvalid = (kind, outcome) => counted.push(`${kind} ${outcome}`);
+    const updates: V1Update[] = [];
+    syncer.start({ onModelUpdates: (u) => updates.push(...u), onStatusUpdated: () => {} });
+    try {
+      const until = async (f: () => boolean) => {
+        const t0 = Date.now();
+        while (!f()) {
+          assert.ok(Date.now() - t0 < 10_000, 'timed out');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await until(() => updates.length === 1);
+      cache.onUpdates([
+        kv(pol, '{"tier":"default","selector":"all(","inbound_rules":[]}'),
+        kv(fresh, '{"selector":"x =='),
+      ]);
+      await until(() => counted.length === 2);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(counted, ['NetworkPolicy kept', 'NetworkPolicy dropped']);
+      assert.deepEqual(
+        updates.slice(1).map((u) => [keyToPath(u.key), u.value === undefined]),
+        [[fresh, true]],
+        'no deletion of the policy that was good',
+      );
+    } finally {
+      await syncer.stop();
+      server.close();
+    }
+  });
 });

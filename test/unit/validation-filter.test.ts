@@ -88,16 +88,13 @@ describe('datastore: ValidationFilter', () => {
 
   it('passes valid values, turns invalid ones into deletes, and reports each problem once', () => {
     const { filter, got, statuses, warnings } = setup();
-    const good = np('web', { selector: "app == 'web'" });
     const bad = np('web', { selector: "app == 'web" });
-    filter.onUpdates([{ key: k(good), value: good, revision: '1' }]);
     filter.onUpdates([{ key: k(bad), value: bad, revision: '2', source: 'etcd x' }]);
     filter.onUpdates([{ key: k(bad), value: bad, revision: '3', source: 'etcd x' }]);
     filter.onStatusUpdated('in-sync');
     assert.deepEqual(
       got.map(([r, v]) => [r, v === undefined]),
       [
-        ['NetworkPolicy/prod/web', false],
         ['NetworkPolicy/prod/web', true],
         ['NetworkPolicy/prod/web', true],
       ],
@@ -105,9 +102,65 @@ describe('datastore: ValidationFilter', () => {
     assert.deepEqual(statuses, ['in-sync']);
     assert.equal(warnings.filter((w) => w.includes('spec.selector')).length, 1, 'reported once');
     assert.equal(filter.invalidCount, 1);
+    const good = np('web', { selector: "app == 'web'" });
     filter.onUpdates([{ key: k(good), value: good, revision: '4' }]);
     assert.equal(filter.invalidCount, 0);
     assert.equal(got.at(-1)?.[1] !== undefined, true);
+  });
+
+  it('a policy, network set, host endpoint or tier that was valid keeps its last good value; other kinds are dropped as Felix drops them; each counted (issue 52)', () => {
+    const { got, warnings } = setup();
+    const counted: string[] = [];
+    const filter = new ValidationFilter(
+      {
+        onUpdate: (ref: ResourceRef, r: Resource | undefined) =>
+          got.push([`${ref.kind}/${ref.namespace ?? ''}/${ref.name}`, r ? JSON.stringify(r.spec) : undefined]),
+        onStatus: () => {},
+      },
+      createLogger({
+        severity: 'Warning',
+        destination: { write: (l: string) => void warnings.push(String(JSON.parse(l).msg)) },
+      }),
+      (kind, outcome) => counted.push(`${kind} ${outcome}`),
+    );
+    const good = np('web', { selector: "app == 'web'" });
+    const bad = np('web', { selector: "app == 'web" });
+    const gns = { apiVersion: 'projectcalico.org/v3', kind: 'GlobalNetworkSet', metadata: { name: 'blocked' } };
+    const wepGood = {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'WorkloadEndpoint',
+      metadata: { name: 'node1-k8s-pod-eth0', namespace: 'prod' },
+      spec: { node: 'node1', orchestrator: 'k8s', pod: 'pod', endpoint: 'eth0', interfaceName: 'cali1' },
+    };
+    const wepBad = { ...wepGood, spec: { ...wepGood.spec, ipNetworks: ['nope'] } };
+    filter.onUpdates([
+      { key: k(good), value: good, revision: '1' },
+      { key: k(gns), value: { ...gns, spec: { nets: ['192.0.2.0/24'] } }, revision: '2' },
+      { key: k(wepGood), value: wepGood, revision: '3' },
+    ]);
+    got.length = 0;
+    filter.onUpdates([
+      { key: k(bad), value: bad, revision: '4' },
+      { key: k(gns), value: { ...gns, spec: { nets: ['192.0.2.0/33'] } }, revision: '5' },
+      { key: k(wepBad), value: wepBad, revision: '6' },
+    ]);
+    assert.deepEqual(got, [['WorkloadEndpoint/prod/node1-k8s-pod-eth0', undefined]], 'only the endpoint is dropped');
+    assert.deepEqual(counted, ['NetworkPolicy kept', 'GlobalNetworkSet kept', 'WorkloadEndpoint dropped']);
+    assert.equal(warnings.filter((w) => /the last good value stays in force/.test(w)).length, 2);
+    // The policy valid again, then deleted: both pass.
+    filter.onUpdates([{ key: k(good), value: good, revision: '7' }]);
+    filter.onUpdates([{ key: k(good), value: null, revision: '8' }]);
+    assert.deepEqual(
+      got.slice(1).map(([r, v]) => [r, v === undefined]),
+      [
+        ['NetworkPolicy/prod/web', false],
+        ['NetworkPolicy/prod/web', true],
+      ],
+    );
+    // Deleted, then bad: nothing good to keep.
+    filter.onUpdates([{ key: k(bad), value: bad, revision: '9' }]);
+    assert.deepEqual(got.at(-1), ['NetworkPolicy/prod/web', undefined]);
+    assert.equal(counted.at(-1), 'NetworkPolicy dropped');
   });
 
   it('refuses a value that names another resource, undecodable values, and keys outside the layout', () => {

@@ -4,7 +4,9 @@
 // update becomes a typed internal-model update; a key palisade has no use for is counted
 // and reported once per kind, and a value that does not parse is reported (once per key
 // while it stays bad, and at most a few lines a minute in all) and treated as a deletion,
-// so a stale value never outlives a bad one. A key of a kind in use that does not parse is
+// so a stale value never outlives a bad one - unless it is a policy, network set, host
+// endpoint or tier that was good, whose removal could open traffic: then the last good
+// value stays in force (issue 52). Each is counted (`onInvalid`). A key of a kind in use that does not parse is
 // a warning the same way, never "a kind palisade does not use" (issue 51 D12); keys are
 // cut short in every line.
 import { VERSION } from '../../version.js';
@@ -15,7 +17,7 @@ import { parseUpdate, type V1Update } from '../../model/v1/values.js';
 import { TyphaClient } from '../../typha/client.js';
 import type { SerializedUpdate } from '../../typha/syncproto.js';
 import { typhaTlsOptions, typhaTlsProblem, type TyphaTlsConfig } from '../../typha/tls.js';
-import type { ModelSyncer, ModelSyncerCallbacks } from '../types.js';
+import type { InvalidHandler, ModelSyncer, ModelSyncerCallbacks } from '../types.js';
 
 export interface TyphaSyncerOptions {
   /** host:port, or what discovery looks for (for logs) when `nextAddress` is given. */
@@ -35,6 +37,15 @@ const MAX_IGNORED_KINDS = 100;
 /** Problem reports per minute, beyond which they are only counted. */
 const REPORTS_PER_MINUTE = 10;
 
+/** The internal-model key types of the kinds in types.ts's KEEP_LAST_GOOD. */
+const KEEP_LAST_GOOD_TYPES: ReadonlySet<string> = new Set(['Policy', 'NetworkSet', 'HostEndpoint', 'Tier']);
+
+function kindOfKey(key: NonNullable<ReturnType<typeof pathToKey>>): string {
+  if (key.type === 'Policy') return key.kind;
+  if (key.type === 'Resource') return key.kind;
+  return key.type;
+}
+
 export class TyphaSyncer implements ModelSyncer {
   readonly deliversModel = true;
   readonly #opts: TyphaSyncerOptions;
@@ -42,6 +53,9 @@ export class TyphaSyncer implements ModelSyncer {
   readonly #badKeys = new Map<string, string>();
   readonly #ignoredKinds = new Set<string>();
   #reports = { windowStart: 0, count: 0, suppressed: 0 };
+  /** Keys of kinds whose removal could open traffic, with a good value in force. */
+  readonly #good = new Set<string>();
+  onInvalid: InvalidHandler | undefined;
 
   constructor(opts: TyphaSyncerOptions) {
     const problem = typhaTlsProblem(opts.tls);
@@ -93,13 +107,19 @@ export class TyphaSyncer implements ModelSyncer {
         continue;
       }
       const text = kv.updateType === 3 ? undefined : kv.value.toString('utf8');
+      const guarded = KEEP_LAST_GOOD_TYPES.has(key.type);
       try {
-        out.push(parseUpdate(key, text));
+        const u = parseUpdate(key, text);
+        out.push(u);
+        if (guarded) u.value === undefined ? this.#good.delete(kv.key) : this.#good.add(kv.key);
         if (this.#badKeys.delete(kv.key))
           this.#opts.log.info({ key: kv.key }, 'Typha: the value of this key parses again');
       } catch (e) {
-        this.#reportBad(kv, (e as Error).message);
-        out.push({ key, value: undefined } as V1Update);
+        const keep = guarded && this.#good.has(kv.key);
+        if (this.#badKeys.get(kv.key) !== (e as Error).message)
+          this.onInvalid?.(kindOfKey(key), keep ? 'kept' : 'dropped');
+        this.#reportBad(kv, (e as Error).message, keep ? 'kept' : 'value');
+        if (!keep) out.push({ key, value: undefined } as V1Update);
       }
     }
     return out;
@@ -116,7 +136,7 @@ export class TyphaSyncer implements ModelSyncer {
   }
 
   // Warned (at most REPORTS_PER_MINUTE lines, the key cut short), once per key while it stays bad.
-  #reportBad(kv: SerializedUpdate, message: string, what: 'key' | 'value' = 'value'): void {
+  #reportBad(kv: SerializedUpdate, message: string, what: 'key' | 'value' | 'kept' = 'value'): void {
     if (this.#badKeys.get(kv.key) === message) return;
     this.#badKeys.set(kv.key, message);
     const now = Date.now();
@@ -135,7 +155,11 @@ export class TyphaSyncer implements ModelSyncer {
     }
     this.#opts.log.warn(
       { key: clip(kv.key, 200), revision: clip(kv.revision, 40), error: clip(message, 400) },
-      what === 'key' ? 'Typha: malformed key dropped' : 'Typha: unparseable value dropped (treated as a deletion)',
+      what === 'key'
+        ? 'Typha: malformed key dropped'
+        : what === 'kept'
+          ? 'Typha: unparseable value ignored; the last good value stays in force'
+          : 'Typha: unparseable value dropped (treated as a deletion)',
     );
   }
 }

@@ -67,7 +67,7 @@ export class ControlPlane {
       opts.log,
       opts.onInvalid,
     );
-    if ('deliversModel' in opts.syncer) opts.syncer.onInvalid = opts.onInvalid;
+    opts.syncer.onInvalid = opts.onInvalid;
   }
 
   get status(): SyncStatus {

@@ -27,6 +27,8 @@ export interface SyncerCallbacks {
 }
 
 export interface Syncer {
+  /** Told of each invalid resource a syncer refuses itself (the file datastore keeps the last good of any kind). */
+  onInvalid?: InvalidHandler | undefined;
   /** Starts listing and watching; callbacks run on the event loop, in order. */
   start(callbacks: SyncerCallbacks): void;
   /** Stops watching and releases connections, timers and watches. */

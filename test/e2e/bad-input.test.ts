@@ -273,4 +273,34 @@ describe('e2e: a running agent fed 1,000+ invalid documents and hostile HTTP cli
       'deleting the file did not lift the deny',
     );
   });
+
+  it('a deny edited into an invalid policy stays in force (the last good value), reported and counted (issue 52)', {
+    timeout: 60_000,
+  }, async () => {
+    const deny = (selector: string) => ({
+      apiVersion: V3,
+      kind: 'GlobalNetworkPolicy',
+      metadata: { name: 'deny-then-broken' },
+      spec: {
+        order: 1,
+        selector,
+        ingress: [
+          { action: 'Deny', protocol: 'TCP', source: { selector: "app == 'a'" }, destination: { ports: [8080] } },
+        ],
+      },
+    });
+    writeResources(dir, [deny("app == 'b'")], 'broken.yaml');
+    assert.ok((await lab.until(() => !lab.tcp(a, b.ip, 8080, 200), 10_000)) >= 0, 'the deny never landed');
+    writeResources(dir, [deny("app == 'b")], 'broken.yaml');
+    assert.ok(
+      (await lab.until(() => /keeping its last good version/.test(agent.log), 10_000)) >= 0,
+      'the broken edit was never reported',
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(lab.tcp(a, b.ip, 8080, 300), false, 'the deny went with the broken edit');
+    const metrics = lab.http('http://127.0.0.1:9091/metrics').body;
+    assert.match(metrics, /palisade_invalid_updates_total\{kind="GlobalNetworkPolicy",outcome="kept"\} 1/);
+    rmSync(join(dir, 'broken.yaml'));
+    assert.ok((await lab.until(() => lab.tcp(a, b.ip, 8080, 300), 10_000)) >= 0, 'deleting the file did not lift it');
+  });
 });

@@ -11,10 +11,10 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 
 import { errorMessage, type Logger } from '../../log.js';
-import type { Resource } from '../../model/schemas.js';
+import { KINDS, type Resource } from '../../model/schemas.js';
 import { validateResource } from '../../model/validate.js';
 import { keyOf } from '../keys.js';
-import type { Syncer, SyncerCallbacks, Update } from '../types.js';
+import type { InvalidHandler, Syncer, SyncerCallbacks, Update } from '../types.js';
 import { isResourceFile, parseResourceFileSliced } from './parse.js';
 
 export interface FileSyncerOptions {
@@ -109,7 +109,14 @@ function rawKey(value: unknown): string | undefined {
   });
 }
 
+/** A resource's kind as a metric label: one of Calico's, or "unknown" (a file can say anything). */
+function kindLabel(value: unknown): string {
+  const kind = (value as { kind?: unknown } | null)?.kind;
+  return typeof kind === 'string' && (KINDS as readonly string[]).includes(kind) ? kind : 'unknown';
+}
+
 export class FileSyncer implements Syncer {
+  onInvalid: InvalidHandler | undefined;
   readonly #dir: string;
   readonly #log: Logger;
   readonly #debounceMs: number;
@@ -372,12 +379,12 @@ export class FileSyncer implements Syncer {
       if (!r.ok) {
         const key = rawKey(value);
         const last = key ? old?.entries.get(key) : undefined;
-        if (key && last) {
-          state.entries.set(key, last);
-          report(`invalid resource: ${r.error.message}; keeping its last good version`);
-        } else {
-          report(`invalid resource skipped: ${r.error.message}`);
-        }
+        if (key && last) state.entries.set(key, last);
+        const message = last
+          ? `invalid resource: ${r.error.message}; keeping its last good version`
+          : `invalid resource skipped: ${r.error.message}`;
+        if (!old?.problems.has(message)) this.onInvalid?.(kindLabel(value), last ? 'kept' : 'dropped');
+        report(message);
         continue;
       }
       for (const w of r.warnings) report(`${source}: ${w}`);

@@ -289,7 +289,7 @@ export const PARAMS = {
   CalicoVersion: felix(
     'CalicoVersion',
     calicoVersion,
-    "The Calico release the cluster runs (ClusterInformation's calicoVersion; env or config file override it), logged at start and shown by `palisade config` and `palisade status`: policy chains are named as its Felix names them, and `palisade typha` serves a Felix without modern policy keys the layout before 3.32 while it is 3.30 or 3.31. Empty: the newest palisade knows (3.32+). Older than 3.30: the agent refuses to start.",
+    "The Calico release the cluster runs (ClusterInformation's calicoVersion; env or config file override it), logged at start and shown by `palisade config` and `palisade status`: policy chains are named as its Felix names them, the Kubernetes datastore reads AdminNetworkPolicy/BaselineAdminNetworkPolicy (3.30, 3.31) or ClusterNetworkPolicy (3.32+), and `palisade typha` serves a Felix without modern policy keys the layout before 3.32 while it is 3.30 or 3.31. Empty: the newest palisade knows (3.32+). Older than 3.30: the agent refuses to start.",
     { format: (v) => describeRelease(releaseOf(v)) },
   ),
   FelixHostname: felix(

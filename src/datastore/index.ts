@@ -44,7 +44,8 @@ type SyncerConfig = Pick<
   | 'TyphaCN'
   | 'TyphaURISAN'
   | 'InterfacePrefix'
->;
+> &
+  Partial<Pick<Config, 'CalicoVersion'>>;
 
 /**
  * Why the configured datastore cannot be reached as configured (the Kubernetes configuration it needs cannot be
@@ -170,5 +171,6 @@ function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
     log,
     ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}),
     ...(idle ? { watchIdleMs: idle } : {}),
+    ...(config.CalicoVersion ? { calicoVersion: config.CalicoVersion } : {}),
   });
 }

@@ -33,6 +33,7 @@ export interface ReleaseTraits {
 }
 
 export type PolicyIds = ReleaseTraits['policyIds'];
+export type AdminPolicies = ReleaseTraits['adminPolicies'];
 
 export const OLDEST_SUPPORTED = { major: 3, minor: 30 } as const;
 /** What a cluster that names no release is taken to run. */

@@ -65,6 +65,18 @@ export const CLUSTER_NETWORK_POLICY_TYPE: ResourceType = {
   namespaced: false,
 };
 
+/** AdminNetworkPolicy and BaselineAdminNetworkPolicy (v1alpha1, read by Calico 3.29-3.31): optional, as above. */
+export const ADMIN_NETWORK_POLICY_TYPES: ResourceType[] = [
+  ['AdminNetworkPolicy', 'adminnetworkpolicies'],
+  ['BaselineAdminNetworkPolicy', 'baselineadminnetworkpolicies'],
+].map(([kind, plural]) => ({
+  group: 'policy.networking.k8s.io',
+  version: 'v1alpha1',
+  plural: plural as string,
+  kind: kind as string,
+  namespaced: false,
+}));
+
 type Obj = {
   apiVersion?: string;
   kind?: string;

@@ -14,7 +14,11 @@ import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import { validateResource } from '../../src/model/validate.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
-import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import {
+  ADMIN_NETWORK_POLICY_TYPES,
+  CLUSTER_NETWORK_POLICY_TYPE,
+  FakeKubeApiServer,
+} from '../helpers/kube-apiserver.js';
 import { SyncerRecorder } from '../helpers/syncer-recorder.js';
 import { until } from '../helpers/until.js';
 
@@ -221,6 +225,102 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       assert.equal(removed.id.workloadId, 'prod/web-0');
     } finally {
       await cp.stop();
+    }
+  });
+  it('on Calico 3.31, AdminNetworkPolicy and BaselineAdminNetworkPolicy are read and ClusterNetworkPolicy is not; on 3.32 the other way round (issue 52)', async () => {
+    api.install(CLUSTER_NETWORK_POLICY_TYPE);
+    for (const t of ADMIN_NETWORK_POLICY_TYPES) api.install(t);
+    api.put('clusterinformations.crd.projectcalico.org', {
+      metadata: { name: 'default' },
+      spec: { calicoVersion: 'v3.31.7', datastoreReady: true },
+    });
+    // As clientv3's EnsureInitialized creates them on 3.31 (AdminNetworkPolicyTierOrder and the baseline's).
+    for (const [name, order, defaultAction] of [
+      ['default', 1_000_000, 'Deny'],
+      ['adminnetworkpolicy', 1000, 'Pass'],
+      ['baselineadminnetworkpolicy', 10_000_000, 'Pass'],
+    ] as const)
+      api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
+    api.put('adminnetworkpolicies', {
+      metadata: { name: 'no-metadata' },
+      spec: {
+        priority: 10,
+        subject: { namespaces: {} },
+        egress: [{ name: 'metadata', action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }],
+      },
+    });
+    api.put('baselineadminnetworkpolicies', {
+      metadata: { name: 'default' },
+      spec: { subject: { namespaces: {} }, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] },
+    });
+    api.put('clusternetworkpolicies', {
+      metadata: { name: 'cnp-on-old-release' },
+      spec: {
+        tier: 'Admin',
+        priority: 1,
+        subject: { namespaces: {} },
+        ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }],
+      },
+    });
+    const lines: string[] = [];
+    const messages: ToDataplane[] = [];
+    const syncer = new KddSyncer({
+      transport: new HttpKubeTransport({ server: url }),
+      log: createLogger({ severity: 'Warning', destination: { write: (l: string) => void lines.push(l) } }),
+      backoffMs: { min: 20, max: 200 },
+    });
+    const cp = new ControlPlane({
+      syncer,
+      config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
+      log,
+      onMessages: (m) => messages.push(...m),
+      onRestartNeeded: () => {},
+    });
+    const tiersOf = () => {
+      const weps = messages.filter((m) => m.type === 'WorkloadEndpointUpdate') as Array<
+        Extract<ToDataplane, { type: 'WorkloadEndpointUpdate' }>
+      >;
+      const db = [...weps].reverse().find((w) => w.id.workloadId === 'prod/db-0');
+      return db?.endpoint.tiers.map((t) => [t.name, t.ingressPolicies, t.egressPolicies]);
+    };
+    cp.start();
+    try {
+      await until(() => messages.some((m) => m.type === 'InSync'), 10_000, 'in-sync');
+      assert.deepEqual(tiersOf(), [
+        ['adminnetworkpolicy', [], ['gnp/kanp.adminnetworkpolicy.no-metadata']],
+        ['default', ['knp/prod/db-from-web'], ['gnp/allow-dns']],
+        ['baselineadminnetworkpolicy', ['gnp/kbanp.baselineadminnetworkpolicy.default'], []],
+      ]);
+      assert.ok(
+        lines.some((l) => /Calico v3\.31\.7 does not read ClusterNetworkPolicy[^"]*ignored/.test(l)),
+        'the ClusterNetworkPolicy is reported, once the release is known',
+      );
+      // An upgrade: the AdminNetworkPolicies go, the ClusterNetworkPolicy comes.
+      messages.length = 0;
+      api.put('clusterinformations.crd.projectcalico.org', {
+        metadata: { name: 'default' },
+        spec: { calicoVersion: 'v3.32.1', datastoreReady: true },
+      });
+      await until(
+        () => messages.some((m) => m.type === 'ActivePolicyUpdate' && m.id.name === 'kcnp/cnp-on-old-release'),
+        10_000,
+        'the ClusterNetworkPolicy passed on',
+      );
+      await until(
+        () =>
+          messages.some(
+            (m) => m.type === 'ActivePolicyRemove' && m.id.name === 'gnp/kanp.adminnetworkpolicy.no-metadata',
+          ),
+        10_000,
+        'the AdminNetworkPolicy withdrawn',
+      );
+    } finally {
+      await cp.stop();
+      api.uninstall('clusternetworkpolicies');
+      for (const t of ADMIN_NETWORK_POLICY_TYPES) api.uninstall(t.plural);
+      api.delete('clusterinformations.crd.projectcalico.org', undefined, 'default');
+      for (const t of ['default', 'adminnetworkpolicy', 'baselineadminnetworkpolicy'])
+        api.delete('tiers.crd.projectcalico.org', undefined, t);
     }
   });
   it('ClusterNetworkPolicies (once their CRD is installed) are kcnp/ policies in the kube-admin and kube-baseline tiers, around the default tier', async () => {

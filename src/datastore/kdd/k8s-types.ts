@@ -119,3 +119,38 @@ export interface ClusterNetworkPolicy {
     egress?: CnpRule[];
   };
 }
+
+/** policy.networking.k8s.io/v1alpha1 AdminNetworkPolicy / BaselineAdminNetworkPolicy (read by Calico 3.29-3.31). */
+export interface AnpPort {
+  portNumber?: { protocol?: string; port?: number };
+  namedPort?: string;
+  portRange?: { protocol?: string; start?: number; end?: number };
+}
+
+export interface AnpPeer {
+  namespaces?: LabelSelector;
+  pods?: NamespacedPod;
+  /** Egress only. */
+  networks?: string[];
+  /** Egress only; Calico 3.31 does not convert these (the rule fails closed). */
+  nodes?: LabelSelector;
+}
+
+export interface AnpRule {
+  name?: string;
+  action?: string;
+  from?: AnpPeer[];
+  to?: AnpPeer[];
+  ports?: AnpPort[];
+}
+
+export interface AdminNetworkPolicy {
+  metadata?: ObjectMeta;
+  spec?: {
+    /** AdminNetworkPolicy only (a BaselineAdminNetworkPolicy has none). */
+    priority?: number;
+    subject?: { namespaces?: LabelSelector; pods?: NamespacedPod };
+    ingress?: AnpRule[];
+    egress?: AnpRule[];
+  };
+}

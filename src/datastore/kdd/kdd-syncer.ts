@@ -14,13 +14,18 @@ import { defaultAllowProfileUpdate } from '../default-allow.js';
 import { keyOf } from '../keys.js';
 import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
 import { k8sClusterNetworkPolicyToCalico } from './conversion/cluster-network-policy.js';
+import {
+  k8sAdminNetworkPolicyToCalico,
+  k8sBaselineAdminNetworkPolicyToCalico,
+} from './conversion/admin-network-policy.js';
+import { type AdminPolicies, describeRelease, releaseOf, traitsOf } from '../../model/release.js';
 import { BGP_CRDS, CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
 import { type EndpointSlice, endpointSliceToCalico } from './conversion/endpoint-slice.js';
 import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
 import { k8sNodeToCalico } from './conversion/node.js';
 import { isCalicoPod, podToWorkloadEndpoint } from './conversion/pod.js';
 import { namespaceToProfile, serviceAccountToProfile } from './conversion/profiles.js';
-import type { ClusterNetworkPolicy, NetworkPolicy, Node, Pod } from './k8s-types.js';
+import type { AdminNetworkPolicy, ClusterNetworkPolicy, NetworkPolicy, Node, Pod } from './k8s-types.js';
 import { type KubeObject, type LostContact, Reflector } from './reflector.js';
 import type { KubeTransport } from './transport.js';
 
@@ -33,6 +38,13 @@ interface Converted {
 interface Source {
   path: string;
   convert(o: KubeObject): Converted;
+  /**
+   * Read only on the releases whose Felix reads it: the Kubernetes admin policies of 3.29-3.31
+   * (`anp`) or of 3.32+ (`cnp`), as src/model/release.ts decides.
+   */
+  gate?: AdminPolicies;
+  /** What it is, for the report when the release does not read it. */
+  what?: string;
 }
 
 export interface KddSyncerOptions {
@@ -50,6 +62,8 @@ export interface KddSyncerOptions {
   watchIdleMs?: number;
   /** How long a watch must last to reset the reflectors' backoff (default 2 min). */
   backoffResetMs?: number;
+  /** The Calico release when set locally (CalicoVersion); else ClusterInformation's, as read. */
+  calicoVersion?: string;
 }
 
 const calicoKey = (r: Record<string, unknown>) => {
@@ -70,10 +84,24 @@ function sourcesFor(prefix: string): Source[] {
       path: '/apis/networking.k8s.io/v1/networkpolicies',
       convert: (o) => k8sNetworkPolicyToCalico(o as NetworkPolicy),
     },
-    // A CRD most clusters do not have yet: its reflector counts a 404 as an empty list.
+    // CRDs many clusters do not have: a reflector counts a 404 as an empty list.
     {
       path: '/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies',
       convert: (o) => k8sClusterNetworkPolicyToCalico(o as ClusterNetworkPolicy),
+      gate: 'cnp',
+      what: 'ClusterNetworkPolicy',
+    },
+    {
+      path: '/apis/policy.networking.k8s.io/v1alpha1/adminnetworkpolicies',
+      convert: (o) => k8sAdminNetworkPolicyToCalico(o as AdminNetworkPolicy),
+      gate: 'anp',
+      what: 'AdminNetworkPolicy',
+    },
+    {
+      path: '/apis/policy.networking.k8s.io/v1alpha1/baselineadminnetworkpolicies',
+      convert: (o) => k8sBaselineAdminNetworkPolicyToCalico(o as AdminNetworkPolicy),
+      gate: 'anp',
+      what: 'BaselineAdminNetworkPolicy',
     },
     { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
     {
@@ -114,6 +142,10 @@ export class KddSyncer implements Syncer {
   #status: SyncStatus = 'wait-for-datastore';
   #callbacks: SyncerCallbacks | undefined;
   #revision = 0;
+  /** ClusterInformation's calicoVersion, as last read. */
+  #clusterVersion = '';
+  /** The objects of release-gated sources, by id, whether passed on or withheld. */
+  readonly #gated = new Map<string, { source: Source; o: KubeObject }>();
 
   constructor(o: KddSyncerOptions) {
     this.#o = o;
@@ -163,8 +195,25 @@ export class KddSyncer implements Syncer {
     return out;
   }
 
+  /** The Kubernetes admin policy kinds the cluster's release reads. */
+  #adminPolicies(): AdminPolicies {
+    return traitsOf(releaseOf(this.#o.calicoVersion || this.#clusterVersion)).adminPolicies;
+  }
+
   #onUpsert(source: Source, o: KubeObject): void {
     const id = `${source.path} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+    if (source.gate) {
+      this.#gated.set(id, { source, o });
+      if (source.gate !== this.#adminPolicies()) {
+        this.#retract(id);
+        if (this.#status === 'in-sync') this.#reportWithheld(id, source);
+        return;
+      }
+    }
+    this.#apply(id, source, o);
+  }
+
+  #apply(id: string, source: Source, o: KubeObject): void {
     let converted: Converted;
     try {
       converted = source.convert(o);
@@ -189,10 +238,29 @@ export class KddSyncer implements Syncer {
       revision: o.metadata?.resourceVersion ?? String(++this.#revision),
       source: `Kubernetes ${id}`,
     });
+    if (converted.resource.kind === 'ClusterInformation') this.#onClusterInformation(converted.resource);
+  }
+
+  // The release decides which admin policy kinds are read: when it changes, what was
+  // withheld is passed on and what was passed on is withdrawn.
+  #onClusterInformation(r: Record<string, unknown>): void {
+    if ((r.metadata as { name?: string }).name !== 'default') return;
+    const before = this.#adminPolicies();
+    this.#clusterVersion = String((r.spec as { calicoVersion?: unknown } | undefined)?.calicoVersion ?? '');
+    if (this.#adminPolicies() === before) return;
+    for (const { source, o } of [...this.#gated.values()]) this.#onUpsert(source, o);
+  }
+
+  #reportWithheld(id: string, source: Source): void {
+    const release = describeRelease(releaseOf(this.#o.calicoVersion || this.#clusterVersion));
+    const by = source.gate === 'anp' ? 'ClusterNetworkPolicy replaced it in 3.32' : 'it is read from 3.32 on';
+    this.#report(id, `Calico ${release} does not read ${source.what} (${by}): ignored, as its Felix ignores it`);
   }
 
   #onDelete(source: Source, o: KubeObject): void {
-    this.#retract(`${source.path} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`);
+    const id = `${source.path} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+    this.#gated.delete(id);
+    this.#retract(id);
   }
 
   #retract(id: string): void {
@@ -213,6 +281,9 @@ export class KddSyncer implements Syncer {
     if (this.#listed.size === total) {
       this.#flush();
       this.#setStatus('in-sync');
+      // Said once the release is known (ClusterInformation may be listed after the policies).
+      for (const [id, { source }] of this.#gated)
+        if (source.gate !== this.#adminPolicies()) this.#reportWithheld(id, source);
     }
   }
 

@@ -13,7 +13,8 @@ a selector-scoped FelixConfiguration, FelixConfiguration default, or the built-i
 default), marks where palisade deliberately differs from Felix, and lists the Felix
 parameters that are set but that palisade does not implement (ignored), and those the
 agent refuses to start with (fatal values, and settings whose absence would leave traffic
-less protected than Felix leaves it: WireGuard, the eBPF dataplane, policy sync). Unless --local,
+less protected than Felix leaves it: WireGuard, the eBPF dataplane, policy sync), and
+Felix's defaults it does not honour yet (ServiceLoopPrevention). Unless --local,
 reads the datastore's FelixConfiguration and ClusterInformation first. Bad values and
 unknown names are reported on stderr.
 
@@ -21,7 +22,7 @@ Options:
 ${DATASTORE_FLAGS_USAGE}
   --local                 skip the datastore (env, config file and flags only)
   --json                  print {params: [{name, value, source, differs?}], ignored: [{param, value, source}],
-                          refused: [{param, value, source, reason}]}
+                          refused: [{param, value, source, reason}], notHonoured: [{param, value, source, reason}]}
   --timeout SECONDS       give up waiting for the datastore after this long (default 30)
 
 Examples:
@@ -69,7 +70,8 @@ export async function runConfig(argv: string[]): Promise<number> {
   const rows = config.describe();
   const refused = config.fatal.map((p) => ({ param: p.param, value: p.value, source: p.source, reason: p.reason }));
   if (values.json) {
-    console.log(JSON.stringify({ params: rows, ignored: config.ignored, refused }, null, 2));
+    const notHonoured = config.defaultsNotHonoured();
+    console.log(JSON.stringify({ params: rows, ignored: config.ignored, refused, notHonoured }, null, 2));
     return 0;
   }
   const width = Math.max(...rows.map((r) => r.name.length));
@@ -85,6 +87,11 @@ export async function runConfig(argv: string[]): Promise<number> {
   if (config.ignored.length) {
     console.log('\nSet, but not supported by palisade (ignored):');
     for (const i of config.ignored) console.log(`  ${i.param} = ${i.value}  (${i.source})`);
+  }
+  const notHonoured = config.defaultsNotHonoured();
+  if (notHonoured.length) {
+    console.log("\nFelix's defaults palisade does not honour yet:");
+    for (const d of notHonoured) console.log(`  ${d.param} = ${d.value}  (${d.source}): ${d.reason}`);
   }
   if (refused.length) {
     console.log('\nSet, and refused (the agent does not start with these):');

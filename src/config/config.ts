@@ -47,6 +47,18 @@ const WHY_IGNORED: Readonly<Record<string, string>> = {
 };
 
 /**
+ * Felix parameters palisade does not implement whose Felix default does something: left
+ * unset (or set to that default), Felix does it and palisade does not: the agent says so
+ * once at start (issue 52). Set to `quiet`, Felix does nothing either: nothing to say.
+ */
+const DEFAULTS_NOT_HONOURED: Readonly<Record<string, { quiet: string; why: string }>> = {
+  ServiceLoopPrevention: {
+    quiet: 'Disabled',
+    why: "Felix's default (Drop) drops traffic to service CIDRs BGPConfiguration advertises that no service uses, to stop routing loops; palisade does not program it yet (set it to Disabled to say that is intended)",
+  },
+};
+
+/**
  * Felix parameters palisade does not implement whose absence would leave traffic less
  * protected than Felix leaves it: set, the agent refuses to start (issue 52) rather than
  * run open. (Set to their defaults they are nothing to refuse.)
@@ -168,6 +180,22 @@ export class ConfigResolver {
   /** Felix parameters set (to a non-default value) that palisade does not implement. */
   get ignored(): readonly IgnoredSetting[] {
     return this.#ignored;
+  }
+
+  /**
+   * Felix parameters left at a default that makes Felix do something palisade does not
+   * (DEFAULTS_NOT_HONOURED), with why: for one report at start.
+   */
+  defaultsNotHonoured(): Array<{ param: string; value: string; source: string; reason: string }> {
+    const out: Array<{ param: string; value: string; source: string; reason: string }> = [];
+    for (const [param, { why }] of Object.entries(DEFAULTS_NOT_HONOURED)) {
+      const def = FELIX_PARAMS.find((f) => f.name === param)?.default ?? '';
+      const top = this.#top(param.toLowerCase(), false);
+      // Set to another value: reported as any unimplemented parameter is (or quiet, for `quiet`).
+      if (top && top.raw.value.toLowerCase() !== def.toLowerCase()) continue;
+      out.push({ param, value: top?.raw.value ?? def, source: top?.raw.source ?? 'default', reason: why });
+    }
+    return out;
   }
 
   /** Where the effective value of `name` came from ("default" if nowhere). */
@@ -330,6 +358,7 @@ export class ConfigResolver {
         const top = this.#top(lower, felix.local);
         seen.add(lower);
         if (!top || SILENT.has(lower)) continue;
+        if (DEFAULTS_NOT_HONOURED[felix.name]?.quiet.toLowerCase() === top.raw.value.toLowerCase()) continue;
         if (this.#differsFromDefault(felix, top.raw))
           ignored.push({ param: felix.name, value: top.raw.value, source: top.raw.source });
       }

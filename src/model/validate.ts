@@ -75,9 +75,15 @@ function issuesOf(err: z.ZodError): FieldIssue[] {
   return err.issues.slice(0, 20).map((i) => ({ path: formatPath(i.path), message: clip(i.message, 400) }));
 }
 
-/** Rules' `http` matches need an L7 proxy Felix does not have: accepted, ignored, said. */
-function warningsOf(resource: Resource): string[] {
+/**
+ * Rules' `http` matches need an L7 proxy Felix does not have: accepted, ignored, said. A
+ * workload endpoint's QoS controls (Calico 3.30+) are not implemented yet: said too.
+ */
+function warningsOf(resource: Resource, input: Record<string, unknown>): string[] {
   const warnings: string[] = [];
+  const qos = (input.spec as { qosControls?: unknown } | undefined)?.qosControls;
+  if (resource.kind === 'WorkloadEndpoint' && qos && typeof qos === 'object' && Object.keys(qos).length)
+    warnings.push(`${describeRef(refOf(resource))}: ${QOS_NOT_ENFORCED}`);
   const spec = resource.spec as { ingress?: Array<{ http?: unknown }>; egress?: Array<{ http?: unknown }> };
   for (const dir of ['ingress', 'egress'] as const) {
     spec[dir]?.forEach((r, i) => {
@@ -90,6 +96,10 @@ function warningsOf(resource: Resource): string[] {
   }
   return warnings;
 }
+
+/** What palisade says of an endpoint with QoS controls (`qosControls`, or its pod's qos.projectcalico.org/*). */
+export const QOS_NOT_ENFORCED =
+  'QoS controls (bandwidth, packet rate, connection limits, DSCP) are not implemented by palisade: not enforced for this endpoint';
 
 export function validateResource(input: unknown, source?: string): ValidationResult {
   const ref = refOf(input);
@@ -111,5 +121,5 @@ export function validateResource(input: unknown, source?: string): ValidationRes
   if (!parsed.success)
     return { ok: false, error: new ValidationError(ref, issuesOf(parsed.error), source, parsed.error.issues.length) };
   const resource = parsed.data as Resource;
-  return { ok: true, resource, warnings: warningsOf(resource) };
+  return { ok: true, resource, warnings: warningsOf(resource, input as Record<string, unknown>) };
 }

@@ -384,3 +384,28 @@ describe('config: sources and precedence', () => {
     assert.equal(c.config.HealthHost, 'localhost');
   });
 });
+
+describe("config: Felix's defaults palisade does not honour yet (issue 52)", () => {
+  it('ServiceLoopPrevention: said when left at Drop, quiet when Disabled, reported as unsupported when Reject', () => {
+    const at = (env: Record<string, string>) => new ConfigResolver({ env });
+    assert.deepEqual(
+      at({})
+        .defaultsNotHonoured()
+        .map((d) => [d.param, d.value, d.source]),
+      [['ServiceLoopPrevention', 'Drop', 'default']],
+    );
+    assert.equal(
+      at({ FELIX_SERVICELOOPPREVENTION: 'drop' }).defaultsNotHonoured()[0]?.source,
+      'env FELIX_SERVICELOOPPREVENTION',
+    );
+    const disabled = at({ FELIX_SERVICELOOPPREVENTION: 'Disabled' });
+    assert.deepEqual(disabled.defaultsNotHonoured(), []);
+    assert.deepEqual(disabled.ignored, [], 'Disabled is what palisade does: nothing to report');
+    const reject = at({ FELIX_SERVICELOOPPREVENTION: 'Reject' });
+    assert.deepEqual(reject.defaultsNotHonoured(), []);
+    assert.deepEqual(
+      reject.ignored.map((i) => i.param),
+      ['ServiceLoopPrevention'],
+    );
+  });
+});

@@ -57,3 +57,42 @@ describe('control plane: workload endpoints without an interface name', () => {
     await cp.stop();
   });
 });
+
+describe('control plane: what Felix does that palisade does not yet is said (issue 52)', () => {
+  it("BGPConfiguration's service CIDRs, from any datastore, Typha included: ServiceLoopPrevention is not programmed, said once", () => {
+    const lines: string[] = [];
+    const log = createLogger({ severity: 'Warning', destination: { write: (l: string) => void lines.push(l) } });
+    let deliver: ((u: import('../../src/model/v1/values.js').V1Update[]) => void) | undefined;
+    const typha = {
+      deliversModel: true as const,
+      start(cb: import('../../src/datastore/types.js').ModelSyncerCallbacks) {
+        deliver = (u) => cb.onModelUpdates(u);
+      },
+      stop: async () => {},
+    };
+    const cp = new ControlPlane({
+      syncer: typha,
+      config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
+      log,
+      onMessages: () => {},
+      onRestartNeeded: () => {},
+    });
+    cp.start();
+    const bgp = (spec: Record<string, unknown>) => ({
+      key: { type: 'Resource' as const, kind: 'BGPConfiguration' as const, name: 'default' },
+      value: { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec },
+    });
+    deliver?.([bgp({ asNumber: 64512 })] as never);
+    assert.equal(
+      lines.filter((l) => /ServiceLoopPrevention/.test(l)).length,
+      0,
+      'nothing to say without service CIDRs',
+    );
+    deliver?.([bgp({ serviceClusterIPs: [{ cidr: '10.96.0.0/12' }] })] as never);
+    deliver?.([
+      bgp({ serviceClusterIPs: [{ cidr: '10.96.0.0/12' }], serviceExternalIPs: [{ cidr: '192.0.2.0/24' }] }),
+    ] as never);
+    assert.equal(lines.filter((l) => /ServiceLoopPrevention \(cali-cidr-block\) is not programmed/.test(l)).length, 1);
+    void cp.stop();
+  });
+});

@@ -323,6 +323,34 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
         api.delete('tiers.crd.projectcalico.org', undefined, t);
     }
   });
+  it('a pod with qos.projectcalico.org/ annotations is programmed, and its QoS controls reported once as not enforced (issue 52)', async () => {
+    const p = pod('qos-0', 'prod', 'node1', '10.65.0.30', { app: 'qos' });
+    api.put('pods', {
+      ...p,
+      metadata: { ...p.metadata, annotations: { 'qos.projectcalico.org/ingressBandwidth': '10M' } },
+    });
+    const lines: string[] = [];
+    const rec = new SyncerRecorder();
+    const syncer = new KddSyncer({
+      transport: new HttpKubeTransport({ server: url }),
+      log: createLogger({ severity: 'Warning', destination: { write: (l: string) => void lines.push(l) } }),
+      backoffMs: { min: 20, max: 200 },
+    });
+    syncer.start(rec);
+    try {
+      await until(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
+      assert.ok(
+        [...rec.state.keys()].some((k) => k.includes('node1-k8s-qos--0-eth0')),
+        'the endpoint is there',
+      );
+      const said = lines.filter((l) => /QoS controls .* not enforced/.test(l));
+      assert.equal(said.length, 1, lines.join('\n'));
+      assert.match(said[0] ?? '', /pods prod\/qos-0/);
+    } finally {
+      await syncer.stop();
+      api.delete('pods', 'prod', 'qos-0');
+    }
+  });
   it('ClusterNetworkPolicies (once their CRD is installed) are kcnp/ policies in the kube-admin and kube-baseline tiers, around the default tier', async () => {
     api.install(CLUSTER_NETWORK_POLICY_TYPE);
     // calico-node creates these tiers at start (clientv3's EnsureInitialized), default included.

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 
 import { keyOf, refOfKey } from '../../src/datastore/keys.js';
 import type { SyncStatus } from '../../src/datastore/types.js';
+import { validateResource } from '../../src/model/validate.js';
 import { ValidationFilter } from '../../src/datastore/validation-filter.js';
 import { createLogger } from '../../src/log.js';
 import type { Resource } from '../../src/model/schemas.js';
@@ -204,5 +205,29 @@ describe('datastore: ValidationFilter', () => {
       ],
     );
     assert.ok(warnings.some((w) => w.includes(`different resource (${prefix}networkpolicies/prod/web)`)));
+  });
+});
+
+describe('validation: what is accepted and not enforced is said', () => {
+  it("a workload endpoint's QoS controls (Calico 3.30+) are a warning, and the endpoint is kept (issue 52)", () => {
+    const wep = {
+      apiVersion: 'projectcalico.org/v3',
+      kind: 'WorkloadEndpoint',
+      metadata: { name: 'node1-k8s-pod-eth0', namespace: 'prod' },
+      spec: {
+        node: 'node1',
+        orchestrator: 'k8s',
+        pod: 'pod',
+        endpoint: 'eth0',
+        interfaceName: 'cali1',
+        qosControls: { ingressBandwidth: 10_000_000 },
+      },
+    };
+    const r = validateResource(wep);
+    assert.ok(r.ok);
+    assert.deepEqual(r.warnings.length, 1);
+    assert.match(r.warnings[0] ?? '', /QoS controls .* not enforced/);
+    const plain = validateResource({ ...wep, spec: { ...wep.spec, qosControls: {} } });
+    assert.ok(plain.ok && plain.warnings.length === 0);
   });
 });

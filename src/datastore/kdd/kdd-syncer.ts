@@ -19,6 +19,7 @@ import {
   k8sBaselineAdminNetworkPolicyToCalico,
 } from './conversion/admin-network-policy.js';
 import { type AdminPolicies, describeRelease, releaseOf, traitsOf } from '../../model/release.js';
+import { QOS_NOT_ENFORCED } from '../../model/validate.js';
 import { BGP_CRDS, CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
 import { type EndpointSlice, endpointSliceToCalico } from './conversion/endpoint-slice.js';
 import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
@@ -71,6 +72,9 @@ const calicoKey = (r: Record<string, unknown>) => {
   return keyOf({ kind: r.kind as string, name: m.name, ...(m.namespace ? { namespace: m.namespace } : {}) });
 };
 
+/** Calico 3.30's QoS controls, as pod annotations (qos.projectcalico.org/ingressBandwidth...). */
+const QOS_ANNOTATION_PREFIX = 'qos.projectcalico.org/';
+
 /** What the Kubernetes datastore reads, and how each kind of object converts. */
 function sourcesFor(prefix: string): Source[] {
   return [
@@ -78,7 +82,12 @@ function sourcesFor(prefix: string): Source[] {
     { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
     {
       path: '/api/v1/pods',
-      convert: (o) => ({ resource: isCalicoPod(o as Pod) ? podToWorkloadEndpoint(o as Pod, prefix) : undefined }),
+      convert: (o) => {
+        const pod = o as Pod;
+        if (!isCalicoPod(pod)) return { resource: undefined };
+        const qos = Object.keys(pod.metadata?.annotations ?? {}).some((k) => k.startsWith(QOS_ANNOTATION_PREFIX));
+        return { resource: podToWorkloadEndpoint(pod, prefix), ...(qos ? { problems: [QOS_NOT_ENFORCED] } : {}) };
+      },
     },
     {
       path: '/apis/networking.k8s.io/v1/networkpolicies',
@@ -108,7 +117,7 @@ function sourcesFor(prefix: string): Source[] {
       path: '/apis/discovery.k8s.io/v1/endpointslices',
       convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }),
     },
-    ...CALICO_CRDS.map(([kind, plural]) => ({
+    ...[...CALICO_CRDS, ['BGPConfiguration', 'bgpconfigurations'] as const].map(([kind, plural]) => ({
       path: `/apis/${CRD_GROUP}/v1/${plural}`,
       convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }),
     })),

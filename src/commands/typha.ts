@@ -1,6 +1,7 @@
 // `palisade typha`: a Typha for palisade agents and Felix alike (see src/typha/server/).
 import { ConfigError } from '../config/config.js';
-import { createSyncer } from '../datastore/index.js';
+import { createSyncer, kubeEndpoint } from '../datastore/index.js';
+import { HttpKubeTransport } from '../datastore/kdd/transport.js';
 import { loadTyphaConfig, TyphaConfigError } from '../typha/server/config.js';
 import { TyphaDaemon } from '../typha/server/daemon.js';
 import { DATASTORE_FLAGS_USAGE, startCommand } from './datastore-flags.js';
@@ -49,7 +50,8 @@ export async function runTypha(argv: string[]): Promise<number> {
     const syncer = createSyncer(config.config, log);
     if ('deliversModel' in syncer)
       throw new ConfigError('palisade typha reads the datastore itself: unset TyphaAddr (FELIX_TYPHAADDR)');
-    daemon = new TyphaDaemon(cfg, syncer, log, config.config.CalicoVersion);
+    const kube = cfg.rebalance ? new HttpKubeTransport(kubeEndpoint()) : undefined;
+    daemon = new TyphaDaemon(cfg, syncer, log, config.config.CalicoVersion, kube);
   } catch (e) {
     if (!(e instanceof TyphaConfigError || e instanceof ConfigError)) throw e;
     console.error(`palisade typha: ${e.message}`);

@@ -152,7 +152,8 @@ function typhaDiscovery(config: SyncerConfig, log: Logger): () => Promise<string
   return () => tracker.next();
 }
 
-function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
+/** The Kubernetes API as the Kubernetes datastore finds it; a ConfigError when it cannot be loaded. */
+export function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
   try {
     return loadKubeEndpoint();
   } catch (e) {

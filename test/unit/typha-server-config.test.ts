@@ -41,12 +41,30 @@ describe('palisade typha: configuration', () => {
     assert.match(c.notices.join('\n'), /TYPHA_NOSUCH is not a Typha parameter/);
   });
 
-  it('refuses bad values, half a TLS setup and Kubernetes rebalancing, saying why', () => {
+  it("Kubernetes rebalancing (as upstream's Typha manifest sets it): its service, port and poll interval", () => {
+    const c = loadTyphaConfig({
+      TYPHA_CONNECTIONREBALANCINGMODE: 'kubernetes',
+      TYPHA_K8SNAMESPACE: 'calico-system',
+      TYPHA_K8SSERVICEPOLLINTERVALSECS: '10',
+    });
+    assert.deepEqual(c.rebalance, {
+      pollMs: 10_000,
+      namespace: 'calico-system',
+      serviceName: 'calico-typha',
+      portName: 'calico-typha',
+      lowerLimit: 400,
+      upperLimit: 10_000,
+    });
+    assert.deepEqual(c.notices, []);
+    assert.equal(loadTyphaConfig({}).rebalance, undefined);
+  });
+
+  it('refuses bad values and half a TLS setup, saying why', () => {
     const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
       [{ TYPHA_SERVERPORT: '70000' }, /ServerPort from environment variable TYPHA_SERVERPORT \("70000"\)/],
       [{ TYPHA_SERVERPINGINTERVALSECS: 'soon' }, /ServerPingIntervalSecs/],
       [{ TYPHA_MAXCONNECTIONSUPPERLIMIT: '0' }, /MaxConnectionsUpperLimit/],
-      [{ TYPHA_CONNECTIONREBALANCINGMODE: 'kubernetes' }, /needs the Kubernetes API/],
+      [{ TYPHA_K8SSERVICEPOLLINTERVALSECS: 'often' }, /K8sServicePollIntervalSecs/],
       [{ TYPHA_CONNECTIONREBALANCINGMODE: 'sometimes' }, /ConnectionRebalancingMode/],
       [{ TYPHA_SERVERCERTFILE: '/etc/hostname' }, /TLS needs all of ServerCertFile, ServerKeyFile and CAFile/],
       [{ TYPHA_CAFILE: '/nonexistent/ca.pem' }, /CAFile/],

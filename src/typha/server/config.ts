@@ -7,6 +7,7 @@
 // TYPHA_ variable, or a Typha parameter palisade does not implement, is reported once.
 import { parseFelixValue } from '../../config/felix-types.js';
 import { DEFAULT_TIMERS, type ServerTimers } from './connection.js';
+import type { RebalanceConfig } from './rebalance.js';
 
 interface TyphaParam {
   type: string;
@@ -41,6 +42,10 @@ const PARAMS = {
   ShutdownConnectionDropIntervalMaxSecs: { type: 'seconds', default: '1' },
   MaxConnectionsUpperLimit: { type: 'int(1:)', default: '10000' },
   MaxConnectionsLowerLimit: { type: 'int(1:)', default: '400' },
+  K8sServicePollIntervalSecs: { type: 'seconds', default: '30' },
+  K8sNamespace: { type: 'string', default: 'kube-system' },
+  K8sServiceName: { type: 'string', default: 'calico-typha' },
+  K8sPortName: { type: 'string', default: 'calico-typha' },
 } as const satisfies Record<string, TyphaParam>;
 
 export type TyphaParamName = keyof typeof PARAMS;
@@ -54,10 +59,6 @@ const NOT_IMPLEMENTED = [
   'PrometheusProcessMetricsEnabled',
   'DebugMemoryProfilePath',
   'DebugPort',
-  'K8sServicePollIntervalSecs',
-  'K8sNamespace',
-  'K8sServiceName',
-  'K8sPortName',
 ];
 /** Read by the datastore side (the agent's parameters). */
 const DATASTORE = [
@@ -86,6 +87,8 @@ export interface TyphaServerConfig {
   shutdownTimeoutMs: number;
   shutdownMaxDropIntervalMs: number;
   maxConns: number;
+  /** ConnectionRebalancingMode kubernetes: how the connection limit follows the cluster. */
+  rebalance?: RebalanceConfig;
   /** What was set and is ignored, for the log. */
   notices: string[];
 }
@@ -127,11 +130,16 @@ export function loadTyphaConfig(
       );
     }
   };
-  if (get<string>('ConnectionRebalancingMode') === 'kubernetes') {
-    throw new TyphaConfigError(
-      'ConnectionRebalancingMode kubernetes needs the Kubernetes API, which palisade does not have yet; use none (the connection limit is then MaxConnectionsUpperLimit)',
-    );
-  }
+  const upperLimit = get<number>('MaxConnectionsUpperLimit');
+  // Every value is checked, whether rebalancing is on or not, as Typha checks them.
+  const rebalance: RebalanceConfig = {
+    pollMs: Math.max(1000, Math.round(get<number>('K8sServicePollIntervalSecs') * 1000)),
+    namespace: get<string>('K8sNamespace'),
+    serviceName: get<string>('K8sServiceName'),
+    portName: get<string>('K8sPortName'),
+    lowerLimit: get<number>('MaxConnectionsLowerLimit'),
+    upperLimit,
+  };
   const tlsFiles = [get<string>('ServerCertFile'), get<string>('ServerKeyFile'), get<string>('CAFile')];
   const tlsSet = tlsFiles.filter(Boolean).length;
   if (tlsSet && tlsSet !== 3) throw new TyphaConfigError('TLS needs all of ServerCertFile, ServerKeyFile and CAFile');
@@ -168,7 +176,8 @@ export function loadTyphaConfig(
     dropIntervalMs: secs('ConnectionDropIntervalSecs'),
     shutdownTimeoutMs: secs('ShutdownTimeoutSecs'),
     shutdownMaxDropIntervalMs: secs('ShutdownConnectionDropIntervalMaxSecs'),
-    maxConns: get('MaxConnectionsUpperLimit'),
+    maxConns: upperLimit,
+    ...(get<string>('ConnectionRebalancingMode') === 'kubernetes' ? { rebalance } : {}),
     notices,
   };
 }

@@ -9,9 +9,11 @@ import { HealthAggregator, serveHealth } from '../../health/health.js';
 import type { Logger } from '../../log.js';
 import { serveMetrics } from '../../metrics/metrics.js';
 import { VERSION } from '../../version.js';
-import type { TyphaServerConfig } from './config.js';
 import { describeRelease, releaseOf, traitsOf } from '../../model/release.js';
+import type { KubeTransport } from '../../datastore/kdd/transport.js';
+import { TyphaConfigError, type TyphaServerConfig } from './config.js';
 import { CacheFeeder } from './feeder.js';
+import { ConnectionRebalancer } from './rebalance.js';
 import { TyphaMetrics } from './metrics.js';
 import { TyphaServer } from './server.js';
 import { SnapshotCache } from './snapshot-cache.js';
@@ -28,8 +30,13 @@ export class TyphaDaemon {
   #heartbeat: NodeJS.Timeout | undefined;
   port = 0;
 
-  /** `calicoVersion`: the cluster's release when set locally (else ClusterInformation's). */
-  constructor(cfg: TyphaServerConfig, syncer: Syncer, log: Logger, calicoVersion = '') {
+  readonly #rebalancer: ConnectionRebalancer | undefined;
+
+  /**
+   * `calicoVersion`: the cluster's release when set locally (else ClusterInformation's);
+   * `kube`: the Kubernetes API, for ConnectionRebalancingMode kubernetes.
+   */
+  constructor(cfg: TyphaServerConfig, syncer: Syncer, log: Logger, calicoVersion = '', kube?: KubeTransport) {
     this.#cfg = cfg;
     this.#log = log;
     this.cache = new SnapshotCache({ maxBatchSize: cfg.maxBatchSize, metrics: this.metrics });
@@ -60,6 +67,16 @@ export class TyphaDaemon {
       metrics: this.metrics,
     });
     this.health.register('typha', { live: true, ready: true, timeoutMs: 20_000 });
+    if (cfg.rebalance) {
+      if (!kube) throw new TyphaConfigError('ConnectionRebalancingMode kubernetes needs the Kubernetes API');
+      this.#rebalancer = new ConnectionRebalancer({
+        config: cfg.rebalance,
+        transport: kube,
+        nodes: () => this.#feeder.nodeCount(),
+        server: this.server,
+        log,
+      });
+    }
   }
 
   async start(): Promise<void> {
@@ -70,6 +87,7 @@ export class TyphaDaemon {
       this.#http.push(await serveMetrics(this.metrics, this.#cfg.metrics.host, this.#cfg.metrics.port, this.#log));
     this.port = await this.server.listen();
     this.#feeder.start();
+    this.#rebalancer?.start();
     const report = () => {
       const inSync = this.#feeder.status === 'in-sync';
       this.health.report('typha', {
@@ -93,6 +111,7 @@ export class TyphaDaemon {
 
   async stop(): Promise<void> {
     clearInterval(this.#heartbeat);
+    this.#rebalancer?.stop();
     this.server.close();
     await this.#feeder.stop();
     for (const s of this.#http) s.close();

@@ -24,6 +24,8 @@ export class CacheFeeder {
   #status: SyncStatus = 'wait-for-datastore';
   /** ClusterInformation's calicoVersion, as the datastore has it ("" while it has none). */
   calicoVersion = '';
+  /** Node resources, by name: Typha's NodeCounter, for connection rebalancing. */
+  readonly #nodes = new Set<string>();
 
   /** `legacy`: a second cache fed the same state in the policy-key layout before Calico 3.32. */
   constructor(syncer: Syncer, cache: SnapshotCache, log: Logger, legacy?: SnapshotCache) {
@@ -48,9 +50,16 @@ export class CacheFeeder {
     return this.#status;
   }
 
+  /** The nodes the datastore has, once in sync (Typha's NodeCounter answers nothing before). */
+  nodeCount(): number | undefined {
+    return this.#status === 'in-sync' ? this.#nodes.size : undefined;
+  }
+
   #add(u: V1Update): void {
     const su = this.#serialize(u);
     this.#pending.push(su);
+    if (u.key.type === 'Resource' && u.key.kind === 'Node')
+      u.value === undefined ? this.#nodes.delete(u.key.name) : this.#nodes.add(u.key.name);
     if (u.key.type === 'GlobalConfig' && u.key.name === 'CalicoVersion')
       this.calicoVersion = typeof u.value === 'string' ? u.value : '';
     if (!this.#legacy) return;

@@ -86,7 +86,12 @@ export function createBgpSyncer(config: SyncerConfig, log: Logger): Syncer {
   if (config.DatastoreType === 'kubernetes') {
     const endpoint = kubeEndpoint();
     log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore (BGP resources)');
-    return new KddSyncer({ transport: new HttpKubeTransport(endpoint), log, syncer: 'bgp' });
+    return new KddSyncer({
+      transport: new HttpKubeTransport(endpoint),
+      log,
+      syncer: 'bgp',
+      apiGroup: process.env.CALICO_API_GROUP ?? '',
+    });
   }
   return new EtcdSyncer({ client: etcdClient(config), log, prefixes: [KEY_PREFIX, IPAM_AFFINITY_PREFIX] });
 }
@@ -173,5 +178,7 @@ function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
     ...(config.InterfacePrefix[0] ? { interfacePrefix: config.InterfacePrefix[0] } : {}),
     ...(idle ? { watchIdleMs: idle } : {}),
     ...(config.CalicoVersion ? { calicoVersion: config.CalicoVersion } : {}),
+    // As libcalico-go's apiconfig reads it.
+    apiGroup: process.env.CALICO_API_GROUP ?? '',
   });
 }

@@ -9,13 +9,15 @@ import { after, before, describe, it } from 'node:test';
 import { ControlPlane } from '../../src/agent/control-plane.js';
 import { ConfigResolver } from '../../src/config/config.js';
 import { DEFAULT_ALLOW_KEY, defaultAllowProfileUpdate } from '../../src/datastore/default-allow.js';
-import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
+import { calicoGroup, KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import { validateResource } from '../../src/model/validate.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
 import {
   ADMIN_NETWORK_POLICY_TYPES,
+  CALICO_CRD_TYPES,
+  CORE_TYPES,
   CLUSTER_NETWORK_POLICY_TYPE,
   FakeKubeApiServer,
 } from '../helpers/kube-apiserver.js';
@@ -424,6 +426,71 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       api.uninstall('clusternetworkpolicies');
       for (const t of ['default', 'kube-admin', 'kube-baseline'])
         api.delete('tiers.crd.projectcalico.org', undefined, t);
+    }
+  });
+});
+
+describe('Kubernetes datastore: the projectcalico.org/v3 CRD group of Calico 3.32+ (issue 52)', {
+  timeout: 30_000,
+}, () => {
+  const v3Types = CALICO_CRD_TYPES.map((t) => ({ ...t, group: 'projectcalico.org', version: 'v3' }));
+
+  it('read when the API server has projectcalico.org and not crd.projectcalico.org; CALICO_API_GROUP overrides', async () => {
+    const api = new FakeKubeApiServer([...CORE_TYPES, ...v3Types]);
+    const url = await api.start();
+    api.put('globalnetworkpolicies', {
+      metadata: { name: 'deny-metadata' },
+      spec: {
+        tier: 'default',
+        selector: 'all()',
+        egress: [{ action: 'Deny', destination: { nets: ['169.254.169.254/32'] } }],
+      },
+    });
+    const run = async (apiGroup: string) => {
+      const lines: string[] = [];
+      const rec = new SyncerRecorder();
+      const syncer = new KddSyncer({
+        transport: new HttpKubeTransport({ server: url }),
+        log: createLogger({ severity: 'Info', destination: { write: (l: string) => void lines.push(l) } }),
+        backoffMs: { min: 20, max: 200 },
+        apiGroup,
+      });
+      syncer.start(rec);
+      await until(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
+      await syncer.stop();
+      return { keys: [...rec.state.keys()], lines };
+    };
+    try {
+      const auto = await run('');
+      assert.ok(
+        auto.keys.includes('/calico/resources/v3/projectcalico.org/globalnetworkpolicies/deny-metadata'),
+        auto.keys.join(' '),
+      );
+      assert.ok(auto.lines.some((l) => /"apiGroup":"projectcalico\.org\/v3"/.test(l)));
+      assert.ok(api.requests.some((r) => r.startsWith('GET /apis/projectcalico.org/v3/globalnetworkpolicies')));
+      const forced = await run('crd.projectcalico.org/v1');
+      assert.ok(!forced.keys.some((k) => k.includes('globalnetworkpolicies')), 'the v1 group has none here');
+    } finally {
+      await api.stop();
+    }
+  });
+
+  it("the v1 CRDs when both groups are served (the v1 CRDs back Calico's API server), or when discovery fails", async () => {
+    const both = new FakeKubeApiServer([...CORE_TYPES, ...CALICO_CRD_TYPES, ...v3Types]);
+    const url = await both.start();
+    try {
+      const log = createLogger({ severity: 'Fatal' });
+      assert.equal(await calicoGroup(new HttpKubeTransport({ server: url }), '', log), 'crd.projectcalico.org/v1');
+      assert.equal(
+        await calicoGroup(new HttpKubeTransport({ server: 'http://127.0.0.1:1' }), '', log),
+        'crd.projectcalico.org/v1',
+      );
+      assert.equal(
+        await calicoGroup(new HttpKubeTransport({ server: url }), 'projectcalico.org/v3', log),
+        'projectcalico.org/v3',
+      );
+    } finally {
+      await both.stop();
     }
   });
 });

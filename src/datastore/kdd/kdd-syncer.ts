@@ -20,7 +20,7 @@ import {
 } from './conversion/admin-network-policy.js';
 import { type AdminPolicies, describeRelease, releaseOf, traitsOf } from '../../model/release.js';
 import { QOS_NOT_ENFORCED } from '../../model/validate.js';
-import { BGP_CRDS, CALICO_CRDS, CRD_GROUP, crdToCalico } from './conversion/crd.js';
+import { BGP_CRDS, CALICO_CRDS, crdToCalico } from './conversion/crd.js';
 import { type EndpointSlice, endpointSliceToCalico } from './conversion/endpoint-slice.js';
 import { k8sNetworkPolicyToCalico } from './conversion/network-policy.js';
 import { k8sNodeToCalico } from './conversion/node.js';
@@ -65,7 +65,17 @@ export interface KddSyncerOptions {
   backoffResetMs?: number;
   /** The Calico release when set locally (CalicoVersion); else ClusterInformation's, as read. */
   calicoVersion?: string;
+  /**
+   * CALICO_API_GROUP: the group Calico's resources are read from (`crd.projectcalico.org/v1`,
+   * or `projectcalico.org/v3` on 3.32+ clusters with the native v3 CRDs); empty: discovered.
+   */
+  apiGroup?: string;
 }
+
+/** Where Calico's own resources live: the v1 CRDs (3.30+), or the native v3 group (3.32+). */
+export type CalicoGroup = 'crd.projectcalico.org/v1' | 'projectcalico.org/v3';
+const V1_GROUP: CalicoGroup = 'crd.projectcalico.org/v1';
+const V3_GROUP: CalicoGroup = 'projectcalico.org/v3';
 
 const calicoKey = (r: Record<string, unknown>) => {
   const m = r.metadata as { name: string; namespace?: string };
@@ -76,7 +86,7 @@ const calicoKey = (r: Record<string, unknown>) => {
 const QOS_ANNOTATION_PREFIX = 'qos.projectcalico.org/';
 
 /** What the Kubernetes datastore reads, and how each kind of object converts. */
-function sourcesFor(prefix: string): Source[] {
+function sourcesFor(prefix: string, group: CalicoGroup): Source[] {
   return [
     { path: '/api/v1/namespaces', convert: (o) => ({ resource: namespaceToProfile(o) }) },
     { path: '/api/v1/serviceaccounts', convert: (o) => ({ resource: serviceAccountToProfile(o) }) },
@@ -118,26 +128,55 @@ function sourcesFor(prefix: string): Source[] {
       convert: (o) => ({ resource: endpointSliceToCalico(o as EndpointSlice) }),
     },
     ...[...CALICO_CRDS, ['BGPConfiguration', 'bgpconfigurations'] as const].map(([kind, plural]) => ({
-      path: `/apis/${CRD_GROUP}/v1/${plural}`,
+      path: `/apis/${group}/${plural}`,
       convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }),
     })),
   ];
 }
 
 /** As confd's BGP syncer: nodes, IP pools, BGP configurations and peers, block affinities. */
-function bgpSources(): Source[] {
+function bgpSources(group: CalicoGroup): Source[] {
   const calico = [['IPPool', 'ippools'] as const, ...BGP_CRDS];
   return [
     { path: '/api/v1/nodes', convert: (o) => k8sNodeToCalico(o as Node) },
     ...calico.map(([kind, plural]) => ({
-      path: `/apis/${CRD_GROUP}/v1/${plural}`,
+      path: `/apis/${group}/${plural}`,
       convert: (o: KubeObject) => ({ resource: crdToCalico(kind, o) }),
     })),
   ];
 }
 
-/** The API paths the Kubernetes datastore lists and watches (what its RBAC must allow). */
-export const KDD_SOURCE_PATHS: readonly string[] = sourcesFor('cali').map((s) => s.path);
+/** The API paths the Kubernetes datastore lists and watches, either group (what its RBAC must allow). */
+export const KDD_SOURCE_PATHS: readonly string[] = [
+  ...new Set([V1_GROUP, V3_GROUP].flatMap((g) => sourcesFor('cali', g).map((s) => s.path))),
+];
+
+/**
+ * As libcalico-go v3.32's UsingV3CRDs: the configured group, else the v3 group when the API
+ * server has projectcalico.org and not crd.projectcalico.org (with both, the v1 CRDs back
+ * Calico's API server), else the v1 CRDs - also when discovery fails (said).
+ */
+export async function calicoGroup(transport: KubeTransport, configured: string, log: Logger): Promise<CalicoGroup> {
+  if (configured) {
+    const group = configured.toLowerCase() === V3_GROUP ? V3_GROUP : V1_GROUP;
+    log.info({ apiGroup: group, configured }, 'Kubernetes datastore: the configured Calico API group');
+    return group;
+  }
+  let names: string[];
+  try {
+    const list = (await transport.get('/apis')) as { groups?: Array<{ name?: unknown }> };
+    names = (Array.isArray(list?.groups) ? list.groups : []).map((g) => String(g?.name ?? ''));
+  } catch (e) {
+    log.warn(
+      { error: (e as Error).message },
+      'Kubernetes datastore: cannot discover the Calico API group; using crd.projectcalico.org/v1',
+    );
+    return V1_GROUP;
+  }
+  const group = names.includes('projectcalico.org') && !names.includes('crd.projectcalico.org') ? V3_GROUP : V1_GROUP;
+  log.info({ apiGroup: group }, 'Kubernetes datastore: the Calico API group');
+  return group;
+}
 
 export class KddSyncer implements Syncer {
   readonly #o: KddSyncerOptions;
@@ -151,6 +190,7 @@ export class KddSyncer implements Syncer {
   #status: SyncStatus = 'wait-for-datastore';
   #callbacks: SyncerCallbacks | undefined;
   #revision = 0;
+  #stopped = false;
   /** ClusterInformation's calicoVersion, as last read. */
   #clusterVersion = '';
   /** The objects of release-gated sources, by id, whether passed on or withheld. */
@@ -163,7 +203,13 @@ export class KddSyncer implements Syncer {
   start(callbacks: SyncerCallbacks): void {
     this.#callbacks = callbacks;
     callbacks.onStatusUpdated(this.#status);
-    const sources = this.#o.syncer === 'bgp' ? bgpSources() : sourcesFor(this.#o.interfacePrefix ?? 'cali');
+    void calicoGroup(this.#o.transport, this.#o.apiGroup ?? '', this.#o.log).then((group) => {
+      if (!this.#stopped) this.#startReflectors(group);
+    });
+  }
+
+  #startReflectors(group: CalicoGroup): void {
+    const sources = this.#o.syncer === 'bgp' ? bgpSources(group) : sourcesFor(this.#o.interfacePrefix ?? 'cali', group);
     sources.forEach((source, i) => {
       const r = new Reflector(
         {
@@ -191,6 +237,7 @@ export class KddSyncer implements Syncer {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     for (const r of this.#reflectors) r.stop();
   }
 

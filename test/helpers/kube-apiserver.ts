@@ -13,7 +13,11 @@
 // It is checked with kubectl itself (test/unit/kube-apiserver.test.ts).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+
+import { parseAllDocuments } from 'yaml';
 
 export interface ResourceType {
   group: string; // "" for core
@@ -21,6 +25,68 @@ export interface ResourceType {
   plural: string;
   kind: string;
   namespaced: boolean;
+  /** A CRD's structural schema (openAPIV3Schema): unknown fields are pruned on write, as the API server does. */
+  schema?: JsonSchema;
+}
+
+interface JsonSchema {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  additionalProperties?: JsonSchema | boolean;
+  items?: JsonSchema;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+}
+
+/**
+ * The types a directory of CustomResourceDefinitions (Calico's, `../shared/calico/<version>/
+ * crds/...`) defines: group, the storage version, names, scope and schema, as the API server
+ * serves them once they are created.
+ */
+export function crdTypes(dir: string): ResourceType[] {
+  const out: ResourceType[] = [];
+  for (const f of readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()) {
+    for (const doc of parseAllDocuments(readFileSync(join(dir, f), 'utf8'))) {
+      const crd = doc.toJSON() as {
+        kind?: string;
+        spec?: {
+          group: string;
+          names: { plural: string; kind: string };
+          scope: string;
+          versions: Array<{ name: string; storage?: boolean; schema?: { openAPIV3Schema?: JsonSchema } }>;
+        };
+      };
+      if (crd?.kind !== 'CustomResourceDefinition' || !crd.spec) continue;
+      const v = crd.spec.versions.find((x) => x.storage) ?? crd.spec.versions[0];
+      if (!v) continue;
+      out.push({
+        group: crd.spec.group,
+        version: v.name,
+        plural: crd.spec.names.plural,
+        kind: crd.spec.names.kind,
+        namespaced: crd.spec.scope === 'Namespaced',
+        ...(v.schema?.openAPIV3Schema ? { schema: v.schema.openAPIV3Schema } : {}),
+      });
+    }
+  }
+  return out;
+}
+
+/** The API server's pruning of fields a structural schema does not declare. */
+function prune(value: unknown, schema: JsonSchema | undefined): unknown {
+  if (!schema || schema['x-kubernetes-preserve-unknown-fields'] || value === null || typeof value !== 'object')
+    return value;
+  if (Array.isArray(value)) return schema.items ? value.map((v) => prune(v, schema.items)) : value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    const s =
+      schema.properties?.[k] ??
+      (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined);
+    if (s) out[k] = prune(v, s);
+    else if (!schema.properties && schema.additionalProperties !== false) out[k] = v;
+  }
+  return out;
 }
 
 export const CORE_TYPES: ResourceType[] = [
@@ -98,8 +164,9 @@ const apiVersionOf = (t: ResourceType) => (t.group ? `${t.group}/${t.version}` :
  * How the store (and its put/get/delete) names a type: its plural, "<plural>.<group>" for Calico's CRDs (kubectl's
  * notation), whose plurals repeat Kubernetes' own.
  */
+/** How tests name a type: its plural, with Calico's group after it (Kubernetes has networkpolicies too). */
 export const storeKey = (t: ResourceType) =>
-  t.group === 'crd.projectcalico.org' ? `${t.plural}.${t.group}` : t.plural;
+  t.group === 'crd.projectcalico.org' || t.group === 'projectcalico.org' ? `${t.plural}.${t.group}` : t.plural;
 
 export class FakeKubeApiServer {
   #types: ResourceType[];
@@ -154,6 +221,21 @@ export class FakeKubeApiServer {
     this.#events.length = 0;
   }
 
+  /**
+   * Serves the CRDs of a directory (Calico's own, for a release): each replaces a type of the
+   * same group and plural, so objects take the release's real shapes (pruned as the server prunes).
+   */
+  installCrds(dir: string): ResourceType[] {
+    const types = crdTypes(dir);
+    for (const t of types) {
+      const old = this.#types.find((x) => x.group === t.group && x.plural === t.plural);
+      if (old) this.#types = this.#types.filter((x) => x !== old);
+      if (old && storeKey(old) !== storeKey(t)) this.#objects.delete(storeKey(old));
+      this.install(t);
+    }
+    return types;
+  }
+
   /** Starts serving a type (as creating its CRD does). */
   install(t: ResourceType): void {
     if (this.#types.some((x) => storeKey(x) === storeKey(t))) return;
@@ -180,6 +262,10 @@ export class FakeKubeApiServer {
     const key = `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
     const store = this.#objects.get(plural) as Map<string, Obj>;
     const existed = store.has(key);
+    if (t.schema) {
+      const { metadata, ...rest } = obj;
+      obj = { ...(prune(rest, t.schema) as Record<string, unknown>), metadata };
+    }
     const stored: Obj = {
       ...obj,
       apiVersion: apiVersionOf(t),

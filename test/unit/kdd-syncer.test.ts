@@ -438,7 +438,7 @@ describe('Kubernetes datastore: the projectcalico.org/v3 CRD group of Calico 3.3
   it('read when the API server has projectcalico.org and not crd.projectcalico.org; CALICO_API_GROUP overrides', async () => {
     const api = new FakeKubeApiServer([...CORE_TYPES, ...v3Types]);
     const url = await api.start();
-    api.put('globalnetworkpolicies', {
+    api.put('globalnetworkpolicies.projectcalico.org', {
       metadata: { name: 'deny-metadata' },
       spec: {
         tier: 'default',

@@ -8,7 +8,8 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { FakeKubeApiServer, mergePatch } from '../helpers/kube-apiserver.js';
+import { crdTypes, FakeKubeApiServer, mergePatch } from '../helpers/kube-apiserver.js';
+import { sharedCalico } from '../helpers/shared-calico.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const haveKubectl = spawnSync('kubectl', ['version', '--client']).status === 0;
@@ -184,5 +185,49 @@ describe("the tests' Kubernetes API server", { timeout: 60_000 }, () => {
       c: { d: 'e' },
     });
     assert.deepEqual(mergePatch({ a: [1, 2] }, { a: [3] }), { a: [3] });
+  });
+});
+
+describe("the tests' Kubernetes API server with Calico's own CRDs (../shared/calico)", () => {
+  it("serves each release's CRDs as the real server would: group, storage version, scope, and pruning", () => {
+    const v331 = crdTypes(sharedCalico('v3.31.7', 'crds', 'libcalico-go'));
+    const find = (types: typeof v331, plural: string) => types.find((t) => t.plural === plural);
+    assert.deepEqual(
+      ['tiers', 'networkpolicies', 'adminnetworkpolicies', 'baselineadminnetworkpolicies'].map((p) => {
+        const t = find(v331, p);
+        return t && [t.group, t.version, t.namespaced];
+      }),
+      [
+        ['crd.projectcalico.org', 'v1', false],
+        ['crd.projectcalico.org', 'v1', true],
+        ['policy.networking.k8s.io', 'v1alpha1', false],
+        ['policy.networking.k8s.io', 'v1alpha1', false],
+      ],
+    );
+    const v332 = crdTypes(sharedCalico('v3.32.1', 'crds', 'api'));
+    assert.deepEqual(find(v332, 'tiers') && [find(v332, 'tiers')?.group, find(v332, 'tiers')?.version], [
+      'projectcalico.org',
+      'v3',
+    ]);
+    const cnp = find(crdTypes(sharedCalico('v3.32.1', 'crds', 'libcalico-go')), 'clusternetworkpolicies');
+    assert.equal(cnp?.group, 'policy.networking.k8s.io');
+
+    const api = new FakeKubeApiServer();
+    api.installCrds(sharedCalico('v3.31.7', 'crds', 'libcalico-go'));
+    const stored = api.put('tiers.crd.projectcalico.org', {
+      metadata: { name: 'sec' },
+      spec: { order: 100, defaultAction: 'Pass', bogus: true },
+      status: { x: 1 },
+    } as never);
+    assert.deepEqual(stored.spec, { order: 100, defaultAction: 'Pass' }, 'unknown fields pruned');
+    const anp = api.put('adminnetworkpolicies', {
+      metadata: { name: 'a' },
+      spec: {
+        priority: 1,
+        subject: { namespaces: {} },
+        ingress: [{ action: 'Deny', from: [{ namespaces: {} }], typo: 1 }],
+      },
+    } as never);
+    assert.deepEqual((anp.spec as { ingress: unknown[] }).ingress, [{ action: 'Deny', from: [{ namespaces: {} }] }]);
   });
 });

@@ -58,6 +58,8 @@ export class ApiProcess extends LineProcess {
   }
   put = (resource: string, object: unknown) => this.send({ op: 'put', resource, object });
   install = (resource: string) => this.send({ op: 'install', resource });
+  /** Serves a directory of CRDs (a release's own, from ../shared/calico), in place of the types it redefines. */
+  installCrds = (dir: string) => this.send({ op: 'installCrds', dir });
   del = (resource: string, namespace: string, name: string) => this.send({ op: 'delete', resource, namespace, name });
   /** A BOOKMARK to every watch each `everyMs` (the real server sends one each minute). */
   bookmarks = (everyMs: number) => this.send({ op: 'bookmarks', everyMs });

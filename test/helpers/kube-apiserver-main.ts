@@ -2,15 +2,23 @@
 // tests): prints {"url": ...}, then takes JSON commands on stdin, one per line -
 // {"op":"put","resource":"pods","object":{...}}, {"op":"putMany","resource":"pods",
 // "objects":[...]}, {"op":"delete","resource":"pods","namespace":"ns","name":"n"} or
-// {"op":"install","resource":"clusternetworkpolicies"} (an optional CRD) or
+// {"op":"install","resource":"clusternetworkpolicies"} (an optional CRD),
+// {"op":"installCrds","dir":"..."} (a directory of CRDs: a release's own) or
 // {"op":"bookmarks","everyMs":n} (a BOOKMARK to every watch each n ms, as the real server
 // sends one each minute) - and prints {"done": <count>} after each.
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer, type ResourceType } from './kube-apiserver.js';
+import {
+  ADMIN_NETWORK_POLICY_TYPES,
+  CLUSTER_NETWORK_POLICY_TYPE,
+  FakeKubeApiServer,
+  type ResourceType,
+} from './kube-apiserver.js';
 
-const OPTIONAL_TYPES: Record<string, ResourceType> = { clusternetworkpolicies: CLUSTER_NETWORK_POLICY_TYPE };
+const OPTIONAL_TYPES: Record<string, ResourceType> = Object.fromEntries(
+  [CLUSTER_NETWORK_POLICY_TYPE, ...ADMIN_NETWORK_POLICY_TYPES].map((t) => [t.plural, t]),
+);
 
 async function main(): Promise<void> {
   const api = new FakeKubeApiServer();
@@ -20,7 +28,8 @@ async function main(): Promise<void> {
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
     const c = JSON.parse(line) as {
-      op: 'put' | 'putMany' | 'delete' | 'install' | 'bookmarks';
+      op: 'put' | 'putMany' | 'delete' | 'install' | 'installCrds' | 'bookmarks';
+      dir?: string;
       everyMs?: number;
       resource: string;
       object?: never;
@@ -31,6 +40,7 @@ async function main(): Promise<void> {
     if (c.op === 'put') api.put(c.resource, c.object as never);
     else if (c.op === 'putMany') for (const o of c.objects ?? []) api.put(c.resource, o);
     else if (c.op === 'install') api.install(OPTIONAL_TYPES[c.resource] as ResourceType);
+    else if (c.op === 'installCrds') api.installCrds(c.dir ?? '');
     else if (c.op === 'bookmarks') setInterval(() => api.bookmark(), c.everyMs ?? 60_000).unref();
     else api.delete(c.resource, c.namespace, c.name ?? '');
     process.stdout.write(`${JSON.stringify({ done: ++done })}\n`);

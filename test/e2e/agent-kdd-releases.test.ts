@@ -1,0 +1,178 @@
+// The same scenario on the Kubernetes datastore of each supported Calico release, with real
+// packets (issue 52): the tests' API server serves the release's own CRDs from
+// ../shared/calico/<version>/crds (so objects take their real shapes), ClusterInformation
+// names the release, and calico-node's tiers for the Kubernetes admin policies exist. On 3.31
+// the admin policies are AdminNetworkPolicy / BaselineAdminNetworkPolicy (v1alpha1); on 3.32
+// ClusterNetworkPolicy (v1alpha2). Either way: the Admin deny overrides everything below it,
+// the Baseline deny applies only where no NetworkPolicy decided; the kind the release does not
+// read is reported and ignored; chains are named as that release's Felix names them.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
+import { ApiProcess, dbFromApiPolicy, labKubeconfig, shopPod } from '../helpers/kube-api-process.js';
+import { nftTableState } from '../helpers/kernel-state.js';
+import { Lab, type Workload } from '../helpers/lab.js';
+import { LabAgent } from '../helpers/lab-agent.js';
+import { ROOT_SKIP } from '../helpers/netns.js';
+import { type SharedRelease, sharedCalico } from '../helpers/shared-calico.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const tempDir = tempDirs('kdd-release');
+const subject = { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'db' } } } };
+const fromApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
+
+interface Flavour {
+  tiers: Array<[string, number, string]>;
+  /** [resource, object] for the Admin deny of `other`, and for the Baseline deny of everyone. */
+  adminDeny: [string, unknown];
+  baselineDeny: [string, unknown];
+  /** The other release's kind, which this one ignores. */
+  ignored: [string, unknown, RegExp];
+  /** The Admin deny's ingress chain, as this release's Felix names it. */
+  adminChain: string;
+}
+
+const FLAVOURS: Record<SharedRelease, Flavour> = {
+  'v3.31.7': {
+    tiers: [
+      ['default', 1_000_000, 'Deny'],
+      ['adminnetworkpolicy', 1000, 'Pass'],
+      ['baselineadminnetworkpolicy', 10_000_000, 'Pass'],
+    ],
+    adminDeny: [
+      'adminnetworkpolicies',
+      {
+        metadata: { name: 'no-other-to-db' },
+        spec: { priority: 10, subject, ingress: [{ name: 'other', action: 'Deny', from: [fromApp('other')] }] },
+      },
+    ],
+    baselineDeny: [
+      'baselineadminnetworkpolicies',
+      { metadata: { name: 'default' }, spec: { subject, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] } },
+    ],
+    ignored: [
+      'clusternetworkpolicies',
+      {
+        metadata: { name: 'ignored' },
+        spec: { tier: 'Admin', priority: 1, subject, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] },
+      },
+      /Calico v3\.31\.7 does not read ClusterNetworkPolicy/,
+    ],
+    adminChain: 'filter-cali-pi-adminnetworkpolicy/kanp.adminnetworkpolicy.no-other-to-db',
+  },
+  'v3.32.1': {
+    tiers: [
+      ['default', 1_000_000, 'Deny'],
+      ['kube-admin', 1000, 'Pass'],
+      ['kube-baseline', 10_000_000, 'Pass'],
+    ],
+    adminDeny: [
+      'clusternetworkpolicies',
+      {
+        metadata: { name: 'no-other-to-db' },
+        spec: {
+          tier: 'Admin',
+          priority: 10,
+          subject,
+          ingress: [{ name: 'other', action: 'Deny', from: [fromApp('other')] }],
+        },
+      },
+    ],
+    baselineDeny: [
+      'clusternetworkpolicies',
+      {
+        metadata: { name: 'baseline-deny-db' },
+        spec: { tier: 'Baseline', priority: 10, subject, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] },
+      },
+    ],
+    ignored: [
+      'adminnetworkpolicies',
+      {
+        metadata: { name: 'ignored' },
+        spec: { priority: 1, subject, ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }] },
+      },
+      /Calico v3\.32\.1 does not read AdminNetworkPolicy/,
+    ],
+    adminChain: 'filter-cali-pi-kcnp/no-other-to-db',
+  },
+};
+
+for (const release of ['v3.31.7', 'v3.32.1'] as const) {
+  const f = FLAVOURS[release];
+  describe(`e2e: the agent on the Kubernetes datastore of Calico ${release}`, {
+    skip: ROOT_SKIP,
+    timeout: 120_000,
+  }, () => {
+    let lab: Lab;
+    let api: ApiProcess;
+    let agent: LabAgent;
+    let apiW: Workload, db: Workload, other: Workload;
+
+    before(async () => {
+      lab = new Lab();
+      const add = (name: string, ip: string, i: number) =>
+        lab.addWorkload(name, ip, i, { iface: vethNameForWorkload('shop', name) });
+      apiW = add('api', '10.69.0.10', 1);
+      db = add('db', '10.69.0.11', 2);
+      other = add('other', '10.69.0.12', 3);
+      await lab.listen(db, [5432]);
+      api = new ApiProcess(lab.host);
+      const url = await api.url();
+      await api.installCrds(sharedCalico(release, 'crds', 'libcalico-go'));
+      // The other release's admin kind is served too (a cluster keeps CRDs across upgrades).
+      await api.install('clusternetworkpolicies');
+      await api.install('adminnetworkpolicies');
+      await api.put('clusterinformations.crd.projectcalico.org', {
+        metadata: { name: 'default' },
+        spec: { calicoVersion: release, datastoreReady: true, clusterType: 'k8s,bgp,kdd' },
+      });
+      for (const [name, order, defaultAction] of f.tiers)
+        await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
+      await api.put('namespaces', { metadata: { name: 'shop' } });
+      await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
+      await api.put('nodes', { metadata: { name: 'node1' } });
+      for (const w of [apiW, db, other]) await api.put('pods', shopPod(w));
+      await api.put(f.ignored[0], f.ignored[1]);
+      const kubeconfig = labKubeconfig(tempDir(), url);
+      agent = new LabAgent(lab, tempDir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: kubeconfig });
+      await agent.applied();
+    });
+    after(async () => {
+      await agent?.stop();
+      api?.proc.kill();
+      lab?.destroy();
+    });
+
+    it('knows its release, and ignores (and says so) the admin kind the release does not read', () => {
+      assert.match(
+        agent.log,
+        new RegExp(`"calicoVersion":"${release.replaceAll('.', '\\.')}"[^\\n]*Calico release in force`),
+      );
+      assert.match(agent.log, f.ignored[2]);
+      assert.equal(lab.tcp(apiW, db.ip, 5432), true, 'the ignored deny-all denies nothing');
+      assert.equal(lab.tcp(other, db.ip, 5432), true);
+    });
+
+    it('Admin deny over everything, Baseline only where no NetworkPolicy decided, in chains named as its Felix names them', async () => {
+      await api.put(f.adminDeny[0], f.adminDeny[1]);
+      assert.ok((await lab.until(() => !lab.tcp(other, db.ip, 5432, 200), 10_000)) >= 0, 'the Admin deny never landed');
+      assert.equal(lab.tcp(apiW, db.ip, 5432), true, 'the Admin tier passes what it does not deny');
+      assert.match(
+        nftTableState((c, a) => lab.sh(lab.host, c, a), 'ip', 'calico'),
+        new RegExp(`"${f.adminChain.replaceAll('.', '\\.')}"`),
+      );
+      await api.put(f.baselineDeny[0], f.baselineDeny[1]);
+      assert.ok(
+        (await lab.until(() => !lab.tcp(apiW, db.ip, 5432, 200), 10_000)) >= 0,
+        'the Baseline deny never landed',
+      );
+      await api.put('networkpolicies', dbFromApiPolicy(5432));
+      assert.ok(
+        (await lab.until(() => lab.tcp(apiW, db.ip, 5432, 300), 10_000)) >= 0,
+        'the NetworkPolicy did not decide before the Baseline tier',
+      );
+      assert.equal(lab.tcp(other, db.ip, 5432, 300), false, 'the Admin deny still holds');
+    });
+  });
+}

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
 import { ApiProcess, dbFromApiPolicy, labKubeconfig, shopPod } from '../helpers/kube-api-process.js';
+import { nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import { LabAgent } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
@@ -173,5 +174,53 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
     assert.equal(lab.tcp(other, db.ip, 5432, 200), false);
     await api.del('networkpolicies', 'shop', 'db-bad');
     assert.ok((await lab.until(() => lab.tcp(other, db.ip, 5432, 300), 10_000)) >= 0, 'the deletion never landed');
+  });
+
+  it("kube-controllers' automatic host endpoint (interfaceName *, projectcalico-default-allow) leaves the host as open as under Felix; a policy selecting it narrows it (issue 52)", async () => {
+    const host = '192.168.200.2';
+    await lab.listen('host', [8081, 8082]);
+    assert.equal(lab.tcp('outside', host, 8081), true);
+    // Pod to host is DefaultEndpointToHostAction's (Drop by default), host endpoint or not.
+    const podToHost = lab.tcp(apiW, host, 8081);
+    const nft = () => nftTableState((c, a) => lab.sh(lab.host, c, a), 'ip', 'calico');
+    // As calico-kube-controllers writes it (AutoCreate: Enabled).
+    await api.put('hostendpoints.crd.projectcalico.org', {
+      metadata: {
+        name: 'node1-auto-hep',
+        labels: { 'projectcalico.org/created-by': 'calico-kube-controllers', 'kubernetes.io/hostname': 'node1' },
+      },
+      spec: {
+        node: 'node1',
+        interfaceName: '*',
+        expectedIPs: [host],
+        profiles: ['projectcalico-default-allow'],
+      },
+    });
+    assert.ok(
+      (await lab.until(() => nft().includes('cali-pri-projectcalico-default-allow'), 10_000)) >= 0,
+      'the host endpoint and its profile were never programmed',
+    );
+    assert.equal(lab.tcp('outside', host, 8081), true, 'the host cut off: the default-allow profile allows all');
+    assert.equal(lab.tcp('outside', host, 8082), true);
+    assert.equal(lab.tcp('host', db.ip, 5432), true, 'host to pod');
+    assert.equal(lab.tcp(apiW, db.ip, 5432), true, 'pod to pod');
+    assert.equal(lab.tcp(apiW, host, 8081), podToHost, 'pod to host, as before');
+    await api.put('globalnetworkpolicies.crd.projectcalico.org', {
+      metadata: { name: 'default.host-no-8082' },
+      spec: {
+        tier: 'default',
+        selector: "projectcalico.org/created-by == 'calico-kube-controllers'",
+        types: ['Ingress'],
+        ingress: [{ action: 'Deny', protocol: 'TCP', destination: { ports: [8082] } }, { action: 'Allow' }],
+      },
+    });
+    assert.ok(
+      (await lab.until(() => !lab.tcp('outside', host, 8082, 200), 10_000)) >= 0,
+      'the policy on the automatic host endpoint never landed',
+    );
+    assert.equal(lab.tcp('outside', host, 8081), true, 'the rest of the host stays open');
+    await api.del('globalnetworkpolicies.crd.projectcalico.org', '', 'default.host-no-8082');
+    await api.del('hostendpoints.crd.projectcalico.org', '', 'node1-auto-hep');
+    assert.ok((await lab.until(() => lab.tcp('outside', host, 8082, 300), 10_000)) >= 0, 'the deletions never landed');
   });
 });

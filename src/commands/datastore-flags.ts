@@ -17,7 +17,7 @@ export const DATASTORE_FLAGS = {
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 export const DATASTORE_FLAGS_USAGE = `  --config-file PATH      Felix-style INI file (default /etc/calico/felix.cfg if present)
-  --datastore-type TYPE   file or etcdv3 (FELIX_DATASTORETYPE)
+  --datastore-type TYPE   file, etcdv3 or kubernetes (FELIX_DATASTORETYPE; KUBECONFIG or the in-cluster account)
   --datastore-dir DIR     directory of YAML/JSON resources, for type file (FELIX_DATASTOREDIR)
   --etcd-endpoints URLS   comma-separated etcd endpoints (FELIX_ETCDENDPOINTS)
   --hostname NAME         this node's name (FELIX_FELIXHOSTNAME)`;

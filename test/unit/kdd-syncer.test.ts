@@ -353,6 +353,48 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       api.delete('pods', 'prod', 'qos-0');
     }
   });
+  it('an edit that makes a policy unconvertible keeps its last good version in force (reported, counted); a first bad one is not applied (issue 52)', async () => {
+    api.install(CLUSTER_NETWORK_POLICY_TYPE);
+    const good = {
+      metadata: { name: 'admin-deny' },
+      spec: {
+        tier: 'Admin',
+        priority: 1,
+        subject: { namespaces: {} },
+        ingress: [{ action: 'Deny', from: [{ namespaces: {} }] }],
+      },
+    };
+    api.put('clusternetworkpolicies', good);
+    const counted: string[] = [];
+    const lines: string[] = [];
+    const rec = new SyncerRecorder();
+    const syncer = new KddSyncer({
+      transport: new HttpKubeTransport({ server: url }),
+      log: createLogger({ severity: 'Warning', destination: { write: (l: string) => void lines.push(l) } }),
+      backoffMs: { min: 20, max: 200 },
+    });
+    syncer.onInvalid = (kind, outcome) => counted.push(`${kind} ${outcome}`);
+    syncer.start(rec);
+    const key = '/calico/resources/v3/projectcalico.org/kubernetesclusternetworkpolicies/admin-deny';
+    try {
+      await until(() => rec.state.has(key), 10_000, 'the policy');
+      const before = JSON.stringify(rec.state.get(key));
+      api.put('clusternetworkpolicies', { ...good, spec: { ...good.spec, tier: 'Nope' } });
+      await until(() => counted.length === 1, 10_000, 'the bad edit counted');
+      assert.deepEqual(counted, ['KubernetesClusterNetworkPolicy kept']);
+      assert.equal(JSON.stringify(rec.state.get(key)), before, 'the last good version stays');
+      assert.ok(lines.some((l) => /its last good version \(KubernetesClusterNetworkPolicy\) stays in force/.test(l)));
+      api.put('clusternetworkpolicies', { metadata: { name: 'bad-from-start' }, spec: { tier: 'Nope' } });
+      await until(() => counted.length === 2, 10_000, 'the first bad one counted');
+      assert.equal(counted[1], 'ClusterNetworkPolicy dropped');
+      api.delete('clusternetworkpolicies', undefined, 'admin-deny');
+      await until(() => !rec.state.has(key), 10_000, 'the deletion');
+    } finally {
+      await syncer.stop();
+      api.uninstall('clusternetworkpolicies');
+    }
+  });
+
   it('ClusterNetworkPolicies (once their CRD is installed) are kcnp/ policies in the kube-admin and kube-baseline tiers, around the default tier', async () => {
     api.install(CLUSTER_NETWORK_POLICY_TYPE);
     // calico-node creates these tiers at start (clientv3's EnsureInitialized), default included.

@@ -11,8 +11,15 @@
 // was; what a pod became is remembered so its deletion finds it.
 import type { Logger } from '../../log.js';
 import { defaultAllowProfileUpdate } from '../default-allow.js';
-import { keyOf } from '../keys.js';
-import type { Syncer, SyncerCallbacks, SyncStatus, Update } from '../types.js';
+import { keyOf, refOfKey } from '../keys.js';
+import {
+  type InvalidHandler,
+  KEEP_LAST_GOOD,
+  type Syncer,
+  type SyncerCallbacks,
+  type SyncStatus,
+  type Update,
+} from '../types.js';
 import { k8sClusterNetworkPolicyToCalico } from './conversion/cluster-network-policy.js';
 import {
   k8sAdminNetworkPolicyToCalico,
@@ -191,6 +198,7 @@ export class KddSyncer implements Syncer {
   #callbacks: SyncerCallbacks | undefined;
   #revision = 0;
   #stopped = false;
+  onInvalid: InvalidHandler | undefined;
   /** ClusterInformation's calicoVersion, as last read. */
   #clusterVersion = '';
   /** The objects of release-gated sources, by id, whether passed on or withheld. */
@@ -274,12 +282,17 @@ export class KddSyncer implements Syncer {
     try {
       converted = source.convert(o);
     } catch (e) {
-      this.#report(id, (e as Error).message);
-      this.#retract(id);
-      return;
+      converted = { resource: undefined, problems: [(e as Error).message] };
     }
     for (const p of converted.problems ?? []) this.#report(id, p);
     if (!converted.resource) {
+      // An object that no longer converts (not one that stopped being Calico's): a policy,
+      // network set, host endpoint or tier keeps what it last converted to (issue 52).
+      if (converted.problems?.length) {
+        const kept = this.#keptLastGood(id);
+        this.onInvalid?.(kept ?? source.what ?? 'unknown', kept ? 'kept' : 'dropped');
+        if (kept) return;
+      }
       this.#retract(id);
       return;
     }
@@ -295,6 +308,15 @@ export class KddSyncer implements Syncer {
       source: `Kubernetes ${id}`,
     });
     if (converted.resource.kind === 'ClusterInformation') this.#onClusterInformation(converted.resource);
+  }
+
+  /** The kind `id` last converted to, when it is one whose removal could open traffic. */
+  #keptLastGood(id: string): string | undefined {
+    const key = this.#keys.get(id);
+    const kind = key ? refOfKey(key)?.kind : undefined;
+    if (!kind || !KEEP_LAST_GOOD.has(kind)) return undefined;
+    this.#report(id, `not converted; its last good version (${kind}) stays in force`);
+    return kind;
   }
 
   // The release decides which admin policy kinds are read: when it changes, what was

@@ -9,11 +9,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
-import { ApiProcess, dbFromApiPolicy, labKubeconfig, shopPod } from '../helpers/kube-api-process.js';
+import {
+  ApiProcess,
+  dbFromApiPolicy,
+  kddAgent,
+  putShop,
+  putTiers,
+  shopWorkloads,
+} from '../helpers/kube-api-process.js';
 import { nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent } from '../helpers/lab-agent.js';
+import type { LabAgent } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { type SharedRelease, sharedCalico } from '../helpers/shared-calico.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -111,11 +117,7 @@ for (const release of ['v3.31.7', 'v3.32.1'] as const) {
 
     before(async () => {
       lab = new Lab();
-      const add = (name: string, ip: string, i: number) =>
-        lab.addWorkload(name, ip, i, { iface: vethNameForWorkload('shop', name) });
-      apiW = add('api', '10.69.0.10', 1);
-      db = add('db', '10.69.0.11', 2);
-      other = add('other', '10.69.0.12', 3);
+      ({ apiW, db, other } = shopWorkloads(lab, '10.69.0'));
       await lab.listen(db, [5432]);
       api = new ApiProcess(lab.host);
       const url = await api.url();
@@ -127,16 +129,10 @@ for (const release of ['v3.31.7', 'v3.32.1'] as const) {
         metadata: { name: 'default' },
         spec: { calicoVersion: release, datastoreReady: true, clusterType: 'k8s,bgp,kdd' },
       });
-      for (const [name, order, defaultAction] of f.tiers)
-        await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
-      await api.put('namespaces', { metadata: { name: 'shop' } });
-      await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
-      await api.put('nodes', { metadata: { name: 'node1' } });
-      for (const w of [apiW, db, other]) await api.put('pods', shopPod(w));
+      await putTiers(api, f.tiers);
+      await putShop(api, [apiW, db, other]);
       await api.put(f.ignored[0], f.ignored[1]);
-      const kubeconfig = labKubeconfig(tempDir(), url);
-      agent = new LabAgent(lab, tempDir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: kubeconfig });
-      await agent.applied();
+      agent = await kddAgent(lab, url, tempDir);
     });
     after(async () => {
       await agent?.stop();

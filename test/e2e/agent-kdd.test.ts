@@ -7,11 +7,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
-import { ApiProcess, dbFromApiPolicy, labKubeconfig, shopPod } from '../helpers/kube-api-process.js';
+import {
+  ApiProcess,
+  dbFromApiPolicy,
+  kddAgent,
+  putShop,
+  putTiers,
+  shopWorkloads,
+} from '../helpers/kube-api-process.js';
 import { nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
-import { LabAgent } from '../helpers/lab-agent.js';
+import type { LabAgent } from '../helpers/lab-agent.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -37,32 +43,19 @@ describe('e2e: palisade agent on the Kubernetes datastore', { skip: ROOT_SKIP, t
 
   before(async () => {
     lab = new Lab();
-    // The pods' interfaces as Calico's CNI plugin names them.
-    const add = (name: string, ip: string, i: number) =>
-      lab.addWorkload(name, ip, i, { iface: vethNameForWorkload('shop', name) });
-    apiW = add('api', '10.68.0.10', 1);
-    db = add('db', '10.68.0.11', 2);
-    other = add('other', '10.68.0.12', 3);
+    ({ apiW, db, other } = shopWorkloads(lab, '10.68.0'));
     await lab.listen(db, [5432, 6543]);
     api = new ApiProcess(lab.host);
     const url = await api.url();
-    await api.put('namespaces', { metadata: { name: 'shop' } });
-    await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
-    await api.put('nodes', { metadata: { name: 'node1' } });
     // A cluster with the ClusterNetworkPolicy CRD, and the tiers calico-node creates at start.
     await api.install('clusternetworkpolicies');
-    for (const [name, order, defaultAction] of [
+    await putTiers(api, [
       ['default', 1_000_000, 'Deny'],
       ['kube-admin', 1000, 'Pass'],
       ['kube-baseline', 10_000_000, 'Pass'],
-    ] as const) {
-      await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
-    }
-    for (const w of [apiW, db, other]) await api.put('pods', shopPod(w));
-    const dir = tempDir();
-    const kubeconfig = labKubeconfig(dir, `${url}`);
-    agent = new LabAgent(lab, tempDir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: kubeconfig });
-    await agent.applied();
+    ]);
+    await putShop(api, [apiW, db, other]);
+    agent = await kddAgent(lab, url, tempDir);
   });
   after(async () => {
     await agent?.stop();

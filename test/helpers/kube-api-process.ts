@@ -7,7 +7,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { Workload } from './lab.js';
+import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
+import type { Lab, Workload } from './lab.js';
+import { LabAgent } from './lab-agent.js';
 
 const API_MAIN = fileURLToPath(new URL('./kube-apiserver-main.js', import.meta.url));
 const PROXY_MAIN = fileURLToPath(new URL('./blackhole-proxy.js', import.meta.url));
@@ -103,4 +105,35 @@ export function labKubeconfig(dir: string, server: string): string {
     `apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: lab\n  context:\n    cluster: lab\n    user: agent\ncurrent-context: lab\nusers:\n- name: agent\n  user:\n    token: lab-token\n`,
   );
   return path;
+}
+
+/** The shop's three pods (api, db, other) in a lab, their interfaces as Calico's CNI plugin names them. */
+export function shopWorkloads(lab: Lab, net: string): { apiW: Workload; db: Workload; other: Workload } {
+  const add = (name: string, host: number, i: number) =>
+    lab.addWorkload(name, `${net}.${host}`, i, { iface: vethNameForWorkload('shop', name) });
+  return { apiW: add('api', 10, 1), db: add('db', 11, 2), other: add('other', 12, 3) };
+}
+
+/** The shop's namespace, service account, node and pods, written to the API server. */
+export async function putShop(api: ApiProcess, pods: Workload[]): Promise<void> {
+  await api.put('namespaces', { metadata: { name: 'shop' } });
+  await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
+  await api.put('nodes', { metadata: { name: 'node1' } });
+  for (const w of pods) await api.put('pods', shopPod(w));
+}
+
+/** Tiers as calico-node creates them at start: [name, order, default action]. */
+export async function putTiers(
+  api: ApiProcess,
+  tiers: ReadonlyArray<readonly [string, number, string]>,
+): Promise<void> {
+  for (const [name, order, defaultAction] of tiers)
+    await api.put('tiers.crd.projectcalico.org', { metadata: { name }, spec: { order, defaultAction } });
+}
+
+/** The agent on the lab's API server (Kubernetes datastore), once its first apply is done. */
+export async function kddAgent(lab: Lab, url: string, dir: () => string): Promise<LabAgent> {
+  const agent = new LabAgent(lab, dir(), { FELIX_DATASTORETYPE: 'kubernetes', KUBECONFIG: labKubeconfig(dir(), url) });
+  await agent.applied();
+  return agent;
 }

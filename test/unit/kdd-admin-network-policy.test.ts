@@ -149,7 +149,10 @@ describe('KDD: AdminNetworkPolicy and BaselineAdminNetworkPolicy as Calico 3.31 
       { action: 'Allow', destination: { nets: ['10.1.0.0/16', '::/0'] } },
     ]);
     assert.equal(r.problems.length, 5, r.problems.join('\n'));
-    assert.match(r.problems[0] ?? '', /none of supported fields in 'To' is set; replaced by a deny-all rule/);
+    assert.match(
+      r.problems[0] ?? '',
+      /none of the supported fields in 'to' is set \(nodes not supported\); replaced by a deny-all rule/,
+    );
   });
 
   it("a named port (which 3.31 does not convert) leaves the rule on every protocol and port, as upstream's", () => {

@@ -11,16 +11,14 @@
 // - Types follow the rules present (both tiers pass by default);
 // - a rule that cannot be converted (an unknown action, a `nodes` peer, a bad CIDR or
 //   range) fails closed as upstream: dropped if it allows, a deny-all if it denies or passes.
-import { parseCidr } from '../../../model/net.js';
-import type { AdminNetworkPolicy, AnpPeer, AnpPort, AnpRule } from '../k8s-types.js';
-import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError, simplifyPorts } from './network-policy.js';
+import type { AdminNetworkPolicy, AnpPort, AnpRule } from '../k8s-types.js';
+import { adminRules } from './admin-rules.js';
+import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError } from './network-policy.js';
 
 export const ANP_TIER = 'adminnetworkpolicy';
 export const BANP_TIER = 'baselineadminnetworkpolicy';
 export const ANP_PREFIX = 'kanp.adminnetworkpolicy.';
 export const BANP_PREFIX = 'kbanp.baselineadminnetworkpolicy.';
-/** Upstream's AdminPolicyRuleNameLabel: the rule annotation carrying the rule's name. */
-const RULE_NAME_ANNOTATION = 'name';
 /** Upstream's order for every BaselineAdminNetworkPolicy. */
 const BANP_ORDER = 1000;
 
@@ -60,51 +58,10 @@ function protocolPorts(ports: AnpPort[] | undefined): Map<string, Port[] | undef
   return out;
 }
 
-function peerFields(peer: AnpPeer, egress: boolean): Record<string, unknown> {
-  const fields: Record<string, unknown> = {};
-  let found = false;
-  if (peer.namespaces) {
-    fields.namespaceSelector = k8sSelectorToCalico(peer.namespaces, 'namespace');
-    found = true;
-  }
-  if (peer.pods) {
-    fields.selector = k8sSelectorToCalico(peer.pods.podSelector ?? {}, 'pod');
-    fields.namespaceSelector = k8sSelectorToCalico(peer.pods.namespaceSelector ?? {}, 'namespace');
-    found = true;
-  }
-  if (egress && peer.networks?.length) {
-    fields.nets = peer.networks.map((n) => {
-      const c = typeof n === 'string' && n.includes('/') ? parseCidr(n) : undefined;
-      if (!c) throw new Error(`invalid CIDR in ANP rule: "${String(n).slice(0, 64)}"`);
-      return c.text;
-    });
-    found = true;
-  }
-  if (!found) throw new Error(`none of supported fields in '${egress ? 'To' : 'From'}' is set`);
-  return fields;
-}
-
 function ruleToCalico(r: AnpRule, egress: boolean, flavour: Flavour): Array<Record<string, unknown>> {
   if (!ACTIONS[flavour].includes(r.action ?? ''))
     throw new Error(`unsupported admin network policy action "${r.action ?? ''}"`);
-  const byProtocol = protocolPorts(r.ports);
-  const rules: Array<Record<string, unknown>> = [];
-  for (const protocol of [...byProtocol.keys()].sort()) {
-    const list = byProtocol.get(protocol);
-    const ports = list ? simplifyPorts(list) : undefined;
-    for (const peer of (egress ? r.to : r.from) ?? []) {
-      const fields = peerFields(peer, egress);
-      const rule: Record<string, unknown> = { action: r.action };
-      if (r.name) rule.metadata = { annotations: { [RULE_NAME_ANNOTATION]: r.name } };
-      if (protocol) rule.protocol = protocol;
-      const dst: Record<string, unknown> = ports?.length ? { ports } : {};
-      if (egress) Object.assign(dst, fields);
-      else rule.source = fields;
-      if (Object.keys(dst).length) rule.destination = dst;
-      rules.push(rule);
-    }
-  }
-  return rules;
+  return adminRules(r.action as string, r.name, protocolPorts(r.ports), (egress ? r.to : r.from) ?? [], egress);
 }
 
 export interface ConvertedAdminPolicy {

@@ -8,14 +8,14 @@
 // A rule that cannot be converted (an unknown action, a peer of a kind Calico does not
 // convert: nodes, domainNames) fails closed as the API asks: dropped if it accepts,
 // replaced by a deny-all if it denies or passes. A bad tier or subject withdraws the policy.
-import { parseCidr } from '../../../model/net.js';
-import type { ClusterNetworkPolicy, CnpPeer, CnpPort, CnpProtocol, CnpRule } from '../k8s-types.js';
-import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError, simplifyPorts } from './network-policy.js';
+import type { ClusterNetworkPolicy, CnpPort, CnpProtocol, CnpRule } from '../k8s-types.js';
+import { ADMIN_RULE_NAME_ANNOTATION, adminRules } from './admin-rules.js';
+import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError } from './network-policy.js';
 
 export const KUBE_ADMIN_TIER = 'kube-admin';
 export const KUBE_BASELINE_TIER = 'kube-baseline';
 /** The rule annotation carrying a CNP rule's name (upstream's K8sCNPRuleNameLabel). */
-export const CNP_RULE_NAME_ANNOTATION = 'name';
+export const CNP_RULE_NAME_ANNOTATION = ADMIN_RULE_NAME_ANNOTATION;
 
 const TIERS: Record<string, string> = { Admin: KUBE_ADMIN_TIER, Baseline: KUBE_BASELINE_TIER };
 const ACTIONS: Record<string, string> = { Accept: 'Allow', Deny: 'Deny', Pass: 'Pass' };
@@ -63,57 +63,10 @@ function protocolPorts(protocols: CnpProtocol[] | undefined): Map<string, Port[]
   return out;
 }
 
-function peerFields(peer: CnpPeer, egress: boolean): Record<string, unknown> {
-  const fields: Record<string, unknown> = {};
-  let found = false;
-  if (peer.namespaces) {
-    fields.namespaceSelector = k8sSelectorToCalico(peer.namespaces, 'namespace');
-    found = true;
-  }
-  if (peer.pods) {
-    fields.selector = k8sSelectorToCalico(peer.pods.podSelector ?? {}, 'pod');
-    fields.namespaceSelector = k8sSelectorToCalico(peer.pods.namespaceSelector ?? {}, 'namespace');
-    found = true;
-  }
-  if (egress && peer.networks?.length) {
-    fields.nets = peer.networks.map((n) => {
-      const c = parseCidr(n);
-      if (!c || !n.includes('/')) throw new Error(`invalid CIDR "${n}" in networks`);
-      return c.text;
-    });
-    found = true;
-  }
-  if (!found) {
-    const other = Object.keys(peer).filter((k) => (peer as Record<string, unknown>)[k] !== undefined);
-    throw new Error(
-      `none of the supported fields in '${egress ? 'to' : 'from'}' is set${other.length ? ` (${other.join(', ')} not supported)` : ''}`,
-    );
-  }
-  return fields;
-}
-
 function ruleToCalico(r: CnpRule, egress: boolean): Array<Record<string, unknown>> {
   const action = ACTIONS[r.action ?? ''];
   if (!action) throw new Error(`unsupported action "${r.action ?? ''}"`);
-  const byProtocol = protocolPorts(r.protocols);
-  const peers = (egress ? r.to : r.from) ?? [];
-  const rules: Array<Record<string, unknown>> = [];
-  for (const protocol of [...byProtocol.keys()].sort()) {
-    const list = byProtocol.get(protocol);
-    const ports = list ? simplifyPorts(list) : undefined;
-    for (const peer of peers) {
-      const fields = peerFields(peer, egress);
-      const rule: Record<string, unknown> = { action };
-      if (r.name) rule.metadata = { annotations: { [CNP_RULE_NAME_ANNOTATION]: r.name } };
-      if (protocol) rule.protocol = protocol;
-      const dst: Record<string, unknown> = ports?.length ? { ports } : {};
-      if (egress) Object.assign(dst, fields);
-      else rule.source = fields;
-      if (Object.keys(dst).length) rule.destination = dst;
-      rules.push(rule);
-    }
-  }
-  return rules;
+  return adminRules(action, r.name, protocolPorts(r.protocols), (egress ? r.to : r.from) ?? [], egress);
 }
 
 export interface ConvertedClusterPolicy {

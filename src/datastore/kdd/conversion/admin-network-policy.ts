@@ -12,7 +12,7 @@
 // - a rule that cannot be converted (an unknown action, a `nodes` peer, a bad CIDR or
 //   range) fails closed as upstream: dropped if it allows, a deny-all if it denies or passes.
 import type { AdminNetworkPolicy, AnpPort, AnpRule } from '../k8s-types.js';
-import { adminRules } from './admin-rules.js';
+import { adminRules, convertAdminRules, withRules } from './admin-rules.js';
 import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError } from './network-policy.js';
 
 export const ANP_TIER = 'adminnetworkpolicy';
@@ -91,34 +91,20 @@ function adminToCalico(anp: AdminNetworkPolicy, flavour: Flavour): ConvertedAdmi
   const subject = subjectSelectors(spec);
   if (typeof subject === 'string') return { resource: undefined, problems: [`${subject}; the policy is not applied`] };
   const problems: string[] = [];
-  const convert = (dir: 'ingress' | 'egress') => {
-    const out: Array<Record<string, unknown>> = [];
-    for (const [i, r] of (spec[dir] ?? []).entries()) {
-      try {
-        out.push(...ruleToCalico(r, dir === 'egress', flavour));
-      } catch (e) {
-        const failClosed = r.action === 'Deny' || (flavour === 'admin' && r.action === 'Pass');
-        problems.push(
-          `${dir} rule ${i}${r.name ? ` "${r.name}"` : ''}: ${(e as Error).message}; ${failClosed ? 'replaced by a deny-all rule' : 'dropped'}`,
-        );
-        if (failClosed) out.push({ action: 'Deny' });
-      }
-    }
-    return out;
-  };
-  const ingress = convert('ingress');
-  const egress = convert('egress');
+  const failsClosed = (r: AnpRule) => r.action === 'Deny' || (flavour === 'admin' && r.action === 'Pass');
+  const rules = (dir: 'ingress' | 'egress') =>
+    convertAdminRules(spec[dir], dir, (r) => ruleToCalico(r, dir === 'egress', flavour), failsClosed, problems);
   const [namespaceSelector, selector] = subject;
-  const out: Record<string, unknown> = {
-    tier: flavour === 'admin' ? ANP_TIER : BANP_TIER,
-    order: flavour === 'admin' ? (spec.priority ?? 0) : BANP_ORDER,
-    namespaceSelector,
-    selector,
-  };
-  const types = [...(ingress.length ? ['Ingress'] : []), ...(egress.length ? ['Egress'] : [])];
-  if (types.length) out.types = types;
-  if (ingress.length) out.ingress = ingress;
-  if (egress.length) out.egress = egress;
+  const out = withRules(
+    {
+      tier: flavour === 'admin' ? ANP_TIER : BANP_TIER,
+      order: flavour === 'admin' ? (spec.priority ?? 0) : BANP_ORDER,
+      namespaceSelector,
+      selector,
+    },
+    rules('ingress'),
+    rules('egress'),
+  );
   const m = anp.metadata ?? {};
   return {
     resource: {

@@ -73,3 +73,45 @@ export function adminRules(
   }
   return rules;
 }
+
+type CalicoRule = Record<string, unknown>;
+
+/**
+ * A policy's rules of one direction, each converted by `toCalico`; one that cannot be
+ * converted fails closed as the API asks (and upstream does): a deny-all where it would have
+ * denied or passed (`failsClosed`), dropped where it would have allowed; each said in `problems`.
+ */
+export function convertAdminRules<R extends { action?: string; name?: string }>(
+  rules: readonly R[] | undefined,
+  dir: 'ingress' | 'egress',
+  toCalico: (r: R) => CalicoRule[],
+  failsClosed: (r: R) => boolean,
+  problems: string[],
+): CalicoRule[] {
+  const out: CalicoRule[] = [];
+  for (const [i, r] of (rules ?? []).entries()) {
+    try {
+      out.push(...toCalico(r));
+    } catch (e) {
+      const closed = failsClosed(r);
+      problems.push(
+        `${dir} rule ${i}${r.name ? ` "${r.name}"` : ''}: ${(e as Error).message}; ${closed ? 'replaced by a deny-all rule' : 'dropped'}`,
+      );
+      if (closed) out.push({ action: 'Deny' });
+    }
+  }
+  return out;
+}
+
+/** The spec's rules and the Types they give (the admin tiers pass by default: a direction without rules needs none). */
+export function withRules(
+  spec: Record<string, unknown>,
+  ingress: CalicoRule[],
+  egress: CalicoRule[],
+): Record<string, unknown> {
+  const types = [...(ingress.length ? ['Ingress'] : []), ...(egress.length ? ['Egress'] : [])];
+  if (types.length) spec.types = types;
+  if (ingress.length) spec.ingress = ingress;
+  if (egress.length) spec.egress = egress;
+  return spec;
+}

@@ -9,7 +9,7 @@
 // convert: nodes, domainNames) fails closed as the API asks: dropped if it accepts,
 // replaced by a deny-all if it denies or passes. A bad tier or subject withdraws the policy.
 import type { ClusterNetworkPolicy, CnpPort, CnpProtocol, CnpRule } from '../k8s-types.js';
-import { ADMIN_RULE_NAME_ANNOTATION, adminRules } from './admin-rules.js';
+import { ADMIN_RULE_NAME_ANNOTATION, adminRules, convertAdminRules, withRules } from './admin-rules.js';
 import { addProtocolPorts, k8sSelectorToCalico, type Port, SelectorError } from './network-policy.js';
 
 export const KUBE_ADMIN_TIER = 'kube-admin';
@@ -100,29 +100,15 @@ export function k8sClusterNetworkPolicyToCalico(cnp: ClusterNetworkPolicy): Conv
     if (!(e instanceof SelectorError)) throw e;
     return { resource: undefined, problems: [`subject: ${e.message}; the policy is not applied`] };
   }
-  const convert = (dir: 'ingress' | 'egress') => {
-    const out: Array<Record<string, unknown>> = [];
-    for (const [i, r] of (spec[dir] ?? []).entries()) {
-      try {
-        out.push(...ruleToCalico(r, dir === 'egress'));
-      } catch (e) {
-        // Fail closed: a rule that would have denied or passed denies everything instead.
-        const failClosed = r.action === 'Deny' || r.action === 'Pass';
-        problems.push(
-          `${dir} rule ${i}${r.name ? ` "${r.name}"` : ''}: ${(e as Error).message}; ${failClosed ? 'replaced by a deny-all rule' : 'dropped'}`,
-        );
-        if (failClosed) out.push({ action: 'Deny' });
-      }
-    }
-    return out;
-  };
-  const ingress = convert('ingress');
-  const egress = convert('egress');
-  const types = [...(ingress.length ? ['Ingress'] : []), ...(egress.length ? ['Egress'] : [])];
-  const out: Record<string, unknown> = { tier, order: spec.priority ?? 0, namespaceSelector, selector };
-  if (types.length) out.types = types;
-  if (ingress.length) out.ingress = ingress;
-  if (egress.length) out.egress = egress;
+  // Fail closed: a rule that would have denied or passed denies everything instead.
+  const failsClosed = (r: CnpRule) => r.action === 'Deny' || r.action === 'Pass';
+  const rules = (dir: 'ingress' | 'egress') =>
+    convertAdminRules(spec[dir], dir, (r) => ruleToCalico(r, dir === 'egress'), failsClosed, problems);
+  const out = withRules(
+    { tier, order: spec.priority ?? 0, namespaceSelector, selector },
+    rules('ingress'),
+    rules('egress'),
+  );
   const m = cnp.metadata ?? {};
   return {
     resource: {

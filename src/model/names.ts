@@ -52,6 +52,11 @@ export function policyIdParts(id: string): { kind: string; namespace: string; na
  */
 export function legacyV1Name(id: string): string {
   const { kind, namespace, name } = policyIdParts(id);
+  return legacyV1NameOf(kind, namespace, name);
+}
+
+/** The same from a policy's kind, namespace ("" for global kinds) and name. */
+export function legacyV1NameOf(kind: string, namespace: string, name: string): string {
   const ns = namespace ? `${namespace}/` : '';
   switch (kind) {
     case 'KubernetesNetworkPolicy':

@@ -178,7 +178,7 @@ describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
     const port = await typha.port();
     const kvs = legacyLayout(typhaKVs(resources));
     assert.ok(
-      kvs.some((kv) => kv.key === '/calico/v1/policy/tier/default/policy/e2e%2fdb'),
+      kvs.some((kv) => kv.key === '/calico/v1/policy/tier/default/policy/e2e%2fdefault.db'),
       kvs.map((kv) => kv.key).join(' '),
     );
     await typha.command('set', [...kvs, { key: '/calico/v1/config/CalicoVersion', value: 'v3.31.7' }]);
@@ -206,7 +206,9 @@ function legacyLayout(kvs: WireKV[]): WireKV[] {
     const m = /^\/calico\/v1\/policy\/(NetworkPolicy|GlobalNetworkPolicy)\/([^/]*)\/([^/]+)$/.exec(kv.key);
     if (!m || kv.value === null) return kv;
     const { tier, ...value } = JSON.parse(kv.value) as { tier?: string };
-    const name = m[2] ? `${m[2]}%2f${m[3]}` : m[3];
+    // As 3.31's libcalico-go named a policy of the default tier: "default." before its name.
+    const v1 = m[3]?.includes('.') ? m[3] : `default.${m[3]}`;
+    const name = m[2] ? `${m[2]}%2f${v1}` : v1;
     return { key: `/calico/v1/policy/tier/${tier ?? 'default'}/policy/${name}`, value: JSON.stringify(value) };
   });
 }

@@ -93,6 +93,11 @@ describe('palisade typha: the policy-key layout before Calico 3.32 (issue 52)', 
     held = replay(l0);
     assert.ok(!held.has(key), 'the old tier key is deleted');
     assert.ok(held.has('/calico/v1/policy/tier/default/policy/prod%2fsec.allow'));
+    syncer.update(np('web', 'default'));
+    assert.ok(
+      replay(l0).has('/calico/v1/policy/tier/default/policy/prod%2fdefault.web'),
+      'named as 3.31 named it: "default." before a name without a tier prefix',
+    );
     syncer.remove(gnp('default.deny-all'));
     held = replay(l0);
     assert.ok(!held.has('/calico/v1/policy/tier/default/policy/default.deny-all'), 'a deletion names the tier it had');

@@ -145,6 +145,15 @@ describe('v1 model: key paths (model.KeyFromDefaultPath / KeyToDefaultPath)', ()
       const k = key as V1Key & { type: 'Policy' };
       assert.equal(legacyPolicyPath(k, k.tier as string), path, 'and back');
     }
+    // What 3.31's libcalico-go stored: "default." before a Calico policy name without a tier prefix.
+    assert.equal(
+      legacyPolicyPath({ type: 'Policy', kind: 'NetworkPolicy', namespace: 'prod', name: 'web' }, 'default'),
+      '/calico/v1/policy/tier/default/policy/prod%2fdefault.web',
+    );
+    assert.equal(
+      legacyPolicyPath({ type: 'Policy', kind: 'KubernetesNetworkPolicy', namespace: 'prod', name: 'web' }, 'default'),
+      '/calico/v1/policy/tier/default/policy/prod%2fknp.default.web',
+    );
     for (const bad of [
       '/calico/v1/policy/tier/default/policy/ns%2fa%2fb',
       '/calico/v1/policy/tier/default/policy/%2fname',

@@ -5,6 +5,7 @@
 import type { Kind } from '../schemas.js';
 import { KEY_PREFIX, kindOfPlural, pluralOf } from '../../datastore/keys.js';
 import { NAMESPACED_KINDS } from '../schemas.js';
+import { legacyV1NameOf } from '../names.js';
 
 export type V1Key =
   /** `tier` is set for a key in the layout before 3.32 (the tier was in the key, not the value). */
@@ -202,24 +203,13 @@ function legacyPolicyKey(tier: string, full: string): V1Key | undefined {
   return name ? { type: 'Policy', kind, namespace, name, tier } : undefined;
 }
 
-/** The v1 name a policy had before 3.32 ("<namespace>/" and the kind's prefix, then its name). */
-export function legacyPolicyName(kind: string, namespace: string, name: string): string {
-  const prefix =
-    kind === 'KubernetesNetworkPolicy'
-      ? KNP_PREFIX
-      : kind === 'StagedKubernetesNetworkPolicy'
-        ? STAGED_PREFIX + KNP_PREFIX
-        : kind === 'StagedNetworkPolicy' || kind === 'StagedGlobalNetworkPolicy'
-          ? STAGED_PREFIX
-          : kind === 'KubernetesClusterNetworkPolicy'
-            ? KCNP_PREFIX
-            : '';
-  return `${namespace ? `${namespace}/` : ''}${prefix}${name}`;
-}
-
-/** The path of a policy key in the layout before 3.32 (what a 3.30/3.31 Typha sends). */
+/**
+ * The path of a policy key in the layout before 3.32 (what a 3.30/3.31 Typha sends): the v1
+ * name as libcalico-go then made it ("default." before a Calico policy name without a tier
+ * prefix, the kind's prefixes), so a 3.31 Felix names its chains as behind its own Typha.
+ */
 export function legacyPolicyPath(k: V1KeyOf<'Policy'>, tier: string): string {
-  return `/calico/v1/policy/tier/${tier}/policy/${escapeName(legacyPolicyName(k.kind, k.namespace, k.name))}`;
+  return `/calico/v1/policy/tier/${tier}/policy/${escapeName(legacyV1NameOf(k.kind, k.namespace, k.name))}`;
 }
 
 function resourceKey(p: string[]): V1Key | undefined {

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 
 import { parse as parseIni } from 'ini';
 
-import { FELIX_PARAM_NAMES, FELIX_PARAMS, type FelixParam, suggest } from './catalogue.js';
+import { FELIX_PARAM_NAMES, FELIX_PARAMS, type FelixParam, felixParam, suggest } from './catalogue.js';
 import { parseFelixValue, zeroValue } from './felix-types.js';
 import { type Config, defaultValue, PARAM_NAMES, type ParamDef, type ParamName, PARAMS, paramNamed } from './params.js';
 
@@ -189,7 +189,7 @@ export class ConfigResolver {
   defaultsNotHonoured(): Array<{ param: string; value: string; source: string; reason: string }> {
     const out: Array<{ param: string; value: string; source: string; reason: string }> = [];
     for (const [param, { why }] of Object.entries(DEFAULTS_NOT_HONOURED)) {
-      const def = FELIX_PARAMS.find((f) => f.name === param)?.default ?? '';
+      const def = felixParam(param)?.default ?? '';
       const top = this.#top(param.toLowerCase(), false);
       // Set to another value: reported as any unimplemented parameter is (or quiet, for `quiet`).
       if (top && top.raw.value.toLowerCase() !== def.toLowerCase()) continue;

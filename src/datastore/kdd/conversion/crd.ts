@@ -4,7 +4,6 @@
 // merged back, and a policy of the default tier loses a legacy `default.` name prefix.
 import type { ObjectMeta } from '../k8s-types.js';
 
-export const CRD_GROUP = 'crd.projectcalico.org';
 const METADATA_ANNOTATION = 'projectcalico.org/metadata';
 
 /** The Calico kinds kept as CRDs that Felix's syncer reads, with their plurals. */

@@ -11,7 +11,10 @@
 #                       the snappy package Typha itself uses, for the compressed stream;
 #                       kubectl (Debian's kubernetes-client) unless one is installed;
 #                       the Node LTS from the npm registry, with the addon built for it,
-#                       for the suite's second run: scripts/fetch-lts-node.mjs)
+#                       for the suite's second run: scripts/fetch-lts-node.mjs; and the
+#                       kube-apiserver and etcd the Kubernetes-datastore tests run against,
+#                       built from their Go modules with the machine's Go (/usr/local/go):
+#                       scripts/build-test-servers.sh, versions pinned in test/tools/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,4 +69,6 @@ npx --no-install tsc -p .
 if [[ ${1:-} == --with-test-tools ]]; then
   log "the Node LTS for the second test run"
   node scripts/fetch-lts-node.mjs
+  log "kube-apiserver and etcd for the Kubernetes-datastore tests"
+  bash scripts/build-test-servers.sh
 fi

@@ -58,6 +58,7 @@ export class NodeAgent {
   #inSync = false;
   /** The syncer's own word on a datastore that stopped answering while it stays in sync (Kubernetes). */
   #lostContact: (() => { since: number; reason: string } | undefined) | undefined;
+  #blocked: (() => string | undefined) | undefined;
   /** When the datastore last stopped being in sync (undefined while it is). */
   #outOfSyncSince: number | undefined = Date.now();
   #status = 'wait-for-datastore';
@@ -98,6 +99,7 @@ export class NodeAgent {
     const cfg = this.#config.config;
     const syncer = createSyncer(cfg, this.#log);
     this.#lostContact = 'deliversModel' in syncer ? undefined : syncer.lostContact?.bind(syncer);
+    this.#blocked = 'deliversModel' in syncer ? undefined : syncer.blocked?.bind(syncer);
     this.#plane = new ControlPlane({
       syncer,
       config: this.#config,
@@ -152,8 +154,11 @@ export class NodeAgent {
    * so a node cut off from its datastore shows it.
    */
   #calcGraphHealth(): { live: boolean; ready: boolean; reason?: string } {
-    if (!this.#inSync)
-      return { live: true, ready: false, reason: `not in sync with the datastore yet (${this.#status})` };
+    if (!this.#inSync) {
+      const blocked = this.#blocked?.();
+      const why = `not in sync with the datastore yet (${this.#status}${blocked ? `: ${blocked}` : ''})`;
+      return { live: true, ready: false, reason: why };
+    }
     const out = this.#outOfSyncSince;
     if (out !== undefined && Date.now() - out > DATASTORE_GRACE_MS) {
       return {

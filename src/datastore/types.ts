@@ -38,6 +38,8 @@ export interface Syncer {
    * while it reconnects (Kubernetes); one that is not answered leaves in-sync instead.
    */
   lostContact?(): { since: number; reason: string } | undefined;
+  /** Why the syncer cannot come in sync on its own (the datastore refuses it, as RBAC's 403), if it cannot. */
+  blocked?(): string | undefined;
 }
 
 export interface ModelSyncerCallbacks {

@@ -45,10 +45,14 @@ export class TestEtcd {
   /** `host`: the address it listens on (a test namespace's own address, for other namespaces to reach). */
   readonly #host: string;
 
-  constructor(tls?: { server: EtcdTls; client: EtcdTls }, netns?: string, host = '127.0.0.1') {
+  /** `bin`: the etcd to run (Debian's by default; the 3.5 built for the kube-apiserver tests). */
+  readonly #bin: string;
+
+  constructor(tls?: { server: EtcdTls; client: EtcdTls }, netns?: string, host = '127.0.0.1', bin = 'etcd') {
     this.#tls = tls;
     this.#netns = netns;
     this.#host = host;
+    this.#bin = bin;
   }
 
   #wrap(cmd: string, args: string[]): [string, string[]] {
@@ -109,7 +113,7 @@ export class TestEtcd {
         '--client-cert-auth',
       );
     }
-    this.#proc = spawn(...this.#wrap('etcd', args), { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.#proc = spawn(...this.#wrap(this.#bin, args), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     this.#proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     for (let i = 0; i < 200; i++) {

@@ -153,6 +153,11 @@ function bgpSources(group: CalicoGroup): Source[] {
   ];
 }
 
+/** The API paths `palisade bgp` lists and watches, either group (what its RBAC must allow). */
+export const KDD_BGP_SOURCE_PATHS: readonly string[] = [
+  ...new Set([V1_GROUP, V3_GROUP].flatMap((g) => bgpSources(g).map((s) => s.path))),
+];
+
 /** The API paths the Kubernetes datastore lists and watches, either group (what its RBAC must allow). */
 export const KDD_SOURCE_PATHS: readonly string[] = [
   ...new Set([V1_GROUP, V3_GROUP].flatMap((g) => sourcesFor('cali', g).map((s) => s.path))),
@@ -257,6 +262,12 @@ export class KddSyncer implements Syncer {
       if (l && (!out || l.since < out.since)) out = l;
     }
     return out;
+  }
+
+  /** The first resource type this account may not read (RBAC), which holds the syncer out of sync. */
+  blocked(): string | undefined {
+    const r = this.#reflectors.find((x) => x.forbidden !== undefined);
+    return r && `forbidden to ${r.forbidden}`;
   }
 
   /** The Kubernetes admin policy kinds the cluster's release reads. */

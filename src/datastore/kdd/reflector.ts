@@ -21,6 +21,11 @@
 // times a second): every list or watch failure, a watch ERROR, an idle or a watch that ends
 // within a second waits, from 800 ms doubling to 30 s as client-go's; a list that succeeds
 // does not reset it, only a watch that lasted does.
+//
+// A 403 is the agent's account lacking a verb on the type (RBAC): no retry soon will fix it,
+// so it is reported once, at error level, with what to grant, and asked again at the
+// longest backoff; the type never counts as listed meanwhile (the syncer stays out of sync,
+// so nothing is programmed from a partial picture). `forbidden` says so to the status.
 import type { Logger } from '../../log.js';
 import { KubeApiError, type KubeTransport, KubeUnansweredError, type WatchHandle } from './transport.js';
 
@@ -83,6 +88,8 @@ export class Reflector {
   watches = 0;
   /** The server answered 404 to the last list: the type is not installed. */
   missing = false;
+  /** The server's 403 while this account may not list or watch the type (RBAC), else undefined. */
+  forbidden: string | undefined;
 
   constructor(o: ReflectorOptions, cb: ReflectorCallbacks) {
     this.#o = o;
@@ -127,6 +134,7 @@ export class Reflector {
           items?: KubeObject[];
         };
         this.#answered();
+        this.#allowed();
         rv ||= page.metadata?.resourceVersion ?? '';
         for (const item of page.items ?? []) {
           const k = keyOf(item);
@@ -147,9 +155,12 @@ export class Reflector {
       if (e instanceof KubeApiError && e.status === 404) {
         this.#answered();
         this.#notInstalled();
+      } else if (e instanceof KubeApiError && e.status === 403) {
+        this.#answered();
+        this.#forbid('list', e, () => this.#list());
       } else {
         this.#unanswered(e as Error);
-        this.#retry(`listing ${this.#o.path}`, e as Error, () => this.#list());
+        this.#retry(`listing ${this.#o.path}`, e as Error, () => this.#list(), levelFor(e));
       }
     }
   }
@@ -219,10 +230,11 @@ export class Reflector {
         void this.#watch();
       }
     } catch (e) {
+      if (e instanceof KubeApiError && e.status === 403) return this.#forbid('watch', e, () => this.#list());
       this.#unanswered(e as Error);
       // A 404 here: the type went away (its CRD deleted) since the list; the list finds out.
       const gone = e instanceof KubeApiError && e.status === 404;
-      this.#retry(`watching ${this.#o.path}`, e as Error, () => (gone ? this.#list() : this.#watch()));
+      this.#retry(`watching ${this.#o.path}`, e as Error, () => (gone ? this.#list() : this.#watch()), levelFor(e));
     }
   }
 
@@ -250,6 +262,26 @@ export class Reflector {
     return undefined;
   }
 
+  /** A 403: reported once (until allowed again), asked again only at the longest backoff. */
+  #forbid(verb: 'list' | 'watch', e: KubeApiError, again: () => Promise<void>): void {
+    if (this.#stopped) return;
+    const retryInMs = this.#o.backoffMs?.max ?? 30_000;
+    if (this.forbidden === undefined)
+      this.#o.log.error(
+        { path: this.#o.path, verb, error: e.message, retryInMs },
+        `Kubernetes API: forbidden to ${verb} ${this.#o.path}: this agent's account needs get, list and watch on it ` +
+          '(the ClusterRole in deploy/daemonset.yaml); not in sync until it has them, asking again periodically',
+      );
+    this.forbidden = `${verb} ${this.#o.path}: ${e.message}`;
+    this.#timer = setTimeout(() => void again(), retryInMs);
+  }
+
+  #allowed(): void {
+    if (this.forbidden === undefined) return;
+    this.#o.log.info({ path: this.#o.path }, 'Kubernetes API: allowed now');
+    this.forbidden = undefined;
+  }
+
   #answered(): void {
     if (!this.#lost) return;
     this.#o.log.info(
@@ -274,6 +306,15 @@ export class Reflector {
     this.#timer = setTimeout(() => void again(), this.#backoff);
     this.#backoff = Math.min(this.#backoff * 2, this.#o.backoffMs?.max ?? 30_000);
   }
+}
+
+/**
+ * A 429 is the server asking to be asked later (its watch cache for the type still filling,
+ * as after a CRD is created or the server restarts; or priority and fairness shedding load):
+ * backed off like any failure, but not a warning (client-go logs it at V(2)).
+ */
+function levelFor(e: unknown): 'info' | 'warn' {
+  return e instanceof KubeApiError && e.status === 429 ? 'info' : 'warn';
 }
 
 function splitKey(k: string): [string, string] {

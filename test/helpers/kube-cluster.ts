@@ -21,7 +21,8 @@ import { freePorts, TestEtcd } from './etcd.js';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join(ROOT, 'build', 'test-servers', 'bin');
 const RELAY_MAIN = fileURLToPath(new URL('./unix-relay.js', import.meta.url));
-const ADMIN_TOKEN = 'palisade-test-admin';
+/** The static token of the server's admin (system:masters). */
+export const ADMIN_TOKEN = 'palisade-test-admin';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A built test server binary; a clear failure when setup has not built it. */
@@ -155,6 +156,11 @@ export class KubeApiServer {
     }
   }
 
+  /** Where and how a client in the server's namespace reaches it (a KubeEndpoint), as `token` (the admin's by default). */
+  endpoint(token = ADMIN_TOKEN): { server: string; ca: Buffer; token: string } {
+    return { server: this.url, ca: readFileSync(this.caFile), token };
+  }
+
   /** The server's log so far (its last 20 kB), for a failing test's message. */
   get log(): string {
     return this.#stderr;
@@ -193,7 +199,10 @@ export class KubeApiServer {
           headers: {
             authorization: `Bearer ${opts.token ?? ADMIN_TOKEN}`,
             accept: 'application/json',
-            ...(payload ? { 'content-type': opts.type ?? 'application/json' } : {}),
+            // A length always: Node sends a DELETE's body unframed otherwise (no chunking for DELETE).
+            ...(payload
+              ? { 'content-type': opts.type ?? 'application/json', 'content-length': Buffer.byteLength(payload) }
+              : {}),
           },
           timeout: 30_000,
         },
@@ -224,10 +233,11 @@ export class KubeApiServer {
   /** Discovery: every resource the server serves, by "plural" and "plural.group". */
   async #discover(): Promise<void> {
     const lists: Array<[string, string, Json]> = [['', 'v1', await this.#ok('GET', '/api/v1')]];
-    const groups = (await this.#ok('GET', '/apis')).groups as Array<{ name: string; preferredVersion: Json }>;
-    for (const g of groups) {
-      const v = g.preferredVersion.version as string;
-      lists.push([g.name, v, await this.#ok('GET', `/apis/${g.name}/${v}`)]);
+    type Group = { name: string; preferredVersion: { version: string }; versions: Array<{ version: string }> };
+    // Every version (policy.networking.k8s.io serves ClusterNetworkPolicy and AdminNetworkPolicy in two), the preferred first.
+    for (const g of (await this.#ok('GET', '/apis')).groups as Group[]) {
+      const vs = [g.preferredVersion.version, ...g.versions.map((v) => v.version)];
+      for (const v of new Set(vs)) lists.push([g.name, v, await this.#ok('GET', `/apis/${g.name}/${v}`)]);
     }
     const map = new Map<string, ApiResource>();
     for (const [group, version, list] of lists) {
@@ -241,7 +251,8 @@ export class KubeApiServer {
           namespaced: r.namespaced,
           hasStatus: names.has(`${r.name}/status`),
         };
-        map.set(group ? `${r.name}.${group}` : r.name, res);
+        const qualified = group ? `${r.name}.${group}` : r.name;
+        if (!map.has(qualified)) map.set(qualified, res);
         // A bare plural means the Kubernetes kind (core first); Calico's are always qualified.
         if (!map.has(r.name) && !group.endsWith('projectcalico.org')) map.set(r.name, res);
       }

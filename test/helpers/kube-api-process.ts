@@ -58,7 +58,7 @@ export class ApiProcess extends LineProcess {
   async send(cmd: Record<string, unknown>): Promise<void> {
     await this.command(JSON.stringify(cmd));
   }
-  put = (resource: string, object: unknown) => this.send({ op: 'put', resource, object });
+  put = (resource: string, object: unknown): Promise<void> => this.send({ op: 'put', resource, object });
   install = (resource: string) => this.send({ op: 'install', resource });
   /** Serves a directory of CRDs (a release's own, from ../shared/calico), in place of the types it redefines. */
   installCrds = (dir: string) => this.send({ op: 'installCrds', dir });
@@ -83,7 +83,11 @@ export class ProxyProcess extends LineProcess {
 /** A running pod for a lab workload on node1, in namespace `shop`, labelled app=<its name>. */
 export const shopPod = (w: Workload) => ({
   metadata: { name: w.name, namespace: 'shop', labels: { app: w.name } },
-  spec: { nodeName: 'node1', serviceAccountName: 'default', containers: [{ name: 'c' }] },
+  spec: {
+    nodeName: 'node1',
+    serviceAccountName: 'default',
+    containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }],
+  },
   status: { phase: 'Running', podIP: w.ip, podIPs: [{ ip: w.ip }] },
 });
 
@@ -114,8 +118,13 @@ export function shopWorkloads(lab: Lab, net: string): { apiW: Workload; db: Work
   return { apiW: add('api', 10, 1), db: add('db', 11, 2), other: add('other', 12, 3) };
 }
 
+/** Either API server, the tests' (ApiProcess) or the real one (KubeApiServer). */
+export interface KubeWriter {
+  put(resource: string, object: Record<string, unknown>): Promise<unknown>;
+}
+
 /** The shop's namespace, service account, node and pods, written to the API server. */
-export async function putShop(api: ApiProcess, pods: Workload[]): Promise<void> {
+export async function putShop(api: KubeWriter, pods: Workload[]): Promise<void> {
   await api.put('namespaces', { metadata: { name: 'shop' } });
   await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'shop' } });
   await api.put('nodes', { metadata: { name: 'node1' } });
@@ -124,7 +133,7 @@ export async function putShop(api: ApiProcess, pods: Workload[]): Promise<void> 
 
 /** Tiers as calico-node creates them at start: [name, order, default action]. */
 export async function putTiers(
-  api: ApiProcess,
+  api: KubeWriter,
   tiers: ReadonlyArray<readonly [string, number, string]>,
 ): Promise<void> {
   for (const [name, order, defaultAction] of tiers)

@@ -17,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 
 import { parseAllDocuments } from 'yaml';
 import { freePorts, TestEtcd } from './etcd.js';
+import type { Lab } from './lab.js';
+import { LabAgent } from './lab-agent.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BIN = join(ROOT, 'build', 'test-servers', 'bin');
@@ -402,4 +404,24 @@ export class KubeApiServer {
     if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr || r.error}`);
     return r.stdout;
   }
+}
+
+/**
+ * deploy/daemonset.yaml applied with kubectl, as an operator installs palisade; resolves
+ * with a token of its ServiceAccount (kube-system/palisade), bound to its ClusterRole.
+ */
+export async function installPalisade(api: KubeApiServer): Promise<string> {
+  api.kubectl(['apply', '-f', join(ROOT, 'deploy', 'daemonset.yaml')]);
+  return api.serviceAccountToken('kube-system', 'palisade');
+}
+
+/** The agent in the lab's host namespace on `api`, as deploy/'s ServiceAccount, once its first apply is done. */
+export async function labKddAgent(lab: Lab, api: KubeApiServer, dir: string): Promise<LabAgent> {
+  const token = await installPalisade(api);
+  const agent = new LabAgent(lab, dir, {
+    FELIX_DATASTORETYPE: 'kubernetes',
+    KUBECONFIG: api.kubeconfig(dir, token),
+  });
+  await agent.applied();
+  return agent;
 }

@@ -1,6 +1,6 @@
 // The same scenario on the Kubernetes datastore of each supported Calico release, with real
-// packets (issue 52): the tests' API server serves the release's own CRDs from
-// ../shared/calico/<version>/crds (so objects take their real shapes), ClusterInformation
+// packets (issue 52): a real kube-apiserver serves the release's own CRDs from
+// ../shared/calico/<version>/crds (so objects are validated and pruned as on the cluster), ClusterInformation
 // names the release, and calico-node's tiers for the Kubernetes admin policies exist. On 3.31
 // the admin policies are AdminNetworkPolicy / BaselineAdminNetworkPolicy (v1alpha1); on 3.32
 // ClusterNetworkPolicy (v1alpha2). Either way: the Admin deny overrides everything below it,
@@ -9,14 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import {
-  ApiProcess,
-  dbFromApiPolicy,
-  kddAgent,
-  putShop,
-  putTiers,
-  shopWorkloads,
-} from '../helpers/kube-api-process.js';
+import { dbFromApiPolicy, putShop, putTiers, shopWorkloads } from '../helpers/kube-api-process.js';
+import { KubeApiServer, labKddAgent } from '../helpers/kube-cluster.js';
 import { nftTableState } from '../helpers/kernel-state.js';
 import { Lab, type Workload } from '../helpers/lab.js';
 import type { LabAgent } from '../helpers/lab-agent.js';
@@ -31,10 +25,10 @@ const fromApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: 
 interface Flavour {
   tiers: Array<[string, number, string]>;
   /** [resource, object] for the Admin deny of `other`, and for the Baseline deny of everyone. */
-  adminDeny: [string, unknown];
-  baselineDeny: [string, unknown];
+  adminDeny: [string, Record<string, unknown>];
+  baselineDeny: [string, Record<string, unknown>];
   /** The other release's kind, which this one ignores. */
-  ignored: [string, unknown, RegExp];
+  ignored: [string, Record<string, unknown>, RegExp];
   /** The Admin deny's ingress chain, as this release's Felix names it. */
   adminChain: string;
 }
@@ -111,7 +105,7 @@ for (const release of ['v3.31.7', 'v3.32.1'] as const) {
     timeout: 120_000,
   }, () => {
     let lab: Lab;
-    let api: ApiProcess;
+    let api: KubeApiServer;
     let agent: LabAgent;
     let apiW: Workload, db: Workload, other: Workload;
 
@@ -119,12 +113,18 @@ for (const release of ['v3.31.7', 'v3.32.1'] as const) {
       lab = new Lab();
       ({ apiW, db, other } = shopWorkloads(lab, '10.69.0'));
       await lab.listen(db, [5432]);
-      api = new ApiProcess(lab.host);
-      const url = await api.url();
-      await api.installCrds(sharedCalico(release, 'crds', 'libcalico-go'));
-      // The other release's admin kind is served too (a cluster keeps CRDs across upgrades).
-      await api.install('clusternetworkpolicies');
-      await api.install('adminnetworkpolicies');
+      api = await KubeApiServer.start(lab.host);
+      // The other release's admin kinds are served too (a cluster keeps CRDs across upgrades).
+      const adminCrds = (v: SharedRelease, f: string) => sharedCalico(v, 'crds', 'libcalico-go', `${f}.yaml`);
+      await api.installCrds(
+        sharedCalico(release, 'crds', 'libcalico-go'),
+        ...(release === 'v3.31.7'
+          ? [adminCrds('v3.32.1', 'policy.networking.k8s.io_clusternetworkpolicies')]
+          : [
+              adminCrds('v3.31.7', 'policy.networking.k8s.io_adminnetworkpolicies'),
+              adminCrds('v3.31.7', 'policy.networking.k8s.io_baselineadminnetworkpolicies'),
+            ]),
+      );
       await api.put('clusterinformations.crd.projectcalico.org', {
         metadata: { name: 'default' },
         spec: { calicoVersion: release, datastoreReady: true, clusterType: 'k8s,bgp,kdd' },
@@ -132,11 +132,11 @@ for (const release of ['v3.31.7', 'v3.32.1'] as const) {
       await putTiers(api, f.tiers);
       await putShop(api, [apiW, db, other]);
       await api.put(f.ignored[0], f.ignored[1]);
-      agent = await kddAgent(lab, url, tempDir);
+      agent = await labKddAgent(lab, api, tempDir());
     });
     after(async () => {
       await agent?.stop();
-      api?.proc.kill();
+      await api?.stop();
       lab?.destroy();
     });
 

@@ -1,10 +1,12 @@
-// `palisade typha` on the Kubernetes datastore: the tests' API server -> KDD syncer ->
+// `palisade typha` on the Kubernetes datastore: a real kube-apiserver (Calico 3.32.1's CRDs),
+// read as deploy/'s palisade-typha ServiceAccount -> KDD syncer ->
 // the feeder's update processors -> the snapshot cache -> a Typha client as the agent runs
 // it. What reaches the client is Felix's feed: the pod as a workload endpoint key, the
 // namespace's profile, the Kubernetes and cluster network policies under their own kinds,
 // the service's EndpointSlice, each parsing back to what the agent would have made itself.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
@@ -14,33 +16,43 @@ import { keyToPath } from '../../src/model/v1/keys.js';
 import type { V1Update } from '../../src/model/v1/values.js';
 import { CacheFeeder } from '../../src/typha/server/feeder.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
-import { CLUSTER_NETWORK_POLICY_TYPE, FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { KubeApiServer } from '../helpers/kube-cluster.js';
+import { sharedCalico } from '../helpers/shared-calico.js';
 import { loopbackTyphaServer } from '../helpers/typha-server.js';
 import { until } from '../helpers/until.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const log = createLogger({ severity: 'Fatal' });
 
 describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () => {
-  let api: FakeKubeApiServer;
-  let url: string;
+  let api: KubeApiServer;
+  let token: string;
 
   before(async () => {
-    api = new FakeKubeApiServer();
-    api.install(CLUSTER_NETWORK_POLICY_TYPE);
-    url = await api.start();
-    api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
-    api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
-    api.put('nodes', { metadata: { name: 'node1', annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' } } });
-    api.put('pods', {
-      metadata: { name: 'web-0', namespace: 'prod', labels: { app: 'web' } },
-      spec: { nodeName: 'node1', serviceAccountName: 'default' },
-      status: { phase: 'Running', podIP: '10.65.0.10' },
+    api = await KubeApiServer.start();
+    await api.installCrds(sharedCalico('v3.32.1', 'crds', 'libcalico-go'));
+    api.kubectl(['apply', '-f', `${ROOT}deploy/daemonset.yaml`, '-f', `${ROOT}deploy/rbac-typha-bgp.yaml`]);
+    token = await api.serviceAccountToken('kube-system', 'palisade-typha');
+    await api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
+    await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
+    await api.put('nodes', {
+      metadata: { name: 'node1', annotations: { 'projectcalico.org/IPv4Address': '192.0.2.1/24' } },
     });
-    api.put('networkpolicies', {
+    await api.put('pods', {
+      metadata: { name: 'web-0', namespace: 'prod', labels: { app: 'web' } },
+      spec: {
+        nodeName: 'node1',
+        serviceAccountName: 'default',
+        containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }],
+      },
+      status: { phase: 'Running', podIP: '10.65.0.10', podIPs: [{ ip: '10.65.0.10' }] },
+    });
+    await api.put('networkpolicies', {
       metadata: { name: 'web', namespace: 'prod' },
       spec: { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ ports: [{ port: 80 }] }] },
     });
-    api.put('clusternetworkpolicies', {
+    await api.put('clusternetworkpolicies', {
       metadata: { name: 'no-metadata' },
       spec: {
         tier: 'Admin',
@@ -49,8 +61,9 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
         egress: [{ action: 'Deny', to: [{ networks: ['169.254.169.254/32'] }] }],
       },
     });
-    api.put('endpointslices', {
+    await api.put('endpointslices', {
       metadata: { name: 'web-x', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'web' } },
+      addressType: 'IPv4',
       endpoints: [{ addresses: ['10.65.0.10'] }],
       ports: [{ port: 80 }],
     });
@@ -62,7 +75,11 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
   it("serves Felix's feed from the Kubernetes API to a Typha client", async () => {
     const cache = new SnapshotCache({ snapshotReuseMs: 100 });
     const feeder = new CacheFeeder(
-      new KddSyncer({ transport: new HttpKubeTransport({ server: url }), log, backoffMs: { min: 20, max: 200 } }),
+      new KddSyncer({
+        transport: new HttpKubeTransport(api.endpoint(token)),
+        log,
+        backoffMs: { min: 20, max: 200 },
+      }),
       cache,
       log,
     );
@@ -122,7 +139,7 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
       assert.deepEqual(wep.ipv4Nets, ['10.65.0.10/32']);
       assert.deepEqual(wep.profileIds, ['kns.prod', 'ksa.prod.default']);
       // A change in the API reaches the client.
-      api.delete('networkpolicies', 'prod', 'web');
+      await api.del('networkpolicies', 'prod', 'web');
       await until(() => !held.has('/calico/v1/policy/KubernetesNetworkPolicy/prod/web'), 5000, 'the deletion');
     } finally {
       await client.stop();

@@ -11,7 +11,7 @@ import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import type { V1Update } from '../../src/model/v1/values.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
-import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { installPalisade, KubeApiServer } from '../helpers/kube-cluster.js';
 import { loopbackTyphaServer } from '../helpers/typha-server.js';
 import { until } from '../helpers/until.js';
 
@@ -28,7 +28,7 @@ const slice = (
   ns = 'kube-system',
 ) => ({
   metadata: { name, namespace: ns, labels: { 'kubernetes.io/service-name': service } },
-  addressType: 'IPv4',
+  addressType: endpoints.some((e) => e.addresses.some((a) => a.includes(':'))) ? 'IPv6' : 'IPv4',
   endpoints,
   ports: [
     { name: 'metrics', port: 9093 },
@@ -36,13 +36,13 @@ const slice = (
   ],
 });
 
-describe('Typha discovery through Kubernetes', () => {
-  let api: FakeKubeApiServer;
+describe('Typha discovery through Kubernetes', { timeout: 60_000 }, () => {
+  let api: KubeApiServer;
   let transport: HttpKubeTransport;
 
   before(async () => {
-    api = new FakeKubeApiServer();
-    transport = new HttpKubeTransport({ server: await api.start() });
+    api = await KubeApiServer.start();
+    transport = new HttpKubeTransport(api.endpoint(await installPalisade(api)));
   });
   after(async () => {
     await api?.stop();
@@ -52,7 +52,7 @@ describe('Typha discovery through Kubernetes', () => {
     new TyphaDiscoverer({ transport, namespace: 'kube-system', serviceName, nodeName, log });
 
   it('ready endpoints on the "calico-typha" port, this node\'s first; other services, namespaces and ports left out', async () => {
-    api.put(
+    await api.put(
       'endpointslices',
       slice('calico-typha-a', [
         { addresses: ['10.0.0.1'], nodeName: 'node2' },
@@ -60,15 +60,15 @@ describe('Typha discovery through Kubernetes', () => {
         { addresses: ['10.0.0.3'], nodeName: 'node3', conditions: { ready: false } },
       ]),
     );
-    api.put(
+    await api.put(
       'endpointslices',
       slice('calico-typha-b', [{ addresses: ['fd00::4'], nodeName: 'node4', conditions: { ready: true } }]),
     );
-    api.put(
+    await api.put(
       'endpointslices',
       slice('other-svc', [{ addresses: ['10.9.9.9'], nodeName: 'node1' }], 5473, 'calico-typha', 'other'),
     );
-    api.put(
+    await api.put(
       'endpointslices',
       slice(
         'calico-typha-x',
@@ -79,7 +79,7 @@ describe('Typha discovery through Kubernetes', () => {
         'default',
       ),
     );
-    api.put(
+    await api.put(
       'endpointslices',
       slice('calico-typha-c', [{ addresses: ['10.9.9.7'], nodeName: 'node1' }], 5999, 'not-typha'),
     );
@@ -146,50 +146,54 @@ describe('Typha discovery through Kubernetes', () => {
     cache.onStatus('in-sync');
     const server = loopbackTyphaServer(cache, log);
     const port = await server.listen();
-    // This node's Typha is listed first but nothing listens there (port 1).
-    api.put(
-      'endpointslices',
-      slice('live-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node9' }], port, 'calico-typha', 'live-typha'),
-    );
-    api.put(
-      'endpointslices',
-      slice('dead-typha', [{ addresses: ['127.0.0.1'], nodeName: 'node1' }], 1, 'calico-typha', 'live-typha'),
-    );
-    const d = new TyphaDiscoverer({
-      transport,
-      namespace: 'kube-system',
-      serviceName: 'live-typha',
-      nodeName: 'node1',
-      log,
-    });
-    const tracker = new ConnectionAttemptTracker(() => d.load());
+    // A real API server refuses loopback endpoint addresses, so the slices name TEST-NET
+    // addresses, which the dial below maps to this test's loopback (its stand-in for the
+    // node network). This node's Typha is listed first but nothing listens there (port 1).
+    const local = (addr: string) => addr.replace(/^192\.0\.2\.\d+:/, '127.0.0.1:');
     const tried: string[] = [];
-    const syncer = new TyphaSyncer({
-      address: 'service kube-system/live-typha',
-      nextAddress: async () => {
-        const a = await tracker.next();
-        tried.push(a);
-        return a;
-      },
-      hostname: 'node1',
-      readTimeoutMs: 5000,
-      writeTimeoutMs: 5000,
-      tls: noTls,
-      log,
-      backoffMs: { min: 10, max: 50 },
-    });
-    const updates: V1Update[] = [];
-    const statuses: string[] = [];
-    syncer.start({ onModelUpdates: (u) => updates.push(...u), onStatusUpdated: (s) => statuses.push(s) });
+    let syncer: TyphaSyncer | undefined;
     try {
+      await api.put(
+        'endpointslices',
+        slice('live-typha', [{ addresses: ['192.0.2.10'], nodeName: 'node9' }], port, 'calico-typha', 'live-typha'),
+      );
+      await api.put(
+        'endpointslices',
+        slice('dead-typha', [{ addresses: ['192.0.2.11'], nodeName: 'node1' }], 1, 'calico-typha', 'live-typha'),
+      );
+      const d = new TyphaDiscoverer({
+        transport,
+        namespace: 'kube-system',
+        serviceName: 'live-typha',
+        nodeName: 'node1',
+        log,
+      });
+      const tracker = new ConnectionAttemptTracker(() => d.load());
+      syncer = new TyphaSyncer({
+        address: 'service kube-system/live-typha',
+        nextAddress: async () => {
+          const a = await tracker.next();
+          tried.push(a);
+          return local(a);
+        },
+        hostname: 'node1',
+        readTimeoutMs: 5000,
+        writeTimeoutMs: 5000,
+        tls: noTls,
+        log,
+        backoffMs: { min: 10, max: 50 },
+      });
+      const updates: V1Update[] = [];
+      const statuses: string[] = [];
+      syncer.start({ onModelUpdates: (u) => updates.push(...u), onStatusUpdated: (s) => statuses.push(s) });
       await until(() => statuses.includes('in-sync'), 10_000, 'in-sync through the discovered Typha');
-      assert.deepEqual(tried, ['127.0.0.1:1', `127.0.0.1:${port}`]);
+      assert.deepEqual(tried, ['192.0.2.11:1', `192.0.2.10:${port}`]);
       assert.ok(
         updates.some((u) => u.key.type === 'GlobalConfig' && u.key.name === 'LogSeverityScreen'),
         JSON.stringify(updates.map((u) => u.key)),
       );
     } finally {
-      await syncer.stop();
+      await syncer?.stop();
       server.close();
     }
   });

@@ -74,6 +74,14 @@ export class BlackholeProxy {
     p.client.on('data', () => {});
   }
 
+  /** Drops every open connection (both ends), as a server restarting does; new ones are relayed per the mode. */
+  cut(): void {
+    for (const p of this.#pairs) {
+      p.client.destroy();
+      p.upstream?.destroy();
+    }
+  }
+
   close(): void {
     for (const p of this.#pairs) {
       p.client.destroy();

@@ -72,14 +72,20 @@ export class KubeApiServer {
   #stderr = '';
   #resources = new Map<string, ApiResource>();
 
-  /** `netns`: run it on that namespace's loopback (a lab's node), reached from here through a relay. */
-  constructor(netns?: string) {
+  readonly #extraFlags: string[];
+
+  /**
+   * `netns`: run it on that namespace's loopback (a lab's node), reached from here through a
+   * relay. `flags`: kube-apiserver flags beyond the defaults (a test that needs them says why).
+   */
+  constructor(netns?: string, flags: string[] = []) {
     this.#netns = netns;
+    this.#extraFlags = flags;
     this.#etcd = new TestEtcd(undefined, netns, '127.0.0.1', testServerBinary('etcd'));
   }
 
-  static async start(netns?: string): Promise<KubeApiServer> {
-    const s = new KubeApiServer(netns);
+  static async start(netns?: string, flags: string[] = []): Promise<KubeApiServer> {
+    const s = new KubeApiServer(netns, flags);
     live.add(s);
     try {
       await s.#start();
@@ -131,6 +137,7 @@ export class KubeApiServer {
       '--disable-admission-plugins=ServiceAccount',
       '--profiling=false',
       '--v=1',
+      ...this.#extraFlags,
     ];
   }
 
@@ -351,6 +358,16 @@ export class KubeApiServer {
       await sleep(50);
     }
     throw new Error(`CRD ${name} never became Established`);
+  }
+
+  /** etcdctl against the server's etcd (to compact its history, as its own compactor does every 5 minutes). */
+  etcdctl(args: string[]): string {
+    return this.#etcd.ctl(args).stdout;
+  }
+
+  /** etcd's current revision. */
+  etcdRevision(): string {
+    return this.#etcd.revision();
   }
 
   /** A token for ServiceAccount `namespace/name` (the TokenRequest API, as kubelet projects one). */

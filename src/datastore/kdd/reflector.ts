@@ -233,7 +233,8 @@ export class Reflector {
       if (e instanceof KubeApiError && e.status === 403) return this.#forbid('watch', e, () => this.#list());
       this.#unanswered(e as Error);
       // A 404 here: the type went away (its CRD deleted) since the list; the list finds out.
-      const gone = e instanceof KubeApiError && e.status === 404;
+      // A 410 as the answer's status (rather than a watch ERROR event): the version is too old.
+      const gone = e instanceof KubeApiError && (e.status === 404 || e.status === 410);
       this.#retry(`watching ${this.#o.path}`, e as Error, () => (gone ? this.#list() : this.#watch()), levelFor(e));
     }
   }

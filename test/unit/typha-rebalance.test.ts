@@ -1,14 +1,16 @@
 // ConnectionRebalancingMode=kubernetes (issue 52): the limit as Typha's CalculateMaxConnLimit
 // computes it (vectors from upstream's rebalance_test.go at v3.31.7, written here), the
-// Typhas counted from the service's EndpointSlices on the tests' API server, and the server
+// Typhas counted from the service's EndpointSlices on a real kube-apiserver (read as deploy/'s
+// palisade-typha ServiceAccount), and the server
 // then dropping connections down to its share.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import { ConnectionRebalancer, countTyphas, maxConnLimit } from '../../src/typha/server/rebalance.js';
-import { FakeKubeApiServer } from '../helpers/kube-apiserver.js';
+import { KubeApiServer } from '../helpers/kube-cluster.js';
 import { FakeSyncer } from '../helpers/fake-syncer.js';
 import { until } from '../helpers/until.js';
 import { TyphaConnection } from '../../src/typha/connection.js';
@@ -16,6 +18,7 @@ import { loadTyphaConfig } from '../../src/typha/server/config.js';
 import { TyphaDaemon } from '../../src/typha/server/daemon.js';
 
 const log = createLogger({ severity: 'Fatal' });
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const limits = { lowerLimit: 400, upperLimit: 10_000 };
 const cfg = {
   ...limits,
@@ -32,12 +35,14 @@ const slice = (name: string, ips: string[], portName = 'calico-typha') => ({
   endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
 });
 
-describe('Typha: connection rebalancing through Kubernetes', () => {
-  let api: FakeKubeApiServer;
-  let url: string;
+describe('Typha: connection rebalancing through Kubernetes', { timeout: 60_000 }, () => {
+  let api: KubeApiServer;
+  let kube: () => HttpKubeTransport;
   before(async () => {
-    api = new FakeKubeApiServer();
-    url = await api.start();
+    api = await KubeApiServer.start();
+    api.kubectl(['apply', '-f', `${ROOT}deploy/daemonset.yaml`, '-f', `${ROOT}deploy/rbac-typha-bgp.yaml`]);
+    const endpoint = api.endpoint(await api.serviceAccountToken('kube-system', 'palisade-typha'));
+    kube = () => new HttpKubeTransport(endpoint);
   });
   after(async () => api.stop());
 
@@ -55,12 +60,12 @@ describe('Typha: connection rebalancing through Kubernetes', () => {
   });
 
   it('counts the distinct addresses of the slices that carry the named port', async () => {
-    api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2']));
-    api.put('endpointslices', slice('b', ['10.0.0.2', '10.0.0.3']));
-    api.put('endpointslices', slice('c', ['10.0.0.9'], 'metrics'));
-    const transport = new HttpKubeTransport({ server: url });
+    await api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2']));
+    await api.put('endpointslices', slice('b', ['10.0.0.2', '10.0.0.3']));
+    await api.put('endpointslices', slice('c', ['10.0.0.9'], 'metrics'));
+    const transport = kube();
     assert.equal(await countTyphas(transport, cfg), 3);
-    for (const n of ['a', 'b', 'c']) api.delete('endpointslices', 'kube-system', n);
+    for (const n of ['a', 'b', 'c']) await api.del('endpointslices', 'kube-system', n);
   });
 
   it('sets the server limit as the cluster changes; an API failure or a datastore not in sync keeps the upper limit', async () => {
@@ -68,16 +73,16 @@ describe('Typha: connection rebalancing through Kubernetes', () => {
     let nodes: number | undefined;
     const r = new ConnectionRebalancer({
       config: cfg,
-      transport: new HttpKubeTransport({ server: url }),
+      transport: kube(),
       nodes: () => nodes,
       server: { setMaxConns: (n) => set.push(n) },
       log,
     });
-    api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2', '10.0.0.3']));
+    await api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2', '10.0.0.3']));
     assert.equal(await r.tick(), 10_000, 'not in sync: the upper limit');
     nodes = 1000;
     assert.equal(await r.tick(), 601);
-    api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4', '10.0.0.5']));
+    await api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4', '10.0.0.5']));
     assert.equal(await r.tick(), 400, 'five Typhas: 1 + 1000 x 1.2 / 4 = 301, below the lower limit');
     const broken = new ConnectionRebalancer({
       config: cfg,
@@ -88,11 +93,11 @@ describe('Typha: connection rebalancing through Kubernetes', () => {
     });
     assert.equal(await broken.tick(), 10_000);
     assert.deepEqual(set, [601, 400], 'only changes are set');
-    api.delete('endpointslices', 'kube-system', 'a');
+    await api.del('endpointslices', 'kube-system', 'a');
   });
 
   it('palisade typha with ConnectionRebalancingMode kubernetes sheds connections down to its share', async () => {
-    api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2', '10.0.0.3']));
+    await api.put('endpointslices', slice('a', ['10.0.0.1', '10.0.0.2', '10.0.0.3']));
     const cfgT = loadTyphaConfig({
       TYPHA_SERVERHOST: '127.0.0.1',
       TYPHA_SERVERPORT: '0',
@@ -102,7 +107,7 @@ describe('Typha: connection rebalancing through Kubernetes', () => {
       TYPHA_CONNECTIONDROPINTERVALSECS: '0.2',
     });
     const syncer = new FakeSyncer();
-    const daemon = new TyphaDaemon(cfgT, syncer, log, '', new HttpKubeTransport({ server: url }));
+    const daemon = new TyphaDaemon(cfgT, syncer, log, '', kube());
     await daemon.start();
     const conns: TyphaConnection[] = [];
     try {
@@ -133,7 +138,7 @@ describe('Typha: connection rebalancing through Kubernetes', () => {
     } finally {
       for (const c of conns) c.close();
       await daemon.stop();
-      api.delete('endpointslices', 'kube-system', 'a');
+      await api.del('endpointslices', 'kube-system', 'a');
     }
   });
 });

@@ -165,7 +165,7 @@ export class KubeApiServer {
     }
   }
 
-  /** Where and how a client in the server's namespace reaches it (a KubeEndpoint), as `token` (the admin's by default). */
+  /** How a client in the server's namespace reaches it (a KubeEndpoint), as `token` (default: the admin). */
   endpoint(token = ADMIN_TOKEN): { server: string; ca: Buffer; token: string } {
     return { server: this.url, ca: readFileSync(this.caFile), token };
   }
@@ -243,7 +243,8 @@ export class KubeApiServer {
   async #discover(): Promise<void> {
     const lists: Array<[string, string, Json]> = [['', 'v1', await this.#ok('GET', '/api/v1')]];
     type Group = { name: string; preferredVersion: { version: string }; versions: Array<{ version: string }> };
-    // Every version (policy.networking.k8s.io serves ClusterNetworkPolicy and AdminNetworkPolicy in two), the preferred first.
+    // Every version, the preferred first (policy.networking.k8s.io serves ClusterNetworkPolicy
+    // and AdminNetworkPolicy in two).
     for (const g of (await this.#ok('GET', '/apis')).groups as Group[]) {
       const vs = [g.preferredVersion.version, ...g.versions.map((v) => v.version)];
       for (const v of new Set(vs)) lists.push([g.name, v, await this.#ok('GET', `/apis/${g.name}/${v}`)]);
@@ -408,11 +409,21 @@ export class KubeApiServer {
     return path;
   }
 
+  #adminKubeconfig(): string {
+    const kc = join(this.dir, 'admin.kubeconfig');
+    return existsSync(kc) ? kc : this.kubeconfig(this.dir, ADMIN_TOKEN, 'admin.kubeconfig');
+  }
+
+  /** A long-running kubectl (a watch) as the admin; the caller ends it. */
+  kubectlProcess(args: string[]): ChildProcess {
+    return spawn(...this.#wrap('kubectl', ['--kubeconfig', this.#adminKubeconfig(), ...args]), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+
   /** kubectl as the admin, in the server's namespace; its stdout, or an Error with its stderr. */
   kubectl(args: string[], input?: string): string {
-    const kc = existsSync(join(this.dir, 'admin.kubeconfig'))
-      ? join(this.dir, 'admin.kubeconfig')
-      : this.kubeconfig(this.dir, ADMIN_TOKEN, 'admin.kubeconfig');
+    const kc = this.#adminKubeconfig();
     const r = spawnSync(...this.#wrap('kubectl', ['--kubeconfig', kc, ...args]), {
       input,
       encoding: 'utf8',

@@ -1,6 +1,6 @@
 // The Kubernetes datastore through the whole control plane, against a real kube-apiserver
-// serving Calico 3.31.7's own CRDs (and 3.32.1's ClusterNetworkPolicy): namespaces, service accounts, pods on this node and another, a host-networked
-// pod and a NetworkPolicy become the dataplane messages Felix would send; edits and
+// serving Calico 3.31.7's own CRDs (and 3.32.1's ClusterNetworkPolicy): namespaces,
+// service accounts, pods on this node and another, a host-networked pod and a NetworkPolicy become the dataplane messages Felix would send; edits and
 // deletions follow. ClusterNetworkPolicies, once their CRD exists, land in the kube-admin
 // and kube-baseline tiers.
 import assert from 'node:assert/strict';
@@ -225,6 +225,78 @@ describe('Kubernetes datastore: the control plane fed by the API server', { time
       >;
       assert.equal(removed.id.workloadId, 'prod/web-0');
     } finally {
+      await cp.stop();
+    }
+  });
+  it("an operator's kubectl apply, patch and delete reach the dataplane, in the order kubectl get --watch shows them", async () => {
+    const messages: ToDataplane[] = [];
+    const cp = new ControlPlane({
+      syncer: new KddSyncer({ transport: transport(), log, backoffMs: { min: 20, max: 200 } }),
+      config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
+      log,
+      onMessages: (m) => messages.push(...m),
+      onRestartNeeded: () => {},
+    });
+    const watch = api.kubectlProcess([
+      'get',
+      'networkpolicies',
+      '-n',
+      'prod',
+      '--watch-only',
+      '--output-watch-events',
+      '--no-headers',
+    ]);
+    let seen = '';
+    watch.stdout?.on('data', (d: Buffer) => (seen += d.toString()));
+    cp.start();
+    const rulesOf = (name: string) =>
+      (
+        [...messages].reverse().find((m) => m.type === 'ActivePolicyUpdate' && m.id.name === `knp/prod/${name}`) as
+          | Extract<ToDataplane, { type: 'ActivePolicyUpdate' }>
+          | undefined
+      )?.policy.inboundRules.map((r) => r.dstPorts);
+    try {
+      await until(() => messages.some((m) => m.type === 'InSync'), 10_000, 'in-sync');
+      api.kubectl(
+        ['apply', '-f', '-'],
+        [
+          'apiVersion: networking.k8s.io/v1',
+          'kind: NetworkPolicy',
+          'metadata: {name: ops, namespace: prod}',
+          'spec:',
+          '  podSelector: {matchLabels: {app: db}}',
+          '  ingress: [{ports: [{port: 8443}]}]',
+        ].join('\n'),
+      );
+      await until(() => JSON.stringify(rulesOf('ops')) === '[[{"first":8443,"last":8443}]]', 10_000, 'the apply');
+      api.kubectl([
+        'patch',
+        'networkpolicy',
+        'ops',
+        '-n',
+        'prod',
+        '--type=merge',
+        '-p',
+        '{"spec":{"ingress":[{"ports":[{"port":9443}]}]}}',
+      ]);
+      await until(() => JSON.stringify(rulesOf('ops')) === '[[{"first":9443,"last":9443}]]', 10_000, 'the patch');
+      api.kubectl(['delete', 'networkpolicy', 'ops', '-n', 'prod']);
+      await until(
+        () => messages.some((m) => m.type === 'ActivePolicyRemove' && m.id.name === 'knp/prod/ops'),
+        10_000,
+        'the deletion',
+      );
+      await until(() => /DELETED/.test(seen), 5000, 'kubectl to see the deletion');
+      assert.deepEqual(
+        seen
+          .trim()
+          .split('\n')
+          .map((l) => l.split(/\s+/)[0]),
+        ['ADDED', 'MODIFIED', 'DELETED'],
+        seen,
+      );
+    } finally {
+      watch.kill();
       await cp.stop();
     }
   });

@@ -1,8 +1,9 @@
 // The agent on the Kubernetes datastore, with real packets: a real kube-apiserver (and its
 // etcd) runs in the lab's host namespace with Calico 3.31.7's CRDs and 3.32.1's
 // ClusterNetworkPolicy; the agent reads it with deploy/daemonset.yaml's ServiceAccount;
-// pods, a namespace and a Kubernetes NetworkPolicy written to it are enforced - the namespace profile allows by default, the policy narrows the
-// database to one client and one port, an edit moves the port, a deletion opens it again.
+// pods, a namespace and a Kubernetes NetworkPolicy written to it are enforced - the
+// namespace profile allows by default, the policy narrows the database to one client and
+// one port, an edit moves the port, a deletion opens it again.
 // ClusterNetworkPolicies: an Admin deny overrides everything below it, a Baseline deny
 // applies only where no Kubernetes NetworkPolicy decided, and Pass hands over to the next tier.
 import assert from 'node:assert/strict';

@@ -1,8 +1,9 @@
 // The Kubernetes datastore through the whole control plane, against a real kube-apiserver
 // serving Calico 3.31.7's own CRDs (and 3.32.1's ClusterNetworkPolicy): namespaces,
 // service accounts, pods on this node and another, a host-networked pod and a
-// NetworkPolicy become the dataplane messages Felix would send; edits and deletions follow. ClusterNetworkPolicies, once their CRD exists, land in the kube-admin
-// and kube-baseline tiers.
+// NetworkPolicy become the dataplane messages Felix would send; edits and deletions
+// follow. ClusterNetworkPolicies, once their CRD exists, land in the kube-admin and
+// kube-baseline tiers.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 

@@ -1,6 +1,8 @@
-// A Kubernetes API server for the tests (there is no kube-apiserver binary to be had
-// here), implementing the part of the protocol a datastore client and kubectl use, as the
-// real one behaves:
+// A fake Kubernetes API server, for the faults a real one will not produce on demand (the
+// KDD tests run against a real kube-apiserver: kube-cluster.ts): a server that goes silent,
+// bookmarks every 500 ms, objects a real server would refuse, 50,000 pods for the bench.
+// It implements the part of the protocol a datastore client and kubectl use, as the real
+// one behaves:
 // - discovery (/version, /api, /api/v1, /apis, /apis/<group>/<version>);
 // - list (all namespaces or one), with limit/continue pagination and the list's
 //   resourceVersion, and equality-based label selectors (labelSelector=k=v,k!=v,k,!k);

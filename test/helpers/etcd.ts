@@ -48,11 +48,26 @@ export class TestEtcd {
   /** `bin`: the etcd to run (Debian's by default; the 3.5 built for the kube-apiserver tests). */
   readonly #bin: string;
 
-  constructor(tls?: { server: EtcdTls; client: EtcdTls }, netns?: string, host = '127.0.0.1', bin = 'etcd') {
+  /** `dieWithParent`: etcd is killed when the test process ends, however it ends. */
+  readonly #dieWithParent: boolean;
+
+  constructor(
+    tls?: { server: EtcdTls; client: EtcdTls },
+    netns?: string,
+    host = '127.0.0.1',
+    bin = 'etcd',
+    dieWithParent = false,
+  ) {
     this.#tls = tls;
     this.#netns = netns;
     this.#host = host;
     this.#bin = bin;
+    this.#dieWithParent = dieWithParent;
+  }
+
+  /** Kills etcd at once (a test process on its way out). */
+  kill(): void {
+    this.#proc?.kill('SIGKILL');
   }
 
   #wrap(cmd: string, args: string[]): [string, string[]] {
@@ -113,7 +128,10 @@ export class TestEtcd {
         '--client-cert-auth',
       );
     }
-    this.#proc = spawn(...this.#wrap(this.#bin, args), { stdio: ['ignore', 'ignore', 'pipe'] });
+    const [cmd, argv] = this.#dieWithParent
+      ? ['setpriv', ['--pdeathsig', 'KILL', '--', this.#bin, ...args]]
+      : [this.#bin, args];
+    this.#proc = spawn(...this.#wrap(cmd, argv), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     this.#proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     for (let i = 0; i < 200; i++) {

@@ -81,7 +81,7 @@ export class KubeApiServer {
   constructor(netns?: string, flags: string[] = []) {
     this.#netns = netns;
     this.#extraFlags = flags;
-    this.#etcd = new TestEtcd(undefined, netns, '127.0.0.1', testServerBinary('etcd'));
+    this.#etcd = new TestEtcd(undefined, netns, '127.0.0.1', testServerBinary('etcd'), true);
   }
 
   static async start(netns?: string, flags: string[] = []): Promise<KubeApiServer> {
@@ -100,6 +100,11 @@ export class KubeApiServer {
     return this.#netns ? ['ip', ['netns', 'exec', this.#netns, cmd, ...args]] : [cmd, args];
   }
 
+  /** A server process that dies with the test process, however that ends (SIGKILL included). */
+  #server(cmd: string, args: string[]): [string, string[]] {
+    return this.#wrap('setpriv', ['--pdeathsig', 'KILL', '--', cmd, ...args]);
+  }
+
   async #start(): Promise<void> {
     await this.#etcd.start();
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -108,7 +113,7 @@ export class KubeApiServer {
     writeFileSync(join(this.dir, 'tokens.csv'), `${ADMIN_TOKEN},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
     const [port] = (await freePorts(1)) as [number];
     this.url = `https://127.0.0.1:${port}`;
-    this.#proc = spawn(...this.#wrap(testServerBinary('kube-apiserver'), this.#flags(port)), {
+    this.#proc = spawn(...this.#server(testServerBinary('kube-apiserver'), this.#flags(port)), {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.#proc.stderr?.on('data', (d: Buffer) => {
@@ -143,7 +148,7 @@ export class KubeApiServer {
 
   async #startRelay(port: number): Promise<void> {
     const sock = join(this.dir, 'api.sock');
-    this.#relay = spawn(...this.#wrap(process.execPath, [RELAY_MAIN, sock, '127.0.0.1', String(port)]), {
+    this.#relay = spawn(...this.#server(process.execPath, [RELAY_MAIN, sock, '127.0.0.1', String(port)]), {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     for (let i = 0; i < 200 && !existsSync(sock); i++) await sleep(25);
@@ -178,6 +183,7 @@ export class KubeApiServer {
   kill(): void {
     this.#relay?.kill('SIGKILL');
     this.#proc?.kill('SIGKILL');
+    this.#etcd.kill();
   }
 
   async stop(): Promise<void> {

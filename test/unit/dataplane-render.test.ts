@@ -112,7 +112,7 @@ describe('dataplane render: names and marks', () => {
       drop: 0x40000,
       scratch0: 0x80000,
       scratch1: 0x100000,
-      all: 0x1f0000,
+      all: 0x1b0000, // Felix's allCalicoMarkBits: not the drop bit (as Felix v3.31.7 programs it)
     });
     assert.equal(allocateMarks(0xf0f00000).scratch1, 0x10000000);
     assert.throws(() => allocateMarks(0xf000), /needs at least 5/);
@@ -380,6 +380,15 @@ describe('dataplane render: endpoints and dispatch', () => {
     assert.match(dispatch[2] as string, /-m comment --comment "Unknown interface" -j DROP$/);
     assert.match(ipt, /^-I FORWARD 1 -m comment --comment "cali:[\w-]{16}" -j cali-FORWARD$/m);
     assert.match(renderIptables(rs, 'Append'), /^-A FORWARD -m comment --comment "cali:[\w-]{16}" -j cali-FORWARD$/m);
+    // As Felix v3.31.7 programs them (diffed in docs/compatibility.md): the top-level chains
+    // clear accept, pass and the scratch bits (not the drop bit); cali-FORWARD keeps the
+    // accept bit a pre-DNAT or untracked policy set, so such a packet skips the forward
+    // host-endpoint policy.
+    assert.match(ipt, /^-A cali-INPUT -m comment --comment "cali:[\w-]{16}" -j MARK --set-xmark 0x0\/0x1b0000$/m);
+    const fwd = ipt.split('\n').filter((l) => l.startsWith('-A cali-FORWARD '));
+    assert.match(fwd[0] as string, /-j MARK --set-xmark 0x0\/0x1a0000$/);
+    assert.match(fwd[1] as string, /-m mark --mark 0x0\/0x10000 -j cali-from-hep-forward$/);
+    assert.match(nft, /chain filter-cali-FORWARD \{\n\t\tcounter meta mark set meta mark & 0xffe5ffff /);
   });
 });
 

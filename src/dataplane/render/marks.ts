@@ -6,7 +6,11 @@ export interface Marks {
   drop: number;
   scratch0: number;
   scratch1: number;
-  /** Every bit above: cleared at the start of our top-level chains. */
+  /**
+   * What the top-level chains clear at their start: Felix's allCalicoMarkBits (accept, pass
+   * and the scratch bits; not the drop bit). Found by diffing against Felix v3.31.7, which
+   * clears 0x1b0000 where palisade cleared 0x1f0000 (docs/compatibility.md).
+   */
   all: number;
 }
 
@@ -19,5 +23,5 @@ export function allocateMarks(mask: number): Marks {
   if (bits.length < 5)
     throw new Error(`IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least 5`);
   const [accept, pass, drop, scratch0, scratch1] = bits as [number, number, number, number, number];
-  return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | drop | scratch0 | scratch1) >>> 0 };
+  return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | scratch0 | scratch1) >>> 0 };
 }

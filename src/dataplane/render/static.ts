@@ -256,7 +256,10 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   addChain(rs, 'filter', 'cali-wl-to-host', toHost);
 
   const forward: Rule[] = [
-    { match: [], action: clearMark(marks.all) },
+    // The accept bit survives (Felix: allCalicoMarkBits &^ MarkAccept): a packet a pre-DNAT or
+    // untracked policy accepted skips the forward host-endpoint policy. Clearing it first made
+    // the test below always true (found by diffing against Felix v3.31.7: docs/compatibility.md).
+    { match: [], action: clearMark((marks.all & ~marks.accept) >>> 0) },
     { match: [markClear(marks.accept)], action: { k: 'jump', chain: DISPATCH.fromHostFwd } },
   ];
   for (const m of fromWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.fromWl } });

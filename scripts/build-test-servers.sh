@@ -3,7 +3,8 @@
 # (as Kubernetes' envtest binaries are built): kube-apiserver and the etcd behind it. The
 # versions are pinned in one place, the go.mod/go.sum of test/tools/<name>/; each binary
 # lands in build/test-servers/<name>-<version>/ once per machine (a version bump builds
-# anew), linked from build/test-servers/bin/ for the tests. A failed build says which module failed and why (go's own error), and exits 1.
+# anew), linked from build/test-servers/bin/ for the tests. A failed build says which
+# module failed and why (Go's own error), and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

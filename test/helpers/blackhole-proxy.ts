@@ -83,10 +83,7 @@ export class BlackholeProxy {
   }
 
   close(): void {
-    for (const p of this.#pairs) {
-      p.client.destroy();
-      p.upstream?.destroy();
-    }
+    this.cut();
     this.#server.close();
   }
 }

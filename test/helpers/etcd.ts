@@ -7,6 +7,11 @@ import { createServer, type Server, type Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** `cmd args` run so that the kernel kills it when the test process ends, however that ends (setpriv). */
+export function dieWithParent(cmd: string, args: string[]): [string, string[]] {
+  return ['setpriv', ['--pdeathsig', 'KILL', '--', cmd, ...args]];
+}
+
 export function etcdAvailable(): boolean {
   return spawnSync('etcd', ['--version']).status === 0 && spawnSync('etcdctl', ['version']).status === 0;
 }
@@ -128,9 +133,7 @@ export class TestEtcd {
         '--client-cert-auth',
       );
     }
-    const [cmd, argv] = this.#dieWithParent
-      ? ['setpriv', ['--pdeathsig', 'KILL', '--', this.#bin, ...args]]
-      : [this.#bin, args];
+    const [cmd, argv] = this.#dieWithParent ? dieWithParent(this.#bin, args) : [this.#bin, args];
     this.#proc = spawn(...this.#wrap(cmd, argv), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     this.#proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));

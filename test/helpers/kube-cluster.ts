@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { parseAllDocuments } from 'yaml';
-import { freePorts, TestEtcd } from './etcd.js';
+import { dieWithParent, freePorts, TestEtcd } from './etcd.js';
 import type { Lab } from './lab.js';
 import { LabAgent } from './lab-agent.js';
 
@@ -45,6 +45,7 @@ interface ApiResource {
   group: string;
   version: string;
   plural: string;
+  kind: string;
   namespaced: boolean;
   hasStatus: boolean;
 }
@@ -71,6 +72,8 @@ export class KubeApiServer {
   #relay: ChildProcess | undefined;
   #stderr = '';
   #resources = new Map<string, ApiResource>();
+  /** The serving CA, read once kube-apiserver has written it. */
+  #ca: Buffer | undefined;
 
   readonly #extraFlags: string[];
 
@@ -102,7 +105,7 @@ export class KubeApiServer {
 
   /** A server process that dies with the test process, however that ends (SIGKILL included). */
   #server(cmd: string, args: string[]): [string, string[]] {
-    return this.#wrap('setpriv', ['--pdeathsig', 'KILL', '--', cmd, ...args]);
+    return this.#wrap(...dieWithParent(cmd, args));
   }
 
   async #start(): Promise<void> {
@@ -201,6 +204,7 @@ export class KubeApiServer {
   /** One request as `token` (the admin's by default); the body parsed when it is JSON. */
   request(method: string, path: string, body?: unknown, opts: { token?: string; type?: string } = {}) {
     const [, port] = /:(\d+)$/.exec(this.url) ?? [];
+    if (!this.#ca && existsSync(this.caFile)) this.#ca = readFileSync(this.caFile);
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
     return new Promise<KubeResponse>((resolve, reject) => {
       const req = request(
@@ -209,8 +213,9 @@ export class KubeApiServer {
           host: '127.0.0.1',
           method,
           path,
-          ca: existsSync(this.caFile) ? readFileSync(this.caFile) : undefined,
-          rejectUnauthorized: existsSync(this.caFile),
+          // Until the server has written its certificate there is nothing to check it against.
+          ca: this.#ca,
+          rejectUnauthorized: this.#ca !== undefined,
           headers: {
             authorization: `Bearer ${opts.token ?? ADMIN_TOKEN}`,
             accept: 'application/json',
@@ -258,12 +263,13 @@ export class KubeApiServer {
     const map = new Map<string, ApiResource>();
     for (const [group, version, list] of lists) {
       const names = new Set((list.resources as Array<{ name: string }>).map((r) => r.name));
-      for (const r of list.resources as Array<{ name: string; namespaced: boolean }>) {
+      for (const r of list.resources as Array<{ name: string; kind: string; namespaced: boolean }>) {
         if (r.name.includes('/')) continue;
         const res = {
           group,
           version,
           plural: r.name,
+          kind: r.kind,
           namespaced: r.namespaced,
           hasStatus: names.has(`${r.name}/status`),
         };
@@ -293,8 +299,7 @@ export class KubeApiServer {
   async put(resource: string, obj: Obj): Promise<Obj> {
     const r = await this.#resource(resource);
     const { name, namespace } = obj.metadata as { name: string; namespace?: string };
-    const body: Obj = { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, ...obj };
-    body.kind ??= await this.#kind(r);
+    const body: Obj = { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind, ...obj };
     const path = this.#path(r, namespace, name);
     const old = await this.request('GET', path);
     let out: Obj;
@@ -305,12 +310,6 @@ export class KubeApiServer {
     }
     if (obj.status && r.hasStatus) out = await this.#ok('PUT', `${path}/status`, { ...out, status: obj.status });
     return out;
-  }
-
-  async #kind(r: ApiResource): Promise<string> {
-    const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
-    const list = await this.#ok('GET', base);
-    return (list.resources as Array<{ name: string; kind: string }>).find((x) => x.name === r.plural)?.kind ?? '';
   }
 
   /** A merge patch, as `kubectl patch --type merge`. */
@@ -420,17 +419,18 @@ export class KubeApiServer {
     return existsSync(kc) ? kc : this.kubeconfig(this.dir, ADMIN_TOKEN, 'admin.kubeconfig');
   }
 
+  #kubectl(args: string[]): [string, string[]] {
+    return this.#wrap('kubectl', ['--kubeconfig', this.#adminKubeconfig(), ...args]);
+  }
+
   /** A long-running kubectl (a watch) as the admin; the caller ends it. */
   kubectlProcess(args: string[]): ChildProcess {
-    return spawn(...this.#wrap('kubectl', ['--kubeconfig', this.#adminKubeconfig(), ...args]), {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    return spawn(...this.#kubectl(args), { stdio: ['ignore', 'pipe', 'pipe'] });
   }
 
   /** kubectl as the admin, in the server's namespace; its stdout, or an Error with its stderr. */
   kubectl(args: string[], input?: string): string {
-    const kc = this.#adminKubeconfig();
-    const r = spawnSync(...this.#wrap('kubectl', ['--kubeconfig', kc, ...args]), {
+    const r = spawnSync(...this.#kubectl(args), {
       input,
       encoding: 'utf8',
       timeout: 60_000,
@@ -440,13 +440,17 @@ export class KubeApiServer {
   }
 }
 
+/** deploy/'s accounts: the agent's (deploy/daemonset.yaml), Typha's and BGP's (deploy/rbac-typha-bgp.yaml). */
+export type PalisadeAccount = 'palisade' | 'palisade-typha' | 'palisade-bgp';
+
 /**
- * deploy/daemonset.yaml applied with kubectl, as an operator installs palisade; resolves
- * with a token of its ServiceAccount (kube-system/palisade), bound to its ClusterRole.
+ * deploy/daemonset.yaml and deploy/rbac-typha-bgp.yaml applied with kubectl, as an operator
+ * installs palisade; resolves with a token of `account` (in kube-system), bound to its ClusterRole.
  */
-export async function installPalisade(api: KubeApiServer): Promise<string> {
-  api.kubectl(['apply', '-f', join(ROOT, 'deploy', 'daemonset.yaml')]);
-  return api.serviceAccountToken('kube-system', 'palisade');
+export async function installPalisade(api: KubeApiServer, account: PalisadeAccount = 'palisade'): Promise<string> {
+  const deploy = (f: string) => ['-f', join(ROOT, 'deploy', f)];
+  api.kubectl(['apply', ...deploy('daemonset.yaml'), ...deploy('rbac-typha-bgp.yaml')]);
+  return api.serviceAccountToken('kube-system', account);
 }
 
 /** The agent in the lab's host namespace on `api`, as deploy/'s ServiceAccount, once its first apply is done. */

@@ -7,17 +7,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
-import { KubeApiServer } from '../helpers/kube-cluster.js';
+import { installPalisade, KubeApiServer } from '../helpers/kube-cluster.js';
 import { sharedCalico } from '../helpers/shared-calico.js';
 import { SyncerRecorder } from '../helpers/syncer-recorder.js';
 import { until } from '../helpers/until.js';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 interface Captured {
   level: string;
@@ -61,8 +58,8 @@ for (const c of CASES) {
       api = await KubeApiServer.start();
       await api.installCrds(...c.crds());
       // As an operator installs palisade: kubectl apply of the manifests as shipped.
-      api.kubectl(['apply', '-f', `${ROOT}deploy/daemonset.yaml`, '-f', `${ROOT}deploy/rbac-typha-bgp.yaml`]);
-      for (const sa of ['palisade', 'palisade-typha', 'palisade-bgp'])
+      tokens.palisade = await installPalisade(api);
+      for (const sa of ['palisade-typha', 'palisade-bgp'])
         tokens[sa] = await api.serviceAccountToken('kube-system', sa);
     });
     after(async () => {

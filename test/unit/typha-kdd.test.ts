@@ -6,7 +6,6 @@
 // the service's EndpointSlice, each parsing back to what the agent would have made itself.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { KddSyncer } from '../../src/datastore/kdd/kdd-syncer.js';
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
@@ -16,12 +15,10 @@ import { keyToPath } from '../../src/model/v1/keys.js';
 import type { V1Update } from '../../src/model/v1/values.js';
 import { CacheFeeder } from '../../src/typha/server/feeder.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
-import { KubeApiServer } from '../helpers/kube-cluster.js';
+import { installPalisade, KubeApiServer } from '../helpers/kube-cluster.js';
 import { sharedCalico } from '../helpers/shared-calico.js';
 import { loopbackTyphaServer } from '../helpers/typha-server.js';
 import { until } from '../helpers/until.js';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 const log = createLogger({ severity: 'Fatal' });
 
@@ -32,8 +29,7 @@ describe('palisade typha on the Kubernetes datastore', { timeout: 60_000 }, () =
   before(async () => {
     api = await KubeApiServer.start();
     await api.installCrds(sharedCalico('v3.32.1', 'crds', 'libcalico-go'));
-    api.kubectl(['apply', '-f', `${ROOT}deploy/daemonset.yaml`, '-f', `${ROOT}deploy/rbac-typha-bgp.yaml`]);
-    token = await api.serviceAccountToken('kube-system', 'palisade-typha');
+    token = await installPalisade(api, 'palisade-typha');
     await api.put('namespaces', { metadata: { name: 'prod', labels: { team: 'a' } } });
     await api.put('serviceaccounts', { metadata: { name: 'default', namespace: 'prod' } });
     await api.put('nodes', {

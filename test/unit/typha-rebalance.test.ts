@@ -5,12 +5,11 @@
 // then dropping connections down to its share.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { HttpKubeTransport } from '../../src/datastore/kdd/transport.js';
 import { createLogger } from '../../src/log.js';
 import { ConnectionRebalancer, countTyphas, maxConnLimit } from '../../src/typha/server/rebalance.js';
-import { KubeApiServer } from '../helpers/kube-cluster.js';
+import { installPalisade, KubeApiServer } from '../helpers/kube-cluster.js';
 import { FakeSyncer } from '../helpers/fake-syncer.js';
 import { until } from '../helpers/until.js';
 import { TyphaConnection } from '../../src/typha/connection.js';
@@ -18,7 +17,6 @@ import { loadTyphaConfig } from '../../src/typha/server/config.js';
 import { TyphaDaemon } from '../../src/typha/server/daemon.js';
 
 const log = createLogger({ severity: 'Fatal' });
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const limits = { lowerLimit: 400, upperLimit: 10_000 };
 const cfg = {
   ...limits,
@@ -40,8 +38,7 @@ describe('Typha: connection rebalancing through Kubernetes', { timeout: 60_000 }
   let kube: () => HttpKubeTransport;
   before(async () => {
     api = await KubeApiServer.start();
-    api.kubectl(['apply', '-f', `${ROOT}deploy/daemonset.yaml`, '-f', `${ROOT}deploy/rbac-typha-bgp.yaml`]);
-    const endpoint = api.endpoint(await api.serviceAccountToken('kube-system', 'palisade-typha'));
+    const endpoint = api.endpoint(await installPalisade(api, 'palisade-typha'));
     kube = () => new HttpKubeTransport(endpoint);
   });
   after(async () => api.stop());

@@ -9,7 +9,7 @@
 //   each match (mark and limit in native expressions, the others as xt compat matches),
 //   a counter, and the target (immediate verdicts, xt compat targets);
 // - `:chain` makes the chain or flushes it; -D finds the rule by its comment and verdict
-//   (palisade deletes only its own hooks), consecutive -I 1..k become head inserts in
+//   (palisade deletes only its own rules from builtin chains), consecutive -I 1..k become head inserts in
 //   reverse order.
 #include "iptc/nft.h"
 
@@ -79,6 +79,7 @@ struct KernelRule {
   uint64_t handle = 0;
   bool hasComment = false;
   std::string comment;
+  bool hasVerdict = false;
   int32_t verdict = 0;
   std::string chain;
 };
@@ -116,6 +117,7 @@ int ReadRule(nftnl_expr* e, void* data) {
     k->hasComment = true;
     k->comment.assign(info, info ? strnlen(info, len) : 0);
   } else if (!std::strcmp(name, "immediate") && nftnl_expr_is_set(e, NFTNL_EXPR_IMM_VERDICT)) {
+    k->hasVerdict = true;
     k->verdict = static_cast<int32_t>(nftnl_expr_get_u32(e, NFTNL_EXPR_IMM_VERDICT));
     if (nftnl_expr_is_set(e, NFTNL_EXPR_IMM_CHAIN)) k->chain = nftnl_expr_get_str(e, NFTNL_EXPR_IMM_CHAIN);
   }
@@ -451,7 +453,9 @@ class TxBuilder {
   }
 
   // -D c <rule>: the first kernel rule with the same comment and verdict, as palisade's
-  // hooks are told apart.
+  // hooks are told apart. A rule with an extension target (FORWARD's appended MARK) has
+  // no verdict: it is found by its `cali:` hash comment alone, which only our rules carry
+  // (iptables-nft may have written its target as native expressions or as xt compat).
   void Delete(const xt::RestoreOp& o) {
     std::string comment;
     bool hasComment = false;
@@ -462,19 +466,20 @@ class TxBuilder {
         break;
       }
     const auto& t = o.rule.target;
-    if (t.kind != xt::TargetKind::Standard) throw Unsupported("a delete of a rule with an extension target");
+    bool extension = t.kind != xt::TargetKind::Standard;
+    if (extension && (!hasComment || comment.rfind("cali:", 0) != 0))
+      throw Unsupported("a delete of a rule with an extension target and no cali: hash");
     int32_t verdict = t.name == "ACCEPT"   ? NF_ACCEPT
                       : t.name == "DROP"   ? NF_DROP
                       : t.name == "RETURN" ? NFT_RETURN
                       : o.rule.isGoto      ? NFT_GOTO
                                            : NFT_JUMP;
-    std::string chain = verdict == NFT_JUMP || verdict == NFT_GOTO ? t.name : "";
+    std::string chain = !extension && (verdict == NFT_JUMP || verdict == NFT_GOTO) ? t.name : "";
     auto it = kernel_->rules.find(o.chain);
     if (it != kernel_->rules.end()) {
       for (const auto& k : it->second) {
-        if (consumed_.count(k.handle) || k.hasComment != hasComment || k.comment != comment || k.verdict != verdict ||
-            k.chain != chain)
-          continue;
+        bool sameTarget = extension ? !k.hasVerdict : k.hasVerdict && k.verdict == verdict && k.chain == chain;
+        if (consumed_.count(k.handle) || k.hasComment != hasComment || k.comment != comment || !sameTarget) continue;
         consumed_.insert(k.handle);
         RulePtr r(nftnl_rule_alloc());
         Check(r.get());

@@ -161,6 +161,9 @@ export class ChainWalker {
       case 'ct':
         // The first packet of a connection.
         return m.states.includes('NEW');
+      case 'ctDnat':
+        // explain follows a packet sent to a workload's own address, never to a Service.
+        return !!m.neg;
       case 'iface': {
         const name = m.dir === 'in' ? p.iif : p.oif;
         if (name === undefined) return false;

@@ -168,6 +168,31 @@ for (const flavour of ['nft', 'legacy'] as const) {
       assert.equal(foreign(), before, 'foreign state changed');
     });
 
+    // Felix accepts what policy allowed at the end of FORWARD, after other programs' rules
+    // there (kube-proxy's drop of invalid conntrack state, Docker's chains), and keeps those
+    // rules last (docs/compatibility.md D4). Before, palisade accepted at the top.
+    it("accepts allowed forwarded traffic only after other programs' FORWARD rules, keeping its own rules last", async () => {
+      assert.ok((await lab.until(() => lab.tcp(other, be.ip, 9090, 300), 5000)) >= 0, 'policy allows other -> be');
+      const drop = ['-s', `${other.ip}/32`, '-d', `${be.ip}/32`, '-j', 'DROP'];
+      sh(IPT, ['-A', 'FORWARD', ...drop]);
+      const forward = () =>
+        sh(`${IPT}-save`, ['-t', 'filter'])
+          .split('\n')
+          .filter((l) => l.startsWith('-A FORWARD '));
+      assert.ok(
+        (await lab.until(() => !lab.tcp(other, be.ip, 9090, 200), 2000 + 3000)) >= 0,
+        `the foreign drop appended after our rules was not put before them:\n${forward().join('\n')}`,
+      );
+      assert.ok(lab.tcp(fe, be.ip, 9090, 300), 'fe -> be still allowed');
+      const rules = forward();
+      assert.match(rules[0] as string, /-j cali-FORWARD$/, 'our jump first');
+      assert.match(rules.at(-3) as string, new RegExp(`-s ${other.ip}/32 -d ${be.ip}/32 -j DROP$`));
+      assert.match(rules.at(-2) as string, /--mark 0x10000\/0x10000 -j ACCEPT$/, 'then our accept');
+      assert.match(rules.at(-1) as string, /-j MARK --set-xmark 0x10000\/0x10000$/, 'and our mark last');
+      sh(IPT, ['-D', 'FORWARD', ...drop]);
+      assert.ok((await lab.until(() => lab.tcp(other, be.ip, 9090, 300), 5000)) >= 0, 'allowed again');
+    });
+
     it('agent --cleanup removes our chains, hooks and IP sets, and nothing else', async () => {
       const before = foreign();
       await agent.stop();

@@ -389,6 +389,35 @@ describe('dataplane render: endpoints and dispatch', () => {
     assert.match(fwd[0] as string, /-j MARK --set-xmark 0x0\/0x1a0000$/);
     assert.match(fwd[1] as string, /-m mark --mark 0x0\/0x10000 -j cali-from-hep-forward$/);
     assert.match(nft, /chain filter-cali-FORWARD \{\n\t\tcounter meta mark set meta mark & 0xffe5ffff /);
+    // D4: what policy allowed is accepted at the end of FORWARD (after kube-proxy's and
+    // Docker's rules), not in cali-FORWARD, and the rest carries the accept bit past mangle
+    // cali-POSTROUTING; in nftables the base chain is ours and the rules follow the jump.
+    assert.match(fwd.at(-1) as string, /-j cali-to-hep-forward$/);
+    const base = ipt.split('\n').filter((l) => / FORWARD /.test(l) && !l.startsWith('-A cali-'));
+    assert.deepEqual(
+      base.map((l) => l.replace(/"cali:[\w-]{16}"/, 'H')),
+      [
+        '-I FORWARD 1 -m comment --comment H -j cali-FORWARD',
+        '-A FORWARD -m comment --comment H -m comment --comment "Policy explicitly accepted packet." -m mark --mark 0x10000/0x10000 -j ACCEPT',
+        '-A FORWARD -m comment --comment H -j MARK --set-xmark 0x10000/0x10000',
+      ],
+    );
+    assert.match(
+      nft,
+      /chain filter-FORWARD \{\n.*\n\t\tcounter jump filter-cali-FORWARD [^\n]+\n\t\tmeta mark & 0x00010000 == 0x00010000 counter accept [^\n]+\n\t\tcounter meta mark set meta mark & 0xfffeffff \| 0x00010000 /,
+    );
+    // D3: host egress policy for DNATed traffic runs in mangle cali-POSTROUTING instead.
+    assert.match(
+      ipt,
+      /^-A cali-OUTPUT -m comment --comment "cali:[\w-]{16}" -m conntrack ! --ctstate DNAT -j cali-to-host-endpoint$/m,
+    );
+    const post = ipt
+      .split('\n')
+      .filter((l) => l.startsWith('-A cali-POSTROUTING ') && l.includes('cali-to-host-endpoint'));
+    assert.match(post[0] as string, /-m conntrack --ctstate DNAT -j cali-to-host-endpoint$/);
+    assert.match(ipt, /^-I POSTROUTING 1 -m comment --comment "cali:[\w-]{16}" -j cali-POSTROUTING$/m);
+    assert.match(nft, /ct status & dnat == 0 counter jump filter-cali-to-host-endpoint/);
+    assert.match(nft, /ct status dnat counter jump mangle-cali-to-host-endpoint/);
   });
 });
 

@@ -6,11 +6,13 @@ import { describe, it } from 'node:test';
 import {
   ALL_INTERFACES,
   hostEndpointsFragment,
+  type PolicyLookup,
   resolveHostEndpoints,
 } from '../../src/dataplane/render/host-endpoints.js';
 import { allocateMarks } from '../../src/dataplane/render/marks.js';
 import { DEFAULT_ACTIONS } from '../../src/dataplane/render/policy.js';
-import type { HostEndpoint } from '../../src/proto/messages.js';
+import type { HostEndpoint, Policy, Profile } from '../../src/proto/messages.js';
+import { protoRule } from '../helpers/render-fixtures.js';
 
 const hep = (name: string, v4: string[] = [], v6: string[] = []): HostEndpoint => ({
   name,
@@ -23,6 +25,7 @@ const hep = (name: string, v4: string[] = [], v6: string[] = []): HostEndpoint =
   expectedIpv6Addrs: v6,
 });
 const ctx = { family: 4 as const, marks: allocateMarks(0xffff0000), iptables: false, actions: DEFAULT_ACTIONS };
+const none: PolicyLookup = { policy: () => undefined, profile: () => undefined };
 
 describe('host endpoint resolution', () => {
   it('an explicit name wins its interface; expectedIPs match by address; the smallest ID among matches; "*" apart', () => {
@@ -72,7 +75,7 @@ describe('host endpoint resolution', () => {
         },
       ],
     ]);
-    const f = hostEndpointsFragment(heps, resolveHostEndpoints(heps, new Map()), ctx, ['cali']);
+    const f = hostEndpointsFragment(heps, resolveHostEndpoints(heps, new Map()), ctx, ['cali'], undefined, none);
     const fromHost = f.chains.find((c) => c.table === 'filter' && c.name === 'cali-from-host-endpoint');
     assert.deepEqual(
       fromHost?.rules.map((r) => r.action),
@@ -81,17 +84,54 @@ describe('host endpoint resolution', () => {
         { k: 'goto', chain: `cali-fh-${ALL_INTERFACES}` },
       ],
     );
-    const toHost = f.chains.find((c) => c.table === 'filter' && c.name === 'cali-to-host-endpoint');
-    assert.deepEqual(toHost?.rules[1], {
-      match: [{ k: 'iface', dir: 'out', name: 'cali+' }],
-      action: { k: 'return' },
-      comment: 'Skip egress WHEP policy for traffic to local workload',
-    });
+    // filter cali-OUTPUT returns traffic to workloads before its dispatch; mangle
+    // cali-POSTROUTING does not, so only mangle's dispatch skips them (Felix v3.31.7).
+    const toHost = (table: string) =>
+      f.chains.find((c) => c.table === table && c.name === 'cali-to-host-endpoint')?.rules.slice(1);
+    assert.deepEqual(toHost('filter'), [{ match: [], action: { k: 'goto', chain: `cali-th-${ALL_INTERFACES}` } }]);
+    assert.deepEqual(toHost('mangle'), [
+      {
+        match: [{ k: 'iface', dir: 'out', name: 'cali+' }],
+        action: { k: 'return' },
+        comment: 'Skip egress WHEP policy for traffic to local workload',
+      },
+      { match: [], action: { k: 'goto', chain: `cali-th-${ALL_INTERFACES}` } },
+    ]);
     assert.equal(f.entries.length, 0, 'no interface of its own');
     assert.ok(
       !f.chains.some((c) => c.table === 'raw' && c.name.includes(ALL_INTERFACES)),
       'no untracked policy through "*", as Felix',
     );
     assert.ok(f.chains.some((c) => c.name === 'cali-thfw-any-interface-at-all'));
+  });
+
+  it("puts the egress policy and profiles a host endpoint uses into mangle too, and nothing else's", () => {
+    const tier = (egress: string[]) => ({
+      name: 'default',
+      ingressPolicies: ['gnp/in'],
+      egressPolicies: egress,
+      defaultAction: 'Deny',
+    });
+    const heps = new Map([['h', { ...hep('eth0'), tiers: [tier(['gnp/out', 'gnp/gone'])], profileIds: ['prof'] }]]);
+    const rule = protoRule({ action: 'allow', dstPorts: [{ first: 80, last: 80 }] });
+    const policy = { inboundRules: [rule], outboundRules: [rule] } as unknown as Policy;
+    const lookup: PolicyLookup = {
+      policy: (key) => (key === 'default/gnp/out' ? { name: 'gnp/out', tier: 'default', policy } : undefined),
+      profile: (name) =>
+        name === 'prof' ? ({ inboundRules: [], outboundRules: [rule] } as unknown as Profile) : undefined,
+    };
+    const f = hostEndpointsFragment(heps, resolveHostEndpoints(heps, undefined), ctx, ['cali'], undefined, lookup);
+    const mangle = new Map(f.chains.filter((c) => c.table === 'mangle').map((c) => [c.name, c.rules]));
+    assert.ok((mangle.get('cali-po-gnp/out')?.length ?? 0) > 0, [...mangle.keys()].join(' '));
+    assert.deepEqual(mangle.get('cali-po-gnp/gone'), [], 'a policy gone meanwhile: an empty chain, so the tier drops');
+    assert.ok((mangle.get('cali-pro-prof')?.length ?? 0) > 0);
+    assert.ok(!mangle.has('cali-pi-gnp/in'), 'ingress policy stays in filter');
+    const th = mangle.get('cali-th-eth0') ?? [];
+    assert.deepEqual(
+      th.slice(0, 3).map((r) => r.action),
+      [{ k: 'setMark', mark: ctx.marks.accept, mask: ctx.marks.accept }, { k: 'return' }, { k: 'drop' }],
+      'established flows return with the accept bit; invalid ones drop',
+    );
+    assert.ok(f.entries.some((e) => e.table === 'mangle' && e.map === 'cali-to-host-endpoint' && e.iface === 'eth0'));
   });
 });

@@ -6,7 +6,12 @@
 // update visit the sources in the same order in both modes, and a source the one renders
 // again the other does too.
 import { type Dirty, DirtyKeys, type DesiredState, type MemberDelta } from '../desired-state.js';
-import { hostEndpointsFragment, resolveHostEndpoints } from '../render/host-endpoints.js';
+import {
+  type HostEgressSources,
+  hostEgressSources,
+  hostEndpointsFragment,
+  resolveHostEndpoints,
+} from '../render/host-endpoints.js';
 import type { Family, IPSet } from '../render/model.js';
 import type { RenderContext } from '../render/policy.js';
 import {
@@ -16,6 +21,7 @@ import {
   overlayFragment,
   overlaySets,
   policyFragment,
+  policyLookupOf,
   poolSets,
   profileFragment,
   type RenderConfig,
@@ -36,6 +42,8 @@ export abstract class DesiredBuilder {
   protected readonly ctx: RenderContext;
   /** Workloads with rules in the shared rpf-skip and floating-IP chains. */
   readonly #sharingWeps = new Set<string>();
+  /** What the host endpoints' egress chains use, as last rendered. */
+  #hepSources: HostEgressSources = { policies: new Set(), profiles: new Set() };
 
   constructor(config: RenderConfig, family: Family, style: Style) {
     this.family = family;
@@ -102,7 +110,7 @@ export abstract class DesiredBuilder {
     for (const key of dirty.get('policy') ?? []) this.#policy(state, key);
     for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
-    if (dirty.has('hep')) this.#heps(state);
+    if (dirty.has('hep') || this.#hepSourceChanged(dirty)) this.#heps(state);
     if (this.#sharedWepRulesChanged(state, dirty.get('wep'))) this.#perWorkload(state);
   }
 
@@ -152,17 +160,30 @@ export abstract class DesiredBuilder {
     this.replace('fip', floatingIpFragment(state.weps.values(), this.ctx));
   }
 
+  // A policy or profile a host endpoint's egress policy uses is in the host endpoints'
+  // fragment too (its mangle copy), which a change to it renders again.
+  #hepSourceChanged(dirty: Map<Dirty, Set<string>>): boolean {
+    const { policies, profiles } = this.#hepSources;
+    if (!policies.size && !profiles.size) return false;
+    for (const key of dirty.get('policy') ?? []) if (policies.has(key)) return true;
+    for (const key of dirty.get('profile') ?? []) if (profiles.has(key)) return true;
+    return false;
+  }
+
   // Host endpoints are few and resolve together (interfaces, the all-interfaces default):
   // one fragment for all of them and the host dispatch chains.
   #heps(state: DesiredState): void {
+    const resolution = resolveHostEndpoints(state.heps, state.hostIfaces);
+    this.#hepSources = hostEgressSources(state.heps, resolution);
     this.replace(
       'heps',
       hostEndpointsFragment(
         state.heps,
-        resolveHostEndpoints(state.heps, state.hostIfaces),
+        resolution,
         this.ctx,
         this.config.InterfacePrefix,
         state.policySelector,
+        policyLookupOf(state),
       ),
     );
   }

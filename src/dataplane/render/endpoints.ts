@@ -4,10 +4,10 @@
 // Untracked and pre-DNAT host-endpoint chains only mark: the filter table decides later.
 // A tier's policies are jumped to through their policy groups (policy-groups.ts).
 import type { HostEndpoint, TierInfo, WorkloadEndpoint } from '../../proto/messages.js';
-import { clearMark, markClear, markSet } from './blocks.js';
-import type { Rule, Verdict } from './model.js';
+import { clearMark, markClear, markSet, setMark } from './blocks.js';
+import type { Match, Rule, Verdict } from './model.js';
 import { endpointChain, EP, felixPolicyId, policyChain, profileChain } from './names.js';
-import type { FilterActions, NamedChain, RenderContext } from './policy.js';
+import { actionsIn, type NamedChain, type RenderContext } from './policy.js';
 import { groupChainName, groupChainRules, groupPolicies, inlined, type SelectorOf } from './policy-groups.js';
 
 export type EndpointContext = Pick<
@@ -32,12 +32,22 @@ interface EndpointChainSpec {
   failsafe?: 'cali-failsafe-in' | 'cali-failsafe-out' | undefined;
   /** Workload egress: drop VXLAN and IPIP that would carry traffic around policy. */
   dropEncap?: boolean;
+  /** What established flows get (the filter allow action unless said). */
+  allow?: Verdict | undefined;
 }
 
-export const conntrackRules = (actions: FilterActions): Rule[] => [
-  { match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: actions.filterAllow },
-  { match: [{ k: 'ct', states: ['INVALID'] }], action: actions.filterDeny },
-];
+/**
+ * Felix's appendConntrackRules: established flows allowed, invalid ones denied. An allow
+ * that does not accept (RETURN) sets the accept bit first, so the caller still sees it.
+ */
+function conntrackRules(allow: Verdict, deny: Verdict, marks: EndpointContext['marks']): Rule[] {
+  const established: Match = { k: 'ct', states: ['RELATED', 'ESTABLISHED'] };
+  return [
+    ...(allow.k === 'accept' ? [] : [{ match: [established], action: setMark(marks.accept) }]),
+    { match: [established], action: allow },
+    { match: [{ k: 'ct', states: ['INVALID'] }], action: deny },
+  ];
+}
 
 /** Felix's comments name the deny action: "Drop ..." or "Reject ...". */
 const denyWord = (v: Verdict) => (v.k === 'reject' ? 'Reject' : 'Drop');
@@ -73,9 +83,10 @@ function endpointRules(spec: EndpointChainSpec, ctx: EndpointContext, groups: Gr
   const { marks } = ctx;
   const deny = ctx.actions.filterDeny;
   const rules: Rule[] = [];
-  if (spec.kind === 'normal' || spec.kind === 'forward') rules.push(...conntrackRules(ctx.actions));
-  rules.push({ match: [], action: clearMark(marks.accept | marks.pass) });
+  if (spec.kind !== 'untracked') rules.push(...conntrackRules(spec.allow ?? ctx.actions.filterAllow, deny, marks));
+  // Failsafes first, as Felix: they accept outright, so the order is only what `iptables-save` shows.
   if (spec.failsafe) rules.push({ match: [], action: { k: 'jump', chain: spec.failsafe } });
+  rules.push({ match: [], action: clearMark(marks.accept | marks.pass) });
   if (spec.dropEncap) {
     const encap = ctx.encapFromWorkloads ?? { vxlanPort: 4789, allowVxlan: false, allowIpip: false };
     const port = encap.vxlanPort;
@@ -174,43 +185,57 @@ export interface HostEndpointChains {
 
 /**
  * A host endpoint's chains: filter (cali-fh-/cali-th- with failsafes, and the forward pair
- * cali-fhfw-/cali-thfw-), raw (untracked tiers) and mangle (pre-DNAT, ingress only).
+ * cali-fhfw-/cali-thfw-), raw (untracked tiers) and mangle: pre-DNAT ingress (cali-fh-,
+ * when it has such tiers) and, always, the normal egress policy again (cali-th-) for host
+ * traffic that was DNATed, which mangle cali-POSTROUTING sends it. That one returns
+ * instead of accepting, as Felix's HostEndpointToMangleEgressChains: mangle is where other
+ * programs change packets that allowed traffic may still need changed.
  */
 export function hostEndpointChains(ep: HostEndpoint, ctx: EndpointContext): HostEndpointChains {
   const n = ep.name;
-  // A table's group chains: the endpoint's chains in filter, raw and mangle each jump to their own.
-  const filterGroups: GroupChains = new Map();
-  const rawGroups: GroupChains = new Map();
-  const mangleGroups: GroupChains = new Map();
-  const spec = (
-    prefix: string,
-    dir: 'in' | 'out',
-    kind: ChainKind,
-    tiers: TierInfo[],
-    groups: GroupChains,
-    failsafe?: EndpointChainSpec['failsafe'],
-  ): NamedChain => {
-    const name = endpointChain(prefix, n, ctx.iptables);
-    return { name, rules: endpointRules({ name, dir, kind, tiers, profiles: ep.profileIds, failsafe }, ctx, groups) };
+  // A table's chains jump to that table's own group chains, and deny as that table can
+  // (no REJECT outside filter: Felix's policy chains in raw and mangle drop).
+  const specIn = (table: 'filter' | 'raw' | 'mangle') => {
+    const groups: GroupChains = new Map();
+    const c = { ...ctx, actions: actionsIn(ctx.actions, table) };
+    const spec = (
+      prefix: string,
+      dir: 'in' | 'out',
+      kind: ChainKind,
+      tiers: TierInfo[],
+      failsafe?: EndpointChainSpec['failsafe'],
+      allow?: Verdict,
+    ): NamedChain => {
+      const name = endpointChain(prefix, n, ctx.iptables);
+      const profiles = ep.profileIds;
+      return { name, rules: endpointRules({ name, dir, kind, tiers, profiles, failsafe, allow }, c, groups) };
+    };
+    return { spec, groups: () => groupChains(groups) };
   };
+  const f = specIn('filter');
   const filter = [
-    spec(EP.fromHost, 'in', 'normal', ep.tiers, filterGroups, 'cali-failsafe-in'),
-    spec(EP.toHost, 'out', 'normal', ep.tiers, filterGroups, 'cali-failsafe-out'),
-    spec(EP.fromHostFwd, 'in', 'forward', ep.forwardTiers, filterGroups),
-    spec(EP.toHostFwd, 'out', 'forward', ep.forwardTiers, filterGroups),
+    f.spec(EP.fromHost, 'in', 'normal', ep.tiers, 'cali-failsafe-in'),
+    f.spec(EP.toHost, 'out', 'normal', ep.tiers, 'cali-failsafe-out'),
+    f.spec(EP.fromHostFwd, 'in', 'forward', ep.forwardTiers),
+    f.spec(EP.toHostFwd, 'out', 'forward', ep.forwardTiers),
   ];
+  const r = specIn('raw');
   const raw = ep.untrackedTiers.length
     ? [
-        spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, rawGroups, 'cali-failsafe-in'),
-        spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, rawGroups, 'cali-failsafe-out'),
+        r.spec(EP.fromHost, 'in', 'untracked', ep.untrackedTiers, 'cali-failsafe-in'),
+        r.spec(EP.toHost, 'out', 'untracked', ep.untrackedTiers, 'cali-failsafe-out'),
       ]
     : [];
-  const mangle = ep.preDnatTiers.length
-    ? [spec(EP.fromHost, 'in', 'preDnat', ep.preDnatTiers, mangleGroups, 'cali-failsafe-in')]
-    : [];
+  const m = specIn('mangle');
+  const mangle = [
+    ...(ep.preDnatTiers.length
+      ? [m.spec(EP.fromHost, 'in', 'preDnat', ep.preDnatTiers, 'cali-failsafe-in', ctx.actions.mangleAllow)]
+      : []),
+    m.spec(EP.toHost, 'out', 'normal', ep.tiers, 'cali-failsafe-out', { k: 'return' }),
+  ];
   return {
-    filter: [...filter, ...groupChains(filterGroups)],
-    raw: [...raw, ...groupChains(rawGroups)],
-    mangle: [...mangle, ...groupChains(mangleGroups)],
+    filter: [...filter, ...f.groups()],
+    raw: [...raw, ...r.groups()],
+    mangle: [...mangle, ...m.groups()],
   };
 }

@@ -7,11 +7,11 @@
 // default, so they change with the resolution. Without the host's interfaces (`palisade
 // plan`), every named interface is taken as present and an endpoint with only expectedIPs
 // resolves to nothing.
-import type { HostEndpoint } from '../../proto/messages.js';
+import type { HostEndpoint, Policy, Profile } from '../../proto/messages.js';
 import { hostEndpointChains } from './endpoints.js';
 import type { Rule, TableName, Verdict } from './model.js';
-import { endpointChain, EP } from './names.js';
-import { chainsIn, type RenderContext } from './policy.js';
+import { endpointChain, EP, felixPolicyId, policyChain, profileChain } from './names.js';
+import { actionsIn, chainsIn, policyChains, profileChains, type RenderContext } from './policy.js';
 import type { SelectorOf } from './policy-groups.js';
 import type { Fragment } from './ruleset.js';
 import { DISPATCH } from './static.js';
@@ -76,7 +76,8 @@ function dispatchChains(
   const goto = gotoIn(ctx);
   const lookup = (iface: 'in' | 'out', map: string): Rule => ({ match: [], action: { k: 'vmap', iface, map } });
   const def = (prefix: string): Rule[] => (wildcard ? [{ match: [], action: goto(prefix, ALL_INTERFACES) }] : []);
-  // Never the wildcard endpoint's egress policy for traffic to a local workload.
+  // Never the wildcard endpoint's egress policy for traffic to a local workload. Only mangle
+  // needs it (Felix's ToHostDispatchChains): filter cali-OUTPUT returns such traffic first.
   const skipWorkloads: Rule[] = wildcard
     ? prefixes.map((p) => ({
         match: [{ k: 'iface', dir: 'out', name: `${p}+` }],
@@ -89,7 +90,7 @@ function dispatchChains(
     {
       table: 'filter',
       name: DISPATCH.toHost,
-      rules: [lookup('out', DISPATCH.toHost), ...skipWorkloads, ...def(EP.toHost)],
+      rules: [lookup('out', DISPATCH.toHost), ...def(EP.toHost)],
     },
     {
       table: 'filter',
@@ -104,6 +105,11 @@ function dispatchChains(
       table: 'mangle',
       name: DISPATCH.fromHost,
       rules: [lookup('in', DISPATCH.fromHost), ...(preDnat ? def(EP.fromHost) : [])],
+    },
+    {
+      table: 'mangle',
+      name: DISPATCH.toHost,
+      rules: [lookup('out', DISPATCH.toHost), ...skipWorkloads, ...def(EP.toHost)],
     },
   ];
   return chains;
@@ -141,9 +147,69 @@ function endpointFragment(
     f.entries.push({ table: 'raw', map: DISPATCH.fromHost, iface, verdict: goto(EP.fromHost, iface) });
     f.entries.push({ table: 'raw', map: DISPATCH.toHost, iface, verdict: goto(EP.toHost, iface) });
   }
-  if (c.mangle.length)
+  if (ep.preDnatTiers.length)
     f.entries.push({ table: 'mangle', map: DISPATCH.fromHost, iface, verdict: goto(EP.fromHost, iface) });
+  f.entries.push({ table: 'mangle', map: DISPATCH.toHost, iface, verdict: goto(EP.toHost, iface) });
   return f;
+}
+
+/** The policies (by "<tier>/<name>") and profiles the host endpoints' egress chains jump to. */
+export interface HostEgressSources {
+  policies: Set<string>;
+  profiles: Set<string>;
+}
+
+/** What the active host endpoints' normal egress policy uses (the mangle egress chains need it in mangle too). */
+export function hostEgressSources(
+  heps: ReadonlyMap<string, HostEndpoint>,
+  resolution: HostEndpointResolution,
+): HostEgressSources {
+  const out: HostEgressSources = { policies: new Set(), profiles: new Set() };
+  const ids = new Set([
+    ...resolution.byIface.values(),
+    ...(resolution.wildcard === undefined ? [] : [resolution.wildcard]),
+  ]);
+  for (const id of ids) {
+    const ep = heps.get(id);
+    if (!ep) continue;
+    for (const t of ep.tiers) for (const name of t.egressPolicies) out.policies.add(`${t.name}/${name}`);
+    for (const p of ep.profileIds) out.profiles.add(p);
+  }
+  return out;
+}
+
+/** Looks up what hostEgressSources() names. */
+export interface PolicyLookup {
+  policy(key: string): { name: string; tier: string; policy: Policy } | undefined;
+  profile(name: string): Profile | undefined;
+}
+
+/**
+ * The egress chains of the policies and profiles the mangle egress chains jump to, in mangle
+ * (Felix writes every policy into every table and programs what is referenced). One gone
+ * from the state meanwhile is an empty chain: nothing matches, so the tier's drop applies.
+ */
+function mangleEgressPolicies(
+  sources: HostEgressSources,
+  lookup: PolicyLookup,
+  ctx: RenderContext,
+): Fragment['chains'] {
+  const c = { ...ctx, actions: actionsIn(ctx.actions, 'mangle') };
+  const chains: Fragment['chains'] = [];
+  for (const key of sources.policies) {
+    const slash = key.indexOf('/');
+    const [tier, name] = [key.slice(0, slash), key.slice(slash + 1)];
+    const p = lookup.policy(key);
+    const out = p ? policyChains(p.name, p.policy, c, p.tier)[1] : undefined;
+    const chain = out?.name ?? policyChain('out', felixPolicyId(name, tier, ctx.policyIds), ctx.iptables);
+    chains.push({ table: 'mangle', name: chain, rules: out?.rules ?? [] });
+  }
+  for (const name of sources.profiles) {
+    const p = lookup.profile(name);
+    const out = p ? profileChains(name, p, c)[1] : undefined;
+    chains.push({ table: 'mangle', name: profileChain('out', name, ctx.iptables), rules: out?.rules ?? [] });
+  }
+  return chains;
 }
 
 /** Every host endpoint's chains and dispatch entries, and the host dispatch chains, for one resolution. */
@@ -152,9 +218,11 @@ export function hostEndpointsFragment(
   resolution: HostEndpointResolution,
   ctx: RenderContext,
   workloadPrefixes: readonly string[],
-  selectorOf?: SelectorOf,
+  selectorOf: SelectorOf | undefined,
+  lookup: PolicyLookup,
 ): Fragment {
   const f: Fragment = { chains: [], entries: [] };
+  f.chains.push(...mangleEgressPolicies(hostEgressSources(heps, resolution), lookup, ctx));
   const add = (g: Fragment) => {
     f.chains.push(...g.chains);
     f.entries.push(...g.entries);

@@ -27,6 +27,8 @@ export type Match =
   /** (packet mark & mask) == value */
   | { k: 'mark'; value: number; mask: number; neg?: boolean }
   | { k: 'ct'; states: CtState[] }
+  /** The connection was destination-NATed (iptables `--ctstate DNAT`, nft `ct status dnat`). */
+  | { k: 'ctDnat'; neg?: boolean }
   /** Interface name; a trailing `+` matches any name with that prefix. */
   | { k: 'iface'; dir: 'in' | 'out'; name: string; neg?: boolean }
   | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean }
@@ -78,6 +80,17 @@ export interface Hook {
   chain: string;
 }
 
+/**
+ * Rules kept at the end of a kernel base chain, after other programs' rules (Felix's
+ * AppendRules): in iptables mode they follow whatever kube-proxy or Docker put in the
+ * builtin chain; in nftables mode the base chain is ours and they follow our jump.
+ */
+export interface BaseAppend {
+  table: TableName;
+  builtin: Hook['builtin'];
+  rules: Rule[];
+}
+
 export interface VerdictMap {
   name: string;
   table: TableName;
@@ -98,8 +111,31 @@ export interface Ruleset {
   family: Family;
   tables: Record<TableName, Map<string, Chain>>;
   hooks: Hook[];
+  appends: BaseAppend[];
   maps: VerdictMap[];
   sets: Map<string, IPSet>;
+}
+
+/** A kernel base chain's rules of ours: `inserted` (our hook jumps) first, then the appended ones. */
+export interface BaseChain {
+  table: TableName;
+  builtin: Hook['builtin'];
+  inserted: Rule[];
+  appended: Rule[];
+}
+
+/** The hooks and the appended rules, per base chain, in the order the ruleset lists them. */
+export function baseChains(rs: Pick<Ruleset, 'hooks' | 'appends'>): BaseChain[] {
+  const out = new Map<string, BaseChain>();
+  const of = (table: TableName, builtin: Hook['builtin']) => {
+    const key = `${table} ${builtin}`;
+    let b = out.get(key);
+    if (!b) out.set(key, (b = { table, builtin, inserted: [], appended: [] }));
+    return b;
+  };
+  for (const h of rs.hooks) of(h.table, h.builtin).inserted.push(hookRule(h));
+  for (const a of rs.appends) of(a.table, a.builtin).appended.push(...a.rules);
+  return [...out.values()];
 }
 
 /** The one rule of a base chain: jump to our chain (both nftables renderings use it, so they hash it alike). */
@@ -112,6 +148,7 @@ export function emptyRuleset(family: Family): Ruleset {
     family,
     tables: { filter: new Map(), raw: new Map(), mangle: new Map(), nat: new Map() },
     hooks: [],
+    appends: [],
     maps: [],
     sets: new Map(),
   };

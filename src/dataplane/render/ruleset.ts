@@ -7,7 +7,7 @@ import { releaseOf, traitsOf } from '../../model/release.js';
 import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
 import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { workloadChains } from './endpoints.js';
-import { hostEndpointsFragment, resolveHostEndpoints } from './host-endpoints.js';
+import { hostEndpointsFragment, type PolicyLookup, resolveHostEndpoints } from './host-endpoints.js';
 import { allocateMarks } from './marks.js';
 import type { SelectorOf } from './policy-groups.js';
 import {
@@ -340,9 +340,15 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
       ctx,
       config.InterfacePrefix,
       selectorOf,
+      policyLookupOf(state),
     ),
   );
   return rs;
+}
+
+/** The state's policies and profiles, as the host endpoints' mangle egress chains look them up. */
+export function policyLookupOf(state: Pick<DesiredState, 'policies' | 'profiles'>): PolicyLookup {
+  return { policy: (key) => state.policies.get(key), profile: (name) => state.profiles.get(name) };
 }
 
 /** The families to program: IPv4 always, IPv6 when Ipv6Support is on. */

@@ -103,6 +103,7 @@ export interface DispatchMaps {
   rawFromHost: VerdictMap;
   rawToHost: VerdictMap;
   mangleFromHost: VerdictMap;
+  mangleToHost: VerdictMap;
 }
 
 /**
@@ -203,14 +204,32 @@ export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name:
       comment: `Allow ${v} VXLAN packets to other allowed hosts`,
     });
   }
+  // A DNATed packet's egress host-endpoint policy runs in mangle cali-POSTROUTING, after
+  // routing has chosen the interface the new destination leaves by.
   output.push(
     { match: [], action: clearMark(marks.all) },
-    { match: [], action: { k: 'jump', chain: DISPATCH.toHost } },
+    { match: [{ k: 'ctDnat', neg: true }], action: { k: 'jump', chain: DISPATCH.toHost } },
     acceptIfMarked('Host endpoint policy accepted packet.'),
   );
   return [
     { name: 'cali-INPUT', rules: input },
     { name: 'cali-OUTPUT', rules: output },
+  ];
+}
+
+/**
+ * Felix's StaticManglePostroutingChain: host-endpoint egress policy for what cali-OUTPUT
+ * left alone, host traffic that was DNATed (to a Service, say). Forwarded packets carry the
+ * accept bit (FORWARD's appended rules) and return at once. RETURN, not ACCEPT: mangle may
+ * hold other programs' packet changes that allowed traffic still needs.
+ */
+function manglePostrouting(o: StaticOptions): Rule[] {
+  const { marks } = o;
+  return [
+    { match: [markSet(marks.accept)], action: { k: 'return' } },
+    { match: [], action: clearMark(marks.all) },
+    { match: [{ k: 'ctDnat' }], action: { k: 'jump', chain: DISPATCH.toHost } },
+    { match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Host endpoint policy accepted packet.' },
   ];
 }
 
@@ -264,11 +283,18 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   ];
   for (const m of fromWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.fromWl } });
   for (const m of toWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.toWl } });
-  forward.push(
-    { match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } },
-    acceptIfMarked('Policy explicitly accepted packet.'),
-  );
+  forward.push({ match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } });
   addChain(rs, 'filter', 'cali-FORWARD', forward);
+  // Felix's StaticFilterForwardAppendRules: what policy allowed is accepted at the end of
+  // FORWARD, after the rules other programs keep there (kube-proxy's drop of invalid
+  // conntrack state, Docker's chains), not at our jump at its top; then every forwarded
+  // packet carries the accept bit, which keeps it out of mangle cali-POSTROUTING's
+  // host-endpoint policy (found by diffing against Felix v3.31.7: docs/compatibility.md D4).
+  rs.appends.push({
+    table: 'filter',
+    builtin: 'FORWARD',
+    rules: [acceptIfMarked('Policy explicitly accepted packet.'), { match: [], action: setMark(marks.accept) }],
+  });
 
   for (const table of ['filter', 'raw', 'mangle'] as const) {
     addChain(rs, table, 'cali-failsafe-in', failsafeChain(o, 'in', table, allowIn[table]));
@@ -286,6 +312,7 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     rawFromHost: dispatchMap(rs, 'raw', DISPATCH.fromHost),
     rawToHost: dispatchMap(rs, 'raw', DISPATCH.toHost),
     mangleFromHost: dispatchMap(rs, 'mangle', DISPATCH.fromHost),
+    mangleToHost: dispatchMap(rs, 'mangle', DISPATCH.toHost),
   };
 
   // raw, as Felix's StaticRawPreroutingChain: workload traffic is marked, may skip the
@@ -312,12 +339,15 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     { match: [{ k: 'ct', states: ['RELATED', 'ESTABLISHED'] }], action: o.actions.mangleAllow },
     acceptIfMarked(undefined, 'mangle'),
   ];
-  for (const m of fromWorkload()) manglePre.push({ match: m, action: { k: 'return' } });
+  // No skip for workload traffic (an earlier palisade returned it here): with an
+  // all-interfaces host endpoint, Felix applies its pre-DNAT policy to packets from
+  // workloads too, and so must we (docs/compatibility.md).
   manglePre.push(
     { match: [], action: { k: 'jump', chain: DISPATCH.fromHost } },
     acceptIfMarked('Host endpoint policy accepted packet.', 'mangle'),
   );
   addChain(rs, 'mangle', 'cali-PREROUTING', manglePre);
+  addChain(rs, 'mangle', 'cali-POSTROUTING', manglePostrouting(o));
 
   // nat, as Felix's: floating IPs (cali-fip-dnat, cali-fip-snat: rendered with the
   // endpoints), then outgoing NAT from natOutgoing pools to anywhere outside all pools,
@@ -344,6 +374,7 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     { table: 'raw', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
     { table: 'raw', builtin: 'OUTPUT', chain: 'cali-OUTPUT' },
     { table: 'mangle', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
+    { table: 'mangle', builtin: 'POSTROUTING', chain: 'cali-POSTROUTING' },
     { table: 'nat', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
     { table: 'nat', builtin: 'OUTPUT', chain: 'cali-OUTPUT' },
     { table: 'nat', builtin: 'POSTROUTING', chain: 'cali-POSTROUTING' },

@@ -13,7 +13,7 @@ import { familyMembers, type Fragment, ipSetOf, type RenderConfig, staticRuleset
 import type { Desired } from './state.js';
 import { ChainRefs } from '../chain-refs.js';
 import { DesiredBuilder } from '../desired-builder.js';
-import { iptablesChainLines, iptablesRuleLines } from './text.js';
+import { baseChainLines, iptablesChainLines } from './text.js';
 
 /** Chains to compare at the next apply, per table; undefined: every chain and hook. */
 export type ChainScope = Map<TableName, Set<string>> | undefined;
@@ -96,16 +96,9 @@ export class IptablesDesiredBuilder extends DesiredBuilder {
       this.#rules.set(table, new Map());
       this.#maps.set(table, new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m])));
       this.desired.chains.set(table, new Map());
-      const hooks = new Map<string, string[]>();
-      for (const h of rs.hooks.filter((x) => x.table === table)) {
-        const lines = hooks.get(h.builtin) ?? [];
-        lines.push(
-          ...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], this.family),
-        );
-        hooks.set(h.builtin, lines);
-      }
+      const hooks = baseChainLines(rs, table);
       this.desired.hooks.set(table, hooks);
-      for (const l of hooks.values()) this.#ruleCount += l.length;
+      for (const b of hooks.values()) this.#ruleCount += b.inserted.length + b.appended.length;
       for (const c of rs.tables[table].values()) this.#setChain(table, c.name, c.rules);
     }
   }

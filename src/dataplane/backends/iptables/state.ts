@@ -5,7 +5,7 @@
 import type { Ruleset, TableName } from '../../render/model.js';
 import { TABLES } from '../../render/model.js';
 import { drain } from '../../slicer.js';
-import { iptablesChainLines, iptablesRuleLines } from './text.js';
+import { type BaseLines, baseChainLines, baseChainScript, iptablesChainLines } from './text.js';
 
 export interface TableState {
   /** Our chains -> their rule lines (rendered) or hashes (read back). */
@@ -13,16 +13,25 @@ export interface TableState {
   /**
    * Builtin chain -> our rules in order: hash and the rule as iptables-save prints it
    * (deleted by that spec, not by position, so a rule another tool inserted meanwhile
-   * cannot be hit instead).
+   * cannot be hit instead), and where it was (read back only).
    */
-  hooks: Map<string, Array<{ hash: string; spec: string }>>;
+  hooks: Map<string, OurBaseRule[]>;
+  /** Builtin chain -> how many rules it held, ours and others' (read back only). */
+  sizes: Map<string, number>;
+}
+
+export interface OurBaseRule {
+  hash: string;
+  spec: string;
+  /** Its position in the builtin chain, from 0 (read back only). */
+  at?: number;
 }
 
 export type IptablesState = Map<TableName, TableState>;
 
 const OURS = /^cali-/;
 const hashOf = (rule: string) => /--comment "?cali:([\w-]+)"?/.exec(rule)?.[1] ?? '';
-const emptyTable = (): TableState => ({ chains: new Map(), hooks: new Map() });
+const emptyTable = (): TableState => ({ chains: new Map(), hooks: new Map(), sizes: new Map() });
 
 /** Lines of `iptables-save` output parsed between two turns of the event loop. */
 const PARSE_CHUNK = 2048;
@@ -64,10 +73,15 @@ function parseRuleLine(table: TableState, line: string): void {
   const chain = m[1] as string;
   const spec = m[2] ?? '';
   const hash = hashOf(spec);
-  if (OURS.test(chain)) table.chains.get(chain)?.push(hash);
-  else if (hash || /(^|\s)-[jg] cali-\S/.test(spec)) {
+  if (OURS.test(chain)) {
+    table.chains.get(chain)?.push(hash);
+    return;
+  }
+  const at = table.sizes.get(chain) ?? 0;
+  table.sizes.set(chain, at + 1);
+  if (hash || /(^|\s)-[jg] cali-\S/.test(spec)) {
     const list = table.hooks.get(chain) ?? [];
-    list.push({ hash, spec });
+    list.push({ hash, spec, at });
     table.hooks.set(chain, list);
   }
 }
@@ -75,8 +89,8 @@ function parseRuleLine(table: TableState, line: string): void {
 export interface Desired {
   /** Table -> chain -> full `-A` lines. */
   chains: Map<TableName, Map<string, string[]>>;
-  /** Table -> builtin chain -> `-A` lines of our hooks, in order. */
-  hooks: Map<TableName, Map<string, string[]>>;
+  /** Table -> builtin chain -> `-A` lines of our rules in it: the hooks, then those always appended. */
+  hooks: Map<TableName, Map<string, BaseLines>>;
 }
 
 /** The rendered ruleset as `-A` lines with Felix's hashes. */
@@ -88,13 +102,7 @@ export function desiredOf(rs: Ruleset): Desired {
     for (const c of rs.tables[table].values())
       for (const [name, lines] of iptablesChainLines(c.name, c.rules, rs.family, maps)) chains.set(name, lines);
     d.chains.set(table, chains);
-    const hooks = new Map<string, string[]>();
-    for (const h of rs.hooks.filter((x) => x.table === table)) {
-      const lines = hooks.get(h.builtin) ?? [];
-      lines.push(...iptablesRuleLines(h.builtin, [{ match: [], action: { k: 'jump', chain: h.chain } }], rs.family));
-      hooks.set(h.builtin, lines);
-    }
-    d.hooks.set(table, hooks);
+    d.hooks.set(table, baseChainLines(rs, table));
   }
   return d;
 }
@@ -169,27 +177,45 @@ export function* restoreScriptSteps(
   return plan;
 }
 
-// Hooks whose rules differ: deleted (by their exact spec) and inserted again.
+const NONE: BaseLines = { inserted: [], appended: [] };
+
+/**
+ * Whether our rules in a builtin chain are the wanted ones where Felix keeps them: the
+ * hooks at its top (Insert) or just before the appended rules (Append), the appended
+ * rules last, after whatever other programs put there. A state recorded from our own
+ * commit has no positions: only its hashes are compared.
+ */
+function inPlace(there: OurBaseRule[], mine: BaseLines, size: number | undefined, insertMode: 'Insert' | 'Append') {
+  const want = [...mine.inserted, ...mine.appended];
+  if (
+    !same(
+      there.map((r) => r.hash),
+      want.map(hashOf),
+    )
+  )
+    return false;
+  if (size === undefined) return true;
+  const ni = mine.inserted.length;
+  const na = mine.appended.length;
+  const top = insertMode === 'Insert' ? 0 : size - na - ni;
+  return there.every((r, i) => r.at === (i < ni ? top + i : size - na + (i - ni)));
+}
+
+// Builtin chains whose rules of ours differ or moved: deleted (by their exact spec) and written again.
 function hookLines(
   h: TableState,
-  hooks: Map<string, string[]>,
+  hooks: Map<string, BaseLines>,
   insertMode: 'Insert' | 'Append',
   lines: string[],
   plan: RestorePlan,
 ): void {
   for (const builtin of new Set([...h.hooks.keys(), ...hooks.keys()])) {
-    const mine = hooks.get(builtin) ?? [];
+    const mine = hooks.get(builtin) ?? NONE;
     const there = h.hooks.get(builtin) ?? [];
-    if (
-      same(
-        there.map((r) => r.hash),
-        mine.map(hashOf),
-      )
-    )
-      continue;
+    if (inPlace(there, mine, h.sizes.get(builtin), insertMode)) continue;
     for (const r of there) lines.push(`-D ${builtin} ${r.spec}`);
-    mine.forEach((l, i) => lines.push(insertMode === 'Insert' ? l.replace(/^-A (\S+)/, `-I $1 ${i + 1}`) : l));
-    plan.rulesWritten += mine.length;
+    for (const l of baseChainScript(mine, insertMode)) lines.push(l);
+    plan.rulesWritten += mine.inserted.length + mine.appended.length;
   }
 }
 
@@ -232,10 +258,10 @@ function* stateOfSteps(want: Desired): Generator<void, IptablesState, undefined>
       if ((++n & (COMPARE_CHUNK - 1)) === 0) yield;
       t.chains.set(name, rules.map(hashOf));
     }
-    for (const [builtin, rules] of want.hooks.get(table) ?? [])
+    for (const [builtin, b] of want.hooks.get(table) ?? [])
       t.hooks.set(
         builtin,
-        rules.map((l) => ({ hash: hashOf(l), spec: l.replace(/^-A \S+ /, '') })),
+        [...b.inserted, ...b.appended].map((l) => ({ hash: hashOf(l), spec: l.replace(/^-A \S+ /, '') })),
       );
     out.set(table, t);
   }

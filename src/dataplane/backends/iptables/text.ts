@@ -1,10 +1,11 @@
 // iptables rendering, as Felix writes it: `iptables-restore --noflush` input per table with
 // our chains declared (which flushes them), every rule tagged `-m comment --comment
 // "cali:<hash>"`, hooks inserted at the top of the builtin chains (ChainInsertMode Insert)
-// or appended; and `ipset restore` input for the IP sets. Verdict maps become Felix's
-// dispatch tree of `-i/-o <iface> -g <chain>` rules (dispatch.ts).
-import type { Action, Family, IPSet, Match, Rule, Ruleset, VerdictMap } from '../../render/model.js';
-import { TABLES } from '../../render/model.js';
+// or appended, then the rules always appended (FORWARD's accept); and `ipset restore`
+// input for the IP sets. Verdict maps become Felix's dispatch tree of `-i/-o <iface> -g
+// <chain>` rules (dispatch.ts).
+import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName, VerdictMap } from '../../render/model.js';
+import { baseChains, TABLES } from '../../render/model.js';
 import { MAX_IPTABLES_COMMENT, ruleComments } from '../../render/comments.js';
 import { ruleHashes } from '../../render/names.js';
 import { initialHashsize } from '../../../native/ipset.js';
@@ -44,6 +45,8 @@ function match(m: Match, family: Family): string {
       return `-m mark ${not}--mark ${hex(m.value)}/${hex(m.mask)}`;
     case 'ct':
       return `-m conntrack --ctstate ${m.states.join(',')}`;
+    case 'ctDnat':
+      return `-m conntrack ${not}--ctstate DNAT`;
     case 'iface':
       return `${not}${m.dir === 'in' ? '-i' : '-o'} ${m.name}`;
     case 'addrType':
@@ -94,10 +97,10 @@ const body = (r: Rule, family: Family) =>
   ].join(' ');
 
 /** `-A <chain> ...` lines for one chain (no verdict maps left), with Felix's chained `cali:` hashes. */
-export function iptablesRuleLines(chain: string, rules: Rule[], family: Family): string[] {
+export function iptablesRuleLines(chain: string, rules: Rule[], family: Family, hashSeed = chain): string[] {
   const bodies = rules.map((r) => body(r, family));
   const hashes = ruleHashes(
-    chain,
+    hashSeed,
     bodies.map((b) => `-A ${chain} ${b}`),
   );
   return bodies.map((b, i) => `-A ${chain} -m comment --comment "cali:${hashes[i]}" ${b}`);
@@ -113,26 +116,50 @@ export function iptablesChainLines(
   return new Map(dispatchChains(chain, rules, maps).map((c) => [c.name, iptablesRuleLines(c.name, c.rules, family)]));
 }
 
+/** Our rules in one builtin chain: the hook jumps (at its top, or appended) and those always appended. */
+export interface BaseLines {
+  inserted: string[];
+  appended: string[];
+}
+
+/**
+ * One table's base chains as `-A` lines. The appended rules hash apart from the inserted
+ * ones (Felix seeds them with "<chain>*appends*"), so the same rule in both never shares a hash.
+ */
+export function baseChainLines(
+  rs: Pick<Ruleset, 'hooks' | 'appends' | 'family'>,
+  table: TableName,
+): Map<string, BaseLines> {
+  const out = new Map<string, BaseLines>();
+  for (const b of baseChains(rs)) {
+    if (b.table !== table) continue;
+    out.set(b.builtin, {
+      inserted: iptablesRuleLines(b.builtin, b.inserted, rs.family),
+      appended: iptablesRuleLines(b.builtin, b.appended, rs.family, `${b.builtin}*appends*`),
+    });
+  }
+  return out;
+}
+
+/** A builtin chain's lines in the order they go in: inserted at its top (Insert) or appended, then the appends. */
+export function baseChainScript(builtin: BaseLines, insertMode: 'Insert' | 'Append'): string[] {
+  const top = builtin.inserted.map((l, i) => (insertMode === 'Insert' ? l.replace(/^-A (\S+)/, `-I $1 ${i + 1}`) : l));
+  return [...top, ...builtin.appended];
+}
+
 export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'Insert'): string {
   const out: string[] = [];
   for (const table of TABLES) {
     const chains = rs.tables[table];
-    const hooks = rs.hooks.filter((h) => h.table === table);
-    if (!chains.size && !hooks.length) continue;
+    const base = baseChainLines(rs, table);
+    if (!chains.size && !base.size) continue;
     const maps = new Map(rs.maps.filter((m) => m.table === table).map((m) => [m.name, m]));
     out.push(`*${table}`);
     const lines = new Map<string, string[]>();
     for (const chain of chains.values())
       for (const [name, l] of iptablesChainLines(chain.name, chain.rules, rs.family, maps)) lines.set(name, l);
     for (const name of lines.keys()) out.push(`:${name} - [0:0]`);
-    for (const h of hooks) {
-      const [line] = iptablesRuleLines(
-        h.builtin,
-        [{ match: [], action: { k: 'jump', chain: h.chain } }],
-        rs.family,
-      ) as [string];
-      out.push(insertMode === 'Insert' ? line.replace(/^-A (\S+)/, '-I $1 1') : line);
-    }
+    for (const b of base.values()) for (const l of baseChainScript(b, insertMode)) out.push(l);
     for (const l of lines.values()) for (const x of l) out.push(x);
     out.push('COMMIT');
   }

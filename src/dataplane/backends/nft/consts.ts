@@ -7,6 +7,9 @@ export const CMP = { eq: 0, neq: 1 } as const;
 export const RANGE = { eq: 0, neq: 1 } as const;
 export const META = { mark: 3, iifname: 6, oifname: 7, l4proto: 16 } as const;
 export const CT_STATE = 0;
+/** NFT_CT_STATUS, and IPS_DST_NAT of its bits (linux/netfilter/nf_conntrack_common.h). */
+export const CT_STATUS = 2;
+export const CT_STATUS_DST_NAT = 1 << 5;
 export const CT_BITS = { INVALID: 1, ESTABLISHED: 2, RELATED: 4, NEW: 8, UNTRACKED: 64 } as const;
 export const REG = { verdict: 0, r1: 1, r32_00: 8 } as const;
 export const LOOKUP_INVERT = 1;

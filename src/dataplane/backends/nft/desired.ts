@@ -5,7 +5,7 @@ import { StringMap } from '../../../collections/string-map.js';
 import { coveringMembers, isHostCidr } from '../../render/cover.js';
 import type { Family, IPSet, Rule, Ruleset, SetKind, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
-import { hookRule, TABLES } from '../../render/model.js';
+import { baseChains, TABLES } from '../../render/model.js';
 import { nftSetName } from '../../render/names.js';
 import { nftChainName, nftElement, nftHashText } from './text.js';
 import { ruleHashes } from '../../render/names.js';
@@ -203,12 +203,13 @@ export function desiredOf(rs: Ruleset): DesiredFamily {
       chains.set(name, chainOf(name, c.name, table, c.rules, family));
     }
   }
-  for (const h of rs.hooks) {
+  // A base chain is ours alone in nftables mode: the appended rules simply follow the jump.
+  for (const h of baseChains(rs)) {
     const name = nftChainName(h.table, h.builtin);
     const spec = baseChainSpec(h.table, h.builtin);
     chains.set(
       name,
-      chainOf(name, name, h.table, [hookRule(h)], family, {
+      chainOf(name, name, h.table, [...h.inserted, ...h.appended], family, {
         hook: HOOK[h.builtin],
         prio: spec.priority,
         type: spec.type,

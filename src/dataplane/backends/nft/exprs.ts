@@ -14,6 +14,8 @@ import {
   CMP,
   CT_BITS,
   CT_STATE,
+  CT_STATUS,
+  CT_STATUS_DST_NAT,
   FIB_F_DADDR,
   FIB_F_IIF,
   FIB_F_MARK,
@@ -232,6 +234,14 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
       e.push(expr('ct', { key: u32(CT_STATE), dreg: u32(REG.r1) }), bitwise(4, u32(bits), u32(0)), cmp(u32(0), true));
       return;
     }
+    case 'ctDnat':
+      // ct status [!=] dnat: the status bit, then non-zero (or zero when negated).
+      e.push(
+        expr('ct', { key: u32(CT_STATUS), dreg: u32(REG.r1) }),
+        bitwise(4, u32(CT_STATUS_DST_NAT), u32(0)),
+        cmp(u32(0), !neg),
+      );
+      return;
     case 'iface': {
       e.push(meta(m.dir === 'in' ? META.iifname : META.oifname));
       // A "+" wildcard compares the prefix only, as nft does for "cali*".

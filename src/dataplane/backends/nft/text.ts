@@ -6,7 +6,7 @@ import { coveringMembers, isHostCidr } from '../../render/cover.js';
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
 import { commentHashText, nftComment } from '../../render/comments.js';
-import { hookRule, TABLES } from '../../render/model.js';
+import { baseChains, TABLES } from '../../render/model.js';
 import { nftSetName, ruleHashes } from '../../render/names.js';
 
 export const nftFamily = (f: Family) => (f === 4 ? 'ip' : 'ip6');
@@ -41,6 +41,10 @@ function match(m: Match, family: Family): string {
       return `meta mark & ${hex(m.mask)} ${m.neg ? '!=' : '=='} ${hex(m.value)}`;
     case 'ct':
       return `ct state ${m.states.map((s) => s.toLowerCase()).join(',')}`;
+    case 'ctDnat':
+      // Not `ct status != dnat`: nft (1.0.6) compiles that to the whole status word being
+      // other than DNAT alone, true of nearly every connection (Felix's nftables mode has it).
+      return m.neg ? 'ct status & dnat == 0' : 'ct status dnat';
     case 'iface':
       return `${m.dir === 'in' ? 'iifname' : 'oifname'} ${op}${ifname(m.name)}`;
     case 'addrType':
@@ -142,12 +146,12 @@ export function renderNft(rs: Ruleset): string {
       out.push('\t}');
     }
   }
-  for (const hook of rs.hooks) {
-    const h = baseChainSpec(hook.table, hook.builtin);
-    out.push(`\tchain ${nftChainName(hook.table, hook.builtin)} {`);
-    out.push(`\t\ttype ${h.type} hook ${hook.builtin.toLowerCase()} priority ${h.priority}; policy accept;`);
-    const base = nftChainName(hook.table, hook.builtin);
-    for (const r of nftRuleTexts(base, [hookRule(hook)], rs.family, hook.table)) out.push(`\t\t${r}`);
+  for (const b of baseChains(rs)) {
+    const h = baseChainSpec(b.table, b.builtin);
+    const base = nftChainName(b.table, b.builtin);
+    out.push(`\tchain ${base} {`);
+    out.push(`\t\ttype ${h.type} hook ${b.builtin.toLowerCase()} priority ${h.priority}; policy accept;`);
+    for (const r of nftRuleTexts(base, [...b.inserted, ...b.appended], rs.family, b.table)) out.push(`\t\t${r}`);
     out.push('\t}');
   }
   out.push('}');

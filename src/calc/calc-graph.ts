@@ -104,7 +104,7 @@ export class CalcGraph {
     IPPool: (k, pool) => {
       this.#sequencer.onIpamPoolUpdate(
         k.cidr.replace('/', '-'),
-        pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled },
+        pool && { cidr: pool.cidr, masquerade: pool.masquerade && !pool.disabled, allowedUses: pool.allowedUses },
       );
       this.#routes.onPoolUpdate(k.cidr, pool);
     },

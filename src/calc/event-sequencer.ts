@@ -6,6 +6,7 @@
 import type {
   HostEndpoint,
   HostEndpointID,
+  IPAMPool,
   IPSetType,
   Policy,
   PolicyID,
@@ -56,7 +57,7 @@ export class EventSequencer {
   readonly #endpointsToRemove = new Map<string, EndpointMsg>();
 
   #config: Record<string, string> | undefined;
-  readonly #pools = new Map<string, { cidr: string; masquerade: boolean } | undefined>();
+  readonly #pools = new Map<string, IPAMPool | undefined>();
   readonly #hosts = new Map<string, string | undefined>();
   readonly #routeAdds = new Map<string, RouteUpdate>();
   readonly #routeRemoves = new Set<string>();
@@ -159,7 +160,7 @@ export class EventSequencer {
     this.#config = config;
   }
 
-  onIpamPoolUpdate(id: string, pool: { cidr: string; masquerade: boolean } | undefined): void {
+  onIpamPoolUpdate(id: string, pool: IPAMPool | undefined): void {
     this.#pools.set(id, pool);
   }
 

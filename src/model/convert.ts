@@ -383,5 +383,6 @@ export function convertIpPool(p: ResourceOf<'IPPool'>): InternalIpPool {
     ipipMode: p.spec.ipipMode ?? 'Never',
     vxlanMode: p.spec.vxlanMode ?? 'Never',
     disabled: p.spec.disabled ?? false,
+    allowedUses: [...(p.spec.allowedUses ?? [])],
   };
 }

@@ -149,4 +149,6 @@ export interface InternalIpPool {
   ipipMode: 'Never' | 'Always' | 'CrossSubnet';
   vxlanMode: 'Never' | 'Always' | 'CrossSubnet';
   disabled: boolean;
+  /** spec.allowedUses; empty when the pool names none. */
+  allowedUses: string[];
 }

@@ -7,6 +7,8 @@
 export interface CalicoRelease {
   major: number;
   minor: number;
+  /** The patch release (0 when the cluster wrote none). */
+  patch: number;
   /** As the cluster wrote it ("v3.31.7"), or "" when it named none. */
   text: string;
 }
@@ -30,6 +32,12 @@ export interface ReleaseTraits {
    * ClusterNetworkPolicy (3.32+).
    */
   adminPolicies: 'anp' | 'cnp';
+  /**
+   * The set of every IP pool the NAT-outgoing rule excludes as destinations: "network-ip-pools",
+   * leaving LoadBalancer-only pools out (3.31.6+, 3.32.1+: upstream #12769), or
+   * "all-ipam-pools" with every pool (before). A patch-release trait.
+   */
+  allPoolsSet: 'network-ip-pools' | 'all-ipam-pools';
 }
 
 export type PolicyIds = ReleaseTraits['policyIds'];
@@ -37,7 +45,7 @@ export type AdminPolicies = ReleaseTraits['adminPolicies'];
 
 export const OLDEST_SUPPORTED = { major: 3, minor: 30 } as const;
 /** What a cluster that names no release is taken to run. */
-export const NEWEST_KNOWN: CalicoRelease = { major: 3, minor: 32, text: '' };
+export const NEWEST_KNOWN: CalicoRelease = { major: 3, minor: 32, patch: Number.MAX_SAFE_INTEGER, text: '' };
 
 /**
  * A release from a version string as Calico writes it ("v3.31.7", "3.32.1", "v3.32.0-0.dev-
@@ -47,9 +55,9 @@ export const NEWEST_KNOWN: CalicoRelease = { major: 3, minor: 32, text: '' };
 export function parseCalicoVersion(text: string): CalicoRelease | undefined {
   const t = text.trim();
   if (t === '' || /^(master|main|unknown|dev)$/i.test(t)) return undefined;
-  const m = /^v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,6})?(?:[-+][0-9A-Za-z.+-]{0,200})?$/.exec(t);
+  const m = /^v?(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?(?:[-+][0-9A-Za-z.+-]{0,200})?$/.exec(t);
   if (!m) throw new Error(`"${t.slice(0, 64)}" is not a Calico version (expected like v3.31.7)`);
-  return { major: Number(m[1]), minor: Number(m[2]), text: t };
+  return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3] ?? 0), text: t };
 }
 
 /** The release a CalicoVersion value stands for (the newest known when it names none). */
@@ -57,8 +65,9 @@ export function releaseOf(calicoVersion: string): CalicoRelease {
   return parseCalicoVersion(calicoVersion) ?? NEWEST_KNOWN;
 }
 
-function atLeast(r: CalicoRelease, major: number, minor: number): boolean {
-  return r.major > major || (r.major === major && r.minor >= minor);
+function atLeast(r: CalicoRelease, major: number, minor: number, patch = 0): boolean {
+  if (r.major !== major) return r.major > major;
+  return r.minor > minor || (r.minor === minor && r.patch >= patch);
 }
 
 export function isSupported(r: CalicoRelease): boolean {
@@ -67,7 +76,14 @@ export function isSupported(r: CalicoRelease): boolean {
 
 export function traitsOf(r: CalicoRelease): ReleaseTraits {
   const modern = atLeast(r, 3, 32);
-  return { modernPolicyKeys: modern, policyIds: modern ? 'kind' : 'tiered', adminPolicies: modern ? 'cnp' : 'anp' };
+  // Backported to 3.31.6 and shipped in 3.32.1: 3.32.0 still has the old set.
+  const networkPools = atLeast(r, 3, 32, 1) || (r.major === 3 && r.minor === 31 && r.patch >= 6);
+  return {
+    modernPolicyKeys: modern,
+    policyIds: modern ? 'kind' : 'tiered',
+    adminPolicies: modern ? 'cnp' : 'anp',
+    allPoolsSet: networkPools ? 'network-ip-pools' : 'all-ipam-pools',
+  };
 }
 
 /** "v3.31.7", or "3.32+ (none named)" for a cluster that names no release. */

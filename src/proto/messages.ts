@@ -112,6 +112,8 @@ export interface HostEndpoint {
 export interface IPAMPool {
   cidr: string;
   masquerade: boolean;
+  /** The pool's allowedUses (Workload, Tunnel, LoadBalancer); empty: Calico's default. */
+  allowedUses: string[];
 }
 
 /** Felix's RouteType bits (felixbackend.proto). */

@@ -416,13 +416,13 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     };
     const handle = handles.nftables.find((o) => o.rule)?.rule?.handle;
     ns.run('nft', ['delete', 'rule', 'ip', 'calico', 'filter-cali-FORWARD', 'handle', String(handle)]);
-    ns.run('nft', ['flush', 'set', 'ip', 'calico', 'cali40all-ipam-pools']);
-    ns.run('nft', ['add', 'element', 'ip', 'calico', 'cali40all-ipam-pools', '{ 10.200.0.1 }']);
+    ns.run('nft', ['flush', 'set', 'ip', 'calico', 'cali40network-ip-pools']);
+    ns.run('nft', ['add', 'element', 'ip', 'calico', 'cali40network-ip-pools', '{ 10.200.0.1 }']);
     ns.run('nft', ['add', 'rule', 'ip', 'calico', 'filter-cali-INPUT', 'accept']);
     await d.call({ cmd: 'resync' });
     const drift = await d.call<Array<{ chains: string[]; sets: string[] }>>({ cmd: 'drift' });
     assert.deepEqual(drift[0]?.chains.sort(), ['filter-cali-FORWARD', 'filter-cali-INPUT']);
-    assert.deepEqual(drift[0]?.sets, ['cali40all-ipam-pools']);
+    assert.deepEqual(drift[0]?.sets, ['cali40network-ip-pools']);
     await d.call({ cmd: 'apply' });
     await d.call({ cmd: 'resync' });
     assert.deepEqual(await d.call({ cmd: 'drift' }), NO_DRIFT);

@@ -261,6 +261,19 @@ describe('dataplane render: policy rules', () => {
     const setsOne = ipt.filter((r) => r.action.k === 'setMark' && r.action.mark === marks.scratch1);
     assert.equal(setsOne.length, 4);
     assert.equal(ipt.at(-1)?.action.k, 'drop');
+    // One CIDR and one negated CIDR of the same direction: iptables takes one -s per rule, so
+    // the negated one is a block (rendered into one rule, it lost the positive CIDR).
+    const both = renderProtoRule(
+      protoRule({ action: 'allow', srcNet: ['10.0.0.0/8'], notSrcNet: ['10.1.0.0/16'] }),
+      v4ipt,
+    );
+    for (const r of both) assert.ok(r.match.filter((m) => m.k === 'net' && m.dir === 'src').length <= 1);
+    const final = both.find((r) => r.action.k === 'setMark' && r.action.mark === marks.accept);
+    assert.deepEqual(
+      final?.match.filter((m) => m.k === 'net'),
+      [{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }],
+    );
+    assert.ok(both.some((r) => r.match.some((m) => m.k === 'net' && m.neg && m.nets[0] === '10.1.0.0/16')));
     // nftables splits short disjoint lists into one rule each (no anonymous set), keeps
     // overlapping ones as a set, and turns a negated list into one negated match per value.
     const nft = renderProtoRule(protoRule({ action: 'deny', srcNet: ['10.0.0.0/8', '192.168.0.0/16'] }), v4);
@@ -421,6 +434,33 @@ describe('dataplane render: endpoints and dispatch', () => {
   });
 });
 
+describe('dataplane render: RETURN as the allow action', () => {
+  // Felix v3.31.7 with IptablesFilterAllowAction/MangleAllowAction RETURN: failsafes still
+  // accept (a RETURN would carry on into the host-endpoint policy they bypass), and an
+  // established flow's RETURN sets the accept bit first so the caller still lets it through.
+  it('keeps failsafes accepting and marks established flows before returning', () => {
+    const cfg = {
+      ...config(),
+      IptablesFilterAllowAction: 'RETURN' as const,
+      IptablesMangleAllowAction: 'RETURN' as const,
+    };
+    const state = stateOf(
+      wep('a', 'node1', '10.65.0.2', { app: 'web' }),
+      np('web', { selector: 'all()', ingress: [{ action: 'Allow' }] }),
+    );
+    const rs = renderRuleset(state, cfg, 4, 'iptables');
+    for (const table of ['filter', 'raw', 'mangle'] as const)
+      for (const chain of ['cali-failsafe-in', 'cali-failsafe-out'])
+        for (const r of rs.tables[table].get(chain)?.rules ?? [])
+          assert.equal(r.action.k, 'accept', `${table} ${chain}`);
+    const ipt = renderIptables(rs).split('\n');
+    const est = ipt.filter((l) => l.includes('--ctstate RELATED,ESTABLISHED') && l.startsWith('-A cali-tw-'));
+    assert.equal(est.length, 2, est.join('\n'));
+    assert.match(est[0] as string, /-j MARK --set-xmark 0x10000\/0x10000$/);
+    assert.match(est[1] as string, /-j RETURN$/);
+  });
+});
+
 describe("iptables mode: Felix's dispatch tree", () => {
   it('bins interfaces by the character after their common prefix: one per bin in the root chain, several in a child chain with the end rules again', () => {
     const goto = (n: string) => ({ k: 'goto' as const, chain: `cali-tw-${n}` });
@@ -519,7 +559,7 @@ describe('dataplane render: whole rulesets', () => {
     const text = renderIpsets(renderRuleset(state, config(), 4, 'iptables'));
     assert.match(text, /^create cali40n:\S+ hash:ip,port family inet maxelem 1048576 -exist$/m);
     assert.match(text, /^add cali40n:\S+ 10\.65\.0\.10,tcp:8080$/m);
-    assert.match(text, /^create cali40all-ipam-pools hash:net family inet maxelem 1048576 -exist$/m);
+    assert.match(text, /^create cali40network-ip-pools hash:net family inet maxelem 1048576 -exist$/m);
     assert.doesNotMatch(text, /2001:db8/);
   });
 
@@ -633,6 +673,12 @@ describe("dataplane render: the overlay's static rules", () => {
     assert.ok(output?.includes('Allow IPv4 VXLAN packets to other allowed hosts'));
     // IPv6 VXLAN is not programmed: no rules for it.
     assert.equal(renderRuleset(state, config(), 6, 'iptables').sets.has('cali60all-vxlan-net'), false);
+    // VXLAN is not tracked (Felix: other source ports each way leave unreplied flows):
+    // raw, before the workload mark and after the untracked host-endpoint egress policy.
+    const raw = (chain: string, r: Ruleset) => r.tables.raw.get(chain)?.rules.map((x) => x.action.k);
+    assert.deepEqual(raw('cali-PREROUTING', rs)?.slice(0, 3), ['setMark', 'notrack', 'setMark']);
+    assert.deepEqual(raw('cali-OUTPUT', rs), ['setMark', 'jump', 'notrack', 'accept']);
+    assert.ok(!raw('cali-OUTPUT', renderRuleset(new DesiredState(), config(), 4, 'iptables'))?.includes('notrack'));
   });
 
   it('has neither the rules nor the set without VXLAN, and VXLANEnabled overrides the pools', () => {

@@ -103,6 +103,13 @@ describe('native iptables ops', () => {
       '-j CT --zone 1',
       '-m addrtype --dst-type LOCAL --limit-iface-in -j ACCEPT',
       '-s fd00::1 -j ACCEPT',
+      // iptables refuses a second address, protocol or interface; the last one winning once
+      // turned `-s A ! -s B` into `! -s B` (an allow for every other source).
+      '-s 10.0.0.0/8 ! -s 10.1.0.0/16 -j ACCEPT',
+      '! -d 10.0.0.1 --destination 10.0.0.2 -j DROP',
+      '-p tcp -p udp -j DROP',
+      '-i eth0 --in-interface eth1 -j DROP',
+      '-o a -o b -j DROP',
     ]) {
       assert.throws(() => parseRuleArgs(splitWords(args), 4), UnsupportedRule, args);
     }

@@ -276,6 +276,7 @@ describe('model: endpoints, profiles, sets, pools, tiers', () => {
       ipipMode: 'Never',
       vxlanMode: 'Never',
       disabled: false,
+      allowedUses: [],
     });
   });
 });

@@ -18,8 +18,8 @@ const ds = (global: Record<string, string>): DatastoreParams => ({
 
 describe('Calico release', () => {
   it('reads versions as Calico writes them; names none for empty or branch names; refuses garbage', () => {
-    assert.deepEqual(parseCalicoVersion('v3.31.7'), { major: 3, minor: 31, text: 'v3.31.7' });
-    assert.deepEqual(parseCalicoVersion('3.30'), { major: 3, minor: 30, text: '3.30' });
+    assert.deepEqual(parseCalicoVersion('v3.31.7'), { major: 3, minor: 31, patch: 7, text: 'v3.31.7' });
+    assert.deepEqual(parseCalicoVersion('3.30'), { major: 3, minor: 30, patch: 0, text: '3.30' });
     assert.equal(parseCalicoVersion('v3.32.0-0.dev-123-gabcdef')?.minor, 32);
     assert.equal(parseCalicoVersion(''), undefined);
     assert.equal(parseCalicoVersion('master'), undefined);
@@ -28,10 +28,15 @@ describe('Calico release', () => {
   });
 
   it('decides each difference in one place: 3.30 and 3.31 legacy, 3.32 and newer modern', () => {
-    for (const v of ['v3.30.0', 'v3.31.7'])
-      assert.deepEqual(traitsOf(releaseOf(v)), { modernPolicyKeys: false, policyIds: 'tiered', adminPolicies: 'anp' });
+    const legacy = { modernPolicyKeys: false, policyIds: 'tiered', adminPolicies: 'anp' };
+    const modern = { modernPolicyKeys: true, policyIds: 'kind', adminPolicies: 'cnp' };
+    for (const v of ['v3.30.0', 'v3.30.7', 'v3.31.5'])
+      assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'all-ipam-pools' }, v);
+    for (const v of ['v3.31.6', 'v3.31.7'])
+      assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'network-ip-pools' }, v);
+    assert.deepEqual(traitsOf(releaseOf('v3.32.0')), { ...modern, allPoolsSet: 'all-ipam-pools' });
     for (const v of ['v3.32.1', 'v3.33.0', 'v4.0.0', ''])
-      assert.deepEqual(traitsOf(releaseOf(v)), { modernPolicyKeys: true, policyIds: 'kind', adminPolicies: 'cnp' });
+      assert.deepEqual(traitsOf(releaseOf(v)), { ...modern, allPoolsSet: 'network-ip-pools' }, v);
     assert.match(describeRelease(releaseOf('')), /names no release/);
   });
 

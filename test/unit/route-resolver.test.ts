@@ -26,6 +26,7 @@ const pool = (cidr: string, vxlanMode: InternalIpPool['vxlanMode'], masquerade =
   ipipMode: 'Never',
   vxlanMode,
   disabled: false,
+  allowedUses: [],
 });
 const block = (cidr: string, host: string, borrowed: Array<[number, string]> = []): IpamBlock => ({
   cidr,

@@ -379,6 +379,7 @@ describe('v1 model: values as libcalico-go serializes them', () => {
       ipipMode: 'CrossSubnet',
       vxlanMode: 'Never',
       disabled: false,
+      allowedUses: [],
     });
     assert.deepEqual(JSON.parse(serializeValue(key, pool)), {
       cidr: '10.65.0.0/16',
@@ -391,6 +392,14 @@ describe('v1 model: values as libcalico-go serializes them', () => {
       disableBGPExport: false,
       assignment_mode: 'Automatic',
     });
+    // allowed_uses as libcalico-go's model.IPPool carries it (omitted when empty); an unknown use refused.
+    const lb = parseValue(key, JSON.stringify({ cidr: '10.65.0.0/16', allowed_uses: ['LoadBalancer'] }));
+    assert.deepEqual((lb as { allowedUses: string[] }).allowedUses, ['LoadBalancer']);
+    assert.deepEqual(JSON.parse(serializeValue(key, lb)).allowed_uses, ['LoadBalancer']);
+    assert.throws(
+      () => parseValue(key, JSON.stringify({ cidr: '10.65.0.0/16', allowed_uses: ['Pods'] })),
+      /unknown use/,
+    );
   });
 
   it('bad values are clean errors naming the field', () => {

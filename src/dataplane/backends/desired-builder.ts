@@ -15,6 +15,7 @@ import {
 import type { Family, IPSet } from '../render/model.js';
 import type { RenderContext } from '../render/policy.js';
 import {
+  allPoolsSetOf,
   contextOf,
   floatingIpFragment,
   type Fragment,
@@ -130,7 +131,8 @@ export abstract class DesiredBuilder {
   }
 
   #pools(state: DesiredState): void {
-    for (const set of poolSets(state.pools.values(), this.family)) this.putSet(set.name, set);
+    for (const set of poolSets(state.pools.values(), this.family, allPoolsSetOf(this.config)))
+      this.putSet(set.name, set);
   }
 
   // cali-INPUT/cali-OUTPUT, all-vxlan-net and all-hosts-net follow which overlays are on, the VTEPs and the nodes.

@@ -135,7 +135,10 @@ function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
   if (r.notProtocol) m.push({ k: 'proto', proto: protocolNumber(r.notProtocol), neg: true });
   const nets = (dir: 'src' | 'dst', list: string[], neg: boolean) => {
     if (!list.length) return;
-    if (!ctx.iptables || list.length === 1)
+    // iptables takes one -s (and one -d) per rule: a negated CIDR beside a positive one of
+    // the same direction is a block of its own (found diffing against Felix v3.31.7).
+    const positive = (dir === 'src' ? srcNet : dstNet).length > 0;
+    if (!ctx.iptables || (list.length === 1 && !(neg && positive)))
       m.push(neg ? { k: 'net', dir, nets: list, neg } : { k: 'net', dir, nets: list });
     else if (!neg) blocks.push(list.map((n) => [{ k: 'net', dir, nets: [n] }]));
     else for (const n of list) blocks.push([[{ k: 'net', dir, nets: [n], neg: true }]]);

@@ -25,7 +25,6 @@ import { actionsIn, chainsIn, type FilterActions, policyChains, profileChains, t
 import {
   addStaticChains,
   ALL_HOSTS_SET,
-  ALL_POOLS_SET,
   ALL_VXLAN_SET,
   DISPATCH,
   FIP_DNAT,
@@ -139,7 +138,13 @@ function staticOptions(config: RenderConfig, ctx: RenderContext): StaticOptions 
     natOutgoingAddress: config.NATOutgoingAddress,
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
+    allPoolsSet: allPoolsSetOf(config),
   };
+}
+
+/** The release's set of all pools, which NAT outgoing does not masquerade to. */
+export function allPoolsSetOf(config: Pick<RenderConfig, 'CalicoVersion'>): string {
+  return traitsOf(releaseOf(config.CalicoVersion ?? '')).allPoolsSet;
 }
 
 /** Static chains, hooks and the empty dispatch maps. */
@@ -163,17 +168,14 @@ export function overlayOf(state: Pick<OverlayState, 'overlayPools'>, config: Ren
   return { ...(vxlan ? { vxlanPort: config.VXLANPort } : {}), ...(ipip ? { ipip: true } : {}) };
 }
 
-/** cali-INPUT and cali-OUTPUT with the overlays' rules: they replace the static ones. */
+/** cali-INPUT and cali-OUTPUT (filter and raw) with the overlays' rules: they replace the static ones. */
 export function overlayFragment(
   state: Pick<OverlayState, 'overlayPools'>,
   config: RenderConfig,
   ctx: RenderContext,
 ): Fragment {
   return {
-    chains: overlayChains(staticOptions(config, ctx), overlayOf(state, config, ctx.family)).map((c) => ({
-      table: 'filter' as const,
-      ...c,
-    })),
+    chains: overlayChains(staticOptions(config, ctx), overlayOf(state, config, ctx.family)),
     entries: [],
   };
 }
@@ -296,11 +298,19 @@ export function ipSetOf(id: string, s: DesiredIPSet, family: Family): IPSet {
   };
 }
 
+const loadBalancerOnly = (p: IPAMPool) => p.allowedUses.length === 1 && p.allowedUses[0] === 'LoadBalancer';
+
 /** The IP-pool sets NAT uses: all pools, and those with natOutgoing. */
-export function poolSets(pools: Iterable<IPAMPool>, family: Family): IPSet[] {
+export function poolSets(pools: Iterable<IPAMPool>, family: Family, allPoolsSet: string): IPSet[] {
   const mine = [...pools].filter((p) => isV6(p.cidr) === (family === 6));
   return [
-    { name: ipSetName(family, ALL_POOLS_SET), kind: 'net', members: mine.map((p) => p.cidr) },
+    {
+      name: ipSetName(family, allPoolsSet),
+      kind: 'net',
+      // network-ip-pools leaves out pools only for LoadBalancer addresses (Felix's masq manager):
+      // traffic from a natOutgoing pool to a LoadBalancer address is masqueraded.
+      members: mine.filter((p) => allPoolsSet !== 'network-ip-pools' || !loadBalancerOnly(p)).map((p) => p.cidr),
+    },
     {
       name: ipSetName(family, MASQ_POOLS_SET),
       kind: 'net',
@@ -322,7 +332,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
     const set = ipSetOf(id, s, family);
     rs.sets.set(set.name, set);
   }
-  for (const set of poolSets(state.pools.values(), family)) rs.sets.set(set.name, set);
+  for (const set of poolSets(state.pools.values(), family, allPoolsSetOf(config))) rs.sets.set(set.name, set);
   for (const { set } of overlaySets(state, config, family)) if (set) rs.sets.set(set.name, set);
   addFragment(rs, overlayFragment(state, config, ctx));
   for (const { name, tier, policy } of state.policies.values())

@@ -20,6 +20,8 @@ export interface StaticOptions {
   actions: FilterActions;
   /** NATOutgoingAddress ("" for masquerade). */
   natOutgoingAddress: string;
+  /** The release's name for the set of all pools (model/release.ts allPoolsSet). */
+  allPoolsSet: string;
 }
 
 export const DISPATCH = {
@@ -38,7 +40,6 @@ export const RPF_SKIP = 'cali-rpf-skip';
 export const FIP_DNAT = 'cali-fip-dnat';
 export const FIP_SNAT = 'cali-fip-snat';
 
-export const ALL_POOLS_SET = 'all-ipam-pools';
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
 
 function portRules(
@@ -127,7 +128,10 @@ export const ALL_HOSTS_SET = 'all-hosts-net';
  * else (so no host can inject packets into the overlay), and VXLAN to other VTEPs is let
  * out whatever host-endpoint policy says (or a host policy could cut the overlay).
  */
-export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name: string; rules: Rule[] }> {
+export function overlayChains(
+  o: StaticOptions,
+  overlay: Overlay,
+): Array<{ table: TableName; name: string; rules: Rule[] }> {
   const { marks } = o;
   const allow = o.actions.filterAllow;
   const acceptIfMarked = (comment?: string): Rule => ({ match: [markSet(marks.accept)], action: allow, comment });
@@ -212,8 +216,53 @@ export function overlayChains(o: StaticOptions, overlay: Overlay): Array<{ name:
     acceptIfMarked('Host endpoint policy accepted packet.'),
   );
   return [
-    { name: 'cali-INPUT', rules: input },
-    { name: 'cali-OUTPUT', rules: output },
+    { table: 'filter', name: 'cali-INPUT', rules: input },
+    { table: 'filter', name: 'cali-OUTPUT', rules: output },
+    ...rawChains(o, overlay),
+  ];
+}
+
+/**
+ * raw, as Felix's StaticRawPreroutingChain and StaticRawOutputChain: workload traffic is
+ * marked, may skip the strict reverse-path check (cali-rpf-skip: allowSpoofedSourcePrefixes),
+ * must pass it (no spoofing), and is not subject to untracked host-endpoint policy. With
+ * VXLAN on, VXLAN is not tracked: it uses other source ports each way, so conntrack would
+ * hold an unreplied flow per packet stream (found diffing against Felix v3.31.7).
+ */
+function rawChains(o: StaticOptions, overlay: Overlay): Array<{ table: TableName; name: string; rules: Rule[] }> {
+  const { marks } = o;
+  const accepted: Rule = { match: [markSet(marks.accept)], action: { k: 'accept' } };
+  const notrack: Rule[] =
+    overlay.vxlanPort === undefined
+      ? []
+      : [
+          {
+            match: [
+              { k: 'proto', proto: 17 },
+              { k: 'ports', dir: 'dst', ranges: [{ first: overlay.vxlanPort, last: overlay.vxlanPort }] },
+            ],
+            action: { k: 'notrack' },
+          },
+        ];
+  const fromWl = marks.scratch0;
+  const pre: Rule[] = [{ match: [], action: clearMark(marks.all) }, ...notrack];
+  for (const p of o.interfacePrefixes)
+    pre.push({ match: [{ k: 'iface', dir: 'in', name: wildcard(p) }], action: setMark(fromWl) });
+  pre.push(
+    { match: [markSet(fromWl)], action: { k: 'jump', chain: RPF_SKIP } },
+    { match: [markSet(fromWl), { k: 'rpfFailed' }], action: { k: 'drop' } },
+    { match: [markClear(fromWl)], action: { k: 'jump', chain: DISPATCH.fromHost } },
+    accepted,
+  );
+  const out: Rule[] = [
+    { match: [], action: clearMark(marks.all) },
+    { match: [], action: { k: 'jump', chain: DISPATCH.toHost } },
+    ...notrack,
+    accepted,
+  ];
+  return [
+    { table: 'raw', name: 'cali-PREROUTING', rules: pre },
+    { table: 'raw', name: 'cali-OUTPUT', rules: out },
   ];
 }
 
@@ -250,8 +299,8 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const fromWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'in', name: wildcard(p) }]);
   const toWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'out', name: wildcard(p) }]);
 
-  // filter (cali-INPUT and cali-OUTPUT depend on the overlay too: see overlayChains)
-  for (const c of overlayChains(o, {})) addChain(rs, 'filter', c.name, c.rules);
+  // filter cali-INPUT and cali-OUTPUT, raw cali-PREROUTING and cali-OUTPUT: they depend on the overlay (overlayChains)
+  for (const c of overlayChains(o, {})) addChain(rs, c.table, c.name, c.rules);
 
   const toHost: Rule[] = [];
   if (family === 6) {
@@ -296,9 +345,12 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     rules: [acceptIfMarked('Policy explicitly accepted packet.'), { match: [], action: setMark(marks.accept) }],
   });
 
+  // Failsafes accept outright, whatever the allow actions say (Felix: r.Allow()): with
+  // IptablesFilterAllowAction RETURN a failsafe that returned would go on into the
+  // host-endpoint policy it exists to bypass (found diffing against Felix v3.31.7).
   for (const table of ['filter', 'raw', 'mangle'] as const) {
-    addChain(rs, table, 'cali-failsafe-in', failsafeChain(o, 'in', table, allowIn[table]));
-    addChain(rs, table, 'cali-failsafe-out', failsafeChain(o, 'out', table, allowIn[table]));
+    addChain(rs, table, 'cali-failsafe-in', failsafeChain(o, 'in', table, { k: 'accept' }));
+    addChain(rs, table, 'cali-failsafe-out', failsafeChain(o, 'out', table, { k: 'accept' }));
   }
   const maps: DispatchMaps = {
     fromWl: dispatchChain(rs, 'filter', DISPATCH.fromWl, 'in', o.actions.filterDeny),
@@ -314,25 +366,6 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     mangleFromHost: dispatchMap(rs, 'mangle', DISPATCH.fromHost),
     mangleToHost: dispatchMap(rs, 'mangle', DISPATCH.toHost),
   };
-
-  // raw, as Felix's StaticRawPreroutingChain: workload traffic is marked, may skip the
-  // strict reverse-path check (cali-rpf-skip: allowSpoofedSourcePrefixes), must pass it
-  // (no spoofing), and is not subject to untracked host-endpoint policy.
-  const fromWl = marks.scratch0;
-  const rawPre: Rule[] = [{ match: [], action: clearMark(marks.all) }];
-  for (const m of fromWorkload()) rawPre.push({ match: m, action: setMark(fromWl) });
-  rawPre.push(
-    { match: [markSet(fromWl)], action: { k: 'jump', chain: RPF_SKIP } },
-    { match: [markSet(fromWl), { k: 'rpfFailed' }], action: { k: 'drop' } },
-    { match: [markClear(fromWl)], action: { k: 'jump', chain: DISPATCH.fromHost } },
-    acceptIfMarked(undefined, 'raw'),
-  );
-  addChain(rs, 'raw', 'cali-PREROUTING', rawPre);
-  addChain(rs, 'raw', 'cali-OUTPUT', [
-    { match: [], action: clearMark(marks.all) },
-    { match: [], action: { k: 'jump', chain: DISPATCH.toHost } },
-    acceptIfMarked(undefined, 'raw'),
-  ]);
 
   // mangle: pre-DNAT host-endpoint policy.
   const manglePre: Rule[] = [
@@ -360,7 +393,7 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
     {
       match: [
         { k: 'set', dir: 'src', set: ipSetName(family, MASQ_POOLS_SET) },
-        { k: 'set', dir: 'dst', set: ipSetName(family, ALL_POOLS_SET), neg: true },
+        { k: 'set', dir: 'dst', set: ipSetName(family, o.allPoolsSet), neg: true },
       ],
       action: outgoing ? { k: 'snat', to: outgoing } : { k: 'masquerade' },
     },

@@ -39,6 +39,15 @@ import {
 import type { V1Key, V1KeyOf, V1KeyType } from './keys.js';
 import { parseRules, serializeRule } from './rule.js';
 
+const POOL_USES = new Set(['Workload', 'Tunnel', 'LoadBalancer']);
+
+/** An IP pool's allowed_uses, each one Calico knows. */
+function poolUses(o: JsonObject): string[] {
+  const uses = strings(o, 'allowed_uses');
+  for (const u of uses) if (!POOL_USES.has(u)) throw new V1ValueError(`allowed_uses: unknown use "${u.slice(0, 32)}"`);
+  return uses;
+}
+
 export { V1ValueError };
 
 export interface V1Values {
@@ -305,6 +314,7 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
         ipipMode: encap(o, 'ipip_mode'),
         vxlanMode: encap(o, 'vxlan_mode'),
         disabled: bool(o, 'disabled'),
+        allowedUses: poolUses(o),
       };
     },
     serialize(_key, p) {
@@ -318,6 +328,7 @@ const CODECS: { [T in V1KeyType]: Codec<T> } = {
         disabled: p.disabled,
         disableBGPExport: false,
         assignment_mode: 'Automatic',
+        ...(p.allowedUses.length ? { allowed_uses: p.allowedUses } : {}),
       });
     },
   },

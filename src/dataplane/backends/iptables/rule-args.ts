@@ -6,6 +6,19 @@
 import type { Family } from '../../render/model.js';
 import { addressBytes, parseCidr, parseIp } from '../../../model/net.js';
 
+const ONCE: Record<string, string> = {
+  '-p': '-p',
+  '--protocol': '-p',
+  '-s': '-s',
+  '--source': '-s',
+  '-d': '-d',
+  '--destination': '-d',
+  '-i': '-i',
+  '--in-interface': '-i',
+  '-o': '-o',
+  '--out-interface': '-o',
+};
+
 export class UnsupportedRule extends Error {
   readonly code = 'EUNSUPPORTED';
 }
@@ -356,6 +369,7 @@ function target(name: string, w: Words, family: Family): TargetArg {
 export function parseRuleArgs(words: string[], family: Family): RuleArgs {
   const w = new Words(words);
   const r: Partial<RuleArgs> & { matches: MatchArg[] } = { proto: 0, protoInv: false, isGoto: false, matches: [] };
+  const seen = new Set<string>();
   while (!w.done) {
     let inv = false;
     if (w.peek() === '!') {
@@ -363,6 +377,13 @@ export function parseRuleArgs(words: string[], family: Family): RuleArgs {
       w.i++;
     }
     const flag = w.next('an option');
+    // iptables refuses a second -p, -s, -d, -i or -o in one rule; taking the last would drop
+    // a condition (a `-s A ! -s B` once lost its -s A): never build such a rule natively.
+    const once = ONCE[flag];
+    if (once) {
+      if (seen.has(once)) throw new UnsupportedRule(`more than one ${once} in a rule`);
+      seen.add(once);
+    }
     switch (flag) {
       case '-p':
       case '--protocol': {

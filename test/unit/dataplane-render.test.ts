@@ -199,15 +199,21 @@ describe('dataplane render: policy rules', () => {
     });
   });
 
+  it('drops a rule whose negated CIDRs are all of the other family, or a catch-all, as Felix', () => {
+    for (const notDstNet of [['fd00::/8'], ['0.0.0.0/0'], ['10.0.0.0/8', '0.0.0.0/0']])
+      assert.deepEqual(renderProtoRule(protoRule({ action: 'allow', notDstNet }), v4), [], notDstNet.join());
+    assert.notDeepEqual(renderProtoRule(protoRule({ action: 'allow', notDstNet: ['fd00::/8', '10.0.0.0/8'] }), v4), []);
+  });
+
   it('leaves out rules of the other IP version, or whose CIDRs are all of the other version', () => {
     assert.deepEqual(renderProtoRule(protoRule({ ipVersion: 6 }), v4), []);
     assert.deepEqual(renderProtoRule(protoRule({ srcNet: ['fd00::/64'] }), v4), []);
     assert.deepEqual(renderProtoRule(protoRule({ protocol: { name: 'icmpv6' } }), v4), []);
-    const mixed = renderProtoRule(
-      protoRule({ action: 'deny', srcNet: ['fd00::/64', '10.0.0.0/8'], notDstNet: ['fd00::1/128'] }),
-      v4,
-    );
+    const mixed = renderProtoRule(protoRule({ action: 'deny', srcNet: ['fd00::/64', '10.0.0.0/8'] }), v4);
     assert.deepEqual(mixed, [{ match: [{ k: 'net', dir: 'src', nets: ['10.0.0.0/8'] }], action: { k: 'drop' } }]);
+    // Negated CIDRs all of the other version drop the rule too (Felix's filterNets).
+    const negated = protoRule({ action: 'deny', srcNet: ['10.0.0.0/8'], notDstNet: ['fd00::1/128'] });
+    assert.deepEqual(renderProtoRule(negated, v4), []);
   });
 
   it("ORs numeric ports with named ports through the scratch marks, the numeric ones with their protocol (as Felix's AppendPortMatchBlock)", () => {

@@ -128,6 +128,13 @@ function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
   const srcNet = ofFamily(r.srcNet, family);
   const dstNet = ofFamily(r.dstNet, family);
   if ((r.srcNet.length && !srcNet.length) || (r.dstNet.length && !dstNet.length)) return [];
+  // As Felix's filterNets: negated CIDRs all of the other family, or a negated catch-all,
+  // drop the rule for this family too (rendering it without them made a v6-only notNets
+  // deny or allow every IPv4 packet; found diffing against Felix v3.31.7).
+  const notSrcNet = ofFamily(r.notSrcNet, family);
+  const notDstNet = ofFamily(r.notDstNet, family);
+  if ((r.notSrcNet.length && !notSrcNet.length) || (r.notDstNet.length && !notDstNet.length)) return [];
+  if ([...notSrcNet, ...notDstNet].some((n) => /^(0\.0\.0\.0|::)\/0$/.test(n))) return [];
 
   const m: Match[] = [];
   const blocks: Match[][][] = [];
@@ -145,8 +152,8 @@ function kernelRules(r: ProtoRule, ctx: RenderContext): Rule[] {
   };
   nets('src', srcNet, false);
   nets('dst', dstNet, false);
-  nets('src', ofFamily(r.notSrcNet, family), true);
-  nets('dst', ofFamily(r.notDstNet, family), true);
+  nets('src', notSrcNet, true);
+  nets('dst', notDstNet, true);
   for (const id of r.srcIpSetIds) m.push({ k: 'set', dir: 'src', set: ipSetName(family, id) });
   for (const id of r.dstIpSetIds) m.push({ k: 'set', dir: 'dst', set: ipSetName(family, id) });
   for (const id of r.notSrcIpSetIds) m.push({ k: 'set', dir: 'src', set: ipSetName(family, id), neg: true });

@@ -178,6 +178,9 @@ export class Reflector {
   }
 
   #notInstalled(): void {
+    // A 404 answering a list that was in flight when stop() came must not arm a new timer:
+    // its 30 minutes kept a stopped syncer's process alive (a test hung on it, 1 run in 4).
+    if (this.#stopped) return;
     const retryMs = this.#o.missingApiRetryMs ?? MISSING_API_RETRY_MS;
     if (!this.missing)
       this.#o.log.info(

@@ -161,7 +161,7 @@ export class HttpKubeTransport implements KubeTransport {
       };
       // Re-armed by every chunk: bookmarks keep a quiet watch from idling.
       const arm = () => {
-        if (!opts.idleMs) return;
+        if (!opts.idleMs || aborted) return;
         clearTimeout(idle);
         idle = setTimeout(
           () =>

@@ -17,7 +17,7 @@ import { StringSet } from '../collections/string-set.js';
 import { DeltaLog, gained, lost, type MemberDelta } from './member-delta.js';
 
 // The keys the maps below are indexed by; an update and its remove must agree on them.
-const policyKey = (id: PolicyID) => `${id.tier}/${id.name}`;
+export const policyKey = (id: Pick<PolicyID, 'tier' | 'name'>) => `${id.tier}/${id.name}`;
 const wepKey = (id: WorkloadEndpointID) => `${id.orchestratorId}/${id.workloadId}/${id.endpointId}`;
 
 export interface DesiredIPSet {

@@ -44,7 +44,7 @@ export abstract class DesiredBuilder {
   /** Workloads with rules in the shared rpf-skip and floating-IP chains. */
   readonly #sharingWeps = new Set<string>();
   /** What the host endpoints' egress chains use, as last rendered. */
-  #hepSources: HostEgressSources = { policies: new Set(), profiles: new Set() };
+  #hepSources: HostEgressSources = { policies: new Map(), profiles: new Set() };
 
   constructor(config: RenderConfig, family: Family, style: Style) {
     this.family = family;

@@ -8,6 +8,7 @@
 // plan`), every named interface is taken as present and an endpoint with only expectedIPs
 // resolves to nothing.
 import type { HostEndpoint, Policy, Profile } from '../../proto/messages.js';
+import { policyKey } from '../desired-state.js';
 import { hostEndpointChains } from './endpoints.js';
 import type { Rule, TableName, Verdict } from './model.js';
 import { endpointChain, EP, felixPolicyId, policyChain, profileChain } from './names.js';
@@ -153,9 +154,9 @@ function endpointFragment(
   return f;
 }
 
-/** The policies (by "<tier>/<name>") and profiles the host endpoints' egress chains jump to. */
+/** The policies (by the desired state's policyKey) and profiles the host endpoints' egress chains jump to. */
 export interface HostEgressSources {
-  policies: Set<string>;
+  policies: Map<string, { tier: string; name: string }>;
   profiles: Set<string>;
 }
 
@@ -164,7 +165,7 @@ export function hostEgressSources(
   heps: ReadonlyMap<string, HostEndpoint>,
   resolution: HostEndpointResolution,
 ): HostEgressSources {
-  const out: HostEgressSources = { policies: new Set(), profiles: new Set() };
+  const out: HostEgressSources = { policies: new Map(), profiles: new Set() };
   const ids = new Set([
     ...resolution.byIface.values(),
     ...(resolution.wildcard === undefined ? [] : [resolution.wildcard]),
@@ -172,7 +173,8 @@ export function hostEgressSources(
   for (const id of ids) {
     const ep = heps.get(id);
     if (!ep) continue;
-    for (const t of ep.tiers) for (const name of t.egressPolicies) out.policies.add(`${t.name}/${name}`);
+    for (const t of ep.tiers)
+      for (const name of t.egressPolicies) out.policies.set(policyKey({ tier: t.name, name }), { tier: t.name, name });
     for (const p of ep.profileIds) out.profiles.add(p);
   }
   return out;
@@ -196,9 +198,7 @@ function mangleEgressPolicies(
 ): Fragment['chains'] {
   const c = { ...ctx, actions: actionsIn(ctx.actions, 'mangle') };
   const chains: Fragment['chains'] = [];
-  for (const key of sources.policies) {
-    const slash = key.indexOf('/');
-    const [tier, name] = [key.slice(0, slash), key.slice(slash + 1)];
+  for (const [key, { tier, name }] of sources.policies) {
     const p = lookup.policy(key);
     const out = p ? policyChains(p.name, p.policy, c, p.tier)[1] : undefined;
     const chain = out?.name ?? policyChain('out', felixPolicyId(name, tier, ctx.policyIds), ctx.iptables);

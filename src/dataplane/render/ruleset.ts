@@ -3,7 +3,7 @@
 // (each calc-graph set becomes cali40<id> and cali60<id>, members split by family) and the
 // IP-pool sets NAT uses.
 import type { Config } from '../../config/params.js';
-import { releaseOf, traitsOf } from '../../model/release.js';
+import { type ReleaseTraits, releaseOf, traitsOf } from '../../model/release.js';
 import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
 import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { workloadChains } from './endpoints.js';
@@ -35,6 +35,8 @@ import {
   RPF_SKIP,
   type StaticOptions,
 } from './static.js';
+
+type AllPoolsSet = ReleaseTraits['allPoolsSet'];
 
 export type RenderConfig = Pick<
   Config,
@@ -143,7 +145,7 @@ function staticOptions(config: RenderConfig, ctx: RenderContext): StaticOptions 
 }
 
 /** The release's set of all pools, which NAT outgoing does not masquerade to. */
-export function allPoolsSetOf(config: Pick<RenderConfig, 'CalicoVersion'>): string {
+export function allPoolsSetOf(config: Pick<RenderConfig, 'CalicoVersion'>): AllPoolsSet {
   return traitsOf(releaseOf(config.CalicoVersion ?? '')).allPoolsSet;
 }
 
@@ -301,7 +303,7 @@ export function ipSetOf(id: string, s: DesiredIPSet, family: Family): IPSet {
 const loadBalancerOnly = (p: IPAMPool) => p.allowedUses.length === 1 && p.allowedUses[0] === 'LoadBalancer';
 
 /** The IP-pool sets NAT uses: all pools, and those with natOutgoing. */
-export function poolSets(pools: Iterable<IPAMPool>, family: Family, allPoolsSet: string): IPSet[] {
+export function poolSets(pools: Iterable<IPAMPool>, family: Family, allPoolsSet: AllPoolsSet): IPSet[] {
   const mine = [...pools].filter((p) => isV6(p.cidr) === (family === 6));
   return [
     {

@@ -243,6 +243,8 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       // by the set's order), until the check has ended: its dump of that set runs beside them.
       const id = req.set as string;
       const per = req.per as number;
+      // Members the churn never replaces: one deleted behind our back stays the test's to find.
+      const spare = new Set((req.spare as string[] | undefined) ?? []);
       let done = false;
       const check = agentRules.check(new Slicer(1)).finally(() => {
         done = true;
@@ -250,7 +252,9 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
       let commits = 0;
       while (!done) {
         const removed: string[] = [];
-        for (const m of agentState.ipsets.get(id)?.members ?? []) if (removed.push(m) >= per) break;
+        for (const m of agentState.ipsets.get(id)?.members ?? []) {
+          if (!spare.has(m) && removed.push(m) >= per) break;
+        }
         const added = Array.from({ length: per }, () => churnAddr());
         agentState.apply([
           { type: 'IPSetDeltaUpdate', id, addedMembers: added, removedMembers: removed } as ToDataplane,

@@ -216,6 +216,8 @@ export class NodeAgent {
       onApplied: (r) => {
         // From the first apply on (runtime-setup.ts: the initial load sizes itself).
         if (!this.#applied) {
+          // Felix's words and field: operators (and the side-by-side bench) look for this line.
+          this.#log.info({ secsSinceStart: process.uptime() }, 'Completed first update to dataplane.');
           applyGcThreshold(cfg.GoGCThreshold, this.#log);
           this.#memoryReducer = startMemoryReducer(this.#log, {
             onReduce: () => m.memoryReductions.inc(),

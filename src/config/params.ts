@@ -512,7 +512,7 @@ export const PARAMS = {
   FloatingIPs: felix(
     'FloatingIPs',
     spelled(['Enabled', 'Disabled'] as const),
-    "Enabled: program workloads' floating IPs (WorkloadEndpoint ipNATs) as DNAT/SNAT.",
+    "Enabled: program workloads' floating IPs (WorkloadEndpoint ipNATs) as DNAT/SNAT and route each to its workload's interface.",
   ),
   IPForwarding: felix(
     'IPForwarding',

@@ -132,6 +132,7 @@ export class DataplaneDriver {
         sourceV4: cfg.DeviceRouteSourceAddress,
         sourceV6: cfg.DeviceRouteSourceAddressIPv6,
         removeExternal: cfg.RemoveExternalRoutes,
+        floatingIPs: cfg.FloatingIPs === 'Enabled',
       }),
       new VxlanManager(
         {

@@ -149,7 +149,8 @@ export class Lab {
   }
 
   /**
-   * Starts a prober in `from` that keeps trying ip:port (20 ms per try); resolves with the
+   * Starts a prober in `from` that keeps trying ip:port (20 ms per try, and with `everyMs` a
+   * further try every `everyMs` beside them); resolves with the
    * wall-clock time of the first accepted connection (or -1 after `ms`). Resolves its
    * `ready` promise once the prober runs, so a change can be made after that.
    */
@@ -158,10 +159,11 @@ export class Lab {
     ip: string,
     port: number,
     ms = 10000,
+    everyMs = 0,
   ): { ready: Promise<void>; connectedAt: Promise<number> } {
     const p = spawn(
       'ip',
-      ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'wait', ip, String(port), String(ms)],
+      ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'wait', ip, String(port), String(ms), String(everyMs)],
       { stdio: ['ignore', 'pipe', 'ignore'] },
     );
     this.#procs.push(p);

@@ -3,8 +3,9 @@
 //   connect IP PORT [MS]      exit 0 if a connection is accepted and echoes within MS
 //   hold IP PORT              one connection kept open: a ping every 50 ms, echoed; prints
 //                             "ok <n>" each second and "lost" (exit 1) if an echo is late
-//   wait IP PORT [MS]         retry connecting (20 ms per try) until one is accepted;
-//                             prints "connected <epoch ms>", or exits 1 after MS
+//   wait IP PORT [MS] [EVERY] retry connecting (20 ms per try) until one is accepted;
+//                             prints "connected <epoch ms>", or exits 1 after MS; with
+//                             EVERY, a further try starts every EVERY ms beside them
 import { connect, createServer } from 'node:net';
 
 const [mode, ...args] = process.argv.slice(2);
@@ -45,14 +46,15 @@ if (mode === 'listen') {
     process.exit(1);
   });
 } else if (mode === 'wait') {
-  const [host, port, ms = '10000'] = args;
+  const [host, port, ms = '10000', every = '0'] = args;
   const deadline = Date.now() + Number(ms);
-  const attempt = () => {
+  // A dropped SYN is sent again only after a second: each try is one SYN at its start.
+  const attempt = (chain: boolean) => {
     if (Date.now() > deadline) process.exit(1);
     const s = connect({ host: host as string, port: Number(port) });
     const retry = () => {
       s.destroy();
-      setTimeout(attempt, 2);
+      if (chain) setTimeout(() => attempt(true), 2);
     };
     const timer = setTimeout(retry, 20);
     s.on('connect', () => {
@@ -66,7 +68,9 @@ if (mode === 'listen') {
     });
   };
   process.stdout.write('waiting\n');
-  attempt();
+  attempt(true);
+  // Overlapping tries (a bench's resolution): the first SYN after a change leaves at most EVERY ms later.
+  if (Number(every) > 0) setInterval(() => attempt(false), Number(every));
 } else {
   process.exit(2);
 }

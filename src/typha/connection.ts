@@ -218,7 +218,7 @@ export class TyphaConnection {
 // A server may define every type ahead of its hello (palisade typha sends 13 in one
 // preamble), so more may come before the first value than a hello needs; the stream's
 // budget still holds.
-function serverStreamDecoder(): GobDecoder {
+export function serverStreamDecoder(): GobDecoder {
   return new GobDecoder({ maxMessageBytes: 16 << 20, maxTypesBeforeValue: 32 });
 }
 

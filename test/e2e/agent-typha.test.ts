@@ -197,6 +197,8 @@ describe('e2e: palisade agent fed by Typha', { skip, timeout: 180_000 }, () => {
     assert.equal(lab.tcp(api, db.ip, 5432), true);
     assert.equal(lab.tcp(api, db.ip, 6543), false, 'the policy is enforced, not dropped');
     assert.match(agent.log, /"calicoVersion":"v3\.31\.7"[^\n]*Calico release in force/);
+    // Felix's line once the first complete apply is in, with its field.
+    assert.match(agent.log, /"secsSinceStart":\d+(\.\d+)?,[^\n]*"msg":"Completed first update to dataplane\."/);
   });
 });
 

@@ -82,6 +82,11 @@ describe('e2e: floating IPs and NATOutgoingAddress', { skip: ROOT_SKIP }, () => 
     lab?.destroy();
   });
 
+  it("routes the floating IP to the workload's interface, as Felix (docs/compatibility.md D25)", () => {
+    const routes = lab.sh(lab.host, 'ip', ['route', 'show', `${FIP}/32`]);
+    assert.match(routes, new RegExp(`^${FIP.replaceAll('.', '\\.')} dev ${w.iface} `, 'm'));
+  });
+
   it('reaches the workload on its floating IP from outside the node', async () => {
     assert.ok((await lab.until(() => lab.tcp('outside', FIP, 8080, 500), 5000)) >= 0, 'floating IP not reachable');
   });

@@ -668,8 +668,9 @@ describe("dataplane render: the overlay's static rules", () => {
 
   it("accepts VXLAN to a local address only from known VTEPs, and lets it out to them, while a pool uses VXLAN (Felix's filterInputChain)", () => {
     const state = new DesiredState();
-    state.apply([vxlanPool, vtep('node2', '10.99.0.12'), vtep('node3', '10.99.1.13')]);
-    const rs = renderRuleset(state, config(), 4, 'iptables');
+    // This node's own VTEP is not a source VXLAN is taken from (Felix keeps it apart from the others).
+    state.apply([vxlanPool, vtep('node2', '10.99.0.12'), vtep('node3', '10.99.1.13'), vtep('node1', '10.99.2.1')]);
+    const rs = renderRuleset(state, { ...config(), FelixHostname: 'node1' }, 4, 'iptables');
     assert.deepEqual(input(rs).slice(0, 2), [
       '-A cali-INPUT -m comment --comment "Allow IPv4 VXLAN packets from allowed hosts" -p udp -m multiport --destination-ports 4789 -m set --match-set cali40all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT',
       '-A cali-INPUT -m comment --comment "Drop IPv4 VXLAN packets from non-allowed hosts" -p udp -m multiport --destination-ports 4789 -m addrtype --dst-type LOCAL -j DROP',

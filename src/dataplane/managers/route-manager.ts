@@ -1,13 +1,14 @@
 // Workload routes, as Felix's route table: `<ip>/32` (or /128) dev <cali iface> scope link
 // protocol DeviceRouteProtocol (3), with DeviceRouteSourceAddress as the preferred source
-// when set, plus a permanent neighbour entry from the endpoint's MAC, only while the
+// when set (and to its floating addresses with FloatingIPs Enabled or on OpenStack), plus a
+// permanent neighbour entry from the endpoint's MAC, only while the
 // interface is up. Owned routes are recognised by protocol and interface prefix. Routes of
 // other protocols on our workload interfaces are removed when RemoveExternalRoutes (the
 // default, as Felix: a workload interface routes only what Calico says); routes on any
 // other interface are never touched.
 import type { Logger } from '../../log.js';
 import { neighDump, routeApplyOrThrow, routeDump, type RouteOp } from '../../native/rtnl.js';
-import type { ToDataplane } from '../../proto/messages.js';
+import type { ToDataplane, WorkloadEndpoint } from '../../proto/messages.js';
 import type { InterfaceTable } from './interfaces.js';
 import { LocalEndpoints, type Manager } from './manager.js';
 
@@ -29,6 +30,8 @@ export interface WorkloadRouteOptions {
   sourceV6: string;
   /** RemoveExternalRoutes. */
   removeExternal: boolean;
+  /** FloatingIPs Enabled: each endpoint's floating addresses are routed to it too (OpenStack's always are). */
+  floatingIPs: boolean;
 }
 
 export class RouteManager implements Manager {
@@ -49,7 +52,7 @@ export class RouteManager implements Manager {
     readonly log: Logger,
     o: Partial<WorkloadRouteOptions> = {},
   ) {
-    this.#o = { protocol: 3, sourceV4: '', sourceV6: '', removeExternal: true, ...o };
+    this.#o = { protocol: 3, sourceV4: '', sourceV6: '', removeExternal: true, floatingIPs: false, ...o };
   }
 
   onUpdate(msg: ToDataplane): void {
@@ -72,10 +75,10 @@ export class RouteManager implements Manager {
 
   desired(): Map<string, RouteSpec> {
     const out = new Map<string, RouteSpec>();
-    for (const ep of this.#endpoints.values()) {
+    for (const [id, ep] of this.#endpoints.byId) {
       const iface = this.ifaces.byName.get(ep.name);
       if (!iface?.up) continue;
-      for (const net of [...ep.ipv4Nets, ...ep.ipv6Nets]) {
+      for (const net of [...ep.ipv4Nets, ...ep.ipv6Nets, ...this.#floating(id, ep)]) {
         // Lower case, as the kernel's MACs are read back.
         const mac = !net.includes(':') && ep.mac ? ep.mac.toLowerCase() : undefined;
         const r: RouteSpec = { dst: net, ifindex: iface.index, mac };
@@ -83,6 +86,12 @@ export class RouteManager implements Manager {
       }
     }
     return out;
+  }
+
+  /** The floating addresses routed to an endpoint, as Felix's endpoint manager adds them. */
+  #floating(id: string, ep: WorkloadEndpoint): string[] {
+    if (!this.#o.floatingIPs && !id.startsWith('openstack/')) return [];
+    return [...ep.ipv4Nat.map((n) => `${n.extIp}/32`), ...ep.ipv6Nat.map((n) => `${n.extIp}/128`)];
   }
 
   async apply(): Promise<{ added: number; removed: number }> {

@@ -66,7 +66,7 @@ export type RenderConfig = Pick<
   | 'FailsafeOutboundHostPorts'
   | 'Ipv6Support'
 > &
-  Partial<Pick<Config, 'CalicoVersion'>>;
+  Partial<Pick<Config, 'CalicoVersion' | 'FelixHostname'>>;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
 function isV6(member: string): boolean {
@@ -184,7 +184,7 @@ export function overlayFragment(
 
 /**
  * The overlays' sets, each while its overlay is on (undefined otherwise, so it goes):
- * all-vxlan-net (the VTEPs' underlay addresses) and all-hosts-net (every node's address
+ * all-vxlan-net (the other nodes' VTEPs' underlay addresses) and all-hosts-net (every node's address
  * and ExternalNodesCIDRList, the sources IPIP is accepted from).
  */
 export function overlaySets(
@@ -197,7 +197,12 @@ export function overlaySets(
     const name = ipSetName(family, id);
     return { name, set: on ? { name, kind: 'net' as const, members: [...new Set(members)].sort() } : undefined };
   };
-  const vteps = [...state.vtepParents.values()].map((p) => (family === 4 ? p.v4 : p.v6)).filter((a) => a !== '');
+  // Other nodes' VTEPs only, as Felix's vxlanManager (it keeps the local one apart): VXLAN
+  // claiming to come from this node's own address is not let in.
+  const vteps = [...state.vtepParents]
+    .filter(([node]) => node !== config.FelixHostname)
+    .map(([, p]) => (family === 4 ? p.v4 : p.v6))
+    .filter((a) => a !== '');
   const hosts = [...state.hostAddrs.values(), ...familyMembers(config.ExternalNodesCIDRList, family)];
   return [set(ALL_VXLAN_SET, o.vxlanPort !== undefined, vteps), set(ALL_HOSTS_SET, !!o.ipip, hosts)];
 }

@@ -27,11 +27,16 @@ const BENCHES: Record<string, [string, string[]]> = {
   'churn-iptables': ['churn.js', ['iptables']],
   // Ten minutes of the same stream: does RSS level off once V8 has sized its heap?
   'churn-soak': ['churn.js', ['nftables', '--seconds', '600']],
+  // Against the real Felix and Typha (PALISADE_BENCH_FELIX, PALISADE_BENCH_TYPHA): run when named.
+  'felix-side-by-side': ['felix-side-by-side.js', []],
 };
+// Benches that need what the machine may not have (upstream binaries): not in a bare `npm run bench`.
+const ON_REQUEST = new Set(['felix-side-by-side']);
 
 // Benches whose measured process is a child of theirs in a network namespace
 // (lib/netns.ts): that child is the one PALISADE_BENCH_CPU_PROF profiles, not the driver.
 const IN_NETNS = new Set([
+  'felix-side-by-side',
   'dataplane',
   'dataplane-iptables',
   'refresh',
@@ -42,7 +47,11 @@ const IN_NETNS = new Set([
 ]);
 
 const here = dirname(fileURLToPath(import.meta.url));
-const wanted = process.argv.slice(2);
+// Names, then options for them: `npm run bench -- felix-side-by-side --sizes 1k --runs 1`.
+const argv = process.argv.slice(2);
+const firstOption = argv.findIndex((a) => a.startsWith('--'));
+const wanted = firstOption < 0 ? argv : argv.slice(0, firstOption);
+const options = firstOption < 0 ? [] : argv.slice(firstOption);
 for (const w of wanted) {
   if (!(w in BENCHES)) {
     console.error(`bench: unknown bench "${w}"; known: ${Object.keys(BENCHES).join(', ')}`);
@@ -50,7 +59,7 @@ for (const w of wanted) {
   }
 }
 let failed = 0;
-for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
+for (const name of wanted.length ? wanted : Object.keys(BENCHES).filter((b) => !ON_REQUEST.has(b))) {
   const [script, args] = BENCHES[name]!;
   const file = join(here, script);
   if (!existsSync(file)) {
@@ -59,7 +68,7 @@ for (const name of wanted.length ? wanted : Object.keys(BENCHES)) {
   }
   // With the image's Node flags (bin/palisade-entrypoint.sh): a bench runs as the agent would.
   const prof = IN_NETNS.has(name) ? [] : cpuProfFlags();
-  const r = spawnSync(process.execPath, [...imageNodeFlags(), ...prof, '--expose-gc', file, ...args], {
+  const r = spawnSync(process.execPath, [...imageNodeFlags(), ...prof, '--expose-gc', file, ...args, ...options], {
     stdio: 'inherit',
   });
   if (r.status !== 0) {

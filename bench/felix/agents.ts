@@ -31,6 +31,8 @@ export interface RunningAgent {
   /** ms from spawn to the first-apply line; rejects if the agent exits or `timeoutMs` passes. */
   programmed: Promise<number>;
   output: () => string;
+  /** The last 4,000 characters it wrote. */
+  recent: () => string;
   stop: () => Promise<void>;
 }
 
@@ -90,8 +92,10 @@ export function startAgent(
       const s = d.toString();
       // Only the start of the output is kept (and a tail for errors): a 250k run logs a lot.
       if (out.length < 1 << 20) out += s;
-      tail = (tail + s).slice(-4000);
-      if (tail.includes(FIRST_APPLY)) {
+      // Looked for before the cut: a chunk of several KB may hold the line at its start.
+      const joined = tail + s;
+      tail = joined.slice(-4000);
+      if (joined.includes(FIRST_APPLY)) {
         clearTimeout(timer);
         resolve(performance.now() - t0);
       }
@@ -112,7 +116,7 @@ export function startAgent(
     await gone;
     clearTimeout(killer);
   };
-  return { kind, proc, programmed, output: () => out, stop };
+  return { kind, proc, programmed, output: () => out, recent: () => tail, stop };
 }
 
 /** CPU seconds (user + system) and peak RSS (MB) of a live process, from /proc. */

@@ -42,9 +42,18 @@ export async function endpointAddLatencies(n: NodeLab, rate: number, count: numb
     const deadline = performance.now() + 15_000;
     while (seen.size < count && performance.now() < deadline) await sleep(20);
     const out: number[] = [];
+    const missed = [...sent.keys()].filter((i) => !seen.has(i));
+    if (missed.length) {
+      // Told apart: never programmed, or programmed without the monitor's notice.
+      const chains = n.lab.sh(n.lab.host, 'nft', ['list', 'chains']);
+      const there = missed.filter((i) => chains.includes(`cali-tw-${i}`));
+      log(
+        `${n.kind}: ${missed.length} endpoints not seen within 15 s of the last write (${missed[0]}...); ` +
+          `${there.length} of them are in the kernel now. The agent's last lines:\n${n.agent.recent()}`,
+      );
+    }
     for (const [iface, t] of sent) {
       const s = seen.get(iface);
-      if (s === undefined) log(`${n.kind}: endpoint ${iface} not programmed within 15 s of the last write`);
       out.push(s === undefined ? 15_000 : s - t);
     }
     return out;

@@ -1,39 +1,34 @@
-// A bench worker holding many light Typha clients (forked by bench/typha.ts): each speaks
-// the protocol as Felix does - hello offering snappy, ACKs of both decoder restarts - but
-// only counts the compressed snapshot's bytes (its size comes from the parent: it is the
-// same shared blob for everyone), because decoding 200 copies of a 250,000-endpoint
+// A bench worker holding many light Typha clients (forked by bench/typha.ts and
+// bench/felix/typha-compare.ts): each speaks the protocol as Felix does - hello offering
+// snappy, ACKs of both decoder restarts - but reads the compressed snapshot only as far as
+// its frames (lib/snapshot-end.ts), because decoding 200 copies of a 250,000-endpoint
 // snapshot on a 2-core machine would measure the clients, not the server. After the
 // snapshot it reads the framed stream for real (the in-sync status, then each update's
-// arrival time, reported to the parent). A probe client (blob size 0) decodes the snapshot
-// once to learn its size, for a server whose snapshot the parent has not built itself.
+// arrival time, reported to the parent).
 import net from 'node:net';
 
 import { serverStreamDecoder } from '../src/typha/connection.js';
 import { SnappyFrameDecoder } from '../src/typha/snappy.js';
 import { encodeMessage, toMessage, typhaEncoder } from '../src/typha/syncproto.js';
+import { SnapshotEnd } from './lib/snapshot-end.js';
 
 interface Start {
   port: number;
   count: number;
-  /** The compressed snapshot's size; 0: a probe that decodes it to learn it (reported). */
-  blobBytes: number;
   first: number;
   host?: string;
 }
 
 const now = () => performance.timeOrigin + performance.now();
 
-function runClient(id: number, port: number, blobBytes: number, host = '127.0.0.1'): void {
+function runClient(id: number, port: number, host = '127.0.0.1'): void {
   const s = net.connect({ port, host });
-  // A probe decodes the snapshot (a server of unknown make: its size is not known before).
-  const probe = blobBytes === 0;
-  let probed = 0;
   s.setNoDelay(true);
   const enc = typhaEncoder();
   let phase: 'hello' | 'blob' | 'stream' = 'hello';
   let gob = serverStreamDecoder();
   let snappy: SnappyFrameDecoder | undefined;
-  let blobLeft = blobBytes;
+  const blobEnd = new SnapshotEnd();
   let synced = false;
   const ack = () => s.write(encodeMessage(enc, { type: 'ACK' }));
   s.on('connect', () =>
@@ -61,41 +56,20 @@ function runClient(id: number, port: number, blobBytes: number, host = '127.0.0.
   });
   const onData = (chunk: Buffer) => {
     let rest = chunk;
-    if (phase === 'blob' && probe) {
-      probed += rest.length;
-      // The snapshot ends with a DecoderRestart and the server sends nothing more until our ACK.
-      for (const v of gob.push(snappy?.push(rest) ?? rest)) {
-        if (toMessage(v).type !== 'DecoderRestart') continue;
-        process.send?.({ blobBytes: probed, at: now() });
-        phase = 'stream';
-        gob = serverStreamDecoder();
-        snappy = new SnappyFrameDecoder();
-        ack();
-        return;
-      }
-      return;
-    }
     if (phase === 'blob') {
-      const take = Math.min(blobLeft, rest.length);
-      blobLeft -= take;
-      rest = rest.subarray(take);
-      if (blobLeft > 0) return;
+      // The server sends nothing after the snapshot until our ACK: it ends where a read ends.
+      if (!blobEnd.push(rest)) return;
       phase = 'stream';
       gob = serverStreamDecoder();
       snappy = new SnappyFrameDecoder();
       ack();
-      if (!rest.length) return;
+      return;
     }
     const bytes = snappy ? snappy.push(rest) : rest;
     for (const v of gob.push(bytes)) {
       const m = toMessage(v);
       if (phase === 'hello' && m.type === 'DecoderRestart') {
         phase = 'blob';
-        if (probe) {
-          // The snapshot is a stream of its own: a new encoder, compressed.
-          gob = serverStreamDecoder();
-          snappy = new SnappyFrameDecoder();
-        }
         ack();
         // Bytes after the restart in this chunk would be the snapshot's: the server waits for the ACK.
         return;
@@ -116,5 +90,5 @@ function runClient(id: number, port: number, blobBytes: number, host = '127.0.0.
 }
 
 process.on('message', (m: Start) => {
-  for (let i = 0; i < m.count; i++) runClient(m.first + i, m.port, m.blobBytes, m.host);
+  for (let i = 0; i < m.count; i++) runClient(m.first + i, m.port, m.host);
 });

@@ -137,7 +137,7 @@ async function main(): Promise<void> {
   const start = now();
   let peakRss = rssMb();
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb())), 50);
-  workers.forEach((w, i) => w.send({ port, count: CLIENTS / WORKERS, blobBytes, first: i * (CLIENTS / WORKERS) }));
+  workers.forEach((w, i) => w.send({ port, count: CLIENTS / WORKERS, first: i * (CLIENTS / WORKERS) }));
   while (inSync.size < CLIENTS && errors.length === 0 && now() - start < 120_000)
     await new Promise((r) => setTimeout(r, 10));
   if (errors.length || inSync.size < CLIENTS)

@@ -1,6 +1,6 @@
-// Real Typha and `palisade typha` by turns on the same etcd content: a probe client first
-// (it decodes the snapshot once, learning its size, and is the server's warm-up: the time
-// to it is the server's own load of etcd), then 200 clients connecting together in 4 worker
+// Real Typha and `palisade typha` by turns on the same etcd content: one client first (the
+// server's warm-up: the time to its in-sync is the server's own load of etcd and its first
+// snapshot), then 200 clients connecting together in 4 worker
 // processes (typha-clients.ts), each reading the compressed snapshot and the stream after it
 // until in sync. Measured: connect -> all in sync, the server's peak and current RSS.
 import { type ChildProcess, fork, spawn } from 'node:child_process';
@@ -18,7 +18,6 @@ export type TyphaKind = 'typha' | 'palisade';
 export interface TyphaRun {
   warmS: number;
   snapshotS: number;
-  blobMb: number;
   peakRssMb: number;
   rssMb: number;
 }
@@ -70,29 +69,27 @@ async function listening(port: number, ms: number): Promise<void> {
   }
 }
 
-type WorkerMsg = { inSync?: number; blobBytes?: number; at: number; error?: string };
+type WorkerMsg = { inSync?: number; at: number; error?: string };
 
 /** Forks workers holding `count` clients in all; resolves when every one is in sync. */
-async function clients(port: number, count: number, workers: number, blobBytes: number, ms: number) {
+async function clients(port: number, count: number, workers: number, ms: number) {
   const procs = Array.from({ length: workers }, () =>
     fork(CLIENTS_JS, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
   );
   const inSync: number[] = [];
   const errors: string[] = [];
-  let blob = 0;
   for (const p of procs) {
     p.on('message', (m: WorkerMsg) => {
       if (m.error) errors.push(m.error);
-      else if (m.blobBytes !== undefined) blob = m.blobBytes;
       else if (m.inSync !== undefined) inSync.push(m.at);
     });
   }
   await sleep(500); // workers loaded
   const start = now();
   const per = count / workers;
-  procs.forEach((p, i) => p.send({ port, count: per, blobBytes, first: i * per }));
+  procs.forEach((p, i) => p.send({ port, count: per, first: i * per }));
   while (inSync.length < count && !errors.length && now() - start < ms) await sleep(10);
-  const done = { s: (Math.max(...inSync) - start) / 1000, blob, kill: () => procs.forEach((p) => p.kill()) };
+  const done = { s: (Math.max(...inSync) - start) / 1000, kill: () => procs.forEach((p) => p.kill()) };
   if (errors.length || inSync.length < count) {
     done.kill();
     throw new Error(`${inSync.length}/${count} clients in sync; ${errors.slice(0, 3).join('; ')}`);
@@ -107,13 +104,13 @@ export async function typhaOnce(kind: TyphaKind, template: string, bin: string, 
   const server = startServer(kind, bin, etcd.endpoint, port);
   try {
     await listening(port, 120_000);
-    const probe = await clients(port, 1, 1, 0, 600_000);
-    probe.kill();
+    const first = await clients(port, 1, 1, 600_000);
+    first.kill();
     const warmS = (now() - t0) / 1000;
-    const all = await clients(port, count, 4, probe.blob, 600_000);
+    const all = await clients(port, count, 4, 600_000);
     all.kill();
     const stats = procStats(server.pid as number);
-    return { warmS, snapshotS: all.s, blobMb: probe.blob / 1048576, peakRssMb: stats.peakRssMb, rssMb: stats.rssMb };
+    return { warmS, snapshotS: all.s, peakRssMb: stats.peakRssMb, rssMb: stats.rssMb };
   } finally {
     server.kill('SIGKILL');
     await etcd.destroy();
@@ -127,7 +124,7 @@ export async function typhaTurns(template: string, bin: string, runs: number, co
       const r = await typhaOnce(kind, template, bin, count);
       log(
         `typha run ${i + 1}/${runs} ${kind}: warm ${r.warmS.toFixed(1)} s, ${count} clients in sync in ` +
-          `${r.snapshotS.toFixed(2)} s (snapshot ${r.blobMb.toFixed(1)} MB), peak RSS ${r.peakRssMb.toFixed(0)} MB`,
+          `${r.snapshotS.toFixed(2)} s, peak RSS ${r.peakRssMb.toFixed(0)} MB`,
       );
       out[kind].push(r);
     }

@@ -54,8 +54,7 @@ function runClient(id: number, port: number, host = '127.0.0.1'): void {
       s.destroy();
     }
   });
-  const onData = (chunk: Buffer) => {
-    let rest = chunk;
+  const onData = (rest: Buffer) => {
     if (phase === 'blob') {
       // The server sends nothing after the snapshot until our ACK: it ends where a read ends.
       if (!blobEnd.push(rest)) return;

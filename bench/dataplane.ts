@@ -280,6 +280,11 @@ async function main(): Promise<void> {
       kernel_validation_floor_ms_median: r3(median(native.floorMs)),
       // Each change against the floor measured just before it.
       incremental_overhead_above_floor_ms: r3(median(native.incrementalMs.map((v, k) => v - native.floorMs[k]!))),
+      // The same as a fraction of that floor: the kernel's speed varies by machine and by
+      // run, so a kernel-bound target is stated against the kernel's own work (issue 53).
+      incremental_overhead_vs_floor: r3(
+        median(native.incrementalMs.map((v, k) => (v - native.floorMs[k]!) / native.floorMs[k]!)),
+      ),
       // The overhead split: ours (render, plan, encode, record: everything but the commit)
       // and the kernel's (this transaction's commit above the floor's; both are timed
       // around the same nftCommit call, worker round trip included).
@@ -295,10 +300,11 @@ async function main(): Promise<void> {
       members_ratio_vs_nft_exec: r3(median(exec.membersMs) / median(native.membersMs)),
     },
     [
-      ['incremental_ms_median', '<=', 2, KERNEL_COSTS],
       ['incremental_ratio_vs_nft_exec', '>=', 10, KERNEL_COSTS],
-      // Issue 21, target 5: our overhead above the kernel's floor, and cold >= 2x nft -f.
-      ['incremental_overhead_above_floor_ms', '<=', 0.5, KERNEL_COSTS],
+      // Issue 21, target 5, restated by issue 53 against the kernel's own work: what we add
+      // above the kernel's floor is at most a tenth of it (an absolute "<= 2 ms per change"
+      // held on one kernel and not on the next); and cold >= 2x nft -f.
+      ['incremental_overhead_vs_floor', '<=', 0.1, KERNEL_COSTS],
       ['cold_ratio_vs_nft_exec', '>=', 2, COLD_PROFILE],
       ['cold_100k_ratio_vs_nft_exec', '>=', 2, COLD_PROFILE],
       // Issue 21, target 6.

@@ -14,7 +14,7 @@ import { type AgentKind, MODES, type Mode } from './felix/agents.js';
 import { coldStarts } from './felix/cold-start.js';
 import { clusterContent, etcdTemplate, removeTemplate } from './felix/content.js';
 import { editLatencies } from './felix/edit-latency.js';
-import { endpointAddLatencies } from './felix/endpoint-add.js';
+import { endpointAddLatencies, unnoticed } from './felix/endpoint-add.js';
 import { type NodeLab, nodeLab } from './felix/node-lab.js';
 import { typhaTurns } from './felix/typha-compare.js';
 import { upstreamBinary } from './felix/upstream.js';
@@ -97,12 +97,13 @@ async function editAndAddPart(
             [10, 100],
             [100, 300],
           ] as const) {
-            const r = await turns(labs, count, (n, from, c) => endpointAddLatencies(n, rate, c, first + from));
+            const r = await turns(labs, count, (n, from, c) => endpointAddLatencies(n, mode, rate, c, first + from));
             first += count;
             for (const kind of ['felix', 'palisade'] as AgentKind[]) {
               const xs = r[kind].sort((a, b) => a - b);
               figures[`${kind}_add_${rate}_per_s_${mode}_p50_ms`] = percentile(xs, 50);
               figures[`${kind}_add_${rate}_per_s_${mode}_p99_ms`] = percentile(xs, 99);
+              figures[`${kind}_add_${rate}_per_s_${mode}_samples`] = xs.length;
             }
           }
         }
@@ -186,6 +187,8 @@ async function main(): Promise<void> {
   if (parts.includes('cold')) await coldPart(felix.path, release, figures, targets);
   if (parts.includes('edit') || parts.includes('add')) await editAndAddPart(felix.path, release, figures, targets);
   if (parts.includes('typha') && typha) await typhaPart(typha.path, release, figures, targets);
+  figures.felix_adds_unnoticed = unnoticed.felix;
+  figures.palisade_adds_unnoticed = unnoticed.palisade;
   report('felix-side-by-side', figures, targets);
   process.exit(0);
 }

@@ -14,7 +14,7 @@ import { type AgentKind, MODES, type Mode } from './felix/agents.js';
 import { coldStarts } from './felix/cold-start.js';
 import { clusterContent, etcdTemplate, removeTemplate } from './felix/content.js';
 import { editLatencies } from './felix/edit-latency.js';
-import { endpointAddLatencies, unnoticed } from './felix/endpoint-add.js';
+import { endpointAddLatencies } from './felix/endpoint-add.js';
 import { type NodeLab, nodeLab } from './felix/node-lab.js';
 import { typhaTurns } from './felix/typha-compare.js';
 import { upstreamBinary } from './felix/upstream.js';
@@ -73,10 +73,10 @@ async function coldPart(felix: string, release: string, figures: Record<string, 
 async function editAndAddPart(
   felix: string,
   release: string,
+  parts: string[],
   figures: Record<string, number | string>,
   targets: Target[],
 ) {
-  const parts = list('parts', 'cold,edit,add,typha');
   const edits = Number(option('edits', '200'));
   await withTemplate(option('edit-size', '1k'), release, async (template) => {
     for (const mode of list('modes', MODES.join(',')) as Mode[]) {
@@ -97,13 +97,20 @@ async function editAndAddPart(
             [10, 100],
             [100, 300],
           ] as const) {
-            const r = await turns(labs, count, (n, from, c) => endpointAddLatencies(n, mode, rate, c, first + from));
+            const unnoticed: Record<AgentKind, number> = { felix: 0, palisade: 0 };
+            const r = await turns(labs, count, async (n, from, c) => {
+              const got = await endpointAddLatencies(n, mode, rate, c, first + from);
+              unnoticed[n.kind] += got.unnoticed;
+              return got.ms;
+            });
             first += count;
             for (const kind of ['felix', 'palisade'] as AgentKind[]) {
               const xs = r[kind].sort((a, b) => a - b);
-              figures[`${kind}_add_${rate}_per_s_${mode}_p50_ms`] = percentile(xs, 50);
-              figures[`${kind}_add_${rate}_per_s_${mode}_p99_ms`] = percentile(xs, 99);
-              figures[`${kind}_add_${rate}_per_s_${mode}_samples`] = xs.length;
+              const k = `${kind}_add_${rate}_per_s_${mode}`;
+              figures[`${k}_p50_ms`] = percentile(xs, 50);
+              figures[`${k}_p99_ms`] = percentile(xs, 99);
+              figures[`${k}_samples`] = xs.length;
+              figures[`${k}_unnoticed`] = unnoticed[kind];
             }
           }
         }
@@ -185,10 +192,9 @@ async function main(): Promise<void> {
   const targets: Target[] = [];
   const parts = list('parts', 'cold,edit,add,typha');
   if (parts.includes('cold')) await coldPart(felix.path, release, figures, targets);
-  if (parts.includes('edit') || parts.includes('add')) await editAndAddPart(felix.path, release, figures, targets);
+  if (parts.includes('edit') || parts.includes('add'))
+    await editAndAddPart(felix.path, release, parts, figures, targets);
   if (parts.includes('typha') && typha) await typhaPart(typha.path, release, figures, targets);
-  figures.felix_adds_unnoticed = unnoticed.felix;
-  figures.palisade_adds_unnoticed = unnoticed.palisade;
   report('felix-side-by-side', figures, targets);
   process.exit(0);
 }

@@ -16,13 +16,12 @@ interface Start {
   port: number;
   count: number;
   first: number;
-  host?: string;
 }
 
 const now = () => performance.timeOrigin + performance.now();
 
-function runClient(id: number, port: number, host = '127.0.0.1'): void {
-  const s = net.connect({ port, host });
+function runClient(id: number, port: number): void {
+  const s = net.connect({ port, host: '127.0.0.1' });
   s.setNoDelay(true);
   const enc = typhaEncoder();
   let phase: 'hello' | 'blob' | 'stream' = 'hello';
@@ -89,5 +88,5 @@ function runClient(id: number, port: number, host = '127.0.0.1'): void {
 }
 
 process.on('message', (m: Start) => {
-  for (let i = 0; i < m.count; i++) runClient(m.first + i, m.port, m.host);
+  for (let i = 0; i < m.count; i++) runClient(m.first + i, m.port);
 });

@@ -16,16 +16,16 @@ import { endpoint, profiles } from '../workloads/felix-calc.js';
 export const NODE = 'node1';
 const V3 = 'projectcalico.org/v3';
 
-let uid = 0;
-function kv(r: Resource): [string, string] {
+/** A resource as calicoctl stores it in etcd: at its key, with a uid (the same for every write of it). */
+export function etcdKv(r: Resource): [string, string] {
   const m = r.metadata as { name: string; namespace?: string };
   const key = keyOf({ kind: r.kind, name: m.name, ...(m.namespace ? { namespace: m.namespace } : {}) });
   if (!key) throw new Error(`no etcd key for ${r.kind} ${m.name}`);
-  const meta = { ...r.metadata, uid: `bench-${++uid}`, creationTimestamp: '2026-11-29T00:00:00Z' };
+  const meta = { ...r.metadata, uid: `bench:${key}`, creationTimestamp: '2026-11-29T00:00:00Z' };
   return [key, JSON.stringify({ ...r, metadata: meta })];
 }
 
-export function clusterInformation(release: string): Resource {
+function clusterInformation(release: string): Resource {
   return {
     apiVersion: V3,
     kind: 'ClusterInformation',
@@ -76,13 +76,13 @@ export function clusterContent(
   local: number,
   release: string,
 ): Array<[string, string]> {
-  const out: Array<[string, string]> = [kv(clusterInformation(release))];
-  for (const p of profiles()) out.push(kv(p));
-  for (let p = 0; p < policies; p++) out.push(kv(appPolicy(p)));
+  const out: Array<[string, string]> = [etcdKv(clusterInformation(release))];
+  for (const p of profiles()) out.push(etcdKv(p));
+  for (let p = 0; p < policies; p++) out.push(etcdKv(appPolicy(p)));
   for (let n = 0; n < total; n++) {
     const w = endpoint(n, n < local ? NODE : `node${2 + (n % 5000)}`);
     (w.metadata.labels as Record<string, string>).app = `app-${n % APPS}`;
-    out.push(kv(w));
+    out.push(etcdKv(w));
   }
   return out;
 }

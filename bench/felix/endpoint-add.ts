@@ -13,17 +13,20 @@ import { wepKv } from './node-lab.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Endpoints programmed that the monitor gave no notice of (no sample), per agent. */
-export const unnoticed: Record<'felix' | 'palisade', number> = { felix: 0, palisade: 0 };
+/** Latencies in ms, and the endpoints programmed that the monitor gave no notice of (no sample). */
+export interface AddLatencies {
+  ms: number[];
+  unnoticed: number;
+}
 
-/** `count` endpoints at `rate` per second, numbered from `first`; latencies in ms. */
+/** `count` endpoints at `rate` per second, numbered from `first`. */
 export async function endpointAddLatencies(
   n: NodeLab,
   mode: Mode,
   rate: number,
   count: number,
   first: number,
-): Promise<number[]> {
+): Promise<AddLatencies> {
   // nft 1.0.6's monitor, seen here: filtered to new chains it says nothing of the chains
   // iptables-nft commits, and unfiltered it stops at the first nftables-mode rule it cannot
   // print; each mode gets the one that works for it.
@@ -60,28 +63,24 @@ export async function endpointAddLatencies(
     }
     const deadline = performance.now() + 15_000;
     while (seen.size < count && performance.now() < deadline) await sleep(20);
-    const out: number[] = [];
     const missed = [...sent.keys()].filter((i) => !seen.has(i));
+    // Told apart: never programmed (a 15 s sample), or programmed without the monitor's
+    // notice (no sample, counted apart).
+    const chains = missed.length ? n.lab.sh(n.lab.host, 'nft', ['list', 'chains']) : '';
+    const there = new Set(missed.filter((i) => chains.includes(`cali-tw-${i}`)));
     if (missed.length) {
-      // Told apart: never programmed, or programmed without the monitor's notice.
-      const chains = n.lab.sh(n.lab.host, 'nft', ['list', 'chains']);
-      const there = missed.filter((i) => chains.includes(`cali-tw-${i}`));
       log(
         `${n.kind}: ${missed.length} endpoints not seen within 15 s of the last write (${missed[0]}...); ` +
-          `${there.length} of them are in the kernel now. The agent's last lines:\n${n.agent.recent()}`,
+          `${there.size} of them are in the kernel now. The agent's last lines:\n${n.agent.recent()}`,
       );
     }
-    // Programmed without a notice: no sample (counted apart). Never programmed: 15 s.
-    const unseenButThere = new Set(
-      missed.filter((i) => n.lab.sh(n.lab.host, 'nft', ['list', 'chains']).includes(`cali-tw-${i}`)),
-    );
-    unnoticed[n.kind] += unseenButThere.size;
+    const ms: number[] = [];
     for (const [iface, t] of sent) {
       const s = seen.get(iface);
-      if (s !== undefined) out.push(s - t);
-      else if (!unseenButThere.has(iface)) out.push(15_000);
+      if (s !== undefined) ms.push(s - t);
+      else if (!there.has(iface)) ms.push(15_000);
     }
-    return out;
+    return { ms, unnoticed: there.size };
   } finally {
     monitor.kill();
   }

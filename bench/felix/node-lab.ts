@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Lab, type Workload } from '../../src/demo/lab.js';
+import type { Resource } from '../../src/model/schemas.js';
 import type { TestEtcd } from '../../test/helpers/etcd.js';
 import { type AgentKind, type Mode, type RunningAgent, startAgent } from './agents.js';
-import { etcdFrom, NODE } from './content.js';
+import { etcdFrom, etcdKv, NODE } from './content.js';
 import { EtcdWriter } from './writer.js';
 
-const P = '/calico/resources/v3/projectcalico.org';
 const NS = 'bench-edit';
 /** The port allowed at start; edit i allows FIRST_EDIT_PORT + i instead, a port never allowed before. */
 export const START_PORT = 8080;
@@ -28,25 +28,20 @@ export interface NodeLab {
   destroy: () => Promise<void>;
 }
 
-const meta = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  namespace: NS,
-  uid: `bench-${name}`,
-  creationTimestamp: '2026-11-29T00:00:00Z',
-  ...extra,
-});
+const V3 = 'projectcalico.org/v3';
 
 export function wepKv(
   w: { name: string; iface: string; ip: string },
   labels: Record<string, string>,
 ): [string, string] {
-  const name = `${NODE}-k8s-${w.name.replaceAll('-', '--')}-eth0`;
-  const value = {
-    apiVersion: 'projectcalico.org/v3',
+  return etcdKv({
+    apiVersion: V3,
     kind: 'WorkloadEndpoint',
-    metadata: meta(name, {
+    metadata: {
+      name: `${NODE}-k8s-${w.name.replaceAll('-', '--')}-eth0`,
+      namespace: NS,
       labels: { 'projectcalico.org/namespace': NS, 'projectcalico.org/orchestrator': 'k8s', ...labels },
-    }),
+    },
     spec: {
       node: NODE,
       orchestrator: 'k8s',
@@ -56,17 +51,15 @@ export function wepKv(
       ipNetworks: [`${w.ip}/32`],
       profiles: [`kns.${NS}`],
     },
-  };
-  return [`${P}/workloadendpoints/${NS}/${name}`, JSON.stringify(value)];
+  } as Resource);
 }
 
 /** The policy letting the client reach the server on `port` only. */
 export function policyKv(port: number): [string, string] {
-  const name = 'default.bench-edit';
-  const value = {
-    apiVersion: 'projectcalico.org/v3',
+  return etcdKv({
+    apiVersion: V3,
     kind: 'NetworkPolicy',
-    metadata: meta(name),
+    metadata: { name: 'default.bench-edit', namespace: NS },
     spec: {
       tier: 'default',
       order: 1,
@@ -76,19 +69,16 @@ export function policyKv(port: number): [string, string] {
         { action: 'Allow', protocol: 'TCP', source: { selector: "role == 'client'" }, destination: { ports: [port] } },
       ],
     },
-  };
-  return [`${P}/networkpolicies/${NS}/${name}`, JSON.stringify(value)];
+  } as Resource);
 }
 
 function profileKv(): [string, string] {
-  const name = `kns.${NS}`;
-  const value = {
-    apiVersion: 'projectcalico.org/v3',
+  return etcdKv({
+    apiVersion: V3,
     kind: 'Profile',
-    metadata: { name, uid: 'bench-profile', creationTimestamp: '2026-11-29T00:00:00Z' },
+    metadata: { name: `kns.${NS}` },
     spec: { egress: [{ action: 'Allow' }], labelsToApply: { 'pcns.projectcalico.org/name': NS } },
-  };
-  return [`${P}/profiles/${name}`, JSON.stringify(value)];
+  } as Resource);
 }
 
 export async function nodeLab(

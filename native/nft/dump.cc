@@ -134,6 +134,9 @@ int ListSets(NlSocket& sock, uint8_t family, const std::string& table, DumpResul
         nftnl_set* s = nftnl_set_alloc();
         if (!s) return MNL_CB_ERROR;
         if (nftnl_set_nlmsg_parse(h, s) == 0) {
+          // A table holding sets and no chain exists too (else a cold start would create
+          // its sets again, and the kernel refuse that, at every retry).
+          out.exists = true;
           uint32_t flags = nftnl_set_get_u32(s, NFTNL_SET_FLAGS);
           if (!(flags & NFT_SET_ANONYMOUS)) {
             DumpSet d;

@@ -11,8 +11,10 @@ import type { Config } from '../config/params.js';
 import { DesiredState } from '../dataplane/desired-state.js';
 import { renderIpsets, renderIptables } from '../dataplane/backends/iptables/text.js';
 import { dataplaneMode } from '../dataplane/backends/mode.js';
+import { arpTableOf, renderArpNft } from '../dataplane/backends/nft/arp-table.js';
 import { renderNft } from '../dataplane/backends/nft/text.js';
 import { families, renderRuleset } from '../dataplane/render/ruleset.js';
+import { releaseOf, traitsOf } from '../model/release.js';
 import { DATASTORE_FLAGS_USAGE, startCommand, UsageError } from './datastore-flags.js';
 
 export const PLAN_USAGE = `Usage: palisade plan [options]
@@ -20,7 +22,8 @@ export const PLAN_USAGE = `Usage: palisade plan [options]
 Prints the ruleset the agent would program on this host from the same datastore and
 configuration, touching no kernel state: nftables input (loads with "nft -f"), or for
 --dataplane iptables the "ipset restore" input followed by "iptables-restore --noflush"
-and "ip6tables-restore --noflush" input. Invalid resources are reported on stderr and
+and "ip6tables-restore --noflush" input. On Calico 3.32 and newer the ARP table (nftables
+input, in either mode) comes last. Invalid resources are reported on stderr and
 skipped. Host endpoints resolve to the interfaces they name (taken as present); one
 with only expectedIPs needs the host's interface addresses, which plan does not read, and
 is left out.
@@ -29,7 +32,7 @@ Options:
 ${DATASTORE_FLAGS_USAGE}
   --dataplane MODE        nftables or iptables (default: from NFTablesMode; Auto follows kube-proxy, as the agent)
   --output-dir DIR        write one file per input (calico.nft, or ipsets.txt, iptables.txt,
-                          ip6tables.txt) instead of printing
+                          ip6tables.txt and calico-arp.nft) instead of printing
   --timeout SECONDS       give up if the datastore is not in sync by then (default 60)
 
 Examples:
@@ -46,8 +49,12 @@ export interface PlanFiles {
 
 export function planFiles(state: DesiredState, config: Config, mode: 'nftables' | 'iptables'): PlanFiles {
   const fams = families(config);
-  if (mode === 'nftables')
-    return { 'calico.nft': fams.map((f) => renderNft(renderRuleset(state, config, f, 'nftables'))).join('\n') };
+  // Calico 3.32's ARP table, which the agent writes whatever the rules mode.
+  const arp = traitsOf(releaseOf(config.CalicoVersion)).arpTable ? renderArpNft(arpTableOf(state.weps.values())) : '';
+  if (mode === 'nftables') {
+    const tables = fams.map((f) => renderNft(renderRuleset(state, config, f, 'nftables')));
+    return { 'calico.nft': [...tables, ...(arp ? [arp] : [])].join('\n') };
+  }
   const files: PlanFiles = { 'ipsets.txt': '' };
   for (const f of fams) {
     const rs = renderRuleset(state, config, f, 'iptables');
@@ -57,10 +64,12 @@ export function planFiles(state: DesiredState, config: Config, mode: 'nftables' 
       config.ChainInsertMode as 'Insert' | 'Append',
     );
   }
+  if (arp) files['calico-arp.nft'] = arp;
   return files;
 }
 
 const HEADERS: Record<string, string> = {
+  'calico-arp.nft': '# nft -f',
   'ipsets.txt': '# ipset restore',
   'iptables.txt': '# iptables-restore --noflush',
   'ip6tables.txt': '# ip6tables-restore --noflush',

@@ -8,11 +8,13 @@
 // kernel to repair drift.
 import type { Config } from '../config/params.js';
 import type { Logger } from '../log.js';
+import { releaseOf, traitsOf } from '../model/release.js';
 import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
 import type { ToDataplane } from '../proto/messages.js';
 import { createRulesBackend } from './backends/factory.js';
 import type { MembersBesideStats, RulesApplyStats, RulesBackend, RulesDrift } from './backends/rules-backend.js';
 import { DesiredState } from './desired-state.js';
+import { ArpManager } from './managers/arp-manager.js';
 import { ConntrackManager } from './managers/conntrack-manager.js';
 import { EndpointSysctlManager } from './managers/endpoint-sysctls.js';
 import { InterfaceTable } from './managers/interfaces.js';
@@ -160,6 +162,7 @@ export class DataplaneDriver {
       ),
       new EndpointSysctlManager(cfg, this.ifaces, this.#log),
       new ConntrackManager(this.#log),
+      new ArpManager({ enabled: traitsOf(releaseOf(cfg.CalicoVersion)).arpTable }, this.#log),
       // Last: an endpoint is up only once its rules, routes and sysctls are in.
       new EndpointStatusManager(
         {
@@ -521,6 +524,7 @@ export class DataplaneDriver {
     this.#monitor.start();
     await new Promise((r) => setTimeout(r, 200));
     const removed = (await this.#routes?.removeAll()) ?? 0;
+    for (const m of this.#managers) if (m !== this.#routes) await m.removeAll?.();
     await this.#rules.removeAll();
     // And whatever the other dataplane mode left (an earlier run in it, or Felix's), as at start.
     if (this.#opts.takeOverFromFelix ?? true) await removeOtherModeState(this.#rules, this.#log);

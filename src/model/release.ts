@@ -38,6 +38,13 @@ export interface ReleaseTraits {
    * "all-ipam-pools" with every pool (before). A patch-release trait.
    */
   allPoolsSet: 'network-ip-pools' | 'all-ipam-pools';
+  /**
+   * The nftables table `arp calico-arp` (3.32+), in every rules mode: per workload
+   * interface, ARP replies the host sends to the workload claiming the workload's own IPv4
+   * address are dropped (proxy ARP answering a VM's gratuitous ARP during live migration).
+   * Before 3.32 there is no such table, and a node that has one from a newer release loses it.
+   */
+  arpTable: boolean;
 }
 
 export type PolicyIds = ReleaseTraits['policyIds'];
@@ -83,6 +90,7 @@ export function traitsOf(r: CalicoRelease): ReleaseTraits {
     policyIds: modern ? 'kind' : 'tiered',
     adminPolicies: modern ? 'cnp' : 'anp',
     allPoolsSet: networkPools ? 'network-ip-pools' : 'all-ipam-pools',
+    arpTable: modern,
   };
 }
 

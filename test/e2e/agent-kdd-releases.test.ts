@@ -7,6 +7,7 @@
 // the Baseline deny applies only where no NetworkPolicy decided; the kind the release does not
 // read is reported and ignored; chains are named as that release's Felix names them.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import { dbFromApiPolicy, putShop, putTiers, shopWorkloads } from '../helpers/kube-api-process.js';
@@ -19,6 +20,8 @@ import { type SharedRelease, sharedCalico } from '../helpers/shared-calico.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const tempDir = tempDirs('kdd-release');
+const spawnSyncIn = (lab: Lab, args: string[]) =>
+  spawnSync('ip', ['netns', 'exec', lab.host, 'nft', ...args], { encoding: 'utf8' });
 const subject = { pods: { namespaceSelector: {}, podSelector: { matchLabels: { app: 'db' } } } };
 const fromApp = (app: string) => ({ pods: { namespaceSelector: {}, podSelector: { matchLabels: { app } } } });
 
@@ -148,6 +151,20 @@ for (const release of ['v3.31.7', 'v3.32.1'] as const) {
       assert.match(agent.log, f.ignored[2]);
       assert.equal(lab.tcp(apiW, db.ip, 5432), true, 'the ignored deny-all denies nothing');
       assert.equal(lab.tcp(other, db.ip, 5432), true);
+    });
+
+    it("has the release's ARP table: a chain per workload on 3.32, none on 3.31", () => {
+      const arp = () => spawnSyncIn(lab, ['list', 'table', 'arp', 'calico-arp']);
+      if (release === 'v3.31.7') {
+        assert.notEqual(arp().status, 0, 'Calico 3.31 has no ARP table');
+        return;
+      }
+      const text = arp().stdout;
+      for (const w of [apiW, db, other])
+        assert.match(
+          text,
+          new RegExp(`oifname "${w.iface}" arp operation reply arp saddr ip ${w.ip.replaceAll('.', '\\.')} counter`),
+        );
     });
 
     it('Admin deny over everything, Baseline only where no NetworkPolicy decided, in chains named as its Felix names them', async () => {

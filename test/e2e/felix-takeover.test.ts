@@ -87,14 +87,14 @@ describe('e2e: taking a node over from Felix in iptables mode', { skip: ROOT_SKI
     assert.equal(r.status, 0, `${cmd} ${args.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
-  /** Everything a foreign tool would see, normalised for counters, comments and our own nft tables. */
+  /** Everything a foreign tool would see, normalised for counters, comments and our nft tables (ARP's too). */
   const foreignState = () => {
     const norm = (s: string) =>
       s
         .replace(/^#.*$/gm, '')
         .replace(/\[\d+:\d+\]/g, '')
         .replace(/packets \d+ bytes \d+/g, '');
-    const nft = run('nft', ['list', 'ruleset']).replace(/^table ip6? calico \{[\s\S]*?^\}\n/gm, '');
+    const nft = run('nft', ['list', 'ruleset']).replace(/^table (ip6? calico|arp calico-arp) \{[\s\S]*?^\}\n/gm, '');
     return (
       ['iptables-legacy-save', 'ip6tables-legacy-save', 'iptables-nft-save', 'ip6tables-nft-save']
         .map((t) => `${t}\n${norm(run(t, []))}`)

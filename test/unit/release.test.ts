@@ -28,8 +28,8 @@ describe('Calico release', () => {
   });
 
   it('decides each difference in one place: 3.30 and 3.31 legacy, 3.32 and newer modern', () => {
-    const legacy = { modernPolicyKeys: false, policyIds: 'tiered', adminPolicies: 'anp' };
-    const modern = { modernPolicyKeys: true, policyIds: 'kind', adminPolicies: 'cnp' };
+    const legacy = { modernPolicyKeys: false, policyIds: 'tiered', adminPolicies: 'anp', arpTable: false };
+    const modern = { modernPolicyKeys: true, policyIds: 'kind', adminPolicies: 'cnp', arpTable: true };
     for (const v of ['v3.30.0', 'v3.30.7', 'v3.31.5'])
       assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'all-ipam-pools' }, v);
     for (const v of ['v3.31.6', 'v3.31.7'])

@@ -17,6 +17,8 @@ export interface Manager {
   markResync?(): void;
   /** The kernel work for what changed; returns counters for the apply report. */
   apply(): Promise<Record<string, number>>;
+  /** --cleanup: removes what this manager programs (and only that). */
+  removeAll?(): Promise<unknown>;
 }
 
 /** The local workload endpoints, as the messages leave them: each manager keeps its own. */

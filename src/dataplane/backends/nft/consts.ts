@@ -1,7 +1,14 @@
 // Kernel nf_tables constants (linux/netfilter/nf_tables.h, netfilter.h) and nft's datatype
 // ids, which name set key types so `nft list` prints our sets as it prints its own.
-export const NFPROTO = { 4: 2, 6: 10 } as const;
+// NFPROTO_ARP (3) for the ARP table (arp-table.ts), which has no IP family of its own.
+export const NFPROTO = { 4: 2, 6: 10, arp: 3 } as const;
+/** A table's family: an IP family, or ARP. */
+export type NftFamily = keyof typeof NFPROTO;
+/** Offsets in an ARP header (linux/if_arp.h): the operation; for Ethernet and IPv4, the sender's address. */
+export const ARP = { opOffset: 6, opReply: 2, senderIpOffset: 14 } as const;
 export const HOOK = { PREROUTING: 0, INPUT: 1, FORWARD: 2, OUTPUT: 3, POSTROUTING: 4 } as const;
+/** The ARP family's own hook numbers (NF_ARP_IN, NF_ARP_OUT, NF_ARP_FORWARD). */
+export const ARP_HOOK = { IN: 0, OUT: 1, FORWARD: 2 } as const;
 export const PAYLOAD_BASE = { network: 1, transport: 2 } as const;
 export const CMP = { eq: 0, neq: 1 } as const;
 export const RANGE = { eq: 0, neq: 1 } as const;

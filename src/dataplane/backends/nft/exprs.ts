@@ -117,6 +117,13 @@ const verdict = (code: number, chain?: string) =>
     ? expr('immediate', { dreg: u32(REG.verdict), verdict: i32(code), chain: cstr(chain) })
     : constExpr(code * 4 + 2, () => expr('immediate', { dreg: u32(REG.verdict), verdict: i32(code) }));
 const COUNTER: Expr = { name: 'counter', attrs: [] };
+const verdictMap = (key: number, map: string) => [
+  meta(key),
+  expr('lookup', { sreg: u32(REG.r1), dreg: u32(REG.verdict), set: cstr(map) }),
+];
+
+/** The building blocks, for a table whose rules are not model rules (the ARP table: arp-table.ts). */
+export const nftExprs = { payload, cmp, meta, verdict, verdictMap, counter: COUNTER } as const;
 
 export interface AnonSet {
   id: number;
@@ -332,10 +339,7 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
       return;
     }
     case 'vmap':
-      e.push(
-        meta(act.iface === 'in' ? META.iifname : META.oifname),
-        expr('lookup', { sreg: u32(REG.r1), dreg: u32(REG.verdict), set: cstr(nftChainName(table, act.map)) }),
-      );
+      e.push(...verdictMap(act.iface === 'in' ? META.iifname : META.oifname, nftChainName(table, act.map)));
       return;
   }
 }

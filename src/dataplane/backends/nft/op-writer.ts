@@ -1,7 +1,6 @@
 // Writes the op stream native/nft/ops.h reads. Every op carries a tag: its index here,
 // with a description kept on this side so a kernel refusal names the object.
-import type { Family } from '../../render/model.js';
-import { NFPROTO, UDATA_RULE_COMMENT } from './consts.js';
+import { NFPROTO, type NftFamily, UDATA_RULE_COMMENT } from './consts.js';
 
 export const OP = {
   tableAdd: 1,
@@ -198,7 +197,7 @@ export class OpWriter {
     }
     this.#len += n;
   }
-  #head(op: number, family: Family, name: string, detail?: string | number | bigint) {
+  #head(op: number, family: NftFamily, name: string, detail?: string | number | bigint) {
     this.#opStart = this.#len;
     this.#u8(op);
     this.#u8(NFPROTO[family]);
@@ -208,15 +207,15 @@ export class OpWriter {
     this.#details.push(detail);
   }
 
-  tableAdd(f: Family, table: string) {
+  tableAdd(f: NftFamily, table: string) {
     this.#head(OP.tableAdd, f, table);
     this.#str(table);
   }
-  tableDel(f: Family, table: string) {
+  tableDel(f: NftFamily, table: string) {
     this.#head(OP.tableDel, f, table);
     this.#str(table);
   }
-  chainAdd(f: Family, table: string, chain: string, base?: { hook: number; prio: number; type: string }) {
+  chainAdd(f: NftFamily, table: string, chain: string, base?: { hook: number; prio: number; type: string }) {
     this.#head(OP.chainAdd, f, chain);
     this.#str(table);
     this.#str(chain);
@@ -228,17 +227,17 @@ export class OpWriter {
       this.#u32(1); // policy accept: we only ever decide by verdict
     }
   }
-  chainFlush(f: Family, table: string, chain: string) {
+  chainFlush(f: NftFamily, table: string, chain: string) {
     this.#head(OP.chainFlush, f, chain);
     this.#str(table);
     this.#str(chain);
   }
-  chainDel(f: Family, table: string, chain: string) {
+  chainDel(f: NftFamily, table: string, chain: string) {
     this.#head(OP.chainDel, f, chain);
     this.#str(table);
     this.#str(chain);
   }
-  setAdd(f: Family, table: string, set: string, id: number, spec: SetSpec) {
+  setAdd(f: NftFamily, table: string, set: string, id: number, spec: SetSpec) {
     this.#head(OP.setAdd, f, set);
     this.#str(table);
     this.#str(set);
@@ -250,17 +249,17 @@ export class OpWriter {
     this.#u32(spec.dataLen ?? 0);
     this.#bytes(spec.udata ?? new Uint8Array(0));
   }
-  setDel(f: Family, table: string, set: string) {
+  setDel(f: NftFamily, table: string, set: string) {
     this.#head(OP.setDel, f, set);
     this.#str(table);
     this.#str(set);
   }
-  setFlush(f: Family, table: string, set: string) {
+  setFlush(f: NftFamily, table: string, set: string) {
     this.#head(OP.setFlush, f, set);
     this.#str(table);
     this.#str(set);
   }
-  elems(add: boolean, f: Family, table: string, set: string, setId: number, elems: readonly ElemSpec[]) {
+  elems(add: boolean, f: NftFamily, table: string, set: string, setId: number, elems: readonly ElemSpec[]) {
     this.#head(add ? OP.elemAdd : OP.elemDel, f, set, elems.length);
     this.#str(table);
     this.#str(set);
@@ -281,7 +280,7 @@ export class OpWriter {
    * shows). `what`: the rule's own comment, or its position in the chain (from 1).
    */
   ruleAdd(
-    f: Family,
+    f: NftFamily,
     table: string,
     chain: string,
     udata: Uint8Array | string,
@@ -356,7 +355,7 @@ export class OpWriter {
     }
     this.#len = p;
   }
-  ruleDel(f: Family, table: string, chain: string, handle: bigint) {
+  ruleDel(f: NftFamily, table: string, chain: string, handle: bigint) {
     this.#head(OP.ruleDel, f, chain, handle);
     this.#str(table);
     this.#str(chain);

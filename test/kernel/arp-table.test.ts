@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import type { ToDataplane } from '../../src/proto/messages.js';
+import { workloadEndpointUpdate } from '../helpers/workload-endpoint.js';
 import { type Netns, netnsFactory, ROOT_SKIP, waitForCarrier } from '../helpers/netns.js';
 
 const DRIVER = fileURLToPath(new URL('../helpers/arp-driver.js', import.meta.url));
@@ -18,22 +19,8 @@ const netns = netnsFactory('arp');
 
 const iface = (n: number) => `calie2e0000000${n}`;
 const id = (n: number) => ({ orchestratorId: 'k8s', workloadId: `ns/pod-${n}`, endpointId: 'eth0' });
-const ep = (n: number, v4: string[], v6: string[] = [], name = iface(n)): ToDataplane => ({
-  type: 'WorkloadEndpointUpdate',
-  id: id(n),
-  endpoint: {
-    state: 'active',
-    name,
-    mac: '',
-    profileIds: [],
-    ipv4Nets: v4,
-    ipv6Nets: v6,
-    tiers: [],
-    ipv4Nat: [],
-    ipv6Nat: [],
-    allowSpoofedSourcePrefixes: [],
-  },
-});
+const ep = (n: number, v4: string[], v6: string[] = [], name = iface(n)): ToDataplane =>
+  workloadEndpointUpdate(`ns/pod-${n}`, name, v4, v6);
 const gone = (n: number): ToDataplane => ({ type: 'WorkloadEndpointRemove', id: id(n) });
 const THREE = [ep(1, ['10.66.0.10/32']), ep(2, ['10.66.0.11/32']), ep(3, ['10.66.0.12/32'])];
 

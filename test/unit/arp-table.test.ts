@@ -20,26 +20,11 @@ import { ArpManager, type ArpKernel } from '../../src/dataplane/managers/arp-man
 import type { Logger } from '../../src/log.js';
 import { NativeError } from '../../src/native/errors.js';
 import type { NftDump } from '../../src/native/nft.js';
-import type { ToDataplane } from '../../src/proto/messages.js';
+import { workloadEndpointUpdate } from '../helpers/workload-endpoint.js';
 
 const ops = (w: NativeSink) => Array.from({ length: w.length }, (_, i) => w.describe(i));
 
-const ep = (n: number, v4: string[], v6: string[] = []): ToDataplane => ({
-  type: 'WorkloadEndpointUpdate',
-  id: { orchestratorId: 'k8s', workloadId: `ns/pod-${n}`, endpointId: 'eth0' },
-  endpoint: {
-    state: 'active',
-    name: `cali${n}`,
-    mac: '',
-    profileIds: [],
-    ipv4Nets: v4,
-    ipv6Nets: v6,
-    tiers: [],
-    ipv4Nat: [],
-    ipv6Nat: [],
-    allowSpoofedSourcePrefixes: [],
-  },
-});
+const ep = (n: number, v4: string[], v6: string[] = []) => workloadEndpointUpdate(`ns/pod-${n}`, `cali${n}`, v4, v6);
 
 const EMPTY_DUMP: NftDump = {
   exists: false,

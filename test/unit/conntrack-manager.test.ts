@@ -5,21 +5,10 @@ import { describe, it } from 'node:test';
 
 import { ConntrackManager } from '../../src/dataplane/managers/conntrack-manager.js';
 import { createLogger } from '../../src/log.js';
-import type { WorkloadEndpoint } from '../../src/proto/messages.js';
+import { workloadEndpoint } from '../helpers/workload-endpoint.js';
 
 const log = createLogger({ severity: 'Fatal' });
-const ep = (name: string, v4: string[], v6: string[] = []): WorkloadEndpoint => ({
-  state: 'active',
-  name,
-  mac: '',
-  profileIds: [],
-  ipv4Nets: v4,
-  ipv6Nets: v6,
-  tiers: [],
-  ipv4Nat: [],
-  ipv6Nat: [],
-  allowSpoofedSourcePrefixes: [],
-});
+const ep = workloadEndpoint;
 const id = (w: string) => ({ orchestratorId: 'k8s', workloadId: w, endpointId: 'eth0' });
 
 describe('ConntrackManager', () => {

@@ -124,6 +124,28 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     }
   });
 
+  it('lists in pages sized by bytes: a page over the response limit is asked for again in halves, nothing lost', async () => {
+    const prefix = '/palisade-test/pages/';
+    const value = (i: number) => `${i}:${'x'.repeat(1000)}`;
+    etcd.putMany(Array.from({ length: 300 }, (_, i) => [`${prefix}${String(i).padStart(3, '0')}`, value(i)]));
+    // 64 KiB responses: the first page (1,000 keys, 300 KB here) is over it, and so would be a
+    // page of 16 MiB's worth; pages of ~60 keys are not.
+    const client = new Etcd3Client({ endpoints: [etcd.endpoint], timeoutMs: 5000, maxMessageBytes: 64 << 10 });
+    try {
+      const listed = await client.list(prefix);
+      assert.equal(listed.kvs.length, 300);
+      listed.kvs.forEach((kv, i) => {
+        assert.equal(kv.key, `${prefix}${String(i).padStart(3, '0')}`);
+        assert.equal(kv.value, value(i));
+      });
+      // A page size given is kept: its page over the limit is an error, not a retry.
+      await assert.rejects(client.list(prefix, 1000), /RESOURCE_EXHAUSTED|larger than max/i);
+    } finally {
+      client.close();
+      etcd.ctl(['del', prefix, '--prefix']);
+    }
+  });
+
   it('reads IPAM blocks from /calico/ipam/v2/assignment/ (and nothing else there) as IPAMBlock resources, listed and watched', async () => {
     const block = (cidr: string, node: string) =>
       JSON.stringify({

@@ -63,7 +63,11 @@ describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, ()
   let log = '';
   let a: Workload, b: Workload;
   const sh = (cmd: string, args: string[]) => lab.sh(lab.host, cmd, args);
-  const table = () => nftTableState(sh, 'ip', 'calico');
+  // Our tables: the rules, and Calico 3.32's ARP table (its chains follow the endpoints too).
+  const table = () => {
+    const rules = nftTableState(sh, 'ip', 'calico');
+    return rules && `${rules}\n${nftTableState(sh, 'arp', 'calico-arp')}`;
+  };
   const start = () => {
     log = '';
     agent = lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', 'node1'], {
@@ -211,6 +215,7 @@ describe('e2e: etcd stopped, restarted and compacted during churn', { skip }, ()
     // A fresh agent on the final datastore, from an empty kernel.
     await stopAgent();
     sh('nft', ['delete', 'table', 'ip', 'calico']);
+    sh('nft', ['delete', 'table', 'arp', 'calico-arp']);
     start();
     assert.ok(
       (await lab.until(() => /"msg":"applied"/.test(log), 20_000)) >= 0,

@@ -48,7 +48,7 @@ export function nftTableState(sh: Sh, family: string, table: string): string {
 export function foreignState(sh: Sh, ours: string[]): string {
   const tables = sh('nft', ['list', 'tables'])
     .split('\n')
-    .filter((l) => l && !/ calico$/.test(l));
+    .filter((l) => l && !/^table (ip6? calico|arp calico-arp)$/.test(l));
   const nft = tables.map((t) => sh('nft', ['list', ...t.split(' ')])).join('');
   const iptables = sh('iptables-save', [])
     .split('\n')

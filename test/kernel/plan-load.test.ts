@@ -115,6 +115,9 @@ type NftJson = {
   nftables: Array<Record<string, { family: string; table: string; name: string; chain?: string; handle: number }>>;
 };
 
+/** Our tables: the rules (ip, ip6) and Calico 3.32's ARP table, which plan prints last. */
+const OURS = new Set(['calico', 'calico-arp']);
+
 /** chain -> rule count, per family, from `nft -j list ruleset`. */
 function kernelChains(json: string): Map<string, number> {
   const out = new Map<string, number>();
@@ -123,9 +126,8 @@ function kernelChains(json: string): Map<string, number> {
       string,
       { family: string; table: string; name: string; chain?: string },
     ];
-    if (kind === 'chain' && v.table === 'calico')
-      out.set(`${v.family} ${v.name}`, out.get(`${v.family} ${v.name}`) ?? 0);
-    if (kind === 'rule' && v.table === 'calico')
+    if (kind === 'chain' && OURS.has(v.table)) out.set(`${v.family} ${v.name}`, out.get(`${v.family} ${v.name}`) ?? 0);
+    if (kind === 'rule' && OURS.has(v.table))
       out.set(`${v.family} ${v.chain}`, (out.get(`${v.family} ${v.chain}`) ?? 0) + 1);
   }
   return out;
@@ -137,7 +139,7 @@ function plannedChains(text: string): Map<string, number> {
   let family = '';
   let chain: string | undefined;
   for (const line of text.split('\n')) {
-    const t = /^table (ip6?) calico \{$/.exec(line);
+    const t = /^table (ip6?|arp) calico(?:-arp)? \{$/.exec(line);
     if (t) family = t[1] as string;
     const c = /^\tchain (\S+) \{(\})?$/.exec(line);
     if (c) {

@@ -4,7 +4,8 @@
 // RSS are read from /proc for the agent's own process (ip netns exec, unshare and sh all
 // exec, so the pid spawned is the agent's).
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -83,12 +84,17 @@ export function startAgent(
   });
   let out = '';
   let tail = '';
+  // All of its output, kept on disk while it runs and after a failure (an agent that never
+  // programs says why somewhere in the middle); removed once it programmed.
+  const logPath = join(tmpdir(), `palisade-bench-${kind}-${proc.pid}.log`);
+  const logFile = createWriteStream(logPath);
   const programmed = new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`${kind}: not programmed after ${opts.timeoutMs} ms`)),
+      () => reject(new Error(`${kind}: not programmed after ${opts.timeoutMs} ms (its output: ${logPath})`)),
       opts.timeoutMs,
     );
     const seen = (d: Buffer) => {
+      if (!logFile.writableEnded) logFile.write(d);
       const s = d.toString();
       // Only the start of the output is kept (and a tail for errors): a 250k run logs a lot.
       if (out.length < 1 << 20) out += s;
@@ -98,13 +104,14 @@ export function startAgent(
       if (joined.includes(FIRST_APPLY)) {
         clearTimeout(timer);
         resolve(performance.now() - t0);
+        logFile.end(() => rmSync(logPath, { force: true }));
       }
     };
     proc.stdout?.on('data', seen);
     proc.stderr?.on('data', seen);
     proc.on('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`${kind} exited (${code}) before it programmed: ${tail}`));
+      reject(new Error(`${kind} exited (${code}) before it programmed (its output: ${logPath}): ${tail}`));
     });
   });
   programmed.catch(() => {});

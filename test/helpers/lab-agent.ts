@@ -81,10 +81,13 @@ export class LabAgent {
     this.proc.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
   }
 
-  /** Waits for the first completed apply: the kernel now holds what the datastore asks for. */
+  /**
+   * Waits for the first completed apply: the kernel now holds what the datastore asks for.
+   * Felix's line for it is logged after the apply's own (possibly in a later read of the pipe).
+   */
   async applied(ms = 15_000): Promise<void> {
     assert.ok(
-      (await this.lab.until(() => /"msg":"applied"/.test(this.log), ms)) >= 0,
+      (await this.lab.until(() => /"msg":"Completed first update to dataplane\."/.test(this.log), ms)) >= 0,
       `never applied:\n${this.log.slice(-3000)}`,
     );
   }

@@ -84,7 +84,8 @@ export class ArpManager implements Manager {
     if (!this.#dirty || this.#unsupported) return { chainsWritten: 0, chainsDeleted: 0, elemsChanged: 0 };
     this.#dirty = false;
     try {
-      if (!this.#enabled) return { chainsWritten: 0, chainsDeleted: (await this.removeAll()) ? 1 : 0, elemsChanged: 0 };
+      if (!this.#enabled)
+        return { chainsWritten: 0, chainsDeleted: (await this.#removeOutdated()) ? 1 : 0, elemsChanged: 0 };
       return { ...(await this.#sync()) };
     } catch (e) {
       if (failuresOf(e).some((f) => UNSUPPORTED.has(f.errno))) {
@@ -114,11 +115,18 @@ export class ArpManager implements Manager {
       throw e;
     }
     this.#committed = undefined;
-    this.#log.info(
-      { table: `arp ${ARP_TABLE}` },
-      'removed the ARP table (Calico 3.32 and newer have it; this release does not)',
-    );
     return true;
+  }
+
+  /** A release without the table: one left by a newer release goes. */
+  async #removeOutdated(): Promise<boolean> {
+    const removed = await this.removeAll();
+    if (removed)
+      this.#log.info(
+        { table: `arp ${ARP_TABLE}` },
+        'removed the ARP table (Calico 3.32 and newer have it; this release does not)',
+      );
+    return removed;
   }
 
   async #sync() {

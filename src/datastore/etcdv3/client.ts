@@ -155,32 +155,13 @@ export class Etcd3Client implements EtcdClient {
   }
 
   async list(prefix: string, pageSize?: number, atRevision?: string): Promise<{ revision: string; kvs: KeyValue[] }> {
-    const kvs: KeyValue[] = [];
-    const revision = await this.#pages(
-      prefix,
-      (page) => {
-        // A loop, not a spread: a big cluster's prefix holds more keys than V8 takes arguments.
-        for (const kv of page) kvs.push(kv);
-      },
-      { ...(pageSize ? { pageSize } : {}), ...(atRevision ? { atRevision } : {}) },
-    );
-    return { revision, kvs };
-  }
-
-  /** The pages of a list, each handed to `onPage` while etcd serves the next. */
-  async #pages(
-    prefix: string,
-    onPage: (kvs: KeyValue[], revision: string) => void,
-    opts: { pageSize?: number; atRevision?: string } = {},
-  ): Promise<string> {
     const end = prefixEnd(prefix);
-    const fixed = opts.pageSize;
-    let revision = opts.atRevision;
-    let limit = fixed ?? FIRST_PAGE_KEYS;
+    const kvs: KeyValue[] = [];
+    let revision = atRevision;
+    let limit = pageSize ?? FIRST_PAGE_KEYS;
     // The most keys a page may ask for once one was too large.
     let cap = MAX_PAGE_KEYS;
     let bytes = 0;
-    let keys = 0;
     const page = (start: Buffer) => {
       let q = this.#etcd.getAll().inRange(new Range(start, end)).limit(limit);
       if (revision) q = q.revision(revision);
@@ -196,7 +177,7 @@ export class Etcd3Client implements EtcdClient {
         res = await next.p;
       } catch (e) {
         // A page over the response limit (a few huge values): the same page in halves.
-        if (fixed !== undefined || limit === 1 || !tooLarge(e)) throw e;
+        if (pageSize !== undefined || limit === 1 || !tooLarge(e)) throw e;
         cap = limit = Math.ceil(limit / 2);
         next = page(next.start);
         continue;
@@ -205,15 +186,12 @@ export class Etcd3Client implements EtcdClient {
       const last = res.kvs[res.kvs.length - 1];
       const more = res.more && !!last;
       for (const kv of res.kvs) bytes += kv.key.length + kv.value.length;
-      keys += res.kvs.length;
-      if (fixed === undefined) limit = Math.min(cap, nextPageKeys(bytes, keys));
-      // The next page is asked for before this one is handled: etcd serves it meanwhile.
+      if (pageSize === undefined) limit = Math.min(cap, nextPageKeys(bytes, kvs.length + res.kvs.length));
+      // The next page is asked for before this one is decoded: etcd serves it meanwhile.
       if (more) next = page(Buffer.concat([last.key, Buffer.from([0])]));
-      onPage(
-        res.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString(), modRevision: kv.mod_revision })),
-        revision,
-      );
-      if (!more) return revision;
+      for (const kv of res.kvs)
+        kvs.push({ key: kv.key.toString(), value: kv.value.toString(), modRevision: kv.mod_revision });
+      if (!more) return { revision, kvs };
     }
   }
 

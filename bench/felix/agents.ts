@@ -1,6 +1,7 @@
 // Felix or palisade started in a lab's host namespace on an etcd, in one dataplane mode, with
-// the same settings; "programmed" is the line both log once their first apply after the
-// datastore's in-sync is done ("Completed first update to dataplane."). CPU seconds and peak
+// the same settings; "programmed" is the earlier of the line both log once their first apply
+// after the datastore's in-sync is done ("Completed first update to dataplane.") and their
+// /readiness answering 200 (ready-watch.ts: Felix's logger may drop that line). CPU seconds and peak
 // RSS are read from /proc for the agent's own process (ip netns exec, unshare and sh all
 // exec, so the pid spawned is the agent's).
 import type { ChildProcess } from 'node:child_process';
@@ -18,7 +19,9 @@ export type Mode = 'nftables' | 'iptables-nft' | 'iptables-legacy';
 export const MODES: Mode[] = ['nftables', 'iptables-nft', 'iptables-legacy'];
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'palisade.js');
+const READY_WATCH = join(dirname(fileURLToPath(import.meta.url)), 'ready-watch.js');
 const FIRST_APPLY = 'Completed first update to dataplane.';
+const HEALTH_PORT = '9099';
 
 const MODE_ENV: Record<Mode, Record<string, string>> = {
   nftables: { FELIX_NFTABLESMODE: 'Enabled' },
@@ -53,6 +56,7 @@ function env(etcd: string, mode: Mode, statusDir: string): NodeJS.ProcessEnv {
     FELIX_LOGSEVERITYSCREEN: 'Info',
     FELIX_HEALTHENABLED: 'true',
     FELIX_HEALTHHOST: '127.0.0.1',
+    FELIX_HEALTHPORT: HEALTH_PORT,
     FELIX_ENDPOINTSTATUSPATHPREFIX: statusDir,
     ...MODE_ENV[mode],
   };
@@ -88,11 +92,22 @@ export function startAgent(
   // programs says why somewhere in the middle); removed once it programmed.
   const logPath = join(tmpdir(), `palisade-bench-${kind}-${proc.pid}.log`);
   const logFile = createWriteStream(logPath);
+  const watch = lab.spawnInHost([process.execPath, READY_WATCH, HEALTH_PORT], { PATH: process.env.PATH });
   const programmed = new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`${kind}: not programmed after ${opts.timeoutMs} ms (its output: ${logPath})`)),
       opts.timeoutMs,
     );
+    const done = (ms: number) => {
+      clearTimeout(timer);
+      resolve(ms);
+      watch.kill();
+      if (!logFile.writableEnded) logFile.end(() => rmSync(logPath, { force: true }));
+    };
+    watch.stdout?.on('data', (d: Buffer) => {
+      const at = /^ready (\S+)/.exec(d.toString())?.[1];
+      if (at) done(Number(at) - (performance.timeOrigin + t0));
+    });
     const seen = (d: Buffer) => {
       if (!logFile.writableEnded) logFile.write(d);
       const s = d.toString();
@@ -101,16 +116,13 @@ export function startAgent(
       // Looked for before the cut: a chunk of several KB may hold the line at its start.
       const joined = tail + s;
       tail = joined.slice(-4000);
-      if (joined.includes(FIRST_APPLY)) {
-        clearTimeout(timer);
-        resolve(performance.now() - t0);
-        logFile.end(() => rmSync(logPath, { force: true }));
-      }
+      if (joined.includes(FIRST_APPLY)) done(performance.now() - t0);
     };
     proc.stdout?.on('data', seen);
     proc.stderr?.on('data', seen);
     proc.on('exit', (code) => {
       clearTimeout(timer);
+      watch.kill();
       reject(new Error(`${kind} exited (${code}) before it programmed (its output: ${logPath}): ${tail}`));
     });
   });

@@ -4,6 +4,8 @@
 //    error message stays greppable), so a line may run over only by its strings.
 //  - file references: a comment or doc that names a project file (src/..., native/...,
 //    test/..., scripts/..., bench/..., docs/...) names one that exists.
+//  - libraries loaded on use: src/ imports those in LAZY only with import(), never
+//    statically (a type-only import is fine): each is a large part of every start-up.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,6 +22,9 @@ const files = [...inTree].filter((f) => /\.(ts|mjs|js|cc|h|md)$/.test(f) && !f.s
 /** Files the benches write (bench/results/<name>.json): named by the docs, never in the tree. */
 const GENERATED = /^bench\/results\/[\w-]+\.json$/;
 const WIDTH = 120;
+/** Libraries that only some configurations use: @kubernetes/client-node is ~0.5 s of loading. */
+const LAZY = ['@kubernetes/client-node'];
+const STATIC_IMPORT = /^\s*(?:import|export)\s+(?!type\b)[^'"]*from\s+['"]([^'"]+)['"]/;
 const STRINGS = /'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`/g;
 const REF = /\b((?:src|native|test|scripts|bench|docs|deploy)\/[\w./-]*\w\.(?:ts|mjs|cc|h|md|sh|yaml|gyp|json))\b/g;
 /**
@@ -93,6 +98,10 @@ for (const f of files) {
     if (code && line.length > WIDTH && short.length > WIDTH) {
       problems.push(`${f}:${i + 1}: ${line.length} columns (the limit is ${WIDTH}; only string literals may run over)`);
     }
+    const imported = f.startsWith('src/') ? STATIC_IMPORT.exec(line)?.[1] : undefined;
+    if (imported && LAZY.includes(imported)) {
+      problems.push(`${f}:${i + 1}: imports ${imported} statically (load it with import() where it is used)`);
+    }
     for (const m of line.matchAll(REF)) {
       const ref = m[1];
       if (!inTree.has(ref) && !GENERATED.test(ref)) {
@@ -106,4 +115,6 @@ if (problems.length) {
   console.error(`check-style: ${problems.length} problem(s)`);
   process.exit(1);
 }
-console.log(`check-style: ${files.length} files, lines within ${WIDTH} columns, every named file exists`);
+console.log(
+  `check-style: ${files.length} files, lines within ${WIDTH} columns, every named file exists, ${LAZY.join(', ')} loaded on use`,
+);

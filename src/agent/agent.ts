@@ -77,7 +77,7 @@ export class NodeAgent {
   async run(): Promise<number> {
     const early =
       refusal(this.#config.config, 'local') ??
-      datastoreProblem(this.#config.config) ??
+      (await datastoreProblem(this.#config.config)) ??
       (kubeIpvsPresent() ? IPVS_REFUSAL : undefined);
     if (early) return this.#refuse(early);
     if (!(await this.#serveHealth(this.#config.config))) return 1;
@@ -87,7 +87,7 @@ export class NodeAgent {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     process.on('SIGHUP', onHangup);
-    this.#startControlPlane();
+    await this.#startControlPlane();
     const code = await exit;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -95,9 +95,9 @@ export class NodeAgent {
     return code;
   }
 
-  #startControlPlane(): void {
+  async #startControlPlane(): Promise<void> {
     const cfg = this.#config.config;
-    const syncer = createSyncer(cfg, this.#log);
+    const syncer = await createSyncer(cfg, this.#log);
     this.#lostContact = 'deliversModel' in syncer ? undefined : syncer.lostContact?.bind(syncer);
     this.#blocked = 'deliversModel' in syncer ? undefined : syncer.blocked?.bind(syncer);
     this.#plane = new ControlPlane({

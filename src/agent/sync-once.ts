@@ -9,7 +9,8 @@ import { ControlPlane } from './control-plane.js';
 
 export class SyncTimeoutError extends Error {}
 
-export function syncOnce(config: ConfigResolver, log: Logger, timeoutS: number): Promise<ToDataplane[]> {
+export async function syncOnce(config: ConfigResolver, log: Logger, timeoutS: number): Promise<ToDataplane[]> {
+  const syncer = await createSyncer(config.config, log);
   return new Promise((resolve, reject) => {
     const collected: ToDataplane[] = [];
     let done = false;
@@ -20,7 +21,7 @@ export function syncOnce(config: ConfigResolver, log: Logger, timeoutS: number):
       void plane.stop().finally(() => (err ? reject(err) : resolve(collected)));
     };
     const plane = new ControlPlane({
-      syncer: createSyncer(config.config, log),
+      syncer,
       config,
       log,
       onMessages: (msgs) => {

@@ -35,7 +35,7 @@ CAP_NET_ADMIN, or /proc/sys/net not writable), ${RESTART_EXIT_CODE} a configurat
 restart.`;
 
 export async function runAgent(argv: string[]): Promise<number> {
-  const start = startCommand('agent', AGENT_USAGE, argv, { cleanup: { type: 'boolean' } });
+  const start = await startCommand('agent', AGENT_USAGE, argv, { cleanup: { type: 'boolean' } });
   if (typeof start === 'number') return start;
   const { values, config, log } = start;
   const lacking = missingPrivileges();

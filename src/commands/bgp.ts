@@ -62,7 +62,7 @@ function portFlag(text: string | undefined): number | undefined {
 
 export async function runBgp(argv: string[]): Promise<number> {
   let healthPort: number | undefined;
-  const start = startCommand('bgp', BGP_USAGE, argv, FLAGS, {
+  const start = await startCommand('bgp', BGP_USAGE, argv, FLAGS, {
     check: (v) => (healthPort = portFlag(v['health-port'])),
   });
   if (typeof start === 'number') return start;
@@ -75,7 +75,7 @@ export async function runBgp(argv: string[]): Promise<number> {
   let done: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => (done = resolve));
   try {
-    const syncer = createBgpSyncer(config.config, log.child({ component: 'bgp-syncer' }));
+    const syncer = await createBgpSyncer(config.config, log.child({ component: 'bgp-syncer' }));
     const bird = once
       ? undefined
       : new BirdSupervisor({

@@ -34,13 +34,13 @@ Exit codes: 0 printed, 1 the datastore was not in sync before --timeout, 2 bad u
 
 export async function runConfig(argv: string[]): Promise<number> {
   const options = { local: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
-  const start = startCommand('config', CONFIG_USAGE, argv, options, { timeoutSeconds: 30, allowFatal: true });
+  const start = await startCommand('config', CONFIG_USAGE, argv, options, { timeoutSeconds: 30, allowFatal: true });
   if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
   if (!values.local) {
-    let syncer: ReturnType<typeof createSyncer>;
+    let syncer: Awaited<ReturnType<typeof createSyncer>>;
     try {
-      syncer = createSyncer(config.config, log);
+      syncer = await createSyncer(config.config, log);
     } catch (e) {
       console.error(`palisade config: ${(e as Error).message}`);
       return CONFIG_EXIT_CODE;

@@ -83,7 +83,7 @@ export interface CommandStart<O extends Options> {
  * code 2; a local configuration Felix would refuse to start with comes back as exit code 3,
  * unless `allowFatal` (`palisade config`, whose job is to show it).
  */
-export function startCommand<O extends Options>(
+export async function startCommand<O extends Options>(
   command: string,
   usage: string,
   argv: string[],
@@ -93,7 +93,7 @@ export function startCommand<O extends Options>(
     check = () => {},
     allowFatal = false,
   }: { timeoutSeconds?: number; check?: (values: Values<O>) => void; allowFatal?: boolean } = {},
-): CommandStart<O> | number {
+): Promise<CommandStart<O> | number> {
   let values: Values<O>;
   try {
     ({ values } = parseArgs({ args: argv, options: { ...DATASTORE_FLAGS, ...options }, strict: true }));
@@ -113,7 +113,7 @@ export function startCommand<O extends Options>(
     return 2;
   }
   log.level = createLogger({ severity: config.config.LogSeverityScreen }).level;
-  const refused = refusal(config.config, 'local') ?? datastoreProblem(config.config);
+  const refused = refusal(config.config, 'local') ?? (await datastoreProblem(config.config));
   if (refused && !allowFatal) {
     console.error(`palisade ${command}: ${refused}`);
     return CONFIG_EXIT_CODE;

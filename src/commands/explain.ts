@@ -41,7 +41,7 @@ export async function runExplain(argv: string[]): Promise<number> {
     json: { type: 'boolean' },
     timeout: { type: 'string' },
   } as const;
-  const start = startCommand('explain', EXPLAIN_USAGE, argv, options, {
+  const start = await startCommand('explain', EXPLAIN_USAGE, argv, options, {
     timeoutSeconds: 30,
     check: (v) => {
       if (!v.from || !v.to) throw new UsageError('--from and --to are required');

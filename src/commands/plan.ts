@@ -81,7 +81,7 @@ export async function runPlan(argv: string[]): Promise<number> {
     'output-dir': { type: 'string' },
     timeout: { type: 'string' },
   } as const;
-  const start = startCommand('plan', PLAN_USAGE, argv, options, {
+  const start = await startCommand('plan', PLAN_USAGE, argv, options, {
     timeoutSeconds: 60,
     check: (v) => {
       if (v.dataplane !== undefined && v.dataplane !== 'nftables' && v.dataplane !== 'iptables') {

@@ -38,10 +38,10 @@ function summary(msgs: ToDataplane[]): string {
 
 export async function runSync(argv: string[]): Promise<number> {
   const options = { once: { type: 'boolean' }, json: { type: 'boolean' }, timeout: { type: 'string' } } as const;
-  const start = startCommand('sync', SYNC_USAGE, argv, options, { timeoutSeconds: 60 });
+  const start = await startCommand('sync', SYNC_USAGE, argv, options, { timeoutSeconds: 60 });
   if (typeof start === 'number') return start;
   const { values, config, log, timeoutS } = start;
-
+  const syncer = await createSyncer(config.config, log);
   return new Promise<number>((resolve) => {
     let done = false;
     const finish = (code: number) => {
@@ -54,7 +54,7 @@ export async function runSync(argv: string[]): Promise<number> {
     };
     const onSignal = () => finish(0);
     const plane = new ControlPlane({
-      syncer: createSyncer(config.config, log),
+      syncer,
       config,
       log,
       onMessages: (msgs) => {

@@ -35,7 +35,7 @@ ShutdownTimeoutSecs); a second one stops at once.
 Exit codes: 0 stopped, 1 failed, 2 bad usage, 3 a configuration it refuses.`;
 
 export async function runTypha(argv: string[]): Promise<number> {
-  const start = startCommand('typha', TYPHA_USAGE, argv, {
+  const start = await startCommand('typha', TYPHA_USAGE, argv, {
     port: { type: 'string' },
     'listen-host': { type: 'string' },
   });
@@ -47,10 +47,10 @@ export async function runTypha(argv: string[]): Promise<number> {
       ...(values.port !== undefined ? { ServerPort: values.port } : {}),
       ...(values['listen-host'] !== undefined ? { ServerHost: values['listen-host'] } : {}),
     });
-    const syncer = createSyncer(config.config, log);
+    const syncer = await createSyncer(config.config, log);
     if ('deliversModel' in syncer)
       throw new ConfigError('palisade typha reads the datastore itself: unset TyphaAddr (FELIX_TYPHAADDR)');
-    const kube = cfg.rebalance ? new HttpKubeTransport(kubeEndpoint()) : undefined;
+    const kube = cfg.rebalance ? new HttpKubeTransport(await kubeEndpoint()) : undefined;
     daemon = new TyphaDaemon(cfg, syncer, log, config.config.CalicoVersion, kube);
   } catch (e) {
     if (!(e instanceof TyphaConfigError || e instanceof ConfigError)) throw e;

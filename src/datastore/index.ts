@@ -51,13 +51,13 @@ type SyncerConfig = Pick<
  * Why the configured datastore cannot be reached as configured (the Kubernetes configuration it needs cannot be
  * loaded), or undefined.
  */
-export function datastoreProblem(
+export async function datastoreProblem(
   config: Pick<Config, 'DatastoreType' | 'TyphaAddr' | 'TyphaK8sServiceName'>,
-): string | undefined {
+): Promise<string | undefined> {
   if (config.TyphaAddr) return undefined;
   if (config.DatastoreType !== 'kubernetes' && !config.TyphaK8sServiceName) return undefined;
   try {
-    loadKubeEndpoint();
+    await loadKubeEndpoint();
     return undefined;
   } catch (e) {
     if (!(e instanceof KubeConfigError)) throw e;
@@ -69,8 +69,8 @@ export function datastoreProblem(
  * As Felix: Typha when TyphaAddr is set, or found through TyphaK8sServiceName (the address
  * form first), whatever DatastoreType says; else the datastore itself.
  */
-export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelSyncer {
-  if (config.TyphaAddr || config.TyphaK8sServiceName) return typhaSyncer(config, log);
+export async function createSyncer(config: SyncerConfig, log: Logger): Promise<Syncer | ModelSyncer> {
+  if (config.TyphaAddr || config.TyphaK8sServiceName) return await typhaSyncer(config, log);
   if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
   if (config.DatastoreType === 'kubernetes') return kddSyncer(config, log);
   return new EtcdSyncer({ client: etcdClient(config), log });
@@ -81,10 +81,10 @@ export function createSyncer(config: SyncerConfig, log: Logger): Syncer | ModelS
  * BGP configurations and peers, and block affinities - never through Typha, whose server
  * here serves Felix's syncer only.
  */
-export function createBgpSyncer(config: SyncerConfig, log: Logger): Syncer {
+export async function createBgpSyncer(config: SyncerConfig, log: Logger): Promise<Syncer> {
   if (config.DatastoreType === 'file') return new FileSyncer({ dir: config.DatastoreDir, log });
   if (config.DatastoreType === 'kubernetes') {
-    const endpoint = kubeEndpoint();
+    const endpoint = await kubeEndpoint();
     log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore (BGP resources)');
     return new KddSyncer({
       transport: new HttpKubeTransport(endpoint),
@@ -109,7 +109,7 @@ export function etcdClient(config: SyncerConfig): Etcd3Client {
   });
 }
 
-function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
+async function typhaSyncer(config: SyncerConfig, log: Logger): Promise<TyphaSyncer> {
   if (config.TyphaAddr && !/^.+:\d+$/.test(config.TyphaAddr))
     throw new ConfigError(`TyphaAddr "${config.TyphaAddr}" is not host:port`);
   const tls = {
@@ -119,7 +119,7 @@ function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
     cn: config.TyphaCN,
     uriSan: config.TyphaURISAN,
   };
-  const discovery = config.TyphaAddr ? undefined : typhaDiscovery(config, log);
+  const discovery = config.TyphaAddr ? undefined : await typhaDiscovery(config, log);
   try {
     return new TyphaSyncer({
       address: config.TyphaAddr || `service ${config.TyphaK8sNamespace}/${config.TyphaK8sServiceName}`,
@@ -136,8 +136,8 @@ function typhaSyncer(config: SyncerConfig, log: Logger): TyphaSyncer {
 }
 
 /** Typha found through its Kubernetes service, one address per connection attempt. */
-function typhaDiscovery(config: SyncerConfig, log: Logger): () => Promise<string> {
-  const endpoint = kubeEndpoint();
+async function typhaDiscovery(config: SyncerConfig, log: Logger): Promise<() => Promise<string>> {
+  const endpoint = await kubeEndpoint();
   log.info(
     {
       api: endpoint.server,
@@ -158,17 +158,17 @@ function typhaDiscovery(config: SyncerConfig, log: Logger): () => Promise<string
 }
 
 /** The Kubernetes API as the Kubernetes datastore finds it; a ConfigError when it cannot be loaded. */
-export function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
+export async function kubeEndpoint(): ReturnType<typeof loadKubeEndpoint> {
   try {
-    return loadKubeEndpoint();
+    return await loadKubeEndpoint();
   } catch (e) {
     if (!(e instanceof KubeConfigError)) throw e;
     throw new ConfigError(e.message);
   }
 }
 
-function kddSyncer(config: SyncerConfig, log: Logger): KddSyncer {
-  const endpoint = kubeEndpoint();
+async function kddSyncer(config: SyncerConfig, log: Logger): Promise<KddSyncer> {
+  const endpoint = await kubeEndpoint();
   log.info({ api: endpoint.server, from: endpoint.source }, 'Kubernetes datastore');
   // Tests shorten how long a silent watch lives (the API server's bookmarks come each minute).
   const idle = Number(process.env.PALISADE_KDD_WATCH_IDLE_MS) || undefined;

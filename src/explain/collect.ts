@@ -8,7 +8,8 @@ import { createSyncer } from '../datastore/index.js';
 import type { Logger } from '../log.js';
 import type { V1Update } from '../model/v1/values.js';
 
-export function collectModel(config: ConfigResolver, log: Logger, timeoutS: number): Promise<V1Update[]> {
+export async function collectModel(config: ConfigResolver, log: Logger, timeoutS: number): Promise<V1Update[]> {
+  const syncer = await createSyncer(config.config, log);
   return new Promise((resolve, reject) => {
     const updates: V1Update[] = [];
     let done = false;
@@ -19,7 +20,7 @@ export function collectModel(config: ConfigResolver, log: Logger, timeoutS: numb
       void plane.stop().finally(() => (err ? reject(err) : resolve(updates)));
     };
     const plane = new ControlPlane({
-      syncer: createSyncer(config.config, log),
+      syncer,
       config,
       log,
       onModelUpdate: (u) => updates.push(u),

@@ -190,14 +190,14 @@ describe('Kubernetes reflector on a real API server', { timeout: 180_000 }, () =
   it("a kubeconfig's server and credentials reach the API; a wrong token is refused; a missing file is a clear error", async () => {
     const dir = tempDir();
     const file = api.kubeconfig(dir);
-    const e = loadKubeEndpoint({ env: { KUBECONFIG: file } });
+    const e = await loadKubeEndpoint({ env: { KUBECONFIG: file } });
     assert.equal(e.server, api.url);
     assert.equal(e.source, `kubeconfig ${file}`);
     await new HttpKubeTransport(e).get('/api/v1/pods?limit=1');
-    const wrong = loadKubeEndpoint({ env: { KUBECONFIG: api.kubeconfig(dir, 'not-a-token', 'wrong') } });
+    const wrong = await loadKubeEndpoint({ env: { KUBECONFIG: api.kubeconfig(dir, 'not-a-token', 'wrong') } });
     await assert.rejects(new HttpKubeTransport(wrong).get('/api/v1/pods?limit=1'), /401/);
-    assert.throws(
-      () => loadKubeEndpoint({ env: { KUBECONFIG: join(dir, 'missing') } }),
+    await assert.rejects(
+      loadKubeEndpoint({ env: { KUBECONFIG: join(dir, 'missing') } }),
       /cannot load the Kubernetes configuration/,
     );
   });
@@ -222,7 +222,7 @@ describe('Kubernetes reflector on a real API server', { timeout: 180_000 }, () =
         serviceAccountRoot: root,
       });
     try {
-      const e = load();
+      const e = await load();
       assert.equal(e.source, 'in-cluster service account');
       assert.equal(e.server, api.url);
       // Authenticated as the account: RBAC's answer (no role grants it pods) proves who it is.
@@ -236,7 +236,7 @@ describe('Kubernetes reflector on a real API server', { timeout: 180_000 }, () =
       mkdirSync(other);
       writeFileSync(join(sa, 'ca.crt'), readFileSync(makeTls(other).server.caFile));
       await assert.rejects(
-        new HttpKubeTransport(load()).get('/version'),
+        new HttpKubeTransport(await load()).get('/version'),
         /self[- ]signed|unable to verify|certificate/i,
       );
     } finally {

@@ -41,9 +41,9 @@ const base = {
 };
 
 describe('Typha datastore', { timeout: 60_000 }, () => {
-  it('TyphaAddr (or TyphaK8sServiceName) chooses Typha whatever DatastoreType says; bad or unsupported settings are clear errors', () => {
+  it('TyphaAddr (or TyphaK8sServiceName) chooses Typha whatever DatastoreType says; bad or unsupported settings are clear errors', async () => {
     const log = createLogger({ severity: 'Fatal' });
-    assert.ok(createSyncer({ ...base, TyphaAddr: '10.0.0.1:5473' }, log) instanceof TyphaSyncer);
+    assert.ok((await createSyncer({ ...base, TyphaAddr: '10.0.0.1:5473' }, log)) instanceof TyphaSyncer);
     const refused: Array<[Partial<typeof base>, RegExp]> = [
       [{ TyphaAddr: 'typha' }, /not host:port/],
       [{ TyphaAddr: 'typha:5473', TyphaCAFile: '/ca.pem' }, /needs all of TyphaCAFile, TyphaCertFile and TyphaKeyFile/],
@@ -53,8 +53,8 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
       ],
     ];
     for (const [cfg, re] of refused)
-      assert.throws(
-        () => createSyncer({ ...base, ...cfg }, log),
+      await assert.rejects(
+        createSyncer({ ...base, ...cfg }, log),
         (e: Error) => e instanceof ConfigError && re.test(e.message),
         JSON.stringify(cfg),
       );
@@ -62,8 +62,8 @@ describe('Typha datastore', { timeout: 60_000 }, () => {
     const saved = process.env.KUBECONFIG;
     process.env.KUBECONFIG = '/nonexistent/kubeconfig';
     try {
-      assert.throws(
-        () => createSyncer({ ...base, TyphaK8sServiceName: 'calico-typha' }, log),
+      await assert.rejects(
+        createSyncer({ ...base, TyphaK8sServiceName: 'calico-typha' }, log),
         (e: Error) => e instanceof ConfigError && /cannot load the Kubernetes configuration/.test(e.message),
       );
     } finally {

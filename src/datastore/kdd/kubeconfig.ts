@@ -4,9 +4,8 @@
 // ~/.kube/config. Read and applied by @kubernetes/client-node 1.4 (the last line that
 // supports Node 20: 2.x needs Node >= 22.19), so every auth it knows - tokens, client
 // certificates, exec plugins, OIDC - works, and its credentials are asked for per
-// request so expiring ones are renewed.
-import { KubeConfig } from '@kubernetes/client-node';
-
+// request so expiring ones are renewed. The library is loaded on first use: it is half a
+// second of every start otherwise, for the agents that never talk to Kubernetes.
 import type { KubeEndpoint } from './transport.js';
 
 export class KubeConfigError extends Error {
@@ -23,8 +22,9 @@ export interface KubeEndpointOptions {
   serviceAccountRoot?: string;
 }
 
-export function loadKubeEndpoint(opts: KubeEndpointOptions = {}): KubeEndpoint & { source: string } {
+export async function loadKubeEndpoint(opts: KubeEndpointOptions = {}): Promise<KubeEndpoint & { source: string }> {
   const env = opts.env ?? process.env;
+  const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   let source: string;
   try {

@@ -128,6 +128,47 @@ describe('gob codec', () => {
     }
   });
 
+  it('writes integers of every width as the BigInt path does (numbers below 2^32 take a faster one)', () => {
+    const bytes = (f: (w: Writer) => void) => {
+      const w = new Writer();
+      f(w);
+      return w.take().toString('hex');
+    };
+    for (const v of [
+      0,
+      1,
+      127,
+      128,
+      255,
+      256,
+      65_535,
+      65_536,
+      2 ** 24 - 1,
+      2 ** 24,
+      2 ** 31 - 1,
+      2 ** 31,
+      2 ** 32 - 1,
+      2 ** 32,
+    ])
+      assert.equal(
+        bytes((w) => w.uint(v)),
+        bytes((w) => w.uint(BigInt(v))),
+        `uint ${v}`,
+      );
+    for (const v of [0, 1, -1, 63, -64, 64, -65, 2 ** 30, -(2 ** 30), 2 ** 31 - 1, -(2 ** 31) + 1, -(2 ** 31), 2 ** 31])
+      assert.equal(
+        bytes((w) => w.int(v)),
+        bytes((w) => w.int(BigInt(v))),
+        `int ${v}`,
+      );
+    assert.throws(() => new Writer().uint(-1), GobError);
+    // Strings written in place: their UTF-8 length, then their bytes.
+    assert.equal(
+      bytes((w) => w.string('héllo')),
+      bytes((w) => w.bytes(Buffer.from('héllo'))),
+    );
+  });
+
   it('reads and writes time.Time as Go marshals it', () => {
     assert.equal(PING.toString('hex'), '010000000ee2964ce5075bcd15ffff');
     assert.deepEqual(decodeTime(PING), { unix: 1795446245, nanos: 123456789 });

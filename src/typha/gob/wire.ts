@@ -132,6 +132,8 @@ export class Writer {
   }
   uint(v: number | bigint): void {
     if (v < 128 && v >= 0) return this.byte(Number(v));
+    // Lengths and most counts: no BigInt (the snapshot's hot path).
+    if (typeof v === 'number' && v >= 0 && v < 2 ** 32 && Number.isInteger(v)) return this.#uint32(v);
     let b = BigInt(v);
     if (b < 0n || b >= 1n << 64n) throw new GobError(`${v} is not a 64-bit unsigned integer`);
     const bytes: number[] = [];
@@ -142,7 +144,16 @@ export class Writer {
     this.byte(256 - bytes.length);
     for (const x of bytes) this.byte(x);
   }
+  /** 128 <= v < 2^32: its bytes big-endian after their negated count. */
+  #uint32(v: number): void {
+    const n = v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : 4;
+    this.#need(n + 1);
+    this.#buf[this.#len++] = 256 - n;
+    for (let k = n - 1; k >= 0; k--) this.#buf[this.#len++] = Math.floor(v / 2 ** (8 * k)) & 0xff;
+  }
   int(v: number | bigint): void {
+    if (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) < 2 ** 31)
+      return this.uint(v < 0 ? -2 * v - 1 : 2 * v);
     const b = BigInt(v);
     this.uint(b < 0n ? (~b << 1n) | 1n : b << 1n);
   }
@@ -156,11 +167,22 @@ export class Writer {
     this.raw(b);
   }
   string(s: string): void {
-    this.bytes(Buffer.from(s, 'utf8'));
+    const n = Buffer.byteLength(s, 'utf8');
+    this.uint(n);
+    this.#need(n);
+    this.#len += this.#buf.write(s, this.#len, 'utf8');
   }
   /** The payload so far. */
   take(): Buffer {
     return Buffer.from(this.#buf.subarray(0, this.#len));
+  }
+  /** The payload so far, without a copy: valid until the writer is written to or reset. */
+  view(): Buffer {
+    return this.#buf.subarray(0, this.#len);
+  }
+  /** Empties it for reuse (its buffer is kept). */
+  reset(): void {
+    this.#len = 0;
   }
 }
 

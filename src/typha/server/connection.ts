@@ -260,10 +260,12 @@ export class ServerConnection {
   async #sendCompressedSnapshot(): Promise<void> {
     this.#state = 'snapshot';
     const t0 = Date.now();
-    const snap = await this.#cache.snapshot();
-    const blob = await snap.compressed();
-    if (this.#isClosed()) return;
-    if (!this.#o.socket.write(blob)) await this.#drained();
+    // Sent as it is made: the first segments go out while the rest is encoded.
+    const snap = this.#cache.shared();
+    for await (const segment of snap.compressed().read()) {
+      if (this.#isClosed()) return;
+      if (!this.#o.socket.write(segment)) await this.#drained();
+    }
     if (this.#isClosed()) return;
     this.#awaitAck(() => {
       // A new stream: snappy-framed, gob started afresh.

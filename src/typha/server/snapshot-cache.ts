@@ -8,10 +8,12 @@
 // Encoded snapshots are shared: every client connecting within `snapshotReuseMs` of a
 // snapshot's build gets that one and catches up from its breadcrumb (Typha's binary
 // snapshot, BinarySnapshotTimeout), so 200 nodes restarting together cost one encoding.
+// As Typha, a snapshot outlives that window while the state has not moved on: nodes
+// connecting to a quiet cluster never wait for an encoding.
 import type { SerializedUpdate, SyncStatus } from '../syncproto.js';
-import { frameChunks, STREAM_IDENTIFIER } from '../snappy.js';
 import { encodeShared, SERVER_PREAMBLE } from './encoding.js';
 import type { TyphaMetrics } from './metrics.js';
+import { GrowingList, SnappyBlockWriter } from './snapshot-stream.js';
 
 export interface Breadcrumb {
   readonly seq: number;
@@ -26,52 +28,81 @@ export interface Breadcrumb {
 export interface SharedSnapshot {
   /** The breadcrumb the snapshot is the state at; clients follow on from its `next`. */
   readonly crumb: Breadcrumb;
-  /** MsgKVs batches, encoded once for every stream. */
+  /** MsgKVs batches, encoded once for every stream: all of them once `built` resolves. */
   readonly messages: readonly Buffer[];
   readonly kvs: number;
+  /** The messages' bytes (all of them once built). */
   readonly bytes: number;
+  /** When the last message was encoded (ms, Date.now()); 0 while it is being built. */
   readonly builtAt: number;
+  readonly built: Promise<void>;
   /**
    * The same, as Typha's binary snapshot for clients that chose snappy: a whole
-   * compressed gob stream (type definitions, the KVs, then a MsgDecoderRestart), built
-   * once on first use and shared.
+   * compressed gob stream (type definitions, the KVs, then a MsgDecoderRestart), made
+   * once on first use, in segments readable while the later ones are still being made.
    */
-  compressed(): Promise<Buffer>;
+  compressed(): GrowingList<Buffer>;
 }
 
-/** Bytes compressed per turn of the event loop. */
+/** Raw bytes compressed per turn of the event loop (one segment of the binary snapshot). */
 const COMPRESS_SLICE = 1 << 20;
-const BLOCK = 65_536;
 
-// Block by block from the messages themselves: a concatenated copy of a 120 MB snapshot
-// would double the server's peak memory for nothing.
-async function compressedSnapshot(messages: readonly Buffer[]): Promise<Buffer> {
-  const out: Buffer[] = [STREAM_IDENTIFIER];
-  const block = Buffer.allocUnsafe(BLOCK);
-  let fill = 0;
+// Compresses the messages as the build appends them, a slice per turn of the event loop.
+async function compressInto(snap: Building, out: GrowingList<Buffer>, metrics: TyphaMetrics | undefined) {
+  const w = new SnappyBlockWriter();
+  w.write(SERVER_PREAMBLE);
   let sinceYield = 0;
-  const end = encodeShared({
-    type: 'DecoderRestart',
-    message: 'End of compressed snapshot.',
-    compressionAlgorithm: 'snappy',
-  });
-  for (const part of [SERVER_PREAMBLE, ...messages, end]) {
-    for (let at = 0; at < part.length; ) {
-      const n = part.copy(block, fill, at, Math.min(part.length, at + BLOCK - fill));
-      fill += n;
-      at += n;
-      if (fill < BLOCK) continue;
-      out.push(frameChunks(block));
-      fill = 0;
-      sinceYield += BLOCK;
-      if (sinceYield >= COMPRESS_SLICE) {
-        sinceYield = 0;
-        await new Promise((r) => setImmediate(r));
-      }
+  for (let i = 0; ; ) {
+    while (i < snap.messages.length) {
+      const m = snap.messages[i++] as Buffer;
+      w.write(m);
+      sinceYield += m.length;
+      if (sinceYield < COMPRESS_SLICE) continue;
+      sinceYield = 0;
+      out.push(w.take());
+      await new Promise((r) => setImmediate(r));
     }
+    if (snap.builtAt) break;
+    await snap.progress.more();
   }
-  if (fill) out.push(frameChunks(block.subarray(0, fill)));
-  return Buffer.concat(out);
+  w.write(SNAPSHOT_END);
+  out.push(w.finish());
+  out.end();
+  metrics?.snapshotCompressedBytes.set(out.items.reduce((n, b) => n + b.length, 0));
+}
+
+const SNAPSHOT_END = encodeShared({
+  type: 'DecoderRestart',
+  message: 'End of compressed snapshot.',
+  compressionAlgorithm: 'snappy',
+});
+
+/** A shared snapshot and the state of its making. */
+class Building implements SharedSnapshot {
+  readonly messages: Buffer[] = [];
+  bytes = 0;
+  builtAt = 0;
+  /** Ticks each time messages are appended, and ends when the last is. */
+  readonly progress = new GrowingList<number>();
+  readonly built: Promise<void>;
+  #compressed: GrowingList<Buffer> | undefined;
+
+  constructor(
+    readonly crumb: Breadcrumb,
+    readonly kvs: number,
+    build: (s: Building) => Promise<void>,
+    readonly metrics: TyphaMetrics | undefined,
+  ) {
+    this.built = build(this);
+  }
+
+  compressed(): GrowingList<Buffer> {
+    if (!this.#compressed) {
+      this.#compressed = new GrowingList<Buffer>();
+      void compressInto(this, this.#compressed, this.metrics);
+    }
+    return this.#compressed;
+  }
 }
 
 export interface SnapshotCacheOptions {
@@ -90,7 +121,7 @@ export class SnapshotCache {
   readonly #metrics: TyphaMetrics | undefined;
   readonly #listeners = new Set<() => void>();
   #current: Breadcrumb;
-  #snapshot: Promise<SharedSnapshot> | undefined;
+  #snapshot: Building | undefined;
 
   constructor(opts: SnapshotCacheOptions = {}) {
     this.#maxBatch = opts.maxBatchSize ?? 100;
@@ -143,34 +174,50 @@ export class SnapshotCache {
     this.#notify();
   }
 
-  /** The shared snapshot to stream to a new client. */
-  snapshot(): Promise<SharedSnapshot> {
-    const now = Date.now();
-    const cached = this.#snapshot;
-    if (cached) {
-      return cached.then((s) => {
-        if (s.crumb === this.#current || now - s.builtAt < this.#reuseMs) {
-          this.#metrics?.snapshotsReused.inc();
-          return s;
-        }
-        return this.#snapshot === cached || this.#snapshot === undefined ? this.#start() : this.#snapshot;
-      });
+  /** The shared snapshot to stream to a new client, once it is whole. */
+  async snapshot(): Promise<SharedSnapshot> {
+    const s = this.shared();
+    await s.built;
+    return s;
+  }
+
+  /**
+   * The shared snapshot, possibly still being built (its compressed form can be sent as it
+   * is made): the one being built, or the last one while its reuse window lasts or the
+   * state has not moved past it, else a new one.
+   */
+  shared(): SharedSnapshot {
+    const s = this.#snapshot;
+    if (s && (!s.builtAt || s.crumb === this.#current || Date.now() - s.builtAt < this.#reuseMs)) {
+      this.#metrics?.snapshotsReused.inc();
+      return s;
     }
     return this.#start();
   }
 
-  #start(): Promise<SharedSnapshot> {
-    const p = this.#build();
-    this.#snapshot = p;
-    void p.then(() => this.#expire(p));
-    return p;
+  #start(): Building {
+    const s = new Building(this.#current, this.#kvs.size, (b) => this.#build(b), this.#metrics);
+    this.#snapshot = s;
+    void s.built.then(() => this.#expire(s));
+    return s;
   }
 
-  /** Forgets the cached snapshot (clients streaming it keep their own reference). */
-  #expire(p: Promise<SharedSnapshot>): void {
-    // Held longer, it would pin its breadcrumb and every one after it, and its bytes.
+  /**
+   * Forgets the cached snapshot (clients streaming it keep their own reference) once the
+   * reuse window is over and the state has moved past it. Held longer, it would pin its
+   * breadcrumb and every one after it, and its bytes.
+   */
+  #expire(s: Building): void {
+    const forget = () => {
+      if (this.#snapshot === s) this.#snapshot = undefined;
+    };
     setTimeout(() => {
-      if (this.#snapshot === p) this.#snapshot = undefined;
+      if (this.#snapshot !== s) return;
+      if (this.#current !== s.crumb) return forget();
+      const off = this.subscribe(() => {
+        off();
+        forget();
+      });
     }, this.#reuseMs).unref();
   }
 
@@ -188,35 +235,22 @@ export class SnapshotCache {
   }
 
   // The state is taken at once (an array of references), then encoded a slice per turn of
-  // the event loop so pings and other clients are not held up.
-  async #build(): Promise<SharedSnapshot> {
-    const crumb = this.#current;
+  // the event loop so pings and other clients are not held up (and the compressed form
+  // already made is sent meanwhile).
+  async #build(b: Building): Promise<void> {
     const kvs = [...this.#kvs.values()];
-    const messages: Buffer[] = [];
-    let bytes = 0;
-    for (let i = 0; i < kvs.length; i += this.#maxBatch) {
-      if (i && i % BUILD_SLICE === 0) await new Promise((r) => setImmediate(r));
-      const m = encodeShared({ type: 'KVs', kvs: kvs.slice(i, i + this.#maxBatch) });
-      bytes += m.length;
-      messages.push(m);
-    }
     this.#metrics?.snapshotsGenerated.inc();
-    this.#metrics?.snapshotRawBytes.set(bytes);
-    let compressed: Promise<Buffer> | undefined;
-    const metrics = this.#metrics;
-    return {
-      crumb,
-      messages,
-      kvs: kvs.length,
-      bytes,
-      builtAt: Date.now(),
-      compressed() {
-        compressed ??= compressedSnapshot(messages).then((b) => {
-          metrics?.snapshotCompressedBytes.set(b.length);
-          return b;
-        });
-        return compressed;
-      },
-    };
+    for (let i = 0; i < kvs.length; i += this.#maxBatch) {
+      if (i && i % BUILD_SLICE === 0) {
+        b.progress.push(i);
+        await new Promise((r) => setImmediate(r));
+      }
+      const m = encodeShared({ type: 'KVs', kvs: kvs.slice(i, i + this.#maxBatch) });
+      b.bytes += m.length;
+      b.messages.push(m);
+    }
+    b.builtAt = Date.now();
+    b.progress.end();
+    this.#metrics?.snapshotRawBytes.set(b.bytes);
   }
 }

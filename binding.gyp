@@ -56,6 +56,8 @@
         'native/iptc/iptc_napi.cc',
         'native/render/rule_hashes.cc',
         'native/render/rule_hashes_napi.cc',
+        'native/checksum/crc32c.cc',
+        'native/checksum/crc32c_napi.cc',
       ],
       'include_dirs': [ 'native', '<!@(pkg-config --cflags-only-I libnftnl libmnl | sed s/-I//g)' ],
       'dependencies': [ "<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except", 'palisade_v8' ],

@@ -2,6 +2,7 @@
 #include <napi.h>
 #include <openssl/opensslv.h>
 
+#include "checksum/crc32c_napi.h"
 #include "common/errors.h"
 #include "ct/ct_napi.h"
 #include "heap/heap_napi.h"
@@ -46,6 +47,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::render::Register(env, exports);
   palisade::heap::Register(env, exports);
   palisade::heap::RegisterMalloc(env, exports);
+  palisade::checksum::Register(env, exports);
   exports.Set("opensslVersion", Napi::String::New(env, OPENSSL_VERSION_TEXT));
   return exports;
 }

@@ -201,6 +201,8 @@ export interface RawModule {
    * characters a rule in one string; throws NativeError EINVAL, ECRYPTO.
    */
   ruleHashes(seed: string, texts: readonly string[]): string;
+  /** CRC-32C of the bytes (snappy framing's chunk sums); NativeError EINVAL for anything but a Uint8Array. */
+  crc32c(bytes: Uint8Array): number;
   /** One nftables transaction (native/nft/ops.h); rejects with NativeError ENFT (+ failures), EINVAL or ESYS. */
   /**
    * `ops`: the stream, or its parts in order, each holding whole ops. Borrowed, not

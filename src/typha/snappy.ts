@@ -5,6 +5,8 @@
 // independent, so a message compressed once can be sent on many streams.
 import { compressSync, uncompressSync } from 'snappy';
 
+import { crc32c } from '../native/checksum.js';
+
 import { GobError } from './gob/wire.js';
 
 const MAX_BLOCK = 65_536;
@@ -12,22 +14,8 @@ const MAX_BLOCK = 65_536;
 const MAX_CHUNK = 4 + 32 + MAX_BLOCK + Math.ceil(MAX_BLOCK / 6);
 export const STREAM_IDENTIFIER = Buffer.from([0xff, 0x06, 0x00, 0x00, 0x73, 0x4e, 0x61, 0x50, 0x70, 0x59]);
 
-const CRC_TABLE = (() => {
-  const t = new Int32Array(256);
-  for (let i = 0; i < 256; i++) {
-    let c = i;
-    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-    t[i] = c;
-  }
-  return t;
-})();
-
-/** CRC-32C (Castagnoli). */
-export function crc32c(data: Uint8Array): number {
-  let c = -1;
-  for (let i = 0; i < data.length; i++) c = (CRC_TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8);
-  return (c ^ -1) >>> 0;
-}
+/** CRC-32C (Castagnoli), natively. */
+export { crc32c };
 
 /** The framing format's masked CRC. */
 export function maskedCrc(data: Uint8Array): number {

@@ -19,6 +19,24 @@ const sample = () =>
 describe('snappy framing', () => {
   it("CRC-32C and its mask (the format's check values)", () => {
     assert.equal(crc32c(Buffer.from('123456789')).toString(16), 'e3069283');
+    // Eight bytes per step, the rest one by one: every length and offset agrees with the plain
+    // bitwise definition.
+    const bitwise = (d: Uint8Array) => {
+      let c = -1;
+      for (const b of d) {
+        c ^= b;
+        for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+      }
+      return (c ^ -1) >>> 0;
+    };
+    const data = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 131 + 7) & 0xff));
+    for (let at = 0; at < 9; at++)
+      for (let len = 0; len < 70; len++)
+        assert.equal(crc32c(data.subarray(at, at + len)), bitwise(data.subarray(at, at + len)));
+    assert.equal(crc32c(data), bitwise(data));
+    // Summed natively: anything but bytes is a NativeError, never a crash.
+    for (const bad of ['123', 123, null, [1, 2], new Uint16Array(4)])
+      assert.throws(() => crc32c(bad as never), { code: 'EINVAL' });
     assert.equal(maskedCrc(Buffer.alloc(0)), 0xa282ead8);
   });
 

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 import { imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import { freePort } from '../../test/helpers/etcd.js';
+import { cpuProfFlags } from '../lib/loop-blocks.js';
 import { log } from '../lib/report.js';
 import { procStats } from './agents.js';
 import { etcdFrom } from './content.js';
@@ -46,7 +47,16 @@ function startServer(kind: TyphaKind, bin: string, etcd: string, port: number): 
       },
     });
   }
-  const argv = [...imageNodeFlags(), BIN, 'typha', '--port', String(port), '--listen-host', '127.0.0.1'];
+  const argv = [
+    ...imageNodeFlags(),
+    ...cpuProfFlags(),
+    BIN,
+    'typha',
+    '--port',
+    String(port),
+    '--listen-host',
+    '127.0.0.1',
+  ];
   return spawn(process.execPath, argv, {
     stdio: ['ignore', 'ignore', 'ignore'],
     env: { ...common, FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: etcd, TYPHA_HEALTHENABLED: 'false' },
@@ -97,6 +107,16 @@ async function clients(port: number, count: number, workers: number, ms: number)
   return done;
 }
 
+// SIGTERM first: a CPU profile (PALISADE_BENCH_CPU_PROF) is written only on a clean exit.
+async function stopServer(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const gone = new Promise((r) => server.once('exit', r));
+  server.kill('SIGTERM');
+  const killer = setTimeout(() => server.kill('SIGKILL'), 10_000);
+  await gone;
+  clearTimeout(killer);
+}
+
 export async function typhaOnce(kind: TyphaKind, template: string, bin: string, count: number): Promise<TyphaRun> {
   const etcd = await etcdFrom(template);
   const port = await freePort();
@@ -112,7 +132,7 @@ export async function typhaOnce(kind: TyphaKind, template: string, bin: string, 
     const stats = procStats(server.pid as number);
     return { warmS, snapshotS: all.s, peakRssMb: stats.peakRssMb, rssMb: stats.rssMb };
   } finally {
-    server.kill('SIGKILL');
+    await stopServer(server);
     await etcd.destroy();
   }
 }

@@ -14,6 +14,8 @@ import { DEFAULT_TIMERS, type ServerTimers } from '../../src/typha/server/connec
 import { TyphaMetrics } from '../../src/typha/server/metrics.js';
 import type { TyphaServerTls } from '../../src/typha/server/server.js';
 import { SnapshotCache } from '../../src/typha/server/snapshot-cache.js';
+import { SnappyBlockWriter } from '../../src/typha/server/snapshot-stream.js';
+import { frameStream, SnappyFrameDecoder } from '../../src/typha/snappy.js';
 import { encodeMessage, type SerializedUpdate, type SyncStatus, typhaEncoder } from '../../src/typha/syncproto.js';
 import { makeTls } from '../helpers/etcd.js';
 import { structBomb, smallTypes } from '../helpers/gob-bomb.js';
@@ -138,7 +140,7 @@ describe('palisade typha: snapshot cache', () => {
     assert.equal(cache.size, 4);
   });
 
-  it('shares one encoded snapshot among clients connecting together, and builds a new one later', async () => {
+  it('shares one encoded snapshot among clients connecting together, and builds a new one once the state moved on', async () => {
     const cache = new SnapshotCache({ snapshotReuseMs: 100 });
     cache.onUpdates(Array.from({ length: 250 }, (_, i) => cfg(i)));
     const [a, b] = await Promise.all([cache.snapshot(), cache.snapshot()]);
@@ -156,6 +158,50 @@ describe('palisade typha: snapshot cache', () => {
     assert.notEqual(c, a);
     assert.equal(c.kvs, 251);
     assert.equal(c.crumb, cache.current);
+    // As Typha: past the window, a snapshot of the current state is kept until the state changes.
+    await new Promise((r) => setTimeout(r, 150));
+    assert.equal(await cache.snapshot(), c, 'nothing changed since it was built: still shared');
+    cache.onUpdates([cfg(1001)]);
+    const d = await cache.snapshot();
+    assert.notEqual(d, c, 'the state moved on after the window: a new one');
+    assert.equal(d.kvs, 252);
+    await new Promise((r) => setTimeout(r, 150));
+    cache.onUpdates([cfg(1001)]);
+    assert.equal(await cache.snapshot(), d, 'an update that changes nothing is no new state');
+  });
+});
+
+describe('palisade typha: the binary snapshot as it is made', () => {
+  it('frames parts written at any boundary as one stream framed whole, taken in segments or not', () => {
+    const whole = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 251));
+    const w = new SnappyBlockWriter();
+    const segments: Buffer[] = [];
+    for (let at = 0, n = 1; at < whole.length; at += n, n = 1 + ((n * 37) % 90_001)) {
+      w.write(whole.subarray(at, at + n));
+      if (w.pending > 1000) segments.push(w.take());
+    }
+    segments.push(w.finish());
+    assert.ok(segments.length > 1);
+    assert.deepEqual(Buffer.concat(segments), frameStream(whole));
+    assert.deepEqual(new SnappyFrameDecoder().push(Buffer.concat(segments)), whole);
+  });
+
+  it('a client reads the first segments before the last KVs are encoded, and every reader gets the whole', async () => {
+    const cache = new SnapshotCache({ snapshotReuseMs: 0 });
+    cache.onUpdates(Array.from({ length: 60_000 }, (_, i) => kv(`/calico/v1/config/P${i}`, 'x'.repeat(40))));
+    const snap = cache.shared();
+    const early = snap.compressed().read();
+    const first = await early.next();
+    assert.ok(!first.done && first.value.length > 0);
+    assert.equal(snap.builtAt, 0, 'the first segment is out while the snapshot is still being encoded');
+    assert.equal(cache.shared(), snap, 'a client connecting meanwhile shares the one being built');
+    const rest: Buffer[] = [first.value];
+    for await (const b of { [Symbol.asyncIterator]: () => early }) rest.push(b);
+    const late: Buffer[] = [];
+    for await (const b of snap.compressed().read()) late.push(b);
+    assert.deepEqual(Buffer.concat(rest), Buffer.concat(late));
+    assert.ok(snap.builtAt > 0);
+    assert.equal(snap.messages.length, 600);
   });
 });
 

@@ -127,15 +127,17 @@ export function startAgent(
     });
   });
   programmed.catch(() => {});
-  const stop = async () => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const gone = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGTERM');
-    const killer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-    await gone;
-    clearTimeout(killer);
-  };
-  return { kind, proc, programmed, output: () => out, recent: () => tail, stop };
+  return { kind, proc, programmed, output: () => out, recent: () => tail, stop: () => stopProcess(proc) };
+}
+
+/** SIGTERM, then SIGKILL after 10 s: a CPU profile (PALISADE_BENCH_CPU_PROF) is written only on a clean exit. */
+export async function stopProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const gone = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  const killer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+  await gone;
+  clearTimeout(killer);
 }
 
 /** CPU seconds (user + system) and peak RSS (MB) of a live process, from /proc. */

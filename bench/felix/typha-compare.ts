@@ -12,7 +12,7 @@ import { imageNodeFlags } from '../../src/agent/runtime-setup.js';
 import { freePort } from '../../test/helpers/etcd.js';
 import { cpuProfFlags } from '../lib/loop-blocks.js';
 import { log } from '../lib/report.js';
-import { procStats } from './agents.js';
+import { procStats, stopProcess } from './agents.js';
 import { etcdFrom } from './content.js';
 
 export type TyphaKind = 'typha' | 'palisade';
@@ -107,16 +107,6 @@ async function clients(port: number, count: number, workers: number, ms: number)
   return done;
 }
 
-// SIGTERM first: a CPU profile (PALISADE_BENCH_CPU_PROF) is written only on a clean exit.
-async function stopServer(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null || server.signalCode !== null) return;
-  const gone = new Promise((r) => server.once('exit', r));
-  server.kill('SIGTERM');
-  const killer = setTimeout(() => server.kill('SIGKILL'), 10_000);
-  await gone;
-  clearTimeout(killer);
-}
-
 export async function typhaOnce(kind: TyphaKind, template: string, bin: string, count: number): Promise<TyphaRun> {
   const etcd = await etcdFrom(template);
   const port = await freePort();
@@ -132,7 +122,7 @@ export async function typhaOnce(kind: TyphaKind, template: string, bin: string, 
     const stats = procStats(server.pid as number);
     return { warmS, snapshotS: all.s, peakRssMb: stats.peakRssMb, rssMb: stats.rssMb };
   } finally {
-    await stopServer(server);
+    await stopProcess(server);
     await etcd.destroy();
   }
 }

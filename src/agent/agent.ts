@@ -234,6 +234,7 @@ export class NodeAgent {
         const iptables = driver.rulesBackend.startsWith('iptables');
         if (r.rules.ops) (iptables ? m.iptablesCommit : m.nftCommit).observe(r.rules.commitMs / 1000);
         if (r.rules.restores) m.iptablesRestoreCalls.inc(r.rules.restores);
+        for (const ms of r.rules.restoreLockWaitMs ?? []) m.iptablesLockAcquire.observe(ms / 1000);
         m.nftRulesWritten.inc(r.rules.rulesWritten);
         m.nftElements.inc(r.rules.elemsAdded + r.rules.elemsRemoved);
         if (r.rules.elemsAdded + r.rules.elemsRemoved) m.ipsetCalls.inc();

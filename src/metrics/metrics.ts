@@ -109,6 +109,11 @@ export class AgentMetrics {
     buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5],
     registers: [this.registry],
   });
+  readonly iptablesLockAcquire = new Summary({
+    name: 'felix_iptables_lock_acquire_secs',
+    help: 'Time in seconds that it took to acquire the iptables lock(s).',
+    registers: [this.registry],
+  });
   readonly iptablesRestoreCalls = new Counter({
     name: 'felix_iptables_restore_calls',
     help: 'iptables-mode restore transactions (one per IP family that changed), as Felix counts iptables-restore runs.',

@@ -194,6 +194,8 @@ for (const mode of [nftables, iptables('nft'), iptables('legacy')]) {
       assert.match(m, /^felix_int_dataplane_apply_time_seconds_count [1-9]/m);
       assert.match(m, /^felix_calc_graph_update_time_seconds_count [1-9]/m);
       assert.match(m, new RegExp(`^${mode.commitMetric} [1-9]`, 'm'));
+      // iptables-legacy takes the xtables lock for each restore, and says how long it waited, as Felix.
+      if (mode.name === 'iptables-legacy') assert.match(m, /^felix_iptables_lock_acquire_secs_count [1-9]/m);
       // One after the first apply: the initial sync's garbage, whether or not more churn comes.
       assert.match(m, /^palisade_memory_reductions_total [1-9]/m);
       assert.match(m, new RegExp(`^palisade_workload_endpoint_up\\{interface="${fe.iface}"\\} 1$`, 'm'));

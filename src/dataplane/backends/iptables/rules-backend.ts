@@ -181,6 +181,7 @@ export class IptablesRulesBackend implements RulesBackend {
         if (last) {
           stats.restoreReadMs = (stats.restoreReadMs ?? 0) + last.readMs;
           stats.restoreCommitMs = (stats.restoreCommitMs ?? 0) + last.commitMs;
+          if (last.lockWaitMs !== undefined) (stats.restoreLockWaitMs ??= []).push(last.lockWaitMs);
         }
       }
       const committed = commitToSteps(this.#committed.get(family) ?? new Map(), builder.desired, scope);

@@ -36,9 +36,16 @@ export interface RestoreTransport {
   restore(family: Family, script: string, slicer?: Slicer): Promise<void>;
   /**
    * Native transports: the last restore's reading of the kernel (the tables' chains, and
-   * rules a delete needs) and its commit, ms.
+   * rules a delete needs), its commit, and its wait for the xtables lock (iptables-legacy), ms.
    */
-  readonly last?: { readMs: number; commitMs: number } | undefined;
+  readonly last?: RestoreTimes | undefined;
+}
+
+export interface RestoreTimes {
+  readMs: number;
+  commitMs: number;
+  /** Undefined where no lock is taken (iptables-nft over netlink). */
+  lockWaitMs?: number;
 }
 
 export class ExecRestore implements RestoreTransport {
@@ -74,7 +81,7 @@ abstract class NativeRestore implements RestoreTransport {
   readonly #reported = new Set<string>();
   /** Applies handed to the tool because something in them is not built natively. */
   fallbacks = 0;
-  last: { readMs: number; commitMs: number } | undefined;
+  last: RestoreTimes | undefined;
 
   constructor(
     readonly flavour: IptablesFlavour,
@@ -96,6 +103,7 @@ abstract class NativeRestore implements RestoreTransport {
     }
     const r = await this.commit(tx.ops);
     this.last = { readMs: r.readMs, commitMs: r.commitMs };
+    if (r.lockWaitMs !== undefined) this.last.lockWaitMs = r.lockWaitMs;
     if (r.unsupported) return this.#viaTool(family, script, r.unsupported);
     if (!r.failure) return;
     const { tag, errno, message } = r.failure;
@@ -113,6 +121,7 @@ abstract class NativeRestore implements RestoreTransport {
   protected abstract commit(ops: Uint8Array): Promise<{
     readMs: number;
     commitMs: number;
+    lockWaitMs?: number;
     unsupported?: string;
     committedTables?: number;
     failure?: { tag: number; errno: number; message: string };

@@ -37,7 +37,7 @@ export interface RulesApplyStats {
   /** iptables mode, native transports: the restores' reading of the kernel and their commits, ms. */
   restoreReadMs?: number;
   restoreCommitMs?: number;
-  /** iptables-legacy, native: each restore's wait for the xtables lock, ms (Felix's felix_iptables_lock_acquire_secs). */
+  /** iptables-legacy, native: each restore's wait for the xtables lock, ms (felix_iptables_lock_acquire_secs). */
   restoreLockWaitMs?: number[];
   /** nftables: netlink messages and bytes sent. */
   messages?: number;

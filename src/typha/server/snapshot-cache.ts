@@ -48,22 +48,17 @@ export interface SharedSnapshot {
 const COMPRESS_SLICE = 1 << 20;
 
 // Compresses the messages as the build appends them, a slice per turn of the event loop.
-async function compressInto(snap: Building, out: GrowingList<Buffer>, metrics: TyphaMetrics | undefined) {
+async function compressInto(batches: GrowingList<Buffer>, out: GrowingList<Buffer>, metrics: TyphaMetrics | undefined) {
   const w = new SnappyBlockWriter();
   w.write(SERVER_PREAMBLE);
   let sinceYield = 0;
-  for (let i = 0; ; ) {
-    while (i < snap.messages.length) {
-      const m = snap.messages[i++] as Buffer;
-      w.write(m);
-      sinceYield += m.length;
-      if (sinceYield < COMPRESS_SLICE) continue;
-      sinceYield = 0;
-      out.push(w.take());
-      await new Promise((r) => setImmediate(r));
-    }
-    if (snap.builtAt) break;
-    await snap.progress.more();
+  for await (const m of batches.read()) {
+    w.write(m);
+    sinceYield += m.length;
+    if (sinceYield < COMPRESS_SLICE) continue;
+    sinceYield = 0;
+    out.push(w.take());
+    await new Promise((r) => setImmediate(r));
   }
   w.write(SNAPSHOT_END);
   out.push(w.finish());
@@ -79,11 +74,10 @@ const SNAPSHOT_END = encodeShared({
 
 /** A shared snapshot and the state of its making. */
 class Building implements SharedSnapshot {
-  readonly messages: Buffer[] = [];
+  /** The MsgKVs batches as they are encoded, ended with the last. */
+  readonly batches = new GrowingList<Buffer>();
   bytes = 0;
   builtAt = 0;
-  /** Ticks each time messages are appended, and ends when the last is. */
-  readonly progress = new GrowingList<number>();
   readonly built: Promise<void>;
   #compressed: GrowingList<Buffer> | undefined;
 
@@ -96,10 +90,14 @@ class Building implements SharedSnapshot {
     this.built = build(this);
   }
 
+  get messages(): readonly Buffer[] {
+    return this.batches.items;
+  }
+
   compressed(): GrowingList<Buffer> {
     if (!this.#compressed) {
       this.#compressed = new GrowingList<Buffer>();
-      void compressInto(this, this.#compressed, this.metrics);
+      void compressInto(this.batches, this.#compressed, this.metrics);
     }
     return this.#compressed;
   }
@@ -241,16 +239,13 @@ export class SnapshotCache {
     const kvs = [...this.#kvs.values()];
     this.#metrics?.snapshotsGenerated.inc();
     for (let i = 0; i < kvs.length; i += this.#maxBatch) {
-      if (i && i % BUILD_SLICE === 0) {
-        b.progress.push(i);
-        await new Promise((r) => setImmediate(r));
-      }
+      if (i && i % BUILD_SLICE === 0) await new Promise((r) => setImmediate(r));
       const m = encodeShared({ type: 'KVs', kvs: kvs.slice(i, i + this.#maxBatch) });
       b.bytes += m.length;
-      b.messages.push(m);
+      b.batches.push(m);
     }
     b.builtAt = Date.now();
-    b.progress.end();
+    b.batches.end();
     this.#metrics?.snapshotRawBytes.set(b.bytes);
   }
 }

@@ -9,10 +9,6 @@ export class GrowingList<T> {
   #done = false;
   #waiters: Array<() => void> = [];
 
-  get done(): boolean {
-    return this.#done;
-  }
-
   push(item: T): void {
     this.items.push(item);
     this.#wake();

@@ -6,7 +6,7 @@
 // a /32 route each).
 import { z } from 'zod';
 
-import { bigIntToAddress, addressToBigInt, parseCidr } from './net.js';
+import { addressToBigInt, bigIntToAddress, type Cidr, parseCidr } from './net.js';
 
 export const blockSchema = z
   .object({
@@ -58,7 +58,26 @@ export function nonAffineAllocations(b: IpamBlock): Array<{ address: string; hos
   return out;
 }
 
-/** A block's resource name, as Calico names IPAMBlock CRDs: the CIDR with "-" for "/". */
+/**
+ * A block's resource name, as Calico names IPAMBlock CRDs (libcalico-go's CIDRToName):
+ * the CIDR with "-" for its dots, colons and slash ("10-65-1-0-26", "fd00-0-0-1---122").
+ */
 export function blockName(cidr: string): string {
-  return cidr.replace('/', '-');
+  return cidr.replace(/[.:/]/g, '-');
+}
+
+/**
+ * The block CIDR a resource name spells, in Calico's form ("10-65-1-0-26",
+ * "fd00-0-0-1---122") or an etcd key's ("10.65.1.0-26", "fd00:0:0:1::-122"); undefined
+ * when it spells none, or not in canonical form.
+ */
+export function blockCidrOfName(name: string): Cidr | undefined {
+  const slash = name.lastIndexOf('-');
+  if (slash < 0) return undefined;
+  const body = name.slice(0, slash);
+  const dashed = body.split('-');
+  const v4 = dashed.length === 4 && dashed.every((p) => /^\d{1,3}$/.test(p));
+  const addr = body.includes('.') || body.includes(':') ? body : dashed.join(v4 ? '.' : ':');
+  const c = parseCidr(`${addr}/${name.slice(slash + 1)}`);
+  return c && (blockName(c.text) === name || c.text.replace('/', '-') === name) ? c : undefined;
 }

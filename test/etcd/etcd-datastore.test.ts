@@ -163,7 +163,7 @@ describe('etcd v3 datastore', { skip: !available }, () => {
     etcd.put('/calico/ipam/v2/handle/h0', '{"block":{}}');
     etcd.put('/calico/ipam/v2/host/node1/ipv4/block/10.65.1.0-26', '{"state":"confirmed"}');
     const { syncer, rec } = syncerFor(etcd.endpoint);
-    const key = `${KEY_PREFIX}ipamblocks/10.65.1.0-26`;
+    const key = `${KEY_PREFIX}ipamblocks/10-65-1-0-26`;
     try {
       await rec.waitFor(() => rec.statuses.includes('in-sync'), 10_000, 'in-sync');
       assert.deepEqual(
@@ -176,7 +176,7 @@ describe('etcd v3 datastore', { skip: !available }, () => {
       assert.ok(r.ok, JSON.stringify(r));
       assert.equal(r.ok && r.resource.kind === 'IPAMBlock' && r.resource.spec.affinity, 'host:node1');
       etcd.put('/calico/ipam/v2/assignment/ipv4/block/10.65.2.0-26', block('10.65.2.0/26', 'node2'));
-      await rec.waitFor(() => rec.state.has(`${KEY_PREFIX}ipamblocks/10.65.2.0-26`), 5000, 'a new block');
+      await rec.waitFor(() => rec.state.has(`${KEY_PREFIX}ipamblocks/10-65-2-0-26`), 5000, 'a new block');
       etcd.del('/calico/ipam/v2/assignment/ipv4/block/10.65.1.0-26');
       await rec.waitFor(() => !rec.state.has(key), 5000, 'the deleted block');
     } finally {

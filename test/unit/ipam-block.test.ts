@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 
 import { ipamBlockProcessor } from '../../src/datastore/processors/simple.js';
 import { ProcessorError } from '../../src/datastore/processors/types.js';
-import { blockHost, type IpamBlock, nonAffineAllocations } from '../../src/model/ipam.js';
+import { blockHost, blockName, type IpamBlock, nonAffineAllocations } from '../../src/model/ipam.js';
 import { validateResource } from '../../src/model/validate.js';
 import { parseValue } from '../../src/model/v1/values.js';
 
@@ -66,6 +66,35 @@ describe('IPAM blocks', () => {
         ),
       /the name says 10\.65\.1\.0\/26, spec\.cidr says 10\.65\.2\.0\/26/,
     );
+  });
+
+  it("takes a block by Calico's own names for it (the Kubernetes datastore's CIDRToName, etcd's key), IPv4 and IPv6", () => {
+    for (const [name, cidr] of [
+      ['10-65-1-0-26', '10.65.1.0/26'],
+      ['10.65.1.0-26', '10.65.1.0/26'],
+      ['fd68-0-0-3---122', 'fd68:0:0:3::/122'],
+      ['fd00---122', 'fd00::/122'],
+    ] as const) {
+      const r = validateResource(res(name, { ...good, cidr }));
+      assert.ok(r.ok, `${name}: ${r.ok ? '' : r.error.message}`);
+      assert.deepEqual(
+        ipamBlockProcessor.process({ kind: 'IPAMBlock', name }, r.resource as never).map((u) => u.key),
+        [{ type: 'Block', cidr }],
+        name,
+      );
+      assert.deepEqual(
+        ipamBlockProcessor.process({ kind: 'IPAMBlock', name }, undefined).map((u) => u.key),
+        [{ type: 'Block', cidr }],
+        `${name}, deleted: the CIDR from the name alone`,
+      );
+    }
+    assert.equal(blockName('fd68:0:0:3::/122'), 'fd68-0-0-3---122');
+    for (const name of ['10-65-1-1-26', '10-65-1-0', 'fd68-0000-0-3---122', '256-1-1-0-24', '-', '', '10-65-1-0-33'])
+      assert.throws(
+        () => ipamBlockProcessor.process({ kind: 'IPAMBlock', name }, undefined),
+        (e: Error) => e instanceof ProcessorError && /not a block CIDR/.test(e.message),
+        name,
+      );
   });
 
   it('a v1 Block value from Typha is checked against its key; garbage is a clear error', () => {

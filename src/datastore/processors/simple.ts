@@ -9,9 +9,8 @@ import {
   convertTier,
   convertWorkloadEndpoint,
 } from '../../model/convert.js';
-import { blockName } from '../../model/ipam.js';
+import { blockCidrOfName } from '../../model/ipam.js';
 import { dashSeparatedParts } from '../../model/names.js';
-import { parseCidr } from '../../model/net.js';
 import type { V1KeyOf } from '../../model/v1/keys.js';
 import type { V1Update } from '../../model/v1/values.js';
 import { ProcessorError, type UpdateProcessor } from './types.js';
@@ -52,12 +51,14 @@ export const kubernetesClusterNetworkPolicyProcessor: UpdateProcessor<'Kubernete
   ],
 };
 
-/** An IPAM block: the v1 Block key from its CIDR, which its name must spell ("10.65.1.0-26"). */
+/** An IPAM block: the v1 Block key from its CIDR, which its name must spell ("10-65-1-0-26", as Calico names it). */
 export const ipamBlockProcessor: UpdateProcessor<'IPAMBlock'> = {
   process(ref, r) {
-    const cidr = parseCidr(ref.name.replace('-', '/'));
-    if (!cidr || blockName(cidr.text) !== ref.name)
-      throw new ProcessorError(`the name "${ref.name}" is not a block CIDR with "-" for "/" (10.65.1.0-26)`);
+    const cidr = blockCidrOfName(ref.name);
+    if (!cidr)
+      throw new ProcessorError(
+        `the name "${ref.name}" is not a block CIDR as Calico names blocks (10-65-1-0-26, fd00-0-0-1---122)`,
+      );
     if (r && r.spec.cidr !== cidr.text)
       throw new ProcessorError(`the name says ${cidr.text}, spec.cidr says ${r.spec.cidr}`, [
         { key: { type: 'Block', cidr: cidr.text }, value: undefined },

@@ -133,8 +133,10 @@ export class CalcGraph {
       this.#routes.onNodeUpdate(k.name, node);
       this.#vxlan.onNodeUpdate(k.name, node);
       const addr = node?.spec.bgp?.ipv4Address;
+      const addr6 = node?.spec.bgp?.ipv6Address;
       // The host's own address: "192.0.2.1/24" is 192.0.2.1, not its network.
       this.#sequencer.onHostMetadataUpdate(k.name, addr ? hostAddress(addr) : undefined);
+      this.#sequencer.onHostMetadataV6Update(k.name, addr6 ? hostAddress(addr6) : undefined);
     },
     // For the config batcher, and WireGuard (not programmed): nothing here.
     ReadyFlag: () => {},

@@ -59,6 +59,9 @@ export class EventSequencer {
   #config: Record<string, string> | undefined;
   readonly #pools = new Map<string, IPAMPool | undefined>();
   readonly #hosts = new Map<string, string | undefined>();
+  readonly #hostsV6 = new Map<string, string | undefined>();
+  /** Nodes whose IPv6 address was sent: only they are removed (most clusters have none). */
+  readonly #sentHostsV6 = new Set<string>();
   readonly #routeAdds = new Map<string, RouteUpdate>();
   readonly #routeRemoves = new Set<string>();
   readonly #sentRoutes = new Set<string>();
@@ -168,6 +171,11 @@ export class EventSequencer {
     this.#hosts.set(hostname, ipv4Addr);
   }
 
+  /** As Felix's HostMetadataV6Update: the node's IPv6 address (the noencap IPv6 routes' underlay). */
+  onHostMetadataV6Update(hostname: string, ipv6Addr: string | undefined): void {
+    this.#hostsV6.set(hostname, ipv6Addr);
+  }
+
   onRouteUpdate(route: RouteUpdate): void {
     this.#routeAdds.set(route.dst, route);
     this.#routeRemoves.delete(route.dst);
@@ -198,6 +206,11 @@ export class EventSequencer {
     for (const [hostname, ipv4Addr] of this.#hosts) {
       if (ipv4Addr !== undefined) out.push({ type: 'HostMetadataUpdate', hostname, ipv4Addr });
     }
+    for (const [hostname, ipv6Addr] of this.#hostsV6)
+      if (ipv6Addr !== undefined) {
+        out.push({ type: 'HostMetadataV6Update', hostname, ipv6Addr });
+        this.#sentHostsV6.add(hostname);
+      }
     for (const [id, pool] of this.#pools) if (pool) out.push({ type: 'IPAMPoolUpdate', id, pool });
 
     for (const [id, members] of this.#setsToSend) {
@@ -250,6 +263,9 @@ export class EventSequencer {
     for (const [id, pool] of this.#pools) if (!pool) out.push({ type: 'IPAMPoolRemove', id });
     for (const [hostname, ipv4Addr] of this.#hosts)
       if (ipv4Addr === undefined) out.push({ type: 'HostMetadataRemove', hostname });
+    for (const [hostname, ipv6Addr] of this.#hostsV6)
+      if (ipv6Addr === undefined && this.#sentHostsV6.delete(hostname))
+        out.push({ type: 'HostMetadataV6Remove', hostname });
     if (this.#inSyncPending) {
       out.push({ type: 'InSync' });
       this.#inSyncPending = false;
@@ -266,6 +282,7 @@ export class EventSequencer {
     this.#endpointsToRemove.clear();
     this.#pools.clear();
     this.#hosts.clear();
+    this.#hostsV6.clear();
     return out;
   }
 

@@ -234,10 +234,7 @@ export class RouteResolver {
     let crossSubnet = false;
     let blockNode: string | undefined;
     let blockTypes = 0;
-    let blockMatches = false;
-    let hasTunnelRef = false;
-    let hasHostRef = false;
-    for (const [cidr, ri] of path) {
+    for (const [, ri] of path) {
       if (ri.pool) {
         if (ri.pool.type !== 'NONE') rt.ipPoolType = ri.pool.type;
         if (ri.pool.natOutgoing) rt.natOutgoing = true;
@@ -247,12 +244,10 @@ export class RouteResolver {
         if (blockNode !== undefined && blockNode !== ri.blockNode) rt.borrowed = true;
         else blockNode = ri.blockNode;
         rt.dstNodeName = ri.blockNode;
-        if (cidr === dst) blockMatches = true;
         blockTypes |= ri.blockNode === this.#me ? RouteType.LOCAL_WORKLOAD : RouteType.REMOTE_WORKLOAD;
       }
       if (ri.hostNodes.length) {
         rt.dstNodeName = ri.hostNodes[0] as string;
-        hasHostRef = true;
         rt.types |= rt.dstNodeName === this.#me ? RouteType.LOCAL_HOST : RouteType.REMOTE_HOST;
       }
       const first = ri.refs[0];
@@ -267,7 +262,6 @@ export class RouteResolver {
             rt.types |= RouteType.REMOTE_WORKLOAD;
           }
         } else {
-          hasTunnelRef = true;
           rt.types |= first.node === this.#me ? RouteType.LOCAL_TUNNEL : RouteType.REMOTE_TUNNEL;
           const tt = { ipip: false, vxlan: false, wireguard: false };
           for (const r of ri.refs) if (r.node === first.node && r.type !== 'wep') tt[r.type] = true;
@@ -275,7 +269,11 @@ export class RouteResolver {
         }
       }
     }
-    if (blockNode !== undefined && !hasHostRef && (blockMatches || !hasTunnelRef)) rt.types |= blockTypes;
+    // As Felix: every block on the path adds its workload type, also to a tunnel or host
+    // address inside it (a remote VTEP in its node's block is REMOTE_WORKLOAD|REMOTE_TUNNEL,
+    // which is what makes the overlay route it straight onto the tunnel device; seen on
+    // Felix v3.31.7's dataplane: "10.68.2.1 dev vxlan.calico scope link").
+    rt.types |= blockTypes;
     const v6 = dst.includes(':');
     const node = rt.dstNodeName ? this.#nodes.get(rt.dstNodeName) : undefined;
     if (node) rt.dstNodeIp = v6 ? node.v6Addr : node.v4Addr;

@@ -220,6 +220,16 @@ export const PARAMS = {
     asString,
     "This node's VTEP MAC (calico-node sets it on the Node); unset: derived from the node name, as Felix.",
   ),
+  IPv6VXLANTunnelAddr: felix(
+    'IPv6VXLANTunnelAddr',
+    asString,
+    "This node's IPv6 VXLAN tunnel address (calico-node sets it on the Node as ipv6VXLANTunnelAddr), on vxlan-v6.calico.",
+  ),
+  VXLANTunnelMACAddrV6: felix(
+    'VXLANTunnelMACAddrV6',
+    asString,
+    'This node\'s IPv6 VTEP MAC (the Node\'s vxlanTunnelMACAddrV6); unset: derived from the node name and "-v6", as Felix.',
+  ),
   VXLANEnabled: felix(
     'VXLANEnabled',
     (v, raw) => (raw.trim() === '' ? undefined : (v as boolean)),
@@ -268,7 +278,7 @@ export const PARAMS = {
   ProgramClusterRoutes: felix(
     'ProgramClusterRoutes',
     spelled(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly'] as const),
-    "Which cluster routes palisade programs (BIRD programs the rest, as BGPConfiguration.programClusterRoutes says): IPIP pools' with Enabled or EnabledIPIPOnly (VXLAN pools' always).",
+    "Which cluster routes palisade programs (BIRD programs the rest, as BGPConfiguration.programClusterRoutes says): IPIP pools' with Enabled or EnabledIPIPOnly, unencapsulated pools' with Enabled or EnabledNoEncapOnly while no overlay of the family is on (VXLAN pools' always).",
   ),
   ExternalNodesCIDRList: felix(
     'ExternalNodesCIDRList',
@@ -286,6 +296,7 @@ export const PARAMS = {
     'Let workloads send IP-in-IP; false: dropped first thing in their egress chains, as Felix.',
   ),
   VXLANMTU: felix('VXLANMTU', asNumber, "MTU of vxlan.calico; 0: the underlay device's MTU less 50."),
+  VXLANMTUV6: felix('VXLANMTUV6', asNumber, "MTU of vxlan-v6.calico; 0: the underlay device's MTU less 70."),
   CalicoVersion: felix(
     'CalicoVersion',
     calicoVersion,

@@ -21,6 +21,7 @@ import { InterfaceTable } from './managers/interfaces.js';
 import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
 import { IpipManager } from './managers/ipip-manager.js';
+import { NoEncapManager } from './managers/noencap-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
 import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
@@ -97,7 +98,7 @@ export class DataplaneDriver {
   readonly #sysctls: EndpointSysctlManager | undefined;
   readonly #statuses: EndpointStatusManager | undefined;
   /** The overlays' route managers (VXLAN, IPIP), refreshed with the routes. */
-  readonly #overlays: Array<VxlanManager | IpipManager>;
+  readonly #overlays: Array<VxlanManager | IpipManager | NoEncapManager>;
   readonly #managers: Manager[];
   readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
@@ -136,17 +137,22 @@ export class DataplaneDriver {
         removeExternal: cfg.RemoveExternalRoutes,
         floatingIPs: cfg.FloatingIPs === 'Enabled',
       }),
-      new VxlanManager(
-        {
-          hostname: cfg.FelixHostname,
-          enabled: cfg.VXLANEnabled,
-          vni: cfg.VXLANVNI,
-          port: cfg.VXLANPort,
-          mtu: cfg.VXLANMTU,
-          routeProtocol: cfg.DeviceRouteProtocol,
-        },
-        this.ifaces,
-        this.#log,
+      ...([4, 6] as const).map(
+        (family) =>
+          new VxlanManager(
+            {
+              hostname: cfg.FelixHostname,
+              // IPv6 VXLAN has no setting: on while an IPv6 pool uses it (and IPv6 is programmed).
+              enabled: family === 4 ? cfg.VXLANEnabled : cfg.Ipv6Support ? undefined : false,
+              vni: cfg.VXLANVNI,
+              port: cfg.VXLANPort,
+              mtu: family === 4 ? cfg.VXLANMTU : cfg.VXLANMTUV6,
+              routeProtocol: cfg.DeviceRouteProtocol,
+              family,
+            },
+            this.ifaces,
+            this.#log,
+          ),
       ),
       new IpipManager(
         {
@@ -159,6 +165,23 @@ export class DataplaneDriver {
         },
         this.ifaces,
         this.#log,
+      ),
+      ...([4, 6] as const).map(
+        (family) =>
+          new NoEncapManager(
+            {
+              hostname: cfg.FelixHostname,
+              family,
+              programRoutes:
+                cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledNoEncapOnly',
+              ipv6: cfg.Ipv6Support,
+              VXLANEnabled: cfg.VXLANEnabled,
+              IpInIpEnabled: cfg.IpInIpEnabled,
+              routeProtocol: cfg.DeviceRouteProtocol,
+            },
+            this.ifaces,
+            this.#log,
+          ),
       ),
       new EndpointSysctlManager(cfg, this.ifaces, this.#log),
       new ConntrackManager(this.#log),
@@ -178,7 +201,8 @@ export class DataplaneDriver {
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
     this.#statuses = this.#managers.find((m): m is EndpointStatusManager => m instanceof EndpointStatusManager);
     this.#overlays = this.#managers.filter(
-      (m): m is VxlanManager | IpipManager => m instanceof VxlanManager || m instanceof IpipManager,
+      (m): m is VxlanManager | IpipManager | NoEncapManager =>
+        m instanceof VxlanManager || m instanceof IpipManager || m instanceof NoEncapManager,
     );
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);

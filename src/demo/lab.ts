@@ -18,7 +18,16 @@ export interface Workload {
   iface: string;
   ip: string;
   mac: string;
+  /** A dual-stack workload's IPv6 address. */
+  ip6?: string | undefined;
 }
+
+/**
+ * As Calico's CNI plugin: the host side of a workload's veth has this MAC, so its
+ * link-local address (the workload's IPv6 gateway) is the same on every interface.
+ */
+export const HOST_VETH_MAC = 'ee:ee:ee:ee:ee:ee';
+export const WORKLOAD_GATEWAY_V6 = 'fe80::ecee:eeff:feee:eeee';
 
 export class Lab {
   readonly id = randomBytes(2).toString('hex');
@@ -72,7 +81,12 @@ export class Lab {
   }
 
   /** A workload namespace wired to the host by a cali veth; the interface is brought up. */
-  addWorkload(name: string, ip: string, index: number, given: { iface?: string; mac?: string } = {}): Workload {
+  addWorkload(
+    name: string,
+    ip: string,
+    index: number,
+    given: { iface?: string; mac?: string; ip6?: string } = {},
+  ): Workload {
     const ns = `${this.prefix}-${this.id}-${name}`;
     this.#addNs(ns);
     const iface = given.iface ?? `cali${this.id}${index.toString(16).padStart(7, '0')}`;
@@ -101,9 +115,25 @@ export class Lab {
     this.sh(ns, 'ip', ['link', 'set', 'lo', 'up']);
     this.sh(ns, 'ip', ['route', 'add', '169.254.1.1', 'dev', 'eth0', 'scope', 'link']);
     this.sh(ns, 'ip', ['route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0']);
-    const w = { name, ns, iface, ip, mac };
+    if (given.ip6) this.#addWorkloadV6(ns, iface, given.ip6);
+    const w = { name, ns, iface, ip, mac, ip6: given.ip6 };
     this.workloads.set(name, w);
     return w;
+  }
+
+  /** As Calico's CNI plugin for IPv6: a /128, and the default route via the host side's link-local address. */
+  #addWorkloadV6(ns: string, iface: string, ip6: string): void {
+    // Without duplicate address detection, so neither side waits a second for its address.
+    for (const [where, dev] of [
+      [this.host, iface],
+      [ns, 'eth0'],
+    ] as const)
+      this.sh(where, 'sysctl', ['-q', '-w', `net.ipv6.conf.${dev}.accept_dad=0`]);
+    this.sh(this.host, 'ip', ['link', 'set', iface, 'down']);
+    this.sh(this.host, 'ip', ['link', 'set', iface, 'address', HOST_VETH_MAC]);
+    this.sh(this.host, 'ip', ['link', 'set', iface, 'up']);
+    this.sh(ns, 'ip', ['-6', 'addr', 'add', `${ip6}/128`, 'dev', 'eth0', 'nodad']);
+    this.sh(ns, 'ip', ['-6', 'route', 'add', 'default', 'via', WORKLOAD_GATEWAY_V6, 'dev', 'eth0']);
   }
 
   removeWorkload(name: string): void {

@@ -10,7 +10,13 @@ import { connect, createServer } from 'node:net';
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === 'listen') {
-  for (const port of args) createServer((s) => s.pipe(s)).listen(Number(port), '0.0.0.0');
+  for (const port of args) {
+    createServer((s) => s.pipe(s)).listen(Number(port), '0.0.0.0');
+    // IPv6 as well where the namespace has it (a dual-stack pod); quietly not where it has not.
+    createServer((s) => s.pipe(s))
+      .on('error', () => {})
+      .listen({ port: Number(port), host: '::', ipv6Only: true });
+  }
   process.stdout.write('listening\n');
 } else if (mode === 'connect') {
   const [host, port, ms = '1000'] = args;

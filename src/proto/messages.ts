@@ -171,6 +171,8 @@ export type ToDataplane =
   | { type: 'IPAMPoolRemove'; id: string }
   | { type: 'HostMetadataUpdate'; hostname: string; ipv4Addr: string }
   | { type: 'HostMetadataRemove'; hostname: string }
+  | { type: 'HostMetadataV6Update'; hostname: string; ipv6Addr: string }
+  | { type: 'HostMetadataV6Remove'; hostname: string }
   | { type: 'RouteUpdate'; route: RouteUpdate }
   | { type: 'RouteRemove'; dst: string }
   | { type: 'VXLANTunnelEndpointUpdate'; vtep: VXLANTunnelEndpoint }

@@ -48,7 +48,7 @@ export function putWorkload(etcd: TestEtcd, m: { node: LabNode }, pod: Workload,
         endpoint: 'eth0',
         interfaceName: pod.iface,
         mac: pod.mac,
-        ipNetworks: [`${pod.ip}/32`],
+        ipNetworks: [`${pod.ip}/32`, ...(pod.ip6 ? [`${pod.ip6}/128`] : [])],
         profiles: ['kns.e2e'],
       },
       { namespace: 'e2e', labels: { app } },
@@ -56,12 +56,13 @@ export function putWorkload(etcd: TestEtcd, m: { node: LabNode }, pod: Workload,
   );
 }
 
-/** Whether `from`'s pod connects to `to`'s pod on `port` within `ms`. */
-export const tcp = (from: Member, to: Member, port = 8080, ms = 700) =>
-  from.node.lab.tcp(from.pod, to.pod.ip, port, ms);
+/** Whether `from`'s pod connects to `to`'s pod on `port` within `ms` (over IPv6 with `family` 6). */
+export const tcp = (from: Member, to: Member, port = 8080, ms = 700, family: 4 | 6 = 4) =>
+  from.node.lab.tcp(from.pod, family === 6 ? (to.pod.ip6 as string) : to.pod.ip, port, ms);
 
-/** `ip route show DST` in `m`'s host namespace. */
-export const routeTo = (m: Member, dst: string) => m.node.lab.sh(m.node.lab.host, 'ip', ['route', 'show', dst]).trim();
+/** `ip route show DST` in `m`'s host namespace (either family). */
+export const routeTo = (m: Member, dst: string) =>
+  m.node.lab.sh(m.node.lab.host, 'ip', [dst.includes(':') ? '-6' : '-4', 'route', 'show', dst]).trim();
 
 /**
  * A new pod (`late`, at `ip`) on `on`'s node: ms from its endpoint written to etcd to the

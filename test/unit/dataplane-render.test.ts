@@ -702,6 +702,43 @@ describe("dataplane render: the overlay's static rules", () => {
     );
   });
 
+  it('IPv6 VXLAN by the IPv6 pools only (Felix has no setting for it): ip6 rules, cali60all-vxlan-net, the deny action', () => {
+    const pool6 = { ...vxlanPool, route: { ...vxlanPool.route, dst: 'fd68::/48' } };
+    const vtep6 = (node: string, parent6: string) => {
+      const v = vtep(node, '10.99.0.12');
+      return { ...v, vtep: { ...v.vtep, macV6: '66:00:00:00:00:02', ipv6Addr: 'fd68::9', parentDeviceIpv6: parent6 } };
+    };
+    const input6 = (rs: Ruleset) =>
+      iptablesRuleLines('cali-INPUT', rs.tables.filter.get('cali-INPUT')?.rules ?? [], 6).map((l) =>
+        l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''),
+      );
+    const state = new DesiredState();
+    state.apply([vxlanPool, vtep6('node2', 'fd99::12'), vtep6('node1', 'fd99::11')]);
+    const v6Off = renderRuleset(state, config(), 6, 'iptables');
+    assert.equal(v6Off.sets.has('cali60all-vxlan-net'), false, 'an IPv4 VXLAN pool turns on IPv4 VXLAN only');
+    assert.equal(renderRuleset(state, { ...config(), VXLANEnabled: true }, 6, 'iptables').sets.size, v6Off.sets.size);
+    state.apply([pool6]);
+    const rs = renderRuleset(
+      state,
+      { ...config(), FelixHostname: 'node1', IptablesFilterDenyAction: 'REJECT' },
+      6,
+      'iptables',
+    );
+    assert.deepEqual(rs.sets.get('cali60all-vxlan-net')?.members, ['fd99::12'], "other nodes' VTEPs only");
+    assert.deepEqual(input6(rs).slice(0, 2), [
+      '-A cali-INPUT -m comment --comment "Allow IPv6 VXLAN packets from allowed hosts" -p udp -m multiport --destination-ports 4789 -m set --match-set cali60all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT',
+      '-A cali-INPUT -m comment --comment "Reject IPv6 VXLAN packets from non-allowed hosts" -p udp -m multiport --destination-ports 4789 -m addrtype --dst-type LOCAL -j REJECT',
+    ]);
+    assert.ok(
+      rs.tables.filter
+        .get('cali-OUTPUT')
+        ?.rules.some((r) => r.comment === 'Allow IPv6 VXLAN packets to other allowed hosts'),
+    );
+    state.apply([{ type: 'RouteRemove', dst: '10.65.0.0/16' }]);
+    assert.equal(renderRuleset(state, config(), 4, 'iptables').sets.has('cali40all-vxlan-net'), false, 'v4 off');
+    assert.equal(renderRuleset(state, { ...config(), Ipv6Support: false }, 6, 'iptables').sets.size, v6Off.sets.size);
+  });
+
   it('accepts IPIP only from Calico hosts (all-hosts-net: node addresses and ExternalNodesCIDRList) while a pool uses IPIP, before the VXLAN rules', () => {
     const ipipPool = { ...vxlanPool, route: { ...vxlanPool.route, ipPoolType: 'IPIP' as const, dst: '10.70.0.0/16' } };
     const host = (hostname: string, ipv4Addr: string) => ({ type: 'HostMetadataUpdate' as const, hostname, ipv4Addr });

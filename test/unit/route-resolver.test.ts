@@ -147,8 +147,9 @@ describe('L3 route resolver', () => {
       local: false,
       tunnel: undefined,
     });
+    // In its node's block: the block's type too, as Felix (which routes it straight onto the tunnel).
     assert.deepEqual(summary(routes.get('10.65.1.1/32')), {
-      types: RouteType.REMOTE_TUNNEL,
+      types: RouteType.REMOTE_WORKLOAD | RouteType.REMOTE_TUNNEL,
       pool: 'VXLAN',
       node: 'node2',
       ip: '192.168.0.2',
@@ -159,7 +160,7 @@ describe('L3 route resolver', () => {
       tunnel: vx,
     });
     assert.deepEqual(summary(routes.get('10.65.0.1/32')), {
-      types: RouteType.LOCAL_TUNNEL,
+      types: RouteType.LOCAL_WORKLOAD | RouteType.LOCAL_TUNNEL,
       pool: 'VXLAN',
       node: 'node1',
       ip: '192.168.0.1',

@@ -128,6 +128,9 @@ export class IpipManager extends OverlayManager {
   /** A remote block via its node's address, onlink on tunl0 (the kernel encapsulates to that address). */
   #tunnelRoute(index: number, r: RouteUpdate): RouteSpec | undefined {
     const gw = this.#hosts.get(r.dstNodeName);
-    return gw ? { dst: r.dst, ifindex: index, gateway: gw, onlink: true, blackhole: false } : undefined;
+    // Felix gives IPIP's routes its own protocol (80 by default), not DeviceRouteProtocol.
+    return gw
+      ? { dst: r.dst, ifindex: index, gateway: gw, onlink: true, blackhole: false, protocol: 'calico' }
+      : undefined;
   }
 }

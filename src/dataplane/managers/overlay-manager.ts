@@ -20,6 +20,8 @@ export interface OverlayOptions {
   routeProtocol?: number | undefined;
   /** The apply's counters, all zero: what an apply with nothing to do reports. */
   idle: Record<string, number>;
+  /** The IP family of the overlay's routes (default 4). */
+  family?: 4 | 6;
 }
 
 export abstract class OverlayManager implements Manager {
@@ -38,7 +40,7 @@ export abstract class OverlayManager implements Manager {
     this.#opts = opts;
     this.ifaces = ifaces;
     this.log = log;
-    this.routes = new OverlayRoutes(opts.type, opts.type, opts.routeProtocol);
+    this.routes = new OverlayRoutes(opts.type, opts.type, opts.routeProtocol, opts.family);
   }
 
   /** The overlay's own messages (VTEPs, host addresses); true when one changed what it programs. */

@@ -1,14 +1,16 @@
-// The VXLAN overlay, as Felix's vxlan manager and its route manager (IPv4): the
-// `vxlan.calico` device (VNI, port, the underlay device and address packets leave from,
-// learning off, this node's VTEP MAC, MTU), its tunnel address, a permanent ARP entry
-// (tunnel IP -> VTEP MAC) and FDB entry (VTEP MAC -> node IP) per remote VTEP, and the
-// routes: a remote block via its node's tunnel IP `onlink` on the device, or (CrossSubnet,
-// same subnet) via the node's own IP on the underlay device; a remote tunnel or borrowed
-// address directly on the device; a blackhole for each of this node's blocks.
+// The VXLAN overlay of one IP family, as Felix's vxlan managers and their route managers:
+// the `vxlan.calico` (IPv4) or `vxlan-v6.calico` (IPv6) device (VNI, port, the underlay
+// device and address packets leave from, learning off, this node's VTEP MAC for the family,
+// MTU), its tunnel address, a permanent neighbour entry (tunnel IP -> VTEP MAC: ARP or NDP)
+// and FDB entry (VTEP MAC -> node IP) per remote VTEP, and the routes: a remote block via
+// its node's tunnel IP `onlink` on the device, or (CrossSubnet, same subnet) via the node's
+// own IP on the underlay device; a remote tunnel or borrowed address directly on the
+// device; a blackhole for each of this node's blocks.
 //
-// What is ours: the device itself; and, of the routes with our protocol, those on the
-// device, and blackholes and underlay routes whose destination is inside a VXLAN IP pool.
-// A device of that name that is not what we would make is replaced. Nothing else is touched.
+// What is ours: the device itself; and, of the routes with our protocol in the family,
+// those on the device, and blackholes and underlay routes whose destination is inside a
+// VXLAN IP pool. A device of that name that is not what we would make is replaced. Nothing
+// else is touched.
 import type { Logger } from '../../log.js';
 import {
   type Link,
@@ -26,50 +28,71 @@ import { OverlayManager } from './overlay-manager.js';
 import { isType, type RouteSpec } from './overlay-routes.js';
 
 export const VXLAN_DEVICE = 'vxlan.calico';
-/** Felix's allowance for the VXLAN header when the MTU is derived from the underlay's. */
-const VXLAN_OVERHEAD = 50;
+export const VXLAN_DEVICE_V6 = 'vxlan-v6.calico';
+/** Felix's allowance for the VXLAN headers when the MTU is derived from the underlay's (outer IPv4 or IPv6). */
+const VXLAN_OVERHEAD = { 4: 50, 6: 70 } as const;
 
 export interface VxlanConfig {
   hostname: string;
-  /** VXLANEnabled: undefined means "when an IP pool uses VXLAN", as Felix decides. */
+  /** VXLANEnabled (IPv4 only): undefined means "when an IP pool of the family uses VXLAN", as Felix decides. */
   enabled: boolean | undefined;
   vni: number;
   port: number;
-  /** VXLANMTU; 0: the underlay's MTU less 50. */
+  /** VXLANMTU / VXLANMTUV6; 0: the underlay's MTU less 50 (IPv6: 70). */
   mtu: number;
+  /** The overlay's family (default 4). */
+  family?: 4 | 6;
   /** DeviceRouteProtocol (default 3). */
   routeProtocol?: number | undefined;
 }
 
+/** One VTEP as this family sees it: the MAC, the tunnel address and the underlay address. */
+interface FamilyVtep {
+  mac: string;
+  addr: string;
+  parent: string;
+}
+
 export class VxlanManager extends OverlayManager {
-  readonly name = 'vxlan';
+  readonly name: string;
   readonly #cfg: VxlanConfig;
-  readonly #vteps = new Map<string, VXLANTunnelEndpoint>();
+  readonly #family: 4 | 6;
+  readonly #device: string;
+  readonly #vteps = new Map<string, FamilyVtep>();
 
   constructor(cfg: VxlanConfig, ifaces: InterfaceTable, log: Logger) {
     const idle = { devices: 0, routes: 0, neighbours: 0 };
-    super(
-      { device: VXLAN_DEVICE, type: 'VXLAN', enabled: cfg.enabled, routeProtocol: cfg.routeProtocol, idle },
-      ifaces,
-      log,
-    );
+    const family = cfg.family ?? 4;
+    const device = family === 6 ? VXLAN_DEVICE_V6 : VXLAN_DEVICE;
+    super({ device, type: 'VXLAN', enabled: cfg.enabled, routeProtocol: cfg.routeProtocol, idle, family }, ifaces, log);
+    this.name = family === 6 ? 'vxlan-v6' : 'vxlan';
     this.#cfg = cfg;
+    this.#family = family;
+    this.#device = device;
+  }
+
+  /** Felix's parseMacForIPVersion and friends: this family's half of a VTEP, if it has one. */
+  #half(v: VXLANTunnelEndpoint): FamilyVtep | undefined {
+    const h =
+      this.#family === 6
+        ? { mac: v.macV6, addr: v.ipv6Addr, parent: v.parentDeviceIpv6 }
+        : { mac: v.mac, addr: v.ipv4Addr, parent: v.parentDeviceIp };
+    return h.addr && h.parent && h.mac ? { ...h, mac: h.mac.toLowerCase() } : undefined;
   }
 
   protected onOverlayUpdate(msg: ToDataplane): boolean {
     if (msg.type === 'VXLANTunnelEndpointUpdate') {
-      this.#vteps.set(msg.vtep.node, msg.vtep);
+      const half = this.#half(msg.vtep);
+      if (half) this.#vteps.set(msg.vtep.node, half);
+      else this.#vteps.delete(msg.vtep.node);
       return true;
     }
-    if (msg.type === 'VXLANTunnelEndpointRemove') {
-      this.#vteps.delete(msg.node);
-      return true;
-    }
+    if (msg.type === 'VXLANTunnelEndpointRemove') return this.#vteps.delete(msg.node);
     return false;
   }
 
   protected async applyOverlay(): Promise<Record<string, number>> {
-    const existing = await linkGet(VXLAN_DEVICE);
+    const existing = await linkGet(this.#device);
     if (!this.enabled) {
       // As Felix: no VXLAN pool, no device (and its routes go with it).
       const removed = await this.routes.sync(undefined, undefined, []);
@@ -77,12 +100,13 @@ export class VxlanManager extends OverlayManager {
       return { devices: existing ? -1 : 0, routes: removed, neighbours: 0 };
     }
     const local = this.#vteps.get(this.#cfg.hostname);
-    const parent = local && interfaceHolding(this.ifaces, local.parentDeviceIp);
+    const parent = local && interfaceHolding(this.ifaces, local.parent);
     if (!local || !parent) {
+      const v = this.#family === 6 ? 'ipv6' : 'ipv4';
       this.say(
         !local
-          ? "VXLAN: waiting for this node's VTEP (its Node needs bgp.ipv4Address and ipv4VXLANTunnelAddr)"
-          : `VXLAN: no interface holds this node's address ${local.parentDeviceIp}`,
+          ? `${this.#what}: waiting for this node's VTEP (its Node needs bgp.${v}Address and ${v}VXLANTunnelAddr)`
+          : `${this.#what}: no interface holds this node's address ${local.parent}`,
       );
       return this.idle();
     }
@@ -94,21 +118,25 @@ export class VxlanManager extends OverlayManager {
     return { devices: device === existing ? 0 : 1, routes, neighbours };
   }
 
+  get #what(): string {
+    return this.#family === 6 ? 'IPv6 VXLAN' : 'VXLAN';
+  }
+
   // ---- the device ----
 
   async #ensureDevice(
     existing: Link | undefined,
-    local: VXLANTunnelEndpoint,
+    local: FamilyVtep,
     parentIndex: number,
     parentName: string,
   ): Promise<Link> {
-    const mtu = await tunnelMtu(this.#cfg.mtu, parentName, VXLAN_OVERHEAD);
+    const mtu = await tunnelMtu(this.#cfg.mtu, parentName, VXLAN_OVERHEAD[this.#family]);
     const want = {
       vni: this.#cfg.vni,
       port: this.#cfg.port,
       parent: parentIndex,
-      local: local.parentDeviceIp,
-      mac: local.mac.toLowerCase(),
+      local: local.parent,
+      mac: local.mac,
     };
     let link = existing;
     const mismatch =
@@ -117,15 +145,18 @@ export class VxlanManager extends OverlayManager {
         ? `kind ${link.kind}`
         : Object.entries(want).find(([k, v]) => (link as unknown as Record<string, unknown>)[k] !== v)?.[0]);
     if (link && mismatch) {
-      this.log.info({ device: VXLAN_DEVICE, differs: mismatch }, 'VXLAN device is not as configured; recreating it');
+      this.log.info(
+        { device: this.#device, differs: mismatch },
+        `${this.#what} device is not as configured; recreating it`,
+      );
       await linkDelete(link.index);
       link = undefined;
     }
     if (!link) {
-      link = await linkAddVxlan({ name: VXLAN_DEVICE, ...want, mtu });
+      link = await linkAddVxlan({ name: this.#device, ...want, mtu });
       this.log.info(
         {
-          device: VXLAN_DEVICE,
+          device: this.#device,
           vni: want.vni,
           port: want.port,
           parent: parentName,
@@ -133,26 +164,27 @@ export class VxlanManager extends OverlayManager {
           mac: want.mac,
           mtu,
         },
-        'created the VXLAN device',
+        `created the ${this.#what} device`,
       );
     }
-    await settleDevice(link, mtu, `${local.ipv4Addr}/32`);
+    await settleDevice(link, mtu, `${local.addr}/${this.#family === 6 ? 128 : 32}`, this.#family);
     return link;
   }
 
-  // ---- ARP and FDB entries for the remote VTEPs ----
+  // ---- neighbour (ARP or NDP) and FDB entries for the remote VTEPs ----
 
   async #syncNeighbours(index: number): Promise<number> {
     const want = new Map<string, { arp: string; fdb: string; mac: string }>();
-    for (const v of this.#vteps.values()) {
-      if (v.node === this.#cfg.hostname || !v.ipv4Addr) continue;
-      want.set(v.mac.toLowerCase(), { arp: v.ipv4Addr, fdb: v.parentDeviceIp, mac: v.mac.toLowerCase() });
+    for (const [node, v] of this.#vteps) {
+      if (node === this.#cfg.hostname) continue;
+      want.set(v.mac, { arp: v.addr, fdb: v.parent, mac: v.mac });
     }
     const have = await neighDump(index);
     const ops: RouteOp[] = [];
     const PERMANENT = 0x80;
+    const fam = this.#family;
     for (const n of have) {
-      if (!(n.state & PERMANENT) || n.family === 6) continue;
+      if (!(n.state & PERMANENT) || (n.family !== fam && n.family !== 7)) continue;
       const w = [...want.values()].find((x) =>
         n.family === 7 ? x.mac === n.mac && x.fdb === n.dst : x.arp === n.dst && x.mac === n.mac,
       );
@@ -164,12 +196,12 @@ export class VxlanManager extends OverlayManager {
       );
     }
     for (const w of want.values()) {
-      if (!have.some((n) => n.family === 4 && n.dst === w.arp && n.mac === w.mac))
+      if (!have.some((n) => n.family === fam && n.dst === w.arp && n.mac === w.mac))
         ops.push({ op: 'neighReplace', ifindex: index, dst: w.arp, mac: w.mac });
       if (!have.some((n) => n.family === 7 && n.dst === w.fdb && n.mac === w.mac))
         ops.push({ op: 'fdbReplace', ifindex: index, dst: w.fdb, mac: w.mac });
     }
-    await routeApplyOrThrow(ops, 'VXLAN programming');
+    await routeApplyOrThrow(ops, `${this.#what} programming`);
     return ops.length;
   }
 
@@ -182,9 +214,7 @@ export class VxlanManager extends OverlayManager {
     if (isType(r, RouteType.REMOTE_TUNNEL) && (isType(r, RouteType.REMOTE_WORKLOAD) || r.borrowed))
       return { dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false };
     const vtep = this.#vteps.get(r.dstNodeName);
-    return vtep?.ipv4Addr
-      ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.ipv4Addr, onlink: true, blackhole: false }
-      : undefined;
+    return vtep ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.addr, onlink: true, blackhole: false } : undefined;
   }
 
   async #syncRoutes(vxlanIndex: number, parentIndex: number): Promise<number> {

@@ -2,6 +2,7 @@
 // per active policy and profile, endpoint chains with their dispatch entries, IP sets
 // (each calc-graph set becomes cali40<id> and cali60<id>, members split by family) and the
 // IP-pool sets NAT uses.
+import { encapsulation } from '../../model/encapsulation.js';
 import type { Config } from '../../config/params.js';
 import { type ReleaseTraits, releaseOf, traitsOf } from '../../model/release.js';
 import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
@@ -159,15 +160,14 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
 type OverlayState = Pick<DesiredState, 'overlayPools' | 'vtepParents' | 'hostAddrs'>;
 
 /**
- * Which overlays are on for this family, as their managers decide: VXLANEnabled /
- * IpInIpEnabled, or when unset an IP pool using it. IPv4 only, as the managers.
+ * Which overlays are on for this family, as their managers decide (`encapsulation`):
+ * VXLANEnabled / IpInIpEnabled or an IPv4 pool using them; IPv6 VXLAN from IPv6 pools,
+ * while IPv6 is programmed at all.
  */
 export function overlayOf(state: Pick<OverlayState, 'overlayPools'>, config: RenderConfig, family: Family): Overlay {
-  if (family !== 4) return {};
-  const uses = (t: 'VXLAN' | 'IPIP') => [...state.overlayPools.values()].includes(t);
-  const vxlan = config.VXLANEnabled ?? uses('VXLAN');
-  const ipip = config.IpInIpEnabled ?? uses('IPIP');
-  return { ...(vxlan ? { vxlanPort: config.VXLANPort } : {}), ...(ipip ? { ipip: true } : {}) };
+  const e = encapsulation(config, state.overlayPools);
+  if (family === 6) return config.Ipv6Support && e.vxlanV6 ? { vxlanPort: config.VXLANPort } : {};
+  return { ...(e.vxlan ? { vxlanPort: config.VXLANPort } : {}), ...(e.ipip ? { ipip: true } : {}) };
 }
 
 /** cali-INPUT and cali-OUTPUT (filter and raw) with the overlays' rules: they replace the static ones. */

@@ -134,6 +134,8 @@ export function overlayChains(
 ): Array<{ table: TableName; name: string; rules: Rule[] }> {
   const { marks } = o;
   const allow = o.actions.filterAllow;
+  const deny = o.actions.filterDeny;
+  const denyWord = deny.k === 'reject' ? 'Reject' : 'Drop';
   const acceptIfMarked = (comment?: string): Rule => ({ match: [markSet(marks.accept)], action: allow, comment });
   const vxlanSet = ipSetName(o.family, ALL_VXLAN_SET);
   const hostsSet = ipSetName(o.family, ALL_HOSTS_SET);
@@ -154,7 +156,7 @@ export function overlayChains(
         action: allow,
         comment: 'Allow IPIP packets from Calico hosts',
       },
-      { match: [ipip], action: { k: 'drop' }, comment: 'Drop IPIP packets from non-Calico hosts' },
+      { match: [ipip], action: deny, comment: `${denyWord} IPIP packets from non-Calico hosts` },
     );
   }
   if (overlay.vxlanPort !== undefined) {
@@ -166,8 +168,9 @@ export function overlayChains(
       },
       {
         match: [...vxlan(overlay.vxlanPort), local],
-        action: { k: 'drop' },
-        comment: `Drop ${v} VXLAN packets from non-allowed hosts`,
+        // As Felix v3.31.7: a plain drop for IPv4, the configured deny action for IPv6.
+        action: o.family === 4 ? { k: 'drop' } : deny,
+        comment: `${o.family === 4 ? 'Drop' : denyWord} ${v} VXLAN packets from non-allowed hosts`,
       },
     );
   }

@@ -1,0 +1,295 @@
+// Dual-stack pods across nodes: three "nodes" (network namespaces on a dual-stack underlay
+// of two subnets), each with a palisade agent on one etcd and a pod with an IPv4 and an
+// IPv6 address. Real packets, both families: over VXLAN (vxlan.calico and
+// vxlan-v6.calico, Felix's devices, VTEPs and routes), CrossSubnet (direct routes within
+// the subnet), a policy enforced on both families across nodes with neighbour discovery
+// still working under it, and unencapsulated pools whose routes palisade programs
+// (ProgramClusterRoutes Enabled) within the subnet, the node beyond it reported.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+
+import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
+import { BIN, cleanEnv } from '../helpers/lab-agent.js';
+import { MultiNodeLab } from '../helpers/multinode.js';
+import {
+  type Member,
+  putAllowProfile,
+  putWorkload,
+  routeTo,
+  tcp,
+  V3_PREFIX,
+  v3,
+} from '../helpers/multinode-cluster.js';
+import { ROOT_SKIP } from '../helpers/netns.js';
+
+const PROBE = fileURLToPath(new URL('../../src/demo/tcp-probe.js', import.meta.url));
+const skip = ROOT_SKIP || (etcdAvailable() ? false : 'etcd-server/etcd-client not installed (npm test installs them)');
+
+const MODES: Array<[string, NodeJS.ProcessEnv]> = [
+  ['nftables', { FELIX_NFTABLESMODE: 'Enabled' }],
+  ['iptables-legacy', { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: 'legacy' }],
+];
+
+const block4 = (i: number) => `10.68.${i}.0/26`;
+const block6 = (i: number) => `fd68:0:0:${i}::/122`;
+
+for (const [mode, modeEnv] of MODES)
+  describe(`e2e: dual-stack pods across three nodes (etcd, ${mode})`, { skip, timeout: 300_000 }, () => {
+    let mn: MultiNodeLab;
+    let etcd: TestEtcd;
+    const members: Member[] = [];
+    const pools = (vxlanMode: string, natOutgoing = false) => {
+      etcd.put(
+        `${V3_PREFIX}/ippools/pool4`,
+        v3('IPPool', 'pool4', { cidr: '10.68.0.0/16', vxlanMode, ipipMode: 'Never', natOutgoing }),
+      );
+      etcd.put(
+        `${V3_PREFIX}/ippools/pool6`,
+        v3('IPPool', 'pool6', { cidr: 'fd68::/48', vxlanMode, ipipMode: 'Never', natOutgoing, blockSize: 122 }),
+      );
+    };
+    const putNode = (m: Member) =>
+      etcd.put(
+        `${V3_PREFIX}/nodes/${m.node.name}`,
+        v3('Node', m.node.name, {
+          bgp: { ipv4Address: `${m.node.ip}/24`, ipv6Address: `${m.node.ip6}/64` },
+          ipv4VXLANTunnelAddr: `10.68.${m.index}.1`,
+          ipv6VXLANTunnelAddr: `fd68:0:0:${m.index}::1`,
+        }),
+      );
+    const putBlocks = (index: number, node: string) => {
+      for (const cidr of [block4(index), block6(index)])
+        etcd.put(
+          `/calico/ipam/v2/assignment/ipv${cidr.includes(':') ? 6 : 4}/block/${cidr.replace('/', '-')}`,
+          JSON.stringify({
+            cidr,
+            affinity: `host:${node}`,
+            allocations: [null, 0, null, null, null, null, null, null, null, null, 1],
+            unallocated: [],
+            attributes: [
+              { handle_id: `vxlan-tunnel-addr-${node}`, secondary: { node, type: 'vxlanTunnelAddress' } },
+              { handle_id: 'pod', secondary: { node } },
+            ],
+            deleted: false,
+          }),
+        );
+    };
+    const until = (f: () => boolean, ms = 15_000) => (members[0] as Member).node.lab.until(f, ms, 100);
+    const [n1, n2, n3] = [0, 1, 2].map((i) => () => members[i] as Member);
+    const host = (m: Member, ...args: string[]) => m.node.lab.sh(m.node.lab.host, 'ip', args);
+    /** Every pair reaches each other over this family; the first that does not says why. */
+    const allPairs = async (family: 4 | 6, pairs: Array<[Member, Member]>) => {
+      for (const [a, b] of pairs) {
+        const dst = family === 6 ? block6(b.index) : block4(b.index);
+        assert.ok(
+          (await until(() => tcp(a, b, 8080, 700, family))) >= 0,
+          `IPv${family} ${a.node.name} -> ${b.node.name}: ${routeTo(a, dst)}\n${a.log.slice(-3000)}`,
+        );
+      }
+    };
+    const crossing = (): Array<[Member, Member]> => [
+      [n1(), n2()],
+      [n2(), n1()],
+      [n1(), n3()],
+      [n3(), n2()],
+    ];
+
+    before(async () => {
+      mn = new MultiNodeLab();
+      etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
+      await etcd.start();
+      putAllowProfile(etcd);
+      pools('Always');
+      const specs = [
+        ['node1', '10.99.0.11', 'api'],
+        ['node2', '10.99.0.12', 'db'],
+        ['node3', '10.99.1.13', 'other'],
+      ] as const;
+      for (const [i, [name, ip, app]] of specs.entries()) {
+        const node = mn.addNode(name, ip);
+        const index = i + 1;
+        const pod = node.lab.addWorkload(app, `10.68.${index}.10`, 1, { ip6: `fd68:0:0:${index}::a` });
+        await node.lab.listen(pod, [8080, 5432]);
+        const m = { node, index, pod, log: '' } as Member;
+        putNode(m);
+        putBlocks(index, name);
+        putWorkload(etcd, m, pod, app);
+        members.push(m);
+      }
+      for (const m of members) {
+        m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
+          ...cleanEnv,
+          ...modeEnv,
+          FELIX_DATASTORETYPE: 'etcdv3',
+          FELIX_ETCDENDPOINTS: etcd.endpoint,
+          FELIX_IPV6SUPPORT: 'true',
+          FELIX_PROGRAMCLUSTERROUTES: 'Enabled',
+          FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',
+          FELIX_ROUTEREFRESHINTERVAL: '5',
+        });
+        m.agent.stderr?.on('data', (d: Buffer) => (m.log += d.toString()));
+      }
+      for (const m of members)
+        assert.ok(
+          (await m.node.lab.until(() => /"status":"up"/.test(m.log), 20_000)) >= 0,
+          `${m.node.name} never programmed: ${m.log.slice(-3000)}`,
+        );
+    });
+    after(async () => {
+      for (const m of members) m.agent?.kill('SIGTERM');
+      await etcd?.destroy();
+      mn?.destroy();
+    });
+
+    it('VXLAN both families: vxlan-v6.calico as Felix makes it, and pods reach each other over IPv4 and IPv6', async () => {
+      const m1 = n1();
+      const hasV6Device = () =>
+        spawnSync('ip', ['netns', 'exec', m1.node.lab.host, 'ip', 'link', 'show', 'vxlan-v6.calico']).status === 0;
+      assert.ok((await until(hasV6Device)) >= 0, `no vxlan-v6.calico on node1: ${m1.log.slice(-4000)}`);
+      const link = JSON.parse(host(m1, '-d', '-j', 'link', 'show', 'vxlan-v6.calico'))[0] as {
+        mtu: number;
+        address: string;
+        linkinfo: { info_data: { id: number; port: number; local6?: string; learning: boolean } };
+      };
+      assert.equal(link.linkinfo.info_data.id, 4096);
+      assert.equal(link.linkinfo.info_data.port, 4789);
+      assert.equal(link.linkinfo.info_data.local6, 'fd99::11');
+      assert.equal(link.linkinfo.info_data.learning, false);
+      assert.equal(link.mtu, 1500 - 70, "the underlay's MTU less Felix's 70 for IPv6");
+      assert.notEqual(
+        link.address,
+        (JSON.parse(host(m1, '-j', 'link', 'show', 'vxlan.calico'))[0] as { address: string }).address,
+        'its own VTEP MAC (the name with -v6, hashed)',
+      );
+      assert.deepEqual(
+        (
+          JSON.parse(host(m1, '-6', '-j', 'addr', 'show', 'dev', 'vxlan-v6.calico'))[0] as {
+            addr_info: Array<{ local: string; prefixlen: number }>;
+          }
+        ).addr_info.map((a) => `${a.local}/${a.prefixlen}`),
+        ['fd68:0:0:1::1/128'],
+        'the tunnel address, the only IPv6 address (as Felix: not even the link-local)',
+      );
+      await allPairs(4, crossing());
+      await allPairs(6, crossing());
+      assert.match(routeTo(m1, block6(2)), /via fd68:0:0:2::1 dev vxlan-v6\.calico .*onlink/);
+      // Felix's protocols: its own 80 for blackholes, DeviceRouteProtocol (boot) onto the device.
+      assert.match(routeTo(m1, block6(1)), /blackhole .*proto 80/);
+      assert.match(routeTo(m1, block4(1)), /blackhole .*proto 80/);
+      assert.doesNotMatch(routeTo(m1, block6(2)), /proto/);
+      // A remote VTEP's own address straight onto the device, as Felix (it is in its node's block).
+      assert.match(routeTo(m1, 'fd68:0:0:2::1/128'), /^fd68:0:0:2::1 dev vxlan-v6\.calico/);
+      assert.match(routeTo(m1, '10.68.2.1/32'), /^10\.68\.2\.1 dev vxlan\.calico scope link/);
+      const ndp = host(m1, '-6', 'neigh', 'show', 'dev', 'vxlan-v6.calico');
+      assert.match(ndp, /fd68:0:0:2::1 lladdr \S+ PERMANENT/);
+      assert.match(
+        m1.node.lab.sh(m1.node.lab.host, 'bridge', ['fdb', 'show', 'dev', 'vxlan-v6.calico']),
+        /dst fd99::12 .*self permanent/,
+      );
+    });
+
+    it('a policy on node2 admits node1 and refuses node3 on both families; neighbour discovery works under it', async () => {
+      etcd.put(
+        `${V3_PREFIX}/networkpolicies/e2e/db`,
+        v3(
+          'NetworkPolicy',
+          'db',
+          {
+            selector: "app == 'db'",
+            ingress: [
+              {
+                action: 'Allow',
+                protocol: 'TCP',
+                source: { selector: "app == 'api'" },
+                destination: { ports: [5432] },
+              },
+            ],
+            egress: [{ action: 'Allow' }],
+          },
+          { namespace: 'e2e' },
+        ),
+      );
+      for (const f of [4, 6] as const) {
+        assert.ok((await until(() => !tcp(n3(), n2(), 5432, 300, f))) >= 0, `the policy never reached node2 (IPv${f})`);
+        assert.equal(tcp(n1(), n2(), 5432, 700, f), true, `IPv${f}: node1's api pod is in the rule's set`);
+        assert.equal(tcp(n1(), n2(), 8080, 300, f), false, `IPv${f}: only 5432`);
+      }
+      // The pod forgets its gateway's and the host its pod's link-layer address: both are
+      // found again by neighbour discovery through the policy's chains.
+      const pod2 = n2().pod;
+      n2().node.lab.sh(pod2.ns, 'ip', ['-6', 'neigh', 'flush', 'dev', 'eth0']);
+      host(n2(), '-6', 'neigh', 'flush', 'dev', pod2.iface);
+      assert.equal(tcp(n1(), n2(), 5432, 2000, 6), true, 'IPv6 after the neighbour caches were flushed');
+      etcd.del(`${V3_PREFIX}/networkpolicies/e2e/db`);
+      for (const f of [4, 6] as const)
+        assert.ok((await until(() => tcp(n3(), n2(), 5432, 700, f))) >= 0, `IPv${f}: the deletion never reached node2`);
+    });
+
+    it('NAT outgoing on both families: a pod reaches beyond the pools (the underlay router, no route back to pods) only masqueraded', async () => {
+      const server = spawn('ip', ['netns', 'exec', mn.underlay, process.execPath, PROBE, 'listen', '9090'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      try {
+        await new Promise((r) => server.stdout?.once('data', r));
+        const out = (f: 4 | 6, ms = 700) => n1().node.lab.tcp(n1().pod, f === 6 ? 'fd99::1' : '10.99.0.1', 9090, ms);
+        assert.equal(out(4), false, 'IPv4 without natOutgoing: the reply has no way back');
+        assert.equal(out(6), false, 'IPv6 without natOutgoing');
+        pools('Always', true);
+        for (const f of [4, 6] as const)
+          assert.ok(
+            (await until(() => out(f))) >= 0,
+            `IPv${f}: natOutgoing never took effect: ${n1().log.slice(-2000)}`,
+          );
+        pools('Always', false);
+        for (const f of [4, 6] as const)
+          assert.ok((await until(() => !out(f, 300))) >= 0, `IPv${f}: still masqueraded`);
+      } finally {
+        server.kill();
+      }
+    });
+
+    it('CrossSubnet, both families: direct routes within the subnet, the tunnels across it', async () => {
+      pools('CrossSubnet');
+      assert.ok(
+        (await until(() => /via fd99::12 dev eth1/.test(routeTo(n1(), block6(2))))) >= 0,
+        routeTo(n1(), block6(2)),
+      );
+      assert.match(routeTo(n1(), block4(2)), /via 10\.99\.0\.12 dev eth1/);
+      assert.match(routeTo(n1(), block6(3)), /via fd68:0:0:3::1 dev vxlan-v6\.calico/);
+      await allPairs(4, crossing());
+      await allPairs(6, crossing());
+    });
+
+    it('unencapsulated pools (ProgramClusterRoutes Enabled): routes over the underlay within the subnet, no tunnels left, the node beyond reported', async () => {
+      pools('Never');
+      const m1 = n1();
+      const gone = (name: string) =>
+        spawnSync('ip', ['netns', 'exec', m1.node.lab.host, 'ip', 'link', 'show', name]).status !== 0;
+      assert.ok((await until(() => gone('vxlan-v6.calico') && gone('vxlan.calico'))) >= 0, 'the VXLAN devices stayed');
+      assert.ok(
+        (await until(() => /via fd99::12 dev eth1/.test(routeTo(m1, block6(2))))) >= 0,
+        `${routeTo(m1, block6(2))}\n${m1.log.slice(-3000)}`,
+      );
+      assert.match(routeTo(m1, block4(2)), /via 10\.99\.0\.12 dev eth1 proto 80/);
+      assert.match(routeTo(m1, block6(1)), /blackhole/);
+      assert.match(routeTo(m1, block4(1)), /blackhole/);
+      assert.equal(routeTo(m1, block6(3)), '', 'node3 is beyond the subnet: no gateway on the link');
+      for (const f of [4, 6])
+        assert.ok(
+          (await until(() =>
+            new RegExp(`unencapsulated IPv${f} routes: 2 route\\(s\\) to nodes outside eth1's subnets`).test(m1.log),
+          )) >= 0,
+          `node3's IPv${f} block not reported: ${m1.log.slice(-2000)}`,
+        );
+      await allPairs(4, [
+        [n1(), n2()],
+        [n2(), n1()],
+      ]);
+      await allPairs(6, [
+        [n1(), n2()],
+        [n2(), n1()],
+      ]);
+    });
+  });

@@ -1,81 +1,47 @@
 // Dual-stack pods across nodes: three "nodes" (network namespaces on a dual-stack underlay
-// of two subnets), each with a palisade agent on one etcd and a pod with an IPv4 and an
-// IPv6 address. Real packets, both families: over VXLAN (vxlan.calico and
-// vxlan-v6.calico, Felix's devices, VTEPs and routes), CrossSubnet (direct routes within
-// the subnet), a policy enforced on both families across nodes with neighbour discovery
-// still working under it, and unencapsulated pools whose routes palisade programs
-// (ProgramClusterRoutes Enabled) within the subnet, the node beyond it reported.
+// of two subnets), each with a palisade agent and a pod with an IPv4 and an IPv6 address,
+// on etcd (both rules modes) and on the Kubernetes datastore (a real kube-apiserver with
+// Calico's CRDs). Real packets, both families: over VXLAN (vxlan.calico and
+// vxlan-v6.calico, Felix's devices, VTEPs and routes), a policy enforced on both families
+// across nodes with neighbour discovery still working under it, NAT outgoing, CrossSubnet
+// (direct routes within the subnet), and unencapsulated pools whose routes palisade
+// programs (ProgramClusterRoutes Enabled) within the subnet, the node beyond it reported.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
-import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
-import { BIN, cleanEnv } from '../helpers/lab-agent.js';
+import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
+import { block4, block6, type DualStackCluster, EtcdDualStack, KddDualStack } from '../helpers/dualstack-cluster.js';
+import { etcdAvailable } from '../helpers/etcd.js';
 import { MultiNodeLab } from '../helpers/multinode.js';
-import {
-  type Member,
-  putAllowProfile,
-  putWorkload,
-  routeTo,
-  tcp,
-  V3_PREFIX,
-  v3,
-} from '../helpers/multinode-cluster.js';
+import { type Member, routeTo, startAgents, tcp, THREE_NODES } from '../helpers/multinode-cluster.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
+import { tempDirs } from '../helpers/temp.js';
 
 const PROBE = fileURLToPath(new URL('../../src/demo/tcp-probe.js', import.meta.url));
 const skip = ROOT_SKIP || (etcdAvailable() ? false : 'etcd-server/etcd-client not installed (npm test installs them)');
 
-const MODES: Array<[string, NodeJS.ProcessEnv]> = [
-  ['nftables', { FELIX_NFTABLESMODE: 'Enabled' }],
-  ['iptables-legacy', { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: 'legacy' }],
+// The overlay does not depend on the rules backend or the datastore, the policy does: etcd
+// in two modes, the Kubernetes datastore in nftables.
+const tempDir = tempDirs('dualstack');
+const SUITES: Array<[string, () => DualStackCluster, string, NodeJS.ProcessEnv]> = [
+  ['etcd', () => new EtcdDualStack(), 'nftables', { FELIX_NFTABLESMODE: 'Enabled' }],
+  [
+    'etcd',
+    () => new EtcdDualStack(),
+    'iptables-legacy',
+    { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: 'legacy' },
+  ],
+  ['Kubernetes API', () => new KddDualStack(tempDir()), 'nftables', { FELIX_NFTABLESMODE: 'Enabled' }],
 ];
 
-const block4 = (i: number) => `10.68.${i}.0/26`;
-const block6 = (i: number) => `fd68:0:0:${i}::/122`;
-
-for (const [mode, modeEnv] of MODES)
-  describe(`e2e: dual-stack pods across three nodes (etcd, ${mode})`, { skip, timeout: 300_000 }, () => {
+for (const [datastore, make, mode, modeEnv] of SUITES)
+  describe(`e2e: dual-stack pods across three nodes (${datastore}, ${mode})`, { skip, timeout: 300_000 }, () => {
     let mn: MultiNodeLab;
-    let etcd: TestEtcd;
+    const cluster = make();
     const members: Member[] = [];
-    const pools = (vxlanMode: string, natOutgoing = false) => {
-      etcd.put(
-        `${V3_PREFIX}/ippools/pool4`,
-        v3('IPPool', 'pool4', { cidr: '10.68.0.0/16', vxlanMode, ipipMode: 'Never', natOutgoing }),
-      );
-      etcd.put(
-        `${V3_PREFIX}/ippools/pool6`,
-        v3('IPPool', 'pool6', { cidr: 'fd68::/48', vxlanMode, ipipMode: 'Never', natOutgoing, blockSize: 122 }),
-      );
-    };
-    const putNode = (m: Member) =>
-      etcd.put(
-        `${V3_PREFIX}/nodes/${m.node.name}`,
-        v3('Node', m.node.name, {
-          bgp: { ipv4Address: `${m.node.ip}/24`, ipv6Address: `${m.node.ip6}/64` },
-          ipv4VXLANTunnelAddr: `10.68.${m.index}.1`,
-          ipv6VXLANTunnelAddr: `fd68:0:0:${m.index}::1`,
-        }),
-      );
-    const putBlocks = (index: number, node: string) => {
-      for (const cidr of [block4(index), block6(index)])
-        etcd.put(
-          `/calico/ipam/v2/assignment/ipv${cidr.includes(':') ? 6 : 4}/block/${cidr.replace('/', '-')}`,
-          JSON.stringify({
-            cidr,
-            affinity: `host:${node}`,
-            allocations: [null, 0, null, null, null, null, null, null, null, null, 1],
-            unallocated: [],
-            attributes: [
-              { handle_id: `vxlan-tunnel-addr-${node}`, secondary: { node, type: 'vxlanTunnelAddress' } },
-              { handle_id: 'pod', secondary: { node } },
-            ],
-            deleted: false,
-          }),
-        );
-    };
+    const pools = (vxlanMode: string, natOutgoing = false) => cluster.pools(vxlanMode, natOutgoing);
     const until = (f: () => boolean, ms = 15_000) => (members[0] as Member).node.lab.until(f, ms, 100);
     const [n1, n2, n3] = [0, 1, 2].map((i) => () => members[i] as Member);
     const host = (m: Member, ...args: string[]) => m.node.lab.sh(m.node.lab.host, 'ip', args);
@@ -98,48 +64,30 @@ for (const [mode, modeEnv] of MODES)
 
     before(async () => {
       mn = new MultiNodeLab();
-      etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
-      await etcd.start();
-      putAllowProfile(etcd);
-      pools('Always');
-      const specs = [
-        ['node1', '10.99.0.11', 'api'],
-        ['node2', '10.99.0.12', 'db'],
-        ['node3', '10.99.1.13', 'other'],
-      ] as const;
-      for (const [i, [name, ip, app]] of specs.entries()) {
+      await cluster.start(mn);
+      await pools('Always');
+      for (const [i, [name, ip, app]] of THREE_NODES.entries()) {
         const node = mn.addNode(name, ip);
         const index = i + 1;
-        const pod = node.lab.addWorkload(app, `10.68.${index}.10`, 1, { ip6: `fd68:0:0:${index}::a` });
+        const pod = node.lab.addWorkload(app, `10.68.${index}.10`, 1, {
+          ip6: `fd68:0:0:${index}::a`,
+          iface: vethNameForWorkload('e2e', app),
+        });
         await node.lab.listen(pod, [8080, 5432]);
         const m = { node, index, pod, log: '' } as Member;
-        putNode(m);
-        putBlocks(index, name);
-        putWorkload(etcd, m, pod, app);
+        await cluster.member(m, app);
         members.push(m);
       }
-      for (const m of members) {
-        m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
-          ...cleanEnv,
-          ...modeEnv,
-          FELIX_DATASTORETYPE: 'etcdv3',
-          FELIX_ETCDENDPOINTS: etcd.endpoint,
-          FELIX_IPV6SUPPORT: 'true',
-          FELIX_PROGRAMCLUSTERROUTES: 'Enabled',
-          FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',
-          FELIX_ROUTEREFRESHINTERVAL: '5',
-        });
-        m.agent.stderr?.on('data', (d: Buffer) => (m.log += d.toString()));
-      }
-      for (const m of members)
-        assert.ok(
-          (await m.node.lab.until(() => /"status":"up"/.test(m.log), 20_000)) >= 0,
-          `${m.node.name} never programmed: ${m.log.slice(-3000)}`,
-        );
+      await startAgents(
+        members,
+        { ...modeEnv, FELIX_IPV6SUPPORT: 'true', FELIX_PROGRAMCLUSTERROUTES: 'Enabled' },
+        (m) => cluster.agentEnv(m),
+        30_000,
+      );
     });
     after(async () => {
       for (const m of members) m.agent?.kill('SIGTERM');
-      await etcd?.destroy();
+      await cluster.stop();
       mn?.destroy();
     });
 
@@ -191,26 +139,7 @@ for (const [mode, modeEnv] of MODES)
     });
 
     it('a policy on node2 admits node1 and refuses node3 on both families; neighbour discovery works under it', async () => {
-      etcd.put(
-        `${V3_PREFIX}/networkpolicies/e2e/db`,
-        v3(
-          'NetworkPolicy',
-          'db',
-          {
-            selector: "app == 'db'",
-            ingress: [
-              {
-                action: 'Allow',
-                protocol: 'TCP',
-                source: { selector: "app == 'api'" },
-                destination: { ports: [5432] },
-              },
-            ],
-            egress: [{ action: 'Allow' }],
-          },
-          { namespace: 'e2e' },
-        ),
-      );
+      await cluster.dbPolicy(true);
       for (const f of [4, 6] as const) {
         assert.ok((await until(() => !tcp(n3(), n2(), 5432, 300, f))) >= 0, `the policy never reached node2 (IPv${f})`);
         assert.equal(tcp(n1(), n2(), 5432, 700, f), true, `IPv${f}: node1's api pod is in the rule's set`);
@@ -222,7 +151,7 @@ for (const [mode, modeEnv] of MODES)
       n2().node.lab.sh(pod2.ns, 'ip', ['-6', 'neigh', 'flush', 'dev', 'eth0']);
       host(n2(), '-6', 'neigh', 'flush', 'dev', pod2.iface);
       assert.equal(tcp(n1(), n2(), 5432, 2000, 6), true, 'IPv6 after the neighbour caches were flushed');
-      etcd.del(`${V3_PREFIX}/networkpolicies/e2e/db`);
+      await cluster.dbPolicy(false);
       for (const f of [4, 6] as const)
         assert.ok((await until(() => tcp(n3(), n2(), 5432, 700, f))) >= 0, `IPv${f}: the deletion never reached node2`);
     });
@@ -236,13 +165,13 @@ for (const [mode, modeEnv] of MODES)
         const out = (f: 4 | 6, ms = 700) => n1().node.lab.tcp(n1().pod, f === 6 ? 'fd99::1' : '10.99.0.1', 9090, ms);
         assert.equal(out(4), false, 'IPv4 without natOutgoing: the reply has no way back');
         assert.equal(out(6), false, 'IPv6 without natOutgoing');
-        pools('Always', true);
+        await pools('Always', true);
         for (const f of [4, 6] as const)
           assert.ok(
             (await until(() => out(f))) >= 0,
             `IPv${f}: natOutgoing never took effect: ${n1().log.slice(-2000)}`,
           );
-        pools('Always', false);
+        await pools('Always', false);
         for (const f of [4, 6] as const)
           assert.ok((await until(() => !out(f, 300))) >= 0, `IPv${f}: still masqueraded`);
       } finally {
@@ -251,7 +180,7 @@ for (const [mode, modeEnv] of MODES)
     });
 
     it('CrossSubnet, both families: direct routes within the subnet, the tunnels across it', async () => {
-      pools('CrossSubnet');
+      await pools('CrossSubnet');
       assert.ok(
         (await until(() => /via fd99::12 dev eth1/.test(routeTo(n1(), block6(2))))) >= 0,
         routeTo(n1(), block6(2)),
@@ -263,7 +192,7 @@ for (const [mode, modeEnv] of MODES)
     });
 
     it('unencapsulated pools (ProgramClusterRoutes Enabled): routes over the underlay within the subnet, no tunnels left, the node beyond reported', async () => {
-      pools('Never');
+      await pools('Never');
       const m1 = n1();
       const gone = (name: string) =>
         spawnSync('ip', ['netns', 'exec', m1.node.lab.host, 'ip', 'link', 'show', name]).status !== 0;

@@ -10,7 +10,6 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import { etcdAvailable, TestEtcd } from '../helpers/etcd.js';
-import { BIN, cleanEnv } from '../helpers/lab-agent.js';
 import { type LabNode, MultiNodeLab } from '../helpers/multinode.js';
 import {
   type Member,
@@ -18,9 +17,12 @@ import {
   putAllowProfile,
   putWorkload,
   routeTo,
+  startAgents,
   tcp,
+  THREE_NODES,
   V3_PREFIX,
   v3,
+  vxlanNodeBlock,
 } from '../helpers/multinode-cluster.js';
 import { ROOT_SKIP } from '../helpers/netns.js';
 
@@ -53,17 +55,7 @@ for (const [mode, modeEnv] of MODES)
     const putBlock = (index: number, node: string) =>
       etcd.put(
         `/calico/ipam/v2/assignment/ipv4/block/10.66.${index}.0-26`,
-        JSON.stringify({
-          cidr: `10.66.${index}.0/26`,
-          affinity: `host:${node}`,
-          allocations: [null, 0, null, null, null, null, null, null, null, null, 1],
-          unallocated: [],
-          attributes: [
-            { handle_id: `vxlan-tunnel-addr-${node}`, secondary: { node, type: 'vxlanTunnelAddress' } },
-            { handle_id: 'pod', secondary: { node } },
-          ],
-          deleted: false,
-        }),
+        JSON.stringify(vxlanNodeBlock(`10.66.${index}.0/26`, node)),
       );
     const until = (f: () => boolean, ms = 15_000) => (members[0] as Member).node.lab.until(f, ms, 100);
 
@@ -73,12 +65,7 @@ for (const [mode, modeEnv] of MODES)
       await etcd.start();
       putAllowProfile(etcd);
       pool('Always');
-      const specs = [
-        ['node1', '10.99.0.11', 'api'],
-        ['node2', '10.99.0.12', 'db'],
-        ['node3', '10.99.1.13', 'other'],
-      ] as const;
-      for (const [i, [name, ip, app]] of specs.entries()) {
+      for (const [i, [name, ip, app]] of THREE_NODES.entries()) {
         const node = mn.addNode(name, ip);
         const index = i + 1;
         const pod = node.lab.addWorkload(app, `10.66.${index}.10`, 1);
@@ -89,23 +76,7 @@ for (const [mode, modeEnv] of MODES)
         putWorkload(etcd, m, pod, app);
         members.push(m);
       }
-      for (const m of members) {
-        m.log = '';
-        m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
-          ...cleanEnv,
-          ...modeEnv,
-          FELIX_DATASTORETYPE: 'etcdv3',
-          FELIX_ETCDENDPOINTS: etcd.endpoint,
-          FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',
-          FELIX_ROUTEREFRESHINTERVAL: '5',
-        });
-        m.agent.stderr?.on('data', (d: Buffer) => (m.log += d.toString()));
-      }
-      for (const m of members)
-        assert.ok(
-          (await m.node.lab.until(() => /"status":"up"/.test(m.log), 20_000)) >= 0,
-          `${m.node.name} never programmed: ${m.log.slice(-3000)}`,
-        );
+      await startAgents(members, { ...modeEnv, FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: etcd.endpoint });
     });
     after(async () => {
       for (const m of members) m.agent?.kill('SIGTERM');

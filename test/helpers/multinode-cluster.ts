@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 
 import type { TestEtcd } from './etcd.js';
+import { BIN, cleanEnv } from './lab-agent.js';
 import type { Workload } from './lab.js';
 import type { LabNode } from './multinode.js';
 
@@ -15,6 +16,13 @@ export const V3_PREFIX = '/calico/resources/v3/projectcalico.org';
 /** A v3 resource as etcd holds it. */
 export const v3 = (kind: string, name: string, spec: unknown, meta: Record<string, unknown> = {}) =>
   JSON.stringify({ apiVersion: 'projectcalico.org/v3', kind, metadata: { name, ...meta }, spec });
+
+/** The lab's three nodes: two on one subnet, the third across the underlay router; each pod's app. */
+export const THREE_NODES = [
+  ['node1', '10.99.0.11', 'api'],
+  ['node2', '10.99.0.12', 'db'],
+  ['node3', '10.99.1.13', 'other'],
+] as const;
 
 export interface Member {
   node: LabNode;
@@ -76,4 +84,50 @@ export async function newPodReachableMs(etcd: TestEtcd, from: Member, on: Member
   const ms = await from.node.lab.until(() => from.node.lab.tcp(from.pod, late.ip, 8080, 300), 15_000, 5);
   assert.ok(ms >= 0, 'never reachable');
   return Date.now() - t0;
+}
+
+/**
+ * A block of `node` as libcalico-go stores it, with the node's VXLAN tunnel address at
+ * ordinal 1 and its pod at 10.
+ */
+export function vxlanNodeBlock(cidr: string, node: string) {
+  return {
+    cidr,
+    affinity: `host:${node}`,
+    allocations: [null, 0, null, null, null, null, null, null, null, null, 1],
+    unallocated: [],
+    attributes: [
+      { handle_id: `vxlan-tunnel-addr-${node}`, secondary: { node, type: 'vxlanTunnelAddress' } },
+      { handle_id: 'pod', secondary: { node } },
+    ],
+    deleted: false,
+  };
+}
+
+/**
+ * Starts palisade's agent on each member with `env` (each member's own from `envOf`, then
+ * the shared part), its log kept on the member; resolves once every one has programmed.
+ */
+export async function startAgents(
+  members: Member[],
+  env: NodeJS.ProcessEnv,
+  envOf: (m: Member) => Promise<NodeJS.ProcessEnv> | NodeJS.ProcessEnv = () => ({}),
+  ms = 20_000,
+): Promise<void> {
+  for (const m of members) {
+    m.log = '';
+    m.agent = m.node.lab.spawnInHost([process.execPath, BIN, 'agent', '--hostname', m.node.name], {
+      ...cleanEnv,
+      ...(await envOf(m)),
+      ...env,
+      FELIX_LOGSEVERITYSCREEN: process.env.PALISADE_MN_DEBUG ? 'Debug' : 'Info',
+      FELIX_ROUTEREFRESHINTERVAL: '5',
+    });
+    m.agent.stderr?.on('data', (d: Buffer) => (m.log += d.toString()));
+  }
+  for (const m of members)
+    assert.ok(
+      (await m.node.lab.until(() => /"status":"up"/.test(m.log), ms)) >= 0,
+      `${m.node.name} never programmed: ${m.log.slice(-3000)}`,
+    );
 }

@@ -22,7 +22,7 @@ import { POLICY_KIND_SHORT, type PolicyKind, policyId } from '../model/names.js'
 import { hostAddress, parseIp } from '../model/net.js';
 import type { V1KeyOf, V1KeyType } from '../model/v1/keys.js';
 import type { V1Update, V1Values } from '../model/v1/values.js';
-import type { PolicyID, ToDataplane } from '../proto/messages.js';
+import type { PolicyID, ToDataplane, WireguardInfo } from '../proto/messages.js';
 import { ActiveRulesCalculator } from './active-rules.js';
 import { EventSequencer } from './event-sequencer.js';
 import { IPSetMemberCalculator, type MemberSource } from './ipset-members.js';
@@ -138,9 +138,9 @@ export class CalcGraph {
       this.#sequencer.onHostMetadataUpdate(k.name, addr ? hostAddress(addr) : undefined);
       this.#sequencer.onHostMetadataV6Update(k.name, addr6 ? hostAddress(addr6) : undefined);
     },
-    // For the config batcher, and WireGuard (not programmed): nothing here.
+    // For the config batcher: nothing here.
     ReadyFlag: () => {},
-    Wireguard: () => {},
+    Wireguard: (k, v) => this.#sequencer.onWireguardUpdate(k.nodeName, v && wireguardInfo(v)),
     Block: (k, b) => this.#routes.onBlockUpdate(k.cidr, b),
   };
 
@@ -352,4 +352,14 @@ export class CalcGraph {
       endpointId: parts[parts.length - 1] ?? '',
     };
   }
+}
+
+/** A node's WireGuard record as the update processors give it (a JSON object): its string fields only. */
+function wireguardInfo(v: Record<string, unknown>): WireguardInfo {
+  const out: WireguardInfo = {};
+  for (const k of ['interfaceIPv4Addr', 'publicKey', 'interfaceIPv6Addr', 'publicKeyV6'] as const) {
+    const x = v[k];
+    if (typeof x === 'string' && x) out[k] = x;
+  }
+  return out;
 }

@@ -14,6 +14,7 @@ import type {
   RouteUpdate,
   ToDataplane,
   VXLANTunnelEndpoint,
+  WireguardInfo,
   WorkloadEndpoint,
   WorkloadEndpointID,
 } from '../proto/messages.js';
@@ -60,6 +61,10 @@ export class EventSequencer {
   readonly #pools = new Map<string, IPAMPool | undefined>();
   readonly #hosts = new Map<string, string | undefined>();
   readonly #hostsV6 = new Map<string, string | undefined>();
+  /** Nodes' WireGuard records changed since the last flush (undefined: the node went). */
+  readonly #wireguard = new Map<string, WireguardInfo | undefined>();
+  readonly #sentWireguard = new Set<string>();
+  readonly #sentWireguardV6 = new Set<string>();
   /** Nodes whose IPv6 address was sent: only they are removed (most clusters have none). */
   readonly #sentHostsV6 = new Set<string>();
   readonly #routeAdds = new Map<string, RouteUpdate>();
@@ -171,6 +176,41 @@ export class EventSequencer {
     this.#hosts.set(hostname, ipv4Addr);
   }
 
+  /** As Felix's OnWireguardUpdate/Remove: a node's keys and device addresses. */
+  onWireguardUpdate(hostname: string, wg: WireguardInfo | undefined): void {
+    this.#wireguard.set(hostname, wg);
+  }
+
+  /**
+   * As Felix's flushHostWireguardDeletes/Updates: deletions first; a node is sent per family
+   * while it has that family's public key, and removed once it has not.
+   */
+  #flushWireguard(out: ToDataplane[]): void {
+    const gone = [...this.#wireguard].filter(([, wg]) => !wg);
+    const kept = [...this.#wireguard].filter(([, wg]) => wg);
+    for (const [hostname, wg] of [...gone, ...kept]) {
+      if (wg?.publicKey) {
+        out.push({
+          type: 'WireguardEndpointUpdate',
+          hostname,
+          publicKey: wg.publicKey,
+          interfaceIpv4Addr: wg.interfaceIPv4Addr ?? '',
+        });
+        this.#sentWireguard.add(hostname);
+      } else if (this.#sentWireguard.delete(hostname)) out.push({ type: 'WireguardEndpointRemove', hostname });
+      if (wg?.publicKeyV6) {
+        out.push({
+          type: 'WireguardEndpointV6Update',
+          hostname,
+          publicKeyV6: wg.publicKeyV6,
+          interfaceIpv6Addr: wg.interfaceIPv6Addr ?? '',
+        });
+        this.#sentWireguardV6.add(hostname);
+      } else if (this.#sentWireguardV6.delete(hostname)) out.push({ type: 'WireguardEndpointV6Remove', hostname });
+    }
+    this.#wireguard.clear();
+  }
+
   /** As Felix's HostMetadataV6Update: the node's IPv6 address (the noencap IPv6 routes' underlay). */
   onHostMetadataV6Update(hostname: string, ipv6Addr: string | undefined): void {
     this.#hostsV6.set(hostname, ipv6Addr);
@@ -260,6 +300,7 @@ export class EventSequencer {
       this.#sentSets.delete(id);
     }
     this.#flushRoutesAndVteps(out);
+    this.#flushWireguard(out);
     for (const [id, pool] of this.#pools) if (!pool) out.push({ type: 'IPAMPoolRemove', id });
     for (const [hostname, ipv4Addr] of this.#hosts)
       if (ipv4Addr === undefined) out.push({ type: 'HostMetadataRemove', hostname });

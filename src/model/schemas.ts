@@ -377,9 +377,19 @@ export const schemas = {
         vxlanTunnelMACAddr: mac.optional(),
         ipv6VXLANTunnelAddr: ip.optional(),
         vxlanTunnelMACAddrV6: mac.optional(),
+        // calico-node's WireGuard device addresses (the Node's spec.wireguard).
+        wireguard: z
+          .object({ interfaceIPv4Address: z.string().optional(), interfaceIPv6Address: z.string().optional() })
+          .optional(),
       }),
     ),
-  ),
+  ).extend({
+    // The node's WireGuard public keys, which its Felix (or palisade) publishes: the only
+    // status Felix reads.
+    status: z
+      .object({ wireguardPublicKey: z.string().optional(), wireguardPublicKeyV6: z.string().optional() })
+      .optional(),
+  }),
 } as const;
 
 export type Kind = keyof typeof schemas;

@@ -142,6 +142,14 @@ export interface RouteUpdate {
   borrowed: boolean;
 }
 
+/** A node's WireGuard record (libcalico-go's model.Wireguard): its device addresses and public keys. */
+export interface WireguardInfo {
+  interfaceIPv4Addr?: string;
+  publicKey?: string;
+  interfaceIPv6Addr?: string;
+  publicKeyV6?: string;
+}
+
 /** A node's VXLAN tunnel endpoint (VXLANTunnelEndpointUpdate). */
 export interface VXLANTunnelEndpoint {
   node: string;
@@ -173,6 +181,10 @@ export type ToDataplane =
   | { type: 'HostMetadataRemove'; hostname: string }
   | { type: 'HostMetadataV6Update'; hostname: string; ipv6Addr: string }
   | { type: 'HostMetadataV6Remove'; hostname: string }
+  | { type: 'WireguardEndpointUpdate'; hostname: string; publicKey: string; interfaceIpv4Addr: string }
+  | { type: 'WireguardEndpointRemove'; hostname: string }
+  | { type: 'WireguardEndpointV6Update'; hostname: string; publicKeyV6: string; interfaceIpv6Addr: string }
+  | { type: 'WireguardEndpointV6Remove'; hostname: string }
   | { type: 'RouteUpdate'; route: RouteUpdate }
   | { type: 'RouteRemove'; dst: string }
   | { type: 'VXLANTunnelEndpointUpdate'; vtep: VXLANTunnelEndpoint }

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { parseSelector } from 'palisade';
 
 import { makeUniqueId } from '../../src/calc/unique-id.js';
-import { gnp, gns, Harness, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
+import { gnp, gns, Harness, np, profile, type Res, tier, wep } from '../helpers/calc-fixtures.js';
 
 const uid = (s: string) => parseSelector(s).uid;
 const WEB = 'k8s/prod/web-0/eth0';
@@ -373,5 +373,55 @@ describe('calc graph: RouteSource', () => {
     h.graph.setRouteSource('CalicoIPAM');
     h.graph.onStatus('in-sync');
     assert.deepEqual(routesOf(h.flush()), ['10.65.1.0/26@node2']);
+  });
+});
+
+describe('calc graph: WireGuard endpoints', () => {
+  const KEY = 'aGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd28=';
+  const KEY6 = 'Ym9uam91ciBib25qb3VyIGJvbmpvdXIgYm9uam91cjE=';
+  const node = (spec: Record<string, unknown>, status?: Record<string, unknown>): Res => ({
+    apiVersion: 'projectcalico.org/v3',
+    kind: 'Node',
+    metadata: { name: 'node2' },
+    spec: { bgp: { ipv4Address: '192.0.2.2/24' }, ...spec },
+    ...(status ? { status } : {}),
+  });
+  const wgOf = (msgs: ReturnType<Harness['flush']>) => msgs.filter((m) => m.type.startsWith('Wireguard'));
+
+  it("sends a node's key and device address per family while it has that family's key, as Felix's event sequencer", () => {
+    const h = new Harness();
+    h.put(node({ wireguard: { interfaceIPv4Address: '10.65.2.1', interfaceIPv6Address: 'fd00::1' } }));
+    assert.deepEqual(wgOf(h.flush()), [], 'addresses without keys: nothing to peer with');
+    h.put(node({ wireguard: { interfaceIPv4Address: '10.65.2.1' } }, { wireguardPublicKey: KEY }));
+    assert.deepEqual(wgOf(h.flush()), [
+      { type: 'WireguardEndpointUpdate', hostname: 'node2', publicKey: KEY, interfaceIpv4Addr: '10.65.2.1' },
+    ]);
+    h.put(node({}, { wireguardPublicKey: KEY, wireguardPublicKeyV6: KEY6 }));
+    assert.deepEqual(wgOf(h.flush()), [
+      { type: 'WireguardEndpointUpdate', hostname: 'node2', publicKey: KEY, interfaceIpv4Addr: '' },
+      { type: 'WireguardEndpointV6Update', hostname: 'node2', publicKeyV6: KEY6, interfaceIpv6Addr: '' },
+    ]);
+    h.put(node({}, { wireguardPublicKeyV6: KEY6 }));
+    assert.deepEqual(wgOf(h.flush()), [
+      { type: 'WireguardEndpointRemove', hostname: 'node2' },
+      { type: 'WireguardEndpointV6Update', hostname: 'node2', publicKeyV6: KEY6, interfaceIpv6Addr: '' },
+    ]);
+    h.del(node({}));
+    assert.deepEqual(wgOf(h.flush()), [{ type: 'WireguardEndpointV6Remove', hostname: 'node2' }]);
+    h.del(node({}));
+    assert.deepEqual(wgOf(h.flush()), [], 'nothing sent, nothing to remove');
+  });
+
+  it("takes the record as Felix's node processor makes it: an address that is not an IP of its family is left out", () => {
+    const h = new Harness();
+    h.put(
+      node(
+        { wireguard: { interfaceIPv4Address: 'fd00::9', interfaceIPv6Address: 'banana' } },
+        { wireguardPublicKey: KEY },
+      ),
+    );
+    assert.deepEqual(wgOf(h.flush()), [
+      { type: 'WireguardEndpointUpdate', hostname: 'node2', publicKey: KEY, interfaceIpv4Addr: '' },
+    ]);
   });
 });

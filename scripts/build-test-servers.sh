@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the servers the Kubernetes-datastore tests run against, from their own Go modules
-# (as Kubernetes' envtest binaries are built): kube-apiserver and the etcd behind it. The
+# (as Kubernetes' envtest binaries are built): kube-apiserver and the etcd behind it; and
+# wireguard-go, the userspace WireGuard the WireGuard tests use where the kernel has no
+# wireguard module. The
 # versions are pinned in one place, the go.mod/go.sum of test/tools/<name>/; each binary
 # lands in build/test-servers/<name>-<version>/ once per machine (a version bump builds
 # anew), linked from build/test-servers/bin/ for the tests. A failed build says which
@@ -51,3 +53,4 @@ build() {
 
 build kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver
 build etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 etcd
+build wireguard-go golang.zx2c4.com/wireguard golang.zx2c4.com/wireguard wireguard-go

@@ -13,6 +13,7 @@
 #                       the Node LTS from the npm registry, with the addon built for it,
 #                       for the suite's second run: scripts/fetch-lts-node.mjs; and the
 #                       kube-apiserver and etcd the Kubernetes-datastore tests run against,
+#                       and wireguard-go for the WireGuard tests,
 #                       built from their Go modules with the machine's Go (/usr/local/go):
 #                       scripts/build-test-servers.sh, versions pinned in test/tools/)
 set -euo pipefail
@@ -69,6 +70,6 @@ npx --no-install tsc -p .
 if [[ ${1:-} == --with-test-tools ]]; then
   log "the Node LTS for the second test run"
   node scripts/fetch-lts-node.mjs
-  log "kube-apiserver and etcd for the Kubernetes-datastore tests"
+  log "kube-apiserver and etcd for the Kubernetes-datastore tests, wireguard-go for the WireGuard tests"
   bash scripts/build-test-servers.sh
 fi

@@ -683,6 +683,25 @@ describe('v1 model: update processors', () => {
     );
   });
 
+  it("Node: its WireGuard record as libcalico-go's felix node processor writes it (what a Felix behind palisade typha peers with)", () => {
+    const key = 'aGVsbG8gd29ybGQgaGVsbG8gd29ybGQgaGVsbG8gd28=';
+    const node = (status?: Record<string, unknown>) => ({
+      apiVersion: V3,
+      kind: 'Node',
+      metadata: { name: 'node2' },
+      spec: { wireguard: { interfaceIPv4Address: '10.65.2.1' } },
+      ...(status ? { status } : {}),
+    });
+    const wg = (us: V1Update[]) => wire(us).filter(([path]) => path === '/calico/v1/host/node2/wireguard');
+    assert.deepEqual(wg(process(quietProcessors(), node({ wireguardPublicKey: key }))), [
+      ['/calico/v1/host/node2/wireguard', { interfaceIPv4Addr: '10.65.2.1', publicKey: key }],
+    ]);
+    assert.deepEqual(wg(process(quietProcessors(), node())), [
+      ['/calico/v1/host/node2/wireguard', { interfaceIPv4Addr: '10.65.2.1' }],
+    ]);
+    assert.deepEqual(wg(process(quietProcessors(), node(), true)), [['/calico/v1/host/node2/wireguard', null]]);
+  });
+
   it('ClusterInformation: global keys and the Ready flag', () => {
     const out = wire(
       process(quietProcessors(), {

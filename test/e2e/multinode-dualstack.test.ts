@@ -78,6 +78,9 @@ for (const [datastore, make, mode, modeEnv] of SUITES)
         await cluster.member(m, app);
         members.push(m);
       }
+      // node1 as an older palisade left it: its blackholes with DeviceRouteProtocol (boot).
+      for (const b of [block4(1), block6(1)])
+        n1().node.lab.sh(n1().node.lab.host, 'ip', ['route', 'add', 'blackhole', b, 'proto', 'boot']);
       await startAgents(
         members,
         { ...modeEnv, FELIX_IPV6SUPPORT: 'true', FELIX_PROGRAMCLUSTERROUTES: 'Enabled' },
@@ -124,8 +127,9 @@ for (const [datastore, make, mode, modeEnv] of SUITES)
       await allPairs(6, crossing());
       assert.match(routeTo(m1, block6(2)), /via fd68:0:0:2::1 dev vxlan-v6\.calico .*onlink/);
       // Felix's protocols: its own 80 for blackholes, DeviceRouteProtocol (boot) onto the device.
-      assert.match(routeTo(m1, block6(1)), /blackhole .*proto 80/);
-      assert.match(routeTo(m1, block4(1)), /blackhole .*proto 80/);
+      // ... and the boot-protocol blackholes an older palisade left are swept (one route each).
+      assert.match(routeTo(m1, block6(1)), /^blackhole [^\n]*proto 80[^\n]*$/);
+      assert.match(routeTo(m1, block4(1)), /^blackhole [^\n]*proto 80[^\n]*$/);
       assert.doesNotMatch(routeTo(m1, block6(2)), /proto/);
       // A remote VTEP's own address straight onto the device, as Felix (it is in its node's block).
       assert.match(routeTo(m1, 'fd68:0:0:2::1/128'), /^fd68:0:0:2::1 dev vxlan-v6\.calico/);

@@ -7,12 +7,21 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
+import { dieWithParent } from './etcd.js';
 import { uapiGet, uapiSet, uapiSocket, type WgChange } from '../../src/dataplane/wireguard/uapi.js';
 
 const [bin, device] = process.argv.slice(2) as [string, string];
-// Its log goes to stderr: stdout carries only our answers.
-const wg = spawn(bin, [device], { env: { ...process.env, WG_PROCESS_FOREGROUND: '1' }, stdio: ['ignore', 2, 2] });
-process.on('exit', () => wg.kill());
+// It dies with this driver however the driver ends (a killed test included), and its log is
+// forwarded to our stderr through a pipe of ours, so no pipe of the test outlives us.
+const [cmd, args] = dieWithParent(bin, [device]);
+const wg = spawn(cmd, args, { env: { ...process.env, WG_PROCESS_FOREGROUND: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+wg.stdout?.pipe(process.stderr);
+wg.stderr?.pipe(process.stderr);
+for (const sig of ['SIGTERM', 'SIGINT'] as const)
+  process.on(sig, () => {
+    wg.kill('SIGKILL');
+    process.exit(0);
+  });
 const sock = uapiSocket(device);
 for (let i = 0; i < 200 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 10));
 process.stdout.write(`${JSON.stringify({ ready: existsSync(sock) })}\n`);

@@ -6,7 +6,7 @@
 // set; replace_peers drops the rest; the device's refusals come back as errors with their
 // errno. Each node has its own mount namespace, so /run/wireguard is private to it.
 import assert from 'node:assert/strict';
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
@@ -21,7 +21,7 @@ const WG_GO = fileURLToPath(new URL('../../../build/test-servers/bin/wireguard-g
 const skip =
   ROOT_SKIP || (existsSync(WG_GO) ? false : `${WG_GO} missing (scripts/setup.sh --with-test-tools builds it)`);
 const netns = netnsFactory('wg');
-const children: ChildProcessWithoutNullStreams[] = [];
+const children: ChildProcess[] = [];
 after(() => {
   for (const c of children) c.kill();
 });
@@ -32,30 +32,34 @@ type Answer = { ok: boolean; result?: unknown; error?: { message: string; code?:
 async function node(ns: Netns, device = 'wg0') {
   mkdirSync('/run/wireguard', { recursive: true });
   const script = 'mount -t tmpfs palisade-wg /run/wireguard && exec "$0" "$@"';
-  const child = spawn('ip', [
-    'netns',
-    'exec',
-    ns.name,
-    'unshare',
-    '--mount',
-    '--propagation',
-    'private',
-    'sh',
-    '-c',
-    script,
-    process.execPath,
-    DRIVER,
-    WG_GO,
-    device,
-  ]);
+  const child = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns.name,
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      script,
+      process.execPath,
+      DRIVER,
+      WG_GO,
+      device,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   children.push(child);
   const lines: Array<(v: Answer & { ready?: boolean }) => void> = [];
-  createInterface({ input: child.stdout }).on('line', (l) => lines.shift()?.(JSON.parse(l)));
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => lines.shift()?.(JSON.parse(l)));
   const next = () => new Promise<Answer & { ready?: boolean }>((r) => lines.push(r));
   assert.equal((await next()).ready, true, 'wireguard-go made no UAPI socket');
   const call = async (req: Record<string, unknown>): Promise<Answer> => {
     const p = next();
-    child.stdin.write(`${JSON.stringify(req)}\n`);
+    child.stdin?.write(`${JSON.stringify(req)}\n`);
     return p;
   };
   return {

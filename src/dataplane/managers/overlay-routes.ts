@@ -136,9 +136,12 @@ export class OverlayRoutes {
       return !!c && pools.some((p) => p.version === c.version && p.prefix <= c.prefix && cidrContains(p, c.address));
     };
     const have = new Map<string, { spec: RouteSpec; protocol: number }>();
-    const protocols = new Set(Object.values(this.#protocols));
-    for (const r of await routeDump(-1)) {
-      if (r.family !== this.family || !protocols.has(r.protocol)) continue;
+    // A dump per protocol, filtered in the addon: every protocol's routes (BIRD's on a BGP
+    // node, tens of thousands) would otherwise all be made into objects to be thrown away.
+    const dumped = [];
+    for (const p of new Set(Object.values(this.#protocols))) dumped.push(...(await routeDump(p)));
+    for (const r of dumped) {
+      if (r.family !== this.family) continue;
       const spec: RouteSpec = {
         dst: r.dst,
         ifindex: r.type === RTN_BLACKHOLE ? 0 : r.ifindex,

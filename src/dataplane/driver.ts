@@ -22,6 +22,7 @@ import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
 import { IpipManager } from './managers/ipip-manager.js';
 import { NoEncapManager } from './managers/noencap-manager.js';
+import { OverlayManager } from './managers/overlay-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
 import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
@@ -97,8 +98,8 @@ export class DataplaneDriver {
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;
   readonly #statuses: EndpointStatusManager | undefined;
-  /** The overlays' route managers (VXLAN, IPIP), refreshed with the routes. */
-  readonly #overlays: Array<VxlanManager | IpipManager | NoEncapManager>;
+  /** The overlays' route managers (VXLAN, IPIP, unencapsulated), refreshed with the routes. */
+  readonly #overlays: OverlayManager[];
   readonly #managers: Manager[];
   readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
@@ -200,10 +201,7 @@ export class DataplaneDriver {
     this.#routes = this.#managers.find((m): m is RouteManager => m instanceof RouteManager);
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
     this.#statuses = this.#managers.find((m): m is EndpointStatusManager => m instanceof EndpointStatusManager);
-    this.#overlays = this.#managers.filter(
-      (m): m is VxlanManager | IpipManager | NoEncapManager =>
-        m instanceof VxlanManager || m instanceof IpipManager || m instanceof NoEncapManager,
-    );
+    this.#overlays = this.#managers.filter((m): m is OverlayManager => m instanceof OverlayManager);
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }

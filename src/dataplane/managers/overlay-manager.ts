@@ -11,8 +11,8 @@ import type { Manager } from './manager.js';
 import { OverlayRoutes } from './overlay-routes.js';
 
 export interface OverlayOptions {
-  /** The tunnel device's name. */
-  device: string;
+  /** The tunnel device's name (none for unencapsulated routes). */
+  device?: string;
   type: IPPoolType;
   /** VXLANEnabled / IpInIpEnabled: undefined means "when an IP pool uses this overlay". */
   enabled: boolean | undefined;
@@ -22,6 +22,8 @@ export interface OverlayOptions {
   idle: Record<string, number>;
   /** The IP family of the overlay's routes (default 4). */
   family?: 4 | 6;
+  /** What its routes are called in an error (default: the type). */
+  what?: string;
 }
 
 export abstract class OverlayManager implements Manager {
@@ -40,7 +42,7 @@ export abstract class OverlayManager implements Manager {
     this.#opts = opts;
     this.ifaces = ifaces;
     this.log = log;
-    this.routes = new OverlayRoutes(opts.type, opts.type, opts.routeProtocol, opts.family);
+    this.routes = new OverlayRoutes(opts.type, opts.what ?? opts.type, opts.routeProtocol, opts.family);
   }
 
   /** The overlay's own messages (VTEPs, host addresses); true when one changed what it programs. */
@@ -54,7 +56,8 @@ export abstract class OverlayManager implements Manager {
 
   onInterfaces(changed: ReadonlySet<string>): void {
     // The device or the underlay came, went or changed address (workload interfaces do not matter here).
-    if (changed.has(this.#opts.device) || this.parentName === undefined || changed.has(this.parentName))
+    const device = this.#opts.device;
+    if ((device && changed.has(device)) || this.parentName === undefined || changed.has(this.parentName))
       this.#dirty = true;
   }
 

@@ -44,6 +44,8 @@
         'native/rtnl/routes_napi.cc',
         'native/rtnl/links.cc',
         'native/rtnl/links_napi.cc',
+        'native/rtnl/rules.cc',
+        'native/rtnl/rules_napi.cc',
         'native/ct/conntrack.cc',
         'native/ct/ct_napi.cc',
         'native/ipset/ipset.cc',

@@ -41,6 +41,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("RtnlMonitor", palisade::rtnl::InitMonitor(env));
   palisade::rtnl::RegisterRoutes(env, exports);
   palisade::rtnl::RegisterLinks(env, exports);
+  palisade::rtnl::RegisterRules(env, exports);
   palisade::ct::Register(env, exports);
   palisade::ipset::Register(env, exports);
   palisade::iptc::Register(env, exports);

@@ -29,7 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t alen = op[5] == 4 ? 4 : 16;
     uint32_t ifindex;
     std::memcpy(&ifindex, op + 6, 4);
+    uint32_t table;
+    std::memcpy(&table, op + 69, 4);
+    if (!table) table = RT_TABLE_MAIN;
     if (!a.dst || std::memcmp(a.dst, op + 11, alen) != 0 || static_cast<uint32_t>(a.oif) != ifindex) abort();
+    if (a.table != table) abort();
   }
   if (i != r.ops || left != 0) abort();
   return 0;

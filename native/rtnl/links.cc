@@ -145,9 +145,11 @@ LinkResult AddVxlan(const VxlanSpec& spec) {
   return GetLink(spec.name);
 }
 
-// An IP-in-IP device with no fixed ends (what `ip link add NAME type ipip` makes; tunl0 is
-// the kernel's own when the ipip module loads). EOPNOTSUPP without the module.
-LinkResult AddIpip(const std::string& name, int mtu) {
+// A device of a kind that needs no attributes to exist: an IP-in-IP device with no fixed
+// ends (`ip link add NAME type ipip`; tunl0 is the kernel's own when the module loads), a
+// WireGuard device (configured afterwards over generic netlink). EOPNOTSUPP without the
+// kind's module.
+LinkResult AddBareLink(const std::string& name, const std::string& kind, int mtu) {
   char buf[512];
   nlmsghdr* h = Header(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK);
   auto* ifi = static_cast<ifinfomsg*>(mnl_nlmsg_put_extra_header(h, sizeof(ifinfomsg)));
@@ -155,7 +157,7 @@ LinkResult AddIpip(const std::string& name, int mtu) {
   mnl_attr_put_strz(h, IFLA_IFNAME, name.c_str());
   if (mtu) mnl_attr_put_u32(h, IFLA_MTU, static_cast<uint32_t>(mtu));
   nlattr* info = mnl_attr_nest_start(h, IFLA_LINKINFO);
-  mnl_attr_put_strz(h, IFLA_INFO_KIND, "ipip");
+  mnl_attr_put_strz(h, IFLA_INFO_KIND, kind.c_str());
   mnl_attr_nest_end(h, info);
   LinkResult r = Transact(h, [](const nlmsghdr*, LinkResult*) {});
   if (r.sysErrno || r.err) return r;

@@ -46,7 +46,8 @@ struct LinkResult {
 
 LinkResult GetLink(const std::string& name);
 LinkResult AddVxlan(const VxlanSpec& spec);
-LinkResult AddIpip(const std::string& name, int mtu);
+// kind: "ipip" or "wireguard" (checked by the caller).
+LinkResult AddBareLink(const std::string& name, const std::string& kind, int mtu);
 // mtu 0: leave it; up: bring up (true) or down (false).
 LinkResult SetLink(int index, int mtu, bool up);
 LinkResult DeleteLink(int index);

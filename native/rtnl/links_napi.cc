@@ -1,4 +1,4 @@
-// linkGet(name), linkAddVxlan(spec), linkAddIpip(name, mtu), linkSet(index, mtu, up), linkDelete(index),
+// linkGet(name), linkAddVxlan(spec), linkAdd(name, kind, mtu), linkSet(index, mtu, up), linkDelete(index),
 // addrChange(add, index, family, addrBytes, prefix), addrDump(index): Promises, I/O on
 // the libuv worker pool. The kernel refusing a request rejects with its errno (code
 // ELINK); a socket failure rejects with ESYS. TypeScript validates the arguments.
@@ -90,15 +90,19 @@ Napi::Value LinkAddVxlanFn(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value LinkAddIpipFn(const Napi::CallbackInfo& info) {
+Napi::Value LinkAddFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return Guard(env, "linkAddIpip", [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsString())
-      throw MakeNativeError(env, "EINVAL", "linkAddIpip", "expected a name");
+  return Guard(env, "linkAdd", [&]() -> Napi::Value {
+    if (info.Length() < 2 || !info[0].IsString() || !info[1].IsString())
+      throw MakeNativeError(env, "EINVAL", "linkAdd", "expected a name and a kind");
     std::string name = info[0].As<Napi::String>();
-    const int mtu = IntArg(info, 1, "linkAddIpip");
+    std::string kind = info[1].As<Napi::String>();
+    // Only kinds whose device needs no attributes to exist.
+    if (kind != "ipip" && kind != "wireguard")
+      throw MakeNativeError(env, "EINVAL", "linkAdd", "kind must be ipip or wireguard");
+    const int mtu = IntArg(info, 2, "linkAdd");
     return QueuePromise<LinkResult>(
-        env, "linkAddIpip", [name, mtu]() { return AddIpip(name, mtu); }, Settler("linkAddIpip", false));
+        env, "linkAdd", [name, kind, mtu]() { return AddBareLink(name, kind, mtu); }, Settler("linkAdd", false));
   });
 }
 
@@ -156,7 +160,7 @@ Napi::Value AddrDumpFn(const Napi::CallbackInfo& info) {
 void RegisterLinks(Napi::Env env, Napi::Object exports) {
   exports.Set("linkGet", Napi::Function::New(env, LinkGetFn, "linkGet"));
   exports.Set("linkAddVxlan", Napi::Function::New(env, LinkAddVxlanFn, "linkAddVxlan"));
-  exports.Set("linkAddIpip", Napi::Function::New(env, LinkAddIpipFn, "linkAddIpip"));
+  exports.Set("linkAdd", Napi::Function::New(env, LinkAddFn, "linkAdd"));
   exports.Set("linkSet", Napi::Function::New(env, LinkSetFn, "linkSet"));
   exports.Set("linkDelete", Napi::Function::New(env, LinkDeleteFn, "linkDelete"));
   exports.Set("addrChange", Napi::Function::New(env, AddrChangeFn, "addrChange"));

@@ -37,6 +37,7 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
     RouteAttrs* r;
     uint16_t alen;
   } ctx{&r, static_cast<uint16_t>(rt->rtm_family == AF_INET ? 4 : 16)};
+  r.table = rt->rtm_table;
   mnl_attr_parse(
       h, sizeof(rtmsg),
       [](const nlattr* a, void* data) {
@@ -48,6 +49,8 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
           c->r->oif = static_cast<int>(mnl_attr_get_u32(a));
         if (mnl_attr_get_type(a) == RTA_GATEWAY && mnl_attr_get_payload_len(a) == c->alen)
           c->r->gateway = mnl_attr_get_payload(a);
+        if (mnl_attr_get_type(a) == RTA_TABLE && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
+          c->r->table = mnl_attr_get_u32(a);
         return MNL_CB_OK;
       },
       &ctx);
@@ -79,6 +82,9 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
   const uint8_t* gw = p + 35;
   const uint8_t rtype = p[51], rflags = p[52];
   const uint8_t* prefsrc = p + 53;
+  uint32_t table;
+  std::memcpy(&table, p + 69, 4);
+  if (!table) table = RT_TABLE_MAIN;
   static const uint8_t kZero[16] = {};
   b->starts.push_back(b->used);
   nlmsghdr* h = mnl_nlmsg_put_header(b->buf.data() + b->used);
@@ -91,7 +97,8 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
     auto* rt = static_cast<rtmsg*>(mnl_nlmsg_put_extra_header(h, sizeof(rtmsg)));
     rt->rtm_family = fam;
     rt->rtm_dst_len = prefix;
-    rt->rtm_table = RT_TABLE_MAIN;
+    // Tables beyond a byte are named only by RTA_TABLE.
+    rt->rtm_table = table < 256 ? static_cast<uint8_t>(table) : static_cast<uint8_t>(RT_TABLE_UNSPEC);
     rt->rtm_protocol = proto;
     rt->rtm_scope = scope;
     rt->rtm_type = rtype ? rtype : static_cast<uint8_t>(RTN_UNICAST);
@@ -100,6 +107,7 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
     if (ifindex) mnl_attr_put_u32(h, RTA_OIF, ifindex);
     if (std::memcmp(gw, kZero, alen) != 0) mnl_attr_put(h, RTA_GATEWAY, alen, gw);
     if (op == kRouteReplace && std::memcmp(prefsrc, kZero, alen) != 0) mnl_attr_put(h, RTA_PREFSRC, alen, prefsrc);
+    if (table != RT_TABLE_MAIN) mnl_attr_put_u32(h, RTA_TABLE, table);
   } else if (op == kNeighReplace || op == kNeighDelete || op == kFdbReplace || op == kFdbDelete) {
     const bool fdb = op == kFdbReplace || op == kFdbDelete;
     const bool replace = op == kNeighReplace || op == kFdbReplace;
@@ -195,7 +203,7 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len) {
   return out;
 }
 
-RouteDump DumpRoutes(int protocol) {
+RouteDump DumpRoutes(int protocol, uint32_t table) {
   RouteDump out;
   RtnlSocket s;
   if (int e = s.Open(&out.sysWhat)) {
@@ -212,11 +220,11 @@ RouteDump DumpRoutes(int protocol) {
     const RequestStatus st = Request(s, h, [&](const nlmsghdr* m) {
       if (mnl_nlmsg_get_payload_len(m) < sizeof(rtmsg)) return;
       auto* r = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(m));
-      if ((protocol >= 0 && r->rtm_protocol != protocol) || r->rtm_table != RT_TABLE_MAIN) return;
+      if (protocol >= 0 && r->rtm_protocol != protocol) return;
       const RouteAttrs a = ParseRouteAttrs(m);
-      if (!a.dst) return;
-      out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, AddrString(r->rtm_family, a.dst, r->rtm_dst_len), a.oif,
-                            r->rtm_protocol, r->rtm_scope, r->rtm_type, static_cast<int>(r->rtm_flags),
+      if (!a.dst || a.table != table) return;
+      out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, a.table, AddrString(r->rtm_family, a.dst, r->rtm_dst_len),
+                            a.oif, r->rtm_protocol, r->rtm_scope, r->rtm_type, static_cast<int>(r->rtm_flags),
                             a.gateway ? AddrString(r->rtm_family, a.gateway, -1) : ""});
     });
     if (st.sysErrno || st.err) {

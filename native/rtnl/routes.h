@@ -23,6 +23,7 @@ struct RouteAttrs {
   const void* dst = nullptr;
   int oif = 0;
   const void* gateway = nullptr;
+  uint32_t table = 0;  // RTA_TABLE, else rtm_table
 };
 RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 
@@ -30,7 +31,7 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 // u8 prefixLen, 16 bytes address (IPv4 in the first 4), u8 protocol, u8 scope,
 // 6 bytes MAC (neighbour and FDB ops), 16 bytes gateway (routes; all zero: none),
 // u8 route type (RTN_*, 0 meaning unicast), u8 route flags (RTNH_F_ONLINK), 16 bytes
-// preferred source (route replaces; all zero: none).
+// preferred source (route replaces; all zero: none), u32 routing table (0: main).
 // Routes: no output interface when ifindex is 0 (a blackhole). FDB ops: the address is
 // the remote VTEP's IP (NDA_DST), the MAC its VTEP MAC, on the VXLAN device `ifindex`.
 enum RouteOp : uint8_t {
@@ -41,7 +42,7 @@ enum RouteOp : uint8_t {
   kFdbReplace = 5,
   kFdbDelete = 6
 };
-constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1 + 16;
+constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1 + 16 + 4;
 
 struct RouteFailure {
   uint32_t tag;
@@ -56,8 +57,9 @@ struct RouteResult {
   std::string badInput;
 };
 
-// The largest message one op becomes (a route: header, rtmsg, a 16-byte RTA_DST, RTA_OIF).
-constexpr size_t kMaxRouteMsg = 128;
+// The largest message one op becomes (a route: header, rtmsg, RTA_DST, RTA_OIF, RTA_GATEWAY,
+// RTA_PREFSRC, RTA_TABLE).
+constexpr size_t kMaxRouteMsg = 160;
 
 // The messages of a batch, where each starts, and which op each sequence number came from.
 // They go to the kernel in chunks of at most kRouteChunk bytes and kRouteChunkMsgs
@@ -82,6 +84,7 @@ RouteResult ApplyRoutes(const uint8_t* ops, size_t len);
 
 struct DumpedRoute {
   int family;
+  uint32_t table;
   std::string dst;  // "a.b.c.d/len"
   int ifindex;
   int protocol;
@@ -97,8 +100,9 @@ struct RouteDump {
   std::string sysWhat;
 };
 
-// protocol < 0: every protocol's routes.
-RouteDump DumpRoutes(int protocol);
+// One table's routes (RT_TABLE_MAIN for the main table) of one protocol; protocol < 0:
+// every protocol's routes.
+RouteDump DumpRoutes(int protocol, uint32_t table);
 
 // Permanent neighbour (AF_INET/AF_INET6) and FDB (AF_BRIDGE) entries of one interface.
 struct DumpedNeigh {

@@ -2,6 +2,8 @@
 // worker pool.
 // Per-operation failures are part of the result (a delete of what is already gone is
 // ENOENT and the caller may not care); transport failures reject with ESYS.
+#include <linux/rtnetlink.h>
+
 #include <cstring>
 #include <vector>
 
@@ -30,7 +32,7 @@ void SettleApply(Napi::Env env, const RouteResult& r, Napi::Promise::Deferred& d
   d.Resolve(o);
 }
 
-// routeDump's result: the main table's routes of one protocol.
+// routeDump's result: one table's routes of one protocol.
 void SettleDump(Napi::Env env, const RouteDump& r, Napi::Promise::Deferred& d) {
   if (r.sysErrno) return d.Reject(SysError(env, "routeDump", r.sysWhat, r.sysErrno));
   Napi::Array a = Napi::Array::New(env, r.routes.size());
@@ -38,6 +40,7 @@ void SettleDump(Napi::Env env, const RouteDump& r, Napi::Promise::Deferred& d) {
     const DumpedRoute& rt = r.routes[i];
     Napi::Object x = Napi::Object::New(env);
     x.Set("family", rt.family);
+    x.Set("table", rt.table);
     x.Set("dst", rt.dst);
     x.Set("ifindex", rt.ifindex);
     x.Set("protocol", rt.protocol);
@@ -93,8 +96,12 @@ Napi::Value RouteDumpFn(const Napi::CallbackInfo& info) {
     if (info.Length() < 1 || !info[0].IsNumber())
       throw MakeNativeError(env, "EINVAL", "routeDump", "expected a protocol number");
     const int protocol = info[0].As<Napi::Number>().Int32Value();
+    // Optional: the table (default main).
+    uint32_t table = RT_TABLE_MAIN;
+    if (info.Length() > 1 && info[1].IsNumber()) table = info[1].As<Napi::Number>().Uint32Value();
+    if (!table) throw MakeNativeError(env, "EINVAL", "routeDump", "table 0 is no table");
     return QueuePromise<RouteDump>(
-        env, "routeDump", [protocol]() { return DumpRoutes(protocol); }, SettleDump);
+        env, "routeDump", [protocol, table]() { return DumpRoutes(protocol, table); }, SettleDump);
   });
 }
 

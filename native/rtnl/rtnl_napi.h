@@ -13,5 +13,7 @@ Napi::Function InitMonitor(Napi::Env env);
 void RegisterRoutes(Napi::Env env, Napi::Object exports);
 // linkGet / linkAddVxlan / linkSet / linkDelete / addrChange / addrDump (links_napi.cc).
 void RegisterLinks(Napi::Env env, Napi::Object exports);
+// ruleApply / ruleDump (rules_napi.cc).
+void RegisterRules(Napi::Env env, Napi::Object exports);
 
 }  // namespace palisade::rtnl

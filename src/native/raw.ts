@@ -140,16 +140,28 @@ export interface RawRouteResult {
 
 export interface RawRoute {
   family: 4 | 6;
+  table: number;
   dst: string;
   ifindex: number;
   protocol: number;
   scope: number;
-  /** RTN_* (1 unicast, 6 blackhole). */
+  /** RTN_* (1 unicast, 6 blackhole, 7 unreachable, 9 throw). */
   type: number;
   /** rtm_flags (4: onlink). */
   flags: number;
   /** "" when none. */
   gateway: string;
+}
+
+export interface RawRule {
+  family: 4 | 6;
+  priority: number;
+  table: number;
+  mark: number;
+  mask: number;
+  invert: boolean;
+  /** FR_ACT_* (1: to a table). */
+  action: number;
 }
 
 export interface RawLink {
@@ -220,7 +232,9 @@ export interface RawModule {
   ) => RawRtnlMonitor;
   /** Route/neighbour ops (native/rtnl/routes.h); per-op failures in the result. */
   routeApply(ops: Uint8Array): Promise<RawRouteResult>;
-  routeDump(protocol: number): Promise<RawRoute[]>;
+  routeDump(protocol: number, table: number): Promise<RawRoute[]>;
+  ruleApply(ops: Uint8Array): Promise<RawRouteResult>;
+  ruleDump(): Promise<RawRule[]>;
   neighDump(ifindex: number): Promise<RawNeigh[]>;
   linkGet(name: string): Promise<RawLink | undefined>;
   linkAddVxlan(spec: {
@@ -233,7 +247,7 @@ export interface RawModule {
     mac: Uint8Array | undefined;
     mtu: number;
   }): Promise<RawLink>;
-  linkAddIpip(name: string, mtu: number): Promise<RawLink>;
+  linkAdd(name: string, kind: 'ipip' | 'wireguard', mtu: number): Promise<RawLink>;
   linkSet(index: number, mtu: number, up: boolean): Promise<undefined>;
   linkDelete(index: number): Promise<undefined>;
   addrChange(add: boolean, index: number, family: 4 | 6, addr: Uint8Array, prefix: number): Promise<undefined>;

@@ -2,7 +2,7 @@
 // from its own thread) and batched route / neighbour programming.
 import { addressBytes, writeAddress } from '../model/net.js';
 import { native } from './load.js';
-import type { RawIfaceEvent, RawLink, RawNeigh, RawRoute, RawRouteResult } from './raw.js';
+import type { RawIfaceEvent, RawLink, RawNeigh, RawRoute, RawRouteResult, RawRule } from './raw.js';
 
 export type IfaceEvent = RawIfaceEvent;
 export type Route = RawRoute;
@@ -44,10 +44,14 @@ export const SCOPE_LINK = 253;
 export const SCOPE_UNIVERSE = 0;
 export const RTN_UNICAST = 1;
 export const RTN_BLACKHOLE = 6;
+export const RTN_UNREACHABLE = 7;
+export const RTN_THROW = 9;
+/** RT_TABLE_MAIN */
+export const MAIN_TABLE = 254;
 export const RTNH_F_ONLINK = 4;
 
 const OP = { routeReplace: 1, routeDelete: 2, neighReplace: 3, neighDelete: 4, fdbReplace: 5, fdbDelete: 6 } as const;
-const OP_SIZE = 69;
+const OP_SIZE = 73;
 
 export interface RouteOp {
   op: keyof typeof OP;
@@ -59,8 +63,10 @@ export interface RouteOp {
   mac?: string | undefined;
   /** Routes: via this address. */
   gateway?: string | undefined;
-  /** Routes: unicast (default) or blackhole. */
-  type?: 'unicast' | 'blackhole';
+  /** Routes: unicast (default), blackhole, unreachable, or throw (back to the next rule's table). */
+  type?: RouteType;
+  /** Routes: the routing table (default main). */
+  table?: number | undefined;
   /** Routes: the gateway is on the link even if no route says so (RTNH_F_ONLINK). */
   onlink?: boolean;
   /** Routes: link (default, a workload route) or universe. */
@@ -70,6 +76,14 @@ export interface RouteOp {
   /** Route replaces: the preferred source address (DeviceRouteSourceAddress). */
   prefsrc?: string | undefined;
 }
+
+export type RouteType = 'unicast' | 'blackhole' | 'unreachable' | 'throw';
+const RTN: Record<RouteType, number> = {
+  unicast: RTN_UNICAST,
+  blackhole: RTN_BLACKHOLE,
+  unreachable: RTN_UNREACHABLE,
+  throw: RTN_THROW,
+};
 
 export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
   const buf = Buffer.alloc(ops.length * OP_SIZE);
@@ -86,12 +100,14 @@ export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
     buf[at + 10] = slash < 0 ? (family === 4 ? 32 : 128) : Number(o.dst.slice(slash + 1));
     writeAddress(buf, at + 11, addr);
     buf[at + 27] = o.protocol ?? ROUTE_PROTOCOL;
-    buf[at + 28] = o.scope === 'universe' || o.type === 'blackhole' ? SCOPE_UNIVERSE : SCOPE_LINK;
+    const typed = o.type !== undefined && o.type !== 'unicast';
+    buf[at + 28] = o.scope === 'universe' || typed ? SCOPE_UNIVERSE : SCOPE_LINK;
     if (o.mac) o.mac.split(':').forEach((h, j) => (buf[at + 29 + j] = parseInt(h, 16)));
     if (o.gateway) writeAddress(buf, at + 35, o.gateway);
-    buf[at + 51] = o.type === 'blackhole' ? RTN_BLACKHOLE : RTN_UNICAST;
+    buf[at + 51] = RTN[o.type ?? 'unicast'];
     buf[at + 52] = o.onlink ? RTNH_F_ONLINK : 0;
     if (o.prefsrc) writeAddress(buf, at + 53, o.prefsrc);
+    buf.writeUInt32LE(o.table ?? MAIN_TABLE, at + 69);
   }
   return buf;
 }
@@ -115,9 +131,9 @@ export async function routeApplyOrThrow(ops: readonly RouteOp[], what: string): 
     );
 }
 
-/** The main table's routes of one protocol (-1: of every protocol). */
-export async function routeDump(protocol = ROUTE_PROTOCOL): Promise<Route[]> {
-  return native.routeDump(protocol);
+/** One table's (default main) routes of one protocol (-1: of every protocol). */
+export async function routeDump(protocol = ROUTE_PROTOCOL, table = MAIN_TABLE): Promise<Route[]> {
+  return native.routeDump(protocol, table);
 }
 
 /** One interface's neighbour (family 4/6) and FDB (family 7) entries. */
@@ -170,7 +186,12 @@ export function linkAddVxlan(spec: VxlanLinkSpec): Promise<Link> {
  * module.
  */
 export function linkAddIpip(name: string, mtu: number): Promise<Link> {
-  return native.linkAddIpip(name, mtu);
+  return native.linkAdd(name, 'ipip', mtu);
+}
+
+/** Creates a kernel WireGuard device; rejects (ELINK, errno EOPNOTSUPP) without the wireguard module. */
+export function linkAddWireguard(name: string, mtu: number): Promise<Link> {
+  return native.linkAdd(name, 'wireguard', mtu);
 }
 
 export function linkSet(index: number, mtu: number, up: boolean): Promise<undefined> {
@@ -197,4 +218,48 @@ export function addrChange(add: boolean, index: number, cidr: string): Promise<u
 /** An interface's addresses ("10.65.0.1/32"). */
 export function addrDump(index: number): Promise<string[]> {
   return native.addrDump(index);
+}
+
+// ---- policy-routing rules (WireGuard's "not fwmark X lookup T") ----
+
+export type Rule = RawRule;
+
+export interface RuleOp {
+  op: 'add' | 'delete';
+  family: 4 | 6;
+  priority: number;
+  table: number;
+  /** Match packets whose mark & mask equals mark (mask 0: no mark match). */
+  mark: number;
+  mask: number;
+  /** The match is inverted (`not fwmark`). */
+  invert: boolean;
+}
+
+const RULE_OP_SIZE = 23;
+
+export function encodeRuleOps(ops: readonly RuleOp[]): Uint8Array {
+  const buf = Buffer.alloc(ops.length * RULE_OP_SIZE);
+  ops.forEach((o, i) => {
+    const at = i * RULE_OP_SIZE;
+    buf[at] = o.op === 'add' ? 1 : 2;
+    buf.writeUInt32LE(i, at + 1);
+    buf[at + 5] = o.family;
+    buf[at + 6] = o.invert ? 1 : 0;
+    buf.writeUInt32LE(o.priority >>> 0, at + 7);
+    buf.writeUInt32LE(o.table >>> 0, at + 11);
+    buf.writeUInt32LE(o.mark >>> 0, at + 15);
+    buf.writeUInt32LE(o.mask >>> 0, at + 19);
+  });
+  return buf;
+}
+
+/** Applies rule ops in order; each failed op is named with its errno (EEXIST, ENOENT...). */
+export function ruleApply(ops: readonly RuleOp[]): Promise<RouteResult> {
+  return native.ruleApply(encodeRuleOps(ops));
+}
+
+/** Both families' policy-routing rules. */
+export function ruleDump(): Promise<Rule[]> {
+  return native.ruleDump();
 }

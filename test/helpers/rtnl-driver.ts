@@ -18,6 +18,9 @@ import {
   routeApply,
   routeDump,
   type RouteOp,
+  type RuleOp,
+  ruleApply,
+  ruleDump,
   type VxlanLinkSpec,
 } from '../../src/native/rtnl.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
@@ -50,7 +53,11 @@ async function handle(req: Record<string, unknown>): Promise<unknown> {
     case 'routes':
       return routeApply(req.ops as RouteOp[]);
     case 'dump':
-      return routeDump();
+      return req.table === undefined ? routeDump() : routeDump(req.protocol as number, req.table as number);
+    case 'rules':
+      return ruleApply(req.ops as RuleOp[]);
+    case 'ruleDump':
+      return ruleDump();
     case 'neighDump':
       return neighDump(req.ifindex as number);
     case 'routeManager': {

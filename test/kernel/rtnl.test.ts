@@ -192,6 +192,83 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
   });
 });
 
+describe('kernel: policy routing (the WireGuard table and rule)', { skip: ROOT_SKIP }, () => {
+  it('routes and throw routes in a table of their own, read back by table; a "not fwmark" rule added, found and deleted', async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'wgR0', 'type', 'veth', 'peer', 'name', 'wgR1']);
+    ns.run('ip', ['link', 'set', 'wgR0', 'up']);
+    const index = Number(/^(\d+):/.exec(ns.run('ip', ['-o', 'link', 'show', 'wgR0']))?.[1]);
+    const d = driver(ns);
+    const res = await d.call<{ ops: number; failures: unknown[] }>({
+      cmd: 'routes',
+      ops: [
+        { op: 'routeReplace', dst: '10.65.1.0/26', ifindex: index, table: 1, protocol: 80, scope: 'link' },
+        { op: 'routeReplace', dst: '10.65.0.0/26', ifindex: 0, type: 'throw', table: 1, protocol: 80 },
+        { op: 'routeReplace', dst: 'fd65:1::/122', ifindex: index, table: 70000, protocol: 80 },
+        { op: 'routeReplace', dst: 'fd65:2::/122', ifindex: 0, type: 'unreachable', table: 70000, protocol: 80 },
+      ],
+    });
+    assert.deepEqual(res, { ops: 4, failures: [] });
+    assert.match(ns.run('ip', ['route', 'show', 'table', '1']), /10\.65\.1\.0\/26 dev wgR0 proto 80 scope link/);
+    assert.match(ns.run('ip', ['route', 'show', 'table', '1']), /throw 10\.65\.0\.0\/26 proto 80/);
+    assert.match(ns.run('ip', ['-6', 'route', 'show', 'table', '70000']), /unreachable fd65:2::\/122/);
+    assert.doesNotMatch(ns.run('ip', ['route', 'show']), /10\.65/, 'nothing leaked into the main table');
+    const t1 = await d.call<Array<{ dst: string; type: number; table: number }>>({
+      cmd: 'dump',
+      protocol: 80,
+      table: 1,
+    });
+    assert.deepEqual(t1.map((r) => [r.dst, r.type, r.table]).sort(), [
+      ['10.65.0.0/26', 9, 1],
+      ['10.65.1.0/26', 1, 1],
+    ]);
+    const big = await d.call<Array<{ dst: string; table: number }>>({ cmd: 'dump', protocol: -1, table: 70000 });
+    assert.deepEqual(big.map((r) => r.dst).sort(), ['fd65:1::/122', 'fd65:2::/122']);
+    const del = await d.call<{ failures: unknown[] }>({
+      cmd: 'routes',
+      ops: [{ op: 'routeDelete', dst: '10.65.0.0/26', ifindex: 0, type: 'throw', table: 1, protocol: 80 }],
+    });
+    assert.deepEqual(del.failures, []);
+    assert.doesNotMatch(ns.run('ip', ['route', 'show', 'table', '1']), /throw/);
+
+    const rule = { family: 4, priority: 99, table: 1, mark: 0x100000, mask: 0x100000, invert: true };
+    const rule6 = { ...rule, family: 6, table: 70000 };
+    const added = await d.call<{ failures: unknown[] }>({
+      cmd: 'rules',
+      ops: [
+        { op: 'add', ...rule },
+        { op: 'add', ...rule6 },
+        { op: 'add', ...rule },
+      ],
+    });
+    // The second add of the same rule is the kernel's EEXIST, reported against its op.
+    assert.deepEqual(added.failures, [{ tag: 2, errno: 17 }]);
+    assert.match(ns.run('ip', ['rule', 'show']), /^99:\s+not from all fwmark 0x100000\/0x100000 lookup 1\s*$/m);
+    assert.match(ns.run('ip', ['-6', 'rule', 'show']), /^99:\s+not from all fwmark 0x100000\/0x100000 lookup 70000/m);
+    const rules = await d.call<Array<Record<string, unknown>>>({ cmd: 'ruleDump' });
+    const ours = rules.filter((r) => r.priority === 99);
+    assert.deepEqual(
+      ours.map((r) => [r.family, r.table, r.mark, r.mask, r.invert, r.action]),
+      [
+        [4, 1, 0x100000, 0x100000, true, 1],
+        [6, 70000, 0x100000, 0x100000, true, 1],
+      ],
+    );
+    const gone = await d.call<{ failures: unknown[] }>({
+      cmd: 'rules',
+      ops: [
+        { op: 'delete', ...rule },
+        { op: 'delete', ...rule6 },
+      ],
+    });
+    assert.deepEqual(gone.failures, []);
+    assert.doesNotMatch(ns.run('ip', ['rule', 'show']), /^99:/m);
+    // Garbage is refused before anything is sent.
+    await assert.rejects(d.call({ cmd: 'rules', ops: [{ op: 'add', ...rule, family: 5 }] }), /family 5/);
+    await assert.rejects(d.call({ cmd: 'rules', ops: [{ op: 'add', ...rule, table: 0 }] }), /without a table/);
+  });
+});
+
 describe('kernel: the route manager', { skip: ROOT_SKIP }, () => {
   it("a read-back finds each route's permanent neighbour entry: a refresh replaces only what is wrong", async () => {
     const ns = netns();

@@ -46,6 +46,8 @@
         'native/rtnl/links_napi.cc',
         'native/rtnl/rules.cc',
         'native/rtnl/rules_napi.cc',
+        'native/wg/wg.cc',
+        'native/wg/wg_napi.cc',
         'native/ct/conntrack.cc',
         'native/ct/ct_napi.cc',
         'native/ipset/ipset.cc',

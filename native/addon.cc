@@ -14,6 +14,7 @@
 #include "render/rule_hashes_napi.h"
 #include "rtnl/rtnl_napi.h"
 #include "selector/selector_napi.h"
+#include "wg/wg_napi.h"
 
 namespace {
 
@@ -42,6 +43,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   palisade::rtnl::RegisterRoutes(env, exports);
   palisade::rtnl::RegisterLinks(env, exports);
   palisade::rtnl::RegisterRules(env, exports);
+  palisade::wg::Register(env, exports);
   palisade::ct::Register(env, exports);
   palisade::ipset::Register(env, exports);
   palisade::iptc::Register(env, exports);

@@ -4,7 +4,7 @@
 // elements, verdict maps, rules of every kind), one stream per chain or set so each seed is
 // small; selectors of the shapes Calico users write; route op streams; and rtnetlink
 // messages (links, renames, addresses, route deletions) as the kernel sends them; IP-set
-// command streams. Run
+// command streams; WireGuard device changes. Run
 // after `npm run build:ts`.
 import { mkdirSync, writeFileSync } from 'node:fs';
 
@@ -148,7 +148,35 @@ const routeSeeds = [
     { op: 'routeReplace', ifindex: 3, dst: '0.0.0.0/0' },
   ],
 ];
+routeSeeds.push([
+  { op: 'routeReplace', ifindex: 4, dst: '10.65.1.0/26', table: 1, protocol: 80 },
+  { op: 'routeReplace', ifindex: 0, dst: 'fd65::/122', type: 'throw', table: 70000 },
+]);
 routeSeeds.forEach((ops, i) => out('route_ops', `ops-${i}`, encodeRouteOps(ops)));
+
+// WireGuard changes as the WireGuard manager sends them: a device's key, port and mark
+// with peers (endpoints of both families, allowed IPs), a removal, replace_peers.
+const { encodeWgChange } = await import(new URL('dist/src/native/wg.js', root));
+const key = (n) => Buffer.alloc(32, n).toString('base64');
+const wgSeeds = [
+  {
+    privateKey: key(1),
+    listenPort: 51820,
+    fwmark: 0x100000,
+    peers: [
+      { publicKey: key(2), endpoint: '192.0.2.2:51820', allowedIps: ['10.65.1.0/26', '10.65.1.64/32'] },
+      { publicKey: key(3), endpoint: '[2001:db8::3]:51821', allowedIps: ['fd65::/122'], persistentKeepalive: 25 },
+    ],
+  },
+  {
+    replacePeers: true,
+    peers: [
+      { publicKey: key(2), remove: true },
+      { publicKey: key(4), allowedIps: [] },
+    ],
+  },
+];
+wgSeeds.forEach((c, i) => out('wg_msgs', `change-${i}`, encodeWgChange(c)));
 
 // rtnetlink messages as the kernel sends them to the interface monitor: nlmsghdr, the
 // family header, then attributes (each 4-byte aligned).
@@ -231,5 +259,5 @@ const ipsetSeeds = [
 ];
 ipsetSeeds.forEach((ops, i) => out('ipset_ops', `ops-${i}`, encodeIpsetOps(ops)));
 console.log(
-  `fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets, ${ipsetSeeds.length} IP-set streams`,
+  `fuzz-seeds: ${n} op streams, ${selectors.length} selectors, ${routeSeeds.length} route op streams, ${rtnlSeeds.length} rtnetlink message sets, ${ipsetSeeds.length} IP-set streams, ${wgSeeds.length} WireGuard changes`,
 );

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs a fuzz target: `npm run fuzz -- <target> <seconds>` (default 60 s). The native ones
-// (selector, nft_ops, route_ops, rtnl_msgs, ipset_ops, iptables_ops) are libFuzzer targets:
+// (selector, nft_ops, route_ops, rtnl_msgs, ipset_ops, iptables_ops, wg_msgs) are libFuzzer targets:
 // native/fuzz is built first; the working corpus lives in build/fuzz-corpus/<target>,
 // seeded from native/fuzz/corpus/<target>. typha_stream is the TypeScript Typha reader
 // (gob decoder, messages, v1 values: test/fuzz/typha-stream.ts), mutation-based. Findings
@@ -10,7 +10,16 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const TARGETS = ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops', 'typha_stream'];
+const TARGETS = [
+  'selector',
+  'nft_ops',
+  'route_ops',
+  'rtnl_msgs',
+  'ipset_ops',
+  'iptables_ops',
+  'wg_msgs',
+  'typha_stream',
+];
 const [target, secondsText = '60'] = process.argv.slice(2);
 if (!TARGETS.includes(target ?? '')) {
   console.error(`usage: npm run fuzz -- <${TARGETS.join('|')}> [seconds]`);

@@ -15,7 +15,11 @@
 #                       kube-apiserver and etcd the Kubernetes-datastore tests run against,
 #                       and wireguard-go for the WireGuard tests,
 #                       built from their Go modules with the machine's Go (/usr/local/go):
-#                       scripts/build-test-servers.sh, versions pinned in test/tools/)
+#                       scripts/build-test-servers.sh, versions pinned in test/tools/;
+#                       qemu-system-x86 and, where /boot has none with WireGuard, Debian's
+#                       kernel (linux-image-amd64), which the kernel-WireGuard tests boot in
+#                       a VM of their own (test/helpers/vm.ts); wireguard-tools and tcpdump
+#                       for the WireGuard bench and the encryption capture)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +39,11 @@ if [[ ${1:-} == --with-test-tools ]]; then
   pkgs+=(valgrind etcd-server etcd-client openssl iputils-ping clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14 golang-go golang-github-golang-snappy-dev)
   # kubectl checks the tests' Kubernetes API server; Debian's client where none is installed.
   command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
+  # The kernel-WireGuard tests boot a Debian kernel under qemu (this machine's kernel may
+  # have no WireGuard module): any installed one with the module will do.
+  pkgs+=(qemu-system-x86 wireguard-tools tcpdump)
+  ls /lib/modules/*/kernel/drivers/net/wireguard >/dev/null 2>&1 && ls /boot/vmlinuz-* >/dev/null 2>&1 ||
+    pkgs+=(linux-image-amd64)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

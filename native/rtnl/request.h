@@ -7,6 +7,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/netlink.h>
 
+#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <string>
@@ -21,11 +22,12 @@ struct RtnlSocket {
   ~RtnlSocket() {
     if (nl) mnl_socket_close(nl);
   }
-  // 0, or the errno with `*what` naming the step that failed.
-  int Open(std::string* what) {
-    nl = mnl_socket_open(NETLINK_ROUTE);
+  // 0, or the errno with `*what` naming the step that failed. NETLINK_GENERIC for the
+  // WireGuard family, which is asked the same way.
+  int Open(std::string* what, int protocol = NETLINK_ROUTE) {
+    nl = mnl_socket_open(protocol);
     if (!nl) {
-      *what = "socket(NETLINK_ROUTE)";
+      *what = protocol == NETLINK_ROUTE ? "socket(NETLINK_ROUTE)" : "socket(NETLINK_GENERIC)";
       return errno;
     }
     if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
@@ -43,13 +45,21 @@ struct RequestStatus {
   int err = 0;  // the kernel refused (positive errno)
 };
 
+// A sequence number no other request of this process has had lately. One counter for
+// every request: a counter per Request instantiation gave two requests on one socket the
+// same number within a second, and the second then took the first's late ACK for its
+// own answer.
+inline uint32_t NextSeq() {
+  static std::atomic<uint32_t> counter{0};
+  return static_cast<uint32_t>(time(nullptr)) + counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 // Sends `h` (its sequence number is set here) and reads until its answer; `onMsg(reply)`
 // sees each reply message of a GET or a dump.
 template <typename F>
 RequestStatus Request(RtnlSocket& s, nlmsghdr* h, F onMsg) {
   RequestStatus out;
-  static thread_local uint32_t counter = 0;
-  const uint32_t seq = static_cast<uint32_t>(time(nullptr)) + ++counter;
+  const uint32_t seq = NextSeq();
   h->nlmsg_seq = seq;
   if (mnl_socket_sendto(s.nl, h, h->nlmsg_len) < 0) {
     out.sysErrno = errno;

@@ -153,6 +153,25 @@ export interface RawRoute {
   gateway: string;
 }
 
+export interface RawWgPeer {
+  publicKey: string;
+  endpoint: string;
+  persistentKeepalive: number;
+  lastHandshakeSec: number;
+  rxBytes: number;
+  txBytes: number;
+  allowedIps: string[];
+}
+
+export interface RawWgDevice {
+  ifindex: number;
+  privateKey: string;
+  publicKey: string;
+  listenPort: number;
+  fwmark: number;
+  peers: RawWgPeer[];
+}
+
 export interface RawRule {
   family: 4 | 6;
   priority: number;
@@ -236,6 +255,10 @@ export interface RawModule {
   ruleApply(ops: Uint8Array): Promise<RawRouteResult>;
   ruleDump(): Promise<RawRule[]>;
   neighDump(ifindex: number): Promise<RawNeigh[]>;
+  /** A kernel WireGuard device and its peers (native/wg/wg.h), undefined when there is none; keys hex. */
+  wgGet(name: string): Promise<RawWgDevice | undefined>;
+  /** One change (native/wg/wg.h's stream) to a kernel WireGuard device, in as many messages as it needs. */
+  wgSet(name: string, change: Uint8Array): Promise<{ messages: number }>;
   linkGet(name: string): Promise<RawLink | undefined>;
   linkAddVxlan(spec: {
     name: string;

@@ -2,7 +2,7 @@
 // selector parser, the nft op-stream reader and batch builder, the route op-stream reader
 // the rtnetlink message handling of the interface monitor and the IP-set op-stream
 // reader and message builder, and the iptables restore op stream as both native iptables
-// transports build it, under ASan, UBSan and
+// transports build it, and the WireGuard change stream, message splitting and reply reader, under ASan, UBSan and
 // LeakSanitizer (and a 10 s limit per input, so a hang is a finding), from the committed
 // seed corpus. Longer runs: `npm run fuzz -- <target> <s>`.
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ const haveClang = spawnSync('clang++-14', ['--version']).status === 0;
 describe('native fuzzing', {
   skip: haveClang ? false : 'clang-14 is not installed (npm test installs it: scripts/setup.sh --with-test-tools)',
 }, () => {
-  for (const target of ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops']) {
+  for (const target of ['selector', 'nft_ops', 'route_ops', 'rtnl_msgs', 'ipset_ops', 'iptables_ops', 'wg_msgs']) {
     it(`${target}: ${SECONDS} s of fuzzing find no crash, leak or undefined behaviour`, {
       timeout: (SECONDS + 240) * 1000,
     }, () => {

@@ -7,6 +7,7 @@
 import { connect } from 'node:net';
 import { join } from 'node:path';
 
+import type { WgChange, WgDevice, WgPeer } from '../../native/wg.js';
 import { hexToKey, keyToHex } from './keys.js';
 
 /** Where userspace WireGuard implementations listen (wgctrl's and wireguard-go's socketDirectory). */
@@ -25,45 +26,7 @@ export class WireguardUapiError extends Error {
   }
 }
 
-export interface WgPeer {
-  /** base64 */
-  publicKey: string;
-  /** "192.0.2.1:51820", "[fd00::1]:51821"; "" for none. */
-  endpoint: string;
-  allowedIps: string[];
-  /** Seconds; 0: off. */
-  persistentKeepalive: number;
-  lastHandshakeSec?: number;
-  rxBytes?: number;
-  txBytes?: number;
-}
-
-export interface WgDevice {
-  /** base64; "" when none is set. */
-  privateKey: string;
-  listenPort: number;
-  fwmark: number;
-  peers: WgPeer[];
-}
-
-export interface WgPeerChange {
-  publicKey: string;
-  /** Removes the peer (nothing else is read). */
-  remove?: boolean;
-  endpoint?: string;
-  /** The peer's allowed IPs become exactly these (replace_allowed_ips). */
-  allowedIps?: string[];
-  persistentKeepalive?: number;
-}
-
-export interface WgChange {
-  privateKey?: string;
-  listenPort?: number;
-  fwmark?: number;
-  /** Peers not named here are removed (replace_peers). */
-  replacePeers?: boolean;
-  peers?: WgPeerChange[];
-}
+export type { WgChange, WgDevice, WgPeer, WgPeerChange } from '../../native/wg.js';
 
 export const uapiSocket = (device: string, dir = UAPI_DIR) => join(dir, `${device}.sock`);
 

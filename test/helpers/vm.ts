@@ -1,0 +1,169 @@
+// A throwaway VM for the kernel features this machine's own kernel lacks (its WireGuard
+// module, above all): qemu boots a Debian kernel from /boot under software emulation with
+// test/vm/init.c as PID 1, the host's root shared read-only over virtio-9p, so the guest
+// runs this checkout's node, addon and dist as they are. A script runs inside; its output
+// comes back on the serial console. Nothing the guest does reaches the host's network,
+// routes or firewall: it has no network device at all.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const INIT_SRC = join(ROOT, 'test/vm/init.c');
+const QEMU = '/usr/bin/qemu-system-x86_64';
+/** The 9p stack the init loads before it can see the host (modules in Debian's kernels). */
+const NINEP = ['fs/netfs/netfs', 'net/9p/9pnet', 'net/9p/9pnet_virtio', 'fs/9p/9p'];
+
+export interface VmKernel {
+  version: string;
+  image: string;
+  modules: string;
+}
+
+/** The newest kernel in /boot whose modules include WireGuard, or undefined. */
+export function findKernel(): VmKernel | undefined {
+  if (!existsSync('/boot')) return undefined;
+  const versions = readdirSync('/boot')
+    .filter((f) => f.startsWith('vmlinuz-'))
+    .map((f) => f.slice('vmlinuz-'.length))
+    .filter((v) => existsSync(`/lib/modules/${v}/kernel/drivers/net/wireguard`))
+    .sort()
+    .reverse();
+  const version = versions[0];
+  return version ? { version, image: `/boot/vmlinuz-${version}`, modules: `/lib/modules/${version}` } : undefined;
+}
+
+/** Why VM tests cannot run here ("" when they can); scripts/setup.sh --with-test-tools installs what they need. */
+export function vmSkipReason(): string {
+  if (process.getuid?.() !== 0) return 'needs root (CI runs as root)';
+  if (!existsSync(QEMU)) return `${QEMU} missing (scripts/setup.sh --with-test-tools installs qemu-system-x86)`;
+  if (!findKernel())
+    return 'no kernel with a WireGuard module in /boot (scripts/setup.sh --with-test-tools installs one)';
+  if (spawnSync('gcc', ['--version']).status !== 0) return 'gcc missing';
+  return '';
+}
+
+/** newc cpio of `entries` (directories end with "/"). */
+function cpio(entries: Array<{ name: string; data?: Buffer; mode: number }>): Buffer {
+  const parts: Buffer[] = [];
+  const pad = (n: number) => Buffer.alloc((4 - (n % 4)) % 4);
+  let ino = 1;
+  const put = (name: string, mode: number, data: Buffer) => {
+    const hex = (v: number) => v.toString(16).padStart(8, '0');
+    const fields = [ino++, mode, 0, 0, 1, 0, data.length, 0, 0, 0, 0, name.length + 1, 0];
+    const head = Buffer.from(`070701${fields.map(hex).join('')}${name}\0`, 'latin1');
+    parts.push(head, pad(head.length), data, pad(data.length));
+  };
+  for (const e of entries) put(e.name, e.mode, e.data ?? Buffer.alloc(0));
+  put('TRAILER!!!', 0, Buffer.alloc(0));
+  return Buffer.concat(parts);
+}
+
+/** The initramfs for `k` (built once per kernel and init source, under build/vm/). */
+export function buildInitramfs(k: VmKernel): string {
+  const src = readFileSync(INIT_SRC);
+  const tag = createHash('sha256').update(src).update(k.version).digest('hex').slice(0, 16);
+  const dir = join(ROOT, 'build/vm');
+  const out = join(dir, `initrd-${tag}.gz`);
+  if (existsSync(out)) return out;
+  mkdirSync(dir, { recursive: true });
+  const bin = join(dir, `init-${tag}`);
+  const cc = spawnSync('gcc', ['-static', '-O2', '-o', bin, INIT_SRC], { encoding: 'utf8' });
+  if (cc.status !== 0) throw new Error(`gcc test/vm/init.c: ${cc.stderr}`);
+  const entries: Array<{ name: string; data?: Buffer; mode: number }> = [
+    { name: 'proc', mode: 0o40755 },
+    { name: 'dev', mode: 0o40755 },
+    { name: 'host', mode: 0o40755 },
+    { name: 'm', mode: 0o40755 },
+    { name: 'init', data: readFileSync(bin), mode: 0o100755 },
+  ];
+  for (const m of NINEP) {
+    for (const ext of ['.ko.xz', '.ko.zst', '.ko']) {
+      const path = join(k.modules, 'kernel', `${m}${ext}`);
+      const base = m.slice(m.lastIndexOf('/') + 1);
+      // The init asks for .ko.xz and .ko; a zstd kernel's modules are given the .ko.xz name
+      // (finit_module decompresses by the file's content, not its name).
+      if (existsSync(path))
+        entries.push({
+          name: `m/${base}${ext === '.ko' ? '.ko' : '.ko.xz'}`,
+          data: readFileSync(path),
+          mode: 0o100644,
+        });
+    }
+  }
+  writeFileSync(`${out}.tmp`, gzipSync(cpio(entries), { level: 1 }));
+  renameSync(`${out}.tmp`, out);
+  return out;
+}
+
+export interface VmRun {
+  exit: number;
+  /** Everything the guest printed on its console. */
+  output: string;
+  ms: number;
+}
+
+let runs = 0;
+
+/** One boot: the console's text, or "" for a guest that never reached its init in `bootMs`. */
+function boot(args: string[], bootMs: number, timeoutMs: number): Promise<{ output: string; booted: boolean }> {
+  const child = spawn(QEMU, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  let booted = false;
+  const kill = () => child.kill('SIGKILL');
+  const bootTimer = setTimeout(() => !booted && kill(), bootMs);
+  const timer = setTimeout(kill, timeoutMs);
+  const onData = (d: Buffer) => {
+    output += d.toString('utf8');
+    booted ||= output.includes('PALISADE-VM-BOOTED');
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  return new Promise((resolve) => {
+    child.once('exit', () => {
+      clearTimeout(bootTimer);
+      clearTimeout(timer);
+      // The last of the console may still be in the pipe.
+      setTimeout(() => resolve({ output, booted }), 100);
+    });
+  });
+}
+
+/**
+ * Boots the VM, runs `script` (sh) in it and resolves when it powers off. Lines the script
+ * prints are in `output`; `exit` is the script's status (-1: the VM did not finish in time).
+ * A guest that does not reach its init within a minute (software emulation stalls now and
+ * then) is killed and booted once more.
+ */
+export async function runInVm(script: string, opts: { timeoutMs?: number; memoryMb?: number } = {}): Promise<VmRun> {
+  const k = findKernel();
+  if (!k) throw new Error('no kernel with WireGuard in /boot');
+  const initrd = buildInitramfs(k);
+  const file = join(ROOT, 'build/vm', `run-${process.pid}-${runs++}.sh`);
+  writeFileSync(file, `set -e\ncd ${ROOT}\n${script}\n`);
+  const args = [
+    ...['-accel', 'tcg', '-cpu', 'max', '-smp', '2', '-m', String(opts.memoryMb ?? 1024)],
+    ...['-display', 'none', '-serial', 'stdio', '-monitor', 'none', '-no-reboot', '-nic', 'none'],
+    ...['-kernel', k.image, '-initrd', initrd],
+    ...['-append', `console=ttyS0 quiet loglevel=1 panic=-1 palisade.run=${file}`],
+    ...['-fsdev', 'local,id=host,path=/,security_model=none,readonly=on,multidevs=remap'],
+    ...['-device', 'virtio-9p-pci,fsdev=host,mount_tag=host'],
+  ];
+  const t0 = Date.now();
+  let run = await boot(args, 60_000, opts.timeoutMs ?? 240_000);
+  if (!run.booted) run = await boot(args, 60_000, opts.timeoutMs ?? 240_000);
+  rmSync(file, { force: true });
+  const m = /PALISADE-VM-EXIT (\d+)/.exec(run.output);
+  return { exit: m ? Number(m[1]) : -1, output: run.output.replace(/\r/g, ''), ms: Date.now() - t0 };
+}
+
+/** The JSON lines a guest script printed with the prefix `tag` ("RESULT {...}"). */
+export function vmLines<T>(run: VmRun, tag: string): T[] {
+  return run.output
+    .split('\n')
+    .filter((l) => l.startsWith(`${tag} `))
+    .map((l) => JSON.parse(l.slice(tag.length + 1)) as T);
+}

@@ -35,6 +35,9 @@ interface NodeInfo {
   ipipAddr: string;
   vxlanAddr: string;
   vxlanV6Addr: string;
+  /** The node's WireGuard device addresses (spec.wireguard), which calico-node allocates. */
+  wireguardAddr: string;
+  wireguardV6Addr: string;
   addresses: string[];
 }
 
@@ -53,6 +56,8 @@ const sameNode = (a: NodeInfo, b: NodeInfo) =>
   a.ipipAddr === b.ipipAddr &&
   a.vxlanAddr === b.vxlanAddr &&
   a.vxlanV6Addr === b.vxlanV6Addr &&
+  a.wireguardAddr === b.wireguardAddr &&
+  a.wireguardV6Addr === b.wireguardV6Addr &&
   [...a.addresses].sort().join() === [...b.addresses].sort().join();
 
 /** Felix's pool type: VXLAN if vxlanMode is not Never, else IPIP if ipipMode is not Never, else no encapsulation. */
@@ -179,11 +184,15 @@ export class RouteResolver {
       if (next.ipipAddr) this.#addRef(`${next.ipipAddr}/32`, name, 'ipip');
       if (next.vxlanAddr) this.#addRef(`${next.vxlanAddr}/32`, name, 'vxlan');
       if (next.vxlanV6Addr) this.#addRef(parseCidr(next.vxlanV6Addr)?.text as string, name, 'vxlan');
+      for (const a of [next.wireguardAddr, next.wireguardV6Addr])
+        if (a) this.#addRef(parseCidr(a)?.text as string, name, 'wireguard');
     }
     if (old) {
       if (old.ipipAddr) this.#removeRef(`${old.ipipAddr}/32`, name, 'ipip');
       if (old.vxlanAddr) this.#removeRef(`${old.vxlanAddr}/32`, name, 'vxlan');
       if (old.vxlanV6Addr) this.#removeRef(parseCidr(old.vxlanV6Addr)?.text as string, name, 'vxlan');
+      for (const a of [old.wireguardAddr, old.wireguardV6Addr])
+        if (a) this.#removeRef(parseCidr(a)?.text as string, name, 'wireguard');
       for (const a of hostCidrs(old)) this.#update(a, (ri) => (ri.hostNodes = ri.hostNodes.filter((n) => n !== name)));
       this.#nodes.delete(name);
     }
@@ -363,6 +372,8 @@ export function nodeInfoOf(node: ResourceOf<'Node'>): NodeInfo | undefined {
     ipipAddr: '',
     vxlanAddr: '',
     vxlanV6Addr: '',
+    wireguardAddr: '',
+    wireguardV6Addr: '',
     addresses: [],
   };
   const set = (text: string | undefined, v6: boolean) => {
@@ -387,11 +398,19 @@ export function nodeInfoOf(node: ResourceOf<'Node'>): NodeInfo | undefined {
   info.ipipAddr = bgp?.ipv4IPIPTunnelAddr ?? '';
   info.vxlanAddr = node.spec.ipv4VXLANTunnelAddr ?? '';
   info.vxlanV6Addr = node.spec.ipv6VXLANTunnelAddr ?? '';
+  // Only well-formed addresses of the right family (a bad one would be a route to nowhere).
+  info.wireguardAddr = addressOf(node.spec.wireguard?.interfaceIPv4Address, 4);
+  info.wireguardV6Addr = addressOf(node.spec.wireguard?.interfaceIPv6Address, 6);
   for (const a of node.spec.addresses ?? []) {
     const ip = hostAddress(a.address);
     if (ip) info.addresses.push(ip);
   }
   return info;
+}
+
+/** `text`'s address when it is one of `version`, else "". */
+function addressOf(text: string | undefined, version: 4 | 6): string {
+  return text && parseCidr(text)?.version === version ? (hostAddress(text) ?? '') : '';
 }
 
 function hostCidrs(n: NodeInfo): string[] {

@@ -245,6 +245,34 @@ describe('L3 route resolver', () => {
     assert.equal(routes.size, 0, [...routes.keys()].join());
   });
 
+  it("a node's WireGuard device addresses are tunnel routes (Felix's RefTypeWireguard), a bad one is none", () => {
+    const { r, routes, flush } = harness();
+    r.onPoolUpdate('10.65.0.0/16', pool('10.65.0.0/16', 'Never', false));
+    const wg = (name: string, addr: string, v4: string, v6?: string): ResourceOf<'Node'> => ({
+      ...node(name, addr),
+      spec: { bgp: { ipv4Address: addr }, wireguard: { interfaceIPv4Address: v4, interfaceIPv6Address: v6 } },
+    });
+    r.onNodeUpdate('node1', wg('node1', '192.168.0.1/24', '10.65.0.1'));
+    r.onNodeUpdate('node2', wg('node2', '192.168.0.2/24', '10.65.1.1', 'fd65::2'));
+    r.onNodeUpdate('node3', wg('node3', '192.168.0.3/24', 'not-an-ip', '10.65.9.9'));
+    flush();
+    const tunnel = { ipip: false, vxlan: false, wireguard: true };
+    assert.deepEqual(
+      [routes.get('10.65.0.1/32')?.types, routes.get('10.65.0.1/32')?.tunnelType],
+      [RouteType.LOCAL_TUNNEL, tunnel],
+    );
+    assert.deepEqual(
+      [routes.get('10.65.1.1/32')?.types, routes.get('10.65.1.1/32')?.dstNodeName],
+      [RouteType.REMOTE_TUNNEL, 'node2'],
+    );
+    assert.equal(routes.get('fd65::2/128')?.types, RouteType.REMOTE_TUNNEL);
+    assert.equal(routes.get('10.65.9.9/32'), undefined, 'an IPv4 address given as the IPv6 one is ignored');
+    assert.ok(![...routes.keys()].some((k) => k.startsWith('not')));
+    // The address goes with the node's record.
+    r.onNodeUpdate('node2', node('node2', '192.168.0.2/24'));
+    assert.deepEqual(flush().sort(), ['-10.65.1.1/32', '-fd65::2/128']);
+  });
+
   it('no encapsulation: a pool with both modes Never is NO_ENCAP; IPIP when only ipipMode is set', () => {
     const { r, routes, flush } = harness();
     r.onPoolUpdate('10.70.0.0/16', pool('10.70.0.0/16', 'Never'));

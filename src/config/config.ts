@@ -39,12 +39,7 @@ const LOCAL_SOURCES: ReadonlySet<SourceKind> = new Set(['flag', 'env', 'file']);
  */
 const SILENT = new Set(['clusterguid', 'clustertype']);
 /** Why some unimplemented parameters are ignored, where "not supported" would mislead. */
-const WHY_IGNORED: Readonly<Record<string, string>> = {
-  RouteTableRange:
-    "Felix takes routing tables from this range only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix's do; ignored",
-  RouteTableRanges:
-    "Felix takes routing tables from these ranges only for WireGuard, which palisade does not program; workload and overlay routes use the main table, as Felix's do; ignored",
-};
+const WHY_IGNORED: Readonly<Record<string, string>> = {};
 
 /**
  * Felix parameters palisade does not implement whose Felix default does something: left
@@ -64,10 +59,6 @@ const DEFAULTS_NOT_HONOURED: Readonly<Record<string, { quiet: string; why: strin
  * run open. (Set to their defaults they are nothing to refuse.)
  */
 export const REFUSED_WHEN_SET: Readonly<Record<string, string>> = {
-  WireguardEnabled:
-    'WireGuard encryption is not implemented by palisade: traffic between nodes would go in clear; refusing to start',
-  WireguardEnabledV6:
-    'WireGuard encryption is not implemented by palisade: IPv6 traffic between nodes would go in clear; refusing to start',
   BPFEnabled:
     'the eBPF dataplane (its policy, kube-proxy replacement and connect-time load balancing) is not implemented by palisade; refusing to start rather than program another dataplane than the one asked for',
   PolicySyncPathPrefix:

@@ -289,41 +289,45 @@ describe('config: sources and precedence', () => {
   it('reports Felix parameters palisade does not implement, set to non-defaults, once, with their source; defaults stay quiet', () => {
     const problems: ConfigProblem[] = [];
     const c = new ConfigResolver({
-      env: { FELIX_XDPENABLED: 'false', FELIX_WIREGUARDENABLED: 'false', FELIX_IPV6SUPPORT: 'true' },
+      env: { FELIX_XDPENABLED: 'false', FELIX_BPFENABLED: 'false', FELIX_IPV6SUPPORT: 'true' },
       onProblem: (x) => problems.push(x),
     });
-    c.setDatastoreConfig(ds({ WireguardEnabled: 'true', NftablesRefreshInterval: '30', ClusterGUID: 'abc' }));
-    c.setDatastoreConfig(ds({ WireguardEnabled: 'true', NftablesRefreshInterval: '30', ClusterGUID: 'abc' }));
+    c.setDatastoreConfig(ds({ BPFEnabled: 'true', NftablesRefreshInterval: '30', ClusterGUID: 'abc' }));
+    c.setDatastoreConfig(ds({ BPFEnabled: 'true', NftablesRefreshInterval: '30', ClusterGUID: 'abc' }));
     const unsupported = problems.filter((x) => x.kind === 'unsupported');
     assert.deepEqual(
       unsupported.map((x) => [x.param, x.source, x.value]),
       [['XDPEnabled', 'env FELIX_XDPENABLED', 'false']],
-      'WireguardEnabled=false from env (the default) wins over the datastore: nothing to report',
+      'BPFEnabled=false from env (the default) wins over the datastore: nothing to report',
     );
     assert.match(unsupported[0]?.reason ?? '', /not supported by palisade; ignored/);
     assert.deepEqual(c.ignored, [{ param: 'XDPEnabled', value: 'false', source: 'env FELIX_XDPENABLED' }]);
-    assert.deepEqual(c.fatal, [], 'WireguardEnabled=false wins: nothing refused');
+    assert.deepEqual(c.fatal, [], 'BPFEnabled=false wins: nothing refused');
     assert.equal(c.config.NftablesRefreshInterval, 30, 'NftablesRefreshInterval is implemented');
     // Set where it wins, it is refused, not ignored (issue 52).
     const refused: ConfigProblem[] = [];
     const r = new ConfigResolver({ env: { FELIX_BPFENABLED: 'true' }, onProblem: (x) => refused.push(x) });
-    r.setDatastoreConfig(ds({ WireguardEnabled: 'true' }));
+    r.setDatastoreConfig(ds({ PolicySyncPathPrefix: '/var/run/nodeagent', WireguardEnabled: 'true' }));
     assert.deepEqual(
       r.fatal.map((x) => [x.param, x.source]),
       [
         ['BPFEnabled', 'env FELIX_BPFENABLED'],
-        ['WireguardEnabled', 'FelixConfiguration default'],
+        ['PolicySyncPathPrefix', 'FelixConfiguration default'],
       ],
+      'WireguardEnabled is implemented: not refused',
     );
+    assert.equal(r.config.WireguardEnabled, true);
     assert.deepEqual(r.ignored, []);
   });
 
-  it('RouteTableRanges: checked as Felix does (a bad range is refused), and reported as having no effect, saying why', () => {
+  it('RouteTableRanges: checked as Felix does (a bad range is refused), taken when good (WireGuard tables)', () => {
     const problems: ConfigProblem[] = [];
-    new ConfigResolver({ env: { FELIX_ROUTETABLERANGES: '100-200,300-400' }, onProblem: (x) => problems.push(x) });
-    const [p] = problems.filter((x) => x.kind === 'unsupported');
-    assert.equal(p?.param, 'RouteTableRanges');
-    assert.match(p?.reason ?? '', /only for WireGuard.*main table/);
+    const c = new ConfigResolver({
+      env: { FELIX_ROUTETABLERANGES: '100-200,300-400' },
+      onProblem: (x) => problems.push(x),
+    });
+    assert.deepEqual(problems, []);
+    assert.equal(c.config.RouteTableRanges, '100-200,300-400');
     const bad: ConfigProblem[] = [];
     new ConfigResolver({ env: { FELIX_ROUTETABLERANGES: '300-100' }, onProblem: (x) => bad.push(x) });
     assert.ok(

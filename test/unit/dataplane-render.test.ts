@@ -113,9 +113,16 @@ describe('dataplane render: names and marks', () => {
       scratch0: 0x80000,
       scratch1: 0x100000,
       all: 0x1b0000, // Felix's allCalicoMarkBits: not the drop bit (as Felix v3.31.7 programs it)
+      wireguard: 0,
     });
     assert.equal(allocateMarks(0xf0f00000).scratch1, 0x10000000);
     assert.throws(() => allocateMarks(0xf000), /needs at least 5/);
+    // With WireGuard on, the next bit is WireGuard's (Felix's markWireguard; not cleared with the rest).
+    assert.deepEqual(
+      [allocateMarks(0xffff0000, true).wireguard, allocateMarks(0xffff0000, true).all],
+      [0x200000, 0x1b0000],
+    );
+    assert.throws(() => allocateMarks(0x1f0000, true), /needs at least 6 with WireGuard on/);
   });
 
   it('chains rule hashes: same rule, different position or chain, different hash', () => {
@@ -737,6 +744,62 @@ describe("dataplane render: the overlay's static rules", () => {
     state.apply([{ type: 'RouteRemove', dst: '10.65.0.0/16' }]);
     assert.equal(renderRuleset(state, config(), 4, 'iptables').sets.has('cali40all-vxlan-net'), false, 'v4 off');
     assert.equal(renderRuleset(state, { ...config(), Ipv6Support: false }, 6, 'iptables').sets.size, v6Off.sets.size);
+  });
+
+  it("WireGuard: its port let in and out whatever host policy says, after VXLAN (Felix's FilterInputChainAllowWG); host encryption marks incoming packets in raw", () => {
+    const state = new DesiredState();
+    state.apply([vxlanPool, vtep('node2', '10.99.0.12')]);
+    const cfg = { ...config(), FelixHostname: 'node1', WireguardEnabled: true, WireguardListeningPort: 51820 };
+    const rs = renderRuleset(state, cfg, 4, 'iptables');
+    assert.deepEqual(input(rs).slice(2, 3), [
+      '-A cali-INPUT -m comment --comment "Allow incoming IPv4 Wireguard packets" -p udp -m multiport --destination-ports 51820 -m addrtype --dst-type LOCAL -j ACCEPT',
+    ]);
+    const out = iptablesRuleLines('cali-OUTPUT', rs.tables.filter.get('cali-OUTPUT')?.rules ?? [], 4).map((l) =>
+      l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''),
+    );
+    assert.ok(
+      out.includes(
+        '-A cali-OUTPUT -m comment --comment "Allow outgoing IPv4 Wireguard packets" -p udp -m multiport --destination-ports 51820 -m addrtype --src-type LOCAL -j ACCEPT',
+      ),
+      out.join('\n'),
+    );
+    assert.equal(rs.tables.raw.has('cali-wireguard-incoming-mark'), false, 'no host encryption: no mark chain');
+    // IPv6 follows WireguardEnabledV6 only.
+    const v6 = renderRuleset(state, { ...cfg, WireguardListeningPortV6: 51821 }, 6, 'iptables');
+    assert.ok(!v6.tables.filter.get('cali-INPUT')?.rules.some((r) => /Wireguard/.test(r.comment ?? '')));
+    const v6on = renderRuleset(
+      state,
+      { ...cfg, WireguardEnabledV6: true, WireguardListeningPortV6: 51821 },
+      6,
+      'iptables',
+    );
+    assert.ok(
+      v6on.tables.filter.get('cali-INPUT')?.rules.some((r) => r.comment === 'Allow incoming IPv6 Wireguard packets'),
+    );
+
+    const host = renderRuleset(
+      state,
+      {
+        ...cfg,
+        WireguardHostEncryptionEnabled: true,
+        WireguardInterfaceName: 'wireguard.cali',
+        WireguardInterfaceNameV6: 'wg-v6.cali',
+      },
+      4,
+      'iptables',
+    );
+    const mark = (n: string) =>
+      iptablesRuleLines(n, host.tables.raw.get(n)?.rules ?? [], 4).map((l) =>
+        l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''),
+      );
+    assert.deepEqual(mark('cali-wireguard-incoming-mark'), [
+      '-A cali-wireguard-incoming-mark -i lo -j RETURN',
+      '-A cali-wireguard-incoming-mark -i wireguard.cali -j RETURN',
+      '-A cali-wireguard-incoming-mark -i wg-v6.cali -j RETURN',
+      '-A cali-wireguard-incoming-mark -i cali+ -j RETURN',
+      '-A cali-wireguard-incoming-mark -j MARK --set-xmark 0x200000/0x200000',
+    ]);
+    assert.equal(mark('cali-PREROUTING')[1], '-A cali-PREROUTING -j cali-wireguard-incoming-mark');
   });
 
   it('accepts IPIP only from Calico hosts (all-hosts-net: node addresses and ExternalNodesCIDRList) while a pool uses IPIP, before the VXLAN rules', () => {

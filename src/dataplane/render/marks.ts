@@ -12,16 +12,25 @@ export interface Marks {
    * clears 0x1b0000 where palisade cleared 0x1f0000 (docs/compatibility.md).
    */
   all: number;
+  /**
+   * WireGuard's bit (0 while WireGuard is off), the next after the scratch bits as Felix
+   * allocates it: the device marks its own encrypted packets with it, so the routing rule
+   * skips them, and host encryption marks incoming packets with it for the RPF check.
+   */
+  wireguard: number;
 }
 
-export function allocateMarks(mask: number): Marks {
+export function allocateMarks(mask: number, wireguard = false): Marks {
   const bits: number[] = [];
-  for (let b = 0; b < 32 && bits.length < 5; b++) {
+  const want = wireguard ? 6 : 5;
+  for (let b = 0; b < 32 && bits.length < want; b++) {
     const bit = (1 << b) >>> 0;
     if ((mask & bit) !== 0) bits.push(bit);
   }
-  if (bits.length < 5)
-    throw new Error(`IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least 5`);
-  const [accept, pass, drop, scratch0, scratch1] = bits as [number, number, number, number, number];
-  return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | scratch0 | scratch1) >>> 0 };
+  if (bits.length < want)
+    throw new Error(
+      `IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least ${want}${wireguard ? ' with WireGuard on' : ''}`,
+    );
+  const [accept, pass, drop, scratch0, scratch1, wg = 0] = bits as [number, number, number, number, number, number?];
+  return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | scratch0 | scratch1) >>> 0, wireguard: wg };
 }

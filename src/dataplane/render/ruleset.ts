@@ -67,7 +67,20 @@ export type RenderConfig = Pick<
   | 'FailsafeOutboundHostPorts'
   | 'Ipv6Support'
 > &
-  Partial<Pick<Config, 'CalicoVersion' | 'FelixHostname'>>;
+  Partial<
+    Pick<
+      Config,
+      | 'CalicoVersion'
+      | 'FelixHostname'
+      | 'WireguardEnabled'
+      | 'WireguardEnabledV6'
+      | 'WireguardListeningPort'
+      | 'WireguardListeningPortV6'
+      | 'WireguardInterfaceName'
+      | 'WireguardInterfaceNameV6'
+      | 'WireguardHostEncryptionEnabled'
+    >
+  >;
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
 function isV6(member: string): boolean {
@@ -103,7 +116,7 @@ export function contextOf(config: RenderConfig, family: Family, style: Style): R
   };
   return {
     family,
-    marks: allocateMarks(mask),
+    marks: allocateMarks(mask, !!(config.WireguardEnabled || config.WireguardEnabledV6)),
     iptables: style === 'iptables',
     log,
     actions: filterActions(config, style),
@@ -166,8 +179,25 @@ type OverlayState = Pick<DesiredState, 'overlayPools' | 'vtepParents' | 'hostAdd
  */
 export function overlayOf(state: Pick<OverlayState, 'overlayPools'>, config: RenderConfig, family: Family): Overlay {
   const e = encapsulation(config, state.overlayPools);
-  if (family === 6) return config.Ipv6Support && e.vxlanV6 ? { vxlanPort: config.VXLANPort } : {};
-  return { ...(e.vxlan ? { vxlanPort: config.VXLANPort } : {}), ...(e.ipip ? { ipip: true } : {}) };
+  const wg = wireguardOf(config);
+  if (family === 6)
+    return {
+      ...(config.Ipv6Support && e.vxlanV6 ? { vxlanPort: config.VXLANPort } : {}),
+      ...(config.WireguardEnabledV6 ? { wireguardPort: config.WireguardListeningPortV6 } : {}),
+      ...wg,
+    };
+  return {
+    ...(e.vxlan ? { vxlanPort: config.VXLANPort } : {}),
+    ...(e.ipip ? { ipip: true } : {}),
+    ...(config.WireguardEnabled ? { wireguardPort: config.WireguardListeningPort } : {}),
+    ...wg,
+  };
+}
+
+/** Host encryption's devices, for the raw incoming-mark chain (both families' devices, as Felix's). */
+function wireguardOf(config: RenderConfig): Overlay {
+  if (!config.WireguardHostEncryptionEnabled || !(config.WireguardEnabled || config.WireguardEnabledV6)) return {};
+  return { wireguardHostDevices: [config.WireguardInterfaceName ?? '', config.WireguardInterfaceNameV6 ?? ''] };
 }
 
 /** cali-INPUT and cali-OUTPUT (filter and raw) with the overlays' rules: they replace the static ones. */

@@ -115,7 +115,14 @@ export interface Overlay {
   vxlanPort?: number | undefined;
   /** IPIP is on (Felix's IPIPEnabled). */
   ipip?: boolean | undefined;
+  /** WireGuard is on for this family: its listening port. */
+  wireguardPort?: number | undefined;
+  /** WireGuard host encryption: the devices (IPv4's, IPv6's) whose packets need no incoming mark. */
+  wireguardHostDevices?: [string, string] | undefined;
 }
+
+/** Felix's ChainSetWireguardIncomingMark. */
+export const WIREGUARD_INCOMING_MARK = 'cali-wireguard-incoming-mark';
 
 /** Felix's IPSetIDAllVXLANSourceNets: the underlay addresses of every node's VTEP. */
 export const ALL_VXLAN_SET = 'all-vxlan-net';
@@ -141,10 +148,8 @@ export function overlayChains(
   const hostsSet = ipSetName(o.family, ALL_HOSTS_SET);
   const ipip: Match = { k: 'proto', proto: 4 };
   const v = o.family === 4 ? 'IPv4' : 'IPv6';
-  const vxlan = (port: number): Match[] => [
-    { k: 'proto', proto: 17 },
-    { k: 'ports', dir: 'dst', ranges: [{ first: port, last: port }] },
-  ];
+  const port = (n: number): Match[] => [{ k: 'ports', dir: 'dst', ranges: [{ first: n, last: n }] }];
+  const vxlan = (n: number): Match[] => [{ k: 'proto', proto: 17 }, ...port(n)];
 
   const input: Rule[] = [];
   const local: Match = { k: 'addrType', dir: 'dst', type: 'LOCAL' };
@@ -173,6 +178,15 @@ export function overlayChains(
         comment: `${o.family === 4 ? 'Drop' : denyWord} ${v} VXLAN packets from non-allowed hosts`,
       },
     );
+  }
+  if (overlay.wireguardPort !== undefined) {
+    // As Felix: a host policy cannot cut WireGuard between nodes; the peers' keys and allowed
+    // IPs are what admit its packets.
+    input.push({
+      match: [{ k: 'proto', proto: 17 }, ...port(overlay.wireguardPort), local],
+      action: allow,
+      comment: `Allow incoming ${v} Wireguard packets`,
+    });
   }
   for (const p of o.interfacePrefixes)
     input.push({
@@ -209,6 +223,13 @@ export function overlayChains(
       ],
       action: allow,
       comment: `Allow ${v} VXLAN packets to other allowed hosts`,
+    });
+  }
+  if (overlay.wireguardPort !== undefined) {
+    output.push({
+      match: [{ k: 'proto', proto: 17 }, ...port(overlay.wireguardPort), { k: 'addrType', dir: 'src', type: 'LOCAL' }],
+      action: allow,
+      comment: `Allow outgoing ${v} Wireguard packets`,
     });
   }
   // A DNATed packet's egress host-endpoint policy runs in mangle cali-POSTROUTING, after
@@ -248,7 +269,10 @@ function rawChains(o: StaticOptions, overlay: Overlay): Array<{ table: TableName
           },
         ];
   const fromWl = marks.scratch0;
-  const pre: Rule[] = [{ match: [], action: clearMark(marks.all) }, ...notrack];
+  const wgMark: Rule[] = overlay.wireguardHostDevices
+    ? [{ match: [], action: { k: 'jump', chain: WIREGUARD_INCOMING_MARK } }]
+    : [];
+  const pre: Rule[] = [{ match: [], action: clearMark(marks.all) }, ...wgMark, ...notrack];
   for (const p of o.interfacePrefixes)
     pre.push({ match: [{ k: 'iface', dir: 'in', name: wildcard(p) }], action: setMark(fromWl) });
   pre.push(
@@ -266,7 +290,30 @@ function rawChains(o: StaticOptions, overlay: Overlay): Array<{ table: TableName
   return [
     { table: 'raw', name: 'cali-PREROUTING', rules: pre },
     { table: 'raw', name: 'cali-OUTPUT', rules: out },
+    ...(overlay.wireguardHostDevices ? [wireguardIncomingMark(o, overlay.wireguardHostDevices)] : []),
   ];
+}
+
+/**
+ * Felix's WireguardIncomingMarkChain: with host encryption, packets from anywhere but
+ * loopback, the WireGuard devices and workloads carry WireGuard's mark, so the reply to
+ * an encrypted peer's host address passes the reverse-path check (src_valid_mark).
+ */
+function wireguardIncomingMark(
+  o: StaticOptions,
+  devices: [string, string],
+): { table: TableName; name: string; rules: Rule[] } {
+  const ret = (name: string): Rule => ({ match: [{ k: 'iface', dir: 'in', name }], action: { k: 'return' } });
+  return {
+    table: 'raw',
+    name: WIREGUARD_INCOMING_MARK,
+    rules: [
+      ret('lo'),
+      ...devices.map(ret),
+      ...o.interfacePrefixes.map((p) => ret(wildcard(p))),
+      { match: [], action: setMark(o.marks.wireguard) },
+    ],
+  };
 }
 
 /**

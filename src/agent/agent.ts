@@ -12,8 +12,9 @@ import { CONFIG_EXIT_CODE, type ConfigProblem, type ConfigResolver, RESTART_EXIT
 import type { Config } from '../config/params.js';
 import { kubeProxyNftablesAsync } from '../dataplane/backends/mode.js';
 import { DataplaneDriver } from '../dataplane/driver.js';
-import { createSyncer, datastoreProblem, etcdClient } from '../datastore/index.js';
+import { createSyncer, datastoreProblem, etcdClient, wireguardKeyStore } from '../datastore/index.js';
 import { StatusReporter } from '../status/status-reporter.js';
+import { WireguardKeyPublisher } from '../status/wireguard-key.js';
 import { VERSION } from '../version.js';
 import { HealthAggregator, serveHealth } from '../health/health.js';
 import type { ServerTls } from '../health/http.js';
@@ -49,6 +50,7 @@ export class NodeAgent {
   readonly #log: Logger;
   #driver: DataplaneDriver | undefined;
   #reporter: StatusReporter | undefined;
+  #wireguardKeys: WireguardKeyPublisher | undefined;
   #plane: ControlPlane | undefined;
   #healthServer: { server: Server; host: string; port: number } | undefined;
   #metricsServer: Server | undefined;
@@ -202,6 +204,7 @@ export class NodeAgent {
     );
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#reporter = this.#newStatusReporter(cfg);
+    this.#wireguardKeys = new WireguardKeyPublisher(wireguardKeyStore(cfg), this.#log);
     this.#driver = this.#newDriver(cfg);
     this.#driver.start();
     this.#watchKubeProxyMode(cfg);
@@ -256,6 +259,7 @@ export class NodeAgent {
         if (driver.rulesBackend.startsWith('iptables')) m.iptablesRestoreErrors.inc();
       },
       ...(this.#reporter ? { onEndpointStatuses: (c) => this.#reporter?.onEndpointStatuses(c) } : {}),
+      onWireguardKey: (family, key) => this.#wireguardKeys?.onKey(family, key),
       onEndpointStatus: (iface, up) =>
         up === undefined ? m.endpointUp.remove(iface) : m.endpointUp.set({ interface: iface }, up ? 1 : 0),
     });
@@ -375,6 +379,7 @@ export class NodeAgent {
     this.#log.info({ code }, 'stopping; the dataplane stays as programmed');
     this.#healthServer?.server.close();
     this.#metricsServer?.close();
+    this.#wireguardKeys?.stop();
     void Promise.allSettled([this.#plane?.stop(), this.#driver?.stop(), this.#reporter?.stop()]).then(() =>
       this.#resolve(code),
     );

@@ -24,6 +24,10 @@ import { IpipManager } from './managers/ipip-manager.js';
 import { NoEncapManager } from './managers/noencap-manager.js';
 import { OverlayManager } from './managers/overlay-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
+import { WireguardManager } from './managers/wireguard-manager.js';
+import { allocateMarks } from './render/marks.js';
+import { KernelWireguardDevice, type WireguardDevice } from './wireguard/device.js';
+import { wireguardTables } from './wireguard/tables.js';
 import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
 import { Slicer } from './slicer.js';
@@ -79,8 +83,51 @@ export interface DriverOptions {
   rules?: RulesBackend;
   /** The managers after the rules backend (default: routes, sysctls, conntrack). */
   managers?: (ifaces: InterfaceTable) => Manager[];
+  /** This node's WireGuard public key changed, per family ("" for none): the datastore's Node status. */
+  onWireguardKey?: (family: 4 | 6, key: string) => void;
+  /** The WireGuard device kind (default: the kernel's). */
+  wireguardDevice?: WireguardDevice;
   /** The interface monitor (default: the native one); tests pass a stand-in. */
   monitor?: (onEvents: (events: IfaceEvent[]) => void) => Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
+}
+
+/** One WireGuard manager per family (disabled ones tidy up after a node where WireGuard was on). */
+function wireguardManagers(
+  cfg: Config,
+  backend: string,
+  ifaces: InterfaceTable,
+  log: Logger,
+  opts: Pick<DriverOptions, 'onWireguardKey' | 'wireguardDevice'>,
+): WireguardManager[] {
+  const tables = wireguardTables(cfg.RouteTableRange, cfg.RouteTableRanges);
+  const mask = backend === 'nftables' ? cfg.NftablesMarkMask : cfg.IptablesMarkMask;
+  const fwmark = allocateMarks(mask, cfg.WireguardEnabled || cfg.WireguardEnabledV6).wireguard;
+  const device = opts.wireguardDevice ?? new KernelWireguardDevice();
+  return ([4, 6] as const).map(
+    (family) =>
+      new WireguardManager(
+        {
+          family,
+          hostname: cfg.FelixHostname,
+          enabled: family === 4 ? cfg.WireguardEnabled : cfg.WireguardEnabledV6 && cfg.Ipv6Support,
+          device: family === 4 ? cfg.WireguardInterfaceName : cfg.WireguardInterfaceNameV6,
+          listenPort: family === 4 ? cfg.WireguardListeningPort : cfg.WireguardListeningPortV6,
+          mtu: family === 4 ? cfg.WireguardMTU : cfg.WireguardMTUV6,
+          table: family === 4 ? tables.v4 : tables.v6,
+          rulePriority: cfg.WireguardRoutingRulePriority,
+          fwmark,
+          hostEncryption: cfg.WireguardHostEncryptionEnabled,
+          keepalive: cfg.WireguardPersistentKeepAlive,
+          threading: cfg.WireguardThreadingEnabled,
+          required: cfg.WireguardRequired,
+          routeProtocol: cfg.DeviceRouteProtocol,
+          ...(opts.onWireguardKey ? { onPublicKey: opts.onWireguardKey } : {}),
+        },
+        device,
+        ifaces,
+        log,
+      ),
+  );
 }
 
 export class DataplaneDriver {
@@ -178,12 +225,14 @@ export class DataplaneDriver {
               ipv6: cfg.Ipv6Support,
               VXLANEnabled: cfg.VXLANEnabled,
               IpInIpEnabled: cfg.IpInIpEnabled,
+              wireguard: family === 4 ? cfg.WireguardEnabled : cfg.WireguardEnabledV6,
               routeProtocol: cfg.DeviceRouteProtocol,
             },
             this.ifaces,
             this.#log,
           ),
       ),
+      ...wireguardManagers(cfg, this.#rules.name, this.ifaces, this.#log, opts),
       new EndpointSysctlManager(cfg, this.ifaces, this.#log),
       new ConntrackManager(this.#log),
       new ArpManager({ enabled: traitsOf(releaseOf(cfg.CalicoVersion)).arpTable }, this.#log),

@@ -13,6 +13,7 @@ import { ConnectionAttemptTracker, TyphaDiscoverer } from './typha/discovery.js'
 import { TyphaSyncer } from './typha/typha-syncer.js';
 import { KEY_PREFIX } from './keys.js';
 import type { ModelSyncer, Syncer } from './types.js';
+import { EtcdWireguardKeys, KubeWireguardKeys, type WireguardKeyStore } from './wireguard-keys.js';
 
 export { KEY_PREFIX, keyOf, pluralOf, refOfKey } from './keys.js';
 export type { ModelSyncer, ModelSyncerCallbacks, Syncer, SyncerCallbacks, SyncStatus, Update } from './types.js';
@@ -21,6 +22,7 @@ export { type ResourceSink, ValidationFilter } from './validation-filter.js';
 export { FileSyncer } from './file/file-syncer.js';
 export { EtcdSyncer } from './etcdv3/etcd-syncer.js';
 export { Etcd3Client, type EtcdClient } from './etcdv3/client.js';
+export { EtcdWireguardKeys, KubeWireguardKeys, type WireguardKeyStore } from './wireguard-keys.js';
 
 type SyncerConfig = Pick<
   Config,
@@ -155,6 +157,17 @@ async function typhaDiscovery(config: SyncerConfig, log: Logger): Promise<() => 
   });
   const tracker = new ConnectionAttemptTracker(() => discoverer.load());
   return () => tracker.next();
+}
+
+/**
+ * Where this node's WireGuard keys are published, by datastore type: etcd's Node resource,
+ * the Kubernetes Node's annotations, or nowhere (a directory of files cannot be written).
+ */
+export async function wireguardKeyStore(config: SyncerConfig): Promise<WireguardKeyStore | undefined> {
+  if (config.DatastoreType === 'etcdv3') return new EtcdWireguardKeys(etcdClient(config), config.FelixHostname);
+  if (config.DatastoreType === 'kubernetes')
+    return new KubeWireguardKeys(new HttpKubeTransport(await kubeEndpoint()), config.FelixHostname);
+  return undefined;
 }
 
 /** The Kubernetes API as the Kubernetes datastore finds it; a ConfigError when it cannot be loaded. */

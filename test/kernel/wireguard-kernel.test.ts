@@ -152,6 +152,93 @@ describe('kernel WireGuard over generic netlink (in a VM)', { skip }, () => {
     assert.equal(run.exit, 0, run.output.slice(-2000));
   });
 
+  it("the WireGuard manager on the kernel's device: two nodes' addresses reach each other only through it, as Felix programs it; a restart keeps the key; WireguardRequired; disabled, it is all gone", async (t) => {
+    const dir = join(ROOT, 'build/vm');
+    mkdirSync(dir, { recursive: true });
+    const route = (dst: string, node: string, types: number) => ({
+      type: 'RouteUpdate',
+      route: {
+        types,
+        ipPoolType: 'VXLAN',
+        dst,
+        dstNodeName: node,
+        dstNodeIp: '',
+        sameSubnet: false,
+        natOutgoing: false,
+        localWorkload: false,
+        borrowed: false,
+      },
+    });
+    const msgs = (me: string) => [
+      { type: 'HostMetadataUpdate', hostname: 'node1', ipv4Addr: '192.0.2.1' },
+      { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '192.0.2.2' },
+      { type: 'HostMetadataUpdate', hostname: 'node3', ipv4Addr: '192.0.2.3' },
+      {
+        type: 'WireguardEndpointUpdate',
+        hostname: me === 'node1' ? 'node2' : 'node1',
+        publicKey: 'PEERKEY',
+        interfaceIpv4Addr: '',
+      },
+      route('10.65.0.0/26', 'node1', me === 'node1' ? 4 : 1),
+      route('10.65.1.0/26', 'node2', me === 'node2' ? 4 : 1),
+      route('10.65.2.0/26', 'node3', 1),
+    ];
+    const file = (name: string, body: unknown) => {
+      const path = join(dir, `${name}-${process.pid}.json`);
+      writeFileSync(path, JSON.stringify(body));
+      t.after(() => rmSync(path, { force: true }));
+      return path;
+    };
+    // The first apply of each node has no peer key yet ("PEERKEY" left empty: no peer).
+    const a = file('mgr-a', { config: { hostname: 'node1', required: true }, msgs: msgs('node1') });
+    const b = file('mgr-b', { config: { hostname: 'node2' }, msgs: msgs('node2') });
+    const off = file('mgr-off', { config: { hostname: 'node1', enabled: false }, msgs: [] });
+    const D = `${process.execPath} dist/test/helpers/wg-manager-driver.js`;
+    const key = (ns: string, f: string, peer = '') =>
+      `$(ip netns exec ${ns} ${D} ${f} "${peer}" | tee -a /tmp/out | sed -n 's/^KEY //p' | tail -1)`;
+    const run = await runInVm(
+      [
+        'modprobe wireguard && modprobe veth',
+        'ip netns add a && ip netns add b',
+        'ip link add va netns a type veth peer name vb netns b',
+        'ip -n a addr add 192.0.2.1/24 dev va && ip -n a link set va up && ip -n a link set lo up',
+        'ip -n b addr add 192.0.2.2/24 dev vb && ip -n b link set vb up && ip -n b link set lo up',
+        'ip -n a addr add 10.65.0.5/32 dev lo && ip -n b addr add 10.65.1.5/32 dev lo',
+        `KA=${key('a', a)}`,
+        `KB=${key('b', b)}`,
+        `echo "RESULT {\\"tag\\":\\"keys\\",\\"a\\":\\"$KA\\",\\"b\\":\\"$KB\\"}"`,
+        `KA2=${key('a', a, '$KB')}`,
+        `KB2=${key('b', b, '$KA')}`,
+        `echo "RESULT {\\"tag\\":\\"keys2\\",\\"a\\":\\"$KA2\\",\\"b\\":\\"$KB2\\"}"`,
+        'cat /tmp/out',
+        `echo "TABLE $(ip -n a route show table 1 | tr '\n' ';')"`,
+        `echo "RULE $(ip -n a rule show | grep '^99:')"`,
+        `echo "LINK $(ip -n a -d link show wireguard.cali | tr '\n' ' ')"`,
+        `echo "MAIN $(ip -n a route show | tr '\n' ';')"`,
+        'if ip netns exec a ping -c 2 -W 3 -I 10.65.0.5 10.65.1.5 >/dev/null 2>&1; then echo PING ok; else echo PING failed; fi',
+        `echo "PEER $(ip netns exec a wg show wireguard.cali 2>/dev/null | tr '\n' ' ')"`,
+        `ip netns exec a ${D} ${off} >> /tmp/off`,
+        `echo "OFF $(ip -n a link show wireguard.cali 2>&1 | head -1) | $(ip -n a rule show | grep -c '^99:') | $(ip -n a route show table 1 | wc -l)"`,
+      ].join('\n'),
+    );
+    const line = (p: string) => run.output.split('\n').find((l) => l.startsWith(p)) ?? `(no ${p} line)`;
+    const diag = `exit ${run.exit} in ${run.ms} ms:\n${run.output.slice(-4000)}`;
+    const [keys, keys2] = vmLines<{ tag: string; a: string; b: string }>(run, 'RESULT');
+    assert.ok(keys?.a && keys.b && keys.a !== keys.b, diag);
+    assert.deepEqual([keys2?.a, keys2?.b], [keys.a, keys.b], 'a second run (a restart) keeps the keys in the devices');
+    // Felix's shape: the peer's block via the device (scope link), this node's own block
+    // and nothing else thrown back; node3, without a key, unreachable (WireguardRequired).
+    const table = line('TABLE ');
+    assert.match(table, /10\.65\.1\.0\/26 dev wireguard\.cali proto 80 scope link/, diag);
+    assert.match(table, /throw 10\.65\.0\.0\/26 proto 80/, diag);
+    assert.match(table, /unreachable 10\.65\.2\.0\/26 proto 80/, diag);
+    assert.match(line('RULE '), /^RULE 99:\s+not from all fwmark 0x200000\/0x200000 lookup 1/, diag);
+    assert.match(line('LINK '), /mtu 1420 .*state UNKNOWN/, diag);
+    assert.doesNotMatch(line('MAIN '), /10\.65/, 'no route to the pods but through WireGuard');
+    assert.equal(line('PING '), 'PING ok', diag);
+    assert.match(line('OFF '), /does not exist\.? \| 0 \| 0$/, `disabled: device, rule and routes gone; ${diag}`);
+  });
+
   it('on a kernel without WireGuard (this one, unless it has the module), a get is ENOTSUP', async (t) => {
     const dev = await wgGet('wireguard.cali').catch((e: { code?: string; errno?: number }) => e);
     if (dev === undefined) return t.skip('this kernel has WireGuard');

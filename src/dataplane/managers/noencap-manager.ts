@@ -2,7 +2,7 @@
 // ProgramClusterRoutes): a remote block of an IP pool with no encapsulation goes straight
 // to its node's address over the underlay device (the interface holding this node's own
 // address of the family), and each of this node's blocks in such a pool is blackholed.
-// As Felix, only while no overlay of the family is on (an overlay's own manager routes
+// As Felix, only while no overlay of the family (nor WireGuard) is on (an overlay's own manager routes
 // same-subnet blocks then) and, for IPv6, while IPv6 is programmed; otherwise it removes
 // what it programmed. A block of a node outside the underlay's subnets cannot be reached
 // this way (the kernel takes no gateway off the link; BGP's recursive routes do that): it
@@ -36,6 +36,8 @@ export interface NoEncapConfig {
   /** VXLANEnabled / IpInIpEnabled: an overlay of the family turns this manager off, as Felix. */
   VXLANEnabled: boolean | undefined;
   IpInIpEnabled: boolean | undefined;
+  /** WireguardEnabled of the family: WireGuard routes the pods then, and this manager is off, as Felix. */
+  wireguard?: boolean;
   /** DeviceRouteProtocol (default 3). */
   routeProtocol?: number | undefined;
 }
@@ -66,7 +68,7 @@ export class NoEncapManager extends OverlayManager {
   /** Felix creates the manager only so: ProgramClusterRoutes, and no overlay of the family. */
   override get enabled(): boolean {
     const c = this.#cfg;
-    if (!c.programRoutes || (c.family === 6 && !c.ipv6)) return false;
+    if (!c.programRoutes || (c.family === 6 && !c.ipv6) || c.wireguard) return false;
     const e = encapsulation(c, this.routes.pools);
     return c.family === 6 ? !e.vxlanV6 : !e.vxlan && !e.ipip;
   }

@@ -273,6 +273,19 @@ export class Etcd3Client implements EtcdClient {
     }
   }
 
+  /** One key's value and its modification revision; undefined when it does not exist. */
+  async getOne(key: string): Promise<{ value: string; modRevision: string } | undefined> {
+    const res = await this.#etcd.get(key).exec();
+    const kv = res.kvs[0];
+    return kv ? { value: kv.value.toString(), modRevision: kv.mod_revision } : undefined;
+  }
+
+  /** Writes `value` only if `key` was not modified since `modRevision`; false if it was (a conflict). */
+  async putIfUnchanged(key: string, value: string, modRevision: string): Promise<boolean> {
+    const res = await this.#etcd.if(key, 'Mod', '==', modRevision).then(this.#etcd.put(key).value(value)).commit();
+    return res.succeeded;
+  }
+
   async delete(key: string): Promise<void> {
     await this.#etcd.delete().key(key).exec();
   }

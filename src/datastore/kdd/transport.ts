@@ -16,6 +16,11 @@ export interface WatchHandle {
 export interface KubeTransport {
   get(path: string): Promise<unknown>;
   /**
+   * A JSON merge patch (RFC 7386) of the object at `path`: only the fields it names
+   * change; a metadata.resourceVersion in it makes a changed object a 409 conflict.
+   */
+  patch?(path: string, body: unknown): Promise<unknown>;
+  /**
    * Streams a watch; resolves when it ends (or is aborted). `onEvent` may call `abort`.
    * With `idleMs`, a watch that receives nothing for that long fails (its connection is
    * presumed dead and is closed).
@@ -75,12 +80,14 @@ export class HttpKubeTransport implements KubeTransport {
     path: string,
     onResponse: (res: http.IncomingMessage) => void,
     onError: (e: Error) => void,
+    write?: { method: string; contentType: string; body: string },
   ): Promise<http.ClientRequest> {
     const url = new URL(path, this.#e.server);
     const headers: Record<string, string> = { accept: 'application/json' };
+    if (write) headers['content-type'] = write.contentType;
     if (this.#e.token) headers.authorization = `Bearer ${this.#e.token}`;
     const opts: https.RequestOptions = {
-      method: 'GET',
+      method: write?.method ?? 'GET',
       headers,
       ...(this.#e.ca ? { ca: this.#e.ca } : {}),
       ...(this.#e.cert ? { cert: this.#e.cert } : {}),
@@ -89,15 +96,21 @@ export class HttpKubeTransport implements KubeTransport {
     if (this.#e.authorize) {
       await this.#e.authorize(opts);
       opts.headers = { ...(opts.headers as Record<string, string>), accept: 'application/json' };
+      if (write) opts.headers['content-type'] = write.contentType;
     }
     const req = (url.protocol === 'https:' ? https : http).request(url, opts, onResponse);
     req.on('error', onError);
     req.on('socket', (s) => s.setKeepAlive(true, KEEPALIVE_MS));
-    req.end();
+    req.end(write?.body);
     return req;
   }
 
-  async get(path: string): Promise<unknown> {
+  async patch(path: string, body: unknown): Promise<unknown> {
+    return this.get(path, { method: 'PATCH', contentType: 'application/merge-patch+json', body: JSON.stringify(body) });
+  }
+
+  async get(path: string, write?: { method: string; contentType: string; body: string }): Promise<unknown> {
+    const verb = write?.method ?? 'GET';
     let req: http.ClientRequest | undefined;
     const done = new Promise<unknown>((resolve, reject) => {
       void this.#request(
@@ -107,7 +120,7 @@ export class HttpKubeTransport implements KubeTransport {
           let size = 0;
           res.on('data', (d: Buffer) => {
             size += d.length;
-            if (size > MAX_BODY) req?.destroy(new KubeApiError(`GET ${path}: response over ${MAX_BODY} bytes`, 0));
+            if (size > MAX_BODY) req?.destroy(new KubeApiError(`${verb} ${path}: response over ${MAX_BODY} bytes`, 0));
             else chunks.push(d);
           });
           res.on('end', () => {
@@ -115,13 +128,13 @@ export class HttpKubeTransport implements KubeTransport {
             try {
               body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
             } catch {
-              reject(new KubeApiError(`GET ${path}: HTTP ${res.statusCode}, not JSON`, res.statusCode ?? 0));
+              reject(new KubeApiError(`${verb} ${path}: HTTP ${res.statusCode}, not JSON`, res.statusCode ?? 0));
               return;
             }
             if ((res.statusCode ?? 0) >= 300)
               reject(
                 new KubeApiError(
-                  `GET ${path}: HTTP ${res.statusCode}: ${(body as { message?: string }).message ?? ''}`,
+                  `${verb} ${path}: HTTP ${res.statusCode}: ${(body as { message?: string }).message ?? ''}`,
                   res.statusCode ?? 0,
                 ),
               );
@@ -130,9 +143,12 @@ export class HttpKubeTransport implements KubeTransport {
           res.on('error', reject);
         },
         reject,
+        write,
       ).then((r) => {
         req = r;
-        r.setTimeout(this.#e.timeoutMs ?? 60_000, () => r.destroy(new KubeUnansweredError(`GET ${path}: timed out`)));
+        r.setTimeout(this.#e.timeoutMs ?? 60_000, () =>
+          r.destroy(new KubeUnansweredError(`${verb} ${path}: timed out`)),
+        );
       }, reject);
     });
     return done;

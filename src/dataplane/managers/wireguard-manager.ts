@@ -1,0 +1,344 @@
+// WireGuard for one IP family, as Felix's wireguard.Wireguard and wireguardManager:
+// the device (wireguard.cali / wg-v6.cali: made when missing, up, its MTU, its one address),
+// its private key (made once and kept in the device, so a restart keeps it), listening
+// port and firewall mark, its peers (each other node with an endpoint and a key no other
+// node claims: its CIDRs as allowed IPs), a routing table of its own (a peer's CIDRs via
+// the device; everything else thrown back to the main table) and the rule that sends
+// traffic without WireGuard's mark to that table. The public key goes to `onPublicKey`
+// for the datastore. Every apply reads the device, the table and the rules back and
+// changes only what differs, so a restart, a drift or a failed apply converges.
+//
+// Beyond Felix, `required` (WireguardRequired): a node that cannot be encrypted to (no
+// key, a shared key, no device here) has its CIDRs unreachable in the table, not routed
+// in clear. Disabled, the manager removes the device, its rule and its routes, as Felix.
+import { readFile, writeFile } from 'node:fs/promises';
+
+import type { Logger } from '../../log.js';
+import { parseIp } from '../../model/net.js';
+import {
+  type Link,
+  type Route,
+  type RouteOp,
+  type RouteType,
+  routeApplyOrThrow,
+  routeDump,
+  ruleApply,
+  ruleDump,
+  type RuleOp,
+} from '../../native/rtnl.js';
+import type { WgChange, WgDevice, WgPeerChange } from '../../native/wg.js';
+import type { ToDataplane } from '../../proto/messages.js';
+import { type WireguardDevice, WireguardUnsupportedError } from '../wireguard/device.js';
+import { generatePrivateKey, publicKeyOf } from '../wireguard/keys.js';
+import { type WgRoute, WireguardPeers } from '../wireguard/peers.js';
+import type { InterfaceTable } from './interfaces.js';
+import type { Manager } from './manager.js';
+import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
+
+/** Felix's wireguardMTUOverhead / wireguardV6MTUOverhead. */
+const OVERHEAD = { 4: 60, 6: 80 } as const;
+const RTN_TYPES: Record<number, RouteType> = { 1: 'unicast', 6: 'blackhole', 7: 'unreachable', 9: 'throw' };
+
+export interface WireguardConfig {
+  family: 4 | 6;
+  hostname: string;
+  enabled: boolean;
+  device: string;
+  listenPort: number;
+  /** 0: the underlay's MTU less 60 (IPv6: 80). */
+  mtu: number;
+  /** The routing table (undefined: none free in RouteTableRange(s)). */
+  table: number | undefined;
+  rulePriority: number;
+  /** WireGuard's mark bit. */
+  fwmark: number;
+  hostEncryption: boolean;
+  keepalive: number;
+  threading: boolean;
+  required: boolean;
+  routeProtocol: number;
+  /** This node's public key changed ("" when it has none: disabled or unsupported). */
+  onPublicKey?: (family: 4 | 6, key: string) => void;
+}
+
+export class WireguardManager implements Manager {
+  readonly name: string;
+  readonly #cfg: WireguardConfig;
+  readonly #device: WireguardDevice;
+  readonly #ifaces: InterfaceTable;
+  readonly #log: Logger;
+  readonly peers: WireguardPeers;
+  #dirty = true;
+  #said = '';
+  /** The key last given to onPublicKey (undefined: none given yet). */
+  #sentKey: string | undefined;
+  #threaded = false;
+  /** What `status` shows: the device's state and the nodes `required` blocks. */
+  state: { usable: boolean; publicKey: string; peers: number; blocked: string[] } = {
+    usable: false,
+    publicKey: '',
+    peers: 0,
+    blocked: [],
+  };
+
+  constructor(cfg: WireguardConfig, device: WireguardDevice, ifaces: InterfaceTable, log: Logger) {
+    this.#cfg = cfg;
+    this.#device = device;
+    this.#ifaces = ifaces;
+    this.#log = log.child({ ipVersion: cfg.family, wireguardIfaceName: cfg.device });
+    this.name = cfg.family === 6 ? 'wireguard-v6' : 'wireguard';
+    this.peers = new WireguardPeers({
+      family: cfg.family,
+      hostname: cfg.hostname,
+      hostEncryption: cfg.hostEncryption,
+      listenPort: cfg.listenPort,
+      keepalive: cfg.keepalive,
+    });
+  }
+
+  onUpdate(msg: ToDataplane): void {
+    if (this.#cfg.enabled && this.peers.onUpdate(msg)) this.#dirty = true;
+  }
+
+  onInterfaces(changed: ReadonlySet<string>): void {
+    if (changed.has(this.#cfg.device)) this.#dirty = true;
+  }
+
+  markResync(): void {
+    this.#dirty = true;
+  }
+
+  async apply(): Promise<Record<string, number>> {
+    if (!this.#dirty) return { peers: 0, routes: 0, rules: 0 };
+    this.#dirty = false;
+    try {
+      return this.#cfg.enabled ? await this.#applyEnabled() : await this.#applyDisabled();
+    } catch (e) {
+      this.#dirty = true;
+      throw e;
+    }
+  }
+
+  async #applyEnabled(): Promise<Record<string, number>> {
+    const table = this.#cfg.table;
+    if (table === undefined) {
+      this.#say('no routing table free in RouteTableRange(s) for WireGuard: not programmed');
+      return { peers: 0, routes: 0, rules: 0 };
+    }
+    const mtu = await this.#mtu();
+    const link = await this.#ensureLink(mtu);
+    let peers = 0;
+    if (link) {
+      await settleDevice(link, mtu, this.peers.deviceAddress(), this.#cfg.family);
+      peers = await this.#syncDevice();
+      await this.#maybeThreaded();
+    } else this.#publish('');
+    const routes = await this.#syncRoutes(table, link);
+    // Last, as Felix: the rule starts using the table once its routes are in.
+    const rules = await this.#syncRules(table, true);
+    this.state = { ...this.state, usable: !!link, blocked: this.#cfg.required ? this.peers.blocked(!!link) : [] };
+    return { peers, routes, rules };
+  }
+
+  /** The link, up and at its MTU; undefined (said once) where the kernel has no WireGuard. */
+  async #ensureLink(mtu: number): Promise<Link | undefined> {
+    try {
+      const link = await this.#device.ensureLink(this.#cfg.device, mtu);
+      this.#said = '';
+      return link;
+    } catch (e) {
+      if (!(e instanceof WireguardUnsupportedError)) throw e;
+      this.#say(
+        `WireGuard is not supported here (${e.message}): no key is published${this.#cfg.required ? "; WireguardRequired: other nodes' pods are unreachable" : ", other nodes' pods are reached in clear, as Felix"}`,
+      );
+      return undefined;
+    }
+  }
+
+  /** WireguardMTU(V6), else the underlay's (the interface holding this node's address) less the overhead. */
+  async #mtu(): Promise<number> {
+    const parent = this.peers.hostAddr ? interfaceHolding(this.#ifaces, this.peers.hostAddr) : undefined;
+    const overhead = OVERHEAD[this.#cfg.family];
+    return parent ? tunnelMtu(this.#cfg.mtu, parent.name, overhead) : this.#cfg.mtu || 1500 - overhead;
+  }
+
+  /** The device's key, port, mark and peers made what they should be; returns the peers changed. */
+  async #syncDevice(): Promise<number> {
+    const name = this.#cfg.device;
+    const cur = (await this.#device.get(name)) ?? { privateKey: '', listenPort: 0, fwmark: 0, peers: [] };
+    const change: WgChange = {};
+    let privateKey = cur.privateKey;
+    if (!privateKey) {
+      privateKey = generatePrivateKey();
+      change.privateKey = privateKey;
+      this.#log.info('Generated a new WireGuard private key');
+    }
+    if (cur.listenPort !== this.#cfg.listenPort) change.listenPort = this.#cfg.listenPort;
+    if (cur.fwmark !== this.#cfg.fwmark) change.fwmark = this.#cfg.fwmark;
+    const peers = this.#peerChanges(cur);
+    if (peers.length) change.peers = peers;
+    if (Object.keys(change).length) await this.#device.set(name, change);
+    const key = publicKeyOf(privateKey);
+    this.state = { ...this.state, publicKey: key, peers: this.peers.desiredPeers().size };
+    this.#publish(key);
+    return peers.length;
+  }
+
+  /** What to remove, add or change so the device's peers are the desired ones. */
+  #peerChanges(cur: WgDevice): WgPeerChange[] {
+    const want = this.peers.desiredPeers();
+    const out: WgPeerChange[] = [];
+    const seen = new Set<string>();
+    for (const p of cur.peers) {
+      seen.add(p.publicKey);
+      const w = want.get(p.publicKey);
+      if (!w) out.push({ publicKey: p.publicKey, remove: true });
+      else if (
+        canonicalEndpoint(p.endpoint) !== canonicalEndpoint(w.endpoint) ||
+        p.persistentKeepalive !== w.persistentKeepalive ||
+        [...p.allowedIps].map(canonicalCidr).sort().join() !== w.allowedIps.map(canonicalCidr).sort().join()
+      )
+        out.push(w);
+    }
+    for (const [key, w] of want) if (!seen.has(key)) out.push(w);
+    return out;
+  }
+
+  #publish(key: string): void {
+    if (this.#sentKey === key) return;
+    this.#sentKey = key;
+    this.#log.info({ publicKey: key }, key ? 'WireGuard public key out of sync or updated' : 'No WireGuard public key');
+    this.#cfg.onPublicKey?.(this.#cfg.family, key);
+  }
+
+  /** The table's routes made the desired ones; only routes with no device or via ours are touched. */
+  async #syncRoutes(table: number, link: Link | undefined): Promise<number> {
+    const want = this.peers.desiredRoutes(this.#cfg.required, !!link);
+    const current = (await routeDump(-1, table)).filter(
+      (r) => r.family === this.#cfg.family && (r.ifindex === 0 || r.ifindex === link?.index),
+    );
+    const byDst = new Map(current.map((r) => [r.dst, r]));
+    const ops: RouteOp[] = [];
+    const wanted = new Set<string>();
+    for (const w of want) {
+      wanted.add(w.dst);
+      const op = this.#routeOp(w, table, link);
+      const have = byDst.get(w.dst);
+      if (!have || !sameRoute(have, op)) ops.push(op);
+    }
+    for (const r of current) if (!wanted.has(r.dst)) ops.push(deleteOp(r, table));
+    await routeApplyOrThrow(ops, `WireGuard table ${table}`);
+    return ops.length;
+  }
+
+  #routeOp(w: WgRoute, table: number, link: Link | undefined): RouteOp {
+    const base = { op: 'routeReplace' as const, dst: w.dst, table, protocol: this.#cfg.routeProtocol };
+    if (w.type === 'device') return { ...base, ifindex: link?.index ?? 0, scope: 'link' };
+    return { ...base, ifindex: 0, type: w.type };
+  }
+
+  /** The rule "not fwmark M/M lookup T" at its priority, and no other rule of ours for T. */
+  async #syncRules(table: number, wanted: boolean): Promise<number> {
+    const f = this.#cfg.family;
+    const mark = this.#cfg.fwmark;
+    const want: RuleOp = {
+      op: 'add',
+      family: f,
+      priority: this.#cfg.rulePriority,
+      table,
+      mark,
+      mask: mark,
+      invert: true,
+    };
+    const ours = (await ruleDump()).filter((r) => r.family === f && r.table === table && r.invert && r.mask !== 0);
+    const ops: RuleOp[] = [];
+    let present = false;
+    for (const r of ours) {
+      const same = wanted && r.priority === want.priority && r.mark === mark && r.mask === mark;
+      if (same && !present) present = true;
+      else ops.push({ op: 'delete', family: f, priority: r.priority, table, mark: r.mark, mask: r.mask, invert: true });
+    }
+    if (wanted && !present) ops.push(want);
+    if (!ops.length) return 0;
+    const res = await ruleApply(ops);
+    const real = res.failures.filter((x) => !(ops[x.tag]?.op === 'delete' && x.errno === 2));
+    if (real.length)
+      throw new Error(`WireGuard rule for table ${table} failed: errno ${real.map((x) => x.errno).join(', ')}`);
+    return ops.length;
+  }
+
+  /** Felix's maybeUpdateNAPIThreading: once the device has a peer. */
+  async #maybeThreaded(): Promise<void> {
+    if (this.#threaded || this.state.peers === 0) return;
+    const path = `/sys/class/net/${this.#cfg.device}/threaded`;
+    const want = this.#cfg.threading ? '1' : '0';
+    try {
+      if ((await readFile(path, 'utf8')).trim() !== want) await writeFile(path, want);
+      this.#threaded = true;
+    } catch (e) {
+      this.#say(`cannot set NAPI threading on ${this.#cfg.device}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Disabled: the device, its rule and its routes go (a node where WireGuard was on is tidied up). */
+  async #applyDisabled(): Promise<Record<string, number>> {
+    const table = this.#cfg.table;
+    const removed = await this.#device.remove(this.#cfg.device).catch((e: unknown) => {
+      if (e instanceof WireguardUnsupportedError) return false;
+      throw e;
+    });
+    if (removed) this.#log.info('WireGuard is disabled: deleted its device');
+    let routes = 0;
+    let rules = 0;
+    if (table !== undefined) {
+      rules = await this.#syncRules(table, false);
+      const leftover = (await routeDump(-1, table)).filter((r) => r.family === this.#cfg.family && r.ifindex === 0);
+      await routeApplyOrThrow(
+        leftover.map((r) => deleteOp(r, table)),
+        `WireGuard table ${table}`,
+      );
+      routes = leftover.length;
+    }
+    this.#publish('');
+    return { peers: 0, routes, rules };
+  }
+
+  async removeAll(): Promise<unknown> {
+    return this.#applyDisabled();
+  }
+
+  #say(message: string): void {
+    if (this.#said === message) return;
+    this.#said = message;
+    this.#log.warn(message);
+  }
+}
+
+/** A delete the kernel matches to `r` (its type and protocol too: a delete naming another matches nothing). */
+function deleteOp(r: Route, table: number): RouteOp {
+  const type = RTN_TYPES[r.type] ?? 'unicast';
+  return {
+    op: 'routeDelete',
+    dst: r.dst,
+    ifindex: r.ifindex,
+    table,
+    type,
+    protocol: r.protocol,
+    scope: type === 'unicast' ? 'link' : 'universe',
+  };
+}
+
+function sameRoute(have: Route, op: RouteOp): boolean {
+  const type = RTN_TYPES[have.type] ?? 'unicast';
+  return type === (op.type ?? 'unicast') && have.ifindex === op.ifindex && have.protocol === op.protocol;
+}
+
+const canonicalCidr = (c: string) => {
+  const [a, p] = c.split('/');
+  return `${parseIp(a ?? '')?.address ?? a}/${p}`;
+};
+
+const canonicalEndpoint = (e: string) => {
+  const m = /^\[(.*)\]:(\d+)$/.exec(e);
+  return m ? `[${parseIp(m[1] ?? '')?.address ?? m[1]}]:${m[2]}` : e;
+};

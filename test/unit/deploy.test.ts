@@ -82,7 +82,7 @@ describe('deploy/', () => {
     });
   }
 
-  it('daemonset.yaml: RBAC with the least verbs, covering everything the Kubernetes datastore reads', () => {
+  it('daemonset.yaml: RBAC with the least verbs, covering everything the Kubernetes datastore reads, and the WireGuard key', () => {
     const all = docs('deploy/daemonset.yaml');
     const role = all.find((d) => d.kind === 'ClusterRole');
     const binding = all.find((d) => d.kind === 'ClusterRoleBinding');
@@ -97,7 +97,11 @@ describe('deploy/', () => {
       { kind: 'ServiceAccount', name: sa.metadata.name, namespace: sa.metadata.namespace },
     ]);
     const rules = role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
-    for (const r of rules) assert.deepEqual([...r.verbs].sort(), ['get', 'list', 'watch'], 'read-only');
+    // Read-only, but for the WireGuard keys on nodes (a patch of their annotations, as Felix writes them).
+    for (const r of rules)
+      if (r.verbs.includes('patch'))
+        assert.deepEqual([r.apiGroups, r.resources, r.verbs], [[''], ['nodes'], ['patch']]);
+      else assert.deepEqual([...r.verbs].sort(), ['get', 'list', 'watch'], 'read-only');
     for (const path of KDD_SOURCE_PATHS) {
       const [group, resource] = path.startsWith('/api/v1/')
         ? ['', path.slice('/api/v1/'.length)]

@@ -21,6 +21,8 @@ const BENCHES: Record<string, [string, string[]]> = {
   typha: ['typha.js', []],
   kdd: ['kdd.js', []],
   routes: ['routes.js', []],
+  // In the test VM (the kernel's WireGuard module): native vs wireguard-tools.
+  wireguard: ['wireguard.js', []],
   // A refresh beside applies on a node with a set of 250,000 hosts.
   refresh: ['refresh.js', []],
   churn: ['churn.js', ['nftables']],

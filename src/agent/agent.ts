@@ -245,6 +245,8 @@ export class NodeAgent {
         m.activeLocalEndpoints.set(driver.state.weps.size + driver.state.heps.size);
         m.activeLocalPolicies.set(driver.state.policies.size);
         m.activeLocalSelectors.set(driver.state.ipsets.size);
+        for (const w of driver.wireguardStates())
+          m.wireguardBlocked.set({ ip_version: String(w.family) }, w.blocked.length);
         this.health.report('int_dataplane', { live: true, ready: true });
       },
       // iptables mode: IP-set members programmed beside a restore in flight (driver.ts).

@@ -517,7 +517,7 @@ export const PARAMS = {
     'bool',
     'false',
     asBool,
-    "With WireGuard on: traffic to a node's pods goes encrypted or not at all - while that node has no key (or shares it), or this node's device cannot be made, its pods' addresses are unreachable in the WireGuard table instead of routed in clear; said in `palisade status` and felix_wireguard_required_blocked_peers (ours).",
+    "With WireGuard on: traffic to a node's pods goes encrypted or not at all - while that node has no key (or shares it), or this node's device cannot be made, its pods' addresses are unreachable in the WireGuard table instead of routed in clear; counted in palisade_wireguard_required_blocked_peers, each node said once in the log (ours).",
   ),
   RouteTableRange: felix(
     'RouteTableRange',

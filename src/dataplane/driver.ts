@@ -142,6 +142,12 @@ export class DataplaneDriver {
   get rulesBackend(): string {
     return this.#rules.name;
   }
+  /** Each WireGuard manager's state after its last apply (for metrics and status). */
+  wireguardStates(): Array<{ family: 4 | 6; usable: boolean; publicKey: string; peers: number; blocked: string[] }> {
+    return this.#managers
+      .filter((m): m is WireguardManager => m instanceof WireguardManager)
+      .map((m) => ({ family: m.family, ...m.state }));
+  }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;
   readonly #statuses: EndpointStatusManager | undefined;

@@ -145,6 +145,12 @@ export class AgentMetrics {
     help: 'Workload routes added or removed.',
     registers: [this.registry],
   });
+  readonly wireguardBlocked = new Gauge({
+    name: 'palisade_wireguard_required_blocked_peers',
+    help: 'WireguardRequired: nodes whose pods this node cannot reach encrypted, and so does not reach (by IP version).',
+    labelNames: ['ip_version'],
+    registers: [this.registry],
+  });
 }
 
 export const RESYNC_STATE = { 'wait-for-datastore': 1, 'resync-in-progress': 2, 'in-sync': 3 } as const;

@@ -195,6 +195,11 @@ export class TestEtcd {
     this.ctl(['del', key]);
   }
 
+  /** A key's value ("" when it has none). */
+  get(key: string): string {
+    return this.ctl(['get', key, '--print-value-only']).stdout.trim();
+  }
+
   /** Many puts in few transactions (`etcdctl txn`), as an operator would script a bulk load. */
   putMany(entries: Array<[string, string]>, perTxn = 1000): void {
     for (let i = 0; i < entries.length; i += perTxn) {

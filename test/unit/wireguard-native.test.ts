@@ -55,6 +55,14 @@ describe('kernel WireGuard change stream', () => {
     assert.ok(cleared.subarray(1, 33).every((b) => b === 0));
   });
 
+  it("makes private keys as `wg genkey` does (clamped), a thousand without Node's key-generation jobs", () => {
+    for (let i = 0; i < 1000; i++) {
+      const k = Buffer.from(generatePrivateKey(), 'base64');
+      assert.equal(k.length, 32);
+      assert.deepEqual([(k[0] as number) & 7, (k[31] as number) & 0xc0], [0, 0x40]);
+    }
+  });
+
   it('refuses garbage with EINVAL, never another exception', () => {
     const bad: Array<[string, () => unknown]> = [
       ['key', () => encodeWgChange({ peers: [{ publicKey: 'nope' }] })],

@@ -1,6 +1,7 @@
 // PID 1 of the test VM (test/helpers/vm.ts): a Debian kernel booted by qemu with this as
 // its initramfs. It loads the 9p modules, mounts the host's root read-only over virtio-9p,
-// gives it private /proc, /sys, /dev, /tmp and /run, chroots into it and runs the script
+// moves it over / as switch_root does (so the kernel's own module loading finds the host's
+// modprobe and modules), gives it private /proc, /sys, /dev, /tmp and /run, and runs the script
 // named on the kernel command line (palisade.run=PATH) with /bin/sh. The script's exit
 // status is printed as "PALISADE-VM-EXIT <n>" and the VM powers off. Nothing of the host
 // is writable from inside.
@@ -79,17 +80,17 @@ int main(void) {
     perror("palisade-vm: mount host");
     finish(125);
   }
+  if (chdir("/host") != 0 || mount("/host", "/", NULL, MS_MOVE, NULL) != 0 || chroot(".") != 0 || chdir("/") != 0) {
+    perror("palisade-vm: switch root");
+    finish(125);
+  }
+  mount("proc", "/proc", "proc", 0, NULL);
+  mount("sysfs", "/sys", "sysfs", 0, NULL);
+  mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+  mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+  mount("tmpfs", "/run", "tmpfs", 0, NULL);
   pid_t pid = fork();
   if (pid == 0) {
-    if (chroot("/host") != 0 || chdir("/") != 0) {
-      perror("palisade-vm: chroot");
-      _exit(125);
-    }
-    mount("proc", "/proc", "proc", 0, NULL);
-    mount("sysfs", "/sys", "sysfs", 0, NULL);
-    mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
-    mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
-    mount("tmpfs", "/run", "tmpfs", 0, NULL);
     char* argv[] = {"/bin/sh", script, NULL};
     char* envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
                     NULL};

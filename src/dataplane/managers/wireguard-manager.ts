@@ -63,6 +63,7 @@ export interface WireguardConfig {
 
 export class WireguardManager implements Manager {
   readonly name: string;
+  readonly family: 4 | 6;
   readonly #cfg: WireguardConfig;
   readonly #device: WireguardDevice;
   readonly #ifaces: InterfaceTable;
@@ -87,6 +88,7 @@ export class WireguardManager implements Manager {
     this.#ifaces = ifaces;
     this.#log = log.child({ ipVersion: cfg.family, wireguardIfaceName: cfg.device });
     this.name = cfg.family === 6 ? 'wireguard-v6' : 'wireguard';
+    this.family = cfg.family;
     this.peers = new WireguardPeers({
       family: cfg.family,
       hostname: cfg.hostname,
@@ -136,7 +138,15 @@ export class WireguardManager implements Manager {
     const routes = await this.#syncRoutes(table, link);
     // Last, as Felix: the rule starts using the table once its routes are in.
     const rules = await this.#syncRules(table, true);
-    this.state = { ...this.state, usable: !!link, blocked: this.#cfg.required ? this.peers.blocked(!!link) : [] };
+    const blocked = this.#cfg.required ? this.peers.blocked(!!link) : [];
+    if (blocked.join() !== this.state.blocked.join())
+      this.#log.warn(
+        { blocked },
+        blocked.length
+          ? 'WireguardRequired: these nodes cannot be reached encrypted, so their pods are unreachable from here'
+          : 'WireguardRequired: every node is reached encrypted again',
+      );
+    this.state = { ...this.state, usable: !!link, blocked };
     return { peers, routes, rules };
   }
 

@@ -1,7 +1,7 @@
 // WireGuard keys as Felix (wgtypes) handles them: 32-byte Curve25519 keys, written base64
 // in the datastore (a Node's status.wireguardPublicKey) and hex on a UAPI socket. A new
 // private key is generated here; its public key is derived from it.
-import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
 
 const KEY_BYTES = 32;
 /** PKCS#8 DER of an X25519 private key, up to the key's 32 bytes (RFC 8410). */
@@ -36,10 +36,17 @@ export function hexToKey(hex: string): string {
   return Buffer.from(hex, 'hex').toString('base64');
 }
 
-/** A new private key (base64), as `wg genkey`. */
+/**
+ * A new private key (base64), as `wg genkey` makes it: 32 random bytes, clamped as
+ * Curve25519 wants. Not generateKeyPairSync: on Node 20 a garbage collection that
+ * finalises its key-generation job can deadlock the thread (seen: a test making a
+ * thousand keys hung in KeyGenJob's destructor, waiting on a mutex it held).
+ */
 export function generatePrivateKey(): string {
-  const jwk = generateKeyPairSync('x25519').privateKey.export({ format: 'jwk' });
-  return Buffer.from(jwk.d as string, 'base64url').toString('base64');
+  const k = randomBytes(KEY_BYTES);
+  k[0] = (k[0] as number) & 248;
+  k[31] = ((k[31] as number) & 127) | 64;
+  return k.toString('base64');
 }
 
 /** The public key (base64) of a private key, as `wg pubkey`. */

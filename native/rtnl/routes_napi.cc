@@ -13,12 +13,12 @@
 #include "rtnl/rtnl_napi.h"
 
 namespace palisade::rtnl {
-namespace {
+namespace {}  // namespace
 
-// routeApply's result: the op count and each failed op's index and errno.
-void SettleApply(Napi::Env env, const RouteResult& r, Napi::Promise::Deferred& d) {
-  if (!r.badInput.empty()) return d.Reject(MakeNativeError(env, "EINVAL", "routeApply", r.badInput).Value());
-  if (r.sysErrno) return d.Reject(SysError(env, "routeApply", r.sysWhat, r.sysErrno));
+// An op batch's result (routeApply, ruleApply): the op count and each failed op's index and errno.
+void SettleOps(Napi::Env env, const char* op, const RouteResult& r, Napi::Promise::Deferred& d) {
+  if (!r.badInput.empty()) return d.Reject(MakeNativeError(env, "EINVAL", op, r.badInput).Value());
+  if (r.sysErrno) return d.Reject(SysError(env, op, r.sysWhat, r.sysErrno));
   Napi::Object o = Napi::Object::New(env);
   o.Set("ops", static_cast<double>(r.ops));
   Napi::Array f = Napi::Array::New(env, r.failures.size());
@@ -30,6 +30,12 @@ void SettleApply(Napi::Env env, const RouteResult& r, Napi::Promise::Deferred& d
   }
   o.Set("failures", f);
   d.Resolve(o);
+}
+
+namespace {
+
+void SettleApply(Napi::Env env, const RouteResult& r, Napi::Promise::Deferred& d) {
+  SettleOps(env, "routeApply", r, d);
 }
 
 // routeDump's result: one table's routes of one protocol.

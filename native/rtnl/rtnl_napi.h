@@ -13,6 +13,9 @@ Napi::Function InitMonitor(Napi::Env env);
 void RegisterRoutes(Napi::Env env, Napi::Object exports);
 // linkGet / linkAddVxlan / linkSet / linkDelete / addrChange / addrDump (links_napi.cc).
 void RegisterLinks(Napi::Env env, Napi::Object exports);
+// Settles an op batch's promise (routes_napi.cc): per-op failures resolve, a bad stream or socket rejects.
+struct RouteResult;
+void SettleOps(Napi::Env env, const char* op, const RouteResult& r, Napi::Promise::Deferred& d);
 // ruleApply / ruleDump (rules_napi.cc).
 void RegisterRules(Napi::Env env, Napi::Object exports);
 

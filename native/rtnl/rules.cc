@@ -43,8 +43,8 @@ std::string BuildRule(const uint8_t* p, char* buf) {
 
 }  // namespace
 
-RuleResult ApplyRules(const uint8_t* ops, size_t len) {
-  RuleResult out;
+RouteResult ApplyRules(const uint8_t* ops, size_t len) {
+  RouteResult out;
   if (len % kRuleOpSize) {
     out.badInput = "rule op stream length is not a multiple of the op size";
     return out;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "rtnl/routes.h"
+
 namespace palisade::rtnl {
 
 // Op stream (little-endian): u8 op (1 add, 2 delete), u32 tag, u8 family (4|6), u8 flags
@@ -15,20 +17,8 @@ namespace palisade::rtnl {
 enum RuleOp : uint8_t { kRuleAdd = 1, kRuleDelete = 2 };
 constexpr size_t kRuleOpSize = 1 + 4 + 1 + 1 + 4 + 4 + 4 + 4;
 
-struct RuleFailure {
-  uint32_t tag;
-  int err;
-};
-
-struct RuleResult {
-  std::vector<RuleFailure> failures;
-  size_t ops = 0;
-  int sysErrno = 0;
-  std::string sysWhat;
-  std::string badInput;
-};
-
-RuleResult ApplyRules(const uint8_t* ops, size_t len);
+// Per-op failures as a route batch reports them (RouteResult).
+RouteResult ApplyRules(const uint8_t* ops, size_t len);
 
 struct DumpedRule {
   int family;

@@ -11,21 +11,7 @@
 namespace palisade::rtnl {
 namespace {
 
-void SettleApply(Napi::Env env, const RuleResult& r, Napi::Promise::Deferred& d) {
-  if (!r.badInput.empty()) return d.Reject(MakeNativeError(env, "EINVAL", "ruleApply", r.badInput).Value());
-  if (r.sysErrno) return d.Reject(SysError(env, "ruleApply", r.sysWhat, r.sysErrno));
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("ops", static_cast<double>(r.ops));
-  Napi::Array f = Napi::Array::New(env, r.failures.size());
-  for (size_t i = 0; i < r.failures.size(); i++) {
-    Napi::Object x = Napi::Object::New(env);
-    x.Set("tag", r.failures[i].tag);
-    x.Set("errno", r.failures[i].err);
-    f.Set(static_cast<uint32_t>(i), x);
-  }
-  o.Set("failures", f);
-  d.Resolve(o);
-}
+void SettleApply(Napi::Env env, const RouteResult& r, Napi::Promise::Deferred& d) { SettleOps(env, "ruleApply", r, d); }
 
 void SettleDump(Napi::Env env, const RuleDump& r, Napi::Promise::Deferred& d) {
   if (r.sysErrno) return d.Reject(SysError(env, "ruleDump", r.sysWhat, r.sysErrno));
@@ -49,7 +35,7 @@ Napi::Value RuleApplyFn(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Guard(env, "ruleApply", [&]() -> Napi::Value {
     std::vector<uint8_t> ops = OpsArg(info, "ruleApply");
-    return QueuePromise<RuleResult>(
+    return QueuePromise<RouteResult>(
         env, "ruleApply", [ops = std::move(ops)]() { return ApplyRules(ops.data(), ops.size()); }, SettleApply);
   });
 }

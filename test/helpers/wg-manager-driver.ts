@@ -10,25 +10,12 @@ import { InterfaceTable } from '../../src/dataplane/managers/interfaces.js';
 import { type WireguardConfig, WireguardManager } from '../../src/dataplane/managers/wireguard-manager.js';
 import { silentLogger } from '../../src/log.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
+import { wireguardConfig } from './wg-fixtures.js';
 
 const text = readFileSync(process.argv[2] as string, 'utf8').replaceAll('PEERKEY', process.argv[3] ?? '');
 const input = JSON.parse(text) as { config: Partial<WireguardConfig>; msgs: ToDataplane[] };
 const cfg: WireguardConfig = {
-  family: 4,
-  hostname: 'node1',
-  enabled: true,
-  device: 'wireguard.cali',
-  listenPort: 51820,
-  mtu: 1420,
-  table: 1,
-  rulePriority: 99,
-  fwmark: 0x200000,
-  hostEncryption: false,
-  keepalive: 0,
-  threading: false,
-  required: false,
-  routeProtocol: 80,
-  ...input.config,
+  ...wireguardConfig(input.config),
   onPublicKey: (_family, key) => process.stdout.write(`KEY ${key}\n`),
 };
 const m = new WireguardManager(cfg, new KernelWireguardDevice(), new InterfaceTable(), silentLogger);

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { generatePrivateKey, publicKeyOf } from '../../src/dataplane/wireguard/keys.js';
 import { wgGet } from '../../src/native/wg.js';
 import { runInVm, vmLines, vmSkipReason } from '../helpers/vm.js';
+import { routeUpdate } from '../helpers/wg-fixtures.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const skip = vmSkipReason() || false;
@@ -155,20 +156,7 @@ describe('kernel WireGuard over generic netlink (in a VM)', { skip }, () => {
   it("the WireGuard manager on the kernel's device: two nodes' addresses reach each other only through it, as Felix programs it; a restart keeps the key; WireguardRequired; disabled, it is all gone", async (t) => {
     const dir = join(ROOT, 'build/vm');
     mkdirSync(dir, { recursive: true });
-    const route = (dst: string, node: string, types: number) => ({
-      type: 'RouteUpdate',
-      route: {
-        types,
-        ipPoolType: 'VXLAN',
-        dst,
-        dstNodeName: node,
-        dstNodeIp: '',
-        sameSubnet: false,
-        natOutgoing: false,
-        localWorkload: false,
-        borrowed: false,
-      },
-    });
+    const route = routeUpdate;
     const msgs = (me: string) => [
       { type: 'HostMetadataUpdate', hostname: 'node1', ipv4Addr: '192.0.2.1' },
       { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '192.0.2.2' },

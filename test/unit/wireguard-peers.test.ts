@@ -12,22 +12,10 @@ import { WireguardPeers } from '../../src/dataplane/wireguard/peers.js';
 import type { WireguardKeyStore } from '../../src/datastore/wireguard-keys.js';
 import { RouteType, type ToDataplane } from '../../src/proto/messages.js';
 import { WireguardKeyPublisher } from '../../src/status/wireguard-key.js';
+import { routeUpdate } from '../helpers/wg-fixtures.js';
 
 const KEY = (n: number) => Buffer.alloc(32, n).toString('base64');
-const route = (dst: string, node: string, types: number): ToDataplane => ({
-  type: 'RouteUpdate',
-  route: {
-    types,
-    ipPoolType: 'VXLAN',
-    dst,
-    dstNodeName: node,
-    dstNodeIp: '',
-    sameSubnet: false,
-    natOutgoing: false,
-    localWorkload: false,
-    borrowed: false,
-  },
-});
+const route = routeUpdate;
 const host = (hostname: string, ipv4Addr: string): ToDataplane => ({ type: 'HostMetadataUpdate', hostname, ipv4Addr });
 const wg = (hostname: string, publicKey: string, addr = ''): ToDataplane => ({
   type: 'WireguardEndpointUpdate',

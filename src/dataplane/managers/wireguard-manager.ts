@@ -26,7 +26,7 @@ import {
   ruleDump,
   type RuleOp,
 } from '../../native/rtnl.js';
-import type { WgChange, WgDevice, WgPeerChange } from '../../native/wg.js';
+import type { WgChange, WgDevice, WgPeer, WgPeerChange } from '../../native/wg.js';
 import type { ToDataplane } from '../../proto/messages.js';
 import { type WireguardDevice, WireguardUnsupportedError } from '../wireguard/device.js';
 import { generatePrivateKey, publicKeyOf } from '../wireguard/keys.js';
@@ -70,6 +70,14 @@ export class WireguardManager implements Manager {
   readonly #log: Logger;
   readonly peers: WireguardPeers;
   #dirty = true;
+  /**
+   * The kernel must be read back at the next apply (at start, on a resync, after a failure
+   * or a change to the device): otherwise what the last apply programmed is what is there,
+   * as Felix's inSyncWireguard, and a change costs only itself.
+   */
+  #resync = true;
+  /** What the last apply left on the device and in the table (valid while !#resync). */
+  #programmed: { device: WgDevice; routes: Route[] } | undefined;
   #said = '';
   /** The key last given to onPublicKey (undefined: none given yet). */
   #sentKey: string | undefined;
@@ -103,11 +111,11 @@ export class WireguardManager implements Manager {
   }
 
   onInterfaces(changed: ReadonlySet<string>): void {
-    if (changed.has(this.#cfg.device)) this.#dirty = true;
+    if (changed.has(this.#cfg.device)) this.#dirty = this.#resync = true;
   }
 
   markResync(): void {
-    this.#dirty = true;
+    this.#dirty = this.#resync = true;
   }
 
   async apply(): Promise<Record<string, number>> {
@@ -116,7 +124,7 @@ export class WireguardManager implements Manager {
     try {
       return this.#cfg.enabled ? await this.#applyEnabled() : await this.#applyDisabled();
     } catch (e) {
-      this.#dirty = true;
+      this.#dirty = this.#resync = true;
       throw e;
     }
   }
@@ -127,17 +135,19 @@ export class WireguardManager implements Manager {
       this.#say('no routing table free in RouteTableRange(s) for WireGuard: not programmed');
       return { peers: 0, routes: 0, rules: 0 };
     }
-    const mtu = await this.#mtu();
-    const link = await this.#ensureLink(mtu);
+    const resync = this.#resync;
+    const link = resync ? await this.#ensureLink(await this.#mtu()) : this.#link;
     let peers = 0;
     if (link) {
-      await settleDevice(link, mtu, this.peers.deviceAddress(), this.#cfg.family);
-      peers = await this.#syncDevice();
+      if (resync) await settleDevice(link, await this.#mtu(), this.peers.deviceAddress(), this.#cfg.family);
+      peers = await this.#syncDevice(resync);
       await this.#maybeThreaded();
     } else this.#publish('');
-    const routes = await this.#syncRoutes(table, link);
+    const routes = await this.#syncRoutes(table, link, resync);
     // Last, as Felix: the rule starts using the table once its routes are in.
-    const rules = await this.#syncRules(table, true);
+    const rules = resync ? await this.#syncRules(table, true) : 0;
+    this.#link = link;
+    this.#resync = false;
     const blocked = this.#cfg.required ? this.peers.blocked(!!link) : [];
     if (blocked.join() !== this.state.blocked.join())
       this.#log.warn(
@@ -173,9 +183,12 @@ export class WireguardManager implements Manager {
   }
 
   /** The device's key, port, mark and peers made what they should be; returns the peers changed. */
-  async #syncDevice(): Promise<number> {
+  #link: Link | undefined;
+
+  async #syncDevice(resync: boolean): Promise<number> {
     const name = this.#cfg.device;
-    const cur = (await this.#device.get(name)) ?? { privateKey: '', listenPort: 0, fwmark: 0, peers: [] };
+    const known = resync ? undefined : this.#programmed?.device;
+    const cur = known ?? (await this.#device.get(name)) ?? { privateKey: '', listenPort: 0, fwmark: 0, peers: [] };
     const change: WgChange = {};
     let privateKey = cur.privateKey;
     if (!privateKey) {
@@ -185,30 +198,32 @@ export class WireguardManager implements Manager {
     }
     if (cur.listenPort !== this.#cfg.listenPort) change.listenPort = this.#cfg.listenPort;
     if (cur.fwmark !== this.#cfg.fwmark) change.fwmark = this.#cfg.fwmark;
-    const peers = this.#peerChanges(cur);
+    const want = this.peers.desiredPeers();
+    const peers = this.#peerChanges(cur, want);
     if (peers.length) change.peers = peers;
     if (Object.keys(change).length) await this.#device.set(name, change);
+    const device = {
+      privateKey,
+      listenPort: this.#cfg.listenPort,
+      fwmark: this.#cfg.fwmark,
+      peers: [...want.values()],
+    };
+    this.#programmed = { device, routes: this.#programmed?.routes ?? [] };
     const key = publicKeyOf(privateKey);
-    this.state = { ...this.state, publicKey: key, peers: this.peers.desiredPeers().size };
+    this.state = { ...this.state, publicKey: key, peers: want.size };
     this.#publish(key);
     return peers.length;
   }
 
   /** What to remove, add or change so the device's peers are the desired ones. */
-  #peerChanges(cur: WgDevice): WgPeerChange[] {
-    const want = this.peers.desiredPeers();
+  #peerChanges(cur: WgDevice, want: Map<string, WgPeer>): WgPeerChange[] {
     const out: WgPeerChange[] = [];
     const seen = new Set<string>();
     for (const p of cur.peers) {
       seen.add(p.publicKey);
       const w = want.get(p.publicKey);
       if (!w) out.push({ publicKey: p.publicKey, remove: true });
-      else if (
-        canonicalEndpoint(p.endpoint) !== canonicalEndpoint(w.endpoint) ||
-        p.persistentKeepalive !== w.persistentKeepalive ||
-        [...p.allowedIps].map(canonicalCidr).sort().join() !== w.allowedIps.map(canonicalCidr).sort().join()
-      )
-        out.push(w);
+      else if (p !== w && !samePeer(p, w)) out.push(w);
     }
     for (const [key, w] of want) if (!seen.has(key)) out.push(w);
     return out;
@@ -222,9 +237,10 @@ export class WireguardManager implements Manager {
   }
 
   /** The table's routes made the desired ones; only routes with no device or via ours are touched. */
-  async #syncRoutes(table: number, link: Link | undefined): Promise<number> {
+  async #syncRoutes(table: number, link: Link | undefined, resync: boolean): Promise<number> {
     const want = this.peers.desiredRoutes(this.#cfg.required, !!link);
-    const current = (await routeDump(-1, table)).filter(
+    const known = resync ? undefined : this.#programmed?.routes;
+    const current = (known ?? (await routeDump(-1, table))).filter(
       (r) => r.family === this.#cfg.family && (r.ifindex === 0 || r.ifindex === link?.index),
     );
     const byDst = new Map(current.map((r) => [r.dst, r]));
@@ -238,6 +254,11 @@ export class WireguardManager implements Manager {
     }
     for (const r of current) if (!wanted.has(r.dst)) ops.push(deleteOp(r, table));
     await routeApplyOrThrow(ops, `WireGuard table ${table}`);
+    const routes = want.map((w) => programmedRoute(this.#routeOp(w, table, link), this.#cfg.family));
+    this.#programmed = {
+      device: this.#programmed?.device ?? { privateKey: '', listenPort: 0, fwmark: 0, peers: [] },
+      routes,
+    };
     return ops.length;
   }
 
@@ -324,6 +345,22 @@ export class WireguardManager implements Manager {
   }
 }
 
+/** The route `op` leaves in the table, as a dump would read it back. */
+function programmedRoute(op: RouteOp, family: 4 | 6): Route {
+  const type = { unicast: 1, blackhole: 6, unreachable: 7, throw: 9 }[op.type ?? 'unicast'];
+  return {
+    family,
+    table: op.table ?? 0,
+    dst: op.dst,
+    ifindex: op.ifindex,
+    protocol: op.protocol ?? 0,
+    scope: op.scope === 'link' ? 253 : 0,
+    type,
+    flags: 0,
+    gateway: '',
+  };
+}
+
 /** A delete the kernel matches to `r` (its type and protocol too: a delete naming another matches nothing). */
 function deleteOp(r: Route, table: number): RouteOp {
   const type = RTN_TYPES[r.type] ?? 'unicast';
@@ -341,6 +378,14 @@ function deleteOp(r: Route, table: number): RouteOp {
 function sameRoute(have: Route, op: RouteOp): boolean {
   const type = RTN_TYPES[have.type] ?? 'unicast';
   return type === (op.type ?? 'unicast') && have.ifindex === op.ifindex && have.protocol === op.protocol;
+}
+
+/** A peer as read back equals the wanted one (the kernel's spellings are canonical; ours may not be). */
+function samePeer(p: WgPeer, w: WgPeer): boolean {
+  if (p.persistentKeepalive !== w.persistentKeepalive || p.allowedIps.length !== w.allowedIps.length) return false;
+  if (p.endpoint !== w.endpoint && canonicalEndpoint(p.endpoint) !== canonicalEndpoint(w.endpoint)) return false;
+  if (p.allowedIps.every((a, i) => a === w.allowedIps[i])) return true;
+  return [...p.allowedIps].map(canonicalCidr).sort().join() === w.allowedIps.map(canonicalCidr).sort().join();
 }
 
 const canonicalCidr = (c: string) => {

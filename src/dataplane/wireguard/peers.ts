@@ -39,6 +39,8 @@ export class WireguardPeers {
   readonly nodes = new Map<string, NodeData>();
   /** Which node each CIDR is on. */
   readonly #owner = new Map<string, string>();
+  /** How many other nodes claim each key (a shared key programs none of them). */
+  readonly #claims = new Map<string, number>();
   /** This node's address of the family (the device's address under host encryption without a tunnel address). */
   hostAddr = '';
   /** This node's WireGuard device address (the Node's spec.wireguard), "" for none. */
@@ -112,6 +114,12 @@ export class WireguardPeers {
     }
     const n = this.#node(name);
     if (n.publicKey === key) return false;
+    if (n.publicKey) {
+      const left = (this.#claims.get(n.publicKey) ?? 1) - 1;
+      if (left) this.#claims.set(n.publicKey, left);
+      else this.#claims.delete(n.publicKey);
+    }
+    if (key) this.#claims.set(key, (this.#claims.get(key) ?? 0) + 1);
     n.publicKey = key;
     return true;
   }
@@ -140,9 +148,7 @@ export class WireguardPeers {
   programmable(name: string): boolean {
     const n = this.nodes.get(name);
     if (!n || name === this.#o.hostname || !n.endpoint || !n.publicKey) return false;
-    let claims = 0;
-    for (const [other, m] of this.nodes) if (other !== this.#o.hostname && m.publicKey === n.publicKey) claims++;
-    return claims === 1;
+    return this.#claims.get(n.publicKey) === 1;
   }
 
   /** The peers the device should have, by public key. */

@@ -105,6 +105,41 @@ describe('WireGuard peers', () => {
     assert.deepEqual(h.desiredPeers().get(KEY(2))?.allowedIps, ['10.65.1.1/32', '192.0.2.2/32']);
   });
 
+  it('IPv6: its own messages only, endpoints as [address]:port in canonical form, /128 device address', () => {
+    const p = new WireguardPeers({
+      family: 6,
+      hostname: 'node1',
+      hostEncryption: false,
+      listenPort: 51821,
+      keepalive: 25,
+    });
+    for (const m of [
+      host('node2', '192.0.2.2'),
+      { type: 'HostMetadataV6Update', hostname: 'node2', ipv6Addr: 'fd99:0:0::12/64' } as ToDataplane,
+      wg('node2', KEY(9)),
+      {
+        type: 'WireguardEndpointV6Update',
+        hostname: 'node2',
+        publicKeyV6: KEY(2),
+        interfaceIpv6Addr: '',
+      } as ToDataplane,
+      {
+        type: 'WireguardEndpointV6Update',
+        hostname: 'node1',
+        publicKeyV6: KEY(1),
+        interfaceIpv6Addr: 'fd65::1',
+      } as ToDataplane,
+      route('fd65:0:0:2::/122', 'node2', RouteType.REMOTE_WORKLOAD),
+      route('10.65.1.0/26', 'node2', RouteType.REMOTE_WORKLOAD),
+    ])
+      p.onUpdate(m);
+    assert.deepEqual(
+      [...p.desiredPeers().values()],
+      [{ publicKey: KEY(2), endpoint: '[fd99::12]:51821', allowedIps: ['fd65:0:0:2::/122'], persistentKeepalive: 25 }],
+    );
+    assert.equal(p.deviceAddress(), 'fd65::1/128');
+  });
+
   it('takes the lowest free tables of RouteTableRanges (else RouteTableRange, else 1-250), never 253-255', () => {
     assert.deepEqual(wireguardTables('', ''), { v4: 1, v6: 2 });
     assert.deepEqual(wireguardTables('10-20', ''), { v4: 10, v6: 11 });

@@ -4,7 +4,7 @@
 // encryption, its host addresses), and this node's own CIDRs, key and device address.
 // A peer is programmed only with an endpoint and a key no other node claims. From that:
 // the device's peers and the routing table's routes. No I/O here.
-import { type Cidr, cidrContains, parseCidr } from '../../model/net.js';
+import { type Cidr, cidrContains, hostAddress, parseCidr } from '../../model/net.js';
 import { RouteType, type ToDataplane } from '../../proto/messages.js';
 import type { WgPeer } from '../../native/wg.js';
 
@@ -61,7 +61,8 @@ export class WireguardPeers {
       case 'HostMetadataV6Update': {
         if ((msg.type === 'HostMetadataV6Update') !== v6) return false;
         const addr = msg.type === 'HostMetadataUpdate' ? msg.ipv4Addr : msg.ipv6Addr;
-        return this.#setEndpoint(msg.hostname, addr.split('/')[0] ?? '');
+        // In the kernel's spelling, which a read-back of the device gives.
+        return this.#setEndpoint(msg.hostname, hostAddress(addr) ?? '');
       }
       case 'HostMetadataRemove':
       case 'HostMetadataV6Remove':
@@ -109,7 +110,7 @@ export class WireguardPeers {
     if (name === this.#o.hostname) {
       const changed = this.publishedKey !== key || this.tunnelAddr !== addr;
       this.publishedKey = key;
-      this.tunnelAddr = addr.split('/')[0] ?? '';
+      this.tunnelAddr = hostAddress(addr) ?? '';
       return changed;
     }
     const n = this.#node(name);

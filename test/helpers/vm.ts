@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
@@ -143,7 +143,12 @@ export async function runInVm(script: string, opts: { timeoutMs?: number; memory
   if (!k) throw new Error('no kernel with WireGuard in /boot');
   const initrd = buildInitramfs(k);
   const file = join(ROOT, 'build/vm', `run-${process.pid}-${runs++}.sh`);
-  writeFileSync(file, `set -e\ncd ${ROOT}\n${script}\n`);
+  // The guest's processes are this one's kind: its node first on PATH, and the addon it
+  // loads (the suite's second run, on the Node LTS, names its own build).
+  const env = [`export PATH='${dirname(process.execPath)}':"$PATH"`];
+  for (const k of ['PALISADE_NATIVE_PATH', 'PALISADE_NATIVE_BUILD'])
+    if (process.env[k]) env.push(`export ${k}='${process.env[k]}'`);
+  writeFileSync(file, `set -e\ncd ${ROOT}\n${env.join('\n')}\n${script}\n`);
   const args = [
     ...['-accel', 'tcg', '-cpu', 'max', '-smp', '2', '-m', String(opts.memoryMb ?? 1024)],
     ...['-display', 'none', '-serial', 'stdio', '-monitor', 'none', '-no-reboot', '-nic', 'none'],

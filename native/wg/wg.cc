@@ -283,7 +283,9 @@ std::vector<std::vector<char>> BuildSetMessages(uint16_t familyId, const std::st
 
 void ParseGetReply(const void* msg, size_t len, Device* d) {
   const auto* h = static_cast<const nlmsghdr*>(msg);
-  if (len < sizeof(nlmsghdr) || h->nlmsg_len > len || mnl_nlmsg_get_payload_len(h) < sizeof(genlmsghdr)) return;
+  // libmnl walks attributes up to the message's aligned end: that must be inside `len` too.
+  if (len < sizeof(nlmsghdr) || NLMSG_ALIGN(h->nlmsg_len) > len || mnl_nlmsg_get_payload_len(h) < sizeof(genlmsghdr))
+    return;
   d->found = true;
   mnl_attr_parse(
       h, sizeof(genlmsghdr),
@@ -381,7 +383,7 @@ Result GetDevice(const std::string& name) {
   g->version = WG_GENL_VERSION;
   mnl_attr_put_strz(h, WGDEVICE_A_IFNAME, name.c_str());
   const rtnl::RequestStatus st =
-      rtnl::Request(s, h, [&](const nlmsghdr* m) { ParseGetReply(m, m->nlmsg_len, &out.device); });
+      rtnl::Request(s, h, [&](const nlmsghdr* m) { ParseGetReply(m, NLMSG_ALIGN(m->nlmsg_len), &out.device); });
   out.sysErrno = st.sysErrno;
   if (st.sysErrno) out.sysWhat = st.sysWhat;
   out.err = st.err;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +57,26 @@ static void finish(int status) {
   for (;;) pause();
 }
 
+// A writable /tmp of the guest's own. A checkout under /tmp (a CI clone, say) would be
+// hidden by it: that top directory of /tmp stays the host's, bound back on top.
+static void private_tmp(const char* script) {
+  char top[256] = "";
+  if (strncmp(script, "/tmp/", 5) == 0) {
+    const char* end = strchr(script + 5, '/');
+    size_t n = end ? (size_t)(end - script) : strlen(script);
+    if (n < sizeof(top)) memcpy(top, script, n), top[n] = 0;
+  }
+  if (top[0]) {
+    mkdir("/run/palisade-host", 0700);
+    if (mount(top, "/run/palisade-host", NULL, MS_BIND, NULL) != 0) perror("palisade-vm: bind the checkout");
+  }
+  mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+  if (top[0]) {
+    mkdir(top, 0755);
+    if (mount("/run/palisade-host", top, NULL, MS_MOVE, NULL) != 0) perror("palisade-vm: keep the checkout");
+  }
+}
+
 int main(void) {
   // The test's boot watchdog waits for this line.
   printf("PALISADE-VM-BOOTED\n");
@@ -87,8 +108,8 @@ int main(void) {
   mount("proc", "/proc", "proc", 0, NULL);
   mount("sysfs", "/sys", "sysfs", 0, NULL);
   mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
-  mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
   mount("tmpfs", "/run", "tmpfs", 0, NULL);
+  private_tmp(script);
   pid_t pid = fork();
   if (pid == 0) {
     char* argv[] = {"/bin/sh", script, NULL};

@@ -318,9 +318,6 @@ void ParseGetReply(const void* msg, size_t len, Device* d) {
       d);
 }
 
-}  // namespace palisade::wg
-
-namespace palisade::wg {
 namespace {
 
 // The "wireguard" generic netlink family's id; 0 with `noFamily` when the kernel has none.

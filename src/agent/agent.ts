@@ -204,7 +204,7 @@ export class NodeAgent {
     );
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#reporter = this.#newStatusReporter(cfg);
-    this.#wireguardKeys = new WireguardKeyPublisher(wireguardKeyStore(cfg), this.#log);
+    this.#wireguardKeys = new WireguardKeyPublisher(() => wireguardKeyStore(cfg), this.#log);
     this.#driver = this.#newDriver(cfg);
     this.#driver.start();
     this.#watchKubeProxyMode(cfg);

@@ -176,8 +176,10 @@ export interface RawRule {
   family: 4 | 6;
   priority: number;
   table: number;
+  /** Matches packets whose mark & mask equals mark (mask 0: no mark match). */
   mark: number;
   mask: number;
+  /** The match is inverted (`not fwmark`). */
   invert: boolean;
   /** FR_ACT_* (1: to a table). */
   action: number;

@@ -78,12 +78,18 @@ export interface RouteOp {
 }
 
 export type RouteType = 'unicast' | 'blackhole' | 'unreachable' | 'throw';
-const RTN: Record<RouteType, number> = {
+/** RTN_* of each route type. */
+export const RTN: Readonly<Record<RouteType, number>> = {
   unicast: RTN_UNICAST,
   blackhole: RTN_BLACKHOLE,
   unreachable: RTN_UNREACHABLE,
   throw: RTN_THROW,
 };
+
+/** The route type of a dumped route's RTN_* (another kind reads as unicast). */
+export function routeTypeOf(rtn: number): RouteType {
+  return (Object.keys(RTN) as RouteType[]).find((t) => RTN[t] === rtn) ?? 'unicast';
+}
 
 export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
   const buf = Buffer.alloc(ops.length * OP_SIZE);
@@ -224,17 +230,8 @@ export function addrDump(index: number): Promise<string[]> {
 
 export type Rule = RawRule;
 
-export interface RuleOp {
-  op: 'add' | 'delete';
-  family: 4 | 6;
-  priority: number;
-  table: number;
-  /** Match packets whose mark & mask equals mark (mask 0: no mark match). */
-  mark: number;
-  mask: number;
-  /** The match is inverted (`not fwmark`). */
-  invert: boolean;
-}
+/** A rule to add or delete: a dumped rule's fields (see RawRule) less its action. */
+export type RuleOp = { op: 'add' | 'delete' } & Omit<Rule, 'action'>;
 
 const RULE_OP_SIZE = 23;
 

@@ -12,7 +12,8 @@ import { errorMessage, type Logger } from '../log.js';
 const CONFLICT_TRIES = 3;
 
 export class WireguardKeyPublisher {
-  readonly #store: Promise<WireguardKeyStore | undefined>;
+  readonly #makeStore: () => Promise<WireguardKeyStore | undefined>;
+  #store: Promise<WireguardKeyStore | undefined> | undefined;
   #saidNoStore = false;
   readonly #log: Logger;
   readonly #retryMs: () => number;
@@ -23,15 +24,17 @@ export class WireguardKeyPublisher {
   /** Keys written (for status and tests). */
   readonly published = new Map<4 | 6, string>();
 
-  /** `store`: undefined for a datastore that cannot be written (a directory of files). */
+  /**
+   * `store`: the datastore's, or what makes it (made again at the next try when it fails:
+   * the Kubernetes API's credentials may not load at first); undefined for a datastore that
+   * cannot be written (a directory of files).
+   */
   constructor(
-    store: Promise<WireguardKeyStore | undefined> | WireguardKeyStore | undefined,
+    store: (() => Promise<WireguardKeyStore | undefined>) | WireguardKeyStore | undefined,
     log: Logger,
     retryMs = () => 2000 + Math.random() * 2000,
   ) {
-    this.#store = Promise.resolve(store);
-    // A store that cannot be made is retried like a failed write.
-    this.#store.catch(() => {});
+    this.#makeStore = typeof store === 'function' ? store : () => Promise.resolve(store);
     this.#log = log.child({ component: 'wireguard-status' });
     this.#retryMs = retryMs;
   }
@@ -53,7 +56,9 @@ export class WireguardKeyPublisher {
   }
 
   async #reconcile(): Promise<void> {
+    this.#store ??= this.#makeStore();
     const store = await this.#store.catch((e: unknown) => {
+      this.#store = undefined;
       this.#log.info(
         { err: errorMessage(e) },
         'Cannot reach the datastore to publish the WireGuard public key; retrying',

@@ -202,6 +202,23 @@ describe('WireGuard key publisher', () => {
     pub.stop();
   });
 
+  it('a store that cannot be made (credentials not loadable yet) is made again at the next try', async () => {
+    const { s, api } = store(0);
+    let fails = 2;
+    const pub = new WireguardKeyPublisher(
+      async () => {
+        if (fails-- > 0) throw new Error('no kubeconfig yet');
+        return api;
+      },
+      silentLogger,
+      () => 5,
+    );
+    pub.onKey(4, KEY(3));
+    await pub.settled();
+    assert.equal(s.key, KEY(3));
+    pub.stop();
+  });
+
   it('a datastore that cannot be written (files) is said once, not retried', async () => {
     const pub = new WireguardKeyPublisher(undefined, silentLogger, () => 5);
     pub.onKey(4, KEY(1));

@@ -5,8 +5,9 @@
 // node claims: its CIDRs as allowed IPs), a routing table of its own (a peer's CIDRs via
 // the device; everything else thrown back to the main table) and the rule that sends
 // traffic without WireGuard's mark to that table. The public key goes to `onPublicKey`
-// for the datastore. Every apply reads the device, the table and the rules back and
-// changes only what differs, so a restart, a drift or a failed apply converges.
+// for the datastore. At start, on a resync, after a failure or a change to the device the
+// kernel is read back and only what differs is changed, so a restart, a drift or a failed
+// apply converges; in between, an apply changes what the last one left (Felix's delta path).
 //
 // Beyond Felix, `required` (WireguardRequired): a node that cannot be encrypted to (no
 // key, a shared key, no device here) has its CIDRs unreachable in the table, not routed
@@ -19,9 +20,10 @@ import {
   type Link,
   type Route,
   type RouteOp,
-  type RouteType,
+  RTN,
   routeApplyOrThrow,
   routeDump,
+  routeTypeOf,
   ruleApply,
   ruleDump,
   type RuleOp,
@@ -37,7 +39,7 @@ import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 
 /** Felix's wireguardMTUOverhead / wireguardV6MTUOverhead. */
 const OVERHEAD = { 4: 60, 6: 80 } as const;
-const RTN_TYPES: Record<number, RouteType> = { 1: 'unicast', 6: 'blackhole', 7: 'unreachable', 9: 'throw' };
+const NO_DEVICE: WgDevice = { privateKey: '', listenPort: 0, fwmark: 0, peers: [] };
 
 export interface WireguardConfig {
   family: 4 | 6;
@@ -76,8 +78,10 @@ export class WireguardManager implements Manager {
    * as Felix's inSyncWireguard, and a change costs only itself.
    */
   #resync = true;
-  /** What the last apply left on the device and in the table (valid while !#resync). */
-  #programmed: { device: WgDevice; routes: Route[] } | undefined;
+  /** What the last apply left on the device and in the table (believed while !#resync). */
+  #programmedDevice: WgDevice | undefined;
+  #programmedRoutes: Route[] | undefined;
+  #link: Link | undefined;
   #said = '';
   /** The key last given to onPublicKey (undefined: none given yet). */
   #sentKey: string | undefined;
@@ -136,10 +140,11 @@ export class WireguardManager implements Manager {
       return { peers: 0, routes: 0, rules: 0 };
     }
     const resync = this.#resync;
-    const link = resync ? await this.#ensureLink(await this.#mtu()) : this.#link;
+    const mtu = resync ? await this.#mtu() : 0;
+    const link = resync ? await this.#ensureLink(mtu) : this.#link;
     let peers = 0;
     if (link) {
-      if (resync) await settleDevice(link, await this.#mtu(), this.peers.deviceAddress(), this.#cfg.family);
+      if (resync) await settleDevice(link, mtu, this.peers.deviceAddress(), this.#cfg.family);
       peers = await this.#syncDevice(resync);
       await this.#maybeThreaded();
     } else this.#publish('');
@@ -183,12 +188,10 @@ export class WireguardManager implements Manager {
   }
 
   /** The device's key, port, mark and peers made what they should be; returns the peers changed. */
-  #link: Link | undefined;
-
   async #syncDevice(resync: boolean): Promise<number> {
     const name = this.#cfg.device;
-    const known = resync ? undefined : this.#programmed?.device;
-    const cur = known ?? (await this.#device.get(name)) ?? { privateKey: '', listenPort: 0, fwmark: 0, peers: [] };
+    const known = resync ? undefined : this.#programmedDevice;
+    const cur = known ?? (await this.#device.get(name)) ?? NO_DEVICE;
     const change: WgChange = {};
     let privateKey = cur.privateKey;
     if (!privateKey) {
@@ -202,13 +205,12 @@ export class WireguardManager implements Manager {
     const peers = this.#peerChanges(cur, want);
     if (peers.length) change.peers = peers;
     if (Object.keys(change).length) await this.#device.set(name, change);
-    const device = {
+    this.#programmedDevice = {
       privateKey,
       listenPort: this.#cfg.listenPort,
       fwmark: this.#cfg.fwmark,
       peers: [...want.values()],
     };
-    this.#programmed = { device, routes: this.#programmed?.routes ?? [] };
     const key = publicKeyOf(privateKey);
     this.state = { ...this.state, publicKey: key, peers: want.size };
     this.#publish(key);
@@ -238,27 +240,20 @@ export class WireguardManager implements Manager {
 
   /** The table's routes made the desired ones; only routes with no device or via ours are touched. */
   async #syncRoutes(table: number, link: Link | undefined, resync: boolean): Promise<number> {
-    const want = this.peers.desiredRoutes(this.#cfg.required, !!link);
-    const known = resync ? undefined : this.#programmed?.routes;
+    const want = this.peers.desiredRoutes(this.#cfg.required, !!link).map((w) => this.#routeOp(w, table, link));
+    const known = resync ? undefined : this.#programmedRoutes;
     const current = (known ?? (await routeDump(-1, table))).filter(
       (r) => r.family === this.#cfg.family && (r.ifindex === 0 || r.ifindex === link?.index),
     );
     const byDst = new Map(current.map((r) => [r.dst, r]));
-    const ops: RouteOp[] = [];
-    const wanted = new Set<string>();
-    for (const w of want) {
-      wanted.add(w.dst);
-      const op = this.#routeOp(w, table, link);
-      const have = byDst.get(w.dst);
-      if (!have || !sameRoute(have, op)) ops.push(op);
-    }
+    const ops: RouteOp[] = want.filter((op) => {
+      const have = byDst.get(op.dst);
+      return !have || !sameRoute(have, op);
+    });
+    const wanted = new Set(want.map((op) => op.dst));
     for (const r of current) if (!wanted.has(r.dst)) ops.push(deleteOp(r, table));
     await routeApplyOrThrow(ops, `WireGuard table ${table}`);
-    const routes = want.map((w) => programmedRoute(this.#routeOp(w, table, link), this.#cfg.family));
-    this.#programmed = {
-      device: this.#programmed?.device ?? { privateKey: '', listenPort: 0, fwmark: 0, peers: [] },
-      routes,
-    };
+    this.#programmedRoutes = want.map((op) => programmedRoute(op, this.#cfg.family));
     return ops.length;
   }
 
@@ -347,7 +342,6 @@ export class WireguardManager implements Manager {
 
 /** The route `op` leaves in the table, as a dump would read it back. */
 function programmedRoute(op: RouteOp, family: 4 | 6): Route {
-  const type = { unicast: 1, blackhole: 6, unreachable: 7, throw: 9 }[op.type ?? 'unicast'];
   return {
     family,
     table: op.table ?? 0,
@@ -355,7 +349,7 @@ function programmedRoute(op: RouteOp, family: 4 | 6): Route {
     ifindex: op.ifindex,
     protocol: op.protocol ?? 0,
     scope: op.scope === 'link' ? 253 : 0,
-    type,
+    type: RTN[op.type ?? 'unicast'],
     flags: 0,
     gateway: '',
   };
@@ -363,7 +357,7 @@ function programmedRoute(op: RouteOp, family: 4 | 6): Route {
 
 /** A delete the kernel matches to `r` (its type and protocol too: a delete naming another matches nothing). */
 function deleteOp(r: Route, table: number): RouteOp {
-  const type = RTN_TYPES[r.type] ?? 'unicast';
+  const type = routeTypeOf(r.type);
   return {
     op: 'routeDelete',
     dst: r.dst,
@@ -376,8 +370,9 @@ function deleteOp(r: Route, table: number): RouteOp {
 }
 
 function sameRoute(have: Route, op: RouteOp): boolean {
-  const type = RTN_TYPES[have.type] ?? 'unicast';
-  return type === (op.type ?? 'unicast') && have.ifindex === op.ifindex && have.protocol === op.protocol;
+  return (
+    routeTypeOf(have.type) === (op.type ?? 'unicast') && have.ifindex === op.ifindex && have.protocol === op.protocol
+  );
 }
 
 /** A peer as read back equals the wanted one (the kernel's spellings are canonical; ours may not be). */

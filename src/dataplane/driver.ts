@@ -27,7 +27,7 @@ import { VxlanManager } from './managers/vxlan-manager.js';
 import { WireguardManager } from './managers/wireguard-manager.js';
 import { allocateMarks } from './render/marks.js';
 import { KernelWireguardDevice, type WireguardDevice } from './wireguard/device.js';
-import { wireguardTables } from './wireguard/tables.js';
+import { wireguardTables } from '../model/wireguard-tables.js';
 import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
 import { Slicer } from './slicer.js';

@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
+import { refusal } from '../../src/config/refusal.js';
 import { silentLogger } from '../../src/log.js';
-import { wireguardTables } from '../../src/dataplane/wireguard/tables.js';
+import { wireguardTables } from '../../src/model/wireguard-tables.js';
 import { WireguardPeers } from '../../src/dataplane/wireguard/peers.js';
 import type { WireguardKeyStore } from '../../src/datastore/wireguard-keys.js';
 import { RouteType, type ToDataplane } from '../../src/proto/messages.js';
@@ -146,6 +147,11 @@ describe('WireGuard peers', () => {
     assert.deepEqual(wireguardTables('10-20', '252-260'), { v4: 252, v6: 256 });
     assert.deepEqual(wireguardTables('', '300-300,100-100'), { v4: 100, v6: 300 });
     assert.deepEqual(wireguardTables('', '253-255'), { v4: undefined, v6: undefined });
+    // With WireguardRequired, no table is refused (nothing could keep traffic from going in clear).
+    const cfg = { DatastoreType: 'etcdv3' as const, WireguardEnabled: true, RouteTableRanges: '253-255' };
+    assert.equal(refusal(cfg, 'datastore'), undefined, 'without WireguardRequired: as Felix, not programmed');
+    assert.match(refusal({ ...cfg, WireguardRequired: true }, 'datastore') ?? '', /no routing table free/);
+    assert.equal(refusal({ ...cfg, WireguardRequired: true, RouteTableRanges: '1-250' }, 'datastore'), undefined);
   });
 });
 

@@ -30,7 +30,7 @@ import {
 } from '../../native/rtnl.js';
 import type { WgChange, WgDevice, WgPeer, WgPeerChange } from '../../native/wg.js';
 import type { ToDataplane } from '../../proto/messages.js';
-import { type WireguardDevice, WireguardUnsupportedError } from '../wireguard/device.js';
+import { type WireguardDevice, WireguardNameTakenError, WireguardUnsupportedError } from '../wireguard/device.js';
 import { generatePrivateKey, publicKeyOf } from '../wireguard/keys.js';
 import { type WgRoute, WireguardPeers } from '../wireguard/peers.js';
 import type { InterfaceTable } from './interfaces.js';
@@ -165,16 +165,21 @@ export class WireguardManager implements Manager {
     return { peers, routes, rules };
   }
 
-  /** The link, up and at its MTU; undefined (said once) where the kernel has no WireGuard. */
+  /**
+   * The link, up and at its MTU; undefined (said once) where the kernel has no WireGuard or
+   * another program's device has the name: the table is programmed all the same, so
+   * WireguardRequired makes other nodes' pods unreachable rather than reached in clear.
+   */
   async #ensureLink(mtu: number): Promise<Link | undefined> {
     try {
       const link = await this.#device.ensureLink(this.#cfg.device, mtu);
       this.#said = '';
       return link;
     } catch (e) {
-      if (!(e instanceof WireguardUnsupportedError)) throw e;
+      if (!(e instanceof WireguardUnsupportedError || e instanceof WireguardNameTakenError)) throw e;
+      const why = e instanceof WireguardUnsupportedError ? 'WireGuard is not supported here' : 'WireGuard cannot run';
       this.#say(
-        `WireGuard is not supported here (${e.message}): no key is published${this.#cfg.required ? "; WireguardRequired: other nodes' pods are unreachable" : ", other nodes' pods are reached in clear, as Felix"}`,
+        `${why} (${e.message}): no key is published${this.#cfg.required ? "; WireguardRequired: other nodes' pods are unreachable" : ", other nodes' pods are reached in clear, as Felix"}`,
       );
       return undefined;
     }
@@ -327,6 +332,16 @@ export class WireguardManager implements Manager {
     }
     this.#publish('');
     return { peers: 0, routes, rules };
+  }
+
+  /** The device as the kernel has it now (for metrics), while WireGuard runs on it; undefined otherwise. */
+  readDevice(): Promise<WgDevice | undefined> {
+    return this.#cfg.enabled && this.state.usable ? this.#device.get(this.#cfg.device) : Promise.resolve(undefined);
+  }
+
+  /** The device's name (WireguardInterfaceName / WireguardInterfaceNameV6). */
+  get device(): string {
+    return this.#cfg.device;
   }
 
   async removeAll(): Promise<unknown> {

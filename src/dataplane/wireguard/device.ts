@@ -10,13 +10,24 @@ export class WireguardUnsupportedError extends Error {
   readonly code = 'ENOTSUP';
 }
 
+/**
+ * Another program's device holds the name (Felix's errWrongInterfaceType): not ours to change
+ * or delete, so WireGuard cannot run here until it goes (an interface event says when).
+ */
+export class WireguardNameTakenError extends Error {
+  readonly code = 'EEXIST';
+}
+
 export interface WireguardDevice {
-  /** The link `name`, made when missing (at `mtu`); throws WireguardUnsupportedError when it cannot be. */
+  /**
+   * The link `name`, made when missing (at `mtu`); throws WireguardUnsupportedError when it
+   * cannot be, WireguardNameTakenError when a device of another kind has the name.
+   */
   ensureLink(name: string, mtu: number): Promise<Link>;
   /** The device's configuration and peers; undefined when there is no such device. */
   get(name: string): Promise<WgDevice | undefined>;
   set(name: string, change: WgChange): Promise<void>;
-  /** Removes the link if there is one; true if it was there. */
+  /** Removes the link if there is one of WireGuard's kind (another kind is not ours); true if it was there. */
   remove(name: string): Promise<boolean>;
 }
 
@@ -29,7 +40,9 @@ export class KernelWireguardDevice implements WireguardDevice {
     if (existing) {
       // As Felix (errWrongInterfaceType): another program's device of that name is not ours to change.
       if (existing.kind !== 'wireguard')
-        throw new Error(`${name} exists and is not a WireGuard device (kind ${existing.kind || 'unknown'})`);
+        throw new WireguardNameTakenError(
+          `${name} exists and is not a WireGuard device (kind ${existing.kind || 'unknown'})`,
+        );
       return existing;
     }
     try {
@@ -55,7 +68,7 @@ export class KernelWireguardDevice implements WireguardDevice {
 
   async remove(name: string): Promise<boolean> {
     const link = await linkGet(name);
-    if (!link) return false;
+    if (link?.kind !== 'wireguard') return false;
     await linkDelete(link.index);
     return true;
   }

@@ -107,6 +107,8 @@ Blob Addrtype(const Match& m) {
     info.dest = bit;
     if (m.inv) info.flags |= XT_ADDRTYPE_INVERT_DEST;
   }
+  if (m.flags == kAddrLimitIn) info.flags |= XT_ADDRTYPE_LIMIT_IFACE_IN;
+  if (m.flags == kAddrLimitOut) info.flags |= XT_ADDRTYPE_LIMIT_IFACE_OUT;
   return Of("addrtype", 1, info);
 }
 

@@ -71,7 +71,9 @@ Match DecodeMatch(OpReader& r) {
     case MatchKind::Addrtype:
       m.dir = r.u8();
       m.addrType = r.u8();
+      m.flags = r.u8();
       if (m.dir > 1 || m.addrType >= kAddrTypes) throw BadOps("unknown address type");
+      if (m.flags > kAddrLimitOut) throw BadOps("unknown address type interface limit");
       break;
     case MatchKind::Rpfilter:
       m.flags = r.u8();

@@ -51,6 +51,8 @@ enum class TargetKind : uint8_t {
 enum CtState : uint8_t { kInvalid = 0, kEstablished, kRelated, kNew, kUntracked, kSnat, kDnat, kCtStates };
 enum RpfFlag : uint8_t { kRpfLoose = 1, kRpfValidMark = 2, kRpfAcceptLocal = 4, kRpfInvert = 8 };
 constexpr uint8_t kAddrTypes = 12;  // UNSPEC .. XRESOLVE, in the kernel's order
+// addrtype's --limit-iface-in / --limit-iface-out.
+enum AddrLimit : uint8_t { kAddrNoLimit = 0, kAddrLimitIn = 1, kAddrLimitOut = 2 };
 
 struct Match {
   MatchKind kind = MatchKind::Comment;
@@ -64,7 +66,7 @@ struct Match {
   uint32_t value = 0, mask = 0;  // mark; limit: avg, burst
   uint16_t states = 0;           // conntrack: bit per CtState
   uint8_t addrType = 0;
-  uint8_t flags = 0;  // rpfilter
+  uint8_t flags = 0;  // rpfilter; addrtype: an AddrLimit
 };
 
 struct Target {

@@ -156,6 +156,25 @@ export class Lab {
     await new Promise<void>((resolve) => p.stdout?.once('data', () => resolve()));
   }
 
+  /** A server on `port` inside a workload that answers each connection with its source address. */
+  async peerServer(where: Workload | 'host' | 'outside', port: number): Promise<void> {
+    const p = spawn('ip', ['netns', 'exec', this.#ns(where), process.execPath, PROBE, 'peer', String(port)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    this.#procs.push(p);
+    await new Promise<void>((resolve) => p.stdout?.once('data', () => resolve()));
+  }
+
+  /** The source address a peerServer at ip:port saw a connection from `from` (bound to `src`) come from; "" if none. */
+  askPeer(from: Workload | 'host' | 'outside', ip: string, port: number, src = '', ms = 2000): string {
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'ask', ip, String(port), src, String(ms)],
+      { encoding: 'utf8' },
+    );
+    return r.status === 0 ? r.stdout.trim() : '';
+  }
+
   /** TCP connect + echo from a workload (or the host, or the outside) to ip:port. */
   tcp(from: Workload | 'host' | 'outside', ip: string, port: number, ms = 700): boolean {
     const ns = this.#ns(from);

@@ -6,6 +6,9 @@
 //   wait IP PORT [MS] [EVERY] retry connecting (20 ms per try) until one is accepted;
 //                             prints "connected <epoch ms>", or exits 1 after MS; with
 //                             EVERY, a further try starts every EVERY ms beside them
+//   peer PORT                 accept on PORT and answer each connection with the address
+//                             it came from (what a NAT on the way made of the source)
+//   ask IP PORT [SRC] [MS]    connect (from SRC when given), print the answer, exit 0
 import { connect, createServer } from 'node:net';
 
 const [mode, ...args] = process.argv.slice(2);
@@ -77,6 +80,21 @@ if (mode === 'listen') {
   attempt(true);
   // Overlapping tries (a bench's resolution): the first SYN after a change leaves at most EVERY ms later.
   if (Number(every) > 0) setInterval(() => attempt(false), Number(every));
+} else if (mode === 'peer') {
+  createServer((s) => s.end(`${s.remoteAddress}\n`)).listen(Number(args[0]), '0.0.0.0');
+  process.stdout.write('listening\n');
+} else if (mode === 'ask') {
+  const [host, port, src = '', ms = '2000'] = args;
+  const s = connect({ host: host as string, port: Number(port), ...(src ? { localAddress: src } : {}) });
+  const timer = setTimeout(() => process.exit(1), Number(ms));
+  let answer = '';
+  s.on('data', (d) => (answer += d.toString()));
+  s.on('end', () => {
+    clearTimeout(timer);
+    process.stdout.write(answer);
+    process.exit(0);
+  });
+  s.on('error', () => process.exit(1));
 } else {
   process.exit(2);
 }

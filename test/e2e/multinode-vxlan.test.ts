@@ -111,6 +111,20 @@ for (const [mode, modeEnv] of MODES)
       assert.match(routeTo(m1, '10.66.1.0/26'), /blackhole/);
     });
 
+    it("host traffic sent down vxlan.calico from another local address leaves from the tunnel's own (Felix's tunnel-source MASQ)", async () => {
+      const [m1, m2] = [n1(), n2()];
+      await m2.node.lab.peerServer(m2.pod, 9090);
+      // Bound to node1's underlay address, as a socket bound to the wrong address (or a
+      // Service's DNAT) leaves it: the pod sees node1's VXLAN tunnel address instead.
+      let seen = '';
+      await until(() => (seen = m1.node.lab.askPeer('host', m2.pod.ip, 9090, m1.node.ip)) !== '');
+      assert.equal(seen, '10.66.1.1', `node1's host as node2's pod saw it: ${m1.log.slice(-2000)}`);
+      // Unbound, the kernel picks the tunnel's address itself and nothing is rewritten.
+      assert.equal(m1.node.lab.askPeer('host', m2.pod.ip, 9090), '10.66.1.1');
+      // A pod's own traffic is not local to the host: never caught by the rule.
+      assert.equal(m1.node.lab.askPeer(m1.pod, m2.pod.ip, 9090), m1.pod.ip);
+    });
+
     it("VXLAN to a node is taken only from other nodes' VTEPs: from any other host it is dropped on input (all-vxlan-net)", async () => {
       const m1 = n1();
       const mac = (

@@ -27,8 +27,9 @@ after(() => {
   for (const c of children) c.kill();
 });
 
-export function driver(ns: Netns, transport: 'native' | 'exec' = 'native'): Driver {
-  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, transport]);
+/** `overrides`: configuration the driver's renderer uses instead of the defaults. */
+export function driver(ns: Netns, transport: 'native' | 'exec' = 'native', overrides: object = {}): Driver {
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, DRIVER, transport, JSON.stringify(overrides)]);
   children.push(child);
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -24,7 +24,11 @@ import { families, renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import type { ToDataplane } from '../../src/proto/messages.js';
 
 const state = new DesiredState();
-const config = defaultConfig();
+// argv[3]: configuration overrides as JSON (an overlay's tunnel addresses, say).
+const config = {
+  ...defaultConfig(),
+  ...(JSON.parse(process.argv[3] ?? '{}') as Partial<ReturnType<typeof defaultConfig>>),
+};
 const transport = process.argv[2] === 'exec' ? 'exec' : 'native';
 let backend = new NftBackend({ transport });
 // The agent's path: the rules backend the driver uses, rendering only what changed.

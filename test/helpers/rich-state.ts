@@ -2,7 +2,7 @@
 // both families with floating IPs and spoofed-source exemptions, policies with every
 // action (Log rate-limited), ICMP and negated ICMP, port ranges, named ports, nets and
 // negated nets, selectors, untracked and pre-DNAT host policy, NAT-outgoing pools, a
-// policy group.
+// policy group, the overlays' static rules.
 import { defaultConfig } from '../../src/config/params.js';
 import { gnp, gns, np, profile, tier, wep } from './calc-fixtures.js';
 import { stateOf } from './render-fixtures.js';
@@ -17,6 +17,12 @@ export const richConfig = () => ({
   LogActionRateLimit: '10/minute',
   LogActionRateLimitBurst: 7,
   IptablesFilterDenyAction: 'REJECT' as const,
+  // The overlays' static rules (VXLAN on both families' pools, WireGuard), with this node's
+  // tunnel addresses: the tunnel-source MASQ rules (addrtype --limit-iface-out) among them.
+  IPv4VXLANTunnelAddr: '10.65.0.1',
+  IPv6VXLANTunnelAddr: 'fd00:65::1',
+  WireguardEnabled: true,
+  WireguardEnabledV6: true,
 });
 
 /** Every kind and rule feature the renderers handle, as v3 resources. */
@@ -94,8 +100,18 @@ export function richResources() {
       metadata: { name: 'node1-eth0', labels: { host: 'true' } },
       spec: { node: 'node1', interfaceName: 'eth0', expectedIPs: ['192.0.2.10'] },
     },
-    { apiVersion: V3, kind: 'IPPool', metadata: { name: 'p4' }, spec: { cidr: '10.65.0.0/16', natOutgoing: true } },
-    { apiVersion: V3, kind: 'IPPool', metadata: { name: 'p6' }, spec: { cidr: 'fd00:65::/48', natOutgoing: true } },
+    {
+      apiVersion: V3,
+      kind: 'IPPool',
+      metadata: { name: 'p4' },
+      spec: { cidr: '10.65.0.0/16', natOutgoing: true, vxlanMode: 'Always' },
+    },
+    {
+      apiVersion: V3,
+      kind: 'IPPool',
+      metadata: { name: 'p6' },
+      spec: { cidr: 'fd00:65::/48', natOutgoing: true, vxlanMode: 'Always' },
+    },
   ];
 }
 

@@ -481,8 +481,11 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
   it('the exec transport (nft -f of the same transaction) leaves the kernel in the same state as the native one', async () => {
     const nsNative = netns();
     const nsExec = netns();
-    const native = driver(nsNative);
-    const exec = driver(nsExec, 'exec');
+    // This node's tunnel addresses and WireGuard: nat cali-POSTROUTING gets the tunnel-source
+    // MASQ rules (fib saddr . oif type != local).
+    const overlay = { IPv4VXLANTunnelAddr: '10.66.0.1', IpInIpTunnelAddr: '10.70.0.1', WireguardEnabled: true };
+    const native = driver(nsNative, 'native', overlay);
+    const exec = driver(nsExec, 'exec', overlay);
     const h = new Harness().put(...app());
     // VXLAN and IPIP pools, a VTEP, a host: cali-INPUT gets its fib (address-type) matches.
     const msgs = [
@@ -558,9 +561,18 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
       /meta l4proto (?:ipip|ipencap) ip saddr @cali40all-hosts-net fib daddr type local .*accept/,
     );
     assert.equal(input(nsNative), input(nsExec));
+    const post = (ns: Netns) => ns.run('nft', ['list', 'chain', 'ip', 'calico', 'nat-cali-POSTROUTING']);
+    for (const dev of ['tunl0', 'vxlan.calico', 'wireguard.cali'])
+      assert.match(
+        post(nsNative),
+        new RegExp(
+          `oifname "${dev.replace('.', '\\.')}" fib saddr \\. oif type != local fib saddr type local .*masquerade`,
+        ),
+      );
+    assert.equal(post(nsNative), post(nsExec));
     // A native backend reading the nft-programmed kernel back finds it in sync: nft and
     // our encoder agree on every rule hash and every element key.
-    const reader = driver(nsExec);
+    const reader = driver(nsExec, 'native', overlay);
     await reader.call({ cmd: 'messages', msgs });
     await reader.call({ cmd: 'messages', msgs: change });
     await reader.call({ cmd: 'resync' });

@@ -802,6 +802,51 @@ describe("dataplane render: the overlay's static rules", () => {
     assert.equal(mark('cali-PREROUTING')[1], '-A cali-PREROUTING -j cali-wireguard-incoming-mark');
   });
 
+  it("masquerades host traffic leaving by a tunnel from a local address not the tunnel's own (Felix's StaticNATPostroutingChains): IPIP and VXLAN once this node has their tunnel address, WireGuard while on, in Felix's order and both syntaxes", () => {
+    const ipipPool = { ...vxlanPool, route: { ...vxlanPool.route, ipPoolType: 'IPIP' as const, dst: '10.70.0.0/16' } };
+    const v6Pool = { ...vxlanPool, route: { ...vxlanPool.route, dst: 'fd00:65::/48' } };
+    const state = new DesiredState();
+    state.apply([ipipPool, vxlanPool, v6Pool]);
+    const post = (rs: Ruleset) => rs.tables.nat.get('cali-POSTROUTING')?.rules ?? [];
+    const ipt = (rs: Ruleset) =>
+      iptablesRuleLines('cali-POSTROUTING', post(rs), rs.family).map((l) =>
+        l.replace(/-m comment --comment "cali:[\w-]{16}" /, ''),
+      );
+    // No tunnel address yet (calico-node has not allocated one): only the two jumps, as Felix.
+    assert.deepEqual(ipt(renderRuleset(state, config(), 4, 'iptables')), [
+      '-A cali-POSTROUTING -j cali-fip-snat',
+      '-A cali-POSTROUTING -j cali-nat-outgoing',
+    ]);
+    const cfg = {
+      ...config(),
+      Ipv6Support: true,
+      IpInIpTunnelAddr: '10.70.0.1',
+      IPv4VXLANTunnelAddr: '10.65.0.1',
+      IPv6VXLANTunnelAddr: 'fd00:65::1',
+      WireguardEnabled: true,
+      WireguardEnabledV6: true,
+      WireguardInterfaceName: 'wireguard.cali',
+      WireguardInterfaceNameV6: 'wg-v6.cali',
+    };
+    const masq = (dev: string) =>
+      `-A cali-POSTROUTING -o ${dev} -m addrtype ! --src-type LOCAL --limit-iface-out -m addrtype --src-type LOCAL -j MASQUERADE --random-fully`;
+    assert.deepEqual(ipt(renderRuleset(state, cfg, 4, 'iptables')).slice(2), [
+      masq('tunl0'),
+      masq('vxlan.calico'),
+      masq('wireguard.cali'),
+    ]);
+    assert.deepEqual(ipt(renderRuleset(state, cfg, 6, 'iptables')).slice(2), [
+      masq('vxlan-v6.calico'),
+      masq('wg-v6.cali'),
+    ]);
+    // nftables mode: Felix's nftables match builder's spelling.
+    const nft = renderRuleset(state, cfg, 4, 'nftables');
+    assert.match(renderNft(nft), /oifname "tunl0" fib saddr \. oif type != local fib saddr type local .*masquerade/);
+    // An overlay that is off has no rule, whatever its address says; nor WireGuard when off.
+    const off = renderRuleset(state, { ...cfg, IpInIpEnabled: false, WireguardEnabled: false }, 4, 'iptables');
+    assert.deepEqual(ipt(off).slice(2), [masq('vxlan.calico')]);
+  });
+
   it('accepts IPIP only from Calico hosts (all-hosts-net: node addresses and ExternalNodesCIDRList) while a pool uses IPIP, before the VXLAN rules', () => {
     const ipipPool = { ...vxlanPool, route: { ...vxlanPool.route, ipPoolType: 'IPIP' as const, dst: '10.70.0.0/16' } };
     const host = (hostname: string, ipv4Addr: string) => ({ type: 'HostMetadataUpdate' as const, hostname, ipv4Addr });

@@ -83,6 +83,19 @@ describe('native iptables ops', () => {
       { k: 'set', inv: true, name: 's', dirs: ['dst', 'src'] },
     ]);
     assert.deepEqual(r.target, { k: 'mark', mark: 1, mask: 0xff });
+    // Felix's tunnel-source MASQ: --limit-iface-out is a flag, not a value-taking option.
+    assert.deepEqual(
+      parseRuleArgs(
+        splitWords(
+          '-o vxlan.calico -m addrtype ! --src-type LOCAL --limit-iface-out -m addrtype --src-type LOCAL -j MASQUERADE',
+        ),
+        4,
+      ).matches,
+      [
+        { k: 'addrtype', inv: true, dir: 'src', type: 2, limit: 2 },
+        { k: 'addrtype', inv: false, dir: 'src', type: 2, limit: 0 },
+      ],
+    );
     assert.deepEqual(parseRuleArgs(splitWords('-m icmp --icmp-type 8 -g cali-x'), 4).matches[0], {
       k: 'icmp',
       inv: false,
@@ -101,7 +114,8 @@ describe('native iptables ops', () => {
       '-m icmp --icmp-type echo-request -j ACCEPT',
       '-s 10.0.0.1 -s 10.0.0.2 -j',
       '-j CT --zone 1',
-      '-m addrtype --dst-type LOCAL --limit-iface-in -j ACCEPT',
+      '-m addrtype --dst-type LOCAL --src-type LOCAL -j ACCEPT',
+      '-m addrtype --src-type LOCAL --limit-iface-up -j ACCEPT',
       '-s fd00::1 -j ACCEPT',
       // iptables refuses a second address, protocol or interface; the last one winning once
       // turned `-s A ! -s B` into `! -s B` (an allow for every other source).

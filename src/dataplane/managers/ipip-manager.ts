@@ -11,12 +11,12 @@
 import type { Logger } from '../../log.js';
 import { addrChange, addrDump, type Link, linkAddIpip, linkGet } from '../../native/rtnl.js';
 import type { RouteUpdate, ToDataplane } from '../../proto/messages.js';
+import { IPIP_DEVICE } from '../device-names.js';
 import type { InterfaceTable } from './interfaces.js';
 import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 import { OverlayManager } from './overlay-manager.js';
 import type { RouteSpec } from './overlay-routes.js';
 
-export const IPIP_DEVICE = 'tunl0';
 /** The IPv4 header IPIP adds. */
 const IPIP_OVERHEAD = 20;
 const EOPNOTSUPP = 95;

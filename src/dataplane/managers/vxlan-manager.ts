@@ -22,13 +22,12 @@ import {
   type RouteOp,
 } from '../../native/rtnl.js';
 import { RouteType, type RouteUpdate, type ToDataplane, type VXLANTunnelEndpoint } from '../../proto/messages.js';
+import { VXLAN_DEVICE, VXLAN_DEVICE_V6 } from '../device-names.js';
 import type { InterfaceTable } from './interfaces.js';
 import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 import { OverlayManager } from './overlay-manager.js';
 import { isType, type RouteSpec } from './overlay-routes.js';
 
-export const VXLAN_DEVICE = 'vxlan.calico';
-export const VXLAN_DEVICE_V6 = 'vxlan-v6.calico';
 /** Felix's allowance for the VXLAN headers when the MTU is derived from the underlay's (outer IPv4 or IPv6). */
 const VXLAN_OVERHEAD = { 4: 50, 6: 70 } as const;
 

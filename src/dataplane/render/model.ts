@@ -31,7 +31,11 @@ export type Match =
   | { k: 'ctDnat'; neg?: boolean }
   /** Interface name; a trailing `+` matches any name with that prefix. */
   | { k: 'iface'; dir: 'in' | 'out'; name: string; neg?: boolean }
-  | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean }
+  /**
+   * The address's type is local; with `limitIfaceOut` (source only, output hooks) local to
+   * the interface the packet leaves by, not just to the host (iptables' --limit-iface-out).
+   */
+  | { k: 'addrType'; dir: Dir; type: 'LOCAL'; neg?: boolean; limitIfaceOut?: boolean }
   /** The strict reverse-path check failed (Felix's RPFCheckFailed: no route back out of the input interface). */
   | { k: 'rpfFailed' };
 

@@ -7,6 +7,7 @@ import type { Config } from '../../config/params.js';
 import { type ReleaseTraits, releaseOf, traitsOf } from '../../model/release.js';
 import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/messages.js';
 import type { DesiredIPSet, DesiredState } from '../desired-state.js';
+import { IPIP_DEVICE, VXLAN_DEVICE, VXLAN_DEVICE_V6 } from '../device-names.js';
 import { workloadChains } from './endpoints.js';
 import { hostEndpointsFragment, type PolicyLookup, resolveHostEndpoints } from './host-endpoints.js';
 import { allocateMarks } from './marks.js';
@@ -79,6 +80,9 @@ export type RenderConfig = Pick<
       | 'WireguardInterfaceName'
       | 'WireguardInterfaceNameV6'
       | 'WireguardHostEncryptionEnabled'
+      | 'IpInIpTunnelAddr'
+      | 'IPv4VXLANTunnelAddr'
+      | 'IPv6VXLANTunnelAddr'
     >
   >;
 
@@ -180,18 +184,38 @@ type OverlayState = Pick<DesiredState, 'overlayPools' | 'vtepParents' | 'hostAdd
 export function overlayOf(state: Pick<OverlayState, 'overlayPools'>, config: RenderConfig, family: Family): Overlay {
   const e = encapsulation(config, state.overlayPools);
   const wg = wireguardOf(config);
-  if (family === 6)
+  if (family === 6) {
+    const vxlan = !!config.Ipv6Support && e.vxlanV6;
     return {
-      ...(config.Ipv6Support && e.vxlanV6 ? { vxlanPort: config.VXLANPort } : {}),
+      ...(vxlan ? { vxlanPort: config.VXLANPort } : {}),
       ...(config.WireguardEnabledV6 ? { wireguardPort: config.WireguardListeningPortV6 } : {}),
       ...wg,
+      ...tunnels([
+        [vxlan && !!config.IPv6VXLANTunnelAddr, VXLAN_DEVICE_V6],
+        [!!config.WireguardEnabledV6, config.WireguardInterfaceNameV6 ?? ''],
+      ]),
     };
+  }
   return {
     ...(e.vxlan ? { vxlanPort: config.VXLANPort } : {}),
     ...(e.ipip ? { ipip: true } : {}),
     ...(config.WireguardEnabled ? { wireguardPort: config.WireguardListeningPort } : {}),
     ...wg,
+    ...tunnels([
+      [e.ipip && !!config.IpInIpTunnelAddr, IPIP_DEVICE],
+      [e.vxlan && !!config.IPv4VXLANTunnelAddr, VXLAN_DEVICE],
+      [!!config.WireguardEnabled, config.WireguardInterfaceName ?? ''],
+    ]),
   };
+}
+
+/**
+ * Felix's tunnelIfaces, in its order: an overlay's device once this node has its tunnel
+ * address (calico-node allocates it; a change restarts the agent), WireGuard's while it is on.
+ */
+function tunnels(candidates: Array<[boolean, string]>): Overlay {
+  const devices = candidates.filter(([on, name]) => on && name !== '').map(([, name]) => name);
+  return devices.length ? { tunnelDevices: devices } : {};
 }
 
 /** Host encryption's devices, for the raw incoming-mark chain (both families' devices, as Felix's). */

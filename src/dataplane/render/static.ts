@@ -119,6 +119,12 @@ export interface Overlay {
   wireguardPort?: number | undefined;
   /** WireGuard host encryption: the devices (IPv4's, IPv6's) whose packets need no incoming mark. */
   wireguardHostDevices?: [string, string] | undefined;
+  /**
+   * The tunnel devices host traffic may leave by with the wrong local source (Felix's
+   * tunnelIfaces: tunl0 and vxlan.calico once this node has their tunnel address,
+   * WireGuard's device while it is on): masqueraded to the device's own address.
+   */
+  tunnelDevices?: string[] | undefined;
 }
 
 /** Felix's ChainSetWireguardIncomingMark. */
@@ -243,7 +249,31 @@ export function overlayChains(
     { table: 'filter', name: 'cali-INPUT', rules: input },
     { table: 'filter', name: 'cali-OUTPUT', rules: output },
     ...rawChains(o, overlay),
+    { table: 'nat', name: 'cali-POSTROUTING', rules: natPostrouting(overlay.tunnelDevices ?? []) },
   ];
+}
+
+/**
+ * Felix's StaticNATPostroutingChains: floating IPs, outgoing NAT, then per tunnel device
+ * host traffic leaving by it from a local address that is not the device's own (a socket
+ * bound to another address, or a Service's DNAT making the kernel pick the wrong source)
+ * masqueraded to the device's address. Workload sources are not local, so never caught.
+ */
+function natPostrouting(tunnels: string[]): Rule[] {
+  const rules: Rule[] = [
+    { match: [], action: { k: 'jump', chain: FIP_SNAT } },
+    { match: [], action: { k: 'jump', chain: 'cali-nat-outgoing' } },
+  ];
+  for (const name of tunnels)
+    rules.push({
+      match: [
+        { k: 'iface', dir: 'out', name },
+        { k: 'addrType', dir: 'src', type: 'LOCAL', neg: true, limitIfaceOut: true },
+        { k: 'addrType', dir: 'src', type: 'LOCAL' },
+      ],
+      action: { k: 'masquerade' },
+    });
+  return rules;
 }
 
 /**
@@ -349,7 +379,8 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   const fromWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'in', name: wildcard(p) }]);
   const toWorkload = (): Match[][] => o.interfacePrefixes.map((p) => [{ k: 'iface', dir: 'out', name: wildcard(p) }]);
 
-  // filter cali-INPUT and cali-OUTPUT, raw cali-PREROUTING and cali-OUTPUT: they depend on the overlay (overlayChains)
+  // filter cali-INPUT and cali-OUTPUT, raw cali-PREROUTING and cali-OUTPUT, nat cali-POSTROUTING:
+  // they depend on the overlay (overlayChains)
   for (const c of overlayChains(o, {})) addChain(rs, c.table, c.name, c.rules);
 
   const toHost: Rule[] = [];
@@ -447,10 +478,6 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
       ],
       action: outgoing ? { k: 'snat', to: outgoing } : { k: 'masquerade' },
     },
-  ]);
-  addChain(rs, 'nat', 'cali-POSTROUTING', [
-    { match: [], action: { k: 'jump', chain: FIP_SNAT } },
-    { match: [], action: { k: 'jump', chain: 'cali-nat-outgoing' } },
   ]);
 
   const hooks: Hook[] = [

@@ -124,6 +124,7 @@ function rule(w: Writer, r: RuleArgs): void {
       case 'addrtype':
         w.u8(m.dir === 'src' ? 0 : 1);
         w.u8(m.type);
+        w.u8(m.limit);
         break;
       case 'rpfilter':
         w.u8(m.flags);

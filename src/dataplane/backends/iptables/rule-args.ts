@@ -36,7 +36,8 @@ export type MatchArg =
   | { k: 'icmp'; inv: boolean; type: number; codeMin: number; codeMax: number }
   | { k: 'mark'; inv: boolean; value: number; mask: number }
   | { k: 'conntrack'; inv: boolean; states: number }
-  | { k: 'addrtype'; inv: boolean; dir: 'src' | 'dst'; type: number }
+  /** limit: 0 none, 1 --limit-iface-in, 2 --limit-iface-out. */
+  | { k: 'addrtype'; inv: boolean; dir: 'src' | 'dst'; type: number; limit: 0 | 1 | 2 }
   | { k: 'rpfilter'; flags: number }
   | { k: 'limit'; avg: number; burst: number };
 
@@ -212,11 +213,15 @@ interface Opt {
   value: string;
 }
 
-/** The options of extension `ext` (rpfilter's are flags; set's --match-set takes two words). */
+/**
+ * The options of extension `ext` (rpfilter's and addrtype's --limit-iface-* are flags; set's
+ * --match-set takes two words).
+ */
 function options(ext: string, w: Words): Opt[] {
   const opts: Opt[] = [];
   for (let o = w.option(); o; o = w.option()) {
-    let value = ext === 'rpfilter' ? '' : w.next(o.name);
+    const flag = ext === 'rpfilter' || (ext === 'addrtype' && o.name.startsWith('limit-iface-'));
+    let value = flag ? '' : w.next(o.name);
     if (ext === 'set' && o.name === 'match-set') value += ` ${w.next('the set directions')}`;
     opts.push({ name: o.name, inv: o.inv, value });
   }
@@ -276,14 +281,15 @@ function match(name: string, w: Words, family: Family): MatchArg {
       return { k: 'conntrack', inv: o.inv, states };
     }
     case 'addrtype': {
-      const o = opts[0];
+      const [o, l] = opts;
       const dir = o?.name === 'src-type' ? 'src' : o?.name === 'dst-type' ? 'dst' : undefined;
       const type = ADDR_TYPES.indexOf(o?.value ?? '');
-      if (!o || !dir || type < 0 || opts.length !== 1)
+      const limit = !l ? 0 : l.name === 'limit-iface-in' ? 1 : l.name === 'limit-iface-out' ? 2 : -1;
+      if (!o || !dir || type < 0 || limit < 0 || l?.inv || opts.length > 2)
         throw new UnsupportedRule(
           `-m addrtype ${opts.map((x) => `--${x.name} ${x.value ?? ''}`).join(' ')} is not built natively`,
         );
-      return { k: 'addrtype', inv: o.inv, dir, type };
+      return { k: 'addrtype', inv: o.inv, dir, type, limit: limit as 0 | 1 | 2 };
     }
     case 'rpfilter': {
       let flags = 0;

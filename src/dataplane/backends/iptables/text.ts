@@ -50,7 +50,7 @@ function match(m: Match, family: Family): string {
     case 'iface':
       return `${not}${m.dir === 'in' ? '-i' : '-o'} ${m.name}`;
     case 'addrType':
-      return `-m addrtype ${not}--${m.dir}-type ${m.type}`;
+      return `-m addrtype ${not}--${m.dir}-type ${m.type}${m.limitIfaceOut ? ' --limit-iface-out' : ''}`;
     case 'rpfFailed':
       return '-m rpfilter --invert --validmark';
   }

@@ -39,6 +39,7 @@ export const RTN_LOCAL = 2;
 export const FIB_F_SADDR = 1;
 export const FIB_F_MARK = 4;
 export const FIB_F_IIF = 8;
+export const FIB_F_OIF = 16;
 /** nftnl udata TLV type of a rule comment (what `nft list` shows as `comment "..."`). */
 export const UDATA_RULE_COMMENT = 0;
 export const UDATA_SET_KEYBYTEORDER = 0;

@@ -21,6 +21,7 @@ import {
   FIB_F_MARK,
   FIB_F_SADDR,
   FIB_RESULT_ADDRTYPE,
+  FIB_F_OIF,
   FIB_RESULT_OIF,
   RTN_LOCAL,
   LOG_LEVEL_INFO,
@@ -256,12 +257,12 @@ function lowerMatch(m: Match, family: Family, out: LoweredRule, ids: SetIds): vo
       return;
     }
     case 'addrType':
-      // fib daddr|saddr type [!=] local: the address type (RTN_*) into a register, compared.
+      // fib daddr|saddr [. oif] type [!=] local: the address type (RTN_*) into a register, compared.
       e.push(
         expr('fib', {
           dreg: u32(REG.r1),
           result: u32(FIB_RESULT_ADDRTYPE),
-          flags: u32(m.dir === 'src' ? FIB_F_SADDR : FIB_F_DADDR),
+          flags: u32((m.dir === 'src' ? FIB_F_SADDR : FIB_F_DADDR) | (m.limitIfaceOut ? FIB_F_OIF : 0)),
         }),
         cmp(u32(RTN_LOCAL), neg),
       );

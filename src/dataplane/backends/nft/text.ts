@@ -48,7 +48,7 @@ function match(m: Match, family: Family): string {
     case 'iface':
       return `${m.dir === 'in' ? 'iifname' : 'oifname'} ${op}${ifname(m.name)}`;
     case 'addrType':
-      return `fib ${m.dir[0]}addr type ${op}local`;
+      return `fib ${m.dir[0]}addr${m.limitIfaceOut ? ' . oif' : ''} type ${op}local`;
     case 'rpfFailed':
       return 'fib saddr . mark . iif oif 0';
   }

@@ -20,6 +20,7 @@ import { HealthAggregator, serveHealth } from '../health/health.js';
 import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
+import { WireguardMetrics } from '../metrics/wireguard-metrics.js';
 import { ControlPlane } from './control-plane.js';
 import { IPVS_REFUSAL, kubeIpvsPresent } from './kube-proxy-ipvs.js';
 import { type MemoryReducer, startMemoryReducer } from './memory-reducer.js';
@@ -317,6 +318,12 @@ export class NodeAgent {
       return;
     }
     if (!cfg.PrometheusMetricsEnabled || this.#done) return;
+    if (cfg.PrometheusWireGuardMetricsEnabled)
+      new WireguardMetrics(
+        this.metrics.registry,
+        async () => (await this.#driver?.wireguardDevices()) ?? [],
+        this.#log,
+      );
     try {
       this.#metricsServer = await serveMetrics(
         this.metrics,

@@ -10,10 +10,11 @@ export const STATUS_USAGE = `Usage: palisade status [options]
 
 Shows the running agent: health (each component, and the last apply failure), the
 datastore's sync state, counts (local endpoints, active policies, IP sets, rules), the
-last dataplane apply (when, how long, failures) and the drift repairs since start. Read
-from the agent's health server (HealthHost:HealthPort) and its metrics server
-(PrometheusMetricsHost:PrometheusMetricsPort, over TLS with PrometheusMetrics*File), as
-the local configuration (env, config file) says unless the flags say otherwise.
+last dataplane apply (when, how long, failures), the drift repairs since start and, where
+WireGuard runs, its devices (key, port, peers, handshakes) and the nodes WireguardRequired
+blocks. Read from the agent's health server (HealthHost:HealthPort) and its metrics
+server (PrometheusMetricsHost:PrometheusMetricsPort, over TLS with PrometheusMetrics*File),
+as the local configuration (env, config file) says unless the flags say otherwise.
 
 Options:
   --config-file PATH     Felix-style INI file (default /etc/calico/felix.cfg if present)

@@ -358,6 +358,11 @@ export const PARAMS = {
     'Address the metrics server binds to ("" = all addresses).',
   ),
   PrometheusMetricsPort: felix('PrometheusMetricsPort', port, 'Port of the metrics server.'),
+  PrometheusWireGuardMetricsEnabled: felix(
+    'PrometheusWireGuardMetricsEnabled',
+    asBool,
+    "Serve Felix's WireGuard metrics (wireguard_meta, per-peer bytes and latest handshake) for palisade's devices.",
+  ),
   PrometheusMetricsCertFile: felix(
     'PrometheusMetricsCertFile',
     asString,

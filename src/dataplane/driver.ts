@@ -27,6 +27,7 @@ import { VxlanManager } from './managers/vxlan-manager.js';
 import { WireguardManager } from './managers/wireguard-manager.js';
 import { allocateMarks } from './render/marks.js';
 import { KernelWireguardDevice, type WireguardDevice } from './wireguard/device.js';
+import type { WgDevice } from '../native/wg.js';
 import { wireguardTables } from '../model/wireguard-tables.js';
 import { EndpointStatusManager, type EndpointStatusChange } from '../status/endpoint-status.js';
 import { removeOtherModeState } from './migration/mode-switch.js';
@@ -147,6 +148,16 @@ export class DataplaneDriver {
     return this.#managers
       .filter((m): m is WireguardManager => m instanceof WireguardManager)
       .map((m) => ({ family: m.family, ...m.state }));
+  }
+  /** The WireGuard devices palisade runs, as the kernel has them now (Felix's WireGuard metrics). */
+  async wireguardDevices(): Promise<Array<{ iface: string; device: WgDevice }>> {
+    const out: Array<{ iface: string; device: WgDevice }> = [];
+    for (const m of this.#managers) {
+      if (!(m instanceof WireguardManager)) continue;
+      const device = await m.readDevice();
+      if (device) out.push({ iface: m.device, device });
+    }
+    return out;
   }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;

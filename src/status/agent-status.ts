@@ -39,6 +39,20 @@ export interface AgentStatus {
   };
   calcGraphFlushes?: number;
   driftRepairs?: number;
+  /** palisade's WireGuard devices (Felix's wireguard_* metrics); WireguardRequired's blocked nodes by IP version. */
+  wireguard?: { devices: WireguardStatus[]; blocked: Record<string, number> };
+}
+
+export interface WireguardStatus {
+  iface: string;
+  publicKey: string;
+  listenPort: number;
+  peers: number;
+  /** Peers that have completed a handshake, and the newest handshake's age. */
+  handshaken: number;
+  latestHandshakeAgeS?: number;
+  rxBytes: number;
+  txBytes: number;
 }
 
 const SYNC_STATES: Record<number, string> = { 1: 'wait-for-datastore', 2: 'resync-in-progress', 3: 'in-sync' };
@@ -173,7 +187,54 @@ export async function readAgentStatus(
     };
   out.calcGraphFlushes = one('felix_calc_graph_update_time_seconds_count') ?? 0;
   out.driftRepairs = one('palisade_drift_repairs_total') ?? 0;
+  const wg = wireguardOf(m, now);
+  if (wg) out.wireguard = wg;
   return out;
+}
+
+type Samples = ReturnType<typeof parseMetrics>;
+
+/** The WireGuard devices from wireguard_meta and their peers' samples (by the device's public key). */
+function wireguardOf(m: Samples, now: number): AgentStatus['wireguard'] {
+  const blocked: Record<string, number> = {};
+  for (const s of m.get('palisade_wireguard_required_blocked_peers') ?? [])
+    blocked[s.labels.ip_version ?? '?'] = s.value;
+  const meta = m.get('wireguard_meta') ?? [];
+  if (!meta.length && !Object.keys(blocked).length) return undefined;
+  const ofKey = (name: string, key: string) => (m.get(name) ?? []).filter((s) => s.labels.public_key === key);
+  const devices = meta.map((d): WireguardStatus => {
+    const key = d.labels.public_key ?? '';
+    const handshakes = ofKey('wireguard_latest_handshake_seconds', key).filter((s) => s.value > 0);
+    const newest = Math.max(0, ...handshakes.map((s) => s.value));
+    const sum = (name: string) => ofKey(name, key).reduce((a, s) => a + s.value, 0);
+    return {
+      iface: d.labels.iface ?? '',
+      publicKey: key,
+      listenPort: Number(d.labels.listen_port ?? 0),
+      peers: ofKey('wireguard_bytes_rcvd', key).length,
+      handshaken: handshakes.length,
+      ...(newest ? { latestHandshakeAgeS: Math.max(0, Math.round(now / 1000 - newest)) } : {}),
+      rxBytes: sum('wireguard_bytes_rcvd'),
+      txBytes: sum('wireguard_bytes_sent'),
+    };
+  });
+  return { devices, blocked };
+}
+
+function formatWireguard(w: NonNullable<AgentStatus['wireguard']>): string[] {
+  const lines: string[] = [];
+  for (const d of w.devices) {
+    const hs = d.latestHandshakeAgeS === undefined ? 'no handshake yet' : `newest ${d.latestHandshakeAgeS} s ago`;
+    lines.push(`  wireguard   ${d.iface} port ${d.listenPort}, key ${d.publicKey}`);
+    lines.push(
+      `              peers ${d.peers} (${d.handshaken} with a handshake, ${hs}), received ${d.rxBytes} B, sent ${d.txBytes} B`,
+    );
+  }
+  if (!w.devices.length) lines.push('  wireguard   no device running');
+  for (const [v, n] of Object.entries(w.blocked))
+    if (n)
+      lines.push(`  wireguard   WireguardRequired: ${n} node(s) unreachable over IPv${v} (no usable key or device)`);
+  return lines;
 }
 
 /** One screen, for people. */
@@ -212,5 +273,6 @@ export function formatStatus(s: AgentStatus): string {
     );
   } else lines.push('  last apply  none yet');
   lines.push(`  drift       ${s.driftRepairs ?? 0} chains or sets repaired since start`);
+  if (s.wireguard) lines.push(...formatWireguard(s.wireguard));
   return lines.join('\n');
 }

@@ -14,8 +14,12 @@ import { gzipSync } from 'node:zlib';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const INIT_SRC = join(ROOT, 'test/vm/init.c');
 const QEMU = '/usr/bin/qemu-system-x86_64';
-/** The 9p stack the init loads before it can see the host (modules in Debian's kernels). */
-const NINEP = ['fs/netfs/netfs', 'net/9p/9pnet', 'net/9p/9pnet_virtio', 'fs/9p/9p'];
+/**
+ * What the init must load before it can see the host: the virtio PCI transport, 9p over
+ * virtio and the 9p file system. Debian's generic kernel has virtio itself as modules (its
+ * cloud kernel builds it in): the modules' dependencies come from modules.dep.
+ */
+const NINEP_ROOTS = ['kernel/drivers/virtio/virtio_pci', 'kernel/net/9p/9pnet_virtio', 'kernel/fs/9p/9p'];
 
 export interface VmKernel {
   version: string;
@@ -62,10 +66,39 @@ function cpio(entries: Array<{ name: string; data?: Buffer; mode: number }>): Bu
   return Buffer.concat(parts);
 }
 
-/** The initramfs for `k` (built once per kernel and init source, under build/vm/). */
+const stripKo = (p: string) => p.replace(/\.ko(\.xz|\.zst)?$/, '');
+
+/**
+ * The modules `roots` need, in load order (each after what it depends on, once), as paths
+ * under the kernel's module directory; a root modules.dep does not list is built in.
+ */
+export function moduleClosure(modulesDep: string, roots: string[]): string[] {
+  const deps = new Map<string, string[]>();
+  const file = new Map<string, string>();
+  for (const line of modulesDep.split('\n')) {
+    const [mod, rest = ''] = line.split(':');
+    if (!mod) continue;
+    deps.set(stripKo(mod), rest.trim().split(/\s+/).filter(Boolean));
+    file.set(stripKo(mod), mod);
+  }
+  const out: string[] = [];
+  const seen = new Set<string>();
+  const visit = (m: string) => {
+    if (seen.has(m) || !deps.has(m)) return;
+    seen.add(m);
+    // modules.dep lists a module's dependencies nearest first: the last is loaded first.
+    for (const d of [...(deps.get(m) ?? [])].reverse()) visit(stripKo(d));
+    out.push(file.get(m) as string);
+  };
+  for (const r of roots) visit(r);
+  return out;
+}
+
+/** The initramfs for `k` (built once per kernel, its modules and the init source, under build/vm/). */
 export function buildInitramfs(k: VmKernel): string {
   const src = readFileSync(INIT_SRC);
-  const tag = createHash('sha256').update(src).update(k.version).digest('hex').slice(0, 16);
+  const mods = moduleClosure(readFileSync(join(k.modules, 'modules.dep'), 'utf8'), NINEP_ROOTS);
+  const tag = createHash('sha256').update(src).update(k.version).update(mods.join()).digest('hex').slice(0, 16);
   const dir = join(ROOT, 'build/vm');
   const out = join(dir, `initrd-${tag}.gz`);
   if (existsSync(out)) return out;
@@ -80,20 +113,16 @@ export function buildInitramfs(k: VmKernel): string {
     { name: 'm', mode: 0o40755 },
     { name: 'init', data: readFileSync(bin), mode: 0o100755 },
   ];
-  for (const m of NINEP) {
-    for (const ext of ['.ko.xz', '.ko.zst', '.ko']) {
-      const path = join(k.modules, 'kernel', `${m}${ext}`);
-      const base = m.slice(m.lastIndexOf('/') + 1);
-      // The init asks for .ko.xz and .ko; a zstd kernel's modules are given the .ko.xz name
-      // (finit_module decompresses by the file's content, not its name).
-      if (existsSync(path))
-        entries.push({
-          name: `m/${base}${ext === '.ko' ? '.ko' : '.ko.xz'}`,
-          data: readFileSync(path),
-          mode: 0o100644,
-        });
-    }
+  // The init loads m/order's files in order; a compressed module (xz or zstd) is named
+  // .ko.xz, which tells the init to have finit_module decompress it (by its content).
+  const order: string[] = [];
+  for (const m of mods) {
+    const base = stripKo(m.slice(m.lastIndexOf('/') + 1));
+    const name = `${String(order.length).padStart(2, '0')}-${base}${m.endsWith('.ko') ? '.ko' : '.ko.xz'}`;
+    entries.push({ name: `m/${name}`, data: readFileSync(join(k.modules, m)), mode: 0o100644 });
+    order.push(`/m/${name}`);
   }
+  entries.push({ name: 'm/order', data: Buffer.from(`${order.join('\n')}\n`), mode: 0o100644 });
   writeFileSync(`${out}.tmp`, gzipSync(cpio(entries), { level: 1 }));
   renameSync(`${out}.tmp`, out);
   return out;

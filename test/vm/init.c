@@ -1,5 +1,5 @@
 // PID 1 of the test VM (test/helpers/vm.ts): a Debian kernel booted by qemu with this as
-// its initramfs. It loads the 9p modules, mounts the host's root read-only over virtio-9p,
+// its initramfs. It loads the virtio and 9p modules, mounts the host's root read-only over virtio-9p,
 // moves it over / as switch_root does (so the kernel's own module loading finds the host's
 // modprobe and modules), gives it private /proc, /sys, /dev, /tmp and /run, and runs the script
 // named on the kernel command line (palisade.run=PATH) with /bin/sh. The script's exit
@@ -83,14 +83,15 @@ int main(void) {
   fflush(stdout);
   mount("proc", "/proc", "proc", 0, NULL);
   mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
-  static const char* modules[] = {"/m/netfs", "/m/9pnet", "/m/9pnet_virtio", "/m/9p"};
-  for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
-    char path[64];
-    snprintf(path, sizeof(path), "%s.ko.xz", modules[i]);
-    load(path);
-    snprintf(path, sizeof(path), "%s.ko", modules[i]);
-    load(path);
+  // The modules the host needs (virtio PCI, 9p over virtio, 9p and what they depend on),
+  // one path a line, dependencies first (test/helpers/vm.ts writes the list).
+  FILE* order = fopen("/m/order", "r");
+  char line[128];
+  while (order && fgets(line, sizeof(line), order)) {
+    line[strcspn(line, "\n")] = 0;
+    if (line[0]) load(line);
   }
+  if (order) fclose(order);
   char script[1024];
   cmdline_script(script, sizeof(script));
   if (!script[0]) {

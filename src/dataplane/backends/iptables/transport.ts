@@ -13,6 +13,7 @@ import { runSteps, type Slicer } from '../../slicer.js';
 import type { Family } from '../../render/model.js';
 import { type NativeTx, restoreOpsSteps } from './restore-ops.js';
 import { UnsupportedRule } from './rule-args.js';
+import { ensureXtablesModule } from './xtables-module.js';
 
 export type IptablesFlavour = 'nft' | 'legacy';
 
@@ -77,7 +78,7 @@ export class ExecRestore implements RestoreTransport {
 abstract class NativeRestore implements RestoreTransport {
   readonly kind = 'native';
   readonly #fallback: ExecRestore;
-  readonly #log: Logger;
+  protected readonly log: Logger;
   readonly #reported = new Set<string>();
   /** Applies handed to the tool because something in them is not built natively. */
   fallbacks = 0;
@@ -89,7 +90,7 @@ abstract class NativeRestore implements RestoreTransport {
     log: Logger,
   ) {
     this.#fallback = new ExecRestore(flavour, lock);
-    this.#log = log;
+    this.log = log;
   }
 
   async restore(family: Family, script: string, slicer?: Slicer): Promise<void> {
@@ -101,6 +102,7 @@ abstract class NativeRestore implements RestoreTransport {
       if (!(e instanceof UnsupportedRule)) throw e;
       return this.#viaTool(family, script, e.message);
     }
+    await this.prepare(family);
     const r = await this.commit(tx.ops);
     this.last = { readMs: r.readMs, commitMs: r.commitMs };
     if (r.lockWaitMs !== undefined) this.last.lockWaitMs = r.lockWaitMs;
@@ -118,6 +120,8 @@ abstract class NativeRestore implements RestoreTransport {
   }
 
   protected abstract readonly via: string;
+  /** Before a commit of `family`: what the kernel needs that the tool would have seen to. */
+  protected async prepare(_family: Family): Promise<void> {}
   protected abstract commit(ops: Uint8Array): Promise<{
     readMs: number;
     commitMs: number;
@@ -131,7 +135,7 @@ abstract class NativeRestore implements RestoreTransport {
     this.fallbacks++;
     if (!this.#reported.has(reason)) {
       this.#reported.add(reason);
-      this.#log.warn(
+      this.log.warn(
         { reason },
         `a rule is not built natively; this apply goes through iptables-${this.flavour}-restore`,
       );
@@ -142,8 +146,19 @@ abstract class NativeRestore implements RestoreTransport {
 
 export class LibiptcRestore extends NativeRestore {
   protected readonly via = 'libiptc';
+  readonly #loaded = new Set<Family>();
+  #said = '';
   constructor(lock: XtablesLock, log: Logger) {
     super('legacy', lock, log);
+  }
+  /** The family's x_tables core, loaded as iptables-legacy loads it (xtables-module.ts); a failure said once. */
+  protected override async prepare(family: Family): Promise<void> {
+    if (this.#loaded.has(family)) return;
+    const why = await ensureXtablesModule(family);
+    if (!why) this.#loaded.add(family);
+    else if (why !== this.#said)
+      this.log.warn({ ipVersion: family, reason: why }, 'cannot load the iptables-legacy kernel module');
+    this.#said = why;
   }
   protected commit(ops: Uint8Array) {
     return iptcApply(ops, this.lock);

@@ -30,6 +30,8 @@ export interface DualStackCluster {
   dbPolicy(on: boolean): Promise<void>;
   /** What an agent on `m` needs to reach the datastore. */
   agentEnv(m: Member): Promise<NodeJS.ProcessEnv>;
+  /** The WireGuard public key the node published for `family` ("" for none). */
+  wireguardKey(node: string, family: 4 | 6): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -94,6 +96,12 @@ export class EtcdDualStack implements DualStackCluster {
 
   async agentEnv(): Promise<NodeJS.ProcessEnv> {
     return { FELIX_DATASTORETYPE: 'etcdv3', FELIX_ETCDENDPOINTS: this.#e.endpoint };
+  }
+
+  async wireguardKey(node: string, family: 4 | 6): Promise<string> {
+    const raw = this.#e.get(`${V3_PREFIX}/nodes/${node}`);
+    const status = raw ? (JSON.parse(raw) as { status?: Record<string, string> }).status : undefined;
+    return status?.[family === 4 ? 'wireguardPublicKey' : 'wireguardPublicKeyV6'] ?? '';
   }
 
   async stop(): Promise<void> {
@@ -171,16 +179,35 @@ export class KddDualStack implements DualStackCluster {
     });
   }
 
-  async agentEnv(m: Member): Promise<NodeJS.ProcessEnv> {
+  /** One relay per node, however often its agent is started (a second would find the port taken). */
+  readonly #relays = new Map<string, Promise<NodeJS.ProcessEnv>>();
+
+  agentEnv(m: Member): Promise<NodeJS.ProcessEnv> {
+    const env = this.#relays.get(m.node.name) ?? this.#relay(m);
+    this.#relays.set(m.node.name, env);
+    return env;
+  }
+
+  async #relay(m: Member): Promise<NodeJS.ProcessEnv> {
     const port = Number(/:(\d+)$/.exec(this.#a.url)?.[1]);
     // The API server's certificate names 127.0.0.1: each node reaches it on its own loopback.
     const relay = `require('net').createServer((c)=>{const u=require('net').connect(${port},'10.99.0.1');c.pipe(u).pipe(c);c.on('error',()=>u.destroy());u.on('error',()=>c.destroy());}).listen(${port},'127.0.0.1',()=>console.log('relaying'))`;
     const p = m.node.lab.spawnInHost([process.execPath, '-e', relay], {});
-    await new Promise((r) => p.stdout?.once('data', r));
+    // A relay that cannot listen exits: said, not waited for.
+    await new Promise((resolve, reject) => {
+      p.stdout?.once('data', resolve);
+      p.once('exit', (code) => reject(new Error(`${m.node.name}: the API relay exited (${code})`)));
+    });
     return {
       FELIX_DATASTORETYPE: 'kubernetes',
       KUBECONFIG: this.#a.kubeconfig(this.#dir, this.#token, `kubeconfig-${m.node.name}`),
     };
+  }
+
+  async wireguardKey(node: string, family: 4 | 6): Promise<string> {
+    const n = await this.#a.get('nodes', undefined, node);
+    const notes = (n?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations;
+    return notes?.[`projectcalico.org/WireguardPublicKey${family === 6 ? 'V6' : ''}`] ?? '';
   }
 
   async stop(): Promise<void> {

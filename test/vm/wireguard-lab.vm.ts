@@ -1,57 +1,59 @@
-// Runs inside the test VM (test/e2e/multinode-wireguard.test.ts boots it): the multi-node
-// lab - three node namespaces on one etcd, an underlay routing between two subnets, a pod
-// per node, VXLAN Always - with palisade agents, WireGuard on for node1 and node2 and off
-// for node3. Each agent publishes its key on its Node; pod traffic between node1 and node2
-// is encrypted (the underlay sees WireGuard's UDP only, no pod address, no VXLAN); traffic
-// to keyless node3 goes in clear as Felix sends it, or nowhere with WireguardRequired; a
-// device deleted under an agent comes back with a new key that the others learn; a
-// restarted agent keeps its key. Not a *.test.js: it needs the VM's kernel.
+// Runs inside the test VM (test/e2e/multinode-wireguard.test.ts boots it): the dual-stack
+// multi-node lab - three node namespaces on an underlay routing between two subnets, a pod
+// per node with an IPv4 and an IPv6 address, VXLAN Always on both families - on the
+// datastore and in the rules mode PALISADE_WG_LAB names ("etcd nftables" by default,
+// "kubernetes iptables-legacy": a real kube-apiserver with Calico's CRDs), with palisade
+// agents, WireGuard on for node1 and node2 (both families) and off for node3. Each agent
+// publishes its keys on its Node; pod traffic between node1 and node2 is encrypted on both
+// families (the underlay sees WireGuard's UDP only, no pod address, no VXLAN); traffic to
+// keyless node3 goes in clear as Felix sends it, or nowhere with WireguardRequired; a device
+// deleted under an agent comes back with a new key that the others learn; a restarted agent
+// keeps its keys. Not a *.test.js: it needs the VM's kernel.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
-import { TestEtcd } from '../helpers/etcd.js';
-import {
-  type Member,
-  putAllowProfile,
-  putWorkload,
-  startAgents,
-  tcp,
-  THREE_NODES,
-  V3_PREFIX,
-  v3,
-  vxlanNodeBlock,
-} from '../helpers/multinode-cluster.js';
+import { vethNameForWorkload } from '../../src/datastore/kdd/conversion/names.js';
+import { type DualStackCluster, EtcdDualStack, KddDualStack } from '../helpers/dualstack-cluster.js';
+import { type Member, startAgents, tcp, THREE_NODES } from '../helpers/multinode-cluster.js';
 import { MultiNodeLab } from '../helpers/multinode.js';
+import { tempDirs } from '../helpers/temp.js';
 
 const SLOW = 240_000; // software emulation, on a machine that may be running other tests: minutes, not seconds
+const [DATASTORE = 'etcd', MODE = 'nftables'] = (process.env.PALISADE_WG_LAB ?? '').split(' ').filter(Boolean);
+const MODE_ENV: Record<string, NodeJS.ProcessEnv> = {
+  nftables: { FELIX_NFTABLESMODE: 'Enabled' },
+  'iptables-legacy': { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: 'legacy' },
+  'iptables-nft': { FELIX_NFTABLESMODE: 'Disabled', FELIX_IPTABLESBACKEND: 'nft' },
+};
+const tempDir = tempDirs('wglab');
 
-describe('WireGuard across three nodes (in the VM)', { timeout: 900_000 }, () => {
+describe(`WireGuard across three dual-stack nodes (in the VM; ${DATASTORE}, ${MODE})`, { timeout: 1_200_000 }, () => {
   let mn: MultiNodeLab;
-  let etcd: TestEtcd;
+  const cluster: DualStackCluster = DATASTORE === 'kubernetes' ? new KddDualStack(tempDir()) : new EtcdDualStack();
   const members: Member[] = [];
   const [n1, n2, n3] = [0, 1, 2].map((i) => () => members[i] as Member);
   const until = (f: () => boolean, ms = SLOW) => n1().node.lab.until(f, ms, 250);
-  const keyOf = (name: string): string => {
-    const raw = etcd.get(`${V3_PREFIX}/nodes/${name}`);
-    return raw
-      ? ((JSON.parse(raw) as { status?: { wireguardPublicKey?: string } }).status?.wireguardPublicKey ?? '')
-      : '';
+  const untilAsync = async (f: () => Promise<boolean>, ms = SLOW) => {
+    for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 250)))
+      if (await f()) return true;
+    return false;
   };
-  const env = (m: Member, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
-    FELIX_WIREGUARDENABLED: m.node.name === 'node3' ? 'false' : 'true',
-    ...extra,
-  });
-  const shared = () => ({
-    FELIX_DATASTORETYPE: 'etcdv3',
-    FELIX_ETCDENDPOINTS: etcd.endpoint,
-    FELIX_NFTABLESMODE: 'Enabled',
-  });
+  const keyOf = (name: string, family: 4 | 6 = 4) => cluster.wireguardKey(name, family);
+  const env = (m: Member, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => {
+    const on = m.node.name === 'node3' ? 'false' : 'true';
+    return { FELIX_WIREGUARDENABLED: on, FELIX_WIREGUARDENABLEDV6: on, ...extra };
+  };
+  const shared = () => ({ ...MODE_ENV[MODE], FELIX_IPV6SUPPORT: 'true' });
+  const start = async (ms: Member[], extra: NodeJS.ProcessEnv = {}) =>
+    startAgents(ms, shared(), async (m) => ({ ...(await cluster.agentEnv(m)), ...env(m, extra) }), SLOW);
   /** What the underlay carries while `f` runs: tcpdump's lines. */
   const capture = async (f: () => Promise<void> | void): Promise<string[]> => {
-    const dump = spawn('ip', ['netns', 'exec', mn.underlay, 'tcpdump', '-i', 'any', '-n', '-l', '-q', 'ip'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+    const dump = spawn(
+      'ip',
+      ['netns', 'exec', mn.underlay, 'tcpdump', '-i', 'any', '-n', '-l', '-q', 'ip', 'or', 'ip6'],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     let out = '';
     dump.stdout.on('data', (d: Buffer) => (out += d.toString()));
     await new Promise((r) => setTimeout(r, 3000));
@@ -61,80 +63,85 @@ describe('WireGuard across three nodes (in the VM)', { timeout: 900_000 }, () =>
     await new Promise((r) => dump.once('close', r));
     return out.split('\n').filter(Boolean);
   };
+  const host = (m: Member, ...args: string[]) => m.node.lab.sh(m.node.lab.host, 'ip', args);
 
   before(async () => {
     mn = new MultiNodeLab();
-    etcd = new TestEtcd(undefined, mn.underlay, '10.99.0.1');
-    await etcd.start();
-    putAllowProfile(etcd);
-    etcd.put(
-      `${V3_PREFIX}/ippools/pool1`,
-      v3('IPPool', 'pool1', { cidr: '10.66.0.0/16', vxlanMode: 'Always', ipipMode: 'Never', natOutgoing: false }),
-    );
+    await cluster.start(mn);
+    await cluster.pools('Always');
     for (const [i, [name, ip, app]] of THREE_NODES.entries()) {
       const node = mn.addNode(name, ip);
       const index = i + 1;
-      const pod = node.lab.addWorkload(app, `10.66.${index}.10`, 1);
+      const pod = node.lab.addWorkload(app, `10.68.${index}.10`, 1, {
+        ip6: `fd68:0:0:${index}::a`,
+        iface: vethNameForWorkload('e2e', app),
+      });
       await node.lab.listen(pod, [8080]);
-      const m = { node, index, pod } as Member;
-      etcd.put(
-        `${V3_PREFIX}/nodes/${name}`,
-        v3('Node', name, { bgp: { ipv4Address: `${ip}/24` }, ipv4VXLANTunnelAddr: `10.66.${index}.1` }),
-      );
-      etcd.put(
-        `/calico/ipam/v2/assignment/ipv4/block/10.66.${index}.0-26`,
-        JSON.stringify(vxlanNodeBlock(`10.66.${index}.0/26`, name)),
-      );
-      putWorkload(etcd, m, pod, app);
+      const m = { node, index, pod, log: '' } as Member;
+      await cluster.member(m, app);
       members.push(m);
     }
-    await startAgents(members, shared(), (m) => env(m), SLOW);
+    await start(members);
   });
   after(async () => {
     for (const m of members) m.agent?.kill('SIGTERM');
-    await etcd?.destroy();
+    await cluster.stop();
     mn?.destroy();
   });
 
-  it('node1 and node2 publish their keys on their Nodes, node3 none; pods reach each other', async () => {
-    assert.ok((await until(() => !!keyOf('node1') && !!keyOf('node2'))) >= 0, `no keys: ${n1().log.slice(-3000)}`);
-    assert.equal(keyOf('node3'), '');
-    for (const [a, b] of [
-      [n1(), n2()],
-      [n2(), n1()],
-      [n1(), n3()],
-    ] as const)
-      assert.ok(
-        (await until(() => tcp(a, b, 8080, 2000))) >= 0,
-        `${a.node.name} -> ${b.node.name}\n${a.log.slice(-3000)}`,
-      );
+  it('node1 and node2 publish both keys on their Nodes, node3 none; pods reach each other on both families', async () => {
+    const keyed = async () =>
+      !!((await keyOf('node1')) && (await keyOf('node2')) && (await keyOf('node1', 6)) && (await keyOf('node2', 6)));
+    assert.ok(await untilAsync(keyed), `no keys: ${n1().log.slice(-3000)}`);
+    assert.notEqual(await keyOf('node1'), await keyOf('node1', 6), 'one key per device');
+    assert.deepEqual([await keyOf('node3'), await keyOf('node3', 6)], ['', '']);
+    for (const family of [4, 6] as const)
+      for (const [a, b] of [
+        [n1(), n2()],
+        [n2(), n1()],
+        [n1(), n3()],
+      ] as const)
+        assert.ok(
+          (await until(() => tcp(a, b, 8080, 2000, family))) >= 0,
+          `IPv${family} ${a.node.name} -> ${b.node.name}\n${a.log.slice(-3000)}`,
+        );
   });
 
-  it("node1 -> node2 is encrypted: the underlay carries WireGuard's UDP between the nodes only; node1 -> node3 is VXLAN in clear (no key), as Felix", async () => {
+  it("node1 -> node2 is encrypted on both families: the underlay carries WireGuard's UDP between the nodes only; node1 -> node3 is VXLAN in clear (no key), as Felix", async () => {
     const lines = await capture(() => {
-      for (let i = 0; i < 3; i++) assert.ok(tcp(n1(), n2(), 8080, 3000));
+      for (const family of [4, 6] as const)
+        for (let i = 0; i < 3; i++) assert.ok(tcp(n1(), n2(), 8080, 3000, family), `IPv${family}`);
     });
-    const wg = lines.filter((l) => /10\.99\.0\.11\.51820 > 10\.99\.0\.12\.51820: UDP/.test(l));
-    assert.ok(wg.length >= 3, `no WireGuard packets seen:\n${lines.join('\n')}`);
+    const wg4 = lines.filter((l) => /10\.99\.0\.11\.51820 > 10\.99\.0\.12\.51820: UDP/.test(l));
+    const wg6 = lines.filter((l) => /fd99::11\.51821 > fd99::12\.51821: UDP/.test(l));
+    assert.ok(wg4.length >= 3, `no IPv4 WireGuard packets seen:\n${lines.join('\n')}`);
+    assert.ok(wg6.length >= 3, `no IPv6 WireGuard packets (wg-v6.cali) seen:\n${lines.join('\n')}`);
     assert.deepEqual(
-      lines.filter((l) => /10\.66\.|\.4789\b|\.8080\b/.test(l)),
+      lines.filter((l) => /10\.68\.|fd68:|\.4789\b|\.8080\b/.test(l)),
       [],
       'a pod address, VXLAN or the pod port on the wire',
     );
-    const clear = await capture(() => {
-      assert.ok(tcp(n1(), n3(), 8080, 3000));
-    });
-    assert.ok(
-      clear.some((l) => /10\.99\.0\.11\.\d+ > 10\.99\.1\.13\.4789/.test(l)),
-      `node3's traffic not VXLAN:\n${clear.join('\n')}`,
-    );
+    for (const family of [4, 6] as const) {
+      const clear = await capture(() => {
+        assert.ok(tcp(n1(), n3(), 8080, 3000, family));
+      });
+      const vxlan = family === 4 ? /10\.99\.0\.11\.\d+ > 10\.99\.1\.13\.4789/ : /fd99::11\.\d+ > fd99:1::13\.4789/;
+      assert.ok(
+        clear.some((l) => vxlan.test(l)),
+        `node3's IPv${family} traffic not VXLAN:\n${clear.join('\n')}`,
+      );
+    }
+    // Felix's shape on both families: the device, its table, the rule.
+    assert.match(host(n1(), '-d', 'link', 'show', 'wg-v6.cali'), /mtu 1420 .*wireguard/s);
+    assert.match(host(n1(), '-6', 'rule', 'show'), /^99:\s+not from all fwmark 0x\w+\/0x\w+ lookup 2/m);
+    assert.match(host(n1(), '-6', 'route', 'show', 'table', '2'), /fd68:0:0:2::\/122 dev wg-v6\.cali/);
   });
 
   it('a device deleted under node2 comes back with a new key; node1 learns it and traffic flows again', async () => {
-    const old = keyOf('node2');
+    const old = await keyOf('node2');
     n2().node.lab.sh(n2().node.lab.host, 'ip', ['link', 'del', 'wireguard.cali']);
     assert.ok(
-      (await until(() => !!keyOf('node2') && keyOf('node2') !== old)) >= 0,
+      await untilAsync(async () => !!(await keyOf('node2')) && (await keyOf('node2')) !== old),
       `no new key: ${n2().log.slice(-3000)}`,
     );
     assert.ok(
@@ -143,15 +150,24 @@ describe('WireGuard across three nodes (in the VM)', { timeout: 900_000 }, () =>
     );
   });
 
-  it('a restarted agent keeps its key; with WireguardRequired, keyless node3 is unreachable while node2 stays reachable', async () => {
-    const key = keyOf('node1');
+  it('a restarted agent keeps its keys; with WireguardRequired, keyless node3 is unreachable on both families while node2 stays reachable', async () => {
+    const keys = [await keyOf('node1'), await keyOf('node1', 6)];
     const m = n1();
     m.agent.kill('SIGTERM');
     await new Promise((r) => m.agent.once('exit', r));
-    await startAgents([m], shared(), () => env(m, { FELIX_WIREGUARDREQUIRED: 'true' }), SLOW);
-    assert.equal(keyOf('node1'), key, 'the key changed across a restart');
-    assert.ok((await until(() => tcp(n1(), n2(), 8080, 2000))) >= 0, `node1 -> node2\n${m.log.slice(-3000)}`);
-    assert.ok((await until(() => !tcp(n1(), n3(), 8080, 1500))) >= 0, 'node1 -> node3 still reachable in clear');
-    assert.match(m.node.lab.sh(m.node.lab.host, 'ip', ['route', 'show', 'table', '1']), /unreachable 10\.66\.3\.0\/26/);
+    await start([m], { FELIX_WIREGUARDREQUIRED: 'true' });
+    assert.deepEqual([await keyOf('node1'), await keyOf('node1', 6)], keys, 'a key changed across a restart');
+    for (const family of [4, 6] as const) {
+      assert.ok(
+        (await until(() => tcp(n1(), n2(), 8080, 2000, family))) >= 0,
+        `IPv${family} node1 -> node2\n${m.log.slice(-3000)}`,
+      );
+      assert.ok(
+        (await until(() => !tcp(n1(), n3(), 8080, 1500, family))) >= 0,
+        `IPv${family} node1 -> node3 still reachable in clear`,
+      );
+    }
+    assert.match(host(m, 'route', 'show', 'table', '1'), /unreachable 10\.68\.3\.0\/26/);
+    assert.match(host(m, '-6', 'route', 'show', 'table', '2'), /unreachable fd68:0:0:3::\/122/);
   });
 });

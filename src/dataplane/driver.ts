@@ -115,6 +115,7 @@ function wireguardManagers(
           listenPort: family === 4 ? cfg.WireguardListeningPort : cfg.WireguardListeningPortV6,
           mtu: family === 4 ? cfg.WireguardMTU : cfg.WireguardMTUV6,
           table: family === 4 ? tables.v4 : tables.v6,
+          staleTable: family === 6 ? tables.spareV6 : undefined,
           rulePriority: cfg.WireguardRoutingRulePriority,
           fwmark,
           hostEncryption: cfg.WireguardHostEncryptionEnabled,

@@ -3,7 +3,8 @@
 // is taken before the module would be asked). As Felix it is not changed or deleted and no
 // key is published; the routing table and rule are programmed all the same, so with
 // WireguardRequired other nodes' pods are unreachable instead of reached in clear, and
-// without it they are thrown back to the main table (in clear, as Felix).
+// without it they are thrown back to the main table (in clear, as Felix). IPv6 too, whose
+// deviceless routes the kernel reads back on lo.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,5 +62,36 @@ describe('WireGuard manager: wireguard.cali held by another kind of device', { s
     assert.equal(table().trim(), '');
     assert.doesNotMatch(ns.run('ip', ['rule', 'show']), /^99:/m);
     assert.match(ns.run('ip', ['-d', 'link', 'show', 'wireguard.cali']), /veth/, 'disabled: not deleted either');
+  });
+
+  it('IPv6 (wg-v6.cali): the table converges and stays put (the kernel reads IPv6 throw and unreachable routes back on lo), a removed block takes its route along', (t) => {
+    const ns = newNetns();
+    ns.run('ip', ['link', 'add', 'wg-v6.cali', 'type', 'veth', 'peer', 'name', 'wgtaken6']);
+    const dir = mkdtempSync(join(tmpdir(), 'palisade-wgtaken6-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const v6 = (withNode2: boolean) => [
+      { type: 'HostMetadataV6Update', hostname: 'node1', ipv6Addr: 'fd99::11' },
+      { type: 'HostMetadataV6Update', hostname: 'node2', ipv6Addr: 'fd99::12' },
+      routeUpdate('fd65:0:0:1::/122', 'node1', 4),
+      ...(withNode2 ? [routeUpdate('fd65:0:0:2::/122', 'node2', 1)] : []),
+    ];
+    const apply = (name: string, msgs6: unknown[]) => {
+      const file = join(dir, `${name}.json`);
+      const config = { family: 6, hostname: 'node1', device: 'wg-v6.cali', listenPort: 51821, required: true };
+      writeFileSync(file, JSON.stringify({ config, msgs: msgs6 }));
+      const r = ns.try(process.execPath, [DRIVER, file]);
+      assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      return JSON.parse(/^APPLY (.*)$/m.exec(r.stdout)?.[1] ?? '{}') as { routes: number };
+    };
+    const table = () => ns.run('ip', ['-6', 'route', 'show', 'table', '1']);
+    assert.equal(apply('first', v6(true)).routes, 2);
+    assert.match(table(), /^unreachable fd65:0:0:2::\/122 dev lo proto 80/m);
+    assert.match(table(), /^throw fd65:0:0:1::\/122 dev lo proto 80/m);
+    // A restart's read-back finds the table as wanted: nothing is written again.
+    assert.equal(apply('again', v6(true)).routes, 0, 'IPv6 routes rewritten at every resync');
+    // node2's block gone: its unreachable route goes with it.
+    assert.equal(apply('gone', v6(false)).routes, 1);
+    assert.doesNotMatch(table(), /fd65:0:0:2::/);
+    assert.match(table(), /^throw fd65:0:0:1::\/122 dev lo proto 80/m);
   });
 });

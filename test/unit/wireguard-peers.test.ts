@@ -141,12 +141,14 @@ describe('WireGuard peers', () => {
     assert.equal(p.deviceAddress(), 'fd65::1/128');
   });
 
-  it('takes the lowest free tables of RouteTableRanges (else RouteTableRange, else 1-250), never 253-255', () => {
-    assert.deepEqual(wireguardTables('', ''), { v4: 1, v6: 2 });
-    assert.deepEqual(wireguardTables('10-20', ''), { v4: 10, v6: 11 });
-    assert.deepEqual(wireguardTables('10-20', '252-260'), { v4: 252, v6: 256 });
-    assert.deepEqual(wireguardTables('', '300-300,100-100'), { v4: 100, v6: 300 });
-    assert.deepEqual(wireguardTables('', '253-255'), { v4: undefined, v6: undefined });
+  it("takes the lowest free tables of RouteTableRanges (else RouteTableRange, else 1-250), never 253-255; IPv6 in IPv4's index, as Felix programs it, while a second is free", () => {
+    assert.deepEqual(wireguardTables('', ''), { v4: 1, v6: 1, spareV6: 2 });
+    assert.deepEqual(wireguardTables('10-20', ''), { v4: 10, v6: 10, spareV6: 11 });
+    assert.deepEqual(wireguardTables('10-20', '252-260'), { v4: 252, v6: 252, spareV6: 256 });
+    assert.deepEqual(wireguardTables('', '300-300,100-100'), { v4: 100, v6: 100, spareV6: 300 });
+    // One index free: Felix cannot grab IPv6's and leaves IPv6 WireGuard off.
+    assert.deepEqual(wireguardTables('', '7-7'), { v4: 7, v6: undefined, spareV6: undefined });
+    assert.deepEqual(wireguardTables('', '253-255'), { v4: undefined, v6: undefined, spareV6: undefined });
     // With WireguardRequired, no table is refused (nothing could keep traffic from going in clear).
     const cfg = { DatastoreType: 'etcdv3' as const, WireguardEnabled: true, RouteTableRanges: '253-255' };
     assert.equal(refusal(cfg, 'datastore'), undefined, 'without WireguardRequired: as Felix, not programmed');

@@ -51,6 +51,11 @@ export interface WireguardConfig {
   mtu: number;
   /** The routing table (undefined: none free in RouteTableRange(s)). */
   table: number | undefined;
+  /**
+   * A table an older palisade used for this family (IPv6's own second index, which Felix
+   * never uses: model/wireguard-tables.ts): its rule and routes of ours are swept.
+   */
+  staleTable?: number | undefined;
   rulePriority: number;
   /** WireGuard's mark bit. */
   fwmark: number;
@@ -148,7 +153,7 @@ export class WireguardManager implements Manager {
       peers = await this.#syncDevice(resync);
       await this.#maybeThreaded();
     } else this.#publish('');
-    const routes = await this.#syncRoutes(table, link, resync);
+    const routes = (await this.#syncRoutes(table, link, resync)) + (resync ? await this.#sweepStale(link) : 0);
     // Last, as Felix: the rule starts using the table once its routes are in.
     const rules = resync ? await this.#syncRules(table, true) : 0;
     this.#link = link;
@@ -248,7 +253,7 @@ export class WireguardManager implements Manager {
     const want = this.peers.desiredRoutes(this.#cfg.required, !!link).map((w) => this.#routeOp(w, table, link));
     const known = resync ? undefined : this.#programmedRoutes;
     const current = (known ?? (await routeDump(-1, table))).filter(
-      (r) => r.family === this.#cfg.family && (r.ifindex === 0 || r.ifindex === link?.index),
+      (r) => r.family === this.#cfg.family && (deviceless(r) || r.ifindex === link?.index),
     );
     const byDst = new Map(current.map((r) => [r.dst, r]));
     const ops: RouteOp[] = want.filter((op) => {
@@ -268,7 +273,27 @@ export class WireguardManager implements Manager {
     return { ...base, ifindex: 0, type: w.type };
   }
 
-  /** The rule "not fwmark M/M lookup T" at its priority, and no other rule of ours for T. */
+  /** Our routes in the stale table (thrown, unreachable or via our device, of our protocol): deleted. */
+  async #sweepStale(link: Link | undefined): Promise<number> {
+    const stale = this.#cfg.staleTable;
+    if (stale === undefined || stale === this.#cfg.table) return 0;
+    const ours = (await routeDump(-1, stale)).filter(
+      (r) =>
+        r.family === this.#cfg.family &&
+        r.protocol === this.#cfg.routeProtocol &&
+        (deviceless(r) || r.ifindex === link?.index),
+    );
+    if (ours.length) {
+      this.#log.info({ table: stale, routes: ours.length }, 'removing the WireGuard routes an older palisade left');
+      await routeApplyOrThrow(
+        ours.map((r) => deleteOp(r, stale)),
+        `WireGuard table ${stale}`,
+      );
+    }
+    return ours.length;
+  }
+
+  /** The rule "not fwmark M/M lookup T" at its priority, and no other rule of ours for T (or the stale table). */
   async #syncRules(table: number, wanted: boolean): Promise<number> {
     const f = this.#cfg.family;
     const mark = this.#cfg.fwmark;
@@ -281,13 +306,30 @@ export class WireguardManager implements Manager {
       mask: mark,
       invert: true,
     };
-    const ours = (await ruleDump()).filter((r) => r.family === f && r.table === table && r.invert && r.mask !== 0);
+    const stale = this.#cfg.staleTable;
+    const ours = (await ruleDump()).filter(
+      (r) =>
+        r.family === f &&
+        r.invert &&
+        r.mask !== 0 &&
+        (r.table === table ||
+          (r.table === stale && r.priority === want.priority && r.mark === mark && r.mask === mark)),
+    );
     const ops: RuleOp[] = [];
     let present = false;
     for (const r of ours) {
-      const same = wanted && r.priority === want.priority && r.mark === mark && r.mask === mark;
+      const same = wanted && r.table === table && r.priority === want.priority && r.mark === mark && r.mask === mark;
       if (same && !present) present = true;
-      else ops.push({ op: 'delete', family: f, priority: r.priority, table, mark: r.mark, mask: r.mask, invert: true });
+      else
+        ops.push({
+          op: 'delete',
+          family: f,
+          priority: r.priority,
+          table: r.table,
+          mark: r.mark,
+          mask: r.mask,
+          invert: true,
+        });
     }
     if (wanted && !present) ops.push(want);
     if (!ops.length) return 0;
@@ -323,12 +365,12 @@ export class WireguardManager implements Manager {
     let rules = 0;
     if (table !== undefined) {
       rules = await this.#syncRules(table, false);
-      const leftover = (await routeDump(-1, table)).filter((r) => r.family === this.#cfg.family && r.ifindex === 0);
+      const leftover = (await routeDump(-1, table)).filter((r) => r.family === this.#cfg.family && deviceless(r));
       await routeApplyOrThrow(
         leftover.map((r) => deleteOp(r, table)),
         `WireGuard table ${table}`,
       );
-      routes = leftover.length;
+      routes = leftover.length + (await this.#sweepStale(undefined));
     }
     this.#publish('');
     return { peers: 0, routes, rules };
@@ -384,9 +426,21 @@ function deleteOp(r: Route, table: number): RouteOp {
   };
 }
 
+/**
+ * A route of no device: thrown, unreachable (or another type that is not unicast). The
+ * kernel reads an IPv6 one back on lo, not on no device as IPv4's (found in the VM: IPv6
+ * throw routes of a removed block stayed, and every resync wrote the others again).
+ */
+function deviceless(r: Route): boolean {
+  return r.ifindex === 0 || routeTypeOf(r.type) !== 'unicast';
+}
+
 function sameRoute(have: Route, op: RouteOp): boolean {
+  const type = op.type ?? 'unicast';
   return (
-    routeTypeOf(have.type) === (op.type ?? 'unicast') && have.ifindex === op.ifindex && have.protocol === op.protocol
+    routeTypeOf(have.type) === type &&
+    (type !== 'unicast' || have.ifindex === op.ifindex) &&
+    have.protocol === op.protocol
   );
 }
 

@@ -146,19 +146,19 @@ export class DataplaneDriver {
   }
   /** Each WireGuard manager's state after its last apply (for metrics and status). */
   wireguardStates(): Array<{ family: 4 | 6; usable: boolean; publicKey: string; peers: number; blocked: string[] }> {
-    return this.#managers
-      .filter((m): m is WireguardManager => m instanceof WireguardManager)
-      .map((m) => ({ family: m.family, ...m.state }));
+    return this.#wireguard().map((m) => ({ family: m.family, ...m.state }));
   }
   /** The WireGuard devices palisade runs, as the kernel has them now (Felix's WireGuard metrics). */
   async wireguardDevices(): Promise<Array<{ iface: string; device: WgDevice }>> {
     const out: Array<{ iface: string; device: WgDevice }> = [];
-    for (const m of this.#managers) {
-      if (!(m instanceof WireguardManager)) continue;
+    for (const m of this.#wireguard()) {
       const device = await m.readDevice();
       if (device) out.push({ iface: m.device, device });
     }
     return out;
+  }
+  #wireguard(): WireguardManager[] {
+    return this.#managers.filter((m): m is WireguardManager => m instanceof WireguardManager);
   }
   readonly #routes: RouteManager | undefined;
   readonly #sysctls: EndpointSysctlManager | undefined;

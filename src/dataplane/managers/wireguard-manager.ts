@@ -91,6 +91,8 @@ export class WireguardManager implements Manager {
   /** The key last given to onPublicKey (undefined: none given yet). */
   #sentKey: string | undefined;
   #threaded = false;
+  /** The stale table was swept (it holds only what an older palisade left: once is enough). */
+  #staleSwept = false;
   /** What `status` shows: the device's state and the nodes `required` blocks. */
   state: { usable: boolean; publicKey: string; peers: number; blocked: string[] } = {
     usable: false,
@@ -276,7 +278,7 @@ export class WireguardManager implements Manager {
   /** Our routes in the stale table (thrown, unreachable or via our device, of our protocol): deleted. */
   async #sweepStale(link: Link | undefined): Promise<number> {
     const stale = this.#cfg.staleTable;
-    if (stale === undefined || stale === this.#cfg.table) return 0;
+    if (this.#staleSwept || stale === undefined || stale === this.#cfg.table) return 0;
     const ours = (await routeDump(-1, stale)).filter(
       (r) =>
         r.family === this.#cfg.family &&
@@ -290,6 +292,7 @@ export class WireguardManager implements Manager {
         `WireGuard table ${stale}`,
       );
     }
+    this.#staleSwept = true;
     return ours.length;
   }
 
@@ -307,18 +310,15 @@ export class WireguardManager implements Manager {
       invert: true,
     };
     const stale = this.#cfg.staleTable;
+    const exact = (r: { priority: number; mark: number; mask: number }) =>
+      r.priority === want.priority && r.mark === mark && r.mask === mark;
     const ours = (await ruleDump()).filter(
-      (r) =>
-        r.family === f &&
-        r.invert &&
-        r.mask !== 0 &&
-        (r.table === table ||
-          (r.table === stale && r.priority === want.priority && r.mark === mark && r.mask === mark)),
+      (r) => r.family === f && r.invert && r.mask !== 0 && (r.table === table || (r.table === stale && exact(r))),
     );
     const ops: RuleOp[] = [];
     let present = false;
     for (const r of ours) {
-      const same = wanted && r.table === table && r.priority === want.priority && r.mark === mark && r.mask === mark;
+      const same = wanted && r.table === table && exact(r);
       if (same && !present) present = true;
       else
         ops.push({

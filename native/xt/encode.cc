@@ -121,41 +121,43 @@ Blob Rpfilter(const Match& m) {
   return Of("rpfilter", 0, info);
 }
 
+// The NAT targets as iptables 1.8.9 writes them: MASQUERADE revision 0 (IPv4: one compat
+// range), SNAT revision 0 (IPv4) or 1 (IPv6), DNAT revision 2; an address range as its
+// first and last, a port range in network order with PROTO_SPECIFIED.
+template <typename Range>
+void FillRange(Range& info, const Target& t, int family, uint32_t flags) {
+  info.flags = flags;
+  if (flags & NF_NAT_RANGE_MAP_IPS) {
+    std::memcpy(&info.min_addr, t.addr, family == 4 ? 4 : 16);
+    std::memcpy(&info.max_addr, t.addrLast, family == 4 ? 4 : 16);
+  }
+  info.min_proto.all = htons(t.portMin);
+  info.max_proto.all = htons(t.portMax);
+}
+
 Blob Nat(const Target& t, int family, const char* name) {
   uint32_t flags = t.kind == TargetKind::Masquerade ? 0 : NF_NAT_RANGE_MAP_IPS;
   if (t.randomFully) flags |= NF_NAT_RANGE_PROTO_RANDOM_FULLY;
-  if (t.kind == TargetKind::Masquerade) {
-    if (family == 4) {
-      nf_nat_ipv4_multi_range_compat info{};
-      info.rangesize = 1;
-      info.range[0].flags = flags;
-      return Of(name, 0, info);
-    }
-    nf_nat_range info{};
-    info.flags = flags;
-    return Of(name, 0, info);
-  }
-  if (family == 4 && t.kind == TargetKind::Snat) {
-    // iptables 1.8.9 writes SNAT as revision 0 (IPv4: one compat range) or 1 (IPv6), and
-    // DNAT as revision 2.
+  if (t.portMin != 0) flags |= NF_NAT_RANGE_PROTO_SPECIFIED;
+  if (family == 4 && t.kind != TargetKind::Dnat) {
     nf_nat_ipv4_multi_range_compat info{};
     info.rangesize = 1;
     info.range[0].flags = flags;
-    std::memcpy(&info.range[0].min_ip, t.addr, 4);
-    std::memcpy(&info.range[0].max_ip, t.addr, 4);
+    if (flags & NF_NAT_RANGE_MAP_IPS) {
+      std::memcpy(&info.range[0].min_ip, t.addr, 4);
+      std::memcpy(&info.range[0].max_ip, t.addrLast, 4);
+    }
+    info.range[0].min.all = htons(t.portMin);
+    info.range[0].max.all = htons(t.portMax);
     return Of(name, 0, info);
   }
-  if (t.kind == TargetKind::Snat) {  // IPv6 SNAT: revision 1
+  if (t.kind != TargetKind::Dnat) {
     nf_nat_range info{};
-    info.flags = flags;
-    std::memcpy(&info.min_addr, t.addr, 16);
-    std::memcpy(&info.max_addr, t.addr, 16);
-    return Of(name, 1, info);
+    FillRange(info, t, family, flags);
+    return Of(name, t.kind == TargetKind::Snat ? 1 : 0, info);
   }
   nf_nat_range2 info{};
-  info.flags = flags;
-  std::memcpy(&info.min_addr, t.addr, family == 4 ? 4 : 16);
-  std::memcpy(&info.max_addr, t.addr, family == 4 ? 4 : 16);
+  FillRange(info, t, family, flags);
   return Of(name, 2, info);
 }
 

@@ -85,6 +85,14 @@ Match DecodeMatch(OpReader& r) {
   return m;
 }
 
+// A NAT target's port range: both 0 (the kernel chooses), or first <= last, neither 0.
+void ReadPorts(OpReader& r, Target& t) {
+  t.portMin = r.u16();
+  t.portMax = r.u16();
+  if ((t.portMin == 0) != (t.portMax == 0) || t.portMin > t.portMax)
+    throw BadOps("a NAT port range is 0-0 or first <= last, neither 0");
+}
+
 Target DecodeTarget(OpReader& r) {
   Target t;
   t.kind = static_cast<TargetKind>(r.u8());
@@ -109,10 +117,13 @@ Target DecodeTarget(OpReader& r) {
       break;
     case TargetKind::Masquerade:
       t.randomFully = r.u8() != 0;
+      ReadPorts(r, t);
       break;
     case TargetKind::Snat:
     case TargetKind::Dnat:
       r.raw(t.addr, sizeof t.addr);
+      r.raw(t.addrLast, sizeof t.addrLast);
+      ReadPorts(r, t);
       t.randomFully = r.u8() != 0;
       break;
     default:

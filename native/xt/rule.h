@@ -75,8 +75,10 @@ struct Target {
   uint32_t mark = 0, mask = 0;
   uint8_t level = 0;
   bool randomFully = false;
-  bool alias = false;  // notrack: written as `-j NOTRACK`
-  uint8_t addr[16] = {};
+  bool alias = false;                 // notrack: written as `-j NOTRACK`
+  uint8_t addr[16] = {};              // snat, dnat: the first address
+  uint8_t addrLast[16] = {};          // snat, dnat: the last address (the first for one)
+  uint16_t portMin = 0, portMax = 0;  // nat: the ports to translate to (0, 0: the kernel's choice)
 };
 
 struct Rule {

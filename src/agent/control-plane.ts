@@ -56,8 +56,6 @@ export class ControlPlane {
   #status: SyncStatus = 'wait-for-datastore';
   /** Workload endpoints dropped for want of an interface name (reported once each). */
   readonly #badEndpoints = new Set<string>();
-  /** ServiceLoopPrevention's absence said (once). */
-  #sloSaid = false;
 
   constructor(opts: ControlPlaneOptions) {
     this.#opts = opts;
@@ -125,22 +123,9 @@ export class ControlPlane {
 
   #onModelUpdate(u: V1Update): void {
     u = this.#validateModel(u);
-    if (u.key.type === 'Resource' && u.key.kind === 'BGPConfiguration') this.#checkServiceCidrs(u.value);
     this.batcher.onUpdate(u);
     this.graph.onUpdate(u);
     this.#opts.onModelUpdate?.(u);
-  }
-
-  // A Typha passes BGPConfiguration on as itself (the update processors say the same for the
-  // other datastores): its service CIDRs are what Felix's ServiceLoopPrevention guards.
-  #checkServiceCidrs(value: unknown): void {
-    const s = (value as { spec?: Record<string, unknown[] | undefined> } | undefined)?.spec;
-    if (this.#sloSaid || !s) return;
-    if (!(s.serviceClusterIPs?.length || s.serviceExternalIPs?.length || s.serviceLoadBalancerIPs?.length)) return;
-    this.#sloSaid = true;
-    this.#opts.log.warn(
-      'BGPConfiguration advertises service CIDRs, but ServiceLoopPrevention (cali-cidr-block) is not programmed for them yet',
-    );
   }
 
   // Felix's ValidationFilter on the internal model (also after Typha): a workload

@@ -22,7 +22,7 @@ import { POLICY_KIND_SHORT, type PolicyKind, policyId } from '../model/names.js'
 import { hostAddress, parseIp } from '../model/net.js';
 import type { V1KeyOf, V1KeyType } from '../model/v1/keys.js';
 import type { V1Update, V1Values } from '../model/v1/values.js';
-import type { PolicyID, ToDataplane, WireguardInfo } from '../proto/messages.js';
+import type { GlobalBGPConfig, PolicyID, ToDataplane, WireguardInfo } from '../proto/messages.js';
 import { ActiveRulesCalculator } from './active-rules.js';
 import { EventSequencer } from './event-sequencer.js';
 import { IPSetMemberCalculator, type MemberSource } from './ipset-members.js';
@@ -114,8 +114,8 @@ export class CalcGraph {
       if (k.hostname === this.hostname) this.#onConfig(this.#hostConfig, k.name, v);
     },
     Resource: (k, r) => {
-      // Of the v3 resources passed through, the graph needs EndpointSlices (service sets)
-      // and Nodes' addresses.
+      // Of the v3 resources passed through, the graph needs EndpointSlices (service sets),
+      // Nodes' addresses and the default BGPConfiguration's service CIDRs.
       if (k.kind === 'KubernetesEndpointSlice') {
         const spec = r?.kind === 'KubernetesEndpointSlice' ? r.spec : undefined;
         this.#members.onEndpointSlice(
@@ -126,6 +126,10 @@ export class CalcGraph {
             ports: spec.ports ?? [],
           },
         );
+        return;
+      }
+      if (k.kind === 'BGPConfiguration') {
+        if (k.name === 'default') this.#sequencer.onGlobalBGPConfigUpdate(serviceCidrs(r));
         return;
       }
       if (k.kind !== 'Node') return;
@@ -362,4 +366,16 @@ function wireguardInfo(v: Record<string, unknown>): WireguardInfo {
     if (typeof x === 'string' && x) out[k] = x;
   }
   return out;
+}
+
+/** As Felix's OnGlobalBGPConfigUpdate: the service CIDRs, empty ones left out (the CRD allows them). */
+function serviceCidrs(r: V1Values['Resource'] | undefined): GlobalBGPConfig {
+  const spec = r?.kind === 'BGPConfiguration' ? r.spec : undefined;
+  const cidrs = (list: Array<{ cidr?: string | undefined }> | undefined) =>
+    (list ?? []).map((b) => b.cidr ?? '').filter((c) => c !== '');
+  return {
+    serviceClusterCidrs: cidrs(spec?.serviceClusterIPs),
+    serviceExternalCidrs: cidrs(spec?.serviceExternalIPs),
+    serviceLoadbalancerCidrs: cidrs(spec?.serviceLoadBalancerIPs),
+  };
 }

@@ -4,6 +4,7 @@
 // policies and profiles before endpoints; then removals in reverse, IP sets last. The
 // InSync message goes out once, at the end of the first flush after the datastore synced.
 import type {
+  GlobalBGPConfig,
   HostEndpoint,
   HostEndpointID,
   IPAMPool,
@@ -73,6 +74,7 @@ export class EventSequencer {
   readonly #vtepAdds = new Map<string, VXLANTunnelEndpoint>();
   readonly #vtepRemoves = new Set<string>();
   readonly #sentVteps = new Set<string>();
+  #bgpConfig: GlobalBGPConfig | undefined;
   #inSyncPending = false;
   #inSyncSent = false;
 
@@ -168,6 +170,11 @@ export class EventSequencer {
     this.#config = config;
   }
 
+  /** As Felix's OnGlobalBGPConfigUpdate: the default BGPConfiguration's service CIDRs (empty when it goes). */
+  onGlobalBGPConfigUpdate(config: GlobalBGPConfig): void {
+    this.#bgpConfig = config;
+  }
+
   onIpamPoolUpdate(id: string, pool: IPAMPool | undefined): void {
     this.#pools.set(id, pool);
   }
@@ -243,6 +250,8 @@ export class EventSequencer {
     const out: ToDataplane[] = [];
     if (this.#config) out.push({ type: 'ConfigUpdate', config: this.#config });
     this.#config = undefined;
+    if (this.#bgpConfig) out.push({ type: 'GlobalBGPConfigUpdate', config: this.#bgpConfig });
+    this.#bgpConfig = undefined;
     for (const [hostname, ipv4Addr] of this.#hosts) {
       if (ipv4Addr !== undefined) out.push({ type: 'HostMetadataUpdate', hostname, ipv4Addr });
     }

@@ -46,12 +46,7 @@ const WHY_IGNORED: Readonly<Record<string, string>> = {};
  * unset (or set to that default), Felix does it and palisade does not: the agent says so
  * once at start (issue 52). Set to `quiet`, Felix does nothing either: nothing to say.
  */
-const DEFAULTS_NOT_HONOURED: Readonly<Record<string, { quiet: string; why: string }>> = {
-  ServiceLoopPrevention: {
-    quiet: 'Disabled',
-    why: "Felix's default (Drop) drops traffic to service CIDRs BGPConfiguration advertises that no service uses, to stop routing loops; palisade does not program it yet (set it to Disabled to say that is intended)",
-  },
-};
+const DEFAULTS_NOT_HONOURED: Readonly<Record<string, { quiet: string; why: string }>> = {};
 
 /**
  * Felix parameters palisade does not implement whose absence would leave traffic less

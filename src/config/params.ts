@@ -4,6 +4,7 @@
 // are ours. Every other Felix parameter is known to the catalogue and reported when set
 // (see config.ts). `live` parameters change without a restart; Felix restarts on any other
 // change, and so does palisade.
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 
 import { describeRelease, parseCalicoVersion, releaseOf } from '../model/release.js';
@@ -102,6 +103,30 @@ function spelled<T extends string>(values: readonly T[]): (v: unknown) => T {
     if (hit === undefined) throw new ParseError(`unknown option (expected one of ${values.join(', ')})`);
     return hit;
   };
+}
+
+/** NATOutgoingAddress: "", an IPv4 address, or palisade's range of them "first-last" (first <= last). */
+function natAddress(v: unknown): string {
+  const text = String(v).trim();
+  if (text === '') return text;
+  const parts = text.split('-');
+  const [first, last] = parts;
+  if (parts.length > 2 || isIP(first ?? '') !== 4 || (last !== undefined && isIP(last) !== 4))
+    throw new ParseError('not an IPv4 address or a range first-last of them');
+  if (last !== undefined && ipv4Number(last) < ipv4Number(first as string))
+    throw new ParseError(`the range ${text} ends before it starts`);
+  return text;
+}
+
+const ipv4Number = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+
+/** Felix's NATPortRange: "min:max" or one port; none (undefined) for "" or a MaxPort of 0, as Felix. */
+function natPortRange(v: unknown): { first: number; last: number } | undefined {
+  const text = String(v ?? '');
+  if (text === '') return undefined;
+  const [a, b = a] = text.split(':');
+  const range = { first: Number(a), last: Number(b) };
+  return range.last > 0 ? range : undefined;
 }
 
 function calicoVersion(v: unknown): string {
@@ -571,8 +596,29 @@ export const PARAMS = {
   ),
   NATOutgoingAddress: felix(
     'NATOutgoingAddress',
+    natAddress,
+    'Source address for outgoing NAT from natOutgoing pools (SNAT to it instead of masquerading), or a range first-last of them; "" masquerades.',
+    { type: 'string', differs: 'also takes a range of IPv4 addresses, first-last (Felix takes one address)' },
+  ),
+  NATPortRange: felix(
+    'NATPortRange',
+    natPortRange,
+    'The source ports outgoing NAT gives TCP and UDP (min:max); "" leaves them to the kernel.',
+  ),
+  NATOutgoingExclusions: felix(
+    'NATOutgoingExclusions',
+    spelled(['IPPoolsOnly', 'IPPoolsAndHostIPs'] as const),
+    "What outgoing NAT leaves alone: traffic to IP pools (IPPoolsOnly), or to pools and every node's address (IPPoolsAndHostIPs).",
+  ),
+  IptablesNATOutgoingInterfaceFilter: felix(
+    'IptablesNATOutgoingInterfaceFilter',
     asString,
-    'Source address for outgoing NAT from natOutgoing pools (SNAT to it instead of masquerading); "" masquerades.',
+    'Outgoing NAT only for traffic leaving by this interface (a + suffix matches a prefix); "" any interface. Both rules modes.',
+  ),
+  ServiceLoopPrevention: felix(
+    'ServiceLoopPrevention',
+    spelled(['Drop', 'Reject', 'Disabled'] as const),
+    "What is done with forwarded traffic to the default BGPConfiguration's service CIDRs that no Service took (filter cali-cidr-block): dropped, rejected, or let loop (Disabled).",
   ),
   FloatingIPs: felix(
     'FloatingIPs',

@@ -25,7 +25,7 @@ export interface DesiredIPSet {
   members: StringSet;
 }
 
-export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'overlay' | 'config';
+export type Dirty = 'ipset' | 'policy' | 'profile' | 'wep' | 'hep' | 'pool' | 'overlay' | 'config' | 'cidrBlock';
 
 /** Members an IP set gained and lost since the last takeDirty(). */
 export type { MemberDelta };
@@ -62,6 +62,10 @@ export class DesiredState {
   readonly overlayPools = new Map<string, 'VXLAN' | 'IPIP'>();
   readonly vtepParents = new Map<string, { v4: string; v6: string }>();
   readonly hostAddrs = new Map<string, string>();
+  /** Each node's IPv6 address (all-hosts-net's IPv6 members, for NATOutgoingExclusions). */
+  readonly hostAddrsV6 = new Map<string, string>();
+  /** The default BGPConfiguration's service CIDRs, which ServiceLoopPrevention blocks (cali-cidr-block). */
+  serviceCidrs: readonly string[] = [];
   config: Record<string, string> = {};
   inSync = false;
   /**
@@ -261,6 +265,23 @@ export class DesiredState {
       case 'HostMetadataRemove':
         if (this.hostAddrs.delete(m.hostname)) this.#mark('overlay', '');
         return;
+      case 'HostMetadataV6Update':
+        if (this.hostAddrsV6.get(m.hostname) === m.ipv6Addr) return;
+        if (m.ipv6Addr) this.hostAddrsV6.set(m.hostname, m.ipv6Addr);
+        else this.hostAddrsV6.delete(m.hostname);
+        this.#mark('overlay', '');
+        return;
+      case 'HostMetadataV6Remove':
+        if (this.hostAddrsV6.delete(m.hostname)) this.#mark('overlay', '');
+        return;
+      case 'GlobalBGPConfigUpdate': {
+        const c = m.config;
+        const cidrs = [...c.serviceClusterCidrs, ...c.serviceExternalCidrs, ...c.serviceLoadbalancerCidrs];
+        if (cidrs.join() === this.serviceCidrs.join()) return;
+        this.serviceCidrs = cidrs;
+        this.#mark('cidrBlock', '');
+        return;
+      }
     }
   }
 }

@@ -161,6 +161,16 @@ export interface VXLANTunnelEndpoint {
   parentDeviceIpv6: string;
 }
 
+/**
+ * The default BGPConfiguration's service CIDRs (GlobalBGPConfigUpdate): what
+ * ServiceLoopPrevention blocks. Sent empty when that configuration goes.
+ */
+export interface GlobalBGPConfig {
+  serviceClusterCidrs: string[];
+  serviceExternalCidrs: string[];
+  serviceLoadbalancerCidrs: string[];
+}
+
 export type ToDataplane =
   | { type: 'InSync' }
   | { type: 'ConfigUpdate'; config: Record<string, string> }
@@ -188,6 +198,7 @@ export type ToDataplane =
   | { type: 'RouteUpdate'; route: RouteUpdate }
   | { type: 'RouteRemove'; dst: string }
   | { type: 'VXLANTunnelEndpointUpdate'; vtep: VXLANTunnelEndpoint }
-  | { type: 'VXLANTunnelEndpointRemove'; node: string };
+  | { type: 'VXLANTunnelEndpointRemove'; node: string }
+  | { type: 'GlobalBGPConfigUpdate'; config: GlobalBGPConfig };
 
 export type MessageType = ToDataplane['type'];

@@ -1,8 +1,9 @@
 // A desired state that exercises every rule shape the renderers produce: workloads in
 // both families with floating IPs and spoofed-source exemptions, policies with every
 // action (Log rate-limited), ICMP and negated ICMP, port ranges, named ports, nets and
-// negated nets, selectors, untracked and pre-DNAT host policy, NAT-outgoing pools, a
-// policy group, the overlays' static rules.
+// negated nets, selectors, untracked and pre-DNAT host policy, NAT-outgoing pools (every
+// outgoing-NAT option), service CIDRs ServiceLoopPrevention rejects, a policy group, the
+// overlays' static rules.
 import { defaultConfig } from '../../src/config/params.js';
 import { gnp, gns, np, profile, tier, wep } from './calc-fixtures.js';
 import { stateOf } from './render-fixtures.js';
@@ -23,6 +24,13 @@ export const richConfig = () => ({
   IPv6VXLANTunnelAddr: 'fd00:65::1',
   WireguardEnabled: true,
   WireguardEnabledV6: true,
+  // Outgoing NAT with everything Felix has (and palisade's address range): IPv4 source-NATs
+  // to a range of addresses and ports, IPv6 masquerades to the ports.
+  NATOutgoingAddress: '10.65.200.1-10.65.200.4',
+  NATPortRange: { first: 32768, last: 65000 },
+  NATOutgoingExclusions: 'IPPoolsAndHostIPs' as const,
+  IptablesNATOutgoingInterfaceFilter: 'eth+',
+  ServiceLoopPrevention: 'Reject' as const,
 });
 
 /** Every kind and rule feature the renderers handle, as v3 resources. */
@@ -115,6 +123,18 @@ export function richResources() {
   ];
 }
 
+/** The default BGPConfiguration's service CIDRs (cali-cidr-block), both families. */
+const serviceCidrs = {
+  apiVersion: V3,
+  kind: 'BGPConfiguration',
+  metadata: { name: 'default' },
+  spec: {
+    serviceClusterIPs: [{ cidr: '10.96.0.0/12' }, { cidr: 'fd00:96::/112' }],
+    serviceExternalIPs: [{ cidr: '192.0.2.0/24' }],
+    serviceLoadBalancerIPs: [{ cidr: '198.51.100.0/24' }],
+  },
+};
+
 export function richState() {
-  return stateOf(...richResources());
+  return stateOf(...richResources(), serviceCidrs);
 }

@@ -483,7 +483,20 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     const nsExec = netns();
     // This node's tunnel addresses and WireGuard: nat cali-POSTROUTING gets the tunnel-source
     // MASQ rules (fib saddr . oif type != local).
-    const overlay = { IPv4VXLANTunnelAddr: '10.66.0.1', IpInIpTunnelAddr: '10.70.0.1', WireguardEnabled: true };
+    // Outgoing NAT with every option, to a range of addresses and ports; service CIDRs
+    // ServiceLoopPrevention rejects.
+    const overlay = {
+      IPv4VXLANTunnelAddr: '10.66.0.1',
+      IpInIpTunnelAddr: '10.70.0.1',
+      WireguardEnabled: true,
+      NATOutgoingAddress: '10.66.200.1-10.66.200.4',
+      NATPortRange: { first: 32768, last: 65000 },
+      NATOutgoingExclusions: 'IPPoolsAndHostIPs',
+      IptablesNATOutgoingInterfaceFilter: 'eth+',
+      ServiceLoopPrevention: 'Reject',
+      // IPv6 masquerades to the port range (NATOutgoingAddress is IPv4's).
+      Ipv6Support: true,
+    };
     const native = driver(nsNative, 'native', overlay);
     const exec = driver(nsExec, 'exec', overlay);
     const h = new Harness().put(...app());
@@ -533,6 +546,14 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
         },
       },
       { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '10.99.0.12' },
+      {
+        type: 'GlobalBGPConfigUpdate',
+        config: {
+          serviceClusterCidrs: ['10.96.0.0/12'],
+          serviceExternalCidrs: ['192.0.2.0/24'],
+          serviceLoadbalancerCidrs: [],
+        },
+      },
     ];
     h.put(
       wep('web2', 'node1', '10.65.0.12', { app: 'web' }, { ports: [{ name: 'http', protocol: 'TCP', port: 8080 }] }),
@@ -570,6 +591,20 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
         ),
       );
     assert.equal(post(nsNative), post(nsExec));
+    const chain = (ns: Netns, name: string) => ns.run('nft', ['list', 'chain', 'ip', 'calico', name]);
+    const nat = chain(nsNative, 'nat-cali-nat-outgoing');
+    assert.match(
+      nat,
+      /ip saddr @cali40masq-ipam-pools ip daddr != @cali40(?:all-ipam|network-ip)-pools ip daddr != @cali40all-hosts-net (?:meta l4proto|ip protocol) tcp oifname "eth\*" .*snat to 10\.66\.200\.1-10\.66\.200\.4:32768-65000 fully-random/,
+    );
+    assert.equal(nat, chain(nsExec, 'nat-cali-nat-outgoing'));
+    const nat6 = (ns: Netns) => ns.run('nft', ['list', 'chain', 'ip6', 'calico', 'nat-cali-nat-outgoing']);
+    assert.match(nat6(nsNative), /meta l4proto tcp oifname "eth\*" .*masquerade to :32768-65000 fully-random/);
+    assert.equal(nat6(nsNative), nat6(nsExec));
+    const block = chain(nsNative, 'filter-cali-cidr-block');
+    assert.match(block, /ip daddr 10\.96\.0\.0\/12 .*reject/);
+    assert.match(block, /ip daddr 192\.0\.2\.0\/24 .*reject/);
+    assert.equal(block, chain(nsExec, 'filter-cali-cidr-block'));
     // A native backend reading the nft-programmed kernel back finds it in sync: nft and
     // our encoder agree on every rule hash and every element key.
     const reader = driver(nsExec, 'native', overlay);

@@ -389,27 +389,54 @@ describe('config: sources and precedence', () => {
   });
 });
 
-describe("config: Felix's defaults palisade does not honour yet (issue 52)", () => {
-  it('ServiceLoopPrevention: said when left at Drop, quiet when Disabled, reported as unsupported when Reject', () => {
-    const at = (env: Record<string, string>) => new ConfigResolver({ env });
+describe('config: ServiceLoopPrevention and the outgoing-NAT parameters (issue 55)', () => {
+  const at = (env: Record<string, string>) => new ConfigResolver({ env });
+  it('ServiceLoopPrevention is honoured: nothing said at its default, Reject and Disabled taken', () => {
+    assert.deepEqual(at({}).defaultsNotHonoured(), []);
+    assert.equal(at({}).config.ServiceLoopPrevention, 'Drop');
+    for (const v of ['Reject', 'Disabled']) {
+      const c = at({ FELIX_SERVICELOOPPREVENTION: v.toLowerCase() });
+      assert.equal(c.config.ServiceLoopPrevention, v);
+      assert.deepEqual(c.ignored, []);
+    }
+  });
+
+  it('NATPortRange as Felix reads it: min:max, one port, none', () => {
+    assert.deepEqual(at({ FELIX_NATPORTRANGE: '32768:65000' }).config.NATPortRange, { first: 32768, last: 65000 });
+    assert.deepEqual(at({ FELIX_NATPORTRANGE: '40000' }).config.NATPortRange, { first: 40000, last: 40000 });
+    assert.equal(at({}).config.NATPortRange, undefined);
+    const bad = at({ FELIX_NATPORTRANGE: '9:8' });
+    assert.equal(bad.config.NATPortRange, undefined);
     assert.deepEqual(
-      at({})
-        .defaultsNotHonoured()
-        .map((d) => [d.param, d.value, d.source]),
-      [['ServiceLoopPrevention', 'Drop', 'default']],
+      bad.problems.map((p) => [p.kind, p.param]),
+      [['invalid', 'NATPortRange']],
     );
+  });
+
+  it('NATOutgoingAddress: one IPv4 address or, beyond Felix, a range; anything else refused', () => {
+    assert.equal(at({ FELIX_NATOUTGOINGADDRESS: '192.0.2.9' }).config.NATOutgoingAddress, '192.0.2.9');
     assert.equal(
-      at({ FELIX_SERVICELOOPPREVENTION: 'drop' }).defaultsNotHonoured()[0]?.source,
-      'env FELIX_SERVICELOOPPREVENTION',
+      at({ FELIX_NATOUTGOINGADDRESS: '192.0.2.9-192.0.2.12' }).config.NATOutgoingAddress,
+      '192.0.2.9-192.0.2.12',
     );
-    const disabled = at({ FELIX_SERVICELOOPPREVENTION: 'Disabled' });
-    assert.deepEqual(disabled.defaultsNotHonoured(), []);
-    assert.deepEqual(disabled.ignored, [], 'Disabled is what palisade does: nothing to report');
-    const reject = at({ FELIX_SERVICELOOPPREVENTION: 'Reject' });
-    assert.deepEqual(reject.defaultsNotHonoured(), []);
-    assert.deepEqual(
-      reject.ignored.map((i) => i.param),
-      ['ServiceLoopPrevention'],
-    );
+    for (const v of ['192.0.2.12-192.0.2.9', 'fd00::1', '192.0.2.1-192.0.2.2-192.0.2.3', 'nat.example']) {
+      const c = at({ FELIX_NATOUTGOINGADDRESS: v });
+      assert.equal(c.config.NATOutgoingAddress, '', v);
+      assert.deepEqual(
+        c.problems.map((p) => p.param),
+        ['NATOutgoingAddress'],
+        v,
+      );
+    }
+  });
+
+  it('NATOutgoingExclusions and IptablesNATOutgoingInterfaceFilter are taken, not reported', () => {
+    const c = at({
+      FELIX_NATOUTGOINGEXCLUSIONS: 'IPPoolsAndHostIPs',
+      FELIX_IPTABLESNATOUTGOINGINTERFACEFILTER: 'eth+',
+    });
+    assert.equal(c.config.NATOutgoingExclusions, 'IPPoolsAndHostIPs');
+    assert.equal(c.config.IptablesNATOutgoingInterfaceFilter, 'eth+');
+    assert.deepEqual(c.ignored, []);
   });
 });

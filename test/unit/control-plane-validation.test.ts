@@ -58,41 +58,63 @@ describe('control plane: workload endpoints without an interface name', () => {
   });
 });
 
-describe('control plane: what Felix does that palisade does not yet is said (issue 52)', () => {
-  it("BGPConfiguration's service CIDRs, from any datastore, Typha included: ServiceLoopPrevention is not programmed, said once", () => {
+describe("control plane: the default BGPConfiguration's service CIDRs (ServiceLoopPrevention)", () => {
+  const bgp = (name: string, spec: Record<string, unknown>) => ({
+    key: { type: 'Resource' as const, kind: 'BGPConfiguration' as const, name },
+    value: { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name }, spec },
+  });
+
+  it('reach the dataplane from Typha as Felix sends them, empty CIDRs left out, empty again when it goes', async () => {
     const lines: string[] = [];
     const log = createLogger({ severity: 'Warning', destination: { write: (l: string) => void lines.push(l) } });
-    let deliver: ((u: import('../../src/model/v1/values.js').V1Update[]) => void) | undefined;
+    let cbs: import('../../src/datastore/types.js').ModelSyncerCallbacks | undefined;
     const typha = {
       deliversModel: true as const,
       start(cb: import('../../src/datastore/types.js').ModelSyncerCallbacks) {
-        deliver = (u) => cb.onModelUpdates(u);
+        cbs = cb;
       },
       stop: async () => {},
     };
+    const messages: ToDataplane[] = [];
     const cp = new ControlPlane({
       syncer: typha,
       config: new ConfigResolver({ flags: { FelixHostname: 'node1' } }),
       log,
-      onMessages: () => {},
+      onMessages: (m) => messages.push(...m),
       onRestartNeeded: () => {},
     });
     cp.start();
-    const bgp = (spec: Record<string, unknown>) => ({
-      key: { type: 'Resource' as const, kind: 'BGPConfiguration' as const, name: 'default' },
-      value: { apiVersion: 'projectcalico.org/v3', kind: 'BGPConfiguration', metadata: { name: 'default' }, spec },
-    });
-    deliver?.([bgp({ asNumber: 64512 })] as never);
-    assert.equal(
-      lines.filter((l) => /ServiceLoopPrevention/.test(l)).length,
-      0,
-      'nothing to say without service CIDRs',
-    );
-    deliver?.([bgp({ serviceClusterIPs: [{ cidr: '10.96.0.0/12' }] })] as never);
-    deliver?.([
-      bgp({ serviceClusterIPs: [{ cidr: '10.96.0.0/12' }], serviceExternalIPs: [{ cidr: '192.0.2.0/24' }] }),
+    const configs = () => messages.flatMap((m) => (m.type === 'GlobalBGPConfigUpdate' ? [m.config] : []));
+    cbs?.onModelUpdates([
+      bgp('default', {
+        serviceClusterIPs: [{ cidr: '10.96.0.0/12' }, {}],
+        serviceExternalIPs: [{ cidr: '192.0.2.0/24' }],
+        serviceLoadBalancerIPs: [{ cidr: 'fd00:96::/112' }],
+      }),
+      // A node's own BGPConfiguration is not Felix's concern.
+      bgp('node.node1', { serviceClusterIPs: [{ cidr: '10.200.0.0/16' }] }),
     ] as never);
-    assert.equal(lines.filter((l) => /ServiceLoopPrevention \(cali-cidr-block\) is not programmed/.test(l)).length, 1);
-    void cp.stop();
+    cbs?.onStatusUpdated('in-sync');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(configs(), [
+      {
+        serviceClusterCidrs: ['10.96.0.0/12'],
+        serviceExternalCidrs: ['192.0.2.0/24'],
+        serviceLoadbalancerCidrs: ['fd00:96::/112'],
+      },
+    ]);
+    cbs?.onModelUpdates([{ key: bgp('default', {}).key, value: undefined }] as never);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(configs().at(-1), {
+      serviceClusterCidrs: [],
+      serviceExternalCidrs: [],
+      serviceLoadbalancerCidrs: [],
+    });
+    assert.deepEqual(
+      lines.filter((l) => /ServiceLoopPrevention/.test(l)),
+      [],
+      'nothing to report: it is programmed',
+    );
+    await cp.stop();
   });
 });

@@ -418,7 +418,8 @@ describe('dataplane render: endpoints and dispatch', () => {
     // D4: what policy allowed is accepted at the end of FORWARD (after kube-proxy's and
     // Docker's rules), not in cali-FORWARD, and the rest carries the accept bit past mangle
     // cali-POSTROUTING; in nftables the base chain is ours and the rules follow the jump.
-    assert.match(fwd.at(-1) as string, /-j cali-to-hep-forward$/);
+    assert.match(fwd.at(-2) as string, /-j cali-to-hep-forward$/);
+    assert.match(fwd.at(-1) as string, /-j cali-cidr-block$/, 'as Felix: ServiceLoopPrevention last');
     const base = ipt.split('\n').filter((l) => / FORWARD /.test(l) && !l.startsWith('-A cali-'));
     assert.deepEqual(
       base.map((l) => l.replace(/"cali:[\w-]{16}"/, 'H')),

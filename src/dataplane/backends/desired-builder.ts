@@ -16,6 +16,7 @@ import type { Family, IPSet } from '../render/model.js';
 import type { RenderContext } from '../render/policy.js';
 import {
   allPoolsSetOf,
+  cidrBlockFragment,
   contextOf,
   floatingIpFragment,
   type Fragment,
@@ -78,6 +79,7 @@ export abstract class DesiredBuilder {
     for (const id of state.ipsets.keys()) yield* this.ipsetSteps(state, id);
     this.#pools(state);
     this.#overlay(state);
+    this.#cidrBlock(state);
     yield;
     for (const key of state.policies.keys()) {
       this.#policy(state, key);
@@ -108,6 +110,7 @@ export abstract class DesiredBuilder {
     }
     if (dirty.has('pool')) this.#pools(state);
     if (dirty.has('overlay')) this.#overlay(state);
+    if (dirty.has('cidrBlock')) this.#cidrBlock(state);
     for (const key of dirty.get('policy') ?? []) this.#policy(state, key);
     for (const key of dirty.get('profile') ?? []) this.#profile(state, key);
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
@@ -139,6 +142,10 @@ export abstract class DesiredBuilder {
   #overlay(state: DesiredState): void {
     for (const { name, set } of overlaySets(state, this.config, this.family)) this.putSet(name, set);
     this.replace('overlay', overlayFragment(state, this.config, this.ctx));
+  }
+
+  #cidrBlock(state: DesiredState): void {
+    this.replace('cidr-block', cidrBlockFragment(state, this.config, this.ctx));
   }
 
   #policy(state: DesiredState, key: string): void {

@@ -57,9 +57,13 @@ export type Action =
   /** Felix's log action: the prefix as the kernel prints it, and LogActionRateLimit/Burst when set. */
   | { k: 'log'; prefix: string; limit?: { rate: string; burst: number } | undefined }
   | { k: 'notrack' }
-  | { k: 'masquerade' }
-  /** Source NAT to one address (fully random ports, as Felix where the kernel has it). */
-  | { k: 'snat'; to: string }
+  /** Masquerade (fully random ports, as Felix where the kernel has it), to `ports` only when given (NATPortRange). */
+  | { k: 'masquerade'; ports?: PortRange | undefined }
+  /**
+   * Source NAT to an address, or the range `to`..`toLast` (palisade's NATOutgoingAddress
+   * range), and to `ports` only when given; fully random ports, as Felix.
+   */
+  | { k: 'snat'; to: string; toLast?: string | undefined; ports?: PortRange | undefined }
   | { k: 'dnat'; to: string }
   /** Looks the interface up in a verdict map; falls through when it is absent. */
   | { k: 'vmap'; iface: 'in' | 'out'; map: string };
@@ -160,4 +164,14 @@ export function emptyRuleset(family: Family): Ruleset {
 
 export function addChain(rs: Ruleset, table: TableName, name: string, rules: Rule[]): void {
   rs.tables[table].set(name, { name, rules });
+}
+
+/** A NAT port range as both iptables and nft spell it: "first-last". */
+export function portText(p: PortRange): string {
+  return `${p.first}-${p.last}`;
+}
+
+/** Where SNAT translates to, as iptables and nft spell it: "a[-b][:first-last]" (IPv4 only, as NATOutgoingAddress). */
+export function natTarget(a: { to: string; toLast?: string | undefined; ports?: PortRange | undefined }): string {
+  return `${a.to}${a.toLast ? `-${a.toLast}` : ''}${a.ports ? `:${portText(a.ports)}` : ''}`;
 }

@@ -28,6 +28,8 @@ import {
   addStaticChains,
   ALL_HOSTS_SET,
   ALL_VXLAN_SET,
+  CIDR_BLOCK,
+  cidrBlockChain,
   DISPATCH,
   FIP_DNAT,
   FIP_SNAT,
@@ -44,6 +46,10 @@ export type RenderConfig = Pick<
   Config,
   | 'WorkloadSourceSpoofing'
   | 'NATOutgoingAddress'
+  | 'NATPortRange'
+  | 'NATOutgoingExclusions'
+  | 'IptablesNATOutgoingInterfaceFilter'
+  | 'ServiceLoopPrevention'
   | 'FloatingIPs'
   | 'IptablesMarkMask'
   | 'NftablesMarkMask'
@@ -155,7 +161,12 @@ function staticOptions(config: RenderConfig, ctx: RenderContext): StaticOptions 
     interfacePrefixes: config.InterfacePrefix,
     defaultEndpointToHostAction: config.DefaultEndpointToHostAction,
     actions: ctx.actions,
-    natOutgoingAddress: config.NATOutgoingAddress,
+    natOutgoing: {
+      address: config.NATOutgoingAddress,
+      ports: config.NATPortRange,
+      excludeHosts: config.NATOutgoingExclusions === 'IPPoolsAndHostIPs',
+      iface: config.IptablesNATOutgoingInterfaceFilter,
+    },
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
     allPoolsSet: allPoolsSetOf(config),
@@ -174,7 +185,7 @@ export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset
   return rs;
 }
 
-type OverlayState = Pick<DesiredState, 'overlayPools' | 'vtepParents' | 'hostAddrs'>;
+type OverlayState = Pick<DesiredState, 'overlayPools' | 'vtepParents' | 'hostAddrs' | 'hostAddrsV6'>;
 
 /**
  * Which overlays are on for this family, as their managers decide (`encapsulation`):
@@ -236,6 +247,16 @@ export function overlayFragment(
   };
 }
 
+/** Felix's serviceLoopManager: cali-cidr-block with the family's service CIDRs. */
+export function cidrBlockFragment(
+  state: Pick<DesiredState, 'serviceCidrs'>,
+  config: RenderConfig,
+  ctx: RenderContext,
+): Fragment {
+  const rules = cidrBlockChain(state.serviceCidrs, ctx.family, config.ServiceLoopPrevention);
+  return { chains: [{ table: 'filter', name: CIDR_BLOCK, rules }], entries: [] };
+}
+
 /**
  * The overlays' sets, each while its overlay is on (undefined otherwise, so it goes):
  * all-vxlan-net (the other nodes' VTEPs' underlay addresses) and all-hosts-net (every node's address
@@ -257,8 +278,14 @@ export function overlaySets(
     .filter(([node]) => node !== config.FelixHostname)
     .map(([, p]) => (family === 4 ? p.v4 : p.v6))
     .filter((a) => a !== '');
-  const hosts = [...state.hostAddrs.values(), ...familyMembers(config.ExternalNodesCIDRList, family)];
-  return [set(ALL_VXLAN_SET, o.vxlanPort !== undefined, vteps), set(ALL_HOSTS_SET, !!o.ipip, hosts)];
+  // As Felix's hostsIPSetManager: IPIP's sources, and what NATOutgoingExclusions
+  // IPPoolsAndHostIPs leaves alone (IPv6 too, without ExternalNodesCIDRList).
+  const hosts =
+    family === 4
+      ? [...state.hostAddrs.values(), ...familyMembers(config.ExternalNodesCIDRList, family)]
+      : [...state.hostAddrsV6.values()];
+  const hostsOn = !!o.ipip || config.NATOutgoingExclusions === 'IPPoolsAndHostIPs';
+  return [set(ALL_VXLAN_SET, o.vxlanPort !== undefined, vteps), set(ALL_HOSTS_SET, hostsOn, hosts)];
 }
 
 const goto = (prefix: string, iface: string, ctx: RenderContext): Verdict => ({
@@ -396,6 +423,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const set of poolSets(state.pools.values(), family, allPoolsSetOf(config))) rs.sets.set(set.name, set);
   for (const { set } of overlaySets(state, config, family)) if (set) rs.sets.set(set.name, set);
   addFragment(rs, overlayFragment(state, config, ctx));
+  addFragment(rs, cidrBlockFragment(state, config, ctx));
   for (const { name, tier, policy } of state.policies.values())
     addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));

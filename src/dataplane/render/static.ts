@@ -3,9 +3,10 @@
 // Dispatch to endpoint chains is a verdict-map lookup, then (for workloads) a drop: an
 // interface we have no endpoint for is never let through (fail closed).
 import type { FailsafePort } from '../../config/params.js';
+import { type Cidr, parseCidr } from '../../model/net.js';
 import { clearMark, markClear, markSet, setMark } from './blocks.js';
 import type { Marks } from './marks.js';
-import type { Family, Hook, Match, Rule, Ruleset, TableName, Verdict, VerdictMap } from './model.js';
+import type { Action, Family, Hook, Match, PortRange, Rule, Ruleset, TableName, Verdict, VerdictMap } from './model.js';
 import { addChain } from './model.js';
 import { ipSetName } from './names.js';
 import { type FilterActions, protocolNumber } from './policy.js';
@@ -18,8 +19,8 @@ export interface StaticOptions {
   failsafeIn: FailsafePort[];
   failsafeOut: FailsafePort[];
   actions: FilterActions;
-  /** NATOutgoingAddress ("" for masquerade). */
-  natOutgoingAddress: string;
+  /** Felix's NATOutgoingChain: what outgoing NAT translates to and what it leaves alone. */
+  natOutgoing: NatOutgoing;
   /** The release's name for the set of all pools (model/release.ts allPoolsSet). */
   allPoolsSet: string;
 }
@@ -41,6 +42,20 @@ export const FIP_DNAT = 'cali-fip-dnat';
 export const FIP_SNAT = 'cali-fip-snat';
 
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
+
+/** Felix's ChainCIDRBlock: ServiceLoopPrevention's drops (or rejects) of service CIDRs. */
+export const CIDR_BLOCK = 'cali-cidr-block';
+
+export interface NatOutgoing {
+  /** NATOutgoingAddress: one address, or palisade's first-last range; "" masquerades. */
+  address: string;
+  /** NATPortRange (Felix's `MaxPort > 0`), or none. */
+  ports: PortRange | undefined;
+  /** NATOutgoingExclusions IPPoolsAndHostIPs: traffic to any node's address is not NATed. */
+  excludeHosts: boolean;
+  /** IptablesNATOutgoingInterfaceFilter: NAT only what leaves by this interface ("" any). */
+  iface: string;
+}
 
 function portRules(
   ports: FailsafePort[],
@@ -413,8 +428,13 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   ];
   for (const m of fromWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.fromWl } });
   for (const m of toWorkload()) forward.push({ match: m, action: { k: 'jump', chain: DISPATCH.toWl } });
-  forward.push({ match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } });
+  forward.push(
+    { match: [], action: { k: 'jump', chain: DISPATCH.toHostFwd } },
+    // Felix's chain is there, empty, whether or not anything is blocked: cidrBlockChain.
+    { match: [], action: { k: 'jump', chain: CIDR_BLOCK } },
+  );
   addChain(rs, 'filter', 'cali-FORWARD', forward);
+  addChain(rs, 'filter', CIDR_BLOCK, []);
   // Felix's StaticFilterForwardAppendRules: what policy allowed is accepted at the end of
   // FORWARD, after the rules other programs keep there (kube-proxy's drop of invalid
   // conntrack state, Docker's chains), not at our jump at its top; then every forwarded
@@ -464,21 +484,10 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   addChain(rs, 'mangle', 'cali-POSTROUTING', manglePostrouting(o));
 
   // nat, as Felix's: floating IPs (cali-fip-dnat, cali-fip-snat: rendered with the
-  // endpoints), then outgoing NAT from natOutgoing pools to anywhere outside all pools,
-  // masqueraded or, with NATOutgoingAddress, source-NATed to that address.
+  // endpoints), then outgoing NAT.
   addChain(rs, 'nat', 'cali-PREROUTING', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
   addChain(rs, 'nat', 'cali-OUTPUT', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
-  const outgoing =
-    o.natOutgoingAddress && o.natOutgoingAddress.includes(':') === (family === 6) ? o.natOutgoingAddress : undefined;
-  addChain(rs, 'nat', 'cali-nat-outgoing', [
-    {
-      match: [
-        { k: 'set', dir: 'src', set: ipSetName(family, MASQ_POOLS_SET) },
-        { k: 'set', dir: 'dst', set: ipSetName(family, o.allPoolsSet), neg: true },
-      ],
-      action: outgoing ? { k: 'snat', to: outgoing } : { k: 'masquerade' },
-    },
-  ]);
+  addChain(rs, 'nat', 'cali-nat-outgoing', natOutgoingChain(o));
 
   const hooks: Hook[] = [
     { table: 'raw', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
@@ -494,4 +503,50 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   ];
   rs.hooks.push(...hooks);
   return maps;
+}
+
+/**
+ * Felix's NATOutgoingChain and makeNATOutgoingRuleIPTables: from a natOutgoing pool to
+ * anywhere outside all pools (and, with IPPoolsAndHostIPs, outside every node's address),
+ * by the filter interface when one is set; masqueraded or, with NATOutgoingAddress,
+ * source-NATed. With NATPortRange, TCP and UDP get its ports and return; the rest (ICMP)
+ * is translated without.
+ */
+function natOutgoingChain(o: StaticOptions): Rule[] {
+  const { family } = o;
+  const n = o.natOutgoing;
+  const match = (proto?: number): Match[] => [
+    { k: 'set', dir: 'src', set: ipSetName(family, MASQ_POOLS_SET) },
+    { k: 'set', dir: 'dst', set: ipSetName(family, o.allPoolsSet), neg: true },
+    ...(n.excludeHosts ? [{ k: 'set', dir: 'dst', set: ipSetName(family, ALL_HOSTS_SET), neg: true } as const] : []),
+    ...(proto === undefined ? [] : [{ k: 'proto', proto } as const]),
+    ...(n.iface ? [{ k: 'iface', dir: 'out', name: n.iface } as const] : []),
+  ];
+  const [first, last] = n.address.split('-');
+  const to = first && first.includes(':') === (family === 6) ? first : undefined;
+  const nat = (ports?: PortRange): Action =>
+    to
+      ? { k: 'snat', to, ...(last ? { toLast: last } : {}), ...(ports ? { ports } : {}) }
+      : { k: 'masquerade', ...(ports ? { ports } : {}) };
+  if (!n.ports) return [{ match: match(), action: nat() }];
+  return [6, 17]
+    .flatMap((proto): Rule[] => [
+      { match: match(proto), action: nat(n.ports) },
+      { match: match(proto), action: { k: 'return' } },
+    ])
+    .concat([{ match: match(), action: nat() }]);
+}
+
+/**
+ * Felix's BlockedCIDRsToIptablesChains: each of the family's service CIDRs (in Felix's
+ * order, sorted as text) dropped or rejected; none with ServiceLoopPrevention Disabled.
+ */
+export function cidrBlockChain(cidrs: readonly string[], family: Family, action: string): Rule[] {
+  if (action !== 'Drop' && action !== 'Reject') return [];
+  const verdict: Verdict = action === 'Drop' ? { k: 'drop' } : { k: 'reject' };
+  return [...cidrs]
+    .sort()
+    .map((c) => parseCidr(c))
+    .filter((c) => c !== undefined && c.version === family)
+    .map((c) => ({ match: [{ k: 'net', dir: 'dst', nets: [(c as Cidr).text] }], action: verdict }));
 }

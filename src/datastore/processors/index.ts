@@ -73,20 +73,11 @@ export class UpdateProcessors {
       },
       ClusterInformation: new ClusterInfoProcessor(),
       Node: nodeProcessor,
-      // Felix reads BGPConfiguration only for the service CIDRs ServiceLoopPrevention
-      // guards, which palisade does not program yet: said once. BGP peers and block
-      // affinities are not in Felix's syncer at all; `palisade bgp` reads all three.
+      // Passed on as itself, as the felix syncer passes BGPConfigurations: Felix reads the
+      // default one's service CIDRs (ServiceLoopPrevention's cali-cidr-block). BGP peers
+      // and block affinities are not in Felix's syncer at all; `palisade bgp` reads all three.
       BGPConfiguration: {
-        process: (ref, r) => {
-          const s = r?.spec;
-          if (s && (s.serviceClusterIPs?.length || s.serviceExternalIPs?.length || s.serviceLoadBalancerIPs?.length)) {
-            this.#warnOnce(
-              ref,
-              'service CIDRs are advertised by palisade bgp, but ServiceLoopPrevention (cali-cidr-block) is not programmed for them yet',
-            );
-          }
-          return [];
-        },
+        process: (ref, r) => [{ key: { type: 'Resource', kind: 'BGPConfiguration', name: ref.name }, value: r }],
       },
       BGPPeer: { process: () => [] },
       BlockAffinity: { process: () => [] },

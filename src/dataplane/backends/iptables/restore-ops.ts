@@ -147,6 +147,8 @@ function rule(w: Writer, r: RuleArgs): void {
       break;
     case 'masquerade':
       w.u8(t.randomFully ? 1 : 0);
+      w.u16(t.ports[0]);
+      w.u16(t.ports[1]);
       break;
     case 'notrack':
       w.u8(t.alias ? 1 : 0);
@@ -155,6 +157,10 @@ function rule(w: Writer, r: RuleArgs): void {
     case 'dnat':
       w.bytes(t.addr);
       w.zeros(16 - t.addr.length);
+      w.bytes(t.addrLast);
+      w.zeros(16 - t.addrLast.length);
+      w.u16(t.ports[0]);
+      w.u16(t.ports[1]);
       w.u8(t.randomFully ? 1 : 0);
       break;
   }

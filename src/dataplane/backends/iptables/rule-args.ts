@@ -47,8 +47,11 @@ export type TargetArg =
   | { k: 'log'; level: number; prefix: string }
   | { k: 'reject' }
   | { k: 'notrack'; alias: boolean }
-  | { k: 'masquerade'; randomFully: boolean }
-  | { k: 'snat' | 'dnat'; addr: Buffer; randomFully: boolean };
+  | { k: 'masquerade'; randomFully: boolean; ports: NatPorts }
+  | { k: 'snat' | 'dnat'; addr: Buffer; addrLast: Buffer; ports: NatPorts; randomFully: boolean };
+
+/** A NAT target's ports: [0, 0] for the kernel's choice. */
+export type NatPorts = [number, number];
 
 export interface RuleArgs {
   proto: number;
@@ -326,12 +329,6 @@ function target(name: string, w: Words, family: Family): TargetArg {
     for (const k of opts.keys())
       if (!allowed.includes(k)) throw new UnsupportedRule(`-j ${name} --${k} is not built natively`);
   };
-  const ip = (text: string | undefined) => {
-    const a = text && parseIp(text);
-    if (!a || a.version !== family)
-      throw new UnsupportedRule(`-j ${name} needs one IPv${family} address (not "${text}")`);
-    return addressBytes(a.address);
-  };
   switch (name) {
     case 'MARK': {
       only('set-xmark');
@@ -357,14 +354,15 @@ function target(name: string, w: Words, family: Family): TargetArg {
       if (!opts.has('notrack')) throw new UnsupportedRule('-j CT without --notrack is not built natively');
       return { k: 'notrack', alias: false };
     case 'MASQUERADE':
-      only('random-fully');
-      return { k: 'masquerade', randomFully: opts.has('random-fully') };
+      only('to-ports', 'random-fully');
+      return { k: 'masquerade', randomFully: opts.has('random-fully'), ports: natPorts(opts.get('to-ports')) };
     case 'SNAT':
-      only('to-source', 'random-fully');
-      return { k: 'snat', addr: ip(opts.get('to-source')), randomFully: opts.has('random-fully') };
-    case 'DNAT':
-      only('to-destination', 'random-fully');
-      return { k: 'dnat', addr: ip(opts.get('to-destination')), randomFully: opts.has('random-fully') };
+    case 'DNAT': {
+      const opt = name === 'SNAT' ? 'to-source' : 'to-destination';
+      only(opt, 'random-fully');
+      const to = natTo(opts.get(opt), family, name);
+      return { k: name === 'SNAT' ? 'snat' : 'dnat', ...to, randomFully: opts.has('random-fully') };
+    }
   }
   only();
   if (!STANDARD.test(name)) throw new UnsupportedRule(`-j ${name} is not built natively`);
@@ -440,4 +438,42 @@ export function parseRuleArgs(words: string[], family: Family): RuleArgs {
   if (r.matches.length > 16) throw new UnsupportedRule('more than 16 matches in one rule');
   if (!r.target) throw new UnsupportedRule('a rule without a target');
   return r as RuleArgs;
+}
+
+/** `--to-ports first[-last]` (undefined: none), checked as the kernel takes it. */
+function natPorts(text: string | undefined): NatPorts {
+  if (text === undefined) return [0, 0];
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(text);
+  const first = Number(m?.[1]);
+  const last = m?.[2] === undefined ? first : Number(m[2]);
+  if (!m || first < 1 || last > 65535 || last < first) throw new UnsupportedRule(`bad NAT port range "${text}"`);
+  return [first, last];
+}
+
+/**
+ * `--to-source`/`--to-destination` as palisade writes them: an address or a range of
+ * them, then (IPv4) `:ports`. IPv6 with ports needs brackets, which nothing here writes.
+ */
+function natTo(
+  text: string | undefined,
+  family: Family,
+  name: string,
+): { addr: Buffer; addrLast: Buffer; ports: NatPorts } {
+  let addrs = text ?? '';
+  let ports: NatPorts = [0, 0];
+  if (family === 4 && addrs.includes(':')) {
+    const at = addrs.indexOf(':');
+    ports = natPorts(addrs.slice(at + 1));
+    addrs = addrs.slice(0, at);
+  }
+  const [first, last = first, extra] = addrs.split('-');
+  const a = first === undefined ? undefined : parseIp(first);
+  const b = last === undefined ? undefined : parseIp(last);
+  if (extra !== undefined || !a || !b || a.version !== family || b.version !== family)
+    throw new UnsupportedRule(`-j ${name} needs an IPv${family} address or range (not "${text}")`);
+  const addr = addressBytes(a.address);
+  const addrLast = addressBytes(b.address);
+  if (Buffer.compare(addr, addrLast) > 0)
+    throw new UnsupportedRule(`-j ${name}: the range "${text}" ends before it starts`);
+  return { addr, addrLast, ports };
 }

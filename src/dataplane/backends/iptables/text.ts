@@ -5,7 +5,7 @@
 // input for the IP sets. Verdict maps become Felix's dispatch tree of `-i/-o <iface> -g
 // <chain>` rules (dispatch.ts).
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName, VerdictMap } from '../../render/model.js';
-import { baseChains, TABLES } from '../../render/model.js';
+import { baseChains, natTarget, portText, TABLES } from '../../render/model.js';
 import { MAX_IPTABLES_COMMENT, ruleComments } from '../../render/comments.js';
 import { ruleHashes } from '../../render/names.js';
 import { initialHashsize } from '../../../native/ipset.js';
@@ -78,9 +78,9 @@ function action(a: Action): string {
     case 'notrack':
       return '-j NOTRACK';
     case 'masquerade':
-      return '-j MASQUERADE --random-fully';
+      return `-j MASQUERADE${a.ports ? ` --to-ports ${portText(a.ports)}` : ''} --random-fully`;
     case 'snat':
-      return `-j SNAT --to-source ${a.to} --random-fully`;
+      return `-j SNAT --to-source ${natTarget(a)} --random-fully`;
     case 'dnat':
       return `-j DNAT --to-destination ${a.to}`;
     case 'vmap':

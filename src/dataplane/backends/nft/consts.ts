@@ -18,13 +18,15 @@ export const CT_STATE = 0;
 export const CT_STATUS = 2;
 export const CT_STATUS_DST_NAT = 1 << 5;
 export const CT_BITS = { INVALID: 1, ESTABLISHED: 2, RELATED: 4, NEW: 8, UNTRACKED: 64 } as const;
-export const REG = { verdict: 0, r1: 1, r32_00: 8 } as const;
+export const REG = { verdict: 0, r1: 1, r2: 2, r3: 3, r4: 4, r32_00: 8 } as const;
 export const LOOKUP_INVERT = 1;
 export const VERDICT = { drop: 0, accept: 1, jump: -3, goto: -4, return: -5 } as const;
 export const SET_FLAG = { anonymous: 1, constant: 2, interval: 4, map: 8 } as const;
 export const ELEM_INTERVAL_END = 1;
 export const DATA_VERDICT = 0xffffff00;
 export const NAT_RANDOM_FULLY = 0x10;
+/** NF_NAT_RANGE_PROTO_SPECIFIED: nft sets it with a port range. */
+export const NAT_PROTO_SPECIFIED = 0x2;
 export const NAT_TYPE = { snat: 0, dnat: 1 } as const;
 /** nft datatypes; a concatenation's type is the parts' types joined 6 bits at a time. */
 export const TYPE = { verdict: 1, ipv4_addr: 7, ipv6_addr: 8, inet_proto: 12, inet_service: 13, ifname: 41 } as const;

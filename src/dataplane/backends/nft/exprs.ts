@@ -9,7 +9,7 @@ import { addressBytes } from '../../../model/net.js';
 import { nftAttr } from '../../../native/nft.js';
 import { nftChainName } from './text.js';
 import { nftSetName } from '../../render/names.js';
-import type { Action, Family, Match, Rule, TableName } from '../../render/model.js';
+import type { Action, Family, Match, PortRange, Rule, TableName } from '../../render/model.js';
 import {
   CMP,
   CT_BITS,
@@ -30,6 +30,7 @@ import {
   NFPROTO,
   REJECT_ICMP_UNREACH,
   META,
+  NAT_PROTO_SPECIFIED,
   NAT_RANDOM_FULLY,
   PAYLOAD_BASE,
   RANGE,
@@ -324,25 +325,54 @@ function lowerAction(act: Action, table: TableName, family: Family, out: Lowered
     case 'notrack':
       e.push({ name: 'notrack', attrs: [] });
       return;
-    case 'masquerade':
-      e.push(expr('masq', { flags: u32(NAT_RANDOM_FULLY) }));
+    case 'masquerade': {
+      // As nft compiles `masquerade to :A-B`: the ports into registers, then masq reading them.
+      const masq: Record<string, Uint8Array> = { flags: u32(NAT_RANDOM_FULLY | (act.ports ? NAT_PROTO_SPECIFIED : 0)) };
+      if (act.ports) {
+        e.push(...portImmediates(act.ports, REG.r1));
+        masq.reg_proto_min = u32(REG.r1);
+        masq.reg_proto_max = u32(REG.r2);
+      }
+      e.push(expr('masq', masq));
       return;
+    }
     case 'snat':
     case 'dnat': {
-      // As nft compiles `snat to A`: the address into a register, then nat reading it.
+      // As nft compiles `snat to A[-B][:P-Q]`: addresses and ports into registers, then nat reading them.
       const nat: Record<string, Uint8Array> = {
         type: u32(act.k === 'snat' ? NAT_TYPE.snat : NAT_TYPE.dnat),
         family: u32(NFPROTO[family]),
         reg_addr_min: u32(REG.r1),
       };
-      if (act.k === 'snat') nat.flags = u32(NAT_RANDOM_FULLY);
-      e.push(expr('immediate', { dreg: u32(REG.r1), data: addressBytes(act.to) }), expr('nat', nat));
+      e.push(expr('immediate', { dreg: u32(REG.r1), data: addressBytes(act.to) }));
+      if (act.k === 'snat') {
+        nat.flags = u32(NAT_RANDOM_FULLY | (act.ports ? NAT_PROTO_SPECIFIED : 0));
+        if (act.toLast) {
+          e.push(expr('immediate', { dreg: u32(REG.r2), data: addressBytes(act.toLast) }));
+          nat.reg_addr_max = u32(REG.r2);
+        }
+        if (act.ports) {
+          e.push(...portImmediates(act.ports, REG.r3));
+          nat.reg_proto_min = u32(REG.r3);
+          nat.reg_proto_max = u32(REG.r4);
+        }
+      }
+      e.push(expr('nat', nat));
       return;
     }
     case 'vmap':
       e.push(...verdictMap(act.iface === 'in' ? META.iifname : META.oifname, nftChainName(table, act.map)));
       return;
   }
+}
+
+/** A NAT port range's first and last port, in network order, into register `reg` and the next. */
+function portImmediates(ports: PortRange, reg: number): Expr[] {
+  const be16 = (n: number) => Uint8Array.of(n >> 8, n & 0xff);
+  return [
+    expr('immediate', { dreg: u32(reg), data: be16(ports.first) }),
+    expr('immediate', { dreg: u32(reg + 1), data: be16(ports.last) }),
+  ];
 }
 
 export function lowerRule(r: Rule, family: Family, table: TableName, ids: SetIds): LoweredRule {

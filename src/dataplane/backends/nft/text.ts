@@ -6,7 +6,7 @@ import { coveringMembers, isHostCidr } from '../../render/cover.js';
 import type { Action, Family, IPSet, Match, Rule, Ruleset, TableName } from '../../render/model.js';
 import { baseChainSpec } from '../../render/base-chains.js';
 import { commentHashText, nftComment } from '../../render/comments.js';
-import { baseChains, TABLES } from '../../render/model.js';
+import { baseChains, natTarget, portText, TABLES } from '../../render/model.js';
 import { nftSetName, ruleHashes } from '../../render/names.js';
 
 export const nftFamily = (f: Family) => (f === 4 ? 'ip' : 'ip6');
@@ -71,9 +71,9 @@ function action(a: Action, table: TableName): string {
       // Felix's nftables mode logs at level info (its iptables mode at 5, notice).
       return `${a.limit ? `limit rate ${a.limit.rate}${a.limit.burst ? ` burst ${a.limit.burst} packets` : ''} ` : ''}log prefix ${q(a.prefix)} level info`;
     case 'masquerade':
-      return 'masquerade fully-random';
+      return `masquerade${a.ports ? ` to :${portText(a.ports)}` : ''} fully-random`;
     case 'snat':
-      return `snat to ${a.to} fully-random`;
+      return `snat to ${natTarget(a)} fully-random`;
     case 'dnat':
       return `dnat to ${a.to}`;
     case 'vmap':

@@ -172,7 +172,24 @@ export class Lab {
       ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'ask', ip, String(port), src, String(ms)],
       { encoding: 'utf8' },
     );
-    return r.status === 0 ? r.stdout.trim() : '';
+    return r.status === 0 ? (r.stdout.trim().split(' ')[0] ?? '') : '';
+  }
+
+  /** As askPeer, with the source port the server saw: undefined if no answer. */
+  askPeerSource(
+    from: Workload | 'host' | 'outside',
+    ip: string,
+    port: number,
+  ): { address: string; port: number } | undefined {
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', this.#ns(from), process.execPath, PROBE, 'ask', ip, String(port), '', '2000'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    const [address = '', p = ''] = r.stdout.trim().split(' ');
+    return r.status === 0 && address ? { address: address.replace(/^::ffff:/, ''), port: Number(p) } : undefined;
   }
 
   /** TCP connect + echo from a workload (or the host, or the outside) to ip:port. */

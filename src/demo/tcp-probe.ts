@@ -7,7 +7,7 @@
 //                             prints "connected <epoch ms>", or exits 1 after MS; with
 //                             EVERY, a further try starts every EVERY ms beside them
 //   peer PORT                 accept on PORT and answer each connection with the address
-//                             it came from (what a NAT on the way made of the source)
+//                             and port it came from (what a NAT on the way made of them)
 //   ask IP PORT [SRC] [MS]    connect (from SRC when given), print the answer, exit 0
 import { connect, createServer } from 'node:net';
 
@@ -81,7 +81,7 @@ if (mode === 'listen') {
   // Overlapping tries (a bench's resolution): the first SYN after a change leaves at most EVERY ms later.
   if (Number(every) > 0) setInterval(() => attempt(false), Number(every));
 } else if (mode === 'peer') {
-  createServer((s) => s.end(`${s.remoteAddress}\n`)).listen(Number(args[0]), '0.0.0.0');
+  createServer((s) => s.end(`${s.remoteAddress} ${s.remotePort}\n`)).listen(Number(args[0]), '0.0.0.0');
   process.stdout.write('listening\n');
 } else if (mode === 'ask') {
   const [host, port, src = '', ms = '2000'] = args;

@@ -51,6 +51,15 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h) {
           c->r->gateway = mnl_attr_get_payload(a);
         if (mnl_attr_get_type(a) == RTA_TABLE && mnl_attr_validate(a, MNL_TYPE_U32) >= 0)
           c->r->table = mnl_attr_get_u32(a);
+        if (mnl_attr_get_type(a) == RTA_METRICS && mnl_attr_validate(a, MNL_TYPE_NESTED) >= 0)
+          mnl_attr_parse_nested(
+              a,
+              [](const nlattr* m, void* d) {
+                if (mnl_attr_get_type(m) == RTAX_MTU && mnl_attr_validate(m, MNL_TYPE_U32) >= 0)
+                  static_cast<RouteAttrs*>(d)->mtu = mnl_attr_get_u32(m);
+                return MNL_CB_OK;
+              },
+              c->r);
         return MNL_CB_OK;
       },
       &ctx);
@@ -82,8 +91,9 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
   const uint8_t* gw = p + 35;
   const uint8_t rtype = p[51], rflags = p[52];
   const uint8_t* prefsrc = p + 53;
-  uint32_t table;
+  uint32_t table, mtu;
   std::memcpy(&table, p + 69, 4);
+  std::memcpy(&mtu, p + 73, 4);
   if (!table) table = RT_TABLE_MAIN;
   static const uint8_t kZero[16] = {};
   b->starts.push_back(b->used);
@@ -108,6 +118,11 @@ bool PutOp(const uint8_t* p, RouteBatch* b, RouteResult* out) {
     if (std::memcmp(gw, kZero, alen) != 0) mnl_attr_put(h, RTA_GATEWAY, alen, gw);
     if (op == kRouteReplace && std::memcmp(prefsrc, kZero, alen) != 0) mnl_attr_put(h, RTA_PREFSRC, alen, prefsrc);
     if (table != RT_TABLE_MAIN) mnl_attr_put_u32(h, RTA_TABLE, table);
+    if (op == kRouteReplace && mtu) {
+      nlattr* metrics = mnl_attr_nest_start(h, RTA_METRICS);
+      mnl_attr_put_u32(h, RTAX_MTU, mtu);
+      mnl_attr_nest_end(h, metrics);
+    }
   } else if (op == kNeighReplace || op == kNeighDelete || op == kFdbReplace || op == kFdbDelete) {
     const bool fdb = op == kFdbReplace || op == kFdbDelete;
     const bool replace = op == kNeighReplace || op == kFdbReplace;
@@ -225,7 +240,7 @@ RouteDump DumpRoutes(int protocol, uint32_t table) {
       if (!a.dst || a.table != table) return;
       out.routes.push_back({r->rtm_family == AF_INET ? 4 : 6, a.table, AddrString(r->rtm_family, a.dst, r->rtm_dst_len),
                             a.oif, r->rtm_protocol, r->rtm_scope, r->rtm_type, static_cast<int>(r->rtm_flags),
-                            a.gateway ? AddrString(r->rtm_family, a.gateway, -1) : ""});
+                            a.gateway ? AddrString(r->rtm_family, a.gateway, -1) : "", a.mtu});
     });
     if (st.sysErrno || st.err) {
       out.sysErrno = st.sysErrno ? st.sysErrno : st.err;

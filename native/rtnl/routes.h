@@ -24,6 +24,7 @@ struct RouteAttrs {
   int oif = 0;
   const void* gateway = nullptr;
   uint32_t table = 0;  // RTA_TABLE, else rtm_table
+  uint32_t mtu = 0;    // RTA_METRICS' RTAX_MTU, 0 when none
 };
 RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 
@@ -31,7 +32,8 @@ RouteAttrs ParseRouteAttrs(const nlmsghdr* h);
 // u8 prefixLen, 16 bytes address (IPv4 in the first 4), u8 protocol, u8 scope,
 // 6 bytes MAC (neighbour and FDB ops), 16 bytes gateway (routes; all zero: none),
 // u8 route type (RTN_*, 0 meaning unicast), u8 route flags (RTNH_F_ONLINK), 16 bytes
-// preferred source (route replaces; all zero: none), u32 routing table (0: main).
+// preferred source (route replaces; all zero: none), u32 routing table (0: main), u32 MTU
+// (route replaces: RTAX_MTU; 0: none).
 // Routes: no output interface when ifindex is 0 (a blackhole). FDB ops: the address is
 // the remote VTEP's IP (NDA_DST), the MAC its VTEP MAC, on the VXLAN device `ifindex`.
 enum RouteOp : uint8_t {
@@ -42,7 +44,7 @@ enum RouteOp : uint8_t {
   kFdbReplace = 5,
   kFdbDelete = 6
 };
-constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1 + 16 + 4;
+constexpr size_t kRouteOpSize = 1 + 4 + 1 + 4 + 1 + 16 + 1 + 1 + 6 + 16 + 1 + 1 + 16 + 4 + 4;
 
 struct RouteFailure {
   uint32_t tag;
@@ -58,7 +60,7 @@ struct RouteResult {
 };
 
 // The largest message one op becomes (a route: header, rtmsg, RTA_DST, RTA_OIF, RTA_GATEWAY,
-// RTA_PREFSRC, RTA_TABLE).
+// RTA_PREFSRC, RTA_TABLE, RTA_METRICS with RTAX_MTU).
 constexpr size_t kMaxRouteMsg = 160;
 
 // The messages of a batch, where each starts, and which op each sequence number came from.
@@ -92,6 +94,7 @@ struct DumpedRoute {
   int type;             // RTN_*
   int flags;            // rtm_flags (RTNH_F_ONLINK)
   std::string gateway;  // "" when none
+  uint32_t mtu;         // RTAX_MTU, 0 when none
 };
 
 struct RouteDump {

@@ -54,6 +54,7 @@ void SettleDump(Napi::Env env, const RouteDump& r, Napi::Promise::Deferred& d) {
     x.Set("type", rt.type);
     x.Set("flags", rt.flags);
     x.Set("gateway", rt.gateway);
+    x.Set("mtu", rt.mtu);
     a.Set(static_cast<uint32_t>(i), x);
   }
   d.Resolve(a);

@@ -462,6 +462,18 @@ export const PARAMS = {
     spelled(['native', 'exec'] as const),
     "iptables mode: how rules are programmed: in process (native: libiptc for iptables-legacy, nftables netlink in iptables-nft's own layout for iptables-nft) or by running iptables-restore as Felix does (exec). Both leave the same kernel state (ours).",
   ),
+  MTUIfacePattern: felix(
+    'MTUIfacePattern',
+    asString,
+    "The interfaces whose smallest MTU (of those up) is the host's, which the tunnels' MTUs and the pods' are sized from, as Felix (1460 when none matches).",
+  ),
+  MTUFilePath: ours(
+    'MTUFilePath',
+    'string',
+    '/var/lib/calico/mtu',
+    asString,
+    "Where the pods' MTU is written for Calico's CNI plugin (Felix's fixed /var/lib/calico/mtu); \"\" writes none (ours).",
+  ),
   IptablesLockFilePath: ours(
     'IptablesLockFilePath',
     'string',

@@ -22,6 +22,7 @@ import type { Manager } from './managers/manager.js';
 import { RouteManager } from './managers/route-manager.js';
 import { IpipManager } from './managers/ipip-manager.js';
 import { NoEncapManager } from './managers/noencap-manager.js';
+import { type MtuFileConfig, MtuFileManager } from './managers/mtu-file-manager.js';
 import { OverlayManager } from './managers/overlay-manager.js';
 import { VxlanManager } from './managers/vxlan-manager.js';
 import { WireguardManager } from './managers/wireguard-manager.js';
@@ -92,6 +93,30 @@ export interface DriverOptions {
   monitor?: (onEvents: (events: IfaceEvent[]) => void) => Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
 }
 
+/** MTUIfacePattern, compiled (the configuration checked it compiles); "" matches nothing, as Felix's nil pattern. */
+function mtuPattern(cfg: Config): RegExp | undefined {
+  return cfg.MTUIfacePattern ? new RegExp(cfg.MTUIfacePattern) : undefined;
+}
+
+function mtuFileConfig(cfg: Config): MtuFileConfig {
+  return {
+    path: cfg.MTUFilePath,
+    pattern: mtuPattern(cfg),
+    VXLANEnabled: cfg.VXLANEnabled,
+    IpInIpEnabled: cfg.IpInIpEnabled,
+    ipv6: cfg.Ipv6Support,
+    wireguard: cfg.WireguardEnabled,
+    wireguardV6: cfg.WireguardEnabledV6,
+    mtus: {
+      ipip: cfg.IpInIpMtu,
+      vxlan: cfg.VXLANMTU,
+      vxlanV6: cfg.VXLANMTUV6,
+      wireguard: cfg.WireguardMTU,
+      wireguardV6: cfg.WireguardMTUV6,
+    },
+  };
+}
+
 /** One WireGuard manager per family (disabled ones tidy up after a node where WireGuard was on). */
 function wireguardManagers(
   cfg: Config,
@@ -114,6 +139,7 @@ function wireguardManagers(
           device: family === 4 ? cfg.WireguardInterfaceName : cfg.WireguardInterfaceNameV6,
           listenPort: family === 4 ? cfg.WireguardListeningPort : cfg.WireguardListeningPortV6,
           mtu: family === 4 ? cfg.WireguardMTU : cfg.WireguardMTUV6,
+          mtuIfacePattern: mtuPattern(cfg),
           table: family === 4 ? tables.v4 : tables.v6,
           staleTable: family === 6 ? tables.spareV6 : undefined,
           rulePriority: cfg.WireguardRoutingRulePriority,
@@ -165,6 +191,8 @@ export class DataplaneDriver {
   readonly #statuses: EndpointStatusManager | undefined;
   /** The overlays' route managers (VXLAN, IPIP, unencapsulated), refreshed with the routes. */
   readonly #overlays: OverlayManager[];
+  /** The MTU file's manager, refreshed with the interfaces. */
+  readonly #mtuFile: MtuFileManager | undefined;
   readonly #managers: Manager[];
   readonly #monitor: Pick<InterfaceMonitor, 'start' | 'stop' | 'resync'>;
   #inFlight: Promise<void> | undefined;
@@ -213,6 +241,7 @@ export class DataplaneDriver {
               vni: cfg.VXLANVNI,
               port: cfg.VXLANPort,
               mtu: family === 4 ? cfg.VXLANMTU : cfg.VXLANMTUV6,
+              mtuIfacePattern: mtuPattern(cfg),
               routeProtocol: cfg.DeviceRouteProtocol,
               family,
             },
@@ -225,6 +254,7 @@ export class DataplaneDriver {
           hostname: cfg.FelixHostname,
           enabled: cfg.IpInIpEnabled,
           mtu: cfg.IpInIpMtu,
+          mtuIfacePattern: mtuPattern(cfg),
           tunnelAddr: cfg.IpInIpTunnelAddr,
           programRoutes: cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledIPIPOnly',
           routeProtocol: cfg.DeviceRouteProtocol,
@@ -251,6 +281,7 @@ export class DataplaneDriver {
           ),
       ),
       ...wireguardManagers(cfg, this.#rules.name, this.ifaces, this.#log, opts),
+      new MtuFileManager(mtuFileConfig(cfg), this.ifaces, this.#log),
       new EndpointSysctlManager(cfg, this.ifaces, this.#log),
       new ConntrackManager(this.#log),
       new ArpManager({ enabled: traitsOf(releaseOf(cfg.CalicoVersion)).arpTable }, this.#log),
@@ -269,6 +300,7 @@ export class DataplaneDriver {
     this.#sysctls = this.#managers.find((m): m is EndpointSysctlManager => m instanceof EndpointSysctlManager);
     this.#statuses = this.#managers.find((m): m is EndpointStatusManager => m instanceof EndpointStatusManager);
     this.#overlays = this.#managers.filter((m): m is OverlayManager => m instanceof OverlayManager);
+    this.#mtuFile = this.#managers.find((m): m is MtuFileManager => m instanceof MtuFileManager);
     const onEvents = (events: IfaceEvent[]) => this.onIfaceEvents(events);
     this.#monitor = opts.monitor?.(onEvents) ?? new InterfaceMonitor(cfg.InterfaceExclude, onEvents);
   }
@@ -301,6 +333,8 @@ export class DataplaneDriver {
       // endpoint status directory is read back and repaired.
       this.#sysctls?.markResync();
       this.#statuses?.markResync();
+      // The host's MTU is found again (Felix checks it every 30 s and restarts on a change).
+      this.#mtuFile?.markResync();
       this.#schedule();
     });
   }

@@ -287,14 +287,28 @@ export class Lab {
     return -1;
   }
 
+  #labDir(): string {
+    this.#statusDir ??= mkdtempSync(join(tmpdir(), 'palisade-lab-status-'));
+    return this.#statusDir;
+  }
+
+  /** Where an agent started by spawnInHost writes the pods' MTU (Felix's /var/lib/calico/mtu). */
+  mtuFile(): string {
+    return join(this.#labDir(), 'mtu');
+  }
+
   /**
    * Runs a command in the host namespace. An agent started here writes its endpoint status
-   * files in the lab's own directory (unless `env` names one), never in the machine's
-   * /var/run/calico.
+   * files and its MTU file in the lab's own directory (unless `env` names them), never in
+   * the machine's /var/run/calico or /var/lib/calico.
    */
   spawnInHost(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-    this.#statusDir ??= mkdtempSync(join(tmpdir(), 'palisade-lab-status-'));
-    const withStatus = { FELIX_ENDPOINTSTATUSPATHPREFIX: this.#statusDir, ...env };
+    // The MTU file too: the machine's /var/lib/calico/mtu is calico-node's, not a lab's.
+    const withStatus = {
+      FELIX_ENDPOINTSTATUSPATHPREFIX: this.#labDir(),
+      FELIX_MTUFILEPATH: this.mtuFile(),
+      ...env,
+    };
     const p = spawn('ip', ['netns', 'exec', this.host, ...args], {
       env: withStatus,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -151,6 +151,8 @@ export interface RawRoute {
   flags: number;
   /** "" when none. */
   gateway: string;
+  /** RTAX_MTU; 0 when none. */
+  mtu: number;
 }
 
 export interface RawWgPeer {

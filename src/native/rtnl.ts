@@ -51,7 +51,7 @@ export const MAIN_TABLE = 254;
 export const RTNH_F_ONLINK = 4;
 
 const OP = { routeReplace: 1, routeDelete: 2, neighReplace: 3, neighDelete: 4, fdbReplace: 5, fdbDelete: 6 } as const;
-const OP_SIZE = 73;
+const OP_SIZE = 77;
 
 export interface RouteOp {
   op: keyof typeof OP;
@@ -75,6 +75,8 @@ export interface RouteOp {
   protocol?: number | undefined;
   /** Route replaces: the preferred source address (DeviceRouteSourceAddress). */
   prefsrc?: string | undefined;
+  /** Route replaces: the route's MTU (RTAX_MTU; 0 or absent: none), as Felix sets on tunnel routes. */
+  mtu?: number | undefined;
 }
 
 export type RouteType = 'unicast' | 'blackhole' | 'unreachable' | 'throw';
@@ -114,6 +116,7 @@ export function encodeRouteOps(ops: readonly RouteOp[]): Uint8Array {
     buf[at + 52] = o.onlink ? RTNH_F_ONLINK : 0;
     if (o.prefsrc) writeAddress(buf, at + 53, o.prefsrc);
     buf.writeUInt32LE(o.table ?? MAIN_TABLE, at + 69);
+    buf.writeUInt32LE(o.mtu ?? 0, at + 73);
   }
   return buf;
 }

@@ -7,6 +7,7 @@
 // (direct routes within the subnet), and unencapsulated pools whose routes palisade
 // programs (ProgramClusterRoutes Enabled) within the subnet, the node beyond it reported.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -125,7 +126,9 @@ for (const [datastore, make, mode, modeEnv] of SUITES)
       );
       await allPairs(4, crossing());
       await allPairs(6, crossing());
-      assert.match(routeTo(m1, block6(2)), /via fd68:0:0:2::1 dev vxlan-v6\.calico .*onlink/);
+      assert.match(routeTo(m1, block6(2)), /via fd68:0:0:2::1 dev vxlan-v6\.calico .*onlink.* mtu 1430/);
+      // The pods' MTU: the smallest of the overlays in use (IPv6 VXLAN's 1430, D36).
+      assert.equal(readFileSync(m1.node.lab.mtuFile(), 'utf8'), '1430');
       // Felix's protocols: its own 80 for blackholes, DeviceRouteProtocol (boot) onto the device.
       // ... and the boot-protocol blackholes an older palisade left are swept (one route each).
       assert.match(routeTo(m1, block6(1)), /^blackhole [^\n]*proto 80[^\n]*$/);

@@ -6,6 +6,7 @@
 // cut and restored. Also measured: a new pod's endpoint written on one node to the first
 // packet reaching it from another.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
@@ -107,7 +108,9 @@ for (const [mode, modeEnv] of MODES)
           `${a.node.name} -> ${b.node.name}: ${routeTo(a, `10.66.${b.index}.0/26`)}\n${a.log.slice(-2000)}`,
         );
       }
-      assert.match(routeTo(m1, '10.66.2.0/26'), /via 10\.66\.2\.1 dev vxlan\.calico onlink/);
+      // Felix's route MTU, the device's: the host's (eth*, 1500) less VXLAN's 50 (D36).
+      assert.match(routeTo(m1, '10.66.2.0/26'), /via 10\.66\.2\.1 dev vxlan\.calico onlink.* mtu 1450/);
+      assert.equal(readFileSync(m1.node.lab.mtuFile(), 'utf8'), '1450', "the pods' MTU for the CNI plugin");
       assert.match(routeTo(m1, '10.66.1.0/26'), /blackhole/);
     });
 

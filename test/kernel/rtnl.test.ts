@@ -168,13 +168,23 @@ describe('kernel: rtnetlink monitor and routes', { skip: ROOT_SKIP }, () => {
         { op: 'routeReplace', dst: '10.65.0.5/32', ifindex: index },
         { op: 'neighReplace', dst: '10.65.0.5/32', ifindex: index, mac: 'ee:ee:00:00:00:05' },
         { op: 'routeReplace', dst: 'fd65::5/128', ifindex: index },
+        // Felix's tunnel routes carry the tunnel's MTU.
+        { op: 'routeReplace', dst: '10.65.1.0/26', ifindex: index, mtu: 1410 },
+        { op: 'routeReplace', dst: 'fd65:1::/122', ifindex: index, mtu: 1390 },
       ],
     });
-    assert.deepEqual(res, { ops: 3, failures: [] });
+    assert.deepEqual(res, { ops: 5, failures: [] });
+    assert.match(ns.run('ip', ['route', 'show', '10.65.1.0/26']), /dev caliR0 .*mtu 1410/);
+    assert.match(ns.run('ip', ['-6', 'route', 'show', 'fd65:1::/122']), /dev caliR0 .*mtu 1390/);
     assert.match(ns.run('ip', ['route', 'show', 'proto', 'boot']), /10\.65\.0\.5 dev caliR0 scope link/);
     assert.match(ns.run('ip', ['neigh', 'show', 'dev', 'caliR0']), /10\.65\.0\.5 lladdr ee:ee:00:00:00:05 PERMANENT/);
-    const dumped = await d.call<Array<{ dst: string; ifindex: number }>>({ cmd: 'dump' });
-    assert.deepEqual(dumped.map((r) => r.dst).sort(), ['10.65.0.5/32', 'fd65::5/128']);
+    const dumped = await d.call<Array<{ dst: string; ifindex: number; mtu: number }>>({ cmd: 'dump' });
+    assert.deepEqual(dumped.map((r) => `${r.dst} ${r.mtu}`).sort(), [
+      '10.65.0.5/32 0',
+      '10.65.1.0/26 1410',
+      'fd65:1::/122 1390',
+      'fd65::5/128 0',
+    ]);
     // Someone deletes our route: the monitor says so.
     ns.run('ip', ['route', 'del', '10.65.0.5/32', 'dev', 'caliR0']);
     await d.waitFor((e) => has(e, { type: 'routeDeleted', name: 'caliR0', dst: '10.65.0.5/32' }), 'the route deletion');

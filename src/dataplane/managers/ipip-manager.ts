@@ -17,16 +17,16 @@ import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 import { OverlayManager } from './overlay-manager.js';
 import type { RouteSpec } from './overlay-routes.js';
 
-/** The IPv4 header IPIP adds. */
-const IPIP_OVERHEAD = 20;
 const EOPNOTSUPP = 95;
 
 export interface IpipConfig {
   hostname: string;
   /** IpInIpEnabled: undefined means "when an IP pool uses IPIP", as Felix decides. */
   enabled: boolean | undefined;
-  /** IpInIpMtu; 0: the underlay's MTU less 20. */
+  /** IpInIpMtu; 0: the host's MTU less 20. */
   mtu: number;
+  /** MTUIfacePattern: the interfaces the host's MTU is taken from. */
+  mtuIfacePattern?: RegExp | undefined;
   /** IpInIpTunnelAddr (calico-node allocates it; the Node's bgp.ipv4IPIPTunnelAddr). */
   tunnelAddr: string;
   /** ProgramClusterRoutes says Felix (not BIRD) programs IPIP routes. */
@@ -38,6 +38,8 @@ export interface IpipConfig {
 export class IpipManager extends OverlayManager {
   readonly name = 'ipip';
   readonly #cfg: IpipConfig;
+  /** tunl0's MTU as last sized: its routes carry it too, as Felix's. */
+  #mtu = 0;
   /** Node name -> its IPv4 address (HostMetadataUpdate). */
   readonly #hosts = new Map<string, string>();
 
@@ -89,7 +91,7 @@ export class IpipManager extends OverlayManager {
       return this.idle();
     }
     this.parentName = parent.name;
-    const device = await this.#ensureDevice(existing, parent.name);
+    const device = await this.#ensureDevice(existing);
     if (!device) return this.idle();
     // Without a tunnel address (said above) the device works for nothing: not cleared.
     if (this.#cfg.tunnelAddr) this.clearSaid();
@@ -103,8 +105,9 @@ export class IpipManager extends OverlayManager {
     return { devices: device === existing ? 0 : 1, routes };
   }
 
-  async #ensureDevice(existing: Link | undefined, parentName: string): Promise<Link | undefined> {
-    const mtu = await tunnelMtu(this.#cfg.mtu, parentName, IPIP_OVERHEAD);
+  async #ensureDevice(existing: Link | undefined): Promise<Link | undefined> {
+    const mtu = await tunnelMtu(this.#cfg.mtu, this.ifaces, this.#cfg.mtuIfacePattern, 'ipip');
+    this.#mtu = mtu;
     let link = existing;
     if (!link) {
       try {
@@ -130,7 +133,7 @@ export class IpipManager extends OverlayManager {
     const gw = this.#hosts.get(r.dstNodeName);
     // Felix gives IPIP's routes its own protocol (80 by default), not DeviceRouteProtocol.
     return gw
-      ? { dst: r.dst, ifindex: index, gateway: gw, onlink: true, blackhole: false, protocol: 'calico' }
+      ? { dst: r.dst, ifindex: index, gateway: gw, onlink: true, blackhole: false, protocol: 'calico', mtu: this.#mtu }
       : undefined;
   }
 }

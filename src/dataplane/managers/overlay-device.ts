@@ -1,10 +1,11 @@
 // What the VXLAN and IPIP managers do alike to their tunnel device: find the underlay
-// interface that holds this node's address, size the tunnel's MTU from it, and bring the
+// interface that holds this node's address, size the tunnel's MTU (the host's, as Felix), and bring the
 // device up with exactly one address of ours in its family (for IPv6 that leaves no other,
 // not even the kernel's link-local one: Felix's ensureAddressOnLink removes every other).
 import { parseIp } from '../../model/net.js';
-import { addrChange, addrDump, type Link, linkGet, linkSet } from '../../native/rtnl.js';
+import { addrChange, addrDump, type Link, linkSet } from '../../native/rtnl.js';
 import type { IfaceState, InterfaceTable } from './interfaces.js';
+import { type Encap, encapMtu, findHostMtu } from './mtu.js';
 
 /** The interface holding `address` (the underlay the tunnel leaves from), if any. */
 export function interfaceHolding(ifaces: InterfaceTable, address: string): IfaceState | undefined {
@@ -15,9 +16,17 @@ export function interfaceHolding(ifaces: InterfaceTable, address: string): Iface
 /** An IPv6 address in one spelling (the kernel's and a resource's may differ: "fd00:0::1" is "fd00::1"). */
 const canonical6 = (a: string) => parseIp(a)?.address ?? a;
 
-/** The tunnel's MTU: the configured one, else the underlay's less the encapsulation overhead. */
-export async function tunnelMtu(configured: number, parentName: string, overhead: number): Promise<number> {
-  return configured || Math.max(0, ((await linkGet(parentName))?.mtu ?? 1500) - overhead);
+/**
+ * The tunnel's MTU, as Felix's ConfigureDefaultMTUs: the configured one, else the host's
+ * (the smallest MTUIfacePattern matches, mtu.ts) less the encapsulation's overhead.
+ */
+export async function tunnelMtu(
+  configured: number,
+  ifaces: InterfaceTable,
+  pattern: RegExp | undefined,
+  encap: Encap,
+): Promise<number> {
+  return configured || encapMtu(0, (await findHostMtu(ifaces, pattern)).mtu, encap);
 }
 
 /** Up, at `mtu`, with `addr` (e.g. "10.65.0.1/32"; "" for none) as its only address of `family`. */

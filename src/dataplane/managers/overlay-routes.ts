@@ -28,6 +28,8 @@ export interface RouteSpec {
   blackhole: boolean;
   /** Felix's route protocol for it: 'device' (DeviceRouteProtocol) or 'calico' (80 for the default). */
   protocol?: 'device' | 'calico';
+  /** The route's MTU (RTAX_MTU): the tunnel's, on tunnel routes, as Felix sets it; 0 or absent: none. */
+  mtu?: number | undefined;
 }
 
 /** Felix's DefaultRouteProto: what its own routes carry while DeviceRouteProtocol is boot. */
@@ -39,7 +41,7 @@ export const calicoRouteProtocol = (deviceProtocol: number) =>
   deviceProtocol === RTPROT_BOOT ? CALICO_ROUTE_PROTOCOL : deviceProtocol;
 
 const routeKey = (r: RouteSpec, protocol: number) =>
-  `${r.dst}|${r.ifindex}|${r.gateway}|${r.onlink ? 1 : 0}|${r.blackhole ? 1 : 0}|${protocol}`;
+  `${r.dst}|${r.ifindex}|${r.gateway}|${r.onlink ? 1 : 0}|${r.blackhole ? 1 : 0}|${protocol}|${r.mtu ?? 0}`;
 export const isType = (r: RouteUpdate, t: number) => (r.types & t) === t;
 
 export class OverlayRoutes {
@@ -148,6 +150,7 @@ export class OverlayRoutes {
         gateway: r.gateway,
         onlink: (r.flags & RTNH_F_ONLINK) !== 0,
         blackhole: r.type === RTN_BLACKHOLE,
+        mtu: r.mtu,
       };
       const ours =
         (tunnelIndex !== undefined && r.ifindex === tunnelIndex) ||
@@ -156,8 +159,11 @@ export class OverlayRoutes {
     }
     const wanted = new Map(want.map((r) => [routeKey(r, this.#protocolOf(r)), r]));
     const ops: RouteOp[] = [];
+    // A route wanted otherwise (another MTU, gateway or protocol) is replaced in place, not
+    // deleted first: the replace is the only op its destination sees.
+    const replaced = new Set([...wanted].filter(([k]) => !have.has(k)).map(([, r]) => r.dst));
     for (const [k, { spec, protocol }] of have)
-      if (!wanted.has(k)) ops.push({ op: 'routeDelete', ...routeOpOf(spec), protocol });
+      if (!wanted.has(k) && !replaced.has(spec.dst)) ops.push({ op: 'routeDelete', ...routeOpOf(spec), protocol });
     for (const [k, r] of wanted)
       if (!have.has(k)) ops.push({ op: 'routeReplace', ...routeOpOf(r), protocol: this.#protocolOf(r) });
     await routeApplyOrThrow(ops, `${this.#what} programming`);
@@ -167,6 +173,7 @@ export class OverlayRoutes {
 
 function routeOpOf(r: RouteSpec): Omit<RouteOp, 'op'> {
   if (r.blackhole) return { dst: r.dst, ifindex: 0, type: 'blackhole' };
-  if (!r.gateway) return { dst: r.dst, ifindex: r.ifindex };
-  return { dst: r.dst, ifindex: r.ifindex, gateway: r.gateway, onlink: r.onlink, scope: 'universe' };
+  const mtu = r.mtu ? { mtu: r.mtu } : {};
+  if (!r.gateway) return { dst: r.dst, ifindex: r.ifindex, ...mtu };
+  return { dst: r.dst, ifindex: r.ifindex, gateway: r.gateway, onlink: r.onlink, scope: 'universe', ...mtu };
 }

@@ -28,17 +28,16 @@ import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
 import { OverlayManager } from './overlay-manager.js';
 import { isType, type RouteSpec } from './overlay-routes.js';
 
-/** Felix's allowance for the VXLAN headers when the MTU is derived from the underlay's (outer IPv4 or IPv6). */
-const VXLAN_OVERHEAD = { 4: 50, 6: 70 } as const;
-
 export interface VxlanConfig {
   hostname: string;
   /** VXLANEnabled (IPv4 only): undefined means "when an IP pool of the family uses VXLAN", as Felix decides. */
   enabled: boolean | undefined;
   vni: number;
   port: number;
-  /** VXLANMTU / VXLANMTUV6; 0: the underlay's MTU less 50 (IPv6: 70). */
+  /** VXLANMTU / VXLANMTUV6; 0: the host's MTU less 50 (IPv6: 70). */
   mtu: number;
+  /** MTUIfacePattern: the interfaces the host's MTU is taken from. */
+  mtuIfacePattern?: RegExp | undefined;
   /** The overlay's family (default 4). */
   family?: 4 | 6;
   /** DeviceRouteProtocol (default 3). */
@@ -58,6 +57,8 @@ export class VxlanManager extends OverlayManager {
   readonly #family: 4 | 6;
   readonly #device: string;
   readonly #vteps = new Map<string, FamilyVtep>();
+  /** The device's MTU as last sized: its routes carry it too, as Felix's. */
+  #mtu = 0;
 
   constructor(cfg: VxlanConfig, ifaces: InterfaceTable, log: Logger) {
     const idle = { devices: 0, routes: 0, neighbours: 0 };
@@ -129,7 +130,13 @@ export class VxlanManager extends OverlayManager {
     parentIndex: number,
     parentName: string,
   ): Promise<Link> {
-    const mtu = await tunnelMtu(this.#cfg.mtu, parentName, VXLAN_OVERHEAD[this.#family]);
+    const mtu = await tunnelMtu(
+      this.#cfg.mtu,
+      this.ifaces,
+      this.#cfg.mtuIfacePattern,
+      this.#family === 6 ? 'vxlanV6' : 'vxlan',
+    );
+    this.#mtu = mtu;
     const want = {
       vni: this.#cfg.vni,
       port: this.#cfg.port,
@@ -210,10 +217,13 @@ export class VxlanManager extends OverlayManager {
    * A remote block through the tunnel via its VTEP, onlink; a remote tunnel or borrowed address straight on the device.
    */
   #tunnelRoute(vxlanIndex: number, r: RouteUpdate): RouteSpec | undefined {
+    const mtu = this.#mtu;
     if (isType(r, RouteType.REMOTE_TUNNEL) && (isType(r, RouteType.REMOTE_WORKLOAD) || r.borrowed))
-      return { dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false };
+      return { dst: r.dst, ifindex: vxlanIndex, gateway: '', onlink: false, blackhole: false, mtu };
     const vtep = this.#vteps.get(r.dstNodeName);
-    return vtep ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.addr, onlink: true, blackhole: false } : undefined;
+    return vtep
+      ? { dst: r.dst, ifindex: vxlanIndex, gateway: vtep.addr, onlink: true, blackhole: false, mtu }
+      : undefined;
   }
 
   async #syncRoutes(vxlanIndex: number, parentIndex: number): Promise<number> {

@@ -35,10 +35,8 @@ import { generatePrivateKey, publicKeyOf } from '../wireguard/keys.js';
 import { type WgRoute, WireguardPeers } from '../wireguard/peers.js';
 import type { InterfaceTable } from './interfaces.js';
 import type { Manager } from './manager.js';
-import { interfaceHolding, settleDevice, tunnelMtu } from './overlay-device.js';
+import { settleDevice, tunnelMtu } from './overlay-device.js';
 
-/** Felix's wireguardMTUOverhead / wireguardV6MTUOverhead. */
-const OVERHEAD = { 4: 60, 6: 80 } as const;
 const NO_DEVICE: WgDevice = { privateKey: '', listenPort: 0, fwmark: 0, peers: [] };
 
 export interface WireguardConfig {
@@ -47,8 +45,10 @@ export interface WireguardConfig {
   enabled: boolean;
   device: string;
   listenPort: number;
-  /** 0: the underlay's MTU less 60 (IPv6: 80). */
+  /** 0: the host's MTU less 60 (IPv6: 80). */
   mtu: number;
+  /** MTUIfacePattern: the interfaces the host's MTU is taken from. */
+  mtuIfacePattern?: RegExp | undefined;
   /** The routing table (undefined: none free in RouteTableRange(s)). */
   table: number | undefined;
   /**
@@ -192,11 +192,14 @@ export class WireguardManager implements Manager {
     }
   }
 
-  /** WireguardMTU(V6), else the underlay's (the interface holding this node's address) less the overhead. */
-  async #mtu(): Promise<number> {
-    const parent = this.peers.hostAddr ? interfaceHolding(this.#ifaces, this.peers.hostAddr) : undefined;
-    const overhead = OVERHEAD[this.#cfg.family];
-    return parent ? tunnelMtu(this.#cfg.mtu, parent.name, overhead) : this.#cfg.mtu || 1500 - overhead;
+  /** WireguardMTU(V6), else the host's MTU (MTUIfacePattern's interfaces) less the overhead, as Felix. */
+  #mtu(): Promise<number> {
+    return tunnelMtu(
+      this.#cfg.mtu,
+      this.#ifaces,
+      this.#cfg.mtuIfacePattern,
+      this.#cfg.family === 6 ? 'wireguardV6' : 'wireguard',
+    );
   }
 
   /** The device's key, port, mark and peers made what they should be; returns the peers changed. */
@@ -405,6 +408,7 @@ function programmedRoute(op: RouteOp, family: 4 | 6): Route {
     dst: op.dst,
     ifindex: op.ifindex,
     protocol: op.protocol ?? 0,
+    mtu: op.mtu ?? 0,
     scope: op.scope === 'link' ? 253 : 0,
     type: RTN[op.type ?? 'unicast'],
     flags: 0,

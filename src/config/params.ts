@@ -302,8 +302,13 @@ export const PARAMS = {
   ),
   ProgramClusterRoutes: felix(
     'ProgramClusterRoutes',
-    spelled(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly'] as const),
-    "Which cluster routes palisade programs (BIRD programs the rest, as BGPConfiguration.programClusterRoutes says): IPIP pools' with Enabled or EnabledIPIPOnly, unencapsulated pools' with Enabled or EnabledNoEncapOnly while no overlay of the family is on (VXLAN pools' always).",
+    (v) => (v === '' ? '' : spelled(['Enabled', 'Disabled', 'EnabledIPIPOnly', 'EnabledNoEncapOnly'] as const)(v)),
+    "Which cluster routes palisade programs (BIRD programs the rest, as BGPConfiguration.programClusterRoutes says), as the release's Felix reads it: on 3.31 and 3.32 Enabled (IPIP pools' and, while no overlay of the family is on, unencapsulated pools') or Disabled (the default); after 3.32 also EnabledIPIPOnly (the default) and EnabledNoEncapOnly; on 3.30 none (BIRD's). VXLAN pools' always.",
+    {
+      default: '',
+      type: 'string',
+      differs: 'unset ("") is the release\'s default: Disabled on 3.31 and 3.32, EnabledIPIPOnly after',
+    },
   ),
   ExternalNodesCIDRList: felix(
     'ExternalNodesCIDRList',

@@ -8,7 +8,7 @@
 // kernel to repair drift.
 import type { Config } from '../config/params.js';
 import type { Logger } from '../log.js';
-import { releaseOf, traitsOf } from '../model/release.js';
+import { clusterRoutesOf, releaseOf, traitsOf } from '../model/release.js';
 import { type IfaceEvent, InterfaceMonitor } from '../native/rtnl.js';
 import type { ToDataplane } from '../proto/messages.js';
 import { createRulesBackend } from './backends/factory.js';
@@ -222,6 +222,9 @@ export class DataplaneDriver {
     this.#opts = opts;
     this.#log = opts.log.child({ component: 'int_dataplane' });
     const cfg = opts.config;
+    // Felix's or BIRD's, as the cluster's release reads ProgramClusterRoutes (D32).
+    const clusterRoutes = clusterRoutesOf(cfg.ProgramClusterRoutes, releaseOf(cfg.CalicoVersion));
+    if (clusterRoutes.problem) this.#log.warn({ param: 'ProgramClusterRoutes' }, clusterRoutes.problem);
     this.#rules = opts.rules ?? createRulesBackend(cfg, this.#log);
     this.#managers = opts.managers?.(this.ifaces) ?? [
       new RouteManager(cfg.InterfacePrefix, this.ifaces, this.#log, {
@@ -256,7 +259,7 @@ export class DataplaneDriver {
           mtu: cfg.IpInIpMtu,
           mtuIfacePattern: mtuPattern(cfg),
           tunnelAddr: cfg.IpInIpTunnelAddr,
-          programRoutes: cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledIPIPOnly',
+          programRoutes: clusterRoutes.ipip,
           routeProtocol: cfg.DeviceRouteProtocol,
         },
         this.ifaces,
@@ -268,8 +271,7 @@ export class DataplaneDriver {
             {
               hostname: cfg.FelixHostname,
               family,
-              programRoutes:
-                cfg.ProgramClusterRoutes === 'Enabled' || cfg.ProgramClusterRoutes === 'EnabledNoEncapOnly',
+              programRoutes: clusterRoutes.noEncap,
               ipv6: cfg.Ipv6Support,
               VXLANEnabled: cfg.VXLANEnabled,
               IpInIpEnabled: cfg.IpInIpEnabled,

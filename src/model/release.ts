@@ -45,6 +45,13 @@ export interface ReleaseTraits {
    * Before 3.32 there is no such table, and a node that has one from a newer release loses it.
    */
   arpTable: boolean;
+  /**
+   * Who programs IPIP and unencapsulated pools' cluster routes, Felix or BIRD: BIRD alone
+   * (3.30: Felix has no ProgramClusterRoutes); Felix with ProgramClusterRoutes Enabled, BIRD
+   * with Disabled, the default (3.31, 3.32); each kind apart, Felix IPIP's by default
+   * (EnabledIPIPOnly; Calico after 3.32).
+   */
+  clusterRoutes: 'bird' | 'enabled-disabled' | 'per-kind';
 }
 
 export type PolicyIds = ReleaseTraits['policyIds'];
@@ -91,7 +98,41 @@ export function traitsOf(r: CalicoRelease): ReleaseTraits {
     adminPolicies: modern ? 'cnp' : 'anp',
     allPoolsSet: networkPools ? 'network-ip-pools' : 'all-ipam-pools',
     arpTable: modern,
+    clusterRoutes: atLeast(r, 3, 33) ? 'per-kind' : atLeast(r, 3, 31) ? 'enabled-disabled' : 'bird',
   };
+}
+
+/** Which cluster routes palisade programs (the rest are BIRD's), and why a setting is not taken. */
+export interface ClusterRoutes {
+  ipip: boolean;
+  noEncap: boolean;
+  /** Set when the value is not one the release's Felix takes: it is taken as the release's default, as Felix would. */
+  problem?: string;
+}
+
+/** ProgramClusterRoutes ("" unset) as the release's Felix reads it (ReleaseTraits.clusterRoutes). */
+export function clusterRoutesOf(value: string, r: CalicoRelease): ClusterRoutes {
+  const kind = traitsOf(r).clusterRoutes;
+  const release = describeRelease(r);
+  if (kind === 'bird') {
+    if (value === '' || value === 'Disabled') return { ipip: false, noEncap: false };
+    return {
+      ipip: false,
+      noEncap: false,
+      problem: `ProgramClusterRoutes ${value} is not taken on ${release}: its Felix has no such parameter and BIRD programs IPIP and unencapsulated routes`,
+    };
+  }
+  if (kind === 'enabled-disabled') {
+    if (value === '' || value === 'Disabled') return { ipip: false, noEncap: false };
+    if (value === 'Enabled') return { ipip: true, noEncap: true };
+    return {
+      ipip: false,
+      noEncap: false,
+      problem: `ProgramClusterRoutes ${value} is not a value ${release}'s Felix takes (Enabled or Disabled): taken as Disabled, its default, so BIRD programs IPIP and unencapsulated routes`,
+    };
+  }
+  const v = value || 'EnabledIPIPOnly';
+  return { ipip: v === 'Enabled' || v === 'EnabledIPIPOnly', noEncap: v === 'Enabled' || v === 'EnabledNoEncapOnly' };
 }
 
 /** "v3.31.7", or "3.32+ (none named)" for a cluster that names no release. */

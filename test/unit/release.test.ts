@@ -8,7 +8,7 @@ import { ConfigResolver, type DatastoreParams } from '../../src/config/config.js
 import { refusal } from '../../src/config/refusal.js';
 import { PolicySorter } from '../../src/calc/policy-sorter.js';
 import { felixPolicyId } from '../../src/dataplane/render/names.js';
-import { describeRelease, parseCalicoVersion, releaseOf, traitsOf } from '../../src/model/release.js';
+import { clusterRoutesOf, describeRelease, parseCalicoVersion, releaseOf, traitsOf } from '../../src/model/release.js';
 
 const ds = (global: Record<string, string>): DatastoreParams => ({
   global: new Map(Object.entries(global)),
@@ -30,13 +30,24 @@ describe('Calico release', () => {
   it('decides each difference in one place: 3.30 and 3.31 legacy, 3.32 and newer modern', () => {
     const legacy = { modernPolicyKeys: false, policyIds: 'tiered', adminPolicies: 'anp', arpTable: false };
     const modern = { modernPolicyKeys: true, policyIds: 'kind', adminPolicies: 'cnp', arpTable: true };
+    const routes = (v: string) => ({
+      clusterRoutes: v.startsWith('v3.30')
+        ? 'bird'
+        : v === 'v3.33.0' || v === 'v4.0.0'
+          ? 'per-kind'
+          : 'enabled-disabled',
+    });
     for (const v of ['v3.30.0', 'v3.30.7', 'v3.31.5'])
-      assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'all-ipam-pools' }, v);
+      assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'all-ipam-pools', ...routes(v) }, v);
     for (const v of ['v3.31.6', 'v3.31.7'])
-      assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'network-ip-pools' }, v);
-    assert.deepEqual(traitsOf(releaseOf('v3.32.0')), { ...modern, allPoolsSet: 'all-ipam-pools' });
+      assert.deepEqual(traitsOf(releaseOf(v)), { ...legacy, allPoolsSet: 'network-ip-pools', ...routes(v) }, v);
+    assert.deepEqual(traitsOf(releaseOf('v3.32.0')), {
+      ...modern,
+      allPoolsSet: 'all-ipam-pools',
+      ...routes('v3.32.0'),
+    });
     for (const v of ['v3.32.1', 'v3.33.0', 'v4.0.0', ''])
-      assert.deepEqual(traitsOf(releaseOf(v)), { ...modern, allPoolsSet: 'network-ip-pools' }, v);
+      assert.deepEqual(traitsOf(releaseOf(v)), { ...modern, allPoolsSet: 'network-ip-pools', ...routes(v) }, v);
     assert.match(describeRelease(releaseOf('')), /names no release/);
   });
 
@@ -115,5 +126,43 @@ describe('Calico release', () => {
     assert.deepEqual(order(s), ['np/ns-b/a', 'gnp/z']);
     s.setStyle('tiered');
     assert.deepEqual(order(s), ['gnp/z', 'np/ns-b/a'], 'policies already held are re-keyed');
+  });
+});
+
+describe("releases: ProgramClusterRoutes as each release's Felix reads it (docs/compatibility.md D32)", () => {
+  const at = (v: string, release: string) => clusterRoutesOf(v, releaseOf(release));
+  const routes = (c: { ipip: boolean; noEncap: boolean }) => [c.ipip, c.noEncap];
+
+  it('3.30: BIRD programs IPIP and unencapsulated routes; a value for it is said not to be taken', () => {
+    assert.deepEqual(routes(at('', 'v3.30.7')), [false, false]);
+    assert.equal(at('', 'v3.30.7').problem, undefined);
+    assert.match(at('Enabled', 'v3.30.7').problem ?? '', /has no such parameter/);
+    assert.deepEqual(routes(at('Enabled', 'v3.30.7')), [false, false]);
+  });
+
+  it('3.31 and 3.32 (and a cluster naming no release): Enabled or Disabled, Disabled by default; the later values are Felix-invalid', () => {
+    for (const release of ['v3.31.7', 'v3.32.1', '']) {
+      assert.deepEqual(routes(at('', release)), [false, false], release);
+      assert.deepEqual(routes(at('Enabled', release)), [true, true], release);
+      assert.deepEqual(routes(at('Disabled', release)), [false, false], release);
+      const split = at('EnabledIPIPOnly', release);
+      assert.deepEqual(routes(split), [false, false], release);
+      assert.match(split.problem ?? '', /taken as Disabled/);
+    }
+  });
+
+  it('after 3.32: each kind apart, IPIP routes by default', () => {
+    assert.deepEqual(routes(at('', 'v3.33.0')), [true, false]);
+    assert.deepEqual(routes(at('EnabledNoEncapOnly', 'v3.33.0')), [false, true]);
+    assert.deepEqual(routes(at('Enabled', 'v3.33.0')), [true, true]);
+    assert.deepEqual(routes(at('Disabled', 'v3.33.0')), [false, false]);
+  });
+
+  it('the parameter is unset by default, whatever the release decides of it', () => {
+    assert.equal(new ConfigResolver({ env: {} }).config.ProgramClusterRoutes, '');
+    assert.equal(
+      new ConfigResolver({ env: { FELIX_PROGRAMCLUSTERROUTES: 'enabledipiponly' } }).config.ProgramClusterRoutes,
+      'EnabledIPIPOnly',
+    );
   });
 });

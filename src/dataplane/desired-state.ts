@@ -157,6 +157,14 @@ export class DesiredState {
     s.add(key);
   }
 
+  /** A node's address in one family ("": none); the overlay's sets follow a change. */
+  #hostAddr(map: Map<string, string>, hostname: string, addr: string): void {
+    if ((map.get(hostname) ?? '') === addr) return;
+    if (addr) map.set(hostname, addr);
+    else map.delete(hostname);
+    this.#mark('overlay', '');
+  }
+
   #one(m: ToDataplane): void {
     switch (m.type) {
       case 'InSync':
@@ -257,23 +265,13 @@ export class DesiredState {
         if (this.vtepParents.delete(m.node)) this.#mark('overlay', '');
         return;
       case 'HostMetadataUpdate':
-        if (this.hostAddrs.get(m.hostname) === m.ipv4Addr) return;
-        if (m.ipv4Addr) this.hostAddrs.set(m.hostname, m.ipv4Addr);
-        else this.hostAddrs.delete(m.hostname);
-        this.#mark('overlay', '');
-        return;
+        return this.#hostAddr(this.hostAddrs, m.hostname, m.ipv4Addr);
       case 'HostMetadataRemove':
-        if (this.hostAddrs.delete(m.hostname)) this.#mark('overlay', '');
-        return;
+        return this.#hostAddr(this.hostAddrs, m.hostname, '');
       case 'HostMetadataV6Update':
-        if (this.hostAddrsV6.get(m.hostname) === m.ipv6Addr) return;
-        if (m.ipv6Addr) this.hostAddrsV6.set(m.hostname, m.ipv6Addr);
-        else this.hostAddrsV6.delete(m.hostname);
-        this.#mark('overlay', '');
-        return;
+        return this.#hostAddr(this.hostAddrsV6, m.hostname, m.ipv6Addr);
       case 'HostMetadataV6Remove':
-        if (this.hostAddrsV6.delete(m.hostname)) this.#mark('overlay', '');
-        return;
+        return this.#hostAddr(this.hostAddrsV6, m.hostname, '');
       case 'GlobalBGPConfigUpdate': {
         const c = m.config;
         const cidrs = [...c.serviceClusterCidrs, ...c.serviceExternalCidrs, ...c.serviceLoadbalancerCidrs];

@@ -39,3 +39,22 @@ export function stateOf(...resources: Res[]): DesiredState {
 }
 
 export const config = defaultConfig;
+
+/** An IP pool's own RouteUpdate (no types), as the calc graph sends one: what tells the managers a pool's encapsulation. */
+export function poolRoute(dst: string, ipPoolType: 'VXLAN' | 'IPIP' | 'NONE') {
+  return {
+    type: 'RouteUpdate' as const,
+    route: {
+      types: 0,
+      ipPoolType,
+      dst,
+      dstNodeName: '',
+      dstNodeIp: '',
+      sameSubnet: false,
+      natOutgoing: false,
+      localWorkload: false,
+      tunnelType: { ipip: false, vxlan: false, wireguard: false },
+      borrowed: false,
+    },
+  };
+}

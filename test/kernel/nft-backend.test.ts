@@ -8,6 +8,7 @@ import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
 import { Harness } from '../helpers/calc-fixtures.js';
 import { type Netns, netnsFactory, ROOT_SKIP } from '../helpers/netns.js';
 import { driver, NO_DRIFT } from '../helpers/nft-driver-client.js';
+import { poolRoute } from '../helpers/render-fixtures.js';
 
 const netns = netnsFactory('nft');
 
@@ -503,21 +504,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
     // VXLAN and IPIP pools, a VTEP, a host: cali-INPUT gets its fib (address-type) matches.
     const msgs = [
       ...h.flush(),
-      {
-        type: 'RouteUpdate',
-        route: {
-          types: 0,
-          ipPoolType: 'VXLAN',
-          dst: '10.66.0.0/16',
-          dstNodeName: '',
-          dstNodeIp: '',
-          sameSubnet: false,
-          natOutgoing: false,
-          localWorkload: false,
-          tunnelType: { ipip: false, vxlan: false, wireguard: false },
-          borrowed: false,
-        },
-      },
+      poolRoute('10.66.0.0/16', 'VXLAN'),
       {
         type: 'VXLANTunnelEndpointUpdate',
         vtep: {
@@ -530,21 +517,7 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
           parentDeviceIpv6: '',
         },
       },
-      {
-        type: 'RouteUpdate',
-        route: {
-          types: 0,
-          ipPoolType: 'IPIP',
-          dst: '10.70.0.0/16',
-          dstNodeName: '',
-          dstNodeIp: '',
-          sameSubnet: false,
-          natOutgoing: false,
-          localWorkload: false,
-          tunnelType: { ipip: false, vxlan: false, wireguard: false },
-          borrowed: false,
-        },
-      },
+      poolRoute('10.70.0.0/16', 'IPIP'),
       { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '10.99.0.12' },
       {
         type: 'GlobalBGPConfigUpdate',

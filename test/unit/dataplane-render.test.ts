@@ -20,7 +20,7 @@ import { native } from '../../src/native/load.js';
 import { type PolicyKind, policyId } from '../../src/model/names.js';
 import type { WorkloadEndpoint } from '../../src/proto/messages.js';
 import { gnp, gns, np, profile, tier, wep } from '../helpers/calc-fixtures.js';
-import { config, protoRule, stateOf } from '../helpers/render-fixtures.js';
+import { config, poolRoute, protoRule, stateOf } from '../helpers/render-fixtures.js';
 
 const marks = allocateMarks(0xffff0000);
 const v4 = { family: 4 as const, marks, iptables: false, actions: DEFAULT_ACTIONS };
@@ -642,21 +642,7 @@ describe('dataplane render: whole rulesets', () => {
 });
 
 describe("dataplane render: the overlay's static rules", () => {
-  const vxlanPool = {
-    type: 'RouteUpdate' as const,
-    route: {
-      types: 0,
-      ipPoolType: 'VXLAN' as const,
-      dst: '10.65.0.0/16',
-      dstNodeName: '',
-      dstNodeIp: '',
-      sameSubnet: false,
-      natOutgoing: false,
-      localWorkload: false,
-      tunnelType: { ipip: false, vxlan: false, wireguard: false },
-      borrowed: false,
-    },
-  };
+  const vxlanPool = poolRoute('10.65.0.0/16', 'VXLAN');
   const vtep = (node: string, parent: string) => ({
     type: 'VXLANTunnelEndpointUpdate' as const,
     vtep: {

@@ -9,7 +9,7 @@ import { InterfaceTable } from '../../src/dataplane/managers/interfaces.js';
 import { MtuFileManager } from '../../src/dataplane/managers/mtu-file-manager.js';
 import { encapMtu, FALLBACK_HOST_MTU, findHostMtu, podMtu, writeMtuFile } from '../../src/dataplane/managers/mtu.js';
 import { createLogger } from '../../src/log.js';
-import type { ToDataplane } from '../../src/proto/messages.js';
+import { poolRoute } from '../helpers/render-fixtures.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const tempDir = tempDirs('mtu');
@@ -73,21 +73,7 @@ describe("MTU: Felix's sizing", () => {
 
 describe('MtuFileManager', () => {
   const log = createLogger({ severity: 'Panic', destination: { write: () => {} } });
-  const pool = (dst: string, ipPoolType: 'VXLAN' | 'IPIP' | 'NONE'): ToDataplane => ({
-    type: 'RouteUpdate',
-    route: {
-      types: 0,
-      ipPoolType,
-      dst,
-      dstNodeName: '',
-      dstNodeIp: '',
-      sameSubnet: false,
-      natOutgoing: false,
-      localWorkload: false,
-      tunnelType: { ipip: false, vxlan: false, wireguard: false },
-      borrowed: false,
-    },
-  });
+  const pool = poolRoute;
   const cfg = (path: string) => ({
     path,
     pattern: FELIX_PATTERN,

@@ -40,7 +40,10 @@ export function stateOf(...resources: Res[]): DesiredState {
 
 export const config = defaultConfig;
 
-/** An IP pool's own RouteUpdate (no types), as the calc graph sends one: what tells the managers a pool's encapsulation. */
+/**
+ * An IP pool's own RouteUpdate (no types), as the calc graph sends one: what tells the
+ * managers a pool's encapsulation.
+ */
 export function poolRoute(dst: string, ipPoolType: 'VXLAN' | 'IPIP' | 'NONE') {
   return {
     type: 'RouteUpdate' as const,

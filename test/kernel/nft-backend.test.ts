@@ -519,6 +519,9 @@ describe('kernel: native nftables backend', { skip: ROOT_SKIP }, () => {
       },
       poolRoute('10.70.0.0/16', 'IPIP'),
       { type: 'HostMetadataUpdate', hostname: 'node2', ipv4Addr: '10.99.0.12' },
+      // natOutgoing pools of both families: cali-nat-outgoing has rules only with them (D11).
+      { type: 'IPAMPoolUpdate', id: '10.66.0.0-16', pool: { cidr: '10.66.0.0/16', masquerade: true, allowedUses: [] } },
+      { type: 'IPAMPoolUpdate', id: 'fd00:66::-48', pool: { cidr: 'fd00:66::/48', masquerade: true, allowedUses: [] } },
       {
         type: 'GlobalBGPConfigUpdate',
         config: {

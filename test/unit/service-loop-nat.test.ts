@@ -93,6 +93,13 @@ describe('ServiceLoopPrevention: cali-cidr-block', () => {
 describe("outgoing NAT: Felix's NATOutgoingChain", () => {
   const SRC = '-m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40network-ip-pools dst';
 
+  it('no rule while the family has no natOutgoing pool, as Felix (D11): the chain is there, empty', () => {
+    const plain = { ...pool, spec: { cidr: '10.65.0.0/16', natOutgoing: false } };
+    assert.deepEqual(chainLines(stateOf(plain), config(), 4, 'cali-nat-outgoing'), []);
+    assert.deepEqual(chainLines(stateOf(pool), config(), 6, 'cali-nat-outgoing'), [], 'an IPv4 pool only');
+    assert.match(renderIptables(renderRuleset(stateOf(plain), config(), 4, 'iptables')), /^:cali-nat-outgoing - /m);
+  });
+
   it('one masquerade rule by default', () => {
     assert.deepEqual(chainLines(stateOf(pool), config(), 4, 'cali-nat-outgoing'), [
       `${SRC} -j MASQUERADE --random-fully`,

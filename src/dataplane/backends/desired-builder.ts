@@ -17,6 +17,7 @@ import type { RenderContext } from '../render/policy.js';
 import {
   allPoolsSetOf,
   cidrBlockFragment,
+  natOutgoingFragment,
   contextOf,
   floatingIpFragment,
   type Fragment,
@@ -133,9 +134,11 @@ export abstract class DesiredBuilder {
     return changed;
   }
 
+  // The pools' sets, and cali-nat-outgoing's rules while a pool of the family has natOutgoing.
   #pools(state: DesiredState): void {
     for (const set of poolSets(state.pools.values(), this.family, allPoolsSetOf(this.config)))
       this.putSet(set.name, set);
+    this.replace('nat-outgoing', natOutgoingFragment(state.pools.values(), this.config, this.ctx));
   }
 
   // cali-INPUT/cali-OUTPUT, all-vxlan-net and all-hosts-net follow which overlays are on, the VTEPs and the nodes.

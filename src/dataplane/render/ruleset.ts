@@ -34,6 +34,8 @@ import {
   FIP_DNAT,
   FIP_SNAT,
   MASQ_POOLS_SET,
+  NAT_OUTGOING,
+  natOutgoingChain,
   type Overlay,
   overlayChains,
   RPF_SKIP,
@@ -247,6 +249,15 @@ export function overlayFragment(
   };
 }
 
+/** Felix's masqManager: cali-nat-outgoing's rules while the family has a natOutgoing pool. */
+export function natOutgoingFragment(pools: Iterable<IPAMPool>, config: RenderConfig, ctx: RenderContext): Fragment {
+  const active = [...pools].some((p) => p.masquerade && isV6(p.cidr) === (ctx.family === 6));
+  return {
+    chains: [{ table: 'nat', name: NAT_OUTGOING, rules: natOutgoingChain(staticOptions(config, ctx), active) }],
+    entries: [],
+  };
+}
+
 /** Felix's serviceLoopManager: cali-cidr-block with the family's service CIDRs. */
 export function cidrBlockFragment(
   state: Pick<DesiredState, 'serviceCidrs'>,
@@ -424,6 +435,7 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   for (const { set } of overlaySets(state, config, family)) if (set) rs.sets.set(set.name, set);
   addFragment(rs, overlayFragment(state, config, ctx));
   addFragment(rs, cidrBlockFragment(state, config, ctx));
+  addFragment(rs, natOutgoingFragment(state.pools.values(), config, ctx));
   for (const { name, tier, policy } of state.policies.values())
     addFragment(rs, policyFragment(name, tier, policy, ctx));
   for (const [name, profile] of state.profiles) addFragment(rs, profileFragment(name, profile, ctx));

@@ -42,6 +42,7 @@ export const FIP_DNAT = 'cali-fip-dnat';
 export const FIP_SNAT = 'cali-fip-snat';
 
 export const MASQ_POOLS_SET = 'masq-ipam-pools';
+export const NAT_OUTGOING = 'cali-nat-outgoing';
 
 /** Felix's ChainCIDRBlock: ServiceLoopPrevention's drops (or rejects) of service CIDRs. */
 export const CIDR_BLOCK = 'cali-cidr-block';
@@ -277,7 +278,7 @@ export function overlayChains(
 function natPostrouting(tunnels: string[]): Rule[] {
   const rules: Rule[] = [
     { match: [], action: { k: 'jump', chain: FIP_SNAT } },
-    { match: [], action: { k: 'jump', chain: 'cali-nat-outgoing' } },
+    { match: [], action: { k: 'jump', chain: NAT_OUTGOING } },
   ];
   for (const name of tunnels)
     rules.push({
@@ -487,7 +488,8 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
   // endpoints), then outgoing NAT.
   addChain(rs, 'nat', 'cali-PREROUTING', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
   addChain(rs, 'nat', 'cali-OUTPUT', [{ match: [], action: { k: 'jump', chain: FIP_DNAT } }]);
-  addChain(rs, 'nat', 'cali-nat-outgoing', natOutgoingChain(o));
+  // Its rules follow the pools (natOutgoingChain, rendered with them); empty, it is still Felix's.
+  addChain(rs, 'nat', NAT_OUTGOING, []);
 
   const hooks: Hook[] = [
     { table: 'raw', builtin: 'PREROUTING', chain: 'cali-PREROUTING' },
@@ -506,13 +508,17 @@ export function addStaticChains(rs: Ruleset, o: StaticOptions): DispatchMaps {
 }
 
 /**
- * Felix's NATOutgoingChain and makeNATOutgoingRuleIPTables: from a natOutgoing pool to
- * anywhere outside all pools (and, with IPPoolsAndHostIPs, outside every node's address),
- * by the filter interface when one is set; masqueraded or, with NATOutgoingAddress,
- * source-NATed. With NATPortRange, TCP and UDP get its ports and return; the rest (ICMP)
- * is translated without.
+ * Felix's NATOutgoingChain and makeNATOutgoingRuleIPTables: while the family has a
+ * natOutgoing pool (`active`, Felix's masqManager), from such a pool to anywhere outside
+ * all pools (and, with IPPoolsAndHostIPs, outside every node's address), by the filter
+ * interface when one is set; masqueraded or, with NATOutgoingAddress, source-NATed. With
+ * NATPortRange, TCP and UDP get its ports and return; the rest (ICMP) is translated without.
  */
-function natOutgoingChain(o: StaticOptions): Rule[] {
+export function natOutgoingChain(
+  o: Pick<StaticOptions, 'family' | 'natOutgoing' | 'allPoolsSet'>,
+  active: boolean,
+): Rule[] {
+  if (!active) return [];
   const { family } = o;
   const n = o.natOutgoing;
   const match = (proto?: number): Match[] => [

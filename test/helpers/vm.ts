@@ -6,7 +6,16 @@
 // routes or firewall: it has no network device at all.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -177,6 +186,10 @@ export async function runInVm(script: string, opts: { timeoutMs?: number; memory
   const env = [`export PATH='${dirname(process.execPath)}':"$PATH"`];
   for (const k of ['PALISADE_NATIVE_PATH', 'PALISADE_NATIVE_BUILD'])
     if (process.env[k]) env.push(`export ${k}='${process.env[k]}'`);
+  // Calico's shared data by its real path: a ../shared that is a link, or beside a
+  // checkout under /tmp, is not what the guest's private /tmp shows.
+  const shared = process.env.PALISADE_SHARED_DIR ?? join(ROOT, '..', 'shared');
+  if (existsSync(shared)) env.push(`export PALISADE_SHARED_DIR='${realpathSync(shared)}'`);
   writeFileSync(file, `set -e\ncd ${ROOT}\n${env.join('\n')}\n${script}\n`);
   const args = [
     ...['-accel', 'tcg', '-cpu', 'max', '-smp', '2', '-m', String(opts.memoryMb ?? 1024)],

@@ -99,7 +99,13 @@ if (process.env.PALISADE_ONE_NODE === '1') {
     const again = files.filter((f) => !RUNTIME_FREE.some((x) => f.endsWith(x)));
     console.error(`\nrun-tests: second run, on Node ${version} (${again.length} of ${files.length} files)\n`);
     // Subprocesses the tests start (agents, the CLI) find this node first on PATH.
-    const env = { ...process.env, PATH: `${join(lts, 'bin')}:${process.env.PATH ?? ''}`, PALISADE_NATIVE_PATH: addon };
+    // The WireGuard VM lab on one datastore only: keeps the suite within its hour on 2 cores.
+    const env = {
+      PALISADE_WG_LABS: 'etcd nftables',
+      ...process.env,
+      PATH: `${join(lts, 'bin')}:${process.env.PATH ?? ''}`,
+      PALISADE_NATIVE_PATH: addon,
+    };
     const second = runSuite(ltsNode, `node-${version}`, again, env);
     if (second !== 0) console.error(`run-tests: the run on Node ${version} FAILED`);
     status = status || second;

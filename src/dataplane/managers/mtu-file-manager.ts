@@ -33,6 +33,7 @@ export class MtuFileManager implements Manager {
   #dirty = true;
   #written = 0;
   #failed = '';
+  #unmatchedSaid = false;
 
   readonly #mtuOf: ((name: string) => Promise<number | undefined>) | undefined;
 
@@ -86,11 +87,14 @@ export class MtuFileManager implements Manager {
     if (!this.#cfg.path || !this.#dirty) return { written: 0 };
     this.#dirty = false;
     const host = await findHostMtu(this.#ifaces, this.#cfg.pattern, this.#mtuOf);
-    if (!host.from.length)
+    // Said once while it lasts, not at every interface refresh.
+    const unmatched = !host.from.length;
+    if (unmatched && !this.#unmatchedSaid)
       this.#log.warn(
         { mtu: host.mtu },
         "Failed to auto-detect host MTU - no interfaces matched the MTU interface pattern. To use auto-MTU, set mtuIfacePattern to match your host's interfaces",
       );
+    this.#unmatchedSaid = unmatched;
     const mtu = podMtu(
       this.#inUse().map((encap) => ({ encap, configured: this.#cfg.mtus[encap] })),
       host.mtu,

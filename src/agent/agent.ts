@@ -22,7 +22,7 @@ import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { WireguardMetrics } from '../metrics/wireguard-metrics.js';
 import { ControlPlane } from './control-plane.js';
-import { IPVS_REFUSAL, kubeIpvsPresent } from './kube-proxy-ipvs.js';
+import { KUBE_IPVS_DEVICE, kubeIpvsChanged, resolveKubeIpvs } from './kube-proxy-ipvs.js';
 import { type MemoryReducer, startMemoryReducer } from './memory-reducer.js';
 import { applyGcThreshold, turnOffPretenuring, warnUncappedYoungGeneration } from './runtime-setup.js';
 import { refusal } from '../config/refusal.js';
@@ -59,6 +59,8 @@ export class NodeAgent {
   #heartbeat: NodeJS.Timeout | undefined;
   #memoryReducer: MemoryReducer | undefined;
   #inSync = false;
+  /** The configuration the dataplane runs with (KubeIPVSSupport resolved). */
+  #driverConfig: Config | undefined;
   /** The syncer's own word on a datastore that stopped answering while it stays in sync (Kubernetes). */
   #lostContact: (() => { since: number; reason: string } | undefined) | undefined;
   #blocked: (() => string | undefined) | undefined;
@@ -78,10 +80,7 @@ export class NodeAgent {
 
   /** Runs until a signal (0), a needed restart (129), a refused configuration (3) or a failure (1). */
   async run(): Promise<number> {
-    const early =
-      refusal(this.#config.config, 'local') ??
-      (await datastoreProblem(this.#config.config)) ??
-      (kubeIpvsPresent() ? IPVS_REFUSAL : undefined);
+    const early = refusal(this.#config.config, 'local') ?? (await datastoreProblem(this.#config.config));
     if (early) return this.#refuse(early);
     if (!(await this.#serveHealth(this.#config.config))) return 1;
     const exit = new Promise<number>((resolve) => (this.#resolve = resolve));
@@ -126,8 +125,13 @@ export class NodeAgent {
     // stuck beyond its timeout stops the dataplane's.
     this.#heartbeat = setInterval(() => {
       // (The interface monitor never reports it: Felix's default InterfaceExclude names it.)
-      if (kubeIpvsPresent()) {
-        this.#refuse(IPVS_REFUSAL);
+      if (this.#driverConfig && kubeIpvsChanged(this.#driverConfig, this.#config.config)) {
+        const ipvs = this.#driverConfig.KubeIPVSSupport === 'Enabled';
+        this.#log.warn(
+          { ipvsIfaceGone: ipvs, ipvsSupport: ipvs },
+          `kube-proxy mode changed (${KUBE_IPVS_DEVICE}); restarting`,
+        );
+        this.#finish(RESTART_EXIT_CODE);
         return;
       }
       this.health.report('calc_graph', this.#calcGraphHealth());
@@ -212,7 +216,11 @@ export class NodeAgent {
     void this.#startServers(cfg);
   }
 
-  #newDriver(cfg: Config): DataplaneDriver {
+  #newDriver(configured: Config): DataplaneDriver {
+    const cfg = resolveKubeIpvs(configured);
+    this.#driverConfig = cfg;
+    if (cfg.KubeIPVSSupport !== configured.KubeIPVSSupport)
+      this.#log.info('Kube-proxy in ipvs mode, enabling felix kube-proxy ipvs support.');
     const m = this.metrics;
     const driver: DataplaneDriver = new DataplaneDriver({
       config: cfg,

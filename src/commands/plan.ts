@@ -2,6 +2,7 @@
 // resolution and rendering code; a kernel test compares the two), as nft input
 // or as `ipset restore` + `iptables-restore` input. Reads the datastore, runs the calc
 // graph to in-sync, renders; touches no kernel state.
+import { resolveKubeIpvs } from '../agent/kube-proxy-ipvs.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -107,7 +108,8 @@ export async function runPlan(argv: string[]): Promise<number> {
   const state = new DesiredState();
   state.apply(msgs);
   const mode = (values.dataplane as 'nftables' | 'iptables' | undefined) ?? dataplaneMode(config.config).mode;
-  const files = planFiles(state, config.config, mode);
+  // As the agent: Felix's IPVS rules when this host has kube-proxy's device (or KubeIPVSSupport Enabled).
+  const files = planFiles(state, resolveKubeIpvs(config.config), mode);
   if (values['output-dir']) {
     mkdirSync(values['output-dir'], { recursive: true });
     for (const [name, text] of Object.entries(files)) writeFileSync(join(values['output-dir'], name), text);

@@ -472,6 +472,18 @@ export const PARAMS = {
     asString,
     "The interfaces whose smallest MTU (of those up) is the host's, which the tunnels' MTUs and the pods' are sized from, as Felix (1460 when none matches).",
   ),
+  KubeNodePortRanges: felix(
+    'KubeNodePortRanges',
+    (v) => (v as string[]).map((r) => natPortRange(r) ?? { first: 0, last: 0 }).filter((r) => r.last > 0),
+    "kube-proxy IPVS mode: the NodePort ranges, whose traffic to this host's own addresses is forwarded (Felix's cali-forward-check).",
+  ),
+  KubeIPVSSupport: ours(
+    'KubeIPVSSupport',
+    'oneof(Auto,Enabled)',
+    'Auto',
+    spelled(['Auto', 'Enabled'] as const),
+    "Felix's kube-proxy IPVS rules: Auto programs them while kube-ipvs0 exists, as Felix (restarting when it comes or goes); Enabled always, whatever the host has (ours).",
+  ),
   MTUFilePath: ours(
     'MTUFilePath',
     'string',

@@ -85,7 +85,7 @@ describe('agent process: signals', { skip: ROOT_SKIP }, () => {
   });
 });
 
-describe('agent process: kube-proxy in IPVS mode (issue 52)', { skip: ROOT_SKIP }, () => {
+describe('agent process: kube-proxy in IPVS mode (issues 52, 55)', { skip: ROOT_SKIP }, () => {
   const start = (ns: string, dir: string) => {
     const p = spawn(
       'ip',
@@ -99,21 +99,33 @@ describe('agent process: kube-proxy in IPVS mode (issue 52)', { skip: ROOT_SKIP 
   };
 
   // (kube-proxy's device is a dummy; this kernel has no dummy module, and only the name counts.)
-  it('refuses to start beside kube-ipvs0, and stops (exit 3) when it appears, leaving its rules in place', async () => {
+  // As Felix: the IPVS rules follow the device found at start, and the device coming or
+  // going restarts the agent (exit 129, the supervisor starts it again), rules left in place.
+  const ipvsRules = (ns: ReturnType<typeof netns>) =>
+    ns.try('nft', ['list', 'chain', 'ip', 'calico', 'filter-cali-forward-check']).status === 0;
+  const until = async (out: { log: string }, re: RegExp) => {
+    for (let i = 0; i < 300 && !re.test(out.log); i++) await new Promise((r) => setTimeout(r, 50));
+  };
+  const exitWithin = (run: ReturnType<typeof start>) =>
+    Promise.race([run.exited, new Promise((r) => setTimeout(() => r('still running'), 15_000))]);
+
+  it('programs the IPVS rules beside kube-ipvs0 and restarts (exit 129) when kube-proxy changes mode, leaving its rules in place', async () => {
     const ns = netns();
     ns.run('ip', ['link', 'add', 'kube-ipvs0', 'type', 'veth', 'peer', 'name', 'kipvs-peer']);
     const first = start(ns.name, tempDir());
-    assert.equal(await first.exited, 3, first.out.log.slice(-1000));
-    assert.match(first.out.log, /kube-proxy runs in IPVS mode \(kube-ipvs0 exists\).*refusing to run/);
+    await until(first.out, /"msg":"applied"|read back our rules/);
+    assert.equal(first.p.exitCode, null, first.out.log.slice(-1000));
+    assert.match(first.out.log, /Kube-proxy in ipvs mode, enabling felix kube-proxy ipvs support/);
+    assert.ok(ipvsRules(ns), 'cali-forward-check is programmed');
     ns.run('ip', ['link', 'del', 'kube-ipvs0']);
+    assert.equal(await exitWithin(first), 129, first.out.log.slice(-1000));
+    assert.match(first.out.log, /kube-proxy mode changed \(kube-ipvs0\); restarting/);
     const second = start(ns.name, tempDir());
-    for (let i = 0; i < 300 && !/"msg":"applied"|read back our rules/.test(second.out.log); i++)
-      await new Promise((r) => setTimeout(r, 50));
+    await until(second.out, /"msg":"applied"|read back our rules/);
     assert.equal(second.p.exitCode, null, second.out.log.slice(-1000));
+    assert.ok(!ipvsRules(ns), 'without the device, no IPVS rules');
     ns.run('ip', ['link', 'add', 'kube-ipvs0', 'type', 'veth', 'peer', 'name', 'kipvs-peer']);
-    const code = await Promise.race([second.exited, new Promise((r) => setTimeout(() => r('still running'), 15_000))]);
-    assert.equal(code, 3, second.out.log.slice(-1000));
-    assert.match(second.out.log, /kube-proxy runs in IPVS mode/);
+    assert.equal(await exitWithin(second), 129, second.out.log.slice(-1000));
     assert.equal(ns.try('nft', ['list', 'table', 'ip', 'calico']).status, 0, 'the rules were removed');
   });
 });

@@ -114,6 +114,8 @@ describe('dataplane render: names and marks', () => {
       scratch1: 0x100000,
       all: 0x1b0000, // Felix's allCalicoMarkBits: not the drop bit (as Felix v3.31.7 programs it)
       wireguard: 0,
+      endpoint: 0xffe00000, // Felix's MarkEndpoint: the rest (kube-ipvs.test.ts)
+      nonCaliEndpoint: 0,
     });
     assert.equal(allocateMarks(0xf0f00000).scratch1, 0x10000000);
     assert.throws(() => allocateMarks(0xf000), /needs at least 5/);

@@ -17,6 +17,9 @@ import type { RenderContext } from '../render/policy.js';
 import {
   allPoolsSetOf,
   cidrBlockFragment,
+  endpointNamesOf,
+  fromEndpointMarkFragment,
+  thisHostSet,
   natOutgoingFragment,
   contextOf,
   floatingIpFragment,
@@ -47,6 +50,8 @@ export abstract class DesiredBuilder {
   readonly #sharingWeps = new Set<string>();
   /** What the host endpoints' egress chains use, as last rendered. */
   #hepSources: HostEgressSources = { policies: new Map(), profiles: new Set() };
+  /** cali-from-endpoint-mark's endpoints as last rendered (kube-proxy IPVS support only). */
+  #markedNames = '';
 
   constructor(config: RenderConfig, family: Family, style: Style) {
     this.family = family;
@@ -98,6 +103,8 @@ export abstract class DesiredBuilder {
     for (const [key, ep] of state.weps) if (sharesRules(ep)) this.#sharingWeps.add(key);
     this.#perWorkload(state);
     this.#heps(state);
+    this.#markedNames = '';
+    this.#endpointMarks(state);
     this.rebuilt();
   }
 
@@ -117,6 +124,18 @@ export abstract class DesiredBuilder {
     for (const key of dirty.get('wep') ?? []) this.#wep(state, key);
     if (dirty.has('hep') || this.#hepSourceChanged(dirty)) this.#heps(state);
     if (this.#sharedWepRulesChanged(state, dirty.get('wep'))) this.#perWorkload(state);
+    if (dirty.has('wep') || dirty.has('hep')) this.#endpointMarks(state);
+  }
+
+  // kube-proxy IPVS support: cali-from-endpoint-mark lists every endpoint, so it is
+  // rendered again only when the endpoints (not their policies) changed.
+  #endpointMarks(state: DesiredState): void {
+    const names = endpointNamesOf(state, this.ctx);
+    if (!names) return;
+    const key = `${names.workloads.join(',')}|${names.hosts.join(',')}`;
+    if (key === this.#markedNames) return;
+    this.#markedNames = key;
+    this.replace('endpoint-marks', fromEndpointMarkFragment(names, this.ctx));
   }
 
   // Whether a changed workload has, or had, rules in the chains all workloads share
@@ -185,6 +204,8 @@ export abstract class DesiredBuilder {
   // Host endpoints are few and resolve together (interfaces, the all-interfaces default):
   // one fragment for all of them and the host dispatch chains.
   #heps(state: DesiredState): void {
+    const thisHost = thisHostSet(state, this.config, this.family);
+    this.putSet(thisHost.name, thisHost.set);
     const resolution = resolveHostEndpoints(state.heps, state.hostIfaces);
     this.#hepSources = hostEgressSources(state.heps, resolution);
     this.replace(

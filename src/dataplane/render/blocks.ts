@@ -30,3 +30,4 @@ export const setMark = (mark: number): Action => ({ k: 'setMark', mark, mask: ma
 export const clearMark = (mask: number): Action => ({ k: 'setMark', mark: 0, mask });
 export const markSet = (bit: number): Match => ({ k: 'mark', value: bit, mask: bit });
 export const markClear = (bit: number): Match => ({ k: 'mark', value: 0, mask: bit });
+export const markNotClear = (mask: number): Match => ({ k: 'mark', value: 0, mask, neg: true });

@@ -7,6 +7,7 @@
 // default, so they change with the resolution. Without the host's interfaces (`palisade
 // plan`), every named interface is taken as present and an endpoint with only expectedIPs
 // resolves to nothing.
+import { endpointSetMark } from './kube-ipvs.js';
 import type { HostEndpoint, Policy, Profile } from '../../proto/messages.js';
 import { policyKey } from '../desired-state.js';
 import { hostEndpointChains } from './endpoints.js';
@@ -151,6 +152,9 @@ function endpointFragment(
   if (ep.preDnatTiers.length)
     f.entries.push({ table: 'mangle', map: DISPATCH.fromHost, iface, verdict: goto(EP.fromHost, iface) });
   f.entries.push({ table: 'mangle', map: DISPATCH.toHost, iface, verdict: goto(EP.toHost, iface) });
+  const mark = endpointSetMark(iface, ctx);
+  f.chains.push(...mark.chains);
+  f.entries.push(...mark.entries);
   return f;
 }
 

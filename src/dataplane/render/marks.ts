@@ -18,9 +18,17 @@ export interface Marks {
    * skips them, and host encryption marks incoming packets with it for the RPF check.
    */
   wireguard: number;
+  /**
+   * Felix's MarkEndpoint: every bit of the mask left after the ones above, which kube-proxy
+   * IPVS support numbers each endpoint with (endpoint-marks.ts); 0x1fe00000-style, never 0
+   * while IPVS support is on (allocateMarks refuses).
+   */
+  endpoint: number;
+  /** Felix's MarkNonCaliEndpoint: the endpoint bits' lowest, for traffic from no endpoint of ours (0 without IPVS). */
+  nonCaliEndpoint: number;
 }
 
-export function allocateMarks(mask: number, wireguard = false): Marks {
+export function allocateMarks(mask: number, wireguard = false, ipvs = false): Marks {
   const bits: number[] = [];
   const want = wireguard ? 6 : 5;
   for (let b = 0; b < 32 && bits.length < want; b++) {
@@ -32,5 +40,21 @@ export function allocateMarks(mask: number, wireguard = false): Marks {
       `IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least ${want}${wireguard ? ' with WireGuard on' : ''}`,
     );
   const [accept, pass, drop, scratch0, scratch1, wg = 0] = bits as [number, number, number, number, number, number?];
-  return { accept, pass, drop, scratch0, scratch1, all: (accept | pass | scratch0 | scratch1) >>> 0, wireguard: wg };
+  const taken = bits.reduce((a, b) => a | b, 0);
+  const endpoint = (mask & ~taken) >>> 0;
+  if (ipvs && endpoint === 0)
+    throw new Error(
+      `IptablesMarkMask 0x${mask.toString(16)} leaves no bit for the endpoint mark kube-proxy IPVS support needs (Felix refuses so too)`,
+    );
+  return {
+    accept,
+    pass,
+    drop,
+    scratch0,
+    scratch1,
+    all: (accept | pass | scratch0 | scratch1) >>> 0,
+    wireguard: wg,
+    endpoint,
+    nonCaliEndpoint: ipvs ? (endpoint & -endpoint) >>> 0 : 0,
+  };
 }

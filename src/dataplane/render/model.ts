@@ -106,7 +106,8 @@ export interface VerdictMap {
   entries: Map<string, Verdict>;
 }
 
-export type SetKind = 'net' | 'ipPort';
+/** `ip`: plain addresses (Felix's hash:ip, its this-host set); `net`: CIDRs; `ipPort`: address and port. */
+export type SetKind = 'ip' | 'net' | 'ipPort';
 
 export interface IPSet {
   /** Kernel name, as iptables mode names it (cali40..., cali60...). */

@@ -51,6 +51,8 @@ export const EP = {
   fromHost: 'cali-fh-',
   toHostFwd: 'cali-thfw-',
   fromHostFwd: 'cali-fhfw-',
+  /** kube-proxy IPVS support: the chain that sets the endpoint's mark. */
+  setMark: 'cali-sm-',
 } as const;
 /**
  * Felix's EndpointChainName: prefix + interface, limited per mode ("any-interface-at-all" needs nftables' limit to stay

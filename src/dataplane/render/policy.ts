@@ -2,6 +2,7 @@
 // proto Rule: criteria ANDed, positive ports ORed with named ports, rules of the other IP
 // version (or with CIDRs only of the other version) left out; allow = set the accept mark
 // and return, pass = set the pass mark and return, deny = drop.
+import type { EndpointMarkMapper } from './endpoint-marks.js';
 import type { PolicyIds } from '../../model/release.js';
 import type { Policy, Profile, Protocol, Rule as ProtoRule } from '../../proto/messages.js';
 import { blockRules, markSet, setMark } from './blocks.js';
@@ -48,6 +49,8 @@ export interface RenderContext {
   floatingIps?: boolean;
   /** How the cluster's release names policy chains (default: 3.32's, by kind). */
   policyIds?: PolicyIds | undefined;
+  /** kube-proxy IPVS support is on: each endpoint's mark (render/kube-ipvs.ts). */
+  endpointMarks?: EndpointMarkMapper | undefined;
 }
 
 export interface FilterActions {

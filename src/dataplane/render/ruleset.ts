@@ -40,7 +40,11 @@ import {
   overlayChains,
   RPF_SKIP,
   type StaticOptions,
+  IPVS,
+  THIS_HOST_SET,
 } from './static.js';
+import { EndpointMarkMapper } from './endpoint-marks.js';
+import { addIpvsChains, type EndpointNames, endpointSetMark, fromEndpointMark } from './kube-ipvs.js';
 
 type AllPoolsSet = ReleaseTraits['allPoolsSet'];
 
@@ -91,8 +95,13 @@ export type RenderConfig = Pick<
       | 'IpInIpTunnelAddr'
       | 'IPv4VXLANTunnelAddr'
       | 'IPv6VXLANTunnelAddr'
+      | 'KubeIPVSSupport'
+      | 'KubeNodePortRanges'
     >
   >;
+
+/** Felix's KubeIPVSSupportEnabled, once the agent has resolved Auto (agent/kube-proxy-ipvs.ts). */
+export const ipvsOn = (config: Pick<RenderConfig, 'KubeIPVSSupport'>) => config.KubeIPVSSupport === 'Enabled';
 
 /** Members are CIDRs or "addr,proto:port": the address part tells the family. */
 function isV6(member: string): boolean {
@@ -126,9 +135,12 @@ export function contextOf(config: RenderConfig, family: Family, style: Style): R
     allowVxlan: config.AllowVXLANPacketsFromWorkloads,
     allowIpip: config.AllowIPIPPacketsFromWorkloads,
   };
+  const ipvs = ipvsOn(config);
+  const marks = allocateMarks(mask, !!(config.WireguardEnabled || config.WireguardEnabledV6), ipvs);
   return {
     family,
-    marks: allocateMarks(mask, !!(config.WireguardEnabled || config.WireguardEnabledV6)),
+    marks,
+    ...(ipvs ? { endpointMarks: new EndpointMarkMapper(marks.endpoint) } : {}),
     iptables: style === 'iptables',
     log,
     actions: filterActions(config, style),
@@ -172,6 +184,7 @@ function staticOptions(config: RenderConfig, ctx: RenderContext): StaticOptions 
     failsafeIn: config.FailsafeInboundHostPorts,
     failsafeOut: config.FailsafeOutboundHostPorts,
     allPoolsSet: allPoolsSetOf(config),
+    ...(ipvsOn(config) ? { ipvs: { nodePorts: config.KubeNodePortRanges ?? [] } } : {}),
   };
 }
 
@@ -183,7 +196,9 @@ export function allPoolsSetOf(config: Pick<RenderConfig, 'CalicoVersion'>): AllP
 /** Static chains, hooks and the empty dispatch maps. */
 export function staticRuleset(config: RenderConfig, ctx: RenderContext): Ruleset {
   const rs = emptyRuleset(ctx.family);
-  addStaticChains(rs, staticOptions(config, ctx));
+  const o = staticOptions(config, ctx);
+  addStaticChains(rs, o);
+  if (o.ipvs) addIpvsChains(rs, { ...o, nodePorts: o.ipvs.nodePorts });
   return rs;
 }
 
@@ -380,13 +395,63 @@ export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext, selec
     // interface is not dispatched, so its traffic meets the fail-closed drop.
     return { chains: [], entries: [] };
   }
+  const mark = endpointSetMark(ep.name, ctx);
   return {
-    chains: chainsIn('filter', workloadChains(ep, { ...ctx, selectorOf })),
+    chains: [...chainsIn('filter', workloadChains(ep, { ...ctx, selectorOf })), ...mark.chains],
     entries: [
       { table: 'filter', map: DISPATCH.toWl, iface: ep.name, verdict: goto(EP.toWl, ep.name, ctx) },
       { table: 'filter', map: DISPATCH.fromWl, iface: ep.name, verdict: goto(EP.fromWl, ep.name, ctx) },
+      ...mark.entries,
     ],
   };
+}
+
+/** A workload the dataplane dispatches to (workloadFragment renders its chains). */
+const dispatched = (ep: WorkloadEndpoint, ctx: RenderContext) =>
+  !ep.allowSpoofedSourcePrefixes.length || !!ctx.spoofing;
+
+/**
+ * The active endpoints' names, as cali-from-endpoint-mark dispatches them (undefined
+ * without IPVS support).
+ */
+export function endpointNamesOf(
+  state: Pick<DesiredState, 'weps' | 'heps' | 'hostIfaces'>,
+  ctx: RenderContext,
+): EndpointNames | undefined {
+  if (!ctx.endpointMarks) return undefined;
+  const workloads = [...state.weps.values()].filter((ep) => dispatched(ep, ctx)).map((ep) => ep.name);
+  const hosts = [...resolveHostEndpoints(state.heps, state.hostIfaces).byIface.keys()];
+  return { workloads, hosts };
+}
+
+/** Felix's cali-from-endpoint-mark over these endpoints; their marks released when gone. */
+export function fromEndpointMarkFragment(names: EndpointNames, ctx: RenderContext): Fragment {
+  ctx.endpointMarks?.retain(new Set([...names.workloads, ...names.hosts]));
+  return {
+    chains: [{ table: 'filter', name: IPVS.fromEndpointMark, rules: fromEndpointMark(names, ctx, ctx.actions) }],
+    entries: [],
+  };
+}
+
+/**
+ * Felix's this-host set (hostIPManager): the addresses of the host's own interfaces, not
+ * workloads' and not kube-ipvs0's (the interface monitor skips InterfaceExclude), which
+ * cali-forward-check tells Services from. Only with IPVS support, its one user here.
+ */
+export function thisHostSet(
+  state: Pick<DesiredState, 'hostIfaces'>,
+  config: RenderConfig,
+  family: Family,
+): { name: string; set: IPSet | undefined } {
+  const name = ipSetName(family, THIS_HOST_SET);
+  if (!ipvsOn(config)) return { name, set: undefined };
+  const members = new Set<string>();
+  for (const addrs of state.hostIfaces?.values() ?? [])
+    for (const a of addrs) {
+      const bare = a.split('/')[0] as string;
+      if (bare.includes(':') === (family === 6)) members.add(bare);
+    }
+  return { name, set: { name, kind: 'ip', members: [...members].sort() } };
 }
 
 export function ipSetOf(id: string, s: DesiredIPSet, family: Family): IPSet {
@@ -433,6 +498,8 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
   }
   for (const set of poolSets(state.pools.values(), family, allPoolsSetOf(config))) rs.sets.set(set.name, set);
   for (const { set } of overlaySets(state, config, family)) if (set) rs.sets.set(set.name, set);
+  const thisHost = thisHostSet(state, config, family).set;
+  if (thisHost) rs.sets.set(thisHost.name, thisHost);
   addFragment(rs, overlayFragment(state, config, ctx));
   addFragment(rs, cidrBlockFragment(state, config, ctx));
   addFragment(rs, natOutgoingFragment(state.pools.values(), config, ctx));
@@ -454,6 +521,8 @@ export function renderRuleset(state: DesiredState, config: RenderConfig, family:
       policyLookupOf(state),
     ),
   );
+  const names = endpointNamesOf(state, ctx);
+  if (names) addFragment(rs, fromEndpointMarkFragment(names, ctx));
   return rs;
 }
 

@@ -4,7 +4,7 @@
 // interface we have no endpoint for is never let through (fail closed).
 import type { FailsafePort } from '../../config/params.js';
 import { type Cidr, parseCidr } from '../../model/net.js';
-import { clearMark, markClear, markSet, setMark } from './blocks.js';
+import { clearMark, markClear, markNotClear, markSet, setMark } from './blocks.js';
 import type { Marks } from './marks.js';
 import type { Action, Family, Hook, Match, PortRange, Rule, Ruleset, TableName, Verdict, VerdictMap } from './model.js';
 import { addChain } from './model.js';
@@ -23,7 +23,20 @@ export interface StaticOptions {
   natOutgoing: NatOutgoing;
   /** The release's name for the set of all pools (model/release.ts allPoolsSet). */
   allPoolsSet: string;
+  /** kube-proxy runs in IPVS mode (Felix's KubeIPVSSupportEnabled): KubeNodePortRanges. */
+  ipvs?: { nodePorts: PortRange[] } | undefined;
 }
+
+/** Felix's IPVS chains (rules/static.go, rules/dispatch.go), rendered by kube-ipvs.ts. */
+export const IPVS = {
+  forwardCheck: 'cali-forward-check',
+  forwardEndpointMark: 'cali-forward-endpoint-mark',
+  setEndpointMark: 'cali-set-endpoint-mark',
+  fromEndpointMark: 'cali-from-endpoint-mark',
+} as const;
+
+/** Felix's IPSetIDThisHostIPs: the addresses of the host's own interfaces (not workloads', not kube-ipvs0's). */
+export const THIS_HOST_SET = 'this-host';
 
 export const DISPATCH = {
   fromWl: 'cali-from-wl-dispatch',
@@ -210,6 +223,16 @@ export function overlayChains(
       comment: `Allow incoming ${v} Wireguard packets`,
     });
   }
+  if (o.ipvs) {
+    // IPVS traffic (to a Service, or a NodePort) is forwarded, though it reaches INPUT:
+    // marked with its endpoint's number, it skips the to-host rules and gets the endpoints'
+    // policy in cali-OUTPUT.
+    input.push(
+      { match: [], action: clearMark(marks.endpoint) },
+      { match: [], action: { k: 'jump', chain: IPVS.forwardCheck } },
+      { match: [markNotClear(marks.endpoint)], action: { k: 'return' } },
+    );
+  }
   for (const p of o.interfacePrefixes)
     input.push({
       match: [{ k: 'iface', dir: 'in', name: wildcard(p) }],
@@ -223,6 +246,9 @@ export function overlayChains(
   );
 
   const output: Rule[] = [acceptIfMarked()];
+  // A goto, so the forward chain's return goes on in OUTPUT, past our host rules.
+  if (o.ipvs)
+    output.push({ match: [markNotClear(marks.endpoint)], action: { k: 'goto', chain: IPVS.forwardEndpointMark } });
   for (const p of o.interfacePrefixes)
     output.push({
       match: [{ k: 'iface', dir: 'out', name: wildcard(p) }],
@@ -372,6 +398,8 @@ function manglePostrouting(o: StaticOptions): Rule[] {
   const { marks } = o;
   return [
     { match: [markSet(marks.accept)], action: { k: 'return' } },
+    // IPVS-forwarded traffic carries its endpoint's mark: no host-endpoint egress policy.
+    ...(o.ipvs ? [{ match: [markNotClear(marks.endpoint)], action: { k: 'return' } } as Rule] : []),
     { match: [], action: clearMark(marks.all) },
     { match: [{ k: 'ctDnat' }], action: { k: 'jump', chain: DISPATCH.toHost } },
     { match: [markSet(marks.accept)], action: { k: 'return' }, comment: 'Host endpoint policy accepted packet.' },

@@ -50,7 +50,11 @@ export function transportFor(config: Config, flavour: IptablesFlavour, log: Logg
   return flavour === 'legacy' ? new LibiptcRestore(lock, log) : new NetlinkRestore(lock, log);
 }
 
-export const SET_TYPE: Record<'net' | 'ipPort', IpsetType> = { net: 'hash:net', ipPort: 'hash:ip,port' };
+export const SET_TYPE: Record<'ip' | 'net' | 'ipPort', IpsetType> = {
+  ip: 'hash:ip',
+  net: 'hash:net',
+  ipPort: 'hash:ip,port',
+};
 
 function* replaceAll(sets: IPSets, list: readonly IPSet[]): Steps {
   for (const s of list) {

@@ -166,7 +166,7 @@ export function renderIptables(rs: Ruleset, insertMode: 'Insert' | 'Append' = 'I
   return `${out.join('\n')}\n`;
 }
 
-const IPSET_TYPE: Record<IPSet['kind'], string> = { net: 'hash:net', ipPort: 'hash:ip,port' };
+const IPSET_TYPE: Record<IPSet['kind'], string> = { ip: 'hash:ip', net: 'hash:net', ipPort: 'hash:ip,port' };
 
 /** `ipset restore` input: create (or keep), flush and fill every set, each sized as the agent creates it. */
 export function renderIpsets(rs: Ruleset, maxSize = 1048576): string {

@@ -127,6 +127,13 @@ export function* ipSetElemSteps(
   members: readonly string[],
   out: StringMap<ElemSpec>,
 ): Generator<void, ElemKind, undefined> {
+  if (kind === 'ip') {
+    for (let i = 0; i < members.length; i++) {
+      for (const e of memberElems(family, 'hosts', members[i] as string)) out.set(elemId(e), e);
+      if ((i & 511) === 511) yield;
+    }
+    return 'hosts';
+  }
   if (kind === 'net') {
     // Host addresses (workloads': the common case, and the big sets) need no covering, whose
     // pass over a 100,000-member set held the loop for ~20 ms: none can hold another, and a

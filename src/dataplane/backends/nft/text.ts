@@ -113,10 +113,10 @@ export function nftElement(member: string): string {
 }
 
 /** A net set of host addresses only is a plain set of addresses (desired.ts, ipSetElemSteps). */
-export const isHostSet = (set: IPSet) => set.kind === 'net' && set.members.every(isHostCidr);
+export const isHostSet = (set: IPSet) => set.kind === 'ip' || (set.kind === 'net' && set.members.every(isHostCidr));
 
 export function nftSetElements(set: IPSet): string[] {
-  if (isHostSet(set)) return [...new Set(set.members.map((m) => m.slice(0, m.indexOf('/'))))];
+  if (isHostSet(set)) return [...new Set(set.members.map((m) => m.split('/')[0] as string))];
   return (set.kind === 'net' ? coveringMembers(set.members) : set.members).map(nftElement);
 }
 

@@ -32,48 +32,52 @@ function comparable(d: DesiredFamily) {
 }
 
 describe('nft backend: incremental desired state', () => {
-  it('matches a full render after every step of a random sequence of changes', () => {
-    const rng = new Rng(7);
-    const rand = () => rng.next();
-    const h = new Harness();
-    const state = new DesiredState();
-    const builders = [new NftDesiredBuilder(config(), 4), new NftDesiredBuilder(config(), 6)];
-    h.put(tier('t1', 10), profile('kns.prod', {}));
-    state.apply(h.flush());
-    for (const b of builders) b.rebuild(state);
-    state.takeDirty();
-    // What an apply would have committed, kept up to date the way the backend records an
-    // apply: a set with a delta by its delta, any other set whole. It must always equal
-    // the desired elements, or an apply that writes only deltas would leave the kernel behind.
-    const committed = builders.map(
-      (b) => new Map([...b.desired.sets].map(([n, set]) => [n, new Set(set.elems.keys())])),
-    );
-    for (const b of builders) for (const set of b.desired.sets.values()) set.delta = undefined;
-    for (let step = 0; step < 150; step++) {
-      randomChange(h, rand);
+  for (const [what, cfg] of [
+    ['', config()],
+    [' (kube-proxy IPVS support: endpoint marks numbered alike)', { ...config(), KubeIPVSSupport: 'Enabled' as const }],
+  ] as const)
+    it(`matches a full render after every step of a random sequence of changes${what}`, () => {
+      const rng = new Rng(7);
+      const rand = () => rng.next();
+      const h = new Harness();
+      const state = new DesiredState();
+      const builders = [new NftDesiredBuilder(cfg, 4), new NftDesiredBuilder(cfg, 6)];
+      h.put(tier('t1', 10), profile('kns.prod', {}));
       state.apply(h.flush());
-      const dirty = state.takeDirty();
-      builders.forEach((b, i) => {
-        b.desired.dirty = { chains: new Set(), sets: new Set() };
-        b.update(state, dirty);
-        const full = desiredOf(renderRuleset(state, config(), b.family, 'nftables'));
-        assert.deepEqual(comparable(b.desired), comparable(full), `family ${b.family}, step ${step}`);
-        const c = committed[i] as Map<string, Set<string>>;
-        for (const name of b.desired.dirty.sets) {
-          const set = b.desired.sets.get(name);
-          const had = c.get(name);
-          if (set?.delta && had) {
-            for (const id of set.delta.removed.keys()) had.delete(id);
-            for (const id of set.delta.added.keys()) had.add(id);
-          } else if (set) c.set(name, new Set(set.elems.keys()));
-          else c.delete(name);
-          if (set) set.delta = undefined;
-        }
-        for (const [name, set] of b.desired.sets)
-          assert.deepEqual([...(c.get(name) ?? [])].sort(), [...set.elems.keys()].sort(), `${name}, step ${step}`);
-      });
-    }
-  });
+      for (const b of builders) b.rebuild(state);
+      state.takeDirty();
+      // What an apply would have committed, kept up to date the way the backend records an
+      // apply: a set with a delta by its delta, any other set whole. It must always equal
+      // the desired elements, or an apply that writes only deltas would leave the kernel behind.
+      const committed = builders.map(
+        (b) => new Map([...b.desired.sets].map(([n, set]) => [n, new Set(set.elems.keys())])),
+      );
+      for (const b of builders) for (const set of b.desired.sets.values()) set.delta = undefined;
+      for (let step = 0; step < 150; step++) {
+        randomChange(h, rand);
+        state.apply(h.flush());
+        const dirty = state.takeDirty();
+        builders.forEach((b, i) => {
+          b.desired.dirty = { chains: new Set(), sets: new Set() };
+          b.update(state, dirty);
+          const full = desiredOf(renderRuleset(state, cfg, b.family, 'nftables'));
+          assert.deepEqual(comparable(b.desired), comparable(full), `family ${b.family}, step ${step}`);
+          const c = committed[i] as Map<string, Set<string>>;
+          for (const name of b.desired.dirty.sets) {
+            const set = b.desired.sets.get(name);
+            const had = c.get(name);
+            if (set?.delta && had) {
+              for (const id of set.delta.removed.keys()) had.delete(id);
+              for (const id of set.delta.added.keys()) had.add(id);
+            } else if (set) c.set(name, new Set(set.elems.keys()));
+            else c.delete(name);
+            if (set) set.delta = undefined;
+          }
+          for (const [name, set] of b.desired.sets)
+            assert.deepEqual([...(c.get(name) ?? [])].sort(), [...set.elems.keys()].sort(), `${name}, step ${step}`);
+        });
+      }
+    });
 });
 
 describe('nft backend: chains all workloads share', () => {

@@ -102,6 +102,7 @@ if (process.env.PALISADE_ONE_NODE === '1') {
     // The WireGuard VM lab on one datastore only: keeps the suite within its hour on 2 cores.
     const env = {
       PALISADE_WG_LABS: 'etcd nftables',
+      PALISADE_IPVS_MODES: 'nftables',
       ...process.env,
       PATH: `${join(lts, 'bin')}:${process.env.PATH ?? ''}`,
       PALISADE_NATIVE_PATH: addon,

@@ -19,7 +19,8 @@
 #                       qemu-system-x86 and, where /boot has none with WireGuard, Debian's
 #                       kernel (linux-image-amd64), which the kernel-WireGuard tests boot in
 #                       a VM of their own (test/helpers/vm.ts); wireguard-tools and tcpdump
-#                       for the WireGuard bench and the encryption capture)
+#                       for the WireGuard bench and the encryption capture; ipvsadm for the
+#                       kube-proxy IPVS lab, which runs in the same VM)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +42,7 @@ if [[ ${1:-} == --with-test-tools ]]; then
   command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
   # The kernel-WireGuard tests boot a Debian kernel under qemu (this machine's kernel may
   # have no WireGuard module): any installed one with the module will do.
-  pkgs+=(qemu-system-x86 wireguard-tools tcpdump)
+  pkgs+=(qemu-system-x86 wireguard-tools tcpdump ipvsadm)
   ls /lib/modules/*/kernel/drivers/net/wireguard >/dev/null 2>&1 && ls /boot/vmlinuz-* >/dev/null 2>&1 ||
     pkgs+=(linux-image-amd64)
 fi

@@ -128,7 +128,7 @@ export class NodeAgent {
       if (this.#driverConfig && kubeIpvsChanged(this.#driverConfig, this.#config.config)) {
         const ipvs = this.#driverConfig.KubeIPVSSupport === 'Enabled';
         this.#log.warn(
-          { ipvsIfaceGone: ipvs, ipvsSupport: ipvs },
+          { ipvsIfacePresent: !ipvs, ipvsSupport: ipvs },
           `kube-proxy mode changed (${KUBE_IPVS_DEVICE}); restarting`,
         );
         this.#finish(RESTART_EXIT_CODE);

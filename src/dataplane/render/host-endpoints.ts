@@ -27,7 +27,8 @@ export interface HostEndpointResolution {
   wildcard?: string | undefined;
 }
 
-const bare = (addr: string) => addr.replace(/\/\d+$/, '');
+/** An address without its prefix length (the interface table's addresses carry one). */
+export const bare = (addr: string) => addr.replace(/\/\d+$/, '');
 
 /**
  * `hostIfaces`: the host's interfaces (workload interfaces left out) and their addresses;

@@ -7,11 +7,12 @@
 // destination's ingress policy (cali-forward-endpoint-mark, cali-from-endpoint-mark).
 import { clearMark, markSet } from './blocks.js';
 import type { Marks } from './marks.js';
-import type { Family, Match, PortRange, Rule, Ruleset, TableName, Verdict, VerdictMap } from './model.js';
+import type { Family, Match, PortRange, Rule, Ruleset } from './model.js';
 import { addChain } from './model.js';
 import { EP, endpointChain, ipSetName } from './names.js';
 import type { FilterActions, RenderContext } from './policy.js';
-import { DISPATCH, IPVS, THIS_HOST_SET } from './static.js';
+import type { Fragment } from './ruleset.js';
+import { DISPATCH, dispatchMap, IPVS, THIS_HOST_SET } from './static.js';
 
 interface IpvsOptions {
   family: Family;
@@ -77,11 +78,10 @@ function forwardEndpointMark(o: IpvsOptions): Rule[] {
  * to its cali-sm- chain): an unknown workload interface is denied, anything else gets the
  * non-Calico mark.
  */
-export function addIpvsChains(rs: Ruleset, o: IpvsOptions): VerdictMap {
+export function addIpvsChains(rs: Ruleset, o: IpvsOptions): void {
   addChain(rs, 'filter', IPVS.forwardCheck, forwardCheck(o));
   addChain(rs, 'filter', IPVS.forwardEndpointMark, forwardEndpointMark(o));
-  const map: VerdictMap = { name: IPVS.setEndpointMark, table: 'filter', entries: new Map() };
-  rs.maps.push(map);
+  dispatchMap(rs, 'filter', IPVS.setEndpointMark);
   const setMark: Rule[] = [{ match: [], action: { k: 'vmap', iface: 'in', map: IPVS.setEndpointMark } }];
   for (const p of o.interfacePrefixes)
     setMark.push({
@@ -95,21 +95,22 @@ export function addIpvsChains(rs: Ruleset, o: IpvsOptions): VerdictMap {
     comment: 'Non-Cali endpoint mark',
   });
   addChain(rs, 'filter', IPVS.setEndpointMark, setMark);
-  addChain(rs, 'filter', IPVS.fromEndpointMark, fromEndpointMark({ workloads: [], hosts: [] }, undefined, o.actions));
-  return map;
+  // Its rules follow the endpoints (fromEndpointMark); until then, it denies every mark.
+  addChain(rs, 'filter', IPVS.fromEndpointMark, [unknownInterface(o.actions)]);
 }
 
-type EndpointPart = {
-  chains: Array<{ table: TableName; name: string; rules: Rule[] }>;
-  entries: Array<{ table: TableName; map: string; iface: string; verdict: Verdict }>;
-};
+const unknownInterface = (actions: FilterActions): Rule => ({
+  match: [],
+  action: actions.filterDeny,
+  comment: 'Unknown interface',
+});
 
 /**
  * An endpoint's cali-sm- chain (its mark set) and its cali-set-endpoint-mark entry; nothing
  * without IPVS support, or when the endpoint bits hold no more numbers (then the unknown-
  * endpoint rule denies its IPVS traffic: fail closed).
  */
-export function endpointSetMark(iface: string, ctx: RenderContext): EndpointPart {
+export function endpointSetMark(iface: string, ctx: RenderContext): Fragment {
   const mark = ctx.endpointMarks?.markOf(iface);
   if (mark === undefined) return { chains: [], entries: [] };
   const chain = endpointChain(EP.setMark, iface, ctx.iptables);
@@ -135,7 +136,7 @@ export interface EndpointNames {
  * Felix's cali-from-endpoint-mark: each endpoint's mark to its from-endpoint chain
  * (workloads' cali-fw-, host endpoints' forward cali-fhfw-), by name; any other mark denied.
  */
-export function fromEndpointMark(names: EndpointNames, ctx: RenderContext | undefined, actions: FilterActions): Rule[] {
+export function fromEndpointMark(names: EndpointNames, ctx: RenderContext): Rule[] {
   const rules: Rule[] = [];
   const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   for (const [list, prefix] of [
@@ -143,12 +144,12 @@ export function fromEndpointMark(names: EndpointNames, ctx: RenderContext | unde
     [names.hosts, EP.fromHostFwd],
   ] as const) {
     for (const name of [...new Set(list)].sort(byName)) {
-      const mark = ctx?.endpointMarks?.markOf(name);
-      if (mark === undefined || !ctx) continue;
+      const mark = ctx.endpointMarks?.markOf(name);
+      if (mark === undefined) continue;
       const match: Match[] = [{ k: 'mark', value: mark, mask: ctx.marks.endpoint }];
       rules.push({ match, action: { k: 'goto', chain: endpointChain(prefix, name, ctx.iptables) } });
     }
   }
-  rules.push({ match: [], action: actions.filterDeny, comment: 'Unknown interface' });
+  rules.push(unknownInterface(ctx.actions));
   return rules;
 }

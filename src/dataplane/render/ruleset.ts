@@ -9,7 +9,7 @@ import type { IPAMPool, Policy, Profile, WorkloadEndpoint } from '../../proto/me
 import type { DesiredIPSet, DesiredState } from '../desired-state.js';
 import { IPIP_DEVICE, VXLAN_DEVICE, VXLAN_DEVICE_V6 } from '../device-names.js';
 import { workloadChains } from './endpoints.js';
-import { hostEndpointsFragment, type PolicyLookup, resolveHostEndpoints } from './host-endpoints.js';
+import { bare, hostEndpointsFragment, type PolicyLookup, resolveHostEndpoints } from './host-endpoints.js';
 import { allocateMarks } from './marks.js';
 import type { SelectorOf } from './policy-groups.js';
 import {
@@ -388,9 +388,13 @@ export function floatingIpFragment(weps: Iterable<WorkloadEndpoint>, ctx: Render
   };
 }
 
+/** A workload the dataplane dispatches to (workloadFragment renders its chains). */
+const dispatched = (ep: WorkloadEndpoint, ctx: RenderContext) =>
+  !ep.allowSpoofedSourcePrefixes.length || !!ctx.spoofing;
+
 /** `selectorOf`: the active policies' selectors, which put them in Felix's policy groups. */
 export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext, selectorOf?: SelectorOf): Fragment {
-  if (ep.allowSpoofedSourcePrefixes.length && !ctx.spoofing) {
+  if (!dispatched(ep, ctx)) {
     // Felix refuses such an endpoint ("source IP spoofing requested but not enabled"): its
     // interface is not dispatched, so its traffic meets the fail-closed drop.
     return { chains: [], entries: [] };
@@ -405,10 +409,6 @@ export function workloadFragment(ep: WorkloadEndpoint, ctx: RenderContext, selec
     ],
   };
 }
-
-/** A workload the dataplane dispatches to (workloadFragment renders its chains). */
-const dispatched = (ep: WorkloadEndpoint, ctx: RenderContext) =>
-  !ep.allowSpoofedSourcePrefixes.length || !!ctx.spoofing;
 
 /**
  * The active endpoints' names, as cali-from-endpoint-mark dispatches them (undefined
@@ -428,7 +428,7 @@ export function endpointNamesOf(
 export function fromEndpointMarkFragment(names: EndpointNames, ctx: RenderContext): Fragment {
   ctx.endpointMarks?.retain(new Set([...names.workloads, ...names.hosts]));
   return {
-    chains: [{ table: 'filter', name: IPVS.fromEndpointMark, rules: fromEndpointMark(names, ctx, ctx.actions) }],
+    chains: [{ table: 'filter', name: IPVS.fromEndpointMark, rules: fromEndpointMark(names, ctx) }],
     entries: [],
   };
 }
@@ -447,10 +447,7 @@ export function thisHostSet(
   if (!ipvsOn(config)) return { name, set: undefined };
   const members = new Set<string>();
   for (const addrs of state.hostIfaces?.values() ?? [])
-    for (const a of addrs) {
-      const bare = a.split('/')[0] as string;
-      if (bare.includes(':') === (family === 6)) members.add(bare);
-    }
+    for (const a of addrs.map(bare)) if (a.includes(':') === (family === 6)) members.add(a);
   return { name, set: { name, kind: 'ip', members: [...members].sort() } };
 }
 

@@ -107,7 +107,8 @@ function failsafeChain(o: StaticOptions, dir: 'in' | 'out', table: TableName, ac
 
 const wildcard = (prefix: string) => `${prefix}+`;
 
-function dispatchMap(rs: Ruleset, table: TableName, name: string): VerdictMap {
+/** An empty verdict map of the ruleset's, which endpoints' fragments fill. */
+export function dispatchMap(rs: Ruleset, table: TableName, name: string): VerdictMap {
   const map: VerdictMap = { name, table, entries: new Map() };
   rs.maps.push(map);
   return map;

@@ -21,6 +21,7 @@ import type { ServerTls } from '../health/http.js';
 import type { Logger } from '../log.js';
 import { AgentMetrics, RESYNC_STATE, serveMetrics } from '../metrics/metrics.js';
 import { WireguardMetrics } from '../metrics/wireguard-metrics.js';
+import { MarkMaskError } from '../dataplane/render/marks.js';
 import { ControlPlane } from './control-plane.js';
 import { KUBE_IPVS_DEVICE, kubeIpvsChanged, resolveKubeIpvs } from './kube-proxy-ipvs.js';
 import { type MemoryReducer, startMemoryReducer } from './memory-reducer.js';
@@ -210,7 +211,14 @@ export class NodeAgent {
     this.#log.info({ ignored: this.#config.ignored.length }, 'configuration resolved; starting the dataplane');
     this.#reporter = this.#newStatusReporter(cfg);
     this.#wireguardKeys = new WireguardKeyPublisher(() => wireguardKeyStore(cfg), this.#log);
-    this.#driver = this.#newDriver(cfg);
+    try {
+      this.#driver = this.#newDriver(cfg);
+    } catch (e) {
+      // A mark mask too small for what is on (WireGuard, kube-proxy IPVS): nothing is programmed.
+      if (!(e instanceof MarkMaskError)) throw e;
+      this.#refuse(e.message);
+      return;
+    }
     this.#driver.start();
     this.#watchKubeProxyMode(cfg);
     void this.#startServers(cfg);

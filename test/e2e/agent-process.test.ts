@@ -86,11 +86,11 @@ describe('agent process: signals', { skip: ROOT_SKIP }, () => {
 });
 
 describe('agent process: kube-proxy in IPVS mode (issues 52, 55)', { skip: ROOT_SKIP }, () => {
-  const start = (ns: string, dir: string) => {
+  const start = (ns: string, dir: string, env: NodeJS.ProcessEnv = {}) => {
     const p = spawn(
       'ip',
       ['netns', 'exec', ns, process.execPath, BIN, 'agent', '--datastore-dir', dir, '--hostname', 'node1'],
-      { env: { ...cleanEnv, PALISADE_LOG_FORMAT: 'json' }, stdio: ['ignore', 'ignore', 'pipe'] },
+      { env: { ...cleanEnv, PALISADE_LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     const out = { log: '' };
     p.stderr?.on('data', (d: Buffer) => (out.log += d.toString()));
@@ -127,5 +127,14 @@ describe('agent process: kube-proxy in IPVS mode (issues 52, 55)', { skip: ROOT_
     ns.run('ip', ['link', 'add', 'kube-ipvs0', 'type', 'veth', 'peer', 'name', 'kipvs-peer']);
     assert.equal(await exitWithin(second), 129, second.out.log.slice(-1000));
     assert.equal(ns.try('nft', ['list', 'table', 'ip', 'calico']).status, 0, 'the rules were removed');
+  });
+
+  it('refuses to start (exit 3, nothing programmed) when the mark mask leaves no endpoint bit for IPVS, as Felix', async () => {
+    const ns = netns();
+    ns.run('ip', ['link', 'add', 'kube-ipvs0', 'type', 'veth', 'peer', 'name', 'kipvs-peer']);
+    const run = start(ns.name, tempDir(), { FELIX_NFTABLESMARKMASK: '0x1f0000' });
+    assert.equal(await exitWithin(run), 3, run.out.log.slice(-1000));
+    assert.match(run.out.log, /cannot run with this configuration: .*0x1f0000 leaves no bit for the endpoint mark/);
+    assert.notEqual(ns.try('nft', ['list', 'table', 'ip', 'calico']).status, 0, 'nothing programmed');
   });
 });

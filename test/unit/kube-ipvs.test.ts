@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 
 import { resolveKubeIpvs, kubeIpvsChanged } from '../../src/agent/kube-proxy-ipvs.js';
 import { EndpointMarkMapper, fnv1_32, numberToMark } from '../../src/dataplane/render/endpoint-marks.js';
-import { allocateMarks } from '../../src/dataplane/render/marks.js';
+import { allocateMarks, MarkMaskError } from '../../src/dataplane/render/marks.js';
+import { PARAMS } from '../../src/config/params.js';
 import { renderRuleset } from '../../src/dataplane/render/ruleset.js';
 import { DesiredState } from '../../src/dataplane/desired-state.js';
 import { config as loadConfig } from '../helpers/render-fixtures.js';
@@ -19,7 +20,10 @@ describe('kube-proxy IPVS: marks', () => {
     assert.equal(wg.endpoint, 0xffc00000);
     assert.equal(wg.nonCaliEndpoint, 0x400000);
     assert.equal(allocateMarks(0xffff0000).nonCaliEndpoint, 0, 'no non-Calico mark without IPVS');
-    assert.throws(() => allocateMarks(0x1f0000, false, true), /no bit for the endpoint mark/);
+    assert.throws(
+      () => allocateMarks(0x1f0000, false, true),
+      (e) => e instanceof MarkMaskError && /no bit for the endpoint mark/.test(e.message),
+    );
   });
 
   it("numbers endpoints as Felix's mapper: FNV-1 of the name, past 0 and the reserved 1, stable until released", () => {
@@ -113,5 +117,19 @@ describe('kube-proxy IPVS: chains', () => {
     assert.ok(!off.tables.filter.has('cali-forward-check'));
     assert.ok(!off.tables.filter.has('cali-sm-cali1'));
     assert.ok(!off.sets.has('cali40this-host'));
+  });
+});
+
+describe('kube-proxy IPVS: its parameters refuse garbage', () => {
+  it('KubeIPVSSupport and KubeNodePortRanges', () => {
+    assert.equal(PARAMS.KubeIPVSSupport.parse('enabled'), 'Enabled');
+    assert.throws(() => PARAMS.KubeIPVSSupport.parse('Disabled'), /unknown option|one of/);
+    assert.throws(() => PARAMS.KubeIPVSSupport.parse('\u0000'), /unknown option|one of/);
+    assert.deepEqual(PARAMS.KubeNodePortRanges.parse('30000:32767,80'), [
+      { first: 30000, last: 32767 },
+      { first: 80, last: 80 },
+    ]);
+    for (const bad of ['x:y', '30000:20000', '70000', '1:2:3', ''])
+      assert.throws(() => PARAMS.KubeNodePortRanges.parse(bad), /not a valid port range/, bad);
   });
 });

@@ -28,6 +28,11 @@ export interface Marks {
   nonCaliEndpoint: number;
 }
 
+/** The mark mask cannot hold the bits the configuration needs: the agent refuses to start (as Felix panics). */
+export class MarkMaskError extends Error {
+  override name = 'MarkMaskError';
+}
+
 export function allocateMarks(mask: number, wireguard = false, ipvs = false): Marks {
   const bits: number[] = [];
   const want = wireguard ? 6 : 5;
@@ -36,14 +41,14 @@ export function allocateMarks(mask: number, wireguard = false, ipvs = false): Ma
     if ((mask & bit) !== 0) bits.push(bit);
   }
   if (bits.length < want)
-    throw new Error(
+    throw new MarkMaskError(
       `IptablesMarkMask 0x${mask.toString(16)} has ${bits.length} bits; palisade needs at least ${want}${wireguard ? ' with WireGuard on' : ''}`,
     );
   const [accept, pass, drop, scratch0, scratch1, wg = 0] = bits as [number, number, number, number, number, number?];
   const taken = bits.reduce((a, b) => a | b, 0);
   const endpoint = (mask & ~taken) >>> 0;
   if (ipvs && endpoint === 0)
-    throw new Error(
+    throw new MarkMaskError(
       `IptablesMarkMask 0x${mask.toString(16)} leaves no bit for the endpoint mark kube-proxy IPVS support needs (Felix refuses so too)`,
     );
   return {
